@@ -1,0 +1,131 @@
+"""Run Wireshark's command-line tools with a chosen p2pc plugin, and nothing stale.
+
+Wireshark loads personal plugins from ``$HOME/.local/lib/wireshark/plugins/<major.minor>/epan``
+but ignores that folder (and ``WIRESHARK_PLUGIN_DIR``) when it runs as root.  So to load a given
+``p2pc.so`` we build a private HOME holding just that plugin (and the Lua parts) and, as root,
+drop to the unprivileged ``nobody`` user with ``setpriv`` for the tshark process itself.
+Without an explicit plugin the user's own installation is used as it is.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class ToolMissing(RuntimeError):
+    """A Wireshark program is not installed."""
+
+
+def ws_version(program: str = "tshark") -> tuple[int, int, int]:
+    exe = shutil.which(program)
+    if not exe:
+        raise ToolMissing(program)
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"(\d+)\.(\d+)\.(\d+)", out)
+    if not m:
+        raise ToolMissing(f"{program}: cannot read its version")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def built_plugin() -> Path | None:
+    """The plugin the repository's build produced, if any."""
+    for cand in sorted((REPO / "build" / "plugins").glob("*/epan/p2pc.so")):
+        return cand
+    return None
+
+
+def _world_readable(path: Path) -> bool:
+    try:
+        if not os.stat(path).st_mode & 0o004:
+            return False
+        return all(os.stat(p).st_mode & 0o001 for p in path.parents)
+    except OSError:
+        return False
+
+
+@dataclass
+class Wireshark:
+    """Command prefix for running tshark/dumpcap with a specific p2pc plugin."""
+
+    plugin: Path | None = None
+    lua_dir: Path | None = None
+    _home: Path | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if self.plugin is not None:
+            self.plugin = Path(self.plugin).resolve()
+            if not self.plugin.is_file():
+                raise FileNotFoundError(f"plugin not found: {self.plugin}")
+            self._home = self._make_home()
+
+    @property
+    def as_root(self) -> bool:
+        return os.geteuid() == 0
+
+    def _make_home(self) -> Path:
+        major, minor, _ = ws_version()
+        home = Path(tempfile.mkdtemp(prefix="p2pc-wshome-"))
+        epan = home / ".local/lib/wireshark/plugins" / f"{major}.{minor}" / "epan"
+        epan.mkdir(parents=True)
+        shutil.copy2(self.plugin, epan / "p2pc.so")
+        lua_dir = self.lua_dir or (REPO / "lua")
+        if lua_dir.is_dir():
+            for lua in lua_dir.glob("*.lua"):
+                shutil.copy2(lua, home / ".local/lib/wireshark/plugins" / lua.name)
+        (home / ".config/wireshark").mkdir(parents=True)
+        for dirpath, dirnames, filenames in os.walk(home):
+            os.chmod(dirpath, 0o755)
+            for f in filenames:
+                os.chmod(os.path.join(dirpath, f), 0o644)
+        return home
+
+    def command(self, program: str, args: list[str]) -> list[str]:
+        exe = shutil.which(program)
+        if not exe:
+            raise ToolMissing(program)
+        if self._home is None:
+            return [exe, *args]
+        env = ["env", f"HOME={self._home}", "XDG_CONFIG_HOME=" + str(self._home / ".config")]
+        if self.as_root:
+            # Root ignores personal plugins: run the tool itself as nobody.
+            return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                    *env, exe, *args]
+        return [*env, exe, *args]
+
+    def readable(self, path: str | os.PathLike) -> str:
+        """A path to `path` that the tool can open: as root the tool runs as nobody, so a file
+        in a private folder (pytest's tmp_path, say) is copied into the private HOME first."""
+        path = Path(path).resolve()
+        if self._home is None or not self.as_root or _world_readable(path):
+            return str(path)
+        dst = Path(tempfile.mkdtemp(prefix="in-", dir=self._home))
+        os.chmod(dst, 0o755)
+        shutil.copy2(path, dst / path.name)
+        os.chmod(dst / path.name, 0o644)
+        return str(dst / path.name)
+
+    def run(self, program: str, args: list[str], **kw) -> subprocess.CompletedProcess:
+        kw.setdefault("capture_output", True)
+        kw.setdefault("text", True)
+        return subprocess.run(self.command(program, args), **kw)
+
+    def popen(self, program: str, args: list[str], **kw) -> subprocess.Popen:
+        return subprocess.Popen(self.command(program, args), **kw)
+
+    def cleanup(self) -> None:
+        if self._home is not None:
+            shutil.rmtree(self._home, ignore_errors=True)
+            self._home = None
+
+    def __enter__(self) -> "Wireshark":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.cleanup()

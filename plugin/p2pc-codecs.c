@@ -1,0 +1,603 @@
+/* p2pc-codecs.c
+ * Bounded decompressors for the p2pc dissectors.
+ *
+ * LZO1X: liblzo2 lzo1x_decompress_safe (decodes lzo1x_1 and lzo1x_999 output alike).
+ * zlib/deflate/gzip: zlib inflate.  Snappy block: libsnappy's C API (snappy-c.h); the framing
+ * format (google/snappy framing_format.txt) is parsed here, with its masked CRC-32C checked.
+ * brotli: libbrotlidec.  zstd: libzstd streaming API.
+ *
+ * Every decoder writes into a buffer that grows by doubling up to `bound` and no further, so a
+ * decompression bomb costs at most `bound` bytes and is reported as P2PC_DC_BOUND.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "p2pc-codecs.h"
+#include "p2pc-record.h"
+
+#include <string.h>
+#include <lzo/lzo1x.h>
+#include <snappy-c.h>
+#include <zlib.h>
+#include <brotli/decode.h>
+#include <zstd.h>
+#include <wsutil/crc32.h>
+
+const char *
+p2pc_codec_name(p2pc_codec_t codec)
+{
+    switch (codec) {
+    case P2PC_CODEC_NONE:           return "none";
+    case P2PC_CODEC_LZO1X:          return "lzo1x";
+    case P2PC_CODEC_ZLIB:           return "zlib";
+    case P2PC_CODEC_DEFLATE:        return "deflate";
+    case P2PC_CODEC_GZIP:           return "gzip";
+    case P2PC_CODEC_SNAPPY:         return "snappy";
+    case P2PC_CODEC_SNAPPY_FRAMED:  return "snappy-framed";
+    case P2PC_CODEC_BROTLI:         return "brotli";
+    case P2PC_CODEC_ZSTD:           return "zstd";
+    case P2PC_CODEC_GZIP_STREAM:    return "gzip-stream";
+    case P2PC_CODEC_DEFLATE_STREAM: return "deflate-stream";
+    case P2PC_CODEC_BROTLI_STREAM:  return "brotli-stream";
+    }
+    return "unknown";
+}
+
+const char *
+p2pc_dc_status_name(p2pc_dc_status_t status)
+{
+    switch (status) {
+    case P2PC_DC_OK:        return "ok";
+    case P2PC_DC_CORRUPT:   return "corrupt input";
+    case P2PC_DC_TRUNCATED: return "truncated input";
+    case P2PC_DC_BOUND:     return "output bound exceeded";
+    case P2PC_DC_CRC:       return "checksum mismatch";
+    case P2PC_DC_LENGTH:    return "length mismatch";
+    }
+    return "unknown";
+}
+
+size_t
+p2pc_bound(size_t protocol_bound)
+{
+    size_t cap = p2pc_decompress_cap();
+    return protocol_bound < cap ? protocol_bound : cap;
+}
+
+gboolean
+p2pc_is_zlib_header(guint8 cmf, guint8 flg)
+{
+    return (cmf & 0x0f) == 8 && (cmf >> 4) <= 7 && ((cmf << 8) | flg) % 31 == 0;
+}
+
+/* A growable output buffer, never larger than its bound. */
+typedef struct {
+    wmem_allocator_t *scope;
+    guint8 *data;
+    size_t len;
+    size_t cap;
+    size_t bound;
+} outbuf_t;
+
+static void
+outbuf_init(outbuf_t *ob, wmem_allocator_t *scope, size_t hint, size_t bound)
+{
+    ob->scope = scope;
+    ob->bound = bound;
+    ob->cap = hint < 4096 ? 4096 : hint;
+    if (ob->cap > bound)
+        ob->cap = bound > 0 ? bound : 1;
+    ob->data = (guint8 *)wmem_alloc(scope, ob->cap);
+    ob->len = 0;
+}
+
+/* Make room: returns FALSE when the buffer is already at its bound. */
+static gboolean
+outbuf_grow(outbuf_t *ob)
+{
+    size_t ncap;
+    if (ob->cap >= ob->bound)
+        return FALSE;
+    ncap = ob->cap * 2;
+    if (ncap > ob->bound || ncap < ob->cap)
+        ncap = ob->bound;
+    ob->data = (guint8 *)wmem_realloc(ob->scope, ob->data, ncap);
+    ob->cap = ncap;
+    return TRUE;
+}
+
+static p2pc_dc_status_t
+decompress_lzo1x(outbuf_t *ob, const guint8 *in, size_t in_len, const char **detail)
+{
+    static gboolean initialised;
+    if (!initialised) {
+        if (lzo_init() != LZO_E_OK) {
+            *detail = "lzo_init failed";
+            return P2PC_DC_CORRUPT;
+        }
+        initialised = TRUE;
+    }
+    /* LZO1X carries no length: decode, and retry with a larger buffer on overrun. */
+    for (;;) {
+        lzo_uint out_len = ob->cap;
+        int r = lzo1x_decompress_safe(in, (lzo_uint)in_len, ob->data, &out_len, NULL);
+        switch (r) {
+        case LZO_E_OK:
+            ob->len = out_len;
+            return P2PC_DC_OK;
+        case LZO_E_OUTPUT_OVERRUN:
+            if (!outbuf_grow(ob)) {
+                *detail = "LZO1X output exceeds the bound";
+                return P2PC_DC_BOUND;
+            }
+            break;
+        case LZO_E_INPUT_OVERRUN:
+            *detail = "LZO1X input ends inside the stream";
+            return P2PC_DC_TRUNCATED;
+        case LZO_E_INPUT_NOT_CONSUMED:
+            ob->len = out_len;
+            *detail = "bytes follow the LZO1X end-of-stream marker";
+            return P2PC_DC_CORRUPT;
+        case LZO_E_LOOKBEHIND_OVERRUN:
+            *detail = "LZO1X match refers before the start of the output";
+            return P2PC_DC_CORRUPT;
+        default:
+            *detail = "LZO1X stream is corrupt";
+            return P2PC_DC_CORRUPT;
+        }
+    }
+}
+
+static p2pc_dc_status_t
+inflate_into(z_stream *zs, outbuf_t *ob, const guint8 *in, size_t in_len, gboolean need_end,
+             const char **detail)
+{
+    int r;
+    zs->next_in = (Bytef *)in;
+    zs->avail_in = (uInt)in_len;
+    for (;;) {
+        if (ob->len == ob->cap && !outbuf_grow(ob)) {
+            *detail = "inflated output exceeds the bound";
+            return P2PC_DC_BOUND;
+        }
+        zs->next_out = ob->data + ob->len;
+        zs->avail_out = (uInt)(ob->cap - ob->len);
+        r = inflate(zs, Z_SYNC_FLUSH);
+        ob->len = ob->cap - zs->avail_out;
+        if (r == Z_STREAM_END)
+            return zs->avail_in == 0 ? P2PC_DC_OK :
+                (*detail = "bytes follow the end of the deflate stream", P2PC_DC_CORRUPT);
+        if (r == Z_BUF_ERROR || (r == Z_OK && zs->avail_in == 0 && zs->avail_out != 0)) {
+            if (zs->avail_in == 0 && zs->avail_out != 0) {
+                if (need_end) {
+                    *detail = "deflate stream ends early";
+                    return P2PC_DC_TRUNCATED;
+                }
+                return P2PC_DC_OK;
+            }
+            continue;
+        }
+        if (r != Z_OK) {
+            *detail = zs->msg ? zs->msg : "inflate failed";
+            return r == Z_MEM_ERROR ? P2PC_DC_BOUND : P2PC_DC_CORRUPT;
+        }
+    }
+}
+
+static p2pc_dc_status_t
+decompress_zlib(outbuf_t *ob, int window_bits, const guint8 *in, size_t in_len, const char **detail)
+{
+    z_stream zs;
+    p2pc_dc_status_t st;
+    memset(&zs, 0, sizeof zs);
+    if (inflateInit2(&zs, window_bits) != Z_OK) {
+        *detail = "inflateInit2 failed";
+        return P2PC_DC_CORRUPT;
+    }
+    st = inflate_into(&zs, ob, in, in_len, TRUE, detail);
+    inflateEnd(&zs);
+    return st;
+}
+
+static p2pc_dc_status_t
+decompress_snappy(outbuf_t *ob, const guint8 *in, size_t in_len, const char **detail)
+{
+    size_t n;
+    if (snappy_uncompressed_length((const char *)in, in_len, &n) != SNAPPY_OK) {
+        *detail = "Snappy length preamble is invalid";
+        return P2PC_DC_CORRUPT;
+    }
+    if (n > ob->bound) {
+        *detail = "Snappy declared length exceeds the bound";
+        return P2PC_DC_BOUND;
+    }
+    if (snappy_validate_compressed_buffer((const char *)in, in_len) != SNAPPY_OK) {
+        *detail = "Snappy block is corrupt";
+        return P2PC_DC_CORRUPT;
+    }
+    if (n > ob->cap) {
+        ob->data = (guint8 *)wmem_realloc(ob->scope, ob->data, n ? n : 1);
+        ob->cap = n ? n : 1;
+    }
+    if (snappy_uncompress((const char *)in, in_len, (char *)ob->data, &n) != SNAPPY_OK) {
+        *detail = "Snappy block is corrupt";
+        return P2PC_DC_CORRUPT;
+    }
+    ob->len = n;
+    return P2PC_DC_OK;
+}
+
+static p2pc_dc_status_t
+decompress_brotli(outbuf_t *ob, const guint8 *in, size_t in_len, const char **detail)
+{
+    BrotliDecoderState *s = BrotliDecoderCreateInstance(NULL, NULL, NULL);
+    const uint8_t *next_in = in;
+    size_t avail_in = in_len;
+    p2pc_dc_status_t st = P2PC_DC_OK;
+    if (!s) {
+        *detail = "brotli decoder could not be created";
+        return P2PC_DC_CORRUPT;
+    }
+    for (;;) {
+        uint8_t *next_out;
+        size_t avail_out;
+        BrotliDecoderResult r;
+        if (ob->len == ob->cap && !outbuf_grow(ob)) {
+            *detail = "brotli output exceeds the bound";
+            st = P2PC_DC_BOUND;
+            break;
+        }
+        next_out = ob->data + ob->len;
+        avail_out = ob->cap - ob->len;
+        r = BrotliDecoderDecompressStream(s, &avail_in, &next_in, &avail_out, &next_out, NULL);
+        ob->len = ob->cap - avail_out;
+        if (r == BROTLI_DECODER_RESULT_SUCCESS) {
+            if (avail_in) {
+                *detail = "bytes follow the end of the brotli stream";
+                st = P2PC_DC_CORRUPT;
+            }
+            break;
+        }
+        if (r == BROTLI_DECODER_RESULT_NEEDS_MORE_INPUT) {
+            *detail = "brotli stream ends early";
+            st = P2PC_DC_TRUNCATED;
+            break;
+        }
+        if (r == BROTLI_DECODER_RESULT_ERROR) {
+            *detail = BrotliDecoderErrorString(BrotliDecoderGetErrorCode(s));
+            st = P2PC_DC_CORRUPT;
+            break;
+        }
+        /* NEEDS_MORE_OUTPUT: loop and grow. */
+    }
+    BrotliDecoderDestroyInstance(s);
+    return st;
+}
+
+static p2pc_dc_status_t
+decompress_zstd(outbuf_t *ob, const guint8 *in, size_t in_len, const char **detail)
+{
+    ZSTD_DStream *ds = ZSTD_createDStream();
+    ZSTD_inBuffer ib = { in, in_len, 0 };
+    p2pc_dc_status_t st = P2PC_DC_OK;
+    size_t r = 1;
+    if (!ds) {
+        *detail = "zstd decoder could not be created";
+        return P2PC_DC_CORRUPT;
+    }
+    ZSTD_initDStream(ds);
+    while (ib.pos < ib.size || r != 0) {
+        ZSTD_outBuffer obuf;
+        if (ob->len == ob->cap && !outbuf_grow(ob)) {
+            *detail = "zstd output exceeds the bound";
+            st = P2PC_DC_BOUND;
+            break;
+        }
+        obuf.dst = ob->data;
+        obuf.size = ob->cap;
+        obuf.pos = ob->len;
+        r = ZSTD_decompressStream(ds, &obuf, &ib);
+        ob->len = obuf.pos;
+        if (ZSTD_isError(r)) {
+            *detail = ZSTD_getErrorName(r);
+            st = P2PC_DC_CORRUPT;
+            break;
+        }
+        if (r != 0 && ib.pos == ib.size && obuf.pos < obuf.size) {
+            *detail = "zstd frame ends early";
+            st = P2PC_DC_TRUNCATED;
+            break;
+        }
+    }
+    ZSTD_freeDStream(ds);
+    return st;
+}
+
+guint32
+p2pc_snappy_masked_crc32c(const guint8 *data, size_t len)
+{
+    guint32 crc = crc32c_calculate_no_swap(data, (int)len, CRC32C_PRELOAD) ^ 0xffffffffU;
+    return ((crc >> 15) | (crc << 17)) + 0xa282ead8U;
+}
+
+p2pc_dc_status_t
+p2pc_snappy_framed_decode(wmem_allocator_t *scope, const guint8 *in, size_t in_len,
+                          size_t stop_after, size_t bound, guint8 **out, size_t *out_len,
+                          size_t *consumed, wmem_array_t *chunks, const char **detail)
+{
+    outbuf_t ob;
+    size_t off = 0;
+    p2pc_dc_status_t st = P2PC_DC_OK;
+
+    outbuf_init(&ob, scope, stop_after ? stop_after : in_len * 2, bound);
+    while (off < in_len) {
+        p2pc_snappy_chunk_t c;
+        const guint8 *data;
+        if (in_len - off < 4) {
+            *detail = "framed Snappy chunk header is cut short";
+            st = P2PC_DC_TRUNCATED;
+            break;
+        }
+        memset(&c, 0, sizeof c);
+        c.type = in[off];
+        c.offset = (guint32)off;
+        c.length = in[off + 1] | (in[off + 2] << 8) | ((guint32)in[off + 3] << 16);
+        if (in_len - off - 4 < c.length) {
+            *detail = "framed Snappy chunk is cut short";
+            st = P2PC_DC_TRUNCATED;
+            break;
+        }
+        data = in + off + 4;
+        if (c.type == P2PC_SNAPPY_CHUNK_COMPRESSED || c.type == P2PC_SNAPPY_CHUNK_UNCOMPRESSED) {
+            size_t n;
+            if (c.length < 4) {
+                *detail = "framed Snappy data chunk shorter than its CRC";
+                st = P2PC_DC_CORRUPT;
+                break;
+            }
+            c.crc_stored = data[0] | (data[1] << 8) | (data[2] << 16) | ((guint32)data[3] << 24);
+            if (c.type == P2PC_SNAPPY_CHUNK_UNCOMPRESSED) {
+                n = c.length - 4;
+            } else if (snappy_uncompressed_length((const char *)data + 4, c.length - 4, &n) != SNAPPY_OK) {
+                *detail = "Snappy length preamble is invalid";
+                st = P2PC_DC_CORRUPT;
+                break;
+            }
+            /* framing_format.txt §4.2: at most 65536 uncompressed bytes per chunk. */
+            if (n > 65536) {
+                *detail = "framed Snappy chunk decodes to more than 65536 bytes";
+                st = P2PC_DC_CORRUPT;
+                break;
+            }
+            if (ob.len + n > bound) {
+                *detail = "framed Snappy output exceeds the bound";
+                st = P2PC_DC_BOUND;
+                break;
+            }
+            while (ob.cap - ob.len < n)
+                outbuf_grow(&ob);
+            if (c.type == P2PC_SNAPPY_CHUNK_UNCOMPRESSED) {
+                memcpy(ob.data + ob.len, data + 4, n);
+            } else if (snappy_uncompress((const char *)data + 4, c.length - 4,
+                                         (char *)ob.data + ob.len, &n) != SNAPPY_OK) {
+                *detail = "Snappy block inside a framed chunk is corrupt";
+                st = P2PC_DC_CORRUPT;
+                break;
+            }
+            c.out_len = (guint32)n;
+            c.crc_computed = p2pc_snappy_masked_crc32c(ob.data + ob.len, n);
+            if (c.crc_computed != c.crc_stored && st == P2PC_DC_OK) {
+                *detail = "framed Snappy chunk CRC-32C mismatch";
+                st = P2PC_DC_CRC;
+            }
+            ob.len += n;
+        } else if (c.type == P2PC_SNAPPY_CHUNK_STREAM_ID) {
+            if (c.length != 6 || memcmp(data, "sNaPpY", 6) != 0) {
+                *detail = "framed Snappy stream identifier is not sNaPpY";
+                st = P2PC_DC_CORRUPT;
+                break;
+            }
+        } else if (c.type >= 0x02 && c.type <= 0x7f) {
+            /* framing_format.txt §4.5: reserved unskippable chunks are an error. */
+            *detail = "reserved unskippable framed Snappy chunk";
+            st = P2PC_DC_CORRUPT;
+            if (chunks)
+                wmem_array_append_one(chunks, c);
+            off += 4 + c.length;
+            break;
+        }
+        /* 0x80-0xfd reserved skippable and 0xfe padding: skipped. */
+        if (chunks)
+            wmem_array_append_one(chunks, c);
+        off += 4 + c.length;
+        if (stop_after && ob.len >= stop_after)
+            break;
+    }
+    *out = ob.data;
+    *out_len = ob.len;
+    if (consumed)
+        *consumed = off;
+    return st;
+}
+
+p2pc_dc_status_t
+p2pc_decompress(wmem_allocator_t *scope, p2pc_codec_t codec, const guint8 *in, size_t in_len,
+                size_t bound, guint8 **out, size_t *out_len, const char **detail)
+{
+    outbuf_t ob;
+    p2pc_dc_status_t st;
+    const char *dummy = NULL;
+
+    if (!detail)
+        detail = &dummy;
+    *detail = NULL;
+    if (codec == P2PC_CODEC_SNAPPY_FRAMED)
+        return p2pc_snappy_framed_decode(scope, in, in_len, 0, bound, out, out_len, NULL, NULL, detail);
+
+    outbuf_init(&ob, scope, in_len * 4, bound);
+    switch (codec) {
+    case P2PC_CODEC_LZO1X:
+        st = decompress_lzo1x(&ob, in, in_len, detail);
+        break;
+    case P2PC_CODEC_ZLIB:
+        st = decompress_zlib(&ob, MAX_WBITS, in, in_len, detail);
+        break;
+    case P2PC_CODEC_DEFLATE:
+        st = decompress_zlib(&ob, -MAX_WBITS, in, in_len, detail);
+        break;
+    case P2PC_CODEC_GZIP:
+        st = decompress_zlib(&ob, MAX_WBITS + 16, in, in_len, detail);
+        break;
+    case P2PC_CODEC_SNAPPY:
+        st = decompress_snappy(&ob, in, in_len, detail);
+        break;
+    case P2PC_CODEC_BROTLI:
+        st = decompress_brotli(&ob, in, in_len, detail);
+        break;
+    case P2PC_CODEC_ZSTD:
+        st = decompress_zstd(&ob, in, in_len, detail);
+        break;
+    case P2PC_CODEC_NONE:
+        if (in_len > bound) {
+            *detail = "payload exceeds the bound";
+            st = P2PC_DC_BOUND;
+            break;
+        }
+        ob.data = (guint8 *)wmem_memdup(scope, in, in_len);
+        ob.len = in_len;
+        st = P2PC_DC_OK;
+        break;
+    default:
+        *detail = "codec needs a stream decoder";
+        st = P2PC_DC_CORRUPT;
+        break;
+    }
+    *out = ob.data;
+    *out_len = ob.len;
+    return st;
+}
+
+tvbuff_t *
+p2pc_decompress_tvb(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, p2pc_codec_t codec,
+                    size_t bound, const char *tab, p2pc_dc_status_t *status, const char **detail)
+{
+    guint8 *out = NULL;
+    size_t out_len = 0;
+    const guint8 *in;
+    tvbuff_t *child;
+    p2pc_dc_status_t st;
+
+    *detail = NULL;
+    if (len < 0)
+        len = tvb_captured_length_remaining(tvb, offset);
+    in = tvb_get_ptr(tvb, offset, len);
+    st = p2pc_decompress(pinfo->pool, codec, in, (size_t)len, bound, &out, &out_len, detail);
+    *status = st;
+    if (st != P2PC_DC_OK && st != P2PC_DC_CRC && st != P2PC_DC_LENGTH)
+        return NULL;
+    if (out_len > G_MAXINT) {
+        *status = P2PC_DC_BOUND;
+        *detail = "output does not fit a tvb";
+        return NULL;
+    }
+    child = tvb_new_child_real_data(tvb, out, (guint)out_len, (gint)out_len);
+    if (tab)
+        add_new_data_source(pinfo, child, tab);
+    return child;
+}
+
+/* ---- stateful streams ---- */
+
+struct p2pc_stream {
+    p2pc_codec_t codec;
+    gboolean failed;
+    z_stream zs;
+    BrotliDecoderState *br;
+};
+
+p2pc_stream_t *
+p2pc_stream_new(p2pc_codec_t codec)
+{
+    p2pc_stream_t *s = g_new0(p2pc_stream_t, 1);
+    s->codec = codec;
+    switch (codec) {
+    case P2PC_CODEC_GZIP_STREAM:
+        if (inflateInit2(&s->zs, MAX_WBITS + 16) != Z_OK)
+            s->failed = TRUE;
+        break;
+    case P2PC_CODEC_DEFLATE_STREAM:
+        if (inflateInit2(&s->zs, -MAX_WBITS) != Z_OK)
+            s->failed = TRUE;
+        break;
+    case P2PC_CODEC_BROTLI_STREAM:
+        s->br = BrotliDecoderCreateInstance(NULL, NULL, NULL);
+        if (!s->br)
+            s->failed = TRUE;
+        break;
+    default:
+        s->failed = TRUE;
+        break;
+    }
+    return s;
+}
+
+p2pc_dc_status_t
+p2pc_stream_feed(p2pc_stream_t *s, const guint8 *in, size_t in_len, size_t bound,
+                 wmem_allocator_t *scope, guint8 **out, size_t *out_len, const char **detail)
+{
+    outbuf_t ob;
+    p2pc_dc_status_t st = P2PC_DC_OK;
+
+    *out = NULL;
+    *out_len = 0;
+    if (s->failed) {
+        *detail = "stream decoder stopped after an earlier error";
+        return P2PC_DC_CORRUPT;
+    }
+    outbuf_init(&ob, scope, in_len * 4, bound);
+    if (s->codec == P2PC_CODEC_BROTLI_STREAM) {
+        const uint8_t *next_in = in;
+        size_t avail_in = in_len;
+        for (;;) {
+            uint8_t *next_out;
+            size_t avail_out;
+            BrotliDecoderResult r;
+            if (ob.len == ob.cap && !outbuf_grow(&ob)) {
+                *detail = "brotli stream output exceeds the bound";
+                st = P2PC_DC_BOUND;
+                break;
+            }
+            next_out = ob.data + ob.len;
+            avail_out = ob.cap - ob.len;
+            r = BrotliDecoderDecompressStream(s->br, &avail_in, &next_in, &avail_out, &next_out, NULL);
+            ob.len = ob.cap - avail_out;
+            if (r == BROTLI_DECODER_RESULT_NEEDS_MORE_INPUT || r == BROTLI_DECODER_RESULT_SUCCESS)
+                break;
+            if (r == BROTLI_DECODER_RESULT_ERROR) {
+                *detail = BrotliDecoderErrorString(BrotliDecoderGetErrorCode(s->br));
+                st = P2PC_DC_CORRUPT;
+                break;
+            }
+        }
+    } else {
+        st = inflate_into(&s->zs, &ob, in, in_len, FALSE, detail);
+    }
+    if (st != P2PC_DC_OK)
+        s->failed = TRUE;
+    *out = ob.data;
+    *out_len = ob.len;
+    return st;
+}
+
+void
+p2pc_stream_free(p2pc_stream_t *s)
+{
+    if (!s)
+        return;
+    if (s->codec == P2PC_CODEC_BROTLI_STREAM) {
+        if (s->br)
+            BrotliDecoderDestroyInstance(s->br);
+    } else if (!s->failed || s->zs.state) {
+        inflateEnd(&s->zs);
+    }
+    g_free(s);
+}

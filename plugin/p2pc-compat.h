@@ -1,0 +1,82 @@
+/* p2pc-compat.h
+ * The one place where Wireshark version differences live (4.0 → 4.2 → 4.4), so the
+ * dissectors are written once against the newer names.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef P2PC_COMPAT_H
+#define P2PC_COMPAT_H
+
+#include <wireshark.h>
+#include <ws_version.h>
+#include <epan/packet.h>
+#include <epan/proto.h>
+#include <epan/tap.h>
+
+#define P2PC_VERSION "0.1.0"
+
+#define P2PC_WS_AT_LEAST(maj, min) \
+    (WIRESHARK_VERSION_MAJOR > (maj) || \
+     (WIRESHARK_VERSION_MAJOR == (maj) && WIRESHARK_VERSION_MINOR >= (min)))
+
+/* 4.4 renamed the glib-typed accessors; 4.0 only has the old names. */
+#if !P2PC_WS_AT_LEAST(4, 2)
+#define tvb_get_uint8  tvb_get_guint8
+#define tvb_get_uint16 tvb_get_guint16
+#define tvb_get_uint24 tvb_get_guint24
+#define tvb_get_uint32 tvb_get_guint32
+#define tvb_get_uint64 tvb_get_guint64
+#define tvb_get_int8   tvb_get_gint8
+#define tvb_get_int16  tvb_get_gint16
+#define tvb_get_int32  tvb_get_gint32
+#endif
+
+/* Wireshark 4.4 parses segwit transactions in its own bitcoin `tx` handler; 4.0 does not
+ * (a segwit tx ends in "Malformed Packet"), so there we show our own walker's view instead. */
+#define P2PC_STOCK_BITCOIN_SEGWIT P2PC_WS_AT_LEAST(4, 4)
+
+/* Plugin entry points.  4.0/4.2 look for plugin_version, plugin_want_major/minor and plugin_register();
+ * 4.2 adds plugin_describe(); 4.4 registers a struct ws_module through a macro. */
+#if P2PC_WS_AT_LEAST(4, 4)
+#include <wsutil/plugins.h>
+#define P2PC_PLUGIN_ENTRY(protos, nprotos, taps, ntaps)                         \
+    static void p2pc_plugin_register(void)                                      \
+    {                                                                           \
+        for (size_t i = 0; i < (nprotos); i++)                                  \
+            proto_register_plugin(&(protos)[i]);                                \
+        for (size_t i = 0; i < (size_t)(ntaps); i++)                            \
+            tap_register_plugin(&(taps)[i]);                                    \
+    }                                                                           \
+    static struct ws_module p2pc_module = {                                     \
+        .flags = WS_PLUGIN_DESC_DISSECTOR | WS_PLUGIN_DESC_TAP_LISTENER,        \
+        .version = P2PC_VERSION,                                                \
+        .spdx_id = "GPL-2.0-or-later",                                          \
+        .home_url = "",                                                         \
+        .blurb = "Compressed and batched P2P traffic (Bitcoin, FISCO BCOS, libp2p, Ethereum CL)", \
+        .register_cb = &p2pc_plugin_register,                                   \
+    };                                                                          \
+    WIRESHARK_PLUGIN_REGISTER_EPAN(&p2pc_module, 0)
+#else
+#ifdef WS_PLUGIN_DESC_DISSECTOR
+#define P2PC_PLUGIN_DESCRIBE                                                    \
+    WS_DLL_PUBLIC uint32_t plugin_describe(void);                               \
+    uint32_t plugin_describe(void) { return WS_PLUGIN_DESC_DISSECTOR | WS_PLUGIN_DESC_TAP_LISTENER; }
+#else
+#define P2PC_PLUGIN_DESCRIBE
+#endif
+#define P2PC_PLUGIN_ENTRY(protos, nprotos, taps, ntaps)                         \
+    WS_DLL_PUBLIC_DEF const gchar plugin_version[] = P2PC_VERSION;              \
+    WS_DLL_PUBLIC_DEF const int plugin_want_major = WIRESHARK_VERSION_MAJOR;    \
+    WS_DLL_PUBLIC_DEF const int plugin_want_minor = WIRESHARK_VERSION_MINOR;    \
+    WS_DLL_PUBLIC void plugin_register(void);                                   \
+    void plugin_register(void)                                                  \
+    {                                                                           \
+        for (size_t i = 0; i < (nprotos); i++)                                  \
+            proto_register_plugin(&(protos)[i]);                                \
+        for (size_t i = 0; i < (size_t)(ntaps); i++)                            \
+            tap_register_plugin(&(taps)[i]);                                    \
+    }                                                                           \
+    P2PC_PLUGIN_DESCRIBE
+#endif
+
+#endif /* P2PC_COMPAT_H */

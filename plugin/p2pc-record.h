@@ -1,0 +1,41 @@
+/* p2pc-record.h
+ * The common per-message accounting record.  Every p2pc dissector reports each P2P message it
+ * decodes, compressed or not, through p2pc_record_add(): one `p2pc` subtree in the packet tree
+ * and one record queued on the "p2pc" tap.  The analyzer and the Statistics views read only this.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef P2PC_RECORD_H
+#define P2PC_RECORD_H
+
+#include "p2pc-compat.h"
+
+typedef struct {
+    /* Filled by the dissector. */
+    const char *proto;          /* "bitcoin", "fisco", "eth2", "libp2p", ... */
+    const char *msg_type;       /* "cblock", "BlockSync.Transactions", ... */
+    const char *codec;          /* p2pc_codec_name() */
+    guint64 wire_len;           /* bytes of this message on the wire, its P2P header included */
+    guint64 header_len;         /* the P2P framing around the payload */
+    guint64 payload_len;        /* payload bytes as sent */
+    guint64 raw_len;            /* payload bytes after decompression */
+    guint32 batch_count;        /* items carried (txs in a batch); 1 otherwise */
+    /* Filled by p2pc_record_add() from the packet. */
+    guint32 frame;
+    guint32 stream;             /* tcp.stream, or G_MAXUINT32 when not over TCP */
+    address src;
+    address dst;
+    guint32 srcport;
+    guint32 dstport;
+    nstime_t abs_ts;
+} p2pc_record_t;
+
+/* Add the `p2pc` subtree under `tree` (covering tvb[offset, offset+len)) and queue the tap
+ * record.  Strings must outlive the packet (static, or wmem_file_scope / pinfo->pool). */
+proto_item *p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo,
+                            proto_tree *tree, const p2pc_record_t *rec);
+
+/* Set a record's defaults: codec "none", batch_count 1. */
+void p2pc_record_init(p2pc_record_t *rec, const char *proto, const char *msg_type);
+
+#endif /* P2PC_RECORD_H */

@@ -1,0 +1,80 @@
+"""Shared fixtures: every test drives the real tshark with the freshly built plugin."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "analyzer"))
+
+from p2pc.wsenv import Wireshark, built_plugin  # noqa: E402
+
+CAPTURES = REPO / "captures"
+DATA = CAPTURES / "data"
+
+
+class Tshark:
+    """Thin helpers over `tshark` running with the built plugin."""
+
+    def __init__(self, ws: Wireshark):
+        self.ws = ws
+
+    def run(self, args: list[str], check: bool = True):
+        res = self.ws.run("tshark", args)
+        if check and res.returncode != 0:
+            raise AssertionError(f"tshark {args} exited {res.returncode}: {res.stderr}")
+        return res
+
+    def fields(self, capture, fields: list[str], dfilter: str | None = None,
+               two_pass: bool = False, extra: list[str] | None = None) -> list[list[str]]:
+        """One row per frame (frames matching dfilter), one column per field; multiple
+        occurrences of a field in a frame are joined with '|'."""
+        args = ["-n", "-r", self.ws.readable(capture), "-T", "fields", "-E", "occurrence=a",
+                "-E", "aggregator=|", "-E", "separator=\t"]
+        if two_pass:
+            args.append("-2")
+        if dfilter:
+            args += ["-Y", dfilter]
+        for f in fields:
+            args += ["-e", f]
+        args += extra or []
+        out = self.run(args).stdout
+        return [line.split("\t") for line in out.splitlines()]
+
+    def records(self, capture, two_pass: bool = False) -> list[dict]:
+        """The plugin's `-z p2pc,records` message lines as dicts."""
+        args = ["-n", "-q", "-r", self.ws.readable(capture), "-z", "p2pc,records"]
+        if two_pass:
+            args.append("-2")
+        out = self.run(args).stdout
+        cols = None
+        rows = []
+        for line in out.splitlines():
+            parts = line.split("\t")
+            if parts[0] == "#M":
+                cols = parts[1:]
+            elif parts[0] == "M":
+                rows.append(dict(zip(cols, parts[1:])))
+        return rows
+
+    def expert(self, capture) -> list[str]:
+        """Every expert message text in the capture."""
+        rows = self.fields(capture, ["_ws.expert.message"], dfilter="_ws.expert")
+        return [m for row in rows for m in row[0].split("|") if m]
+
+
+@pytest.fixture(scope="session")
+def ws():
+    plugin = built_plugin()
+    if plugin is None:
+        pytest.fail("the plugin is not built: run `make build` (make test does it)")
+    w = Wireshark(plugin=plugin)
+    yield w
+    w.cleanup()
+
+
+@pytest.fixture(scope="session")
+def tshark(ws):
+    return Tshark(ws)

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Install what p2pc needs on Debian/Ubuntu: tshark and the Wireshark development files, the
+# compression libraries, cmake, and the Python packages the analyzer and tests use.
+# Installs only what is missing; needs root (or sudo) for apt.
+set -euo pipefail
+
+APT_PKGS=(tshark wireshark-dev libwireshark-dev liblzo2-dev libsnappy-dev zlib1g-dev
+          libbrotli-dev libzstd-dev libgcrypt20-dev cmake make gcc pkg-config python3 python3-pip
+          iproute2 util-linux)
+
+missing=()
+for p in "${APT_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "p2pc: installing ${missing[*]}"
+  if [ "$(id -u)" -eq 0 ]; then
+    SUDO=()
+  elif command -v sudo >/dev/null 2>&1; then
+    echo "p2pc: not root, using sudo for apt-get (you may be asked for your password)"
+    SUDO=(sudo)
+  else
+    echo "p2pc: these Debian packages are missing: ${missing[*]}" >&2
+    echo "p2pc: run as root: apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  # tshark asks whether non-root users may capture; answer no without a prompt.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | "${SUDO[@]}" debconf-set-selections || true
+  "${SUDO[@]}" apt-get update -q
+  "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Python: the analyzer (editable, with its codec and plotting extras) and pytest.
+PY=${PYTHON:-python3}
+if ! "$PY" -c "import pytest" 2>/dev/null; then
+  "$PY" -m pip install -q pytest || "$PY" -m pip install -q --break-system-packages pytest
+fi
+if [ -f analyzer/pyproject.toml ]; then
+  "$PY" -m pip install -q -e "analyzer[all]" 2>/dev/null \
+    || "$PY" -m pip install -q --break-system-packages -e "analyzer[all]"
+fi
