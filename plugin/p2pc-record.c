@@ -62,6 +62,8 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
     p2pc_record_t *q;
     struct tcp_analysis *tcpd = NULL;
 
+    if (len < 0)
+        len = tvb_captured_length_remaining(tvb, offset);
     if (tree) {
         proto_tree *st;
         proto_item *pi;
