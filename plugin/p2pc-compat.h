@@ -35,9 +35,16 @@
  * (a segwit tx ends in "Malformed Packet"), so there we show our own walker's view instead. */
 #define P2PC_STOCK_BITCOIN_SEGWIT P2PC_WS_AT_LEAST(4, 4)
 
-/* Plugin entry points.  4.0/4.2 look for plugin_version, plugin_want_major/minor and plugin_register();
- * 4.2 adds plugin_describe(); 4.4 registers a struct ws_module through a macro. */
-#if P2PC_WS_AT_LEAST(4, 4)
+/* Preference booleans and heuristic dissector results: gboolean in 4.0, bool from 4.2. */
+#if P2PC_WS_AT_LEAST(4, 2)
+typedef bool p2pc_bool_t;
+#else
+typedef gboolean p2pc_bool_t;
+#endif
+
+/* Plugin entry points.  4.0-4.4 look for plugin_version, plugin_want_major/minor and
+ * plugin_register(); 4.2 adds plugin_describe(); 4.6 registers a struct ws_module instead. */
+#if P2PC_WS_AT_LEAST(4, 6)
 #include <wsutil/plugins.h>
 #define P2PC_PLUGIN_ENTRY(protos, nprotos, taps, ntaps)                         \
     static void p2pc_plugin_register(void)                                      \
@@ -52,12 +59,13 @@
         .version = P2PC_VERSION,                                                \
         .spdx_id = "GPL-2.0-or-later",                                          \
         .home_url = "",                                                         \
-        .blurb = "Compressed and batched P2P traffic (Bitcoin, FISCO BCOS, libp2p, Ethereum CL)", \
+        .blurb = "Compressed and batched P2P traffic",                          \
         .register_cb = &p2pc_plugin_register,                                   \
     };                                                                          \
     WIRESHARK_PLUGIN_REGISTER_EPAN(&p2pc_module, 0)
 #else
-#ifdef WS_PLUGIN_DESC_DISSECTOR
+#if P2PC_WS_AT_LEAST(4, 2)
+#include <wsutil/plugins.h>
 #define P2PC_PLUGIN_DESCRIBE                                                    \
     WS_DLL_PUBLIC uint32_t plugin_describe(void);                               \
     uint32_t plugin_describe(void) { return WS_PLUGIN_DESC_DISSECTOR | WS_PLUGIN_DESC_TAP_LISTENER; }

@@ -97,9 +97,9 @@ static dissector_handle_t stock_block_handle;
 static dissector_handle_t stock_tx_handle;
 
 static guint pref_service_bit = 5;
-static gboolean pref_verify_checksum = TRUE;
-static gboolean pref_decompress = TRUE;
-static gboolean pref_stock_tx = TRUE;
+static p2pc_bool_t pref_verify_checksum = TRUE;
+static p2pc_bool_t pref_decompress = TRUE;
+static p2pc_bool_t pref_stock_tx = TRUE;
 
 static const value_string checksum_status_vals[] = {
     { PROTO_CHECKSUM_E_BAD,        "Bad" },
@@ -693,7 +693,7 @@ dissect_btcc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
     return tvb_captured_length(tvb);
 }
 
-static gboolean
+static p2pc_bool_t
 dissect_btcc_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
     conversation_t *conv;
