@@ -7,8 +7,9 @@ PLUGIN := $(BUILD)/plugins/$(WS_MM)/epan/p2pc.so
 USER_PLUGIN_DIR := $(HOME)/.local/lib/wireshark/plugins/$(WS_MM)/epan
 USER_LUA_DIR := $(HOME)/.local/lib/wireshark/plugins
 DEMO_CAPTURE ?= captures/bitcoin/btc-compressed.pcapng
+P2PC_ONLY ?=
 
-.PHONY: all deps build test demo install-user uninstall-user captures bench clean
+.PHONY: all deps build test demo install-user uninstall-user captures bench fuzz check-ws44 clean
 
 all: build
 
@@ -16,7 +17,7 @@ deps:
 	@tools/install-deps.sh
 
 build:
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DP2PC_ONLY="$(P2PC_ONLY)" >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
 test: deps build
@@ -43,6 +44,12 @@ captures:
 
 bench: build
 	PYTHONPATH=analyzer $(PYTHON) tools/bench.py
+
+fuzz:
+	$(PYTHON) tools/fuzz.py
+
+check-ws44:
+	tools/check-ws44.sh
 
 clean:
 	rm -rf $(BUILD)
