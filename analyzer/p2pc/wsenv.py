@@ -35,7 +35,9 @@ def ws_version(program: str = "tshark") -> tuple[int, int, int]:
 
 
 def built_plugin() -> Path | None:
-    """The plugin the repository's build produced, if any."""
+    """The plugin the repository's build produced, if any (P2PC_PLUGIN overrides the path)."""
+    if os.environ.get("P2PC_PLUGIN"):
+        return Path(os.environ["P2PC_PLUGIN"])
     for cand in sorted((REPO / "build" / "plugins").glob("*/epan/p2pc.so")):
         return cand
     return None
