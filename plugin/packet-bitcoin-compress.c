@@ -400,8 +400,8 @@ dissect_block_body(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
         if (!any_segwit || P2PC_STOCK_BITCOIN_SEGWIT)
             call_stock(stock_block_handle, tvb, pinfo, tree);
         else
-            proto_tree_add_expert_format(tree, pinfo, &ei_btcc_bad_tx, tvb, 0, 0,
-                "Segwit block: shown by the p2pc walker (Wireshark %d.%d's block parser cannot read segwit)",
+            proto_tree_add_subtree_format(tree, tvb, 0, 0, ett_btcc_txs, NULL,
+                "Segwit block: transactions shown by the p2pc walker only (Wireshark %d.%d's block parser cannot read segwit)",
                 WIRESHARK_VERSION_MAJOR, WIRESHARK_VERSION_MINOR);
     }
     return count;
@@ -799,7 +799,7 @@ proto_register_btcc(void)
             "SHA256d of the non-witness serialization, byte-reversed", HFILL } },
         { &hf_btcc_tx_segwit, { "Segwit", "btcc.tx.segwit", FT_BOOLEAN, BASE_NONE, NULL, 0x0,
             "BIP 144 serialization with witness data", HFILL } },
-        { &hf_btcc_trailing, { "Trailing bytes", "btcc.trailing", FT_BYTES, BASE_NONE, NULL, 0x0,
+        { &hf_btcc_trailing, { "Trailing bytes", "btcc.trailing_bytes", FT_BYTES, BASE_NONE, NULL, 0x0,
             "Bytes after the last transaction that parse as none", HFILL } },
     };
     static gint *ett[] = { &ett_btcc, &ett_btcc_bitcoin, &ett_btcc_tx, &ett_btcc_txs };

@@ -1,0 +1,209 @@
+"""Bitcoin BUIP017 datastream compression, decoded by the real tshark with the built plugin.
+
+Expected values come from the source data in captures/data/bitcoin (block hashes, sizes and
+txids computed here by tests/btcdata.py) and from the generator's truth files (what it sent),
+never from the plugin's own output.
+"""
+from __future__ import annotations
+
+import bz2
+import json
+import struct
+
+import pytest
+
+from btcdata import block_hash, block_txs
+from conftest import CAPTURES, DATA
+
+BTC = CAPTURES / "bitcoin"
+ALL = sorted(p.name for p in BTC.glob("*.pcapng"))
+
+
+def truth(name: str) -> dict:
+    return json.loads((BTC / name.replace(".pcapng", ".truth.json")).read_text())
+
+
+def source_block(source: str) -> bytes:
+    if source.startswith("blocks1-255_framed.bz2#"):
+        height = int(source.split("#")[1])
+        d = bz2.decompress((DATA / "bitcoin" / "blocks1-255_framed.bz2").read_bytes())
+        o, h = 0, 1
+        while True:
+            n = struct.unpack_from("<I", d, o + 4)[0]
+            if h == height:
+                return d[o + 8:o + 8 + n]
+            o, h = o + 8 + n, h + 1
+    return (DATA / "bitcoin" / source).read_bytes()
+
+
+def prefs(name: str) -> list[str]:
+    # The 2015 test builds announced compression with service bit 28.
+    return ["-o", "btcc.service_bit:28"] if "zlib2015" in name else []
+
+
+def sent_records(tshark, name: str) -> list[dict]:
+    """p2pc records of what peer A sent after the handshake (the truth file's messages)."""
+    t = truth(name)
+    recs = [r for r in tshark.records(BTC / name) if r["src"] == t["link"]["addr_a"]]
+    skip = {"version", "verack", "inv"}
+    return [r for r in recs if r["msg_type"] not in skip]
+
+
+def test_captures_present():
+    assert {"btc-compressed.pcapng", "btc-baseline.pcapng", "btc-oneside.pcapng",
+            "btc-zlib2015.pcapng", "btc-malformed.pcapng", "btc-not-negotiated.pcapng"} <= set(ALL)
+
+
+@pytest.mark.parametrize("name", ["btc-compressed.pcapng", "btc-baseline.pcapng",
+                                  "btc-zlib2015.pcapng", "btc-oneside.pcapng"])
+def test_records_match_what_was_sent(tshark, name):
+    recs = sent_records(tshark, name)
+    msgs = truth(name)["messages"]
+    assert [r["msg_type"] for r in recs] == [m["command"] for m in msgs]
+    for r, m in zip(recs, msgs):
+        assert int(r["payload_len"]) == m["payload_len"], m
+        assert int(r["wire_len"]) == m["payload_len"] + 24
+        assert int(r["header_len"]) == 24
+        assert r["codec"] == m["codec"], m
+        if "source" in m:   # a block: raw_len is the source file's size
+            assert int(r["raw_len"]) == len(source_block(m["source"])), m
+        elif "txs" in m:    # a batch or tx: the sum of the source transactions' sizes
+            src = {s: block_txs(source_block(s)) for s in {t["source"] for t in m["txs"]}}
+            assert int(r["raw_len"]) == sum(len(src[t["source"]][t["index"]].raw) for t in m["txs"])
+            assert int(r["batch_count"]) == (len(m["txs"]) if m["command"] in ("txcat", "ctxcat") else 1)
+
+
+@pytest.mark.parametrize("name", ["btc-compressed.pcapng", "btc-baseline.pcapng", "btc-zlib2015.pcapng"])
+def test_blocks_decompress_to_the_source_blocks(tshark, name):
+    """Each cblock/block decodes to the exact source block: its header's SHA256d is the source
+    block's hash, and the decoded length is the file's size."""
+    expected = [source_block(m["source"]) for m in truth(name)["messages"] if "source" in m]
+    rows = tshark.fields(BTC / name, ["btcc.block.hash", "btcc.decompressed_len", "bitcoin.command"],
+                         dfilter="btcc.block.hash", extra=prefs(name))
+    hashes = [h for row in rows for h in row[0].split("|")]
+    assert hashes == [block_hash(b) for b in expected]
+    raw_lens = [int(r["raw_len"]) for r in sent_records(tshark, name)
+                if r["msg_type"] in ("block", "cblock")]
+    assert raw_lens == [len(b) for b in expected]
+
+
+@pytest.mark.parametrize("name", ["btc-compressed.pcapng", "btc-zlib2015.pcapng"])
+def test_batches_carry_the_source_transactions(tshark, name):
+    """txcat/ctxcat: the batch count and every txid equal the transactions the generator put in,
+    computed here from the source blocks."""
+    batches = [m for m in truth(name)["messages"] if m["command"] in ("txcat", "ctxcat")]
+    assert batches
+    expected_counts, expected_txids = [], []
+    for m in batches:
+        expected_counts.append(len(m["txs"]))
+        for t in m["txs"]:
+            expected_txids.append(block_txs(source_block(t["source"]))[t["index"]].txid)
+    rows = tshark.fields(BTC / name, ["btcc.batch.count", "btcc.tx.txid", "btcc.block.hash"],
+                         dfilter="btcc.batch.count", extra=prefs(name))
+    assert all(not row[2] for row in rows), "a block shares a frame with a batch"
+    assert [int(c) for row in rows for c in row[0].split("|")] == expected_counts
+    assert [t for row in rows for t in row[1].split("|")] == expected_txids
+
+
+def test_single_tx_txids(tshark):
+    name = "btc-compressed.pcapng"
+    expected = [block_txs(source_block(t["source"]))[t["index"]].txid
+                for m in truth(name)["messages"] if m["command"] == "tx" for t in m["txs"]]
+    rows = tshark.fields(BTC / name, ["btcc.tx.txid"], dfilter='bitcoin.command == "tx"')
+    assert [t for row in rows for t in row[0].split("|")] == expected
+
+
+def test_segwit_and_old_blocks_both_present(tshark):
+    name = "btc-compressed.pcapng"
+    rows = tshark.fields(BTC / name, ["btcc.tx.segwit"], dfilter="btcc.block.hash")
+    flags = [f for row in rows for f in row[0].split("|")]
+    assert "1" in flags and "0" in flags
+
+
+def test_baseline_is_the_same_workload(tshark):
+    """The baseline sends the same blocks and transactions, uncompressed and unbatched."""
+    comp, base = truth("btc-compressed.pcapng")["messages"], truth("btc-baseline.pcapng")["messages"]
+    assert [m["source"] for m in comp if "source" in m] == [m["source"] for m in base if "source" in m]
+    txs = lambda ms: [(t["source"], t["index"]) for m in ms if "txs" in m for t in m["txs"]]
+    assert txs(comp) == txs(base)
+    recs = sent_records(tshark, "btc-baseline.pcapng")
+    assert {r["codec"] for r in recs} == {"none"}
+    assert {r["msg_type"] for r in recs} == {"block", "tx", "ping"}
+
+
+def test_checksums_verified(tshark):
+    for name in ("btc-compressed.pcapng", "btc-baseline.pcapng"):
+        rows = tshark.fields(BTC / name, ["btcc.checksum.status"], dfilter="bitcoin")
+        statuses = {s for row in rows for s in row[0].split("|")}
+        assert statuses == {"1"}, (name, statuses)   # 1 = Good
+
+
+@pytest.mark.parametrize("name,negotiated", [("btc-compressed.pcapng", "1"), ("btc-oneside.pcapng", "0"),
+                                             ("btc-not-negotiated.pcapng", "0")])
+def test_negotiation(tshark, name, negotiated):
+    t = truth(name)
+    rows = tshark.fields(BTC / name, ["btcc.negotiated", "btcc.services.sender", "btcc.services.receiver"],
+                         dfilter='bitcoin.command == "ping"')
+    assert rows
+    first = [col.split("|")[0] for col in rows[0]]
+    assert first[0] == negotiated
+    assert int(first[1], 16) == t["services_a"]
+    assert int(first[2], 16) == t["services_b"]
+
+
+def test_zlib_2015_variant(tshark):
+    name = "btc-zlib2015.pcapng"
+    rows = tshark.fields(BTC / name, ["btcc.codec", "btcc.negotiated"], dfilter="btcc.codec",
+                         extra=prefs(name))
+    assert {c for r in rows for c in r[0].split("|")} == {"zlib"}
+    assert {n for r in rows for n in r[1].split("|")} == {"1"}
+    # With the default bit (5) the same capture is a compressed command without negotiation.
+    assert tshark.fields(BTC / name, ["frame.number"], dfilter="btcc.not_negotiated")
+
+
+def test_malformed_captures_yield_their_expert_items(tshark):
+    for name in ("btc-malformed.pcapng", "btc-not-negotiated.pcapng"):
+        res = tshark.run(["-n", "-r", tshark.ws.readable(BTC / name)])
+        assert res.returncode == 0
+        for m in truth(name)["messages"]:
+            if "expert" not in m:
+                continue
+            dfilter = " || ".join(m["expert"].split("|"))
+            rows = tshark.fields(BTC / name, ["frame.number"],
+                                 dfilter=f'({dfilter}) && bitcoin.command == "{m["command"]}"')
+            assert rows, f"{name}: no {m['expert']} for {m['malformed']}"
+
+
+def test_malformed_trailing_batches_keep_their_transactions(tshark):
+    name = "btc-malformed.pcapng"
+    batches = [m for m in truth(name)["messages"] if m.get("expert") == "btcc.trailing"]
+    src = block_txs(source_block("block702861_segwit.raw"))
+    expected = [[src[t["index"]].txid for t in m["txs"]] for m in batches]
+    rows = tshark.fields(BTC / name, ["btcc.tx.txid", "btcc.trailing_bytes"], dfilter="btcc.trailing")
+    got = []
+    for row in rows:
+        got.append(row[0].split("|"))
+    assert got == expected
+    trailing = [len(row[1]) // 2 for row in rows]
+    assert trailing == [m["garbage_len"] for m in batches]
+
+
+def test_stock_framing_still_gives_records(tshark):
+    """Decode As Bitcoin (the stock framing) goes through the wrapped command handlers."""
+    name = "btc-compressed.pcapng"
+    ours = tshark.records(BTC / name)
+    res = tshark.run(["-n", "-q", "-r", tshark.ws.readable(BTC / name), "-d", "tcp.port==8333,bitcoin",
+                      "-z", "p2pc,records"])
+    stock = [l.split("\t") for l in res.stdout.splitlines() if l.startswith("M\t")]
+    assert [(r["msg_type"], r["raw_len"]) for r in ours] == [(s[9], s[14]) for s in stock]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_one_pass_equals_two_pass(tshark, name):
+    fields = ["frame.number", "bitcoin.command", "p2pc.msg_type", "p2pc.codec", "p2pc.raw_len",
+              "p2pc.batch_count", "btcc.negotiated", "btcc.block.hash", "btcc.tx.txid",
+              "btcc.checksum.status", "_ws.expert.message"]
+    one = tshark.fields(BTC / name, fields, dfilter="bitcoin", extra=prefs(name))
+    two = tshark.fields(BTC / name, fields, dfilter="bitcoin", two_pass=True, extra=prefs(name))
+    assert one == two
+    assert one
