@@ -1,0 +1,12 @@
+#!/usr/bin/env python3
+"""Regenerate every committed capture (needs root): `sudo make captures`."""
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+GENERATORS = ["make_bitcoin.py"]
+
+for gen in GENERATORS:
+    print(f"== {gen}", flush=True)
+    subprocess.run([sys.executable, str(HERE / gen)], check=True)
