@@ -340,6 +340,60 @@ records_init(const char *opt_arg, void *userdata)
         g_string_free(err, TRUE);
 }
 
+/* ---- Payload dump: tshark -q -z p2pc,payloads[,filter] ----
+ * One line per record that carries its uncompressed payload: `P frame proto msg_type codec hex`,
+ * for `p2pc whatif` to recompress with other codecs. */
+static tap_packet_status
+payloads_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
+                tap_flags_t flags)
+{
+    const p2pc_record_t *r = (const p2pc_record_t *)p;
+    static const char hex[] = "0123456789abcdef";
+    guint len, i;
+    const guint8 *data;
+    char *line;
+
+    if (!r->raw_tvb)
+        return TAP_PACKET_DONT_REDRAW;
+    len = tvb_captured_length(r->raw_tvb);
+    data = tvb_get_ptr(r->raw_tvb, 0, len);
+    line = (char *)g_malloc((gsize)len * 2 + 1);
+    for (i = 0; i < len; i++) {
+        line[2 * i] = hex[data[i] >> 4];
+        line[2 * i + 1] = hex[data[i] & 0xf];
+    }
+    line[2 * len] = '\0';
+    printf("P\t%u\t%s\t%s\t%s\t%s\n", r->frame, r->proto, r->msg_type, r->codec, line);
+    g_free(line);
+    return TAP_PACKET_DONT_REDRAW;
+}
+
+static void
+payloads_init(const char *opt_arg, void *userdata)
+{
+    const char *filter = NULL;
+    GString *err;
+    if (!strncmp(opt_arg, "p2pc,payloads,", 14))
+        filter = opt_arg + 14;
+    printf("#p2pc-payloads\t1\n#P\tframe\tproto\tmsg_type\tcodec\traw_hex\n");
+    err = register_tap_listener("p2pc", (void *)payloads_init, filter, TL_REQUIRES_NOTHING, NULL,
+                                payloads_packet, NULL, NULL);
+    if (err) {
+        fprintf(stderr, "tshark: Couldn't register p2pc,payloads tap: %s\n", err->str);
+        g_string_free(err, TRUE);
+        exit(1);
+    }
+}
+
+static stat_tap_ui payloads_ui = {
+    REGISTER_STAT_GROUP_GENERIC,
+    NULL,
+    "p2pc,payloads",
+    payloads_init,
+    0,
+    NULL
+};
+
 static stat_tap_ui records_ui = {
     REGISTER_STAT_GROUP_GENERIC,
     NULL,
@@ -400,4 +454,5 @@ register_tap_listener_p2pc(void)
     stats_tree_register_plugin("p2pc", "p2pc", "P2P Compression/Messages and Bytes", 0,
                                p2pc_stats_tree_packet, p2pc_stats_tree_init, NULL);
     register_stat_tap_ui(&records_ui, NULL);
+    register_stat_tap_ui(&payloads_ui, NULL);
 }

@@ -20,6 +20,7 @@ typedef struct {
     guint64 payload_len;        /* payload bytes as sent */
     guint64 raw_len;            /* payload bytes after decompression */
     guint32 batch_count;        /* items carried (txs in a batch); 1 otherwise */
+    tvbuff_t *raw_tvb;          /* optional: the uncompressed payload (for -z p2pc,payloads) */
     /* Filled by p2pc_record_add() from the packet. */
     guint32 frame;
     guint32 stream;             /* tcp.stream, or G_MAXUINT32 when not over TCP */

@@ -554,6 +554,7 @@ dissect_btcc_command(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *
     btree = proto_item_add_subtree(bti, ett_btcc);
     bc = get_conv(pinfo, &dir);
 
+    rec->raw_tvb = tvb;
     switch (cmd->kind) {
     case CMD_VERSION:
         if (len >= 12 && !PINFO_FD_VISITED(pinfo) &&
@@ -581,18 +582,20 @@ dissect_btcc_command(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *
         break;
     case CMD_CBLOCK:
         raw = decompress_payload(tvb, pinfo, btree, cmd->name, BTCC_BLOCK_BOUND, rec);
+        rec->raw_tvb = raw;
         if (raw)
             dissect_block_body(raw, pinfo, btree);
         break;
     case CMD_CTXCAT:
         raw = decompress_payload(tvb, pinfo, btree, cmd->name, BTCC_TXCAT_BOUND, rec);
+        rec->raw_tvb = raw;
         if (raw) {
             rec->batch_count = dissect_tx_sequence(raw, 0, tvb_captured_length(raw), 0, pinfo, btree, TRUE);
             proto_item_set_generated(proto_tree_add_uint(btree, hf_btcc_batch_count, tvb, 0, len, rec->batch_count));
         }
         break;
     case CMD_COMPRESSED_OPAQUE:
-        decompress_payload(tvb, pinfo, btree, cmd->name, BTCC_BLOCK_BOUND, rec);
+        rec->raw_tvb = decompress_payload(tvb, pinfo, btree, cmd->name, BTCC_BLOCK_BOUND, rec);
         break;
     case CMD_STOCK:
         call_stock(cmd->stock, tvb, pinfo, tree);
