@@ -1,0 +1,306 @@
+"""Layer 2: accounting.  Integer sums per capture (exactly mergeable across files and
+processes), and the savings model computed from them at the end (docs/savings-model.md).
+
+payload saved = Σ (raw − sent)
+header saved  = Σ (batch_count − 1) × the protocol's per-message header
+              + link/IP/TCP header bytes of the segments the smaller stream no longer needs
+ACK saved     = pure ACKs the receiver no longer sends for those segments
+
+Segments and ACKs are counted with what the capture shows for each connection direction: its
+MSS (largest TCP payload seen), its per-segment header bytes, the receiver's pure ACKs per data
+segment and their frame size.  `bip` is the BIP draft's flat 24 + 52 bytes per batched message.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from .records import Message, TcpDirection
+
+# Per-message P2P header bytes that batching avoids for each item merged into a batch.
+PROTOCOL_HEADER = {"bitcoin": 24, "fisco": 16, "eth2": 0, "libp2p": 0}
+# The BIP draft's estimate of one TCP ACK (bytes) saved per batched message.
+BIP_ACK_BYTES = 52
+
+# Message types a protocol can merge into batches (for `whatif`'s batching estimate).
+BATCHABLE = {"bitcoin": {"tx"}, "fisco": {"BlockSync.Transactions"}}
+
+# For `compare`: which message types carry the same content compressed and not.
+FAMILY = {
+    "bitcoin": {"cblock": "block", "block": "block", "ctxcat": "tx", "txcat": "tx", "tx": "tx",
+                "cxthinblock": "xthinblock", "xthinblock": "xthinblock",
+                "get_cxthin": "get_xthin", "get_xthin": "get_xthin"},
+}
+
+SIZE_RANGES = [(0, 250), (250, 500), (500, 1000), (1000, 10_000), (10_000, 100_000),
+               (100_000, 500_000), (500_000, 1_000_000), (1_000_000, 2_000_000),
+               (2_000_000, None)]
+
+
+def size_range_label(lo: int, hi: int | None) -> str:
+    def fmt(n: int) -> str:
+        return f"{n // 1_000_000}MB" if n >= 1_000_000 and n % 1_000_000 == 0 else (
+            f"{n // 1000}KB" if n >= 1000 and n % 1000 == 0 else str(n))
+    return f"{fmt(lo)}-{fmt(hi)}" if hi else f">{fmt(lo)}"
+
+
+def size_range(n: int) -> int:
+    for i, (lo, hi) in enumerate(SIZE_RANGES):
+        if hi is None or n < hi:
+            return i
+    return len(SIZE_RANGES) - 1
+
+
+def family(proto: str, msg_type: str) -> str:
+    return FAMILY.get(proto, {}).get(msg_type, msg_type)
+
+
+@dataclass
+class Sums:
+    messages: int = 0
+    wire: int = 0
+    header: int = 0
+    payload: int = 0
+    raw: int = 0
+    items: int = 0
+    batched_headers: int = 0     # Σ (batch_count − 1) × protocol header
+    batched_items: int = 0       # Σ (batch_count − 1)
+
+    def add(self, m: Message) -> None:
+        hdr = PROTOCOL_HEADER.get(m.proto, m.header_len)
+        self.messages += 1
+        self.wire += m.wire_len
+        self.header += m.header_len
+        self.payload += m.payload_len
+        self.raw += m.raw_len
+        self.items += m.batch_count
+        self.batched_items += m.batch_count - 1
+        self.batched_headers += (m.batch_count - 1) * hdr
+
+    def merge(self, o: "Sums") -> None:
+        for k in self.__dataclass_fields__:
+            setattr(self, k, getattr(self, k) + getattr(o, k))
+
+    @property
+    def delta_bytes(self) -> int:
+        """Bytes the uncompressed, unbatched stream would have carried on top of this one."""
+        return (self.raw - self.payload) + self.batched_headers
+
+
+RATIO_BIN = 0.01
+
+
+# Module-level factories, so an Aggregate pickles across worker processes.
+def _type_map() -> defaultdict:
+    return defaultdict(Sums)
+
+
+def _zero3() -> list:
+    return [0, 0, 0]
+
+
+@dataclass
+class Aggregate:
+    """Everything one or more captures contribute, as integer sums keyed by file-unique keys."""
+    # (file, stream, src, srcport) direction -> (proto, msg_type) -> Sums
+    by_dir: dict = field(default_factory=lambda: defaultdict(_type_map))
+    # (file, stream, src, srcport) -> TcpDirection
+    tcp: dict = field(default_factory=dict)
+    # (proto, msg_type, range index) -> [messages, raw, payload]
+    sizes: dict = field(default_factory=lambda: defaultdict(_zero3))
+    # (proto, msg_type, ratio bin) -> messages, ratio = raw / payload (compressed messages)
+    ratios: dict = field(default_factory=lambda: defaultdict(int))
+    # (second, "src:port>dst:port") -> wire bytes
+    bandwidth: dict = field(default_factory=lambda: defaultdict(int))
+    files: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+
+    def add_message(self, file: str, m: Message) -> None:
+        d = (file, m.stream, m.src, m.srcport)
+        self.by_dir[d][(m.proto, m.msg_type)].add(m)
+        s = self.sizes[(m.proto, m.msg_type, size_range(m.raw_len))]
+        s[0] += 1
+        s[1] += m.raw_len
+        s[2] += m.payload_len
+        if m.codec != "none" and m.payload_len > 0:
+            self.ratios[(m.proto, m.msg_type, int(m.raw_len / m.payload_len / RATIO_BIN))] += 1
+        self.bandwidth[(int(m.time), f"{m.src}:{m.srcport}>{m.dst}:{m.dstport}")] += m.wire_len
+
+    def add_tcp(self, file: str, t: TcpDirection) -> None:
+        self.tcp[(file, *t.key)] = t
+
+    def merge(self, o: "Aggregate") -> None:
+        for d, types in o.by_dir.items():
+            for k, s in types.items():
+                self.by_dir[d][k].merge(s)
+        self.tcp.update(o.tcp)
+        for k, v in o.sizes.items():
+            mine = self.sizes[k]
+            for i in range(3):
+                mine[i] += v[i]
+        for k, v in o.ratios.items():
+            self.ratios[k] += v
+        for k, v in o.bandwidth.items():
+            self.bandwidth[k] += v
+        self.files += o.files
+        self.warnings += o.warnings
+
+
+@dataclass
+class LinkParams:
+    """What the capture shows for one connection direction (and its reverse, for ACKs)."""
+    mss: int
+    seg_overhead: float      # link+IP+TCP bytes per data segment
+    ack_ratio: float         # receiver's pure ACKs per data segment
+    ack_bytes: float         # bytes of one pure ACK frame
+
+    @classmethod
+    def from_tcp(cls, t: TcpDirection | None, rev: TcpDirection | None) -> "LinkParams | None":
+        if t is None or t.data_segs == 0 or t.max_seg == 0:
+            return None
+        ack_ratio = (rev.pure_acks / t.data_segs) if rev else 0.0
+        ack_bytes = (rev.pure_ack_bytes / rev.pure_acks) if rev and rev.pure_acks else 0.0
+        return cls(t.max_seg, (t.data_frame_bytes - t.data_bytes) / t.data_segs, ack_ratio, ack_bytes)
+
+
+@dataclass
+class Row:
+    proto: str
+    msg_type: str
+    direction: str | None
+    sums: Sums
+    p2p_header_saved: float = 0.0
+    tcp_header_saved: float = 0.0
+    ack_saved: float = 0.0
+    explain: list = field(default_factory=list)
+
+    @property
+    def payload_saved(self) -> int:
+        return self.sums.raw - self.sums.payload
+
+    @property
+    def header_saved(self) -> float:
+        return self.p2p_header_saved + self.tcp_header_saved
+
+    @property
+    def total_saved(self) -> float:
+        return self.payload_saved + self.header_saved + self.ack_saved
+
+    def as_dict(self) -> dict:
+        s = self.sums
+        d = {
+            "proto": self.proto, "msg_type": self.msg_type, "messages": s.messages,
+            "items": s.items, "wire_bytes": s.wire, "header_bytes": s.header,
+            "payload_bytes": s.payload, "raw_bytes": s.raw,
+            "payload_saved": self.payload_saved,
+            "header_saved": round(self.header_saved), "p2p_header_saved": round(self.p2p_header_saved),
+            "tcp_header_saved": round(self.tcp_header_saved), "ack_saved": round(self.ack_saved),
+            "total_saved": round(self.total_saved),
+            "payload_saved_pct": pct(self.payload_saved, s.raw),
+            "total_saved_pct": pct(self.total_saved, s.wire + self.total_saved),
+        }
+        if self.direction is not None:
+            d["direction"] = self.direction
+        return d
+
+
+def pct(part: float, whole: float) -> float:
+    return round(100.0 * part / whole, 2) if whole else 0.0
+
+
+def compute_rows(agg: Aggregate, model: str = "capture", by_direction: bool = False,
+                 explain: bool = False) -> list[Row]:
+    rows: dict = {}
+    for d in sorted(agg.by_dir):
+        file, stream, src, srcport = d
+        t = agg.tcp.get(d)
+        rev = agg.tcp.get((file, *t.reverse_key)) if t else None
+        params = LinkParams.from_tcp(t, rev)
+        dir_label = f"{src}:{srcport}>{t.dst}:{t.dstport}" if t else f"{src}:{srcport}"
+        for (proto, mtype), s in sorted(agg.by_dir[d].items()):
+            key = (proto, mtype, dir_label if by_direction else None)
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = Row(proto, mtype, key[2], Sums())
+            row.sums.merge(s)
+            if model == "bip":
+                row.p2p_header_saved += s.batched_headers
+                row.ack_saved += s.batched_items * BIP_ACK_BYTES
+                if explain and s.batched_items:
+                    row.explain.append({"file": file, "stream": stream, "direction": dir_label,
+                                        "batched_items": s.batched_items,
+                                        "header_per_item": PROTOCOL_HEADER.get(proto),
+                                        "ack_per_item": BIP_ACK_BYTES})
+                continue
+            row.p2p_header_saved += s.batched_headers
+            if params and s.delta_bytes:
+                segs = s.delta_bytes / params.mss
+                row.tcp_header_saved += segs * params.seg_overhead
+                row.ack_saved += segs * params.ack_ratio * params.ack_bytes
+            if explain:
+                e = {"file": file, "stream": stream, "direction": dir_label,
+                     "delta_bytes": s.delta_bytes, "batched_headers": s.batched_headers}
+                if params:
+                    e.update(mss=params.mss, seg_overhead=round(params.seg_overhead, 2),
+                             ack_ratio=round(params.ack_ratio, 4), ack_frame_bytes=round(params.ack_bytes, 2),
+                             segments_saved=round(s.delta_bytes / params.mss, 3))
+                else:
+                    e["tcp"] = "no TCP data for this direction: segments and ACKs not modelled"
+                row.explain.append(e)
+    return [rows[k] for k in sorted(rows, key=lambda k: (k[0], k[1], k[2] or ""))]
+
+
+def totals(rows: list[Row]) -> Row:
+    t = Row("ALL", "ALL", None, Sums())
+    for r in rows:
+        t.sums.merge(r.sums)
+        t.p2p_header_saved += r.p2p_header_saved
+        t.tcp_header_saved += r.tcp_header_saved
+        t.ack_saved += r.ack_saved
+    return t
+
+
+def size_table(agg: Aggregate) -> list[dict]:
+    out = []
+    for (proto, mtype, idx), (n, raw, payload) in sorted(agg.sizes.items()):
+        lo, hi = SIZE_RANGES[idx]
+        out.append({"proto": proto, "msg_type": mtype, "range": size_range_label(lo, hi),
+                    "messages": n, "avg_raw": round(raw / n), "avg_sent": round(payload / n),
+                    "compression_pct": pct(raw - payload, raw)})
+    return out
+
+
+def measured_tcp(agg: Aggregate) -> dict:
+    """Connection-level totals straight from the capture (for compare)."""
+    out = defaultdict(int)
+    for t in agg.tcp.values():
+        out["frames"] += t.frames
+        out["bytes"] += t.bytes
+        out["data_segments"] += t.data_segs
+        out["tcp_payload_bytes"] += t.data_bytes
+        out["segment_header_bytes"] += t.data_frame_bytes - t.data_bytes
+        out["pure_acks"] += t.pure_acks
+        out["pure_ack_bytes"] += t.pure_ack_bytes
+    return dict(out)
+
+
+def family_measured(agg: Aggregate) -> dict:
+    """Per (proto, family): wire bytes, and the segment-header and ACK bytes of each direction
+    attributed to it by its share of that direction's message bytes."""
+    out: dict = defaultdict(lambda: defaultdict(float))
+    for d, types in agg.by_dir.items():
+        t = agg.tcp.get(d)
+        rev = agg.tcp.get((d[0], *t.reverse_key)) if t else None
+        total = sum(s.wire for s in types.values()) or 1
+        for (proto, mtype), s in types.items():
+            f = out[(proto, family(proto, mtype))]
+            share = s.wire / total
+            f["messages"] += s.messages
+            f["items"] += s.items
+            f["wire_bytes"] += s.wire
+            f["raw_bytes"] += s.raw
+            if t:
+                f["segment_header_bytes"] += share * (t.data_frame_bytes - t.data_bytes)
+            if rev:
+                f["ack_bytes"] += share * rev.pure_ack_bytes
+    return out

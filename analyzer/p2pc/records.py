@@ -1,0 +1,233 @@
+"""Layer 1: run tshark with the p2pc plugin and stream its records.
+
+One tshark pass per capture reads the plugin's `-z p2pc,records` dump (format:
+docs/tap-format.md): `M` lines, one per P2P message, then `T` lines, one per TCP connection
+direction.  Lines are parsed as they arrive, so memory does not grow with the capture.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from .wsenv import REPO, ToolMissing, Wireshark, built_plugin, ws_version
+
+
+class P2pcError(Exception):
+    """An error with a one-line message that names the cause and the fix."""
+    exit_code = 1
+
+
+class TsharkMissing(P2pcError):
+    exit_code = 3
+
+
+class PluginMissing(P2pcError):
+    exit_code = 4
+
+
+class CaptureUnreadable(P2pcError):
+    exit_code = 5
+
+
+class NoP2PTraffic(P2pcError):
+    exit_code = 6
+
+
+class InterfaceError(P2pcError):
+    exit_code = 7
+
+
+TRUNCATED_EXIT = 8
+
+
+@dataclass(frozen=True)
+class Message:
+    frame: int
+    stream: int
+    src: str
+    srcport: int
+    dst: str
+    dstport: int
+    time: float
+    proto: str
+    msg_type: str
+    codec: str
+    wire_len: int
+    header_len: int
+    payload_len: int
+    raw_len: int
+    batch_count: int
+
+    @property
+    def direction(self) -> tuple[int, str, int]:
+        return (self.stream, self.src, self.srcport)
+
+
+@dataclass(frozen=True)
+class TcpDirection:
+    stream: int
+    src: str
+    srcport: int
+    dst: str
+    dstport: int
+    frames: int
+    bytes: int
+    data_segs: int
+    data_bytes: int
+    data_frame_bytes: int
+    pure_acks: int
+    pure_ack_bytes: int
+    ctl_frames: int
+    ctl_bytes: int
+    max_seg: int
+    first_time: float
+    last_time: float
+
+    @property
+    def key(self) -> tuple[int, str, int]:
+        return (self.stream, self.src, self.srcport)
+
+    @property
+    def reverse_key(self) -> tuple[int, str, int]:
+        return (self.stream, self.dst, self.dstport)
+
+
+def personal_plugin() -> Path | None:
+    try:
+        major, minor, _ = ws_version()
+    except ToolMissing:
+        return None
+    p = Path.home() / ".local/lib/wireshark/plugins" / f"{major}.{minor}" / "epan" / "p2pc.so"
+    return p if p.is_file() else None
+
+
+def tshark_has_plugin(ws: Wireshark) -> bool:
+    res = ws.run("tshark", ["-G", "plugins"])
+    return any(line.startswith("p2pc.so") for line in res.stdout.splitlines())
+
+
+def open_wireshark(plugin: str | os.PathLike | None = None) -> Wireshark:
+    """A Wireshark runner that loads p2pc: the given plugin, else the one tshark already loads,
+    else the personal installation (which tshark ignores as root), else this repo's build."""
+    if not shutil.which("tshark"):
+        raise TsharkMissing("tshark not found: install it with `sudo apt-get install tshark` "
+                            "(or run `make deps`)")
+    if plugin or os.environ.get("P2PC_PLUGIN"):
+        path = Path(plugin or os.environ["P2PC_PLUGIN"])
+        if not path.is_file():
+            raise PluginMissing(f"{path}: no such plugin file (build it with `make build`)")
+        return Wireshark(plugin=path)
+    plain = Wireshark()
+    if tshark_has_plugin(plain):
+        return plain
+    for cand in (personal_plugin(), built_plugin()):
+        if cand is not None:
+            return Wireshark(plugin=cand)
+    raise PluginMissing("the p2pc plugin is not installed: run `make install-user` in the p2pc "
+                        "repository (or pass --plugin PATH/p2pc.so)")
+
+
+M_FIELDS = ("frame", "stream", "src", "srcport", "dst", "dstport", "time", "proto", "msg_type",
+            "codec", "wire_len", "header_len", "payload_len", "raw_len", "batch_count")
+
+
+def parse_m(parts: list[str]) -> Message:
+    return Message(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), parts[5], int(parts[6]),
+                   float(parts[7]), parts[8], parts[9], parts[10], int(parts[11]), int(parts[12]),
+                   int(parts[13]), int(parts[14]), int(parts[15]))
+
+
+def parse_t(parts: list[str]) -> TcpDirection:
+    ints = [int(x) for x in parts[6:16]]
+    return TcpDirection(int(parts[1]), parts[2], int(parts[3]), parts[4], int(parts[5]), *ints,
+                        float(parts[16]), float(parts[17]))
+
+
+@dataclass
+class ReadResult:
+    messages: int = 0
+    truncated: bool = False
+    warning: str = ""
+
+
+def _classify_failure(capture: str, stderr: str) -> P2pcError:
+    s = stderr.strip().splitlines()
+    msg = s[-1] if s else "tshark failed"
+    if "doesn't exist" in stderr or "No such file" in stderr:
+        return CaptureUnreadable(f"{capture}: no such file")
+    if "Permission denied" in stderr:
+        return CaptureUnreadable(f"{capture}: permission denied (check the file's permissions)")
+    if "isn't a capture file" in stderr or "unknown file format" in stderr.lower():
+        return CaptureUnreadable(f"{capture}: not a capture file tshark understands")
+    if "invalid -z argument" in stderr.lower() or "p2pc,records" in stderr:
+        return PluginMissing("tshark did not load the p2pc plugin: run `p2pc doctor`")
+    return CaptureUnreadable(f"{capture}: {msg}")
+
+
+def read_capture(ws: Wireshark, capture: str | os.PathLike, on_message, on_tcp,
+                 progress=None, extra: list[str] | None = None) -> ReadResult:
+    """Stream one capture's records: on_message(Message) per M line, on_tcp(TcpDirection) per
+    T line.  Raises P2pcError subclasses; a truncated capture returns what was read with
+    result.truncated set."""
+    path = str(capture)
+    if not os.path.exists(path):
+        raise CaptureUnreadable(f"{path}: no such file")
+    if not os.access(path, os.R_OK):
+        raise CaptureUnreadable(f"{path}: permission denied (check the file's permissions)")
+    args = ["-n", "-q", "-r", ws.readable(path), "-z", "p2pc,records", *(extra or [])]
+    proc = ws.popen("tshark", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                    bufsize=1 << 16)
+    result = ReadResult()
+    header_seen = False
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        tag = line[:2]
+        if tag == "M\t":
+            on_message(parse_m(line.rstrip("\n").split("\t")))
+            result.messages += 1
+            if progress and result.messages % 2000 == 0:
+                progress(result.messages)
+        elif tag == "T\t":
+            on_tcp(parse_t(line.rstrip("\n").split("\t")))
+        elif line.startswith("#p2pc-records"):
+            header_seen = True
+    stderr = proc.stderr.read() if proc.stderr else ""
+    rc = proc.wait()
+    if "cut short in the middle of a packet" in stderr or "truncated" in stderr.lower():
+        result.truncated = True
+        result.warning = f"{path}: the capture is cut short; the report covers what could be read"
+        return result
+    if rc != 0 or not header_seen:
+        raise _classify_failure(path, stderr)
+    return result
+
+
+def read_payloads(ws: Wireshark, capture: str | os.PathLike) -> Iterator[tuple[int, str, str, str, bytes]]:
+    """(frame, proto, msg_type, codec, uncompressed payload) for every record that has one."""
+    args = ["-n", "-q", "-r", ws.readable(str(capture)), "-z", "p2pc,payloads"]
+    proc = ws.popen("tshark", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("P\t"):
+            _, frame, proto, mtype, codec, hexdata = line.rstrip("\n").split("\t")
+            yield int(frame), proto, mtype, codec, bytes.fromhex(hexdata)
+    stderr = proc.stderr.read() if proc.stderr else ""
+    if proc.wait() != 0 and "cut short" not in stderr:
+        raise _classify_failure(str(capture), stderr)
+
+
+def progress_printer(label: str):
+    """A one-line progress counter on stderr, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(n: int) -> None:
+        sys.stderr.write(f"\r{label}: {n} messages")
+        sys.stderr.flush()
+    return show

@@ -1,0 +1,203 @@
+"""The analyzer (`p2pc`), end to end on the committed captures: figures are checked against
+values computed here from the source data, the generator's truth files and tshark's own TCP
+fields (not the plugin's records)."""
+from __future__ import annotations
+
+import csv
+import ctypes
+import io
+import json
+import os
+import subprocess
+import sys
+import zlib
+
+import pytest
+
+from btcdata import block_txs
+from conftest import CAPTURES, DATA, REPO
+from p2pc.wsenv import built_plugin
+
+BTC = CAPTURES / "bitcoin"
+
+
+def p2pc(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-m", "p2pc", *args], capture_output=True, text=True, env=env)
+
+
+def report(*args: str) -> dict:
+    res = p2pc(*args, "--format", "json")
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def rows_by_type(rep: dict) -> dict:
+    return {r["msg_type"]: r for r in rep["rows"]}
+
+
+def truth(name: str) -> dict:
+    return json.loads((BTC / f"{name}.truth.json").read_text())
+
+
+def source_raw_len(m: dict) -> int:
+    if "txs" in m:
+        txs = {}
+        for t in m["txs"]:
+            txs.setdefault(t["source"], block_txs((DATA / "bitcoin" / t["source"]).read_bytes()))
+        return sum(len(txs[t["source"]][t["index"]].raw) for t in m["txs"])
+    return (DATA / "bitcoin" / m["source"]).stat().st_size if "#" not in m["source"] else m["raw_len"]
+
+
+def test_payload_saved_equals_the_source_sum():
+    rep = report("analyze", str(BTC / "btc-compressed.pcapng"))
+    rows = rows_by_type(rep)
+    for mtype in ("cblock", "ctxcat"):
+        expected = sum(source_raw_len(m) - m["payload_len"] for m in truth("btc-compressed")["messages"]
+                       if m["command"] == mtype)
+        assert rows[mtype]["payload_saved"] == expected
+    assert rep["schema"] == "p2pc-report/1"
+
+
+def tcp_inputs(capture, ws_tshark, src: str):
+    """MSS, per-segment overhead, pure-ACK ratio and ACK frame size for the direction from
+    `src`, from tshark's own TCP fields."""
+    rows = ws_tshark.fields(capture, ["ip.src", "tcp.len", "frame.len", "tcp.flags.syn",
+                                      "tcp.flags.fin", "tcp.flags.reset", "tcp.flags.ack"], dfilter="tcp")
+    data = [(int(r[1]), int(r[2])) for r in rows if r[0] == src and int(r[1]) > 0]
+    acks = [int(r[2]) for r in rows if r[0] != src and int(r[1]) == 0 and r[3] == r[4] == r[5] == "0"
+            and r[6] == "1"]
+    mss = max(l for l, _ in data)
+    overhead = sum(f - l for l, f in data) / len(data)
+    return mss, overhead, len(acks) / len(data), sum(acks) / len(acks)
+
+
+def test_header_and_ack_saved_hand_computed(tshark):
+    cap = BTC / "btc-small.pcapng"
+    t = truth("btc-small")
+    mss, overhead, ack_ratio, ack_bytes = tcp_inputs(cap, tshark, t["link"]["addr_a"])
+    assert mss == 1448      # 1500-byte MTU, IPv4, TCP timestamps
+    rows = rows_by_type(report("analyze", str(cap)))
+    for m in t["messages"]:
+        if m["command"] not in ("cblock", "ctxcat"):
+            continue
+        items = len(m.get("txs", [])) or 1
+        batched_headers = (items - 1) * 24
+        delta = source_raw_len(m) - m["payload_len"] + batched_headers
+        segs = delta / mss
+        r = rows[m["command"]]
+        assert r["header_saved"] == round(batched_headers + segs * overhead)
+        assert r["ack_saved"] == round(segs * ack_ratio * ack_bytes)
+        assert r["total_saved"] == round(delta - batched_headers + batched_headers + segs * overhead
+                                         + segs * ack_ratio * ack_bytes)
+
+
+def test_bip_model_is_24_plus_52_per_batched_message():
+    rows = rows_by_type(report("analyze", "--model", "bip", str(BTC / "btc-small.pcapng")))
+    items = len([m for m in truth("btc-small")["messages"] if m["command"] == "ctxcat"][0]["txs"])
+    assert rows["ctxcat"]["header_saved"] == (items - 1) * 24
+    assert rows["ctxcat"]["ack_saved"] == (items - 1) * 52
+    assert rows["cblock"]["header_saved"] == 0 and rows["cblock"]["ack_saved"] == 0
+
+
+def test_compare_measures_against_the_baseline():
+    rep = report("compare", str(BTC / "btc-baseline.pcapng"), str(BTC / "btc-compressed.pcapng"))
+    fam = {r["family"]: r for r in rep["rows"]}
+    comp, base = truth("btc-compressed")["messages"], truth("btc-baseline")["messages"]
+    wire = lambda ms, cmds: sum(m["payload_len"] + 24 for m in ms if m["command"] in cmds)
+    assert fam["block"]["measured_message_saved"] == wire(base, {"block"}) - wire(comp, {"block", "cblock"})
+    assert fam["tx"]["measured_message_saved"] == wire(base, {"tx"}) - wire(comp, {"tx", "txcat", "ctxcat"})
+    # The model, from the compressed capture alone, is checked against the measured savings.
+    for f in ("block", "tx"):
+        assert abs(fam[f]["model_error_pct"]) < 5, fam[f]
+    conn = {r["measure"]: r for r in rep["sections"][0]["rows"]}
+    assert conn["pure_acks"]["saved"] > 0 and conn["data_segments"]["saved"] > 0
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "markdown", "html", "table"])
+def test_every_output_format_parses(fmt):
+    res = p2pc("analyze", str(BTC / "btc-compressed.pcapng"), "--format", fmt)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    keys = ["proto", "msg_type", "messages", "wire_bytes", "payload_bytes", "raw_bytes",
+            "payload_saved", "header_saved", "ack_saved", "total_saved"]
+    if fmt == "json":
+        rep = json.loads(out)
+        assert rep["schema"] == "p2pc-report/1"
+        for r in rep["rows"]:
+            assert set(keys) <= set(r)
+    elif fmt == "csv":
+        first = out.split("\n\n")[0]
+        rows = list(csv.DictReader(io.StringIO(first)))
+        assert set(keys) <= set(rows[0]) and any(r["msg_type"] == "cblock" for r in rows)
+    elif fmt == "markdown":
+        assert "| proto |" in out and "| cblock |" in out.replace("  ", " ")
+    elif fmt == "html":
+        assert out.startswith("<!DOCTYPE html>") and "</html>" in out
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            pytest.skip("matplotlib not installed: no plots")
+        assert out.count('src="data:image/png;base64,') >= 3
+    else:
+        assert "cblock" in out and "total saved" in out
+
+
+def _lzo1x_1(data: bytes) -> bytes:
+    lib = ctypes.CDLL("liblzo2.so.2")
+    out = ctypes.create_string_buffer(len(data) + len(data) // 16 + 67)
+    n = ctypes.c_ulong(0)
+    wrk = ctypes.create_string_buffer(16384 * ctypes.sizeof(ctypes.c_void_p))
+    assert lib.lzo1x_1_compress(data, ctypes.c_ulong(len(data)), out, ctypes.byref(n), wrk) == 0
+    return out.raw[:n.value]
+
+
+def test_whatif_ratios_equal_direct_library_calls():
+    rep = report("whatif", "--codecs", "zlib-1,zlib-6,lzo1x-1", str(BTC / "btc-baseline.pcapng"))
+    table = {(r["msg_type"], r["range"]): r for r in rep["sections"][0]["rows"]}
+    raw = (DATA / "bitcoin" / "block413567.raw").read_bytes()   # the only block of 500KB-1MB
+    row = table[("block", "500KB-1MB")]
+    pct = lambda c: round(100 * (len(raw) - len(c)) / len(raw), 2)
+    assert row["zlib-1 %"] == pct(zlib.compress(raw, 1))
+    assert row["zlib-6 %"] == pct(zlib.compress(raw, 6))
+    assert row["lzo1x-1 %"] == pct(_lzo1x_1(raw))
+
+
+def test_parallel_results_merge_exactly():
+    caps = [str(BTC / "btc-compressed.pcapng"), str(BTC / "btc-small.pcapng")]
+    both = report("analyze", "-j", "2", *caps)["totals"]
+    parts = [report("analyze", c)["totals"] for c in caps]
+    for k in ("messages", "wire_bytes", "payload_bytes", "raw_bytes", "payload_saved"):
+        assert both[k] == parts[0][k] + parts[1][k]
+
+
+def test_errors_have_distinct_exit_codes(tmp_path):
+    missing = p2pc("analyze", str(tmp_path / "nope.pcapng"))
+    assert missing.returncode == 5 and "no such file" in missing.stderr
+    junk = tmp_path / "junk.pcapng"
+    junk.write_bytes(b"this is not a capture file" * 10)
+    res = p2pc("analyze", str(junk))
+    assert res.returncode == 5 and len(res.stderr.strip().splitlines()) == 1
+    res = p2pc("analyze", "--plugin", str(tmp_path / "none.so"), str(BTC / "btc-small.pcapng"))
+    assert res.returncode == 4
+    res = p2pc("analyze", str(BTC / "btc-small.pcapng"), env_extra={"PATH": "/nonexistent"})
+    assert res.returncode == 3 and "tshark" in res.stderr
+
+
+def test_no_p2p_traffic(tmp_path):
+    quiet = tmp_path / "quiet.pcapng"
+    subprocess.run(["editcap", "-r", str(BTC / "btc-small.pcapng"), str(quiet), "1-5"], check=True)
+    res = p2pc("analyze", str(quiet))
+    assert res.returncode == 6 and "no P2P messages" in res.stderr
+
+
+def test_truncated_capture_reports_what_it_read(tmp_path):
+    src = (BTC / "btc-compressed.pcapng").read_bytes()
+    cut = tmp_path / "cut.pcapng"
+    cut.write_bytes(src[: len(src) // 2])
+    res = p2pc("analyze", str(cut), "--format", "json")
+    assert res.returncode == 8
+    rep = json.loads(res.stdout)
+    assert rep["warnings"] and "cut short" in rep["warnings"][0]
+    assert rows_by_type(rep)["cblock"]["messages"] >= 1
