@@ -37,6 +37,8 @@ uninstall-user:
 
 demo: deps install-user
 	@PYTHONPATH=analyzer $(PYTHON) -m p2pc analyze $(DEMO_CAPTURE)
+	@echo
+	@PYTHONPATH=analyzer $(PYTHON) -m p2pc compare captures/bitcoin/btc-baseline.pcapng $(DEMO_CAPTURE)
 
 captures:
 	@[ "$$(id -u)" -eq 0 ] || { echo "make captures needs root (network namespaces)"; exit 1; }
