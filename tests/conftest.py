@@ -43,9 +43,9 @@ class Tshark:
         out = self.run(args).stdout
         return [line.split("\t") for line in out.splitlines()]
 
-    def records(self, capture, two_pass: bool = False) -> list[dict]:
+    def records(self, capture, two_pass: bool = False, extra: list[str] | None = None) -> list[dict]:
         """The plugin's `-z p2pc,records` message lines as dicts."""
-        args = ["-n", "-q", "-r", self.ws.readable(capture), "-z", "p2pc,records"]
+        args = ["-n", "-q", "-r", self.ws.readable(capture), "-z", "p2pc,records", *(extra or [])]
         if two_pass:
             args.append("-2")
         out = self.run(args).stdout
@@ -57,6 +57,17 @@ class Tshark:
                 cols = parts[1:]
             elif parts[0] == "M":
                 rows.append(dict(zip(cols, parts[1:])))
+        return rows
+
+    def payloads(self, capture, extra: list[str] | None = None) -> list[tuple[int, str, bytes]]:
+        """(frame, msg_type, uncompressed payload) per record, from `-z p2pc,payloads`."""
+        out = self.run(["-n", "-q", "-r", self.ws.readable(capture), "-z", "p2pc,payloads",
+                        *(extra or [])]).stdout
+        rows = []
+        for line in out.splitlines():
+            if line.startswith("P\t"):
+                _, frame, _proto, mtype, _codec, hexdata = line.split("\t")
+                rows.append((int(frame), mtype, bytes.fromhex(hexdata)))
         return rows
 
     def expert(self, capture) -> list[str]:
