@@ -201,3 +201,62 @@ def test_truncated_capture_reports_what_it_read(tmp_path):
     rep = json.loads(res.stdout)
     assert rep["warnings"] and "cut short" in rep["warnings"][0]
     assert rows_by_type(rep)["cblock"]["messages"] >= 1
+
+
+def _btc_traffic(port: int, seconds: float) -> None:
+    """Real Bitcoin messages over loopback for `p2pc live` to see."""
+    import hashlib
+    import socket
+    import struct
+    import threading
+    import time
+
+    def msg(cmd: str, payload: bytes) -> bytes:
+        ck = hashlib.sha256(hashlib.sha256(payload).digest()).digest()[:4]
+        return bytes.fromhex("f9beb4d9") + cmd.encode().ljust(12, b"\0") + struct.pack("<I", len(payload)) + ck + payload
+
+    srv = socket.create_server(("127.0.0.1", port))
+
+    def serve():
+        c, _ = srv.accept()
+        while c.recv(65536):
+            pass
+        c.close()
+    th = threading.Thread(target=serve)
+    th.start()
+    c = socket.create_connection(("127.0.0.1", port))
+    end = time.monotonic() + seconds
+    n = 0
+    while time.monotonic() < end:
+        c.sendall(msg("ping", struct.pack("<Q", n)))
+        n += 1
+        time.sleep(0.2)
+    c.close()
+    th.join()
+    srv.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="capturing on lo needs root")
+def test_live_reports_traffic_as_it_comes():
+    import threading
+    port = 18444
+    t = threading.Thread(target=_btc_traffic, args=(port, 5.0))
+    env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
+    proc = subprocess.Popen([sys.executable, "-m", "p2pc", "live", "-i", "lo", "--duration", "4",
+                             "--interval", "2", "-f", f"tcp port {port}", "--format", "json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    import time
+    time.sleep(1.0)
+    t.start()
+    out, err = proc.communicate(timeout=60)
+    t.join()
+    assert proc.returncode == 0, err
+    docs = [json.loads(d) for d in out.replace("}\n{", "}\n\x00{").split("\x00") if d.strip()]
+    assert docs, err
+    pings = rows_by_type(docs[-1])["ping"]
+    assert pings["messages"] >= 5 and pings["wire_bytes"] == pings["messages"] * 32
+
+
+def test_live_bad_interface():
+    res = p2pc("live", "-i", "nonexistent0", "--duration", "1", "--interval", "1")
+    assert res.returncode == 7 and "nonexistent0" in res.stderr
