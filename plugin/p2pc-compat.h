@@ -35,6 +35,13 @@
  * (a segwit tx ends in "Malformed Packet"), so there we show our own walker's view instead. */
 #define P2PC_STOCK_BITCOIN_SEGWIT P2PC_WS_AT_LEAST(4, 4)
 
+/* String dissector tables: 4.2+ name the case flag; 0 is case sensitive in every version. */
+#ifdef STRING_CASE_SENSITIVE
+#define P2PC_STRING_CASE_SENSITIVE STRING_CASE_SENSITIVE
+#else
+#define P2PC_STRING_CASE_SENSITIVE 0
+#endif
+
 /* Preference booleans and heuristic dissector results: gboolean in 4.0, bool from 4.2. */
 #if P2PC_WS_AT_LEAST(4, 2)
 typedef bool p2pc_bool_t;

@@ -42,7 +42,7 @@ def main() -> int:
                 at = cmd.index("env") + 1 if "env" in cmd else 0
                 cmd[at:at] = [f"LD_PRELOAD={libasan}", "ASAN_OPTIONS=detect_leaks=0",
                               "UBSAN_OPTIONS=print_stacktrace=1"]
-                res = subprocess.run(cmd, capture_output=True, text=True)
+                res = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
                 bad = [l for l in res.stderr.splitlines()
                        if "ERROR: AddressSanitizer" in l or "runtime error" in l]
                 if res.returncode != 0 or bad:

@@ -299,14 +299,14 @@ def _malformed_steps() -> list[Step]:
         steps.append(Step("send", [], [(cmd, payload, checksum)],
                           [{"command": cmd, "payload_len": len(payload), "malformed": what, "expert": expect, **t}]))
 
-    c = lzo1x_1(old)
+    c = lzo1x_1(load_block("testnet3_block924634.raw"))
     send("cblock", c[:len(c) // 3], "truncated LZO1X (a third of the stream)", "btcc.decompress_failed",
-         source="block413567.raw")
+         source="testnet3_block924634.raw")
     bad = bytearray(c)
-    for pos in range(5000, len(bad), 7919):
+    for pos in range(100, len(bad), 397):
         bad[pos] ^= 0xA5
     send("cblock", bytes(bad), "corrupted LZO1X (bytes flipped)", "btcc.decompress_failed|btcc.bad_tx",
-         source="block413567.raw")
+         source="testnet3_block924634.raw")
     send("ctxcat", lzo1x_1(b"\0" * 2_000_000), "decompression bomb: 2,000,000 bytes > ctxcat bound 1,000,000",
          "btcc.bound_exceeded")
     send("cblock", lzo1x_1(b"\0" * 17_000_000), "decompression bomb: 17,000,000 bytes > cblock bound 16,000,000",

@@ -1,0 +1,259 @@
+// Command eth2peers runs two real go-libp2p hosts that speak the Ethereum consensus layer's
+// req/resp (ssz_snappy) and gossipsub over plaintext TCP, with yamux or mplex, for p2pc's
+// captures.  One process per side, each in its own network namespace:
+//
+//	eth2peers -role listen -muxer yamux -blocks DIR
+//	eth2peers -role dial -muxer yamux -peer /ip4/192.0.2.2/tcp/9000/p2p/<id> -blocks DIR
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/golang/snappy"
+	"github.com/libp2p/go-libp2p"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	yamux "github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+const (
+	protoStatus   = "/eth2/beacon_chain/req/status/1/ssz_snappy"
+	protoPing     = "/eth2/beacon_chain/req/ping/1/ssz_snappy"
+	protoMetadata = "/eth2/beacon_chain/req/metadata/2/ssz_snappy"
+	protoGoodbye  = "/eth2/beacon_chain/req/goodbye/1/ssz_snappy"
+	protoByRange  = "/eth2/beacon_chain/req/beacon_blocks_by_range/2/ssz_snappy"
+)
+
+// Mainnet fork digests (consensus-specs): the context bytes of each block's chunk.
+var digests = map[string]string{"bellatrix": "4a26c58b", "capella": "bba4da96"}
+
+func uvarint(n uint64) []byte {
+	b := make([]byte, binary.MaxVarintLen64)
+	return b[:binary.PutUvarint(b, n)]
+}
+
+// framed is the Snappy framing format (framing_format.txt), as golang/snappy's Writer makes it.
+func framed(p []byte) []byte {
+	var buf bytes.Buffer
+	w := snappy.NewBufferedWriter(&buf)
+	w.Write(p)
+	w.Close()
+	return buf.Bytes()
+}
+
+func request(ssz []byte) []byte { return append(uvarint(uint64(len(ssz))), framed(ssz)...) }
+
+func chunk(result byte, ctx []byte, ssz []byte) []byte {
+	out := []byte{result}
+	out = append(out, ctx...)
+	out = append(out, uvarint(uint64(len(ssz)))...)
+	return append(out, framed(ssz)...)
+}
+
+func u64(v uint64) []byte { b := make([]byte, 8); binary.LittleEndian.PutUint64(b, v); return b }
+
+type block struct {
+	name, fork string
+	ssz        []byte
+}
+
+func loadBlocks(dir string) []block {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.ssz"))
+	sort.Strings(files)
+	var out []block
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fork := "capella"
+		if bytes.Contains([]byte(f), []byte("bellatrix")) {
+			fork = "bellatrix"
+		}
+		out = append(out, block{filepath.Base(f), fork, b})
+	}
+	return out
+}
+
+func status() []byte {
+	digest, _ := hex.DecodeString(digests["capella"])
+	s := append([]byte{}, digest...)
+	s = append(s, bytes.Repeat([]byte{0x11}, 32)...)
+	s = append(s, u64(203_000)...)
+	s = append(s, bytes.Repeat([]byte{0x22}, 32)...)
+	return append(s, u64(6_507_058)...)
+}
+
+func serve(h host.Host, blocks []block) {
+	h.SetStreamHandler(protoStatus, func(s network.Stream) {
+		readRequest(s)
+		s.Write(chunk(0, nil, status()))
+		s.Close()
+	})
+	h.SetStreamHandler(protoPing, func(s network.Stream) {
+		readRequest(s)
+		s.Write(chunk(0, nil, u64(7)))
+		s.Close()
+	})
+	h.SetStreamHandler(protoMetadata, func(s network.Stream) {
+		md := append(u64(7), bytes.Repeat([]byte{0xff}, 8)...) // seq_number, attnets
+		md = append(md, 0x0f)                                    // syncnets
+		s.Write(chunk(0, nil, md))
+		s.Close()
+	})
+	h.SetStreamHandler(protoGoodbye, func(s network.Stream) {
+		readRequest(s)
+		s.Close()
+	})
+	h.SetStreamHandler(protoByRange, func(s network.Stream) {
+		readRequest(s)
+		for _, b := range blocks {
+			ctx, _ := hex.DecodeString(digests[b.fork])
+			s.Write(chunk(0, ctx, b.ssz))
+		}
+		// ResourceUnavailable for the rest of the range: an SSZ List[byte, 256] message.
+		s.Write(chunk(3, nil, []byte("blocks beyond the three real ones are not served")))
+		s.Close()
+	})
+}
+
+func readRequest(s network.Stream) {
+	var hdr [10]byte
+	n, _ := s.Read(hdr[:])
+	_ = n
+	io.Copy(io.Discard, s)
+}
+
+func call(ctx context.Context, h host.Host, p peer.ID, proto string, req []byte) []byte {
+	s, err := h.NewStream(ctx, p, protocol.ID(proto))
+	if err != nil {
+		log.Fatalf("%s: %v", proto, err)
+	}
+	if req != nil {
+		s.Write(req)
+	}
+	s.CloseWrite()
+	resp, _ := io.ReadAll(s)
+	s.Close()
+	return resp
+}
+
+// messageID is the Altair+ gossipsub message-id: SHA256(MESSAGE_DOMAIN_VALID_SNAPPY ||
+// uint64_le(len(topic)) || topic || snappy-decompressed data)[:20].
+func messageID(m *pb.Message) string {
+	data, err := snappy.Decode(nil, m.Data)
+	h := sha256.New()
+	if err != nil {
+		h.Write([]byte{0, 0, 0, 0})
+		data = m.Data
+	} else {
+		h.Write([]byte{1, 0, 0, 0})
+	}
+	h.Write(u64(uint64(len(m.GetTopic()))))
+	h.Write([]byte(m.GetTopic()))
+	h.Write(data)
+	return string(h.Sum(nil)[:20])
+}
+
+func main() {
+	role := flag.String("role", "listen", "listen or dial")
+	muxer := flag.String("muxer", "yamux", "yamux or mplex")
+	listen := flag.String("listen", "/ip4/0.0.0.0/tcp/9000", "listen address")
+	peerAddr := flag.String("peer", "", "listener's multiaddr (dial)")
+	blocksDir := flag.String("blocks", "", "folder of SignedBeaconBlock .ssz files")
+	idFile := flag.String("idfile", "", "listen: write the peer multiaddr here")
+	seed := flag.Int64("seed", 1, "identity key seed")
+	gossipN := flag.Int("gossip", 3, "dial: blocks to publish on gossipsub")
+	flag.Parse()
+
+	priv, _, _ := crypto.GenerateEd25519Key(bytes.NewReader(bytes.Repeat([]byte{byte(*seed)}, 64)))
+	opts := []libp2p.Option{libp2p.Identity(priv), libp2p.NoSecurity, libp2p.DisableRelay(),
+		libp2p.Transport(tcpTransport), libp2p.ResourceManager(&network.NullResourceManager{})}
+	if *muxer == "mplex" {
+		opts = append(opts, libp2p.Muxer("/mplex/6.7.0", mplexTransport{}))
+	} else {
+		opts = append(opts, libp2p.Muxer(yamux.ID, yamux.DefaultTransport))
+	}
+	if *role == "listen" {
+		opts = append(opts, libp2p.ListenAddrStrings(*listen))
+	} else {
+		opts = append(opts, libp2p.NoListenAddrs)
+	}
+	h, err := libp2p.New(opts...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	blocks := loadBlocks(*blocksDir)
+	topic := fmt.Sprintf("/eth2/%s/beacon_block/ssz_snappy", digests["capella"])
+	ps, err := pubsub.NewGossipSub(ctx, h, pubsub.WithMessageIdFn(messageID),
+		pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign), pubsub.WithNoAuthor())
+	if err != nil {
+		log.Fatal(err)
+	}
+	t, err := ps.Join(topic)
+	if err != nil {
+		log.Fatal(err)
+	}
+	sub, _ := t.Subscribe()
+
+	if *role == "listen" {
+		serve(h, blocks)
+		addr := fmt.Sprintf("%s/p2p/%s", h.Addrs()[0], h.ID())
+		os.WriteFile(*idFile, []byte(addr), 0o644)
+		got := 0
+		for got < *gossipN {
+			if _, err := sub.Next(ctx); err == nil {
+				got++
+			}
+		}
+		time.Sleep(2 * time.Second)
+		return
+	}
+	pa, err := ma.NewMultiaddr(*peerAddr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	info, _ := peer.AddrInfoFromP2pAddr(pa)
+	if err := h.Connect(ctx, *info); err != nil {
+		log.Fatal(err)
+	}
+	call(ctx, h, info.ID, protoStatus, request(status()))
+	call(ctx, h, info.ID, protoPing, request(u64(3)))
+	call(ctx, h, info.ID, protoMetadata, nil)
+	byRange := append(append(u64(6_507_058), u64(8)...), u64(1)...)
+	call(ctx, h, info.ID, protoByRange, request(byRange))
+	// Gossip: wait for the mesh, then publish the same blocks, Snappy block format.
+	for len(t.ListPeers()) == 0 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	for _, b := range blocks[:*gossipN] {
+		if err := t.Publish(ctx, snappy.Encode(nil, b.ssz)); err != nil {
+			log.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
+	call(ctx, h, info.ID, protoGoodbye, request(u64(1)))
+	time.Sleep(500 * time.Millisecond)
+	h.Close()
+}

@@ -1,0 +1,26 @@
+/* p2pc-libp2p.h
+ * What the libp2p connection dissector (packet-libp2p.c) hands to the application protocols
+ * found by multistream-select: each complete application message of a muxed stream, with the
+ * stream's protocol ID and which side sent it.  Application dissectors register their protocol
+ * IDs in the "multistream.protocol" string table and receive this as `data`.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef P2PC_LIBP2P_H
+#define P2PC_LIBP2P_H
+
+#include "p2pc-compat.h"
+
+typedef struct {
+    const char *protocol;   /* negotiated protocol ID, e.g. "/meshsub/1.1.0" */
+    const char *muxer;      /* "yamux" or "mplex" */
+    guint32 stream_id;
+    gboolean from_opener;   /* sent by the side that opened the stream (the requester) */
+    guint32 index;          /* position of this message in its stream direction (0 = first) */
+    guint32 muxer_overhead; /* muxer frame header bytes of the frames that carried it */
+} libp2p_app_info_t;
+
+/* uvarint (multiformats unsigned-varint, at most 9 bytes); FALSE when incomplete or too long. */
+gboolean p2pc_uvarint(const guint8 *p, guint avail, guint64 *value, guint *used);
+
+#endif /* P2PC_LIBP2P_H */

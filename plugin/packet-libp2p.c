@@ -1,0 +1,786 @@
+/* packet-libp2p.c
+ * A libp2p TCP connection: multistream-select 1.0, /plaintext/2.0.0 (and /noise, labelled),
+ * the /yamux/1.0.0 and /mplex/6.7.0 muxers, and the per-stream multistream negotiation that
+ * finds each stream's application protocol (dispatched through the "multistream.protocol"
+ * string table; Ethereum's ssz_snappy protocols live in packet-eth2.c).
+ *
+ * Sources: libp2p/specs (connections, plaintext/2.0.0, yamux, mplex, noise), go-libp2p.
+ *
+ * Upgrade order on the wire: multistream(/plaintext/2.0.0) -> Exchange -> multistream(muxer)
+ * -> muxer frames -> per stream: multistream(protocol) -> application messages.  None of these
+ * layers aligns with TCP segments, muxer frames split application messages and hold parts of
+ * two, so each connection direction and each muxed stream direction is reassembled by a small
+ * byte-stream engine here.  As in packet-websocket.c's stateful decompression, the engines run
+ * on the first pass only and each frame keeps what completed in it (file scope), so the GUI's
+ * random-order re-dissection and `tshark -2` show the same trees.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "p2pc-compat.h"
+#include "p2pc-libp2p.h"
+
+#include <epan/conversation.h>
+#include <epan/expert.h>
+#include <epan/prefs.h>
+#include <epan/proto_data.h>
+#include <epan/dissectors/packet-tcp.h>
+#include <wsutil/pint.h>
+
+void proto_register_libp2p(void);
+void proto_reg_handoff_libp2p(void);
+
+#define MSS_HEADER "/multistream/1.0.0"
+#define MAX_PDU (16 * 1024 * 1024)
+
+static int proto_libp2p = -1;
+static int proto_multistream = -1;
+static int proto_plaintext = -1;
+static int proto_noise = -1;
+static int proto_yamux = -1;
+static int proto_mplex = -1;
+
+static int hf_ms_length = -1;
+static int hf_ms_message = -1;
+static int hf_ms_stream = -1;
+static int hf_pt_length = -1;
+static int hf_pt_peer_id = -1;
+static int hf_pt_key_type = -1;
+static int hf_pt_key = -1;
+static int hf_noise_length = -1;
+static int hf_noise_data = -1;
+static int hf_yamux_version = -1;
+static int hf_yamux_type = -1;
+static int hf_yamux_flags = -1;
+static int hf_yamux_flag_syn = -1;
+static int hf_yamux_flag_ack = -1;
+static int hf_yamux_flag_fin = -1;
+static int hf_yamux_flag_rst = -1;
+static int hf_yamux_stream = -1;
+static int hf_yamux_length = -1;
+static int hf_yamux_data = -1;
+static int hf_mplex_stream = -1;
+static int hf_mplex_flag = -1;
+static int hf_mplex_length = -1;
+static int hf_mplex_data = -1;
+static int hf_libp2p_protocol = -1;
+static int hf_libp2p_app_data = -1;
+static int hf_libp2p_stream = -1;
+
+static gint ett_libp2p = -1;
+static gint ett_ms = -1;
+static gint ett_pt = -1;
+static gint ett_yamux = -1;
+static gint ett_yamux_flags = -1;
+static gint ett_mplex = -1;
+static gint ett_app = -1;
+
+static expert_field ei_libp2p_bad_frame = EI_INIT;
+static expert_field ei_libp2p_na = EI_INIT;
+static expert_field ei_libp2p_encrypted = EI_INIT;
+
+static dissector_handle_t libp2p_handle;
+static dissector_table_t ms_protocol_table;
+
+static const value_string yamux_type_vals[] = {
+    { 0, "Data" }, { 1, "Window Update" }, { 2, "Ping" }, { 3, "Go Away" }, { 0, NULL }
+};
+static const value_string mplex_flag_vals[] = {
+    { 0, "NewStream" }, { 1, "MessageReceiver" }, { 2, "MessageInitiator" },
+    { 3, "CloseReceiver" }, { 4, "CloseInitiator" }, { 5, "ResetReceiver" }, { 6, "ResetInitiator" },
+    { 0, NULL }
+};
+static const value_string key_type_vals[] = {
+    { 0, "RSA" }, { 1, "Ed25519" }, { 2, "Secp256k1" }, { 3, "ECDSA" }, { 0, NULL }
+};
+
+gboolean
+p2pc_uvarint(const guint8 *p, guint avail, guint64 *value, guint *used)
+{
+    guint64 v = 0;
+    for (guint i = 0; i < avail && i < 9; i++) {
+        v |= (guint64)(p[i] & 0x7f) << (7 * i);
+        if (!(p[i] & 0x80)) {
+            *value = v;
+            *used = i + 1;
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+/* ---- layers of a connection direction ---- */
+typedef enum {
+    L_MSS_SECURITY, L_PLAINTEXT, L_NOISE, L_MSS_MUXER, L_YAMUX, L_MPLEX, L_OPAQUE
+} layer_t;
+
+/* A completed connection-level PDU, or an application message of a muxed stream. */
+typedef struct pdu {
+    layer_t layer;
+    guint8 *data;
+    guint len;
+    /* application messages */
+    gboolean is_app;
+    const char *protocol;
+    const char *muxer;
+    guint32 stream_id;
+    gboolean from_opener;
+    guint32 index;
+    guint32 muxer_overhead;
+    struct pdu *next;
+} pdu_t;
+
+/* One direction of a byte stream being reassembled. */
+typedef struct {
+    GByteArray *buf;
+    layer_t layer;              /* connection directions */
+    const char *protocol;       /* stream directions: the negotiated protocol once known */
+    gboolean negotiating;
+    guint32 index;
+    guint32 overhead;           /* muxer header bytes not yet attributed to a message */
+    guint32 next_seq;
+    gboolean seq_known;
+} dir_state_t;
+
+typedef struct {
+    guint32 id;
+    gboolean opener_is_dialer;
+    dir_state_t dir[2];         /* [0]: opener -> other, [1]: other -> opener */
+    const char *protocol;
+} mux_stream_t;
+
+typedef struct {
+    address dialer_addr;
+    guint32 dialer_port;
+    dir_state_t dir[2];         /* [0]: dialer -> listener */
+    const char *muxer;
+    wmem_map_t *streams;        /* key: id*2 + opener_is_listener */
+} conn_state_t;
+
+typedef struct {
+    pdu_t *first;
+    pdu_t *last;
+} frame_pdus_t;
+
+static void
+frame_add(frame_pdus_t *fp, pdu_t *p)
+{
+    if (fp->last)
+        fp->last->next = p;
+    else
+        fp->first = p;
+    fp->last = p;
+}
+
+static dir_state_t *
+dir_init(dir_state_t *d)
+{
+    if (!d->buf)
+        d->buf = g_byte_array_new();
+    return d;
+}
+
+/* Length of a uvarint-prefixed message at the start of buf, 0 if incomplete, -1 if bad. */
+static gint64
+uvarint_msg_len(const guint8 *p, guint avail)
+{
+    guint64 n;
+    guint used;
+    if (!p2pc_uvarint(p, avail, &n, &used))
+        return avail >= 9 ? -1 : 0;
+    if (n > MAX_PDU)
+        return -1;
+    return used + n <= avail ? (gint64)(used + n) : 0;
+}
+
+/* Eth2 req/resp (consensus-specs p2p-interface.md): which methods' success chunks carry the
+ * 4-byte fork-digest context. */
+static gboolean
+eth2_has_context(const char *protocol)
+{
+    static const char *const with_ctx[] = {
+        "/beacon_blocks_by_range/2/", "/beacon_blocks_by_root/2/", "/blob_sidecars_by_range/",
+        "/blob_sidecars_by_root/", "/data_column_sidecars_by_range/", "/data_column_sidecars_by_root/",
+        "/light_client_bootstrap/", "/light_client_updates_by_range/", "/light_client_finality_update/",
+        "/light_client_optimistic_update/",
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(with_ctx); i++)
+        if (strstr(protocol, with_ctx[i]))
+            return TRUE;
+    return FALSE;
+}
+
+/* Bytes of a framed Snappy stream that produce `want` uncompressed bytes; 0 if incomplete. */
+static gint64
+snappy_framed_len(const guint8 *p, guint avail, guint64 want)
+{
+    guint off = 0;
+    guint64 out = 0;
+    if (want == 0)
+        return 0;   /* an empty SSZ still needs its stream identifier: handled by the caller */
+    while (out < want) {
+        guint8 type;
+        guint32 clen;
+        if (avail - off < 4)
+            return 0;
+        type = p[off];
+        clen = p[off + 1] | (p[off + 2] << 8) | ((guint32)p[off + 3] << 16);
+        if (avail - off - 4 < clen)
+            return 0;
+        if (type == 0x00 && clen >= 4) {
+            guint64 n;
+            guint used;
+            if (!p2pc_uvarint(p + off + 8, clen - 4, &n, &used))
+                return -1;
+            out += n;
+        } else if (type == 0x01 && clen >= 4) {
+            out += clen - 4;
+        } else if (type >= 0x02 && type <= 0x7f) {
+            return off + 4 + clen;      /* reserved unskippable: the decoder flags it */
+        }
+        off += 4 + clen;
+    }
+    return off;
+}
+
+/* Length of the next application message of `protocol` at the start of p. */
+static gint64
+app_msg_len(const char *protocol, gboolean from_opener, guint index, const guint8 *p, guint avail)
+{
+    if (g_str_has_prefix(protocol, "/eth2/beacon_chain/req/")) {
+        guint off = 0;
+        guint64 n;
+        guint used;
+        gint64 f;
+        if (!from_opener) {
+            guint8 result;
+            if (avail < 1)
+                return 0;
+            result = p[0];
+            off = 1;
+            if (result == 0 && eth2_has_context(protocol))
+                off += 4;
+        }
+        if (avail < off)
+            return 0;
+        if (!p2pc_uvarint(p + off, avail - off, &n, &used))
+            return avail - off >= 9 ? -1 : 0;
+        off += used;
+        if (n > MAX_PDU)
+            return -1;
+        f = snappy_framed_len(p + off, avail - off, n);
+        if (f < 0)
+            return -1;
+        if (f == 0 && n != 0)
+            return 0;
+        return off + f;
+    }
+    if (g_str_has_prefix(protocol, "/meshsub/") || g_str_has_prefix(protocol, "/ipfs/id/") ||
+        g_str_has_prefix(protocol, "/floodsub/"))
+        return uvarint_msg_len(p, avail);
+    if (!strcmp(protocol, "/ipfs/ping/1.0.0"))
+        return avail >= 32 ? 32 : 0;
+    return avail;   /* unknown framing: whatever arrived */
+}
+
+static pdu_t *
+new_pdu(layer_t layer, const guint8 *data, guint len)
+{
+    pdu_t *p = wmem_new0(wmem_file_scope(), pdu_t);
+    p->layer = layer;
+    p->data = (guint8 *)wmem_memdup(wmem_file_scope(), data, len);
+    p->len = len;
+    return p;
+}
+
+/* Multistream message text without its trailing newline. */
+static const char *
+ms_text(const guint8 *msg, guint len)
+{
+    guint64 n;
+    guint used;
+    if (!p2pc_uvarint(msg, len, &n, &used) || used + n > len || n == 0)
+        return "";
+    return wmem_strndup(wmem_file_scope(), (const char *)msg + used,
+                        (gsize)(msg[used + n - 1] == '\n' ? n - 1 : n));
+}
+
+/* Feed one muxed stream direction; complete application messages go to fp. */
+static void
+stream_feed(conn_state_t *cs, mux_stream_t *ms, int d, const guint8 *data, guint len,
+            guint32 overhead, frame_pdus_t *fp)
+{
+    dir_state_t *ds = dir_init(&ms->dir[d]);
+    g_byte_array_append(ds->buf, data, len);
+    ds->overhead += overhead;
+    for (;;) {
+        gint64 n;
+        pdu_t *p;
+        if (ds->buf->len == 0)
+            break;
+        if (!ds->protocol) {
+            /* Per-stream multistream-select: the opener proposes, the other side echoes. */
+            const char *text;
+            n = uvarint_msg_len(ds->buf->data, ds->buf->len);
+            if (n <= 0)
+                break;
+            text = ms_text(ds->buf->data, (guint)n);
+            p = new_pdu(L_MSS_MUXER, ds->buf->data, (guint)n);
+            p->is_app = FALSE;
+            p->stream_id = ms->id;
+            p->muxer = cs->muxer;
+            frame_add(fp, p);
+            if (strcmp(text, MSS_HEADER) && strcmp(text, "na") && strcmp(text, "ls") && text[0] == '/') {
+                ds->protocol = text;
+                if (!ms->protocol)
+                    ms->protocol = text;
+            }
+        } else {
+            n = app_msg_len(ds->protocol, d == 0, ds->index, ds->buf->data, ds->buf->len);
+            if (n == 0)
+                break;
+            if (n < 0)
+                n = ds->buf->len;   /* unparseable: hand over what is there */
+            p = new_pdu(L_OPAQUE, ds->buf->data, (guint)n);
+            p->is_app = TRUE;
+            p->protocol = ds->protocol;
+            p->muxer = cs->muxer;
+            p->stream_id = ms->id;
+            p->from_opener = d == 0;
+            p->index = ds->index++;
+            p->muxer_overhead = ds->overhead;
+            ds->overhead = 0;
+            frame_add(fp, p);
+        }
+        g_byte_array_remove_range(ds->buf, 0, (guint)n);
+    }
+}
+
+static mux_stream_t *
+get_stream(conn_state_t *cs, guint32 id, gboolean opener_is_dialer)
+{
+    guint key = id * 2 + (opener_is_dialer ? 0 : 1);
+    mux_stream_t *ms = (mux_stream_t *)wmem_map_lookup(cs->streams, GUINT_TO_POINTER(key));
+    if (!ms) {
+        ms = wmem_new0(wmem_file_scope(), mux_stream_t);
+        ms->id = id;
+        ms->opener_is_dialer = opener_is_dialer;
+        wmem_map_insert(cs->streams, GUINT_TO_POINTER(key), ms);
+    }
+    return ms;
+}
+
+/* A complete muxer frame from the direction `from_dialer`: feed its data to its stream. */
+static void
+muxer_frame(conn_state_t *cs, layer_t layer, const guint8 *f, guint len, gboolean from_dialer,
+            frame_pdus_t *fp)
+{
+    if (layer == L_YAMUX) {
+        guint8 type = f[1];
+        guint32 id = pntoh32(f + 4);
+        guint32 dlen = pntoh32(f + 8);
+        gboolean opener_is_dialer;
+        mux_stream_t *ms;
+        if (type != 0 || id == 0)
+            return;
+        /* yamux: the dialer (client) opens odd stream ids, the listener even ones. */
+        opener_is_dialer = (id & 1) == 1;
+        ms = get_stream(cs, id, opener_is_dialer);
+        stream_feed(cs, ms, from_dialer == opener_is_dialer ? 0 : 1, f + 12, MIN(dlen, len - 12), 12, fp);
+    } else {
+        guint64 hdr, dlen;
+        guint u1, u2;
+        guint flag;
+        gboolean opener_is_dialer;
+        mux_stream_t *ms;
+        if (!p2pc_uvarint(f, len, &hdr, &u1) || !p2pc_uvarint(f + u1, len - u1, &dlen, &u2))
+            return;
+        flag = (guint)(hdr & 7);
+        if (flag > 2 || dlen == 0)
+            return;
+        /* mplex: both sides number streams independently; NewStream and MessageInitiator come
+         * from the opener, MessageReceiver from the other side. */
+        opener_is_dialer = (flag == 1) ? !from_dialer : from_dialer;
+        ms = get_stream(cs, (guint32)(hdr >> 3), opener_is_dialer);
+        if (flag == 0) {
+            /* NewStream carries the stream's name, not data. */
+            return;
+        }
+        stream_feed(cs, ms, flag == 2 ? 0 : 1, f + u1 + u2, (guint)MIN(dlen, len - u1 - u2), u1 + u2, fp);
+    }
+}
+
+/* Length of the next PDU of a connection direction in `layer`. */
+static gint64
+conn_pdu_len(layer_t layer, const guint8 *p, guint avail)
+{
+    switch (layer) {
+    case L_MSS_SECURITY:
+    case L_MSS_MUXER:
+    case L_PLAINTEXT:
+        return uvarint_msg_len(p, avail);
+    case L_NOISE:
+        return avail < 2 ? 0 : (2 + (guint)pntoh16(p) <= avail ? 2 + (gint64)pntoh16(p) : 0);
+    case L_YAMUX:
+        if (avail < 12)
+            return 0;
+        if (p[1] == 0) {
+            guint32 l = pntoh32(p + 8);
+            if (l > MAX_PDU)
+                return -1;
+            return 12 + l <= avail ? 12 + (gint64)l : 0;
+        }
+        return 12;
+    case L_MPLEX: {
+        guint64 h, l;
+        guint u1, u2;
+        if (!p2pc_uvarint(p, avail, &h, &u1))
+            return avail >= 9 ? -1 : 0;
+        if (!p2pc_uvarint(p + u1, avail - u1, &l, &u2))
+            return avail - u1 >= 9 ? -1 : 0;
+        if (l > MAX_PDU)
+            return -1;
+        return u1 + u2 + l <= avail ? (gint64)(u1 + u2 + l) : 0;
+    }
+    default:
+        return avail;
+    }
+}
+
+static void
+conn_feed(conn_state_t *cs, int d, const guint8 *data, guint len, frame_pdus_t *fp)
+{
+    dir_state_t *ds = dir_init(&cs->dir[d]);
+    g_byte_array_append(ds->buf, data, len);
+    for (;;) {
+        gint64 n;
+        pdu_t *p;
+        layer_t layer = ds->layer;
+        if (ds->buf->len == 0)
+            break;
+        n = conn_pdu_len(layer, ds->buf->data, ds->buf->len);
+        if (n == 0)
+            break;
+        if (n < 0) {
+            n = ds->buf->len;
+            ds->layer = L_OPAQUE;
+            layer = L_OPAQUE;
+        }
+        p = new_pdu(layer, ds->buf->data, (guint)n);
+        frame_add(fp, p);
+        if (layer == L_MSS_SECURITY || layer == L_MSS_MUXER) {
+            const char *text = ms_text(p->data, p->len);
+            if (!strcmp(text, "/plaintext/2.0.0"))
+                ds->layer = L_PLAINTEXT;
+            else if (g_str_has_prefix(text, "/noise"))
+                ds->layer = L_NOISE;
+            else if (!strcmp(text, "/yamux/1.0.0"))
+                ds->layer = L_YAMUX, cs->muxer = "yamux";
+            else if (!strcmp(text, "/mplex/6.7.0"))
+                ds->layer = L_MPLEX, cs->muxer = "mplex";
+            else if (text[0] == '/' && strcmp(text, MSS_HEADER))
+                ds->layer = L_OPAQUE;   /* a layer p2pc does not decode (e.g. compression) */
+        } else if (layer == L_PLAINTEXT) {
+            ds->layer = L_MSS_MUXER;
+        } else if (layer == L_YAMUX || layer == L_MPLEX) {
+            muxer_frame(cs, layer, p->data, p->len, d == 0, fp);
+        }
+        g_byte_array_remove_range(ds->buf, 0, (guint)n);
+    }
+}
+
+/* ---- display ---- */
+
+static void
+show_multistream(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const pdu_t *p)
+{
+    proto_item *ti = proto_tree_add_item(tree, proto_multistream, tvb, 0, -1, ENC_NA);
+    proto_tree *t = proto_item_add_subtree(ti, ett_ms);
+    guint64 n;
+    guint used;
+    const char *text = ms_text(p->data, p->len);
+    if (p2pc_uvarint(p->data, p->len, &n, &used)) {
+        proto_tree_add_uint64(t, hf_ms_length, tvb, 0, used, n);
+        proto_tree_add_string(t, hf_ms_message, tvb, used, p->len - used, text);
+    }
+    if (p->muxer)
+        proto_tree_add_uint(t, hf_ms_stream, tvb, 0, 0, p->stream_id);
+    proto_item_append_text(ti, ": %s", text);
+    col_append_sep_fstr(pinfo->cinfo, COL_INFO, ", ", "%s", text);
+    if (!strcmp(text, "na"))
+        expert_add_info(pinfo, ti, &ei_libp2p_na);
+}
+
+/* protobuf: PublicKey { KeyType Type = 1; bytes Data = 2; } inside Exchange { bytes id = 1;
+ * PublicKey pubkey = 2; } -- read with a bounded walker. */
+static void
+show_plaintext(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const pdu_t *p)
+{
+    proto_item *ti = proto_tree_add_item(tree, proto_plaintext, tvb, 0, -1, ENC_NA);
+    proto_tree *t = proto_item_add_subtree(ti, ett_pt);
+    guint64 n, tag, l;
+    guint used, off, u;
+    if (!p2pc_uvarint(p->data, p->len, &n, &used))
+        return;
+    proto_tree_add_uint64(t, hf_pt_length, tvb, 0, used, n);
+    off = used;
+    while (off < p->len && p2pc_uvarint(p->data + off, p->len - off, &tag, &u)) {
+        guint start = off;
+        off += u;
+        if ((tag & 7) != 2 || !p2pc_uvarint(p->data + off, p->len - off, &l, &u) || off + u + l > p->len)
+            break;
+        off += u;
+        if ((tag >> 3) == 1) {
+            proto_tree_add_item(t, hf_pt_peer_id, tvb, off, (gint)l, ENC_NA);
+        } else if ((tag >> 3) == 2) {
+            guint koff = off, kend = off + (guint)l;
+            while (koff < kend && p2pc_uvarint(p->data + koff, kend - koff, &tag, &u)) {
+                koff += u;
+                if ((tag >> 3) == 1 && (tag & 7) == 0 && p2pc_uvarint(p->data + koff, kend - koff, &n, &u)) {
+                    proto_tree_add_uint(t, hf_pt_key_type, tvb, koff, u, (guint32)n);
+                    koff += u;
+                } else if ((tag & 7) == 2 && p2pc_uvarint(p->data + koff, kend - koff, &n, &u) && koff + u + n <= kend) {
+                    proto_tree_add_item(t, hf_pt_key, tvb, koff + u, (gint)n, ENC_NA);
+                    koff += u + (guint)n;
+                } else {
+                    break;
+                }
+            }
+        }
+        off += (guint)l;
+        (void)start;
+    }
+    col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", "plaintext Exchange");
+}
+
+static void
+show_yamux(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+{
+    static int *const flags[] = { &hf_yamux_flag_syn, &hf_yamux_flag_ack, &hf_yamux_flag_fin, &hf_yamux_flag_rst, NULL };
+    proto_item *ti = proto_tree_add_item(tree, proto_yamux, tvb, 0, -1, ENC_NA);
+    proto_tree *t = proto_item_add_subtree(ti, ett_yamux);
+    guint8 type = tvb_get_uint8(tvb, 1);
+    proto_tree_add_item(t, hf_yamux_version, tvb, 0, 1, ENC_BIG_ENDIAN);
+    proto_tree_add_item(t, hf_yamux_type, tvb, 1, 1, ENC_BIG_ENDIAN);
+    proto_tree_add_bitmask(t, tvb, 2, hf_yamux_flags, ett_yamux_flags, flags, ENC_BIG_ENDIAN);
+    proto_tree_add_item(t, hf_yamux_stream, tvb, 4, 4, ENC_BIG_ENDIAN);
+    proto_tree_add_item(t, hf_yamux_length, tvb, 8, 4, ENC_BIG_ENDIAN);
+    if (type == 0 && tvb_captured_length(tvb) > 12)
+        proto_tree_add_item(t, hf_yamux_data, tvb, 12, -1, ENC_NA);
+    proto_item_append_text(ti, ": %s, stream %u", val_to_str_const(type, yamux_type_vals, "?"), tvb_get_ntohl(tvb, 4));
+}
+
+static void
+show_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const pdu_t *p)
+{
+    proto_item *ti = proto_tree_add_item(tree, proto_mplex, tvb, 0, -1, ENC_NA);
+    proto_tree *t = proto_item_add_subtree(ti, ett_mplex);
+    guint64 hdr, len;
+    guint u1, u2;
+    if (!p2pc_uvarint(p->data, p->len, &hdr, &u1) || !p2pc_uvarint(p->data + u1, p->len - u1, &len, &u2))
+        return;
+    proto_tree_add_uint64(t, hf_mplex_stream, tvb, 0, u1, hdr >> 3);
+    proto_tree_add_uint(t, hf_mplex_flag, tvb, 0, u1, (guint32)(hdr & 7));
+    proto_tree_add_uint64(t, hf_mplex_length, tvb, u1, u2, len);
+    if (len)
+        proto_tree_add_item(t, hf_mplex_data, tvb, u1 + u2, -1, ENC_NA);
+    proto_item_append_text(ti, ": %s, stream %" G_GUINT64_FORMAT,
+                           val_to_str_const((guint32)(hdr & 7), mplex_flag_vals, "?"), hdr >> 3);
+}
+
+static void
+show_app(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const pdu_t *p)
+{
+    libp2p_app_info_t info;
+    dissector_handle_t h = dissector_get_string_handle(ms_protocol_table, p->protocol);
+    info.protocol = p->protocol;
+    info.muxer = p->muxer;
+    info.stream_id = p->stream_id;
+    info.from_opener = p->from_opener;
+    info.index = p->index;
+    info.muxer_overhead = p->muxer_overhead;
+    if (h) {
+        call_dissector_with_data(h, tvb, pinfo, tree, &info);
+        return;
+    }
+    {
+        proto_item *ti = proto_tree_add_subtree_format(tree, tvb, 0, -1, ett_app, NULL,
+                                                       "Application data: %s (stream %u)", p->protocol, p->stream_id);
+        proto_tree *t = proto_item_add_subtree(ti, ett_app);
+        proto_tree_add_string(t, hf_libp2p_protocol, tvb, 0, 0, p->protocol);
+        proto_tree_add_uint(t, hf_libp2p_stream, tvb, 0, 0, p->stream_id);
+        proto_tree_add_item(t, hf_libp2p_app_data, tvb, 0, -1, ENC_NA);
+        col_append_sep_fstr(pinfo->cinfo, COL_INFO, ", ", "%s", p->protocol);
+    }
+}
+
+static conn_state_t *
+get_conn(packet_info *pinfo, gboolean create)
+{
+    conversation_t *conv = find_or_create_conversation(pinfo);
+    conn_state_t *cs = (conn_state_t *)conversation_get_proto_data(conv, proto_libp2p);
+    if (!cs && create) {
+        cs = wmem_new0(wmem_file_scope(), conn_state_t);
+        /* The side that sends the first multistream header is the dialer. */
+        copy_address_wmem(wmem_file_scope(), &cs->dialer_addr, &pinfo->src);
+        cs->dialer_port = pinfo->srcport;
+        cs->streams = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
+        cs->dir[0].layer = cs->dir[1].layer = L_MSS_SECURITY;
+        conversation_add_proto_data(conv, proto_libp2p, cs);
+    }
+    return cs;
+}
+
+static int
+dissect_libp2p(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    struct tcpinfo *tcpi = (struct tcpinfo *)data;
+    conn_state_t *cs = get_conn(pinfo, TRUE);
+    frame_pdus_t *fp;
+    proto_item *ti;
+    proto_tree *lt;
+    guint len = tvb_captured_length(tvb);
+    guint32 key = tvb_raw_offset(tvb);
+
+    col_set_str(pinfo->cinfo, COL_PROTOCOL, "libp2p");
+    col_clear(pinfo->cinfo, COL_INFO);
+    fp = (frame_pdus_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_libp2p, key);
+    if (!PINFO_FD_VISITED(pinfo) && !fp) {
+        int d = (addresses_equal(&cs->dialer_addr, &pinfo->src) && cs->dialer_port == pinfo->srcport) ? 0 : 1;
+        dir_state_t *ds = &cs->dir[d];
+        fp = wmem_new0(wmem_file_scope(), frame_pdus_t);
+        p_add_proto_data(wmem_file_scope(), pinfo, proto_libp2p, key, fp);
+        /* Feed each byte of the direction once, in order (retransmissions repeat bytes). */
+        if (tcpi && ds->seq_known && (gint32)(tcpi->nxtseq - ds->next_seq) <= 0) {
+            len = 0;
+        } else if (tcpi && ds->seq_known && (gint32)(tcpi->seq - ds->next_seq) < 0) {
+            guint skip = ds->next_seq - tcpi->seq;
+            conn_feed(cs, d, tvb_get_ptr(tvb, skip, len - skip), len - skip, fp);
+        } else if (len) {
+            conn_feed(cs, d, tvb_get_ptr(tvb, 0, len), len, fp);
+        }
+        if (tcpi) {
+            ds->next_seq = tcpi->nxtseq;
+            ds->seq_known = TRUE;
+        }
+    }
+    ti = proto_tree_add_item(tree, proto_libp2p, tvb, 0, -1, ENC_NA);
+    lt = proto_item_add_subtree(ti, ett_libp2p);
+    if (!fp)
+        return tvb_captured_length(tvb);
+    for (pdu_t *p = fp->first; p; p = p->next) {
+        tvbuff_t *ptvb = tvb_new_child_real_data(tvb, p->data, p->len, p->len);
+        if (p->is_app) {
+            add_new_data_source(pinfo, ptvb, wmem_strdup_printf(pinfo->pool, "%s stream %u", p->muxer, p->stream_id));
+            show_app(ptvb, pinfo, tree, p);
+            continue;
+        }
+        switch (p->layer) {
+        case L_MSS_SECURITY:
+        case L_MSS_MUXER:
+            show_multistream(ptvb, pinfo, lt, p);
+            break;
+        case L_PLAINTEXT:
+            show_plaintext(ptvb, pinfo, lt, p);
+            break;
+        case L_NOISE: {
+            proto_item *ni = proto_tree_add_item(lt, proto_noise, ptvb, 0, -1, ENC_NA);
+            proto_tree *nt = proto_item_add_subtree(ni, ett_pt);
+            proto_tree_add_item(nt, hf_noise_length, ptvb, 0, 2, ENC_BIG_ENDIAN);
+            proto_tree_add_item(nt, hf_noise_data, ptvb, 2, -1, ENC_NA);
+            expert_add_info(pinfo, ni, &ei_libp2p_encrypted);
+            break;
+        }
+        case L_YAMUX:
+            if (p->len >= 12)
+                show_yamux(ptvb, pinfo, lt);
+            break;
+        case L_MPLEX:
+            show_mplex(ptvb, pinfo, lt, p);
+            break;
+        default:
+            proto_tree_add_expert_format(lt, pinfo, &ei_libp2p_bad_frame, ptvb, 0, -1,
+                                         "Bytes of a layer p2pc does not decode");
+            break;
+        }
+    }
+    return tvb_captured_length(tvb);
+}
+
+static p2pc_bool_t
+dissect_libp2p_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    /* uvarint(19) "/multistream/1.0.0\n" */
+    if (tvb_captured_length(tvb) < 20 || tvb_get_uint8(tvb, 0) != 19 ||
+        tvb_memeql(tvb, 1, (const guint8 *)MSS_HEADER "\n", 19) != 0)
+        return FALSE;
+    conversation_set_dissector(find_or_create_conversation(pinfo), libp2p_handle);
+    dissect_libp2p(tvb, pinfo, tree, data);
+    return TRUE;
+}
+
+void
+proto_register_libp2p(void)
+{
+    static hf_register_info hf[] = {
+        { &hf_ms_length, { "Length", "multistream.length", FT_UINT64, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+        { &hf_ms_message, { "Message", "multistream.message", FT_STRING, BASE_NONE, NULL, 0x0,
+            "Protocol ID, header, na or ls", HFILL } },
+        { &hf_ms_stream, { "Muxed stream", "multistream.stream", FT_UINT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+        { &hf_pt_length, { "Length", "libp2p_plaintext.length", FT_UINT64, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+        { &hf_pt_peer_id, { "Peer ID", "libp2p_plaintext.peer_id", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+        { &hf_pt_key_type, { "Key type", "libp2p_plaintext.key_type", FT_UINT32, BASE_DEC, VALS(key_type_vals), 0x0, NULL, HFILL } },
+        { &hf_pt_key, { "Public key", "libp2p_plaintext.key", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+        { &hf_noise_length, { "Length", "libp2p_noise.length", FT_UINT16, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+        { &hf_noise_data, { "Encrypted data", "libp2p_noise.data", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+        { &hf_yamux_version, { "Version", "yamux.version", FT_UINT8, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+        { &hf_yamux_type, { "Type", "yamux.type", FT_UINT8, BASE_DEC, VALS(yamux_type_vals), 0x0, NULL, HFILL } },
+        { &hf_yamux_flags, { "Flags", "yamux.flags", FT_UINT16, BASE_HEX, NULL, 0x0, NULL, HFILL } },
+        { &hf_yamux_flag_syn, { "SYN", "yamux.flags.syn", FT_BOOLEAN, 16, NULL, 0x1, NULL, HFILL } },
+        { &hf_yamux_flag_ack, { "ACK", "yamux.flags.ack", FT_BOOLEAN, 16, NULL, 0x2, NULL, HFILL } },
+        { &hf_yamux_flag_fin, { "FIN", "yamux.flags.fin", FT_BOOLEAN, 16, NULL, 0x4, NULL, HFILL } },
+        { &hf_yamux_flag_rst, { "RST", "yamux.flags.rst", FT_BOOLEAN, 16, NULL, 0x8, NULL, HFILL } },
+        { &hf_yamux_stream, { "Stream ID", "yamux.stream", FT_UINT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+        { &hf_yamux_length, { "Length", "yamux.length", FT_UINT32, BASE_DEC, NULL, 0x0,
+            "Data bytes (Data), window delta (Window Update), ping value or go-away code", HFILL } },
+        { &hf_yamux_data, { "Data", "yamux.data", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+        { &hf_mplex_stream, { "Stream ID", "mplex.stream", FT_UINT64, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+        { &hf_mplex_flag, { "Flag", "mplex.flag", FT_UINT32, BASE_DEC, VALS(mplex_flag_vals), 0x0, NULL, HFILL } },
+        { &hf_mplex_length, { "Length", "mplex.length", FT_UINT64, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+        { &hf_mplex_data, { "Data", "mplex.data", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+        { &hf_libp2p_protocol, { "Protocol", "libp2p.protocol", FT_STRING, BASE_NONE, NULL, 0x0,
+            "The stream's protocol ID from multistream-select", HFILL } },
+        { &hf_libp2p_stream, { "Stream", "libp2p.stream", FT_UINT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+        { &hf_libp2p_app_data, { "Data", "libp2p.data", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+    };
+    static gint *ett[] = { &ett_libp2p, &ett_ms, &ett_pt, &ett_yamux, &ett_yamux_flags, &ett_mplex, &ett_app };
+    static ei_register_info ei[] = {
+        { &ei_libp2p_bad_frame, { "libp2p.undecoded", PI_UNDECODED, PI_NOTE, "Undecoded layer", EXPFILL } },
+        { &ei_libp2p_na, { "multistream.na", PI_RESPONSE_CODE, PI_NOTE, "Protocol refused (na)", EXPFILL } },
+        { &ei_libp2p_encrypted, { "libp2p_noise.encrypted", PI_DECRYPTION, PI_NOTE,
+            "Noise-encrypted: go and rust libp2p export no keys", EXPFILL } },
+    };
+    expert_module_t *expert;
+
+    proto_libp2p = proto_register_protocol("libp2p connection", "libp2p", "libp2p");
+    proto_multistream = proto_register_protocol("multistream-select 1.0", "multistream", "multistream");
+    proto_plaintext = proto_register_protocol("libp2p plaintext/2.0.0", "libp2p plaintext", "libp2p_plaintext");
+    proto_noise = proto_register_protocol("libp2p Noise", "libp2p Noise", "libp2p_noise");
+    proto_yamux = proto_register_protocol("yamux 1.0.0", "yamux", "yamux");
+    proto_mplex = proto_register_protocol("mplex 6.7.0", "mplex", "mplex");
+    proto_register_field_array(proto_libp2p, hf, array_length(hf));
+    proto_register_subtree_array(ett, array_length(ett));
+    expert = expert_register_protocol(proto_libp2p);
+    expert_register_field_array(expert, ei, array_length(ei));
+    libp2p_handle = register_dissector("libp2p", dissect_libp2p, proto_libp2p);
+    /* Application protocols by multistream protocol ID (Decode As a string: users map their own). */
+    ms_protocol_table = register_dissector_table("multistream.protocol", "multistream protocol ID",
+                                                 proto_multistream, FT_STRING, P2PC_STRING_CASE_SENSITIVE);
+}
+
+void
+proto_reg_handoff_libp2p(void)
+{
+    heur_dissector_add("tcp", dissect_libp2p_heur, "libp2p over TCP (multistream-select)", "libp2p_tcp",
+                       proto_libp2p, HEURISTIC_ENABLE);
+    dissector_add_for_decode_as("tcp.port", libp2p_handle);
+}
