@@ -17,7 +17,9 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "p2pc-compat.h"
+#include "p2pc-codecs.h"
 #include "p2pc-libp2p.h"
+#include "p2pc-record.h"
 
 #include <epan/conversation.h>
 #include <epan/expert.h>
@@ -31,6 +33,9 @@ void proto_reg_handoff_libp2p(void);
 
 #define MSS_HEADER "/multistream/1.0.0"
 #define MAX_PDU (16 * 1024 * 1024)
+/* Compression transport bounds: decompressed bytes per frame and per connection direction. */
+#define COMP_FRAME_BOUND (64 * 1024 * 1024)
+#define COMP_DIR_BOUND   (G_GUINT64_CONSTANT(4) * 1024 * 1024 * 1024)
 
 static int proto_libp2p = -1;
 static int proto_multistream = -1;
@@ -38,6 +43,13 @@ static int proto_plaintext = -1;
 static int proto_noise = -1;
 static int proto_yamux = -1;
 static int proto_mplex = -1;
+static int proto_compression = -1;
+static int hf_comp_codec = -1;
+static int hf_comp_in = -1;
+static int hf_comp_out = -1;
+static gint ett_comp = -1;
+static expert_field ei_comp_failed = EI_INIT;
+static expert_field ei_libp2p_gap = EI_INIT;
 
 static int hf_ms_length = -1;
 static int hf_ms_message = -1;
@@ -110,7 +122,10 @@ p2pc_uvarint(const guint8 *p, guint avail, guint64 *value, guint *used)
 
 /* ---- layers of a connection direction ---- */
 typedef enum {
-    L_MSS_SECURITY, L_PLAINTEXT, L_NOISE, L_MSS_MUXER, L_YAMUX, L_MPLEX, L_OPAQUE
+    L_MSS_SECURITY, L_PLAINTEXT, L_NOISE, L_MSS_MUXER, L_YAMUX, L_MPLEX, L_OPAQUE,
+    L_COMPRESSED,   /* a compression transport stream (its decompressed bytes go one layer in) */
+    L_DECOMP,       /* display only: the decompressed bytes a frame produced */
+    L_GAP,          /* display only: a gap stopped decoding this direction */
 } layer_t;
 
 /* A completed connection-level PDU, or an application message of a muxed stream. */
@@ -126,11 +141,15 @@ typedef struct pdu {
     gboolean from_opener;
     guint32 index;
     guint32 muxer_overhead;
+    const char *codec;          /* compression transport codec, if any */
+    guint64 comp_bytes;         /* compressed bytes attributed to this message */
+    guint32 comp_in;            /* L_DECOMP: compressed bytes fed */
+    const char *detail;         /* L_GAP / L_DECOMP: what went wrong */
     struct pdu *next;
 } pdu_t;
 
 /* One direction of a byte stream being reassembled. */
-typedef struct {
+typedef struct dir_state {
     GByteArray *buf;
     layer_t layer;              /* connection directions */
     const char *protocol;       /* stream directions: the negotiated protocol once known */
@@ -139,6 +158,16 @@ typedef struct {
     guint32 overhead;           /* muxer header bytes not yet attributed to a message */
     guint32 next_seq;
     gboolean seq_known;
+    /* compression transport (connection directions) */
+    p2pc_stream_t *dec;
+    p2pc_codec_t codec;
+    struct dir_state *inner;    /* the decompressed byte stream's own layers */
+    guint64 consumed;           /* bytes removed from buf so far (position of buf[0]) */
+    guint64 comp_total;         /* compressed bytes fed */
+    guint64 decomp_total;       /* decompressed bytes produced */
+    guint64 last_attr;          /* compressed position attributed to messages so far */
+    guint64 seg_c0, seg_c1, seg_d0, seg_d1;    /* the chunk being fed: compressed and decompressed spans */
+    gboolean stopped;
 } dir_state_t;
 
 typedef struct {
@@ -149,11 +178,19 @@ typedef struct {
 } mux_stream_t;
 
 typedef struct {
+    gboolean active;
+    const char *codec;
+    guint64 c_at_end;           /* compressed position of the end of the muxer frame being fed */
+    guint64 *last;
+} attr_t;
+
+typedef struct {
     address dialer_addr;
     guint32 dialer_port;
     dir_state_t dir[2];         /* [0]: dialer -> listener */
     const char *muxer;
     wmem_map_t *streams;        /* key: id*2 + opener_is_listener */
+    attr_t attr;                /* compression attribution for messages completing now */
 } conn_state_t;
 
 typedef struct {
@@ -349,6 +386,13 @@ stream_feed(conn_state_t *cs, mux_stream_t *ms, int d, const guint8 *data, guint
             p->index = ds->index++;
             p->muxer_overhead = ds->overhead;
             ds->overhead = 0;
+            if (cs->attr.active) {
+                /* Compressed bytes up to the end of the muxer frame that completed this
+                 * message, minus what earlier messages got: the sums add up. */
+                p->codec = cs->attr.codec;
+                p->comp_bytes = cs->attr.c_at_end - *cs->attr.last;
+                *cs->attr.last = cs->attr.c_at_end;
+            }
             frame_add(fp, p);
         }
         g_byte_array_remove_range(ds->buf, 0, (guint)n);
@@ -446,10 +490,67 @@ conn_pdu_len(layer_t layer, const guint8 *p, guint avail)
     }
 }
 
-static void
-conn_feed(conn_state_t *cs, int d, const guint8 *data, guint len, frame_pdus_t *fp)
+static void conn_feed(conn_state_t *cs, int d, dir_state_t *ds, const guint8 *data, guint len, frame_pdus_t *fp);
+
+/* Compressed position of decompressed position x of the inner stream, read off the chunk
+ * being fed (proportionally within it). */
+static guint64
+comp_position(const dir_state_t *outer, guint64 x)
 {
-    dir_state_t *ds = dir_init(&cs->dir[d]);
+    if (x <= outer->seg_d0 || outer->seg_d1 <= outer->seg_d0)
+        return outer->seg_c0;
+    if (x >= outer->seg_d1)
+        return outer->seg_c1;
+    return outer->seg_c0 + (x - outer->seg_d0) * (outer->seg_c1 - outer->seg_c0) / (outer->seg_d1 - outer->seg_d0);
+}
+
+/* A compression transport direction: decompress with the direction's persistent decoder and
+ * feed the output to the inner layers. */
+static void
+compressed_feed(conn_state_t *cs, int d, dir_state_t *ds, const guint8 *data, guint len, frame_pdus_t *fp)
+{
+    guint8 *out = NULL;
+    size_t out_len = 0;
+    const char *detail = NULL;
+    p2pc_dc_status_t st;
+    pdu_t *p;
+    size_t bound = p2pc_bound(COMP_FRAME_BOUND);
+
+    if (ds->stopped || len == 0)
+        return;
+    if (ds->decomp_total + bound > COMP_DIR_BOUND)
+        bound = (size_t)(COMP_DIR_BOUND - ds->decomp_total);
+    st = p2pc_stream_feed(ds->dec, data, len, bound, wmem_file_scope(), &out, &out_len, &detail);
+    p = new_pdu(L_DECOMP, out ? out : (const guint8 *)"", (guint)out_len);
+    p->codec = p2pc_codec_name(ds->codec);
+    p->comp_in = len;
+    if (st != P2PC_DC_OK) {
+        p->detail = detail ? detail : p2pc_dc_status_name(st);
+        ds->stopped = TRUE;
+    }
+    frame_add(fp, p);
+    ds->seg_c0 = ds->comp_total;
+    ds->seg_c1 = ds->comp_total + len;
+    ds->seg_d0 = ds->decomp_total;
+    ds->seg_d1 = ds->decomp_total + out_len;
+    ds->comp_total += len;
+    ds->decomp_total += out_len;
+    if (!ds->inner) {
+        ds->inner = wmem_new0(wmem_file_scope(), dir_state_t);
+        ds->inner->layer = L_MSS_MUXER;
+    }
+    if (out_len)
+        conn_feed(cs, d, ds->inner, out, (guint)out_len, fp);
+}
+
+static void
+conn_feed(conn_state_t *cs, int d, dir_state_t *ds, const guint8 *data, guint len, frame_pdus_t *fp)
+{
+    dir_init(ds);
+    if (ds->layer == L_COMPRESSED) {
+        compressed_feed(cs, d, ds, data, len, fp);
+        return;
+    }
     g_byte_array_append(ds->buf, data, len);
     for (;;) {
         gint64 n;
@@ -457,6 +558,14 @@ conn_feed(conn_state_t *cs, int d, const guint8 *data, guint len, frame_pdus_t *
         layer_t layer = ds->layer;
         if (ds->buf->len == 0)
             break;
+        if (layer == L_COMPRESSED) {
+            /* The rest of this direction is one compressed stream. */
+            GByteArray *rest = ds->buf;
+            ds->buf = g_byte_array_new();
+            compressed_feed(cs, d, ds, rest->data, rest->len, fp);
+            g_byte_array_free(rest, TRUE);
+            break;
+        }
         n = conn_pdu_len(layer, ds->buf->data, ds->buf->len);
         if (n == 0)
             break;
@@ -477,14 +586,33 @@ conn_feed(conn_state_t *cs, int d, const guint8 *data, guint len, frame_pdus_t *
                 ds->layer = L_YAMUX, cs->muxer = "yamux";
             else if (!strcmp(text, "/mplex/6.7.0"))
                 ds->layer = L_MPLEX, cs->muxer = "mplex";
+            else if (!strcmp(text, "/compression/gzip") || !strcmp(text, "/compression/cbrotli") ||
+                     !strcmp(text, "/deflate/1.0.0")) {
+                /* Compression sits between security and the muxer (adlrocha's go-libp2p forks;
+                 * rust-libp2p's deprecated /deflate/1.0.0): everything after it is one stream. */
+                ds->codec = !strcmp(text, "/compression/gzip") ? P2PC_CODEC_GZIP_STREAM :
+                            !strcmp(text, "/deflate/1.0.0") ? P2PC_CODEC_DEFLATE_STREAM : P2PC_CODEC_BROTLI_STREAM;
+                ds->dec = p2pc_stream_new(ds->codec);
+                ds->layer = L_COMPRESSED;
+            } else if (!strcmp(text, "/compression/none"))
+                ds->layer = L_MSS_MUXER;
             else if (text[0] == '/' && strcmp(text, MSS_HEADER))
-                ds->layer = L_OPAQUE;   /* a layer p2pc does not decode (e.g. compression) */
+                ds->layer = L_OPAQUE;   /* a layer p2pc does not decode */
         } else if (layer == L_PLAINTEXT) {
             ds->layer = L_MSS_MUXER;
         } else if (layer == L_YAMUX || layer == L_MPLEX) {
+            dir_state_t *outer = &cs->dir[d];
+            if (outer->dec) {
+                cs->attr.active = TRUE;
+                cs->attr.codec = p2pc_codec_name(outer->codec);
+                cs->attr.c_at_end = comp_position(outer, ds->consumed + (guint64)n);
+                cs->attr.last = &outer->last_attr;
+            }
             muxer_frame(cs, layer, p->data, p->len, d == 0, fp);
+            cs->attr.active = FALSE;
         }
         g_byte_array_remove_range(ds->buf, 0, (guint)n);
+        ds->consumed += (guint64)n;
     }
 }
 
@@ -606,10 +734,27 @@ show_app(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const pdu_t *p)
         proto_item *ti = proto_tree_add_subtree_format(tree, tvb, 0, -1, ett_app, NULL,
                                                        "Application data: %s (stream %u)", p->protocol, p->stream_id);
         proto_tree *t = proto_item_add_subtree(ti, ett_app);
+        p2pc_record_t rec;
         proto_tree_add_string(t, hf_libp2p_protocol, tvb, 0, 0, p->protocol);
         proto_tree_add_uint(t, hf_libp2p_stream, tvb, 0, 0, p->stream_id);
         proto_tree_add_item(t, hf_libp2p_app_data, tvb, 0, -1, ENC_NA);
         col_append_sep_fstr(pinfo->cinfo, COL_INFO, ", ", "%s", p->protocol);
+        /* A protocol without a dissector of its own still gets its record: its bytes as they
+         * left the muxer, or inside a compressed connection, the compressed bytes attributed
+         * to it (docs/libp2p-compression.md). */
+        p2pc_record_init(&rec, "libp2p", p->protocol);
+        rec.raw_len = p->len;
+        rec.raw_tvb = tvb;
+        if (p->codec) {
+            rec.codec = p->codec;
+            rec.payload_len = p->comp_bytes;
+            rec.header_len = 0;
+        } else {
+            rec.payload_len = p->len;
+            rec.header_len = p->muxer_overhead;
+        }
+        rec.wire_len = rec.header_len + rec.payload_len;
+        p2pc_record_add(tvb, 0, -1, pinfo, t, &rec);
     }
 }
 
@@ -649,16 +794,25 @@ dissect_libp2p(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
         dir_state_t *ds = &cs->dir[d];
         fp = wmem_new0(wmem_file_scope(), frame_pdus_t);
         p_add_proto_data(wmem_file_scope(), pinfo, proto_libp2p, key, fp);
-        /* Feed each byte of the direction once, in order (retransmissions repeat bytes). */
-        if (tcpi && ds->seq_known && (gint32)(tcpi->nxtseq - ds->next_seq) <= 0) {
+        /* Feed each byte of the direction once, in order (retransmissions repeat bytes).  A
+         * hole (a segment missing from the capture) cannot be bridged by a stream decoder or
+         * by any length-prefixed framing: decoding of this direction stops there. */
+        if (ds->stopped) {
+            len = 0;
+        } else if (tcpi && ds->seq_known && (gint32)(tcpi->seq - ds->next_seq) > 0) {
+            pdu_t *g = new_pdu(L_GAP, (const guint8 *)"", 0);
+            g->comp_in = tcpi->seq - ds->next_seq;
+            frame_add(fp, g);
+            ds->stopped = TRUE;
+        } else if (tcpi && ds->seq_known && (gint32)(tcpi->nxtseq - ds->next_seq) <= 0) {
             len = 0;
         } else if (tcpi && ds->seq_known && (gint32)(tcpi->seq - ds->next_seq) < 0) {
             guint skip = ds->next_seq - tcpi->seq;
-            conn_feed(cs, d, tvb_get_ptr(tvb, skip, len - skip), len - skip, fp);
+            conn_feed(cs, d, ds, tvb_get_ptr(tvb, skip, len - skip), len - skip, fp);
         } else if (len) {
-            conn_feed(cs, d, tvb_get_ptr(tvb, 0, len), len, fp);
+            conn_feed(cs, d, ds, tvb_get_ptr(tvb, 0, len), len, fp);
         }
-        if (tcpi) {
+        if (tcpi && !ds->stopped && (!ds->seq_known || (gint32)(tcpi->nxtseq - ds->next_seq) > 0)) {
             ds->next_seq = tcpi->nxtseq;
             ds->seq_known = TRUE;
         }
@@ -696,6 +850,25 @@ dissect_libp2p(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
             break;
         case L_MPLEX:
             show_mplex(ptvb, pinfo, lt, p);
+            break;
+        case L_DECOMP: {
+            proto_item *ci = proto_tree_add_item(lt, proto_compression, tvb, 0, -1, ENC_NA);
+            proto_tree *ctr = proto_item_add_subtree(ci, ett_comp);
+            proto_item_append_text(ci, ": %s, %u bytes in, %u bytes out", p->codec, p->comp_in, p->len);
+            proto_tree_add_string(ctr, hf_comp_codec, tvb, 0, 0, p->codec);
+            proto_tree_add_uint(ctr, hf_comp_in, tvb, 0, 0, p->comp_in);
+            proto_tree_add_uint(ctr, hf_comp_out, tvb, 0, 0, p->len);
+            if (p->len)
+                add_new_data_source(pinfo, ptvb, wmem_strdup_printf(pinfo->pool, "Decompressed %s", p->codec));
+            if (p->detail)
+                expert_add_info_format(pinfo, ci, &ei_comp_failed, "%s: %s; decoding of this direction stops",
+                                       p->codec, p->detail);
+            break;
+        }
+        case L_GAP:
+            proto_tree_add_expert_format(lt, pinfo, &ei_libp2p_gap, tvb, 0, 0,
+                "%u bytes of this direction are missing from the capture: decoding of this direction stops here",
+                p->comp_in);
             break;
         default:
             proto_tree_add_expert_format(lt, pinfo, &ei_libp2p_bad_frame, ptvb, 0, -1,
@@ -751,13 +924,22 @@ proto_register_libp2p(void)
             "The stream's protocol ID from multistream-select", HFILL } },
         { &hf_libp2p_stream, { "Stream", "libp2p.stream", FT_UINT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
         { &hf_libp2p_app_data, { "Data", "libp2p.data", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+        { &hf_comp_codec, { "Codec", "libp2p_compression.codec", FT_STRING, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+        { &hf_comp_in, { "Compressed bytes in", "libp2p_compression.in", FT_UINT32, BASE_DEC, NULL, 0x0,
+            "Bytes of the compressed stream in this frame", HFILL } },
+        { &hf_comp_out, { "Decompressed bytes out", "libp2p_compression.out", FT_UINT32, BASE_DEC, NULL, 0x0,
+            "Bytes the persistent decoder produced from them", HFILL } },
     };
-    static gint *ett[] = { &ett_libp2p, &ett_ms, &ett_pt, &ett_yamux, &ett_yamux_flags, &ett_mplex, &ett_app };
+    static gint *ett[] = { &ett_libp2p, &ett_ms, &ett_pt, &ett_yamux, &ett_yamux_flags, &ett_mplex, &ett_app, &ett_comp };
     static ei_register_info ei[] = {
         { &ei_libp2p_bad_frame, { "libp2p.undecoded", PI_UNDECODED, PI_NOTE, "Undecoded layer", EXPFILL } },
         { &ei_libp2p_na, { "multistream.na", PI_RESPONSE_CODE, PI_NOTE, "Protocol refused (na)", EXPFILL } },
         { &ei_libp2p_encrypted, { "libp2p_noise.encrypted", PI_DECRYPTION, PI_NOTE,
             "Noise-encrypted: go and rust libp2p export no keys", EXPFILL } },
+        { &ei_comp_failed, { "libp2p_compression.failed", PI_MALFORMED, PI_ERROR,
+            "The compressed stream does not decode", EXPFILL } },
+        { &ei_libp2p_gap, { "libp2p.gap", PI_SEQUENCE, PI_WARN,
+            "Bytes missing from the capture: decoding of this direction stops", EXPFILL } },
     };
     expert_module_t *expert;
 
@@ -767,6 +949,8 @@ proto_register_libp2p(void)
     proto_noise = proto_register_protocol("libp2p Noise", "libp2p Noise", "libp2p_noise");
     proto_yamux = proto_register_protocol("yamux 1.0.0", "yamux", "yamux");
     proto_mplex = proto_register_protocol("mplex 6.7.0", "mplex", "mplex");
+    proto_compression = proto_register_protocol("libp2p compression transport", "libp2p compression",
+                                                "libp2p_compression");
     proto_register_field_array(proto_libp2p, hf, array_length(hf));
     proto_register_subtree_array(ett, array_length(ett));
     expert = expert_register_protocol(proto_libp2p);
