@@ -49,18 +49,22 @@ typedef bool p2pc_bool_t;
 typedef gboolean p2pc_bool_t;
 #endif
 
+/* The body both registration styles share: every protocol, then every tap. */
+#define P2PC_REGISTER_ALL(protos, nprotos, taps, ntaps)                         \
+    {                                                                           \
+        for (size_t i = 0; i < (nprotos); i++)                                  \
+            proto_register_plugin(&(protos)[i]);                                \
+        for (size_t i = 0; i < (size_t)(ntaps); i++)                            \
+            tap_register_plugin(&(taps)[i]);                                    \
+    }
+
 /* Plugin entry points.  4.0-4.4 look for plugin_version, plugin_want_major/minor and
  * plugin_register(); 4.2 adds plugin_describe(); 4.6 registers a struct ws_module instead. */
 #if P2PC_WS_AT_LEAST(4, 6)
 #include <wsutil/plugins.h>
 #define P2PC_PLUGIN_ENTRY(protos, nprotos, taps, ntaps)                         \
     static void p2pc_plugin_register(void)                                      \
-    {                                                                           \
-        for (size_t i = 0; i < (nprotos); i++)                                  \
-            proto_register_plugin(&(protos)[i]);                                \
-        for (size_t i = 0; i < (size_t)(ntaps); i++)                            \
-            tap_register_plugin(&(taps)[i]);                                    \
-    }                                                                           \
+    P2PC_REGISTER_ALL(protos, nprotos, taps, ntaps)                             \
     static struct ws_module p2pc_module = {                                     \
         .flags = WS_PLUGIN_DESC_DISSECTOR | WS_PLUGIN_DESC_TAP_LISTENER,        \
         .version = P2PC_VERSION,                                                \
@@ -85,12 +89,7 @@ typedef gboolean p2pc_bool_t;
     WS_DLL_PUBLIC_DEF const int plugin_want_minor = WIRESHARK_VERSION_MINOR;    \
     WS_DLL_PUBLIC void plugin_register(void);                                   \
     void plugin_register(void)                                                  \
-    {                                                                           \
-        for (size_t i = 0; i < (nprotos); i++)                                  \
-            proto_register_plugin(&(protos)[i]);                                \
-        for (size_t i = 0; i < (size_t)(ntaps); i++)                            \
-            tap_register_plugin(&(taps)[i]);                                    \
-    }                                                                           \
+    P2PC_REGISTER_ALL(protos, nprotos, taps, ntaps)                             \
     P2PC_PLUGIN_DESCRIBE
 #endif
 

@@ -24,6 +24,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from peerio import recv_exact as _recv_exact
+
 DATA = Path(__file__).resolve().parents[1] / "data" / "bitcoin"
 MAGIC_MAIN = bytes.fromhex("f9beb4d9")
 NODE_NETWORK = 1
@@ -114,55 +116,49 @@ def split_txs(block: bytes) -> list[bytes]:
     return _split_cache[key]
 
 
+def _walk_tx(b: bytes, o: int) -> tuple[int, int, int, bool]:
+    """One serialized transaction at o (BIP 144 aware): (end, inputs/outputs start, their end,
+    segwit).  txid = SHA256d(version || inputs/outputs || locktime)."""
+    o += 4
+    segwit = b[o] == 0 and b[o + 1] == 1
+    if segwit:
+        o += 2
+    io_start = o
+    n_in, o = _rd_varint(b, o)
+    for _ in range(n_in):
+        o += 36
+        k, o = _rd_varint(b, o)
+        o += k + 4
+    n_out, o = _rd_varint(b, o)
+    for _ in range(n_out):
+        o += 8
+        k, o = _rd_varint(b, o)
+        o += k
+    io_end = o
+    if segwit:
+        for _ in range(n_in):
+            items, o = _rd_varint(b, o)
+            for _ in range(items):
+                k, o = _rd_varint(b, o)
+                o += k
+    return o + 4, io_start, io_end, segwit
+
+
 def _split_txs(block: bytes) -> list[bytes]:
     n, o = _rd_varint(block, 80)
     txs = []
     for _ in range(n):
-        start = o
-        o += 4
-        segwit = block[o] == 0 and block[o + 1] == 1
-        if segwit:
-            o += 2
-        n_in, o = _rd_varint(block, o)
-        for _ in range(n_in):
-            o += 36
-            k, o = _rd_varint(block, o)
-            o += k + 4
-        n_out, o = _rd_varint(block, o)
-        for _ in range(n_out):
-            o += 8
-            k, o = _rd_varint(block, o)
-            o += k
-        if segwit:
-            for _ in range(n_in):
-                items, o = _rd_varint(block, o)
-                for _ in range(items):
-                    k, o = _rd_varint(block, o)
-                    o += k
-        o += 4
-        txs.append(block[start:o])
+        end = _walk_tx(block, o)[0]
+        txs.append(block[o:end])
+        o = end
     assert o == len(block)
     return txs
 
 
 def txid(tx: bytes) -> bytes:
     """Internal byte order (as in inv); display order is reversed."""
-    if tx[4] == 0 and tx[5] == 1:
-        # strip marker, flag and witnesses: version || inputs/outputs || locktime
-        o = 6
-        n_in, o2 = _rd_varint(tx, o)
-        p = o2
-        for _ in range(n_in):
-            p += 36
-            k, p = _rd_varint(tx, p)
-            p += k + 4
-        n_out, p = _rd_varint(tx, p)
-        for _ in range(n_out):
-            p += 8
-            k, p = _rd_varint(tx, p)
-            p += k
-        return sha256d(tx[:4] + tx[6:p] + tx[-4:])
-    return sha256d(tx)
+    end, io_start, io_end, _ = _walk_tx(tx, 0)
+    return sha256d(tx[:4] + tx[io_start:io_end] + tx[end - 4:end])
 
 
 def display(h: bytes) -> str:
@@ -361,16 +357,6 @@ def sessions() -> dict[str, "callable"]:
 
 
 # ---- the peers ----
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise EOFError
-        buf += chunk
-    return bytes(buf)
-
-
 def recv_message(sock: socket.socket) -> tuple[str, bytes]:
     hdr = _recv_exact(sock, 24)
     n = struct.unpack_from("<I", hdr, 16)[0]

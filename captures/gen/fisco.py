@@ -22,6 +22,8 @@ from pathlib import Path
 
 import snappy
 
+from peerio import recv_exact as _recv_exact
+
 COMPRESS_FLAG = 0x8000
 THRESHOLD = 1024
 AMOP, TOPIC, PBFT, BLOCKSYNC, RAFT = 1, 2, 8, 9, 11
@@ -201,16 +203,6 @@ def sessions() -> dict:
 
 
 # ---- peers ----
-def _recv_exact(sock, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise EOFError
-        buf += chunk
-    return bytes(buf)
-
-
 def tls_context(side: str, certdir: Path, keylog: Path | None) -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT if side == "a" else ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ctx.maximum_version = ssl.TLSVersion.TLSv1_2
