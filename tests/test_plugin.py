@@ -24,3 +24,12 @@ def test_taps_registered(tshark):
     out = res.stdout + res.stderr
     assert "p2pc,records" in out
     assert "p2pc,tree" in out
+
+
+def test_lua_savings_window_loads(tshark):
+    """The GUI window's script parses and runs its tshark path (it registers only with a GUI)."""
+    from conftest import REPO
+    res = tshark.run(["-X", f"lua_script:{REPO / 'lua' / 'p2pc_savings.lua'}", "-r",
+                      tshark.ws.readable(REPO / "captures" / "bitcoin" / "btc-small.pcapng"), "-q"], check=False)
+    assert res.returncode == 0
+    assert "Lua:" not in res.stderr, res.stderr   # "tshark: Lua: syntax error: ..." and the like

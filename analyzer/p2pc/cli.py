@@ -133,7 +133,7 @@ def compare_report(base: Aggregate, comp: Aggregate) -> dict:
     conn = [{"measure": k, "baseline": tb.get(k, 0), "compressed": tc.get(k, 0),
              "saved": tb.get(k, 0) - tc.get(k, 0), "saved_pct": pct(tb.get(k, 0) - tc.get(k, 0), tb.get(k, 0))}
             for k in ("frames", "bytes", "data_segments", "tcp_payload_bytes", "segment_header_bytes",
-                      "pure_acks", "pure_ack_bytes")]
+                      "pure_acks", "pure_ack_bytes", "duration_ms")]
     return {"schema": SCHEMA, "command": "compare", "title": "p2pc: measured vs modelled savings",
             "files": base.files + comp.files, "model": "capture", "warnings": base.warnings + comp.warnings,
             "columns": ["proto", "family", "baseline_msgs", "compressed_msgs", "baseline_wire",

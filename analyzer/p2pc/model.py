@@ -271,8 +271,13 @@ def size_table(agg: Aggregate) -> list[dict]:
 
 
 def measured_tcp(agg: Aggregate) -> dict:
-    """Connection-level totals straight from the capture (for compare)."""
+    """Connection-level totals straight from the capture (for compare), with the time from the
+    first to the last frame of the P2P connections (the seeds' time to fetch)."""
     out = defaultdict(int)
+    p2p = {(d[0], d[1]) for d, types in agg.by_dir.items() if types}
+    spans = [(t.first_time, t.last_time) for (f, *_), t in agg.tcp.items() if (f, t.stream) in p2p]
+    if spans:
+        out["duration_ms"] = round(1000 * (max(b for _, b in spans) - min(a for a, _ in spans)))
     for t in agg.tcp.values():
         out["frames"] += t.frames
         out["bytes"] += t.bytes
