@@ -20,6 +20,15 @@ typedef struct {
     guint32 muxer_overhead; /* muxer frame header bytes of the frames that carried it */
 } libp2p_app_info_t;
 
+/* The trees of the connection layers, each drawn by its own dissector file, for the messages
+ * packet-libp2p.c's engine found (tvb = exactly one message). */
+void libp2p_show_multistream(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, gboolean in_stream,
+                             guint32 stream_id);
+void libp2p_show_plaintext(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
+void libp2p_show_noise(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
+void libp2p_show_yamux(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
+void libp2p_show_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
+
 /* uvarint (multiformats unsigned-varint, at most 9 bytes); FALSE when incomplete or too long. */
 gboolean p2pc_uvarint(const guint8 *p, guint avail, guint64 *value, guint *used);
 

@@ -1,8 +1,11 @@
 /* packet-libp2p.c
- * A libp2p TCP connection: multistream-select 1.0, /plaintext/2.0.0 (and /noise, labelled),
- * the /yamux/1.0.0 and /mplex/6.7.0 muxers, and the per-stream multistream negotiation that
- * finds each stream's application protocol (dispatched through the "multistream.protocol"
- * string table; Ethereum's ssz_snappy protocols live in packet-eth2.c).
+ * A libp2p TCP connection: follows it through multistream-select, /plaintext/2.0.0 (or /noise),
+ * the compression transport, the /yamux/1.0.0 or /mplex/6.7.0 muxer and each stream's own
+ * multistream negotiation, and hands every application message to the dissector registered
+ * for its protocol ID in the "multistream.protocol" table (Ethereum's in packet-eth2.c).  Each
+ * layer's tree is drawn by its own dissector file (packet-multistream.c,
+ * packet-libp2p-plaintext.c, packet-yamux.c, packet-mplex.c); this file is the byte-stream
+ * engine that finds their messages.
  *
  * Sources: libp2p/specs (connections, plaintext/2.0.0, yamux, mplex, noise), go-libp2p.
  *
@@ -38,11 +41,6 @@ void proto_reg_handoff_libp2p(void);
 #define COMP_DIR_BOUND   (G_GUINT64_CONSTANT(4) * 1024 * 1024 * 1024)
 
 static int proto_libp2p = -1;
-static int proto_multistream = -1;
-static int proto_plaintext = -1;
-static int proto_noise = -1;
-static int proto_yamux = -1;
-static int proto_mplex = -1;
 static int proto_compression = -1;
 static int hf_comp_codec = -1;
 static int hf_comp_in = -1;
@@ -51,59 +49,18 @@ static gint ett_comp = -1;
 static expert_field ei_comp_failed = EI_INIT;
 static expert_field ei_libp2p_gap = EI_INIT;
 
-static int hf_ms_length = -1;
-static int hf_ms_message = -1;
-static int hf_ms_stream = -1;
-static int hf_pt_length = -1;
-static int hf_pt_peer_id = -1;
-static int hf_pt_key_type = -1;
-static int hf_pt_key = -1;
-static int hf_noise_length = -1;
-static int hf_noise_data = -1;
-static int hf_yamux_version = -1;
-static int hf_yamux_type = -1;
-static int hf_yamux_flags = -1;
-static int hf_yamux_flag_syn = -1;
-static int hf_yamux_flag_ack = -1;
-static int hf_yamux_flag_fin = -1;
-static int hf_yamux_flag_rst = -1;
-static int hf_yamux_stream = -1;
-static int hf_yamux_length = -1;
-static int hf_yamux_data = -1;
-static int hf_mplex_stream = -1;
-static int hf_mplex_flag = -1;
-static int hf_mplex_length = -1;
-static int hf_mplex_data = -1;
 static int hf_libp2p_protocol = -1;
 static int hf_libp2p_app_data = -1;
 static int hf_libp2p_stream = -1;
 
 static gint ett_libp2p = -1;
-static gint ett_ms = -1;
-static gint ett_pt = -1;
-static gint ett_yamux = -1;
-static gint ett_yamux_flags = -1;
-static gint ett_mplex = -1;
 static gint ett_app = -1;
 
 static expert_field ei_libp2p_bad_frame = EI_INIT;
-static expert_field ei_libp2p_na = EI_INIT;
-static expert_field ei_libp2p_encrypted = EI_INIT;
 
 static dissector_handle_t libp2p_handle;
 static dissector_table_t ms_protocol_table;
 
-static const value_string yamux_type_vals[] = {
-    { 0, "Data" }, { 1, "Window Update" }, { 2, "Ping" }, { 3, "Go Away" }, { 0, NULL }
-};
-static const value_string mplex_flag_vals[] = {
-    { 0, "NewStream" }, { 1, "MessageReceiver" }, { 2, "MessageInitiator" },
-    { 3, "CloseReceiver" }, { 4, "CloseInitiator" }, { 5, "ResetReceiver" }, { 6, "ResetInitiator" },
-    { 0, NULL }
-};
-static const value_string key_type_vals[] = {
-    { 0, "RSA" }, { 1, "Ed25519" }, { 2, "Secp256k1" }, { 3, "ECDSA" }, { 0, NULL }
-};
 
 gboolean
 p2pc_uvarint(const guint8 *p, guint avail, guint64 *value, guint *used)
@@ -619,103 +576,6 @@ conn_feed(conn_state_t *cs, int d, dir_state_t *ds, const guint8 *data, guint le
 /* ---- display ---- */
 
 static void
-show_multistream(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const pdu_t *p)
-{
-    proto_item *ti = proto_tree_add_item(tree, proto_multistream, tvb, 0, -1, ENC_NA);
-    proto_tree *t = proto_item_add_subtree(ti, ett_ms);
-    guint64 n;
-    guint used;
-    const char *text = ms_text(p->data, p->len);
-    if (p2pc_uvarint(p->data, p->len, &n, &used)) {
-        proto_tree_add_uint64(t, hf_ms_length, tvb, 0, used, n);
-        proto_tree_add_string(t, hf_ms_message, tvb, used, p->len - used, text);
-    }
-    if (p->muxer)
-        proto_tree_add_uint(t, hf_ms_stream, tvb, 0, 0, p->stream_id);
-    proto_item_append_text(ti, ": %s", text);
-    col_append_sep_fstr(pinfo->cinfo, COL_INFO, ", ", "%s", text);
-    if (!strcmp(text, "na"))
-        expert_add_info(pinfo, ti, &ei_libp2p_na);
-}
-
-/* protobuf: PublicKey { KeyType Type = 1; bytes Data = 2; } inside Exchange { bytes id = 1;
- * PublicKey pubkey = 2; } -- read with a bounded walker. */
-static void
-show_plaintext(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const pdu_t *p)
-{
-    proto_item *ti = proto_tree_add_item(tree, proto_plaintext, tvb, 0, -1, ENC_NA);
-    proto_tree *t = proto_item_add_subtree(ti, ett_pt);
-    guint64 n, tag, l;
-    guint used, off, u;
-    if (!p2pc_uvarint(p->data, p->len, &n, &used))
-        return;
-    proto_tree_add_uint64(t, hf_pt_length, tvb, 0, used, n);
-    off = used;
-    while (off < p->len && p2pc_uvarint(p->data + off, p->len - off, &tag, &u)) {
-        guint start = off;
-        off += u;
-        if ((tag & 7) != 2 || !p2pc_uvarint(p->data + off, p->len - off, &l, &u) || off + u + l > p->len)
-            break;
-        off += u;
-        if ((tag >> 3) == 1) {
-            proto_tree_add_item(t, hf_pt_peer_id, tvb, off, (gint)l, ENC_NA);
-        } else if ((tag >> 3) == 2) {
-            guint koff = off, kend = off + (guint)l;
-            while (koff < kend && p2pc_uvarint(p->data + koff, kend - koff, &tag, &u)) {
-                koff += u;
-                if ((tag >> 3) == 1 && (tag & 7) == 0 && p2pc_uvarint(p->data + koff, kend - koff, &n, &u)) {
-                    proto_tree_add_uint(t, hf_pt_key_type, tvb, koff, u, (guint32)n);
-                    koff += u;
-                } else if ((tag & 7) == 2 && p2pc_uvarint(p->data + koff, kend - koff, &n, &u) && koff + u + n <= kend) {
-                    proto_tree_add_item(t, hf_pt_key, tvb, koff + u, (gint)n, ENC_NA);
-                    koff += u + (guint)n;
-                } else {
-                    break;
-                }
-            }
-        }
-        off += (guint)l;
-        (void)start;
-    }
-    col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", "plaintext Exchange");
-}
-
-static void
-show_yamux(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
-{
-    static int *const flags[] = { &hf_yamux_flag_syn, &hf_yamux_flag_ack, &hf_yamux_flag_fin, &hf_yamux_flag_rst, NULL };
-    proto_item *ti = proto_tree_add_item(tree, proto_yamux, tvb, 0, -1, ENC_NA);
-    proto_tree *t = proto_item_add_subtree(ti, ett_yamux);
-    guint8 type = tvb_get_uint8(tvb, 1);
-    proto_tree_add_item(t, hf_yamux_version, tvb, 0, 1, ENC_BIG_ENDIAN);
-    proto_tree_add_item(t, hf_yamux_type, tvb, 1, 1, ENC_BIG_ENDIAN);
-    proto_tree_add_bitmask(t, tvb, 2, hf_yamux_flags, ett_yamux_flags, flags, ENC_BIG_ENDIAN);
-    proto_tree_add_item(t, hf_yamux_stream, tvb, 4, 4, ENC_BIG_ENDIAN);
-    proto_tree_add_item(t, hf_yamux_length, tvb, 8, 4, ENC_BIG_ENDIAN);
-    if (type == 0 && tvb_captured_length(tvb) > 12)
-        proto_tree_add_item(t, hf_yamux_data, tvb, 12, -1, ENC_NA);
-    proto_item_append_text(ti, ": %s, stream %u", val_to_str_const(type, yamux_type_vals, "?"), tvb_get_ntohl(tvb, 4));
-}
-
-static void
-show_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const pdu_t *p)
-{
-    proto_item *ti = proto_tree_add_item(tree, proto_mplex, tvb, 0, -1, ENC_NA);
-    proto_tree *t = proto_item_add_subtree(ti, ett_mplex);
-    guint64 hdr, len;
-    guint u1, u2;
-    if (!p2pc_uvarint(p->data, p->len, &hdr, &u1) || !p2pc_uvarint(p->data + u1, p->len - u1, &len, &u2))
-        return;
-    proto_tree_add_uint64(t, hf_mplex_stream, tvb, 0, u1, hdr >> 3);
-    proto_tree_add_uint(t, hf_mplex_flag, tvb, 0, u1, (guint32)(hdr & 7));
-    proto_tree_add_uint64(t, hf_mplex_length, tvb, u1, u2, len);
-    if (len)
-        proto_tree_add_item(t, hf_mplex_data, tvb, u1 + u2, -1, ENC_NA);
-    proto_item_append_text(ti, ": %s, stream %" G_GUINT64_FORMAT,
-                           val_to_str_const((guint32)(hdr & 7), mplex_flag_vals, "?"), hdr >> 3);
-}
-
-static void
 show_app(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const pdu_t *p)
 {
     libp2p_app_info_t info;
@@ -831,25 +691,19 @@ dissect_libp2p(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
         switch (p->layer) {
         case L_MSS_SECURITY:
         case L_MSS_MUXER:
-            show_multistream(ptvb, pinfo, lt, p);
+            libp2p_show_multistream(ptvb, pinfo, lt, p->muxer != NULL, p->stream_id);
             break;
         case L_PLAINTEXT:
-            show_plaintext(ptvb, pinfo, lt, p);
+            libp2p_show_plaintext(ptvb, pinfo, lt);
             break;
-        case L_NOISE: {
-            proto_item *ni = proto_tree_add_item(lt, proto_noise, ptvb, 0, -1, ENC_NA);
-            proto_tree *nt = proto_item_add_subtree(ni, ett_pt);
-            proto_tree_add_item(nt, hf_noise_length, ptvb, 0, 2, ENC_BIG_ENDIAN);
-            proto_tree_add_item(nt, hf_noise_data, ptvb, 2, -1, ENC_NA);
-            expert_add_info(pinfo, ni, &ei_libp2p_encrypted);
+        case L_NOISE:
+            libp2p_show_noise(ptvb, pinfo, lt);
             break;
-        }
         case L_YAMUX:
-            if (p->len >= 12)
-                show_yamux(ptvb, pinfo, lt);
+            libp2p_show_yamux(ptvb, pinfo, lt);
             break;
         case L_MPLEX:
-            show_mplex(ptvb, pinfo, lt, p);
+            libp2p_show_mplex(ptvb, pinfo, lt);
             break;
         case L_DECOMP: {
             proto_item *ci = proto_tree_add_item(lt, proto_compression, tvb, 0, -1, ENC_NA);
@@ -895,31 +749,6 @@ void
 proto_register_libp2p(void)
 {
     static hf_register_info hf[] = {
-        { &hf_ms_length, { "Length", "multistream.length", FT_UINT64, BASE_DEC, NULL, 0x0, NULL, HFILL } },
-        { &hf_ms_message, { "Message", "multistream.message", FT_STRING, BASE_NONE, NULL, 0x0,
-            "Protocol ID, header, na or ls", HFILL } },
-        { &hf_ms_stream, { "Muxed stream", "multistream.stream", FT_UINT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
-        { &hf_pt_length, { "Length", "libp2p_plaintext.length", FT_UINT64, BASE_DEC, NULL, 0x0, NULL, HFILL } },
-        { &hf_pt_peer_id, { "Peer ID", "libp2p_plaintext.peer_id", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
-        { &hf_pt_key_type, { "Key type", "libp2p_plaintext.key_type", FT_UINT32, BASE_DEC, VALS(key_type_vals), 0x0, NULL, HFILL } },
-        { &hf_pt_key, { "Public key", "libp2p_plaintext.key", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
-        { &hf_noise_length, { "Length", "libp2p_noise.length", FT_UINT16, BASE_DEC, NULL, 0x0, NULL, HFILL } },
-        { &hf_noise_data, { "Encrypted data", "libp2p_noise.data", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
-        { &hf_yamux_version, { "Version", "yamux.version", FT_UINT8, BASE_DEC, NULL, 0x0, NULL, HFILL } },
-        { &hf_yamux_type, { "Type", "yamux.type", FT_UINT8, BASE_DEC, VALS(yamux_type_vals), 0x0, NULL, HFILL } },
-        { &hf_yamux_flags, { "Flags", "yamux.flags", FT_UINT16, BASE_HEX, NULL, 0x0, NULL, HFILL } },
-        { &hf_yamux_flag_syn, { "SYN", "yamux.flags.syn", FT_BOOLEAN, 16, NULL, 0x1, NULL, HFILL } },
-        { &hf_yamux_flag_ack, { "ACK", "yamux.flags.ack", FT_BOOLEAN, 16, NULL, 0x2, NULL, HFILL } },
-        { &hf_yamux_flag_fin, { "FIN", "yamux.flags.fin", FT_BOOLEAN, 16, NULL, 0x4, NULL, HFILL } },
-        { &hf_yamux_flag_rst, { "RST", "yamux.flags.rst", FT_BOOLEAN, 16, NULL, 0x8, NULL, HFILL } },
-        { &hf_yamux_stream, { "Stream ID", "yamux.stream", FT_UINT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
-        { &hf_yamux_length, { "Length", "yamux.length", FT_UINT32, BASE_DEC, NULL, 0x0,
-            "Data bytes (Data), window delta (Window Update), ping value or go-away code", HFILL } },
-        { &hf_yamux_data, { "Data", "yamux.data", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
-        { &hf_mplex_stream, { "Stream ID", "mplex.stream", FT_UINT64, BASE_DEC, NULL, 0x0, NULL, HFILL } },
-        { &hf_mplex_flag, { "Flag", "mplex.flag", FT_UINT32, BASE_DEC, VALS(mplex_flag_vals), 0x0, NULL, HFILL } },
-        { &hf_mplex_length, { "Length", "mplex.length", FT_UINT64, BASE_DEC, NULL, 0x0, NULL, HFILL } },
-        { &hf_mplex_data, { "Data", "mplex.data", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
         { &hf_libp2p_protocol, { "Protocol", "libp2p.protocol", FT_STRING, BASE_NONE, NULL, 0x0,
             "The stream's protocol ID from multistream-select", HFILL } },
         { &hf_libp2p_stream, { "Stream", "libp2p.stream", FT_UINT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
@@ -930,12 +759,9 @@ proto_register_libp2p(void)
         { &hf_comp_out, { "Decompressed bytes out", "libp2p_compression.out", FT_UINT32, BASE_DEC, NULL, 0x0,
             "Bytes the persistent decoder produced from them", HFILL } },
     };
-    static gint *ett[] = { &ett_libp2p, &ett_ms, &ett_pt, &ett_yamux, &ett_yamux_flags, &ett_mplex, &ett_app, &ett_comp };
+    static gint *ett[] = { &ett_libp2p, &ett_app, &ett_comp };
     static ei_register_info ei[] = {
         { &ei_libp2p_bad_frame, { "libp2p.undecoded", PI_UNDECODED, PI_NOTE, "Undecoded layer", EXPFILL } },
-        { &ei_libp2p_na, { "multistream.na", PI_RESPONSE_CODE, PI_NOTE, "Protocol refused (na)", EXPFILL } },
-        { &ei_libp2p_encrypted, { "libp2p_noise.encrypted", PI_DECRYPTION, PI_NOTE,
-            "Noise-encrypted: go and rust libp2p export no keys", EXPFILL } },
         { &ei_comp_failed, { "libp2p_compression.failed", PI_MALFORMED, PI_ERROR,
             "The compressed stream does not decode", EXPFILL } },
         { &ei_libp2p_gap, { "libp2p.gap", PI_SEQUENCE, PI_WARN,
@@ -944,11 +770,6 @@ proto_register_libp2p(void)
     expert_module_t *expert;
 
     proto_libp2p = proto_register_protocol("libp2p connection", "libp2p", "libp2p");
-    proto_multistream = proto_register_protocol("multistream-select 1.0", "multistream", "multistream");
-    proto_plaintext = proto_register_protocol("libp2p plaintext/2.0.0", "libp2p plaintext", "libp2p_plaintext");
-    proto_noise = proto_register_protocol("libp2p Noise", "libp2p Noise", "libp2p_noise");
-    proto_yamux = proto_register_protocol("yamux 1.0.0", "yamux", "yamux");
-    proto_mplex = proto_register_protocol("mplex 6.7.0", "mplex", "mplex");
     proto_compression = proto_register_protocol("libp2p compression transport", "libp2p compression",
                                                 "libp2p_compression");
     proto_register_field_array(proto_libp2p, hf, array_length(hf));
@@ -956,14 +777,12 @@ proto_register_libp2p(void)
     expert = expert_register_protocol(proto_libp2p);
     expert_register_field_array(expert, ei, array_length(ei));
     libp2p_handle = register_dissector("libp2p", dissect_libp2p, proto_libp2p);
-    /* Application protocols by multistream protocol ID (Decode As a string: users map their own). */
-    ms_protocol_table = register_dissector_table("multistream.protocol", "multistream protocol ID",
-                                                 proto_multistream, FT_STRING, P2PC_STRING_CASE_SENSITIVE);
 }
 
 void
 proto_reg_handoff_libp2p(void)
 {
+    ms_protocol_table = find_dissector_table("multistream.protocol");
     heur_dissector_add("tcp", dissect_libp2p_heur, "libp2p over TCP (multistream-select)", "libp2p_tcp",
                        proto_libp2p, HEURISTIC_ENABLE);
     dissector_add_for_decode_as("tcp.port", libp2p_handle);
