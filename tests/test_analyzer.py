@@ -260,3 +260,11 @@ def test_live_reports_traffic_as_it_comes():
 def test_live_bad_interface():
     res = p2pc("live", "-i", "nonexistent0", "--duration", "1", "--interval", "1")
     assert res.returncode == 7 and "nonexistent0" in res.stderr
+
+
+def test_doctor_reports_tshark_and_the_plugin(tmp_path):
+    res = p2pc("doctor", env_extra={"HOME": str(tmp_path)})
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "[ok] tshark:" in res.stdout and "tshark loads p2pc" in res.stdout
+    res = p2pc("doctor", env_extra={"HOME": str(tmp_path), "P2PC_PLUGIN": str(tmp_path / "missing.so")})
+    assert res.returncode == 4 and "make build" in res.stdout + res.stderr

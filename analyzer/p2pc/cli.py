@@ -247,6 +247,9 @@ def cmd_doctor(args) -> int:
     if root:
         line(True, "running as root: tshark ignores personal plugin folders; p2pc runs it as "
                    "'nobody' with a private HOME holding the plugin")
+    if personal and built and personal.read_bytes() != built.read_bytes():
+        line(False, f"the installed plugin ({personal}) differs from this repository's build ({built})",
+             "make install-user   (to install the build)")
     line(loaded or bool(personal) or bool(built),
          "p2pc plugin: " + ("loaded by tshark" if loaded else
                             f"installed at {personal}" if personal else
