@@ -28,9 +28,10 @@ def timed(cmd: list[str]) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--copies", type=int, default=20)
+    ap.add_argument("--copies", type=int, default=10)
     args = ap.parse_args()
-    sources = sorted((REPO / "captures" / "bitcoin").glob("btc-*.pcapng"))
+    # Every committed capture of every protocol (the cut-short ones cannot be merged).
+    sources = sorted(p for p in (REPO / "captures").glob("*/*.pcapng") if "truncated" not in p.name)
     with tempfile.TemporaryDirectory() as tmp:
         parts = []
         for i in range(args.copies):
