@@ -32,4 +32,10 @@ void libp2p_show_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
 /* uvarint (multiformats unsigned-varint, at most 9 bytes); FALSE when incomplete or too long. */
 gboolean p2pc_uvarint(const guint8 *p, guint avail, guint64 *value, guint *used);
 
+/* The next protobuf field in p[*off, end): its number and wire type; a varint's value in
+ * *ival, a length-delimited field's bytes at p[*dstart, *dstart + *dlen).  FALSE at the end or
+ * on a malformed field (never reads past end). */
+gboolean p2pc_pb_next(const guint8 *p, guint end, guint *off, guint64 *num, guint *wt,
+                      guint *dstart, guint *dlen, guint64 *ival);
+
 #endif /* P2PC_LIBP2P_H */

@@ -310,44 +310,12 @@ dissect_eth2_reqresp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *
 
 /* ---- gossipsub ---- */
 
-static gboolean
-pb_field(const guint8 *p, guint end, guint *off, guint64 *num, guint *wt, guint *dstart, guint *dlen, guint64 *ival)
-{
-    guint64 tag, l;
-    guint u;
-    if (*off >= end || !p2pc_uvarint(p + *off, end - *off, &tag, &u))
-        return FALSE;
-    *off += u;
-    *num = tag >> 3;
-    *wt = (guint)(tag & 7);
-    if (*wt == 0) {
-        if (!p2pc_uvarint(p + *off, end - *off, ival, &u))
-            return FALSE;
-        *off += u;
-    } else if (*wt == 2) {
-        if (!p2pc_uvarint(p + *off, end - *off, &l, &u) || l > end - *off - u)
-            return FALSE;
-        *dstart = *off + u;
-        *dlen = (guint)l;
-        *off = *dstart + (guint)l;
-    } else if (*wt == 5) {
-        if (end - *off < 4) return FALSE;
-        *off += 4;
-    } else if (*wt == 1) {
-        if (end - *off < 8) return FALSE;
-        *off += 8;
-    } else {
-        return FALSE;
-    }
-    return TRUE;
-}
-
 static guint
 count_field(const guint8 *p, guint start, guint len, guint64 want)
 {
     guint off = start, n = 0, wt, ds, dl;
     guint64 num, iv;
-    while (pb_field(p, start + len, &off, &num, &wt, &ds, &dl, &iv))
+    while (p2pc_pb_next(p, start + len, &off, &num, &wt, &ds, &dl, &iv))
         if (num == want)
             n++;
     return n;
@@ -370,7 +338,7 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const guint8
     gcry_md_hd_t md;
 
     mt = proto_tree_add_subtree(tree, tvb, start, len, ett_gs_msg, &mi, "Message");
-    while (pb_field(p, start + len, &off, &num, &wt, &ds, &dl, &iv)) {
+    while (p2pc_pb_next(p, start + len, &off, &num, &wt, &ds, &dl, &iv)) {
         if (num == 2 && wt == 2) {
             data_off = ds; data_len = dl;
         } else if (num == 3 && wt == 2) {
@@ -455,15 +423,15 @@ dissect_gossipsub(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
         return len;
     nmsgs = count_field(p, used, (guint)rlen, 2);
     off = used;
-    while (pb_field(p, used + (guint)rlen, &off, &num, &wt, &ds, &dl, &iv))
+    while (p2pc_pb_next(p, used + (guint)rlen, &off, &num, &wt, &ds, &dl, &iv))
         if (num == 2 && wt == 2)
             msg_bytes += dl;
     off = used;
-    while (pb_field(p, used + (guint)rlen, &off, &num, &wt, &ds, &dl, &iv)) {
+    while (p2pc_pb_next(p, used + (guint)rlen, &off, &num, &wt, &ds, &dl, &iv)) {
         if (num == 1 && wt == 2) {
             guint so = ds, swt, sds, sdl;
             guint64 snum, siv;
-            while (pb_field(p, ds + dl, &so, &snum, &swt, &sds, &sdl, &siv)) {
+            while (p2pc_pb_next(p, ds + dl, &so, &snum, &swt, &sds, &sdl, &siv)) {
                 if (snum == 1 && swt == 0)
                     proto_tree_add_boolean(t, hf_gs_subscribe, tvb, ds, dl, siv != 0);
                 else if (snum == 2 && swt == 2)

@@ -29,28 +29,6 @@ static const value_string key_type_vals[] = {
     { 0, "RSA" }, { 1, "Ed25519" }, { 2, "Secp256k1" }, { 3, "ECDSA" }, { 0, NULL }
 };
 
-/* Next protobuf field in p[*off, end): its number, wire type and, for length-delimited ones,
- * where its bytes are.  FALSE at the end or on a malformed field. */
-static gboolean
-pb_next(const guint8 *p, guint end, guint *off, guint64 *num, guint *wt, guint *start, guint *len, guint64 *ival)
-{
-    guint64 tag, l;
-    guint u;
-    if (*off >= end || !p2pc_uvarint(p + *off, end - *off, &tag, &u))
-        return FALSE;
-    *off += u;
-    *num = tag >> 3;
-    *wt = (guint)(tag & 7);
-    if (*wt == 0)
-        return p2pc_uvarint(p + *off, end - *off, ival, &u) && (*off += u, TRUE);
-    if (*wt != 2 || !p2pc_uvarint(p + *off, end - *off, &l, &u) || l > end - *off - u)
-        return FALSE;
-    *start = *off + u;
-    *len = (guint)l;
-    *off = *start + *len;
-    return TRUE;
-}
-
 void
 libp2p_show_plaintext(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
@@ -65,13 +43,13 @@ libp2p_show_plaintext(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
         return;
     proto_tree_add_uint64(t, hf_pt_length, tvb, 0, used, n);
     off = used;
-    while (pb_next(p, len, &off, &num, &wt, &ds, &dl, &iv)) {
+    while (p2pc_pb_next(p, len, &off, &num, &wt, &ds, &dl, &iv)) {
         if (num == 1 && wt == 2) {
             proto_tree_add_item(t, hf_pt_peer_id, tvb, ds, dl, ENC_NA);
         } else if (num == 2 && wt == 2) {
             guint koff = ds, kwt, kds, kdl;
             guint64 knum, kiv;
-            while (pb_next(p, ds + dl, &koff, &knum, &kwt, &kds, &kdl, &kiv)) {
+            while (p2pc_pb_next(p, ds + dl, &koff, &knum, &kwt, &kds, &kdl, &kiv)) {
                 if (knum == 1 && kwt == 0)
                     proto_tree_add_uint(t, hf_pt_key_type, tvb, ds, dl, (guint32)kiv);
                 else if (knum == 2 && kwt == 2)

@@ -77,6 +77,38 @@ p2pc_uvarint(const guint8 *p, guint avail, guint64 *value, guint *used)
     return FALSE;
 }
 
+gboolean
+p2pc_pb_next(const guint8 *p, guint end, guint *off, guint64 *num, guint *wt, guint *dstart, guint *dlen, guint64 *ival)
+{
+    guint64 tag, l;
+    guint u;
+    if (*off >= end || !p2pc_uvarint(p + *off, end - *off, &tag, &u))
+        return FALSE;
+    *off += u;
+    *num = tag >> 3;
+    *wt = (guint)(tag & 7);
+    if (*wt == 0) {
+        if (!p2pc_uvarint(p + *off, end - *off, ival, &u))
+            return FALSE;
+        *off += u;
+    } else if (*wt == 2) {
+        if (!p2pc_uvarint(p + *off, end - *off, &l, &u) || l > end - *off - u)
+            return FALSE;
+        *dstart = *off + u;
+        *dlen = (guint)l;
+        *off = *dstart + (guint)l;
+    } else if (*wt == 5) {
+        if (end - *off < 4) return FALSE;
+        *off += 4;
+    } else if (*wt == 1) {
+        if (end - *off < 8) return FALSE;
+        *off += 8;
+    } else {
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* ---- layers of a connection direction ---- */
 typedef enum {
     L_MSS_SECURITY, L_PLAINTEXT, L_NOISE, L_MSS_MUXER, L_YAMUX, L_MPLEX, L_OPAQUE,

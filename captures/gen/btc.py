@@ -24,7 +24,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from peerio import recv_exact as _recv_exact
+from peerio import connect_retry, recv_exact as _recv_exact
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "bitcoin"
 MAGIC_MAIN = bytes.fromhex("f9beb4d9")
@@ -382,12 +382,7 @@ def peer_b(session: Session, port: int) -> None:
 
 
 def peer_a(session: Session, host: str, port: int) -> None:
-    for _ in range(50):
-        try:
-            sock = socket.create_connection((host, port), timeout=30)
-            break
-        except OSError:
-            time.sleep(0.1)
+    sock = connect_retry(host, port)
     sock.sendall(message("version", version_payload(session.services_a, 0xA)))
     seen = set()
     while not {"version", "verack"} <= seen:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import snappy
 
-from peerio import recv_exact as _recv_exact
+from peerio import connect_retry, recv_exact as _recv_exact
 
 COMPRESS_FLAG = 0x8000
 THRESHOLD = 1024
@@ -223,13 +223,7 @@ def peer(name: str, side: str, host: str, port: int, certdir: str | None, keylog
         srv = socket.create_server(("0.0.0.0", port))
         sock, _ = srv.accept()
     else:
-        import time
-        for _ in range(50):
-            try:
-                sock = socket.create_connection((host, port), timeout=30)
-                break
-            except OSError:
-                time.sleep(0.1)
+        sock = connect_retry(host, port)
     if certdir:
         ctx = tls_context(side, Path(certdir), Path(keylog) if keylog and side == "a" else None)
         sock = ctx.wrap_socket(sock, server_side=(side == "b"))

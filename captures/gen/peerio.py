@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import socket
+import time
 
 
 def recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -13,3 +14,13 @@ def recv_exact(sock: socket.socket, n: int) -> bytes:
             raise EOFError
         buf += chunk
     return bytes(buf)
+
+
+def connect_retry(host: str, port: int, tries: int = 50) -> socket.socket:
+    """Connect, retrying while the listener in the other namespace starts."""
+    for _ in range(tries - 1):
+        try:
+            return socket.create_connection((host, port), timeout=30)
+        except OSError:
+            time.sleep(0.1)
+    return socket.create_connection((host, port), timeout=30)
