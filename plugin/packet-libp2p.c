@@ -762,6 +762,12 @@ dissect_libp2p(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
             break;
         }
     }
+    /* Most segments of a large message complete nothing: say so rather than leave Info empty. */
+    {
+        const gchar *info = col_get_text(pinfo->cinfo, COL_INFO);
+        if (info && !*info)
+            col_set_str(pinfo->cinfo, COL_INFO, "[part of a libp2p message]");
+    }
     return tvb_captured_length(tvb);
 }
 

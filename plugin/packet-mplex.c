@@ -43,7 +43,9 @@ libp2p_show_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
         proto_tree_add_item(t, hf_mplex_data, tvb, u1 + u2, -1, ENC_NA);
     proto_item_append_text(ti, ": %s, stream %" G_GUINT64_FORMAT,
                            val_to_str_const((guint32)(hdr & 7), mplex_flag_vals, "?"), hdr >> 3);
-    (void)pinfo;
+    if ((hdr & 7) == 0 || (hdr & 7) > 2)    /* messages are named by the application data */
+        col_append_sep_fstr(pinfo->cinfo, COL_INFO, ", ", "mplex %s stream %" G_GUINT64_FORMAT,
+                            val_to_str_const((guint32)(hdr & 7), mplex_flag_vals, "?"), hdr >> 3);
 }
 
 void

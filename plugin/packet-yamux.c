@@ -51,7 +51,9 @@ libp2p_show_yamux(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
     if (type == 0 && tvb_captured_length(tvb) > 12)
         proto_tree_add_item(t, hf_yamux_data, tvb, 12, -1, ENC_NA);
     proto_item_append_text(ti, ": %s, stream %u", val_to_str_const(type, yamux_type_vals, "?"), tvb_get_ntohl(tvb, 4));
-    (void)pinfo;
+    if (type != 0)  /* data frames are named by the messages they complete */
+        col_append_sep_fstr(pinfo->cinfo, COL_INFO, ", ", "yamux %s stream %u",
+                            val_to_str_const(type, yamux_type_vals, "?"), tvb_get_ntohl(tvb, 4));
 }
 
 void
