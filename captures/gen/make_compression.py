@@ -13,29 +13,23 @@ from __future__ import annotations
 import bz2
 import hashlib
 import json
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from golib import WORK, go_build, listener_addr  # noqa: E402
 from netem import EmulatedLink  # noqa: E402
 
 OUT = HERE.parent / "libp2p-compression"
 DATA = HERE.parent / "data" / "bitcoin"
-WORK = HERE / "_work"
 DELAY_MS, RATE_KBIT, PORT = 60, 20000, 9100
 CODECS = ["gzip", "cbrotli", "none"]
 
 
 def build() -> Path:
-    WORK.mkdir(exist_ok=True)
-    exe = WORK / "comppeers"
-    env = dict(os.environ, GOFLAGS="-mod=mod")
-    subprocess.run(["go", "build", "-o", str(exe), "."], cwd=HERE / "compression", check=True, env=env)
-    return exe
+    return go_build("compression", "comppeers")
 
 
 def payload_files() -> list[Path]:
@@ -53,12 +47,7 @@ def make(codec: str, exe: Path, files: list[Path]) -> dict:
     with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
         b = link.popen("b", [str(exe), "-role", "listen", "-comp", codec, "-idfile", str(idfile), "-seed", "2",
                              "-listen", f"/ip4/0.0.0.0/tcp/{PORT}"])
-        for _ in range(100):
-            if idfile.exists() and idfile.read_text():
-                break
-            time.sleep(0.1)
-        addr = idfile.read_text().replace("/ip4/0.0.0.0/", f"/ip4/{link.addr_b}/").replace(
-            "/ip4/127.0.0.1/", f"/ip4/{link.addr_b}/")
+        addr = listener_addr(idfile, link.addr_b)
         res = link.run("a", [str(exe), "-role", "dial", "-comp", codec, "-peer", addr, "-seed", "1",
                              *map(str, files)], capture_output=True, text=True, timeout=120)
         print(res.stdout.strip())

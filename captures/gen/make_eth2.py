@@ -11,29 +11,23 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from golib import WORK, go_build, listener_addr  # noqa: E402
 from netem import EmulatedLink  # noqa: E402
 
 OUT = HERE.parent / "eth2"
 BLOCKS = HERE.parent / "data" / "ethereum"
-WORK = HERE / "_work"
 DELAY_MS, RATE_KBIT, PORT = 60, 20000, 9000
 SESSIONS = {"eth2-yamux": ("yamux", 2), "eth2-mplex": ("mplex", 1)}
 
 
 def build() -> Path:
-    WORK.mkdir(exist_ok=True)
-    exe = WORK / "eth2peers"
-    env = dict(os.environ, GOFLAGS="-mod=mod")
-    subprocess.run(["go", "build", "-o", str(exe), "."], cwd=HERE / "libp2p", check=True, env=env)
-    return exe
+    return go_build("libp2p", "eth2peers")
 
 
 def make(name: str, muxer: str, gossip: int, exe: Path) -> None:
@@ -44,11 +38,7 @@ def make(name: str, muxer: str, gossip: int, exe: Path) -> None:
         b = link.popen("b", [str(exe), "-role", "listen", "-muxer", muxer, "-blocks", str(BLOCKS),
                              "-idfile", str(idfile), "-seed", "2", "-listen", f"/ip4/0.0.0.0/tcp/{PORT}",
                              "-gossip", str(gossip)])
-        for _ in range(100):
-            if idfile.exists() and idfile.read_text():
-                break
-            time.sleep(0.1)
-        addr = idfile.read_text().replace("/ip4/0.0.0.0/", f"/ip4/{link.addr_b}/").replace("/ip4/127.0.0.1/", f"/ip4/{link.addr_b}/")
+        addr = listener_addr(idfile, link.addr_b)
         link.run("a", [str(exe), "-role", "dial", "-muxer", muxer, "-blocks", str(BLOCKS), "-peer", addr,
                        "-seed", "1", "-gossip", str(gossip)], timeout=180)
         b.wait(60)
