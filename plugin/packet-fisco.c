@@ -1,20 +1,29 @@
 /* packet-fisco.c
- * FISCO BCOS 2.x P2P messages with Snappy network compression.
+ * Routines for FISCO BCOS 2.x P2P message dissection, with Snappy network compression.
  *
- * Source: FISCO-BCOS/FISCO-BCOS tags v2.0.0-rc2 ... v2.11.1 (libp2p/P2PMessageRC2.{h,cpp},
- * libethcore/Protocol.h, libdevcore/SnappyCompress.cpp).  The seed paper and FISCO's docs say
- * the data is Length-12 bytes; the code's header is 16 bytes, so the data is Length-16.
+ * Sources: FISCO-BCOS/FISCO-BCOS tags v2.0.0-rc1 ... v2.11.1:
+ *   libp2p/P2PMessageRC2.{h,cpp}   the 16-byte header, the compression flag and threshold
+ *   libp2p/P2PMessage.{h,cpp}      the v2.0.0-rc1 12-byte header
+ *   libethcore/Protocol.h          module IDs, CompressFlag 0x8000
+ *   libdevcore/SnappyCompress.cpp  raw Snappy block format
+ *   libsync/SyncMsgPacket.cpp      BlockSync: type byte (+1), RLP list, TxsParallelParser batches
+ *   libconsensus/pbft/Common.h     PBFT: RLP list[ RLP string(packet_id, ttl, data ...) ]
+ * and the seed paper "How does FISCO BCOS network compression function?" (Chen Yujie).
+ * The paper's figure and FISCO's docs say the data is Length-12 bytes; the code's header is
+ * 16 bytes, so the data is Length-16.
  *
  *   Length u32 | Version u16 | GroupID i16 | ModuleID u16 | PacketType u16 | Seq u32 | data
  *
- * all big-endian; Length covers the header; Version bit 15 means the data is a raw Snappy
- * block (sent when compression is enabled and the data is over 1024 bytes, even when the
- * compressed form is larger).  ProtocolID = (group << 16) | module as int32; a negative one is a
- * response (-1 AMOP, -2 Topic).  The legacy rc1 header is 12 bytes: Length u32, ProtocolID i16
- * = (group << 8) | module, PacketType u16, Seq u32, and no compression.
+ * All big-endian.  Length covers the header (and is the compressed size when compressed).
+ * Version bit 15 says the data is a raw Snappy block: FISCO compresses when enable_compress
+ * is on and the data is over 1024 bytes, and sends the Snappy output even when it is larger.
+ * ProtocolID = (group << 16) | module as int32; a negative one is a response (-1 AMOP,
+ * -2 Topic) that reuses its request's Seq.  The rc1 header is 12 bytes: Length u32,
+ * ProtocolID i16 = (group << 8) | module, PacketType u16, Seq u32, and no compression.
  *
- * Real nodes always speak it inside TLS (mutual certificates); register for decrypted TLS data
- * too, so a capture with a key log decodes the same as plaintext.
+ * Real nodes speak it inside TLS 1.2 with mutual certificates; the TLS dissector hands
+ * decrypted data back here (tls.port and a tls heuristic), so a capture with a key log
+ * decodes the same as plaintext.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -26,19 +35,21 @@
 #include <epan/expert.h>
 #include <epan/prefs.h>
 #include <epan/dissectors/packet-tcp.h>
-#include <epan/dissectors/packet-tls.h>
 
 void proto_register_fisco(void);
 void proto_reg_handoff_fisco(void);
 
-#define FISCO_HEADER_LEN        16
-#define FISCO_RC1_HEADER_LEN    12
-#define FISCO_MAX_LENGTH        (100 * 1024 * 1024)   /* v2.8.0 max message, v2.11.0 max decompressed */
-#define FISCO_COMPRESS_FLAG     0x8000
+#define FISCO_HEADER_LEN         16
+#define FISCO_RC1_HEADER_LEN     12
+#define FISCO_MAX_LENGTH         (100 * 1024 * 1024)   /* v2.8.0 max message, v2.11.0 max decompressed */
+#define FISCO_COMPRESS_FLAG      0x8000
 #define FISCO_COMPRESS_THRESHOLD 1024
-#define FISCO_DEFAULT_PORTS     "30300"
+#define FISCO_DEFAULT_PORTS      "30300"
+#define FISCO_AMOP_HEADER_LEN    42
 
 enum { MOD_AMOP = 1, MOD_TOPIC = 2, MOD_PBFT = 8, MOD_BLOCKSYNC = 9, MOD_TXPOOL = 10, MOD_RAFT = 11 };
+enum { SYNC_STATUS = 1, SYNC_TRANSACTIONS = 2, SYNC_BLOCKS = 3, SYNC_REQ_BLOCKS = 4,
+       SYNC_TXS_STATUS = 5, SYNC_TXS_REQUEST = 6 };
 
 static const value_string module_vals[] = {
     { MOD_AMOP, "AMOP" }, { MOD_TOPIC, "Topic" }, { MOD_PBFT, "PBFT" },
@@ -55,8 +66,9 @@ static const value_string pbft_vals[] = {
     { 0, "Prepare" }, { 1, "Sign" }, { 2, "Commit" }, { 3, "ViewChange" }, { 0, NULL }
 };
 static const value_string blocksync_vals[] = {
-    { 1, "Status" }, { 2, "Transactions" }, { 3, "Blocks" }, { 4, "ReqBlocks" },
-    { 5, "TxsStatus" }, { 6, "TxsRequest" }, { 0, NULL }
+    { SYNC_STATUS, "Status" }, { SYNC_TRANSACTIONS, "Transactions" }, { SYNC_BLOCKS, "Blocks" },
+    { SYNC_REQ_BLOCKS, "ReqBlocks" }, { SYNC_TXS_STATUS, "TxsStatus" },
+    { SYNC_TXS_REQUEST, "TxsRequest" }, { 0, NULL }
 };
 static const value_string raft_vals[] = {
     { 0, "VoteReq" }, { 1, "VoteResp" }, { 2, "HeartBeat" }, { 3, "HeartBeatResp" }, { 0, NULL }
@@ -70,12 +82,16 @@ static int hf_fisco_group = -1;
 static int hf_fisco_module = -1;
 static int hf_fisco_protocol_id = -1;
 static int hf_fisco_response = -1;
+static int hf_fisco_rc1 = -1;
 static int hf_fisco_packet_type = -1;
 static int hf_fisco_seq = -1;
 static int hf_fisco_data = -1;
 static int hf_fisco_msg_type = -1;
 static int hf_fisco_uncompressed_len = -1;
+static int hf_fisco_ratio = -1;
 static int hf_fisco_topic_text = -1;
+static int hf_fisco_topic_seq = -1;
+static int hf_fisco_topic_name = -1;
 static int hf_fisco_amop_length = -1;
 static int hf_fisco_amop_type = -1;
 static int hf_fisco_amop_seq = -1;
@@ -83,41 +99,157 @@ static int hf_fisco_amop_result = -1;
 static int hf_fisco_amop_data = -1;
 static int hf_fisco_pbft_packet_id = -1;
 static int hf_fisco_pbft_ttl = -1;
+static int hf_fisco_pbft_height = -1;
+static int hf_fisco_pbft_view = -1;
+static int hf_fisco_pbft_idx = -1;
 static int hf_fisco_raft_type = -1;
 static int hf_fisco_sync_type = -1;
 static int hf_fisco_sync_items = -1;
+static int hf_fisco_sync_txs = -1;
+static int hf_fisco_sync_tx = -1;
+static int hf_fisco_sync_number = -1;
+static int hf_fisco_sync_size = -1;
 static int hf_fisco_response_in = -1;
 static int hf_fisco_response_to = -1;
+static int hf_fisco_time = -1;
 
 static gint ett_fisco = -1;
 static gint ett_fisco_header = -1;
 static gint ett_fisco_payload = -1;
+static gint ett_fisco_txs = -1;
 
 static expert_field ei_fisco_length = EI_INIT;
+static expert_field ei_fisco_version = EI_INIT;
 static expert_field ei_fisco_decompress = EI_INIT;
 static expert_field ei_fisco_small_compressed = EI_INIT;
 static expert_field ei_fisco_larger = EI_INIT;
 static expert_field ei_fisco_unknown_module = EI_INIT;
 static expert_field ei_fisco_rlp = EI_INIT;
 
-static dissector_handle_t fisco_handle;
+static dissector_handle_t fisco_handle;       /* TCP: plaintext, or TLS handed on */
+static dissector_handle_t fisco_tls_handle;   /* data the TLS dissector decrypted */
 static dissector_handle_t tls_handle;
 
 static p2pc_bool_t pref_rc1 = FALSE;
 static p2pc_bool_t pref_decompress = TRUE;
 
-/* Request/response matching: per conversation, seq -> frames. */
+/* One request and the response that reused its seq. */
 typedef struct {
     guint32 req_frame;
     guint32 resp_frame;
+    nstime_t req_time;
 } fisco_transaction_t;
 
-/* ---- a bounded RLP reader (Ethereum Yellow Paper appendix B) ---- */
+/* Per TCP connection (shared by plaintext and decrypted TLS data). */
+typedef struct {
+    guint header_len;               /* 0 until the first header is seen, then 16 or 12 */
+    gboolean plaintext;             /* FISCO headers seen directly on TCP: never hand it to TLS */
+    address first_src;              /* the side that spoke first is direction 0 */
+    guint32 first_port;
+    /* seq -> fisco_transaction_t by frame, one map per requesting direction: both peers
+     * number their own requests from 2, so the same seq can be in flight both ways. */
+    wmem_multimap_t *requests[2];
+} fisco_conv_t;
+
+static fisco_conv_t *
+fisco_get_conv(packet_info *pinfo)
+{
+    conversation_t *conv = find_or_create_conversation(pinfo);
+    fisco_conv_t *fc = (fisco_conv_t *)conversation_get_proto_data(conv, proto_fisco);
+    if (!fc) {
+        fc = wmem_new0(wmem_file_scope(), fisco_conv_t);
+        copy_address_wmem(wmem_file_scope(), &fc->first_src, &pinfo->src);
+        fc->first_port = pinfo->srcport;
+        fc->requests[0] = wmem_multimap_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
+        fc->requests[1] = wmem_multimap_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
+        conversation_add_proto_data(conv, proto_fisco, fc);
+    }
+    return fc;
+}
+
+static guint
+fisco_direction(const fisco_conv_t *fc, const packet_info *pinfo)
+{
+    return (addresses_equal(&fc->first_src, &pinfo->src) && fc->first_port == pinfo->srcport) ? 0 : 1;
+}
+
+/* ---- the header: which variant, and is it plausible ---- */
+
+/* The module an rc1 ProtocolID addresses, 0 when it addresses none. */
+static guint
+rc1_module(gint16 pid)
+{
+    if (pid < 0)
+        return (pid == -MOD_AMOP || pid == -MOD_TOPIC) ? (guint)-pid : 0;
+    return (guint)pid & 0xff;
+}
+
+/* Bytes 4-5 tell the two headers apart: a 2.x Version is 0 or 0x8000, while an rc1
+ * ProtocolID of 0 or 0x8000 would address module 0, which does not exist. */
+static guint
+detect_header_len(tvbuff_t *tvb, int offset)
+{
+    guint16 w = tvb_get_ntohs(tvb, offset + 4);
+    if (w == 0 || w == FISCO_COMPRESS_FLAG)
+        return FISCO_HEADER_LEN;
+    if (try_val_to_str(rc1_module((gint16)w), module_vals))
+        return FISCO_RC1_HEADER_LEN;
+    return FISCO_HEADER_LEN;
+}
+
+/* The header length of this connection: the preference, or what its first message showed.
+ * Decided once per connection on the first pass, so later passes agree. */
+static guint
+fisco_header_len(tvbuff_t *tvb, int offset, packet_info *pinfo)
+{
+    fisco_conv_t *fc;
+    if (pref_rc1)
+        return FISCO_RC1_HEADER_LEN;
+    fc = fisco_get_conv(pinfo);
+    if (!fc->header_len)
+        fc->header_len = detect_header_len(tvb, offset);
+    return fc->header_len;
+}
+
+/* For the heuristics: Length in range, Version 0 or 0x8000 (2.x), a known module, and a
+ * response only where FISCO sends them (AMOP, Topic). */
+static guint
+plausible_header(tvbuff_t *tvb, int offset)
+{
+    guint32 length;
+    guint hlen;
+    if (tvb_captured_length_remaining(tvb, offset) < FISCO_HEADER_LEN)
+        return 0;
+    hlen = pref_rc1 ? FISCO_RC1_HEADER_LEN : detect_header_len(tvb, offset);
+    length = tvb_get_ntohl(tvb, offset);
+    if (length < hlen || length > FISCO_MAX_LENGTH)
+        return 0;
+    if (hlen == FISCO_RC1_HEADER_LEN) {
+        gint16 pid = (gint16)tvb_get_ntohs(tvb, offset + 4);
+        return try_val_to_str(rc1_module(pid), module_vals) ? hlen : 0;
+    } else {
+        guint16 version = tvb_get_ntohs(tvb, offset + 4);
+        gint16 group = (gint16)tvb_get_ntohs(tvb, offset + 6);
+        guint16 module = tvb_get_ntohs(tvb, offset + 8);
+        if (version != 0 && version != FISCO_COMPRESS_FLAG)
+            return 0;
+        if (group < 0)      /* a response: ProtocolID -1 or -2 */
+            return (group == -1 && (module == 0xffff || module == 0xfffe)) ? hlen : 0;
+        return try_val_to_str(module, module_vals) ? hlen : 0;
+    }
+}
+
+/* ---- a bounded RLP reader (Ethereum Yellow Paper, appendix B) ----
+ * Every length is checked against the end of its enclosing item before it is used. */
 typedef struct {
     gboolean is_list;
+    guint off;      /* of the prefix */
     guint hdr;      /* prefix bytes */
     guint len;      /* payload bytes */
 } rlp_item_t;
+
+#define RLP_BODY(it) ((it)->off + (it)->hdr)
+#define RLP_END(it)  ((it)->off + (it)->hdr + (it)->len)
 
 static gboolean
 rlp_read(tvbuff_t *tvb, guint off, guint end, rlp_item_t *it)
@@ -125,21 +257,24 @@ rlp_read(tvbuff_t *tvb, guint off, guint end, rlp_item_t *it)
     guint8 b;
     guint n, i;
     guint64 len = 0;
-    if (off >= end)
+    if (off >= end || end > tvb_captured_length(tvb))
         return FALSE;
+    it->off = off;
     b = tvb_get_uint8(tvb, off);
     if (b < 0x80) {
         it->is_list = FALSE; it->hdr = 0; it->len = 1;
     } else if (b <= 0xb7) {
         it->is_list = FALSE; it->hdr = 1; it->len = b - 0x80;
-    } else if (b <= 0xbf || (b >= 0xf8)) {
-        n = b <= 0xbf ? b - 0xb7 : b - 0xf7;
-        if (n > 4 || off + 1 + n > end)
+    } else if (b <= 0xbf || b >= 0xf8) {
+        n = b <= 0xbf ? b - 0xb7u : b - 0xf7u;
+        if (n > 4 || (guint64)off + 1 + n > end)
             return FALSE;
         for (i = 0; i < n; i++)
             len = (len << 8) | tvb_get_uint8(tvb, off + 1 + i);
         it->is_list = b >= 0xf8;
         it->hdr = 1 + n;
+        if (len > end)
+            return FALSE;
         it->len = (guint)len;
     } else {
         it->is_list = TRUE; it->hdr = 1; it->len = b - 0xc0;
@@ -147,123 +282,278 @@ rlp_read(tvbuff_t *tvb, guint off, guint end, rlp_item_t *it)
     return (guint64)off + it->hdr + it->len <= end;
 }
 
+/* A string item as an unsigned integer (up to 8 bytes; a longer one gives its low 8). */
 static guint64
-rlp_uint(tvbuff_t *tvb, guint off, const rlp_item_t *it)
+rlp_uint(tvbuff_t *tvb, const rlp_item_t *it)
 {
     guint64 v = 0;
+    guint i, start;
     if (it->hdr == 0)
-        return tvb_get_uint8(tvb, off);
-    for (guint i = 0; i < it->len && i < 8; i++)
-        v = (v << 8) | tvb_get_uint8(tvb, off + it->hdr + i);
+        return tvb_get_uint8(tvb, it->off);
+    start = it->len > 8 ? it->len - 8 : 0;
+    for (i = start; i < it->len; i++)
+        v = (v << 8) | tvb_get_uint8(tvb, RLP_BODY(it) + i);
     return v;
 }
 
-/* Items in the RLP list at off; -1 when it is not a well-formed list. */
+/* Items in a list; -1 when one of them does not parse. */
 static gint64
-rlp_list_count(tvbuff_t *tvb, guint off, guint end)
+rlp_list_count(tvbuff_t *tvb, const rlp_item_t *list)
 {
-    rlp_item_t list, it;
-    guint p, lend;
+    rlp_item_t it;
+    guint p = RLP_BODY(list);
     gint64 n = 0;
-    if (!rlp_read(tvb, off, end, &list) || !list.is_list)
-        return -1;
-    p = off + list.hdr;
-    lend = p + list.len;
-    while (p < lend) {
-        if (!rlp_read(tvb, p, lend, &it))
+    while (p < RLP_END(list)) {
+        if (!rlp_read(tvb, p, RLP_END(list), &it))
             return -1;
-        p += it.hdr + it.len;
+        p = RLP_END(&it);
         n++;
     }
     return n;
 }
 
-/* ---- payload decoders: return the message-type name ---- */
+/* Add a string item as an integer field; FALSE when `it` is a list. */
+static gboolean
+rlp_add_uint(proto_tree *tree, int hf, tvbuff_t *tvb, const rlp_item_t *it)
+{
+    if (it->is_list)
+        return FALSE;
+    proto_tree_add_uint64(tree, hf, tvb, it->off, it->hdr + it->len, rlp_uint(tvb, it));
+    return TRUE;
+}
+
+/* ---- payload decoders: each returns the message-type name ---- */
 
 static const char *
-dissect_payload(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint module, guint ptype,
-                p2pc_record_t *rec)
+dissect_topic(tvbuff_t *tvb, proto_tree *tree, guint ptype)
 {
     guint len = tvb_captured_length(tvb);
-    rlp_item_t it;
-
-    switch (module) {
-    case MOD_TOPIC:
-        if (len)
-            proto_tree_add_item(tree, hf_fisco_topic_text, tvb, 0, len, ENC_ASCII);
-        return val_to_str_const(ptype, topic_vals, "Unknown");
-    case MOD_AMOP:
-        if (len >= 42) {
-            proto_tree_add_item(tree, hf_fisco_amop_length, tvb, 0, 4, ENC_BIG_ENDIAN);
-            proto_tree_add_item(tree, hf_fisco_amop_type, tvb, 4, 2, ENC_BIG_ENDIAN);
-            proto_tree_add_item(tree, hf_fisco_amop_seq, tvb, 6, 32, ENC_ASCII);
-            proto_tree_add_item(tree, hf_fisco_amop_result, tvb, 38, 4, ENC_BIG_ENDIAN);
-            if (len > 42)
-                proto_tree_add_item(tree, hf_fisco_amop_data, tvb, 42, len - 42, ENC_NA);
-        } else if (len) {
-            expert_add_info_format(pinfo, proto_tree_get_parent(tree), &ei_fisco_rlp,
-                                   "AMOP payload shorter than the 42-byte channel message header");
+    if (len) {
+        /* SendTopicSeq: the sender's topic seq in decimal ASCII.
+         * SendTopics: "<seq>\t<topic>\t<topic>..." */
+        guint p = 0, i = 0;
+        proto_tree_add_item(tree, hf_fisco_topic_text, tvb, 0, len, ENC_ASCII);
+        while (p <= len) {
+            gint tab = tvb_find_guint8(tvb, p, len - p, '\t');
+            guint end = tab < 0 ? len : (guint)tab;
+            if (i == 0)
+                proto_tree_add_item(tree, hf_fisco_topic_seq, tvb, p, end - p, ENC_ASCII);
+            else if (end > p)
+                proto_tree_add_item(tree, hf_fisco_topic_name, tvb, p, end - p, ENC_ASCII);
+            if (tab < 0)
+                break;
+            p = end + 1;
+            i++;
         }
-        return val_to_str_const(ptype, amop_vals, "Unknown");
-    case MOD_PBFT: {
-        /* RLP list [ RLP string( rlp(packet_id) || rlp(ttl) || rlp(data) [|| rlp(fwd)] ) ] */
-        rlp_item_t outer, inner, pid, ttl;
-        guint p;
-        if (!rlp_read(tvb, 0, len, &outer) || !outer.is_list ||
-            !rlp_read(tvb, outer.hdr, outer.hdr + outer.len, &inner) || inner.is_list) {
-            expert_add_info_format(pinfo, proto_tree_get_parent(tree), &ei_fisco_rlp, "PBFT payload is not the expected RLP nesting");
-            return "Unknown";
-        }
-        p = outer.hdr + inner.hdr;
-        if (!rlp_read(tvb, p, p + inner.len, &pid) || pid.is_list) {
-            expert_add_info_format(pinfo, proto_tree_get_parent(tree), &ei_fisco_rlp, "PBFT packet id is not an RLP integer");
-            return "Unknown";
-        }
-        proto_tree_add_uint(tree, hf_fisco_pbft_packet_id, tvb, p, pid.hdr + pid.len, (guint32)rlp_uint(tvb, p, &pid));
-        if (rlp_read(tvb, p + pid.hdr + pid.len, p + inner.len, &ttl) && !ttl.is_list)
-            proto_tree_add_uint(tree, hf_fisco_pbft_ttl, tvb, p + pid.hdr + pid.len, ttl.hdr + ttl.len,
-                                (guint32)rlp_uint(tvb, p + pid.hdr + pid.len, &ttl));
-        return val_to_str_const((guint32)rlp_uint(tvb, p, &pid), pbft_vals, "Unknown");
     }
-    case MOD_RAFT:
-        if (!rlp_read(tvb, 0, len, &it) || it.is_list) {
-            expert_add_info_format(pinfo, proto_tree_get_parent(tree), &ei_fisco_rlp, "Raft payload does not start with an RLP type");
-            return "Unknown";
+    return val_to_str_const(ptype, topic_vals, "Unknown");
+}
+
+static const char *
+dissect_amop(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *ti, guint ptype)
+{
+    /* A whole channel message: length u32, type u16, seq (32 ASCII), result i32, data. */
+    guint len = tvb_captured_length(tvb);
+    if (len >= FISCO_AMOP_HEADER_LEN) {
+        proto_tree_add_item(tree, hf_fisco_amop_length, tvb, 0, 4, ENC_BIG_ENDIAN);
+        proto_tree_add_item(tree, hf_fisco_amop_type, tvb, 4, 2, ENC_BIG_ENDIAN);
+        proto_tree_add_item(tree, hf_fisco_amop_seq, tvb, 6, 32, ENC_ASCII);
+        proto_tree_add_item(tree, hf_fisco_amop_result, tvb, 38, 4, ENC_BIG_ENDIAN);
+        if (len > FISCO_AMOP_HEADER_LEN)
+            proto_tree_add_item(tree, hf_fisco_amop_data, tvb, FISCO_AMOP_HEADER_LEN,
+                                len - FISCO_AMOP_HEADER_LEN, ENC_NA);
+    } else if (len) {
+        expert_add_info_format(pinfo, ti, &ei_fisco_rlp,
+                               "AMOP payload shorter than the 42-byte channel message header");
+    }
+    return val_to_str_const(ptype, amop_vals, "Unknown");
+}
+
+static const char *
+dissect_pbft(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *ti)
+{
+    /* PBFTMsgPacket: list[ string( rlp(packet_id) rlp(ttl) rlp(data) [rlp(forwardNodes)] ) ],
+     * data = list[ string( rlp(height) rlp(view) rlp(idx) rlp(timestamp) ... ) ]. */
+    guint len = tvb_captured_length(tvb);
+    rlp_item_t outer, inner, pid, ttl, data, dl, ds, f;
+    guint32 id;
+    if (!rlp_read(tvb, 0, len, &outer) || !outer.is_list ||
+        !rlp_read(tvb, RLP_BODY(&outer), RLP_END(&outer), &inner) || inner.is_list ||
+        !rlp_read(tvb, RLP_BODY(&inner), RLP_END(&inner), &pid) || pid.is_list) {
+        expert_add_info_format(pinfo, ti, &ei_fisco_rlp, "PBFT payload is not the expected RLP nesting");
+        return "Unknown";
+    }
+    id = (guint32)rlp_uint(tvb, &pid);
+    proto_tree_add_uint(tree, hf_fisco_pbft_packet_id, tvb, pid.off, pid.hdr + pid.len, id);
+    if (rlp_read(tvb, RLP_END(&pid), RLP_END(&inner), &ttl) && !ttl.is_list) {
+        proto_tree_add_uint(tree, hf_fisco_pbft_ttl, tvb, ttl.off, ttl.hdr + ttl.len, (guint32)rlp_uint(tvb, &ttl));
+        if (rlp_read(tvb, RLP_END(&ttl), RLP_END(&inner), &data) && !data.is_list &&
+            rlp_read(tvb, RLP_BODY(&data), RLP_END(&data), &dl) && dl.is_list &&
+            rlp_read(tvb, RLP_BODY(&dl), RLP_END(&dl), &ds) && !ds.is_list) {
+            static int *const hfs[] = { &hf_fisco_pbft_height, &hf_fisco_pbft_view, &hf_fisco_pbft_idx };
+            guint p = RLP_BODY(&ds);
+            for (guint i = 0; i < array_length(hfs); i++) {
+                if (!rlp_read(tvb, p, RLP_END(&ds), &f) || !rlp_add_uint(tree, *hfs[i], tvb, &f))
+                    break;
+                p = RLP_END(&f);
+            }
         }
-        proto_tree_add_uint(tree, hf_fisco_raft_type, tvb, 0, it.hdr + it.len, (guint32)rlp_uint(tvb, 0, &it));
-        return val_to_str_const((guint32)rlp_uint(tvb, 0, &it), raft_vals, "Unknown");
-    case MOD_BLOCKSYNC: {
-        guint8 t;
-        gint64 n;
-        if (len < 1)
-            return "Unknown";
-        t = tvb_get_uint8(tvb, 0);
-        proto_tree_add_uint(tree, hf_fisco_sync_type, tvb, 0, 1, t);
-        n = rlp_list_count(tvb, 1, len);
-        if (n < 0) {
-            expert_add_info_format(pinfo, proto_tree_get_parent(tree), &ei_fisco_rlp, "BlockSync body is not an RLP list");
-        } else {
-            proto_item_set_generated(proto_tree_add_uint(tree, hf_fisco_sync_items, tvb, 1, len - 1, (guint32)n));
-            /* Transactions are batched in one message: each is an item of the batch. */
-            if (t == 2 && n > 0)
-                rec->batch_count = (guint32)n;
-        }
+    }
+    return val_to_str_const(id, pbft_vals, "Unknown");
+}
+
+static const char *
+dissect_raft(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *ti)
+{
+    /* rlp(type) || rlp(data) */
+    rlp_item_t it;
+    guint32 t;
+    if (!rlp_read(tvb, 0, tvb_captured_length(tvb), &it) || it.is_list) {
+        expert_add_info_format(pinfo, ti, &ei_fisco_rlp, "Raft payload does not start with an RLP type");
+        return "Unknown";
+    }
+    t = (guint32)rlp_uint(tvb, &it);
+    proto_tree_add_uint(tree, hf_fisco_raft_type, tvb, 0, it.hdr + it.len, t);
+    return val_to_str_const(t, raft_vals, "Unknown");
+}
+
+/* TxsParallelParser (libethcore, v2.0.0-rc2 on): txNum u32, (txNum + 1) offsets u32 from the
+ * start of the tx bytes, then the txs; host byte order, which is little-endian on every
+ * platform FISCO ships for.  Returns txNum, or -1 when the offsets do not hold together. */
+static gint64
+dissect_txs_parallel(tvbuff_t *tvb, proto_tree *tree, guint off, guint len)
+{
+    guint32 n, prev = 0, cur;
+    guint64 objects;
+    proto_tree *tt;
+    if (len < 4)
+        return -1;
+    n = tvb_get_letohl(tvb, off);
+    objects = 4 * ((guint64)n + 2);
+    if (n == 0 || objects > len || tvb_get_letohl(tvb, off + 4) != 0 ||
+        tvb_get_letohl(tvb, off + 4 + 4 * n) != len - objects)
+        return -1;
+    for (guint32 i = 1; i <= n; i++) {
+        cur = tvb_get_letohl(tvb, off + 4 + 4 * i);
+        if (cur < prev)
+            return -1;
+        prev = cur;
+    }
+    tt = proto_tree_add_subtree_format(tree, tvb, off, len, ett_fisco_txs, NULL, "Transactions (%u)", n);
+    prev = 0;
+    for (guint32 i = 1; i <= n; i++) {
+        cur = tvb_get_letohl(tvb, off + 4 + 4 * i);
+        proto_tree_add_item(tt, hf_fisco_sync_tx, tvb, off + (guint)objects + prev, cur - prev, ENC_NA);
+        prev = cur;
+    }
+    return n;
+}
+
+static const char *
+dissect_blocksync(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *ti, p2pc_record_t *rec)
+{
+    /* Type byte (SyncPacketType + 1), then an RLP list. */
+    guint len = tvb_captured_length(tvb);
+    rlp_item_t list, first, second;
+    gint64 n, txs = -1;
+    guint8 t;
+    if (len < 1) {
+        expert_add_info_format(pinfo, ti, &ei_fisco_rlp, "Empty BlockSync payload");
+        return "Unknown";
+    }
+    t = tvb_get_uint8(tvb, 0);
+    proto_tree_add_uint(tree, hf_fisco_sync_type, tvb, 0, 1, t);
+    if (!rlp_read(tvb, 1, len, &list) || !list.is_list || (n = rlp_list_count(tvb, &list)) < 0) {
+        expert_add_info_format(pinfo, ti, &ei_fisco_rlp, "BlockSync body is not an RLP list");
         return val_to_str_const(t, blocksync_vals, "Unknown");
     }
+    proto_item_set_generated(proto_tree_add_uint(tree, hf_fisco_sync_items, tvb, list.off,
+                                                 list.hdr + list.len, (guint32)n));
+    if (n > 0)
+        rlp_read(tvb, RLP_BODY(&list), RLP_END(&list), &first);
+    switch (t) {
+    case SYNC_TRANSACTIONS:
+        /* rc2+: list[ string(TxsParallelParser bytes) [, consIndex] ]; rc1: list[ tx... ]. */
+        if (n >= 1 && !first.is_list)
+            txs = dissect_txs_parallel(tvb, tree, RLP_BODY(&first), first.len);
+        else if (n >= 1)
+            txs = n;
+        if (txs < 0) {
+            expert_add_info_format(pinfo, ti, &ei_fisco_rlp, "Transactions packet: the tx batch does not parse");
+        } else {
+            proto_item_set_generated(proto_tree_add_uint(tree, hf_fisco_sync_txs, tvb, first.off,
+                                                         first.hdr + first.len, (guint32)txs));
+            /* The transactions batched in one message are its batch. */
+            rec->batch_count = (guint32)txs;
+        }
+        break;
+    case SYNC_STATUS:
+        if (n >= 1)
+            rlp_add_uint(tree, hf_fisco_sync_number, tvb, &first);
+        break;
+    case SYNC_REQ_BLOCKS:
+        if (n >= 2 && rlp_add_uint(tree, hf_fisco_sync_number, tvb, &first) &&
+            rlp_read(tvb, RLP_END(&first), RLP_END(&list), &second))
+            rlp_add_uint(tree, hf_fisco_sync_size, tvb, &second);
+        break;
     default:
-        return NULL;
+        break;
+    }
+    return val_to_str_const(t, blocksync_vals, "Unknown");
+}
+
+/* ---- request/response links ---- */
+
+static void
+fisco_match(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint32 seq, gboolean response)
+{
+    fisco_conv_t *fc;
+    fisco_transaction_t *tr;
+    guint dir;
+    proto_item *it;
+
+    /* Heartbeats (SendTopicSeq) use seq 0 and are never answered. */
+    if (seq == 0)
+        return;
+    fc = fisco_get_conv(pinfo);
+    dir = fisco_direction(fc, pinfo);
+    if (!response) {
+        if (!PINFO_FD_VISITED(pinfo)) {
+            tr = wmem_new0(wmem_file_scope(), fisco_transaction_t);
+            tr->req_frame = pinfo->num;
+            tr->req_time = pinfo->abs_ts;
+            wmem_multimap_insert32(fc->requests[dir], GUINT_TO_POINTER(seq), pinfo->num, tr);
+        }
+        tr = (fisco_transaction_t *)wmem_multimap_lookup32_le(fc->requests[dir], GUINT_TO_POINTER(seq), pinfo->num);
+        if (tr && tr->req_frame == pinfo->num && tr->resp_frame) {
+            it = proto_tree_add_uint(tree, hf_fisco_response_in, tvb, 0, 0, tr->resp_frame);
+            proto_item_set_generated(it);
+        }
+    } else {
+        /* The answer comes from the other side and reuses the request's seq. */
+        tr = (fisco_transaction_t *)wmem_multimap_lookup32_le(fc->requests[1 - dir], GUINT_TO_POINTER(seq), pinfo->num);
+        if (tr && !PINFO_FD_VISITED(pinfo) && !tr->resp_frame)
+            tr->resp_frame = pinfo->num;
+        if (tr && tr->resp_frame == pinfo->num) {
+            nstime_t delta;
+            it = proto_tree_add_uint(tree, hf_fisco_response_to, tvb, 0, 0, tr->req_frame);
+            proto_item_set_generated(it);
+            nstime_delta(&delta, &pinfo->abs_ts, &tr->req_time);
+            it = proto_tree_add_time(tree, hf_fisco_time, tvb, 0, 0, &delta);
+            proto_item_set_generated(it);
+        }
     }
 }
 
-/* ---- framing ---- */
+/* ---- one message ---- */
 
 static guint
-get_fisco_pdu_len(packet_info *pinfo, tvbuff_t *tvb, int offset, void *data)
+get_fisco_pdu_len(packet_info *pinfo, tvbuff_t *tvb, int offset, void *data _U_)
 {
-    guint hlen = pref_rc1 ? FISCO_RC1_HEADER_LEN : FISCO_HEADER_LEN;
+    guint hlen = fisco_header_len(tvb, offset, pinfo);
     guint32 length = tvb_get_ntohl(tvb, offset);
     /* A Length below the header or over the limit cannot be followed: show this header with
-     * its expert item and give up on the rest of the segment rather than wait for 4 GB. */
+     * its expert item and drop the rest of the segment rather than wait for up to 4 GB. */
     if (length < hlen)
         return hlen;
     if (length > FISCO_MAX_LENGTH)
@@ -272,17 +562,17 @@ get_fisco_pdu_len(packet_info *pinfo, tvbuff_t *tvb, int offset, void *data)
 }
 
 static int
-dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
 {
-    gboolean rc1 = pref_rc1;
-    guint hlen = rc1 ? FISCO_RC1_HEADER_LEN : FISCO_HEADER_LEN;
+    guint hlen = fisco_header_len(tvb, 0, pinfo);
+    gboolean rc1 = hlen == FISCO_RC1_HEADER_LEN;
     guint32 length = tvb_get_ntohl(tvb, 0);
     guint16 version = 0;
     gint32 protocol_id;
-    guint module, group, ptype;
+    guint module, ptype;
     guint32 seq;
     gboolean response, compressed;
-    proto_item *ti, *hi;
+    proto_item *ti, *li, *vi, *pi;
     proto_tree *ft, *ht, *pt;
     tvbuff_t *payload, *raw = NULL;
     const char *mod_name, *type_name = NULL;
@@ -292,34 +582,48 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "FISCO");
     ti = proto_tree_add_item(tree, proto_fisco, tvb, 0, -1, ENC_NA);
     ft = proto_item_add_subtree(ti, ett_fisco);
-    ht = proto_tree_add_subtree(ft, tvb, 0, hlen, ett_fisco_header, &hi, rc1 ? "Header (rc1)" : "Header");
+    ht = proto_tree_add_subtree(ft, tvb, 0, hlen, ett_fisco_header, NULL, rc1 ? "Header (rc1)" : "Header");
 
-    hi = proto_tree_add_item(ht, hf_fisco_length, tvb, 0, 4, ENC_BIG_ENDIAN);
+    li = proto_tree_add_item(ht, hf_fisco_length, tvb, 0, 4, ENC_BIG_ENDIAN);
     if (length < hlen || length > FISCO_MAX_LENGTH) {
-        expert_add_info_format(pinfo, hi, &ei_fisco_length, "Length %u outside [%u, %u]", length, hlen, FISCO_MAX_LENGTH);
+        expert_add_info_format(pinfo, li, &ei_fisco_length, "Length %u outside [%u, %u]",
+                               length, hlen, FISCO_MAX_LENGTH);
         col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", "[bad Length]");
+        col_set_fence(pinfo->cinfo, COL_INFO);
         return avail;
     }
     if (rc1) {
         gint16 pid16 = (gint16)tvb_get_ntohs(tvb, 4);
         protocol_id = pid16;
-        group = ((guint16)pid16 >> 8) & 0xff;
-        module = (guint16)pid16 & 0xff;
-        proto_tree_add_item(ht, hf_fisco_protocol_id, tvb, 4, 2, ENC_BIG_ENDIAN);
+        module = rc1_module(pid16);
+        pi = proto_tree_add_int(ht, hf_fisco_protocol_id, tvb, 4, 2, protocol_id);
+        if (pid16 >= 0) {
+            proto_tree_add_int(ht, hf_fisco_group, tvb, 4, 1, pid16 >> 8);
+            proto_tree_add_uint(ht, hf_fisco_module, tvb, 5, 1, module);
+        }
         ptype = tvb_get_ntohs(tvb, 6);
         proto_tree_add_item(ht, hf_fisco_packet_type, tvb, 6, 2, ENC_BIG_ENDIAN);
         seq = tvb_get_ntohl(tvb, 8);
         proto_tree_add_item(ht, hf_fisco_seq, tvb, 8, 4, ENC_BIG_ENDIAN);
     } else {
         version = tvb_get_ntohs(tvb, 4);
-        proto_tree_add_item(ht, hf_fisco_version, tvb, 4, 2, ENC_BIG_ENDIAN);
+        vi = proto_tree_add_item(ht, hf_fisco_version, tvb, 4, 2, ENC_BIG_ENDIAN);
         proto_tree_add_item(ht, hf_fisco_compressed, tvb, 4, 2, ENC_BIG_ENDIAN);
-        group = tvb_get_ntohs(tvb, 6);
-        module = tvb_get_ntohs(tvb, 8);
-        protocol_id = (gint32)((group << 16) | module);
-        proto_tree_add_item(ht, hf_fisco_group, tvb, 6, 2, ENC_BIG_ENDIAN);
-        proto_tree_add_item(ht, hf_fisco_module, tvb, 8, 2, ENC_BIG_ENDIAN);
-        proto_item_set_generated(proto_tree_add_int(ht, hf_fisco_protocol_id, tvb, 6, 4, protocol_id));
+        if (version & ~FISCO_COMPRESS_FLAG)
+            expert_add_info_format(pinfo, vi, &ei_fisco_version,
+                                   "Version 0x%04x: FISCO 2.x only sets bit 15 (compression)", version);
+        protocol_id = (gint32)tvb_get_ntohl(tvb, 6);
+        if (protocol_id < 0) {
+            /* A response carries -module in all four bytes. */
+            pi = proto_tree_add_item(ht, hf_fisco_protocol_id, tvb, 6, 4, ENC_BIG_ENDIAN);
+            module = protocol_id >= -0xffff ? (guint)-protocol_id : 0;
+        } else {
+            proto_tree_add_item(ht, hf_fisco_group, tvb, 6, 2, ENC_BIG_ENDIAN);
+            proto_tree_add_item(ht, hf_fisco_module, tvb, 8, 2, ENC_BIG_ENDIAN);
+            pi = proto_tree_add_int(ht, hf_fisco_protocol_id, tvb, 6, 4, protocol_id);
+            proto_item_set_generated(pi);
+            module = tvb_get_ntohs(tvb, 8);
+        }
         ptype = tvb_get_ntohs(tvb, 10);
         proto_tree_add_item(ht, hf_fisco_packet_type, tvb, 10, 2, ENC_BIG_ENDIAN);
         seq = tvb_get_ntohl(tvb, 12);
@@ -327,11 +631,10 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
     }
     /* A negative ProtocolID answers a request of module -ProtocolID (AMOP, Topic). */
     response = protocol_id < 0;
-    if (response) {
-        module = (guint)(-protocol_id);
-        group = 0;
-    }
-    proto_item_set_generated(proto_tree_add_boolean(ht, hf_fisco_response, tvb, 6, 4, response));
+    if (response)
+        proto_item_set_generated(proto_tree_add_uint(ht, hf_fisco_module, tvb, rc1 ? 4 : 6, rc1 ? 2 : 4, module));
+    proto_item_set_generated(proto_tree_add_boolean(ht, hf_fisco_response, tvb, rc1 ? 4 : 6, rc1 ? 2 : 4, response));
+    proto_item_set_generated(proto_tree_add_boolean(ht, hf_fisco_rc1, tvb, 0, 0, rc1));
     compressed = !rc1 && (version & FISCO_COMPRESS_FLAG);
     mod_name = try_val_to_str(module, module_vals);
 
@@ -355,14 +658,23 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
                                    detail ? detail : p2pc_dc_status_name(st));
         } else {
             guint rl = tvb_captured_length(raw);
+            proto_item *ri;
             rec.raw_len = rl;
-            proto_item_set_generated(proto_tree_add_uint(ft, hf_fisco_uncompressed_len, tvb, hlen, length - hlen, rl));
+            ri = proto_tree_add_uint(ft, hf_fisco_uncompressed_len, tvb, hlen, length - hlen, rl);
+            proto_item_set_generated(ri);
+            if (rl) {
+                ri = proto_tree_add_double(ft, hf_fisco_ratio, tvb, hlen, length - hlen,
+                                           (double)(length - hlen) / rl);
+                proto_item_set_generated(ri);
+            }
             if (rl <= FISCO_COMPRESS_THRESHOLD)
                 expert_add_info_format(pinfo, ti, &ei_fisco_small_compressed,
-                    "Compressed payload of %u bytes: FISCO compresses only payloads over %u bytes", rl, FISCO_COMPRESS_THRESHOLD);
+                    "Compressed payload of %u bytes: FISCO compresses only payloads over %u bytes",
+                    rl, FISCO_COMPRESS_THRESHOLD);
             if (length - hlen > rl)
                 expert_add_info_format(pinfo, ti, &ei_fisco_larger,
-                    "Snappy output (%u bytes) is larger than the payload (%u bytes); FISCO sends it anyway", length - hlen, rl);
+                    "Snappy output (%u bytes) is larger than the payload (%u bytes); FISCO sends it anyway",
+                    length - hlen, rl);
         }
     } else if (!compressed) {
         raw = payload;
@@ -373,9 +685,18 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
     if (!mod_name) {
         expert_add_info_format(pinfo, ti, &ei_fisco_unknown_module, "Unknown module %u", module);
     } else if (raw) {
-        type_name = dissect_payload(raw, pinfo, pt, module, ptype, &rec);
+        switch (module) {
+        case MOD_TOPIC:     type_name = dissect_topic(raw, pt, ptype); break;
+        case MOD_AMOP:      type_name = dissect_amop(raw, pinfo, pt, ti, ptype); break;
+        case MOD_PBFT:      type_name = dissect_pbft(raw, pinfo, pt, ti); break;
+        case MOD_RAFT:      type_name = dissect_raft(raw, pinfo, pt, ti); break;
+        case MOD_BLOCKSYNC: type_name = dissect_blocksync(raw, pinfo, pt, ti, &rec); break;
+        default:            break;
+        }
     }
     if (!type_name) {
+        /* Not decoded (compressed with decompression off, failed, or TxPool): what the
+         * header alone says. */
         if (module == MOD_TOPIC)
             type_name = val_to_str_const(ptype, topic_vals, "Unknown");
         else if (module == MOD_AMOP)
@@ -386,111 +707,78 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
     rec.msg_type = wmem_strdup_printf(pinfo->pool, "%s.%s%s", mod_name ? mod_name : "Unknown", type_name,
                                       response ? ".Response" : "");
     proto_item_set_generated(proto_tree_add_string(ft, hf_fisco_msg_type, tvb, 0, length, rec.msg_type));
-    proto_item_append_text(ti, ", %s, seq %u%s", rec.msg_type, seq, compressed ? ", snappy" : "");
+    proto_item_append_text(ti, ", %s, Seq %u%s", rec.msg_type, seq, compressed ? ", Snappy" : "");
     col_append_sep_fstr(pinfo->cinfo, COL_INFO, ", ", "%s seq=%u%s", rec.msg_type, seq,
                         compressed ? " [snappy]" : "");
 
-    /* Request/response links: a response reuses its request's seq; heartbeats use seq 0. */
-    if (seq != 0) {
-        conversation_t *conv = find_or_create_conversation(pinfo);
-        wmem_map_t *map = (wmem_map_t *)conversation_get_proto_data(conv, proto_fisco);
-        fisco_transaction_t *tr;
-        if (!map) {
-            map = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
-            conversation_add_proto_data(conv, proto_fisco, map);
-        }
-        tr = (fisco_transaction_t *)wmem_map_lookup(map, GUINT_TO_POINTER(seq));
-        if (!PINFO_FD_VISITED(pinfo)) {
-            if (!response && !tr) {
-                tr = wmem_new0(wmem_file_scope(), fisco_transaction_t);
-                tr->req_frame = pinfo->num;
-                wmem_map_insert(map, GUINT_TO_POINTER(seq), tr);
-            } else if (response && tr && !tr->resp_frame) {
-                tr->resp_frame = pinfo->num;
-            }
-        }
-        if (tr) {
-            if (!response && tr->req_frame == pinfo->num && tr->resp_frame)
-                proto_item_set_generated(proto_tree_add_uint(ft, hf_fisco_response_in, tvb, 0, 0, tr->resp_frame));
-            if (response && tr->resp_frame == pinfo->num)
-                proto_item_set_generated(proto_tree_add_uint(ft, hf_fisco_response_to, tvb, 0, 0, tr->req_frame));
-        }
-    }
-
+    fisco_match(tvb, pinfo, ft, seq, response);
     p2pc_record_add(tvb, 0, length, pinfo, tree, &rec);
     col_set_fence(pinfo->cinfo, COL_INFO);
     return avail;
 }
 
+/* ---- entry points ---- */
+
+static void
+fisco_dissect_stream(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    col_set_str(pinfo->cinfo, COL_PROTOCOL, "FISCO");
+    col_clear(pinfo->cinfo, COL_INFO);
+    /* 12 bytes tell the two header variants apart and hold either one's Length. */
+    tcp_dissect_pdus(tvb, pinfo, tree, TRUE, FISCO_RC1_HEADER_LEN, get_fisco_pdu_len, dissect_fisco_pdu, data);
+}
+
 static gboolean
 looks_like_tls(tvbuff_t *tvb)
 {
-    /* TLS record: content type 20..23, version 3.x */
+    /* A TLS record (content type 20..23, version 3.x) cannot be a FISCO header: a Length
+     * starting 0x14..0x17 is over 100 MiB. */
     return tvb_captured_length(tvb) >= 3 && tvb_get_uint8(tvb, 0) >= 20 && tvb_get_uint8(tvb, 0) <= 23 &&
            tvb_get_uint8(tvb, 1) == 3 && tvb_get_uint8(tvb, 2) <= 4;
 }
 
+/* TCP: plaintext FISCO, or (as real nodes run) TLS on the P2P port, which is handed to the TLS
+ * dissector for good; TLS brings the decrypted data back through fisco_tls_handle. */
 static int
 dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
-    /* Real nodes use TLS on the P2P port: hand TLS to the TLS dissector, which brings the
-     * decrypted records back here through the tls.port table. */
-    if (pinfo->ptype == PT_TCP && tls_handle && looks_like_tls(tvb) && !pinfo->match_string) {
-        conversation_t *conv = find_or_create_conversation(pinfo);
-        if (conversation_get_proto_data(conv, proto_fisco) == NULL) {
-            conversation_set_dissector(conv, tls_handle);
-            return call_dissector(tls_handle, tvb, pinfo, tree);
-        }
+    fisco_conv_t *fc = fisco_get_conv(pinfo);
+    if (!fc->plaintext && tls_handle && looks_like_tls(tvb)) {
+        conversation_set_dissector(find_or_create_conversation(pinfo), tls_handle);
+        return call_dissector(tls_handle, tvb, pinfo, tree);
     }
-    col_clear(pinfo->cinfo, COL_INFO);
-    tcp_dissect_pdus(tvb, pinfo, tree, TRUE, pref_rc1 ? FISCO_RC1_HEADER_LEN : FISCO_HEADER_LEN,
-                     get_fisco_pdu_len, dissect_fisco_pdu, data);
+    /* Once a FISCO header starts a segment, later segments that happen to look like TLS
+     * (payload bytes, when TCP reassembly is off) stay FISCO. */
+    if (!PINFO_FD_VISITED(pinfo) && plausible_header(tvb, 0))
+        fc->plaintext = TRUE;
+    fisco_dissect_stream(tvb, pinfo, tree, data);
     return tvb_captured_length(tvb);
 }
 
-static gboolean
-plausible_header(tvbuff_t *tvb, gboolean rc1)
+static int
+dissect_fisco_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
-    guint32 length;
-    guint module;
-    gint32 pid;
-    if (tvb_captured_length(tvb) < (rc1 ? FISCO_RC1_HEADER_LEN : FISCO_HEADER_LEN))
-        return FALSE;
-    length = tvb_get_ntohl(tvb, 0);
-    if (length < (rc1 ? FISCO_RC1_HEADER_LEN : FISCO_HEADER_LEN) || length > FISCO_MAX_LENGTH)
-        return FALSE;
-    if (rc1) {
-        pid = (gint16)tvb_get_ntohs(tvb, 4);
-        module = pid < 0 ? (guint)-pid : ((guint)pid & 0xff);
-    } else {
-        guint16 version = tvb_get_ntohs(tvb, 4);
-        if (version != 0 && version != FISCO_COMPRESS_FLAG)
-            return FALSE;
-        pid = (gint32)(((guint32)tvb_get_ntohs(tvb, 6) << 16) | tvb_get_ntohs(tvb, 8));
-        module = pid < 0 ? (guint)-pid : tvb_get_ntohs(tvb, 8);
-        if (pid < 0 && module > MOD_TOPIC)
-            return FALSE;
-    }
-    return try_val_to_str(module, module_vals) != NULL;
+    fisco_dissect_stream(tvb, pinfo, tree, data);
+    return tvb_captured_length(tvb);
 }
 
 static p2pc_bool_t
-dissect_fisco_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+dissect_fisco_heur_tcp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
-    if (!plausible_header(tvb, pref_rc1))
+    if (!plausible_header(tvb, 0))
         return FALSE;
     conversation_set_dissector(find_or_create_conversation(pinfo), fisco_handle);
     dissect_fisco(tvb, pinfo, tree, data);
     return TRUE;
 }
 
-/* Decrypted TLS data: the TCP conversation belongs to TLS, which remembers the match itself. */
+/* Decrypted TLS data on another port: TLS remembers the match for the session itself. */
 static p2pc_bool_t
 dissect_fisco_heur_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
-    if (!plausible_header(tvb, pref_rc1))
+    if (!plausible_header(tvb, 0))
         return FALSE;
-    dissect_fisco(tvb, pinfo, tree, data);
+    dissect_fisco_tls(tvb, pinfo, tree, data);
     return TRUE;
 }
 
@@ -500,44 +788,79 @@ proto_register_fisco(void)
     static hf_register_info hf[] = {
         { &hf_fisco_length, { "Length", "fisco.length", FT_UINT32, BASE_DEC, NULL, 0x0,
             "Whole message including the header (compressed size when compressed)", HFILL } },
-        { &hf_fisco_version, { "Version", "fisco.version", FT_UINT16, BASE_HEX, NULL, 0x0, NULL, HFILL } },
+        { &hf_fisco_version, { "Version", "fisco.version", FT_UINT16, BASE_HEX, NULL, 0x0,
+            "Extension bits; only bit 15 (compression) is used", HFILL } },
         { &hf_fisco_compressed, { "Compressed", "fisco.compressed", FT_BOOLEAN, 16, NULL, FISCO_COMPRESS_FLAG,
             "Version bit 15: the data is a Snappy block", HFILL } },
-        { &hf_fisco_group, { "Group ID", "fisco.group", FT_INT16, BASE_DEC, NULL, 0x0, NULL, HFILL } },
-        { &hf_fisco_module, { "Module ID", "fisco.module", FT_UINT16, BASE_DEC, VALS(module_vals), 0x0, NULL, HFILL } },
+        { &hf_fisco_group, { "Group ID", "fisco.group", FT_INT16, BASE_DEC, NULL, 0x0,
+            "Destination group (high half of the ProtocolID)", HFILL } },
+        { &hf_fisco_module, { "Module ID", "fisco.module", FT_UINT16, BASE_DEC, VALS(module_vals), 0x0,
+            "Destination module (low half of the ProtocolID; -ProtocolID for a response)", HFILL } },
         { &hf_fisco_protocol_id, { "Protocol ID", "fisco.protocol_id", FT_INT32, BASE_DEC, NULL, 0x0,
-            "(group << 16) | module; negative for responses", HFILL } },
+            "(group << 16) | module (rc1: (group << 8) | module); negative for responses", HFILL } },
         { &hf_fisco_response, { "Response", "fisco.response", FT_BOOLEAN, BASE_NONE, NULL, 0x0,
-            "Negative protocol ID", HFILL } },
-        { &hf_fisco_packet_type, { "Packet type", "fisco.packet_type", FT_UINT16, BASE_DEC, NULL, 0x0, NULL, HFILL } },
-        { &hf_fisco_seq, { "Seq", "fisco.seq", FT_UINT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+            "Negative protocol ID: an answer reusing its request's seq", HFILL } },
+        { &hf_fisco_rc1, { "rc1 header", "fisco.rc1", FT_BOOLEAN, BASE_NONE, NULL, 0x0,
+            "The 12-byte v2.0.0-rc1 header", HFILL } },
+        { &hf_fisco_packet_type, { "Packet type", "fisco.packet_type", FT_UINT16, BASE_DEC, NULL, 0x0,
+            "Per module (Topic, AMOP); BlockSync: 1 when the txs came from RPC", HFILL } },
+        { &hf_fisco_seq, { "Seq", "fisco.seq", FT_UINT32, BASE_DEC, NULL, 0x0,
+            "Sender's message counter; responses reuse the request's", HFILL } },
         { &hf_fisco_data, { "Data", "fisco.data", FT_BYTES, BASE_NONE, NULL, 0x0, "Payload as sent", HFILL } },
         { &hf_fisco_msg_type, { "Message type", "fisco.msg_type", FT_STRING, BASE_NONE, NULL, 0x0,
-            "Module.PacketType", HFILL } },
-        { &hf_fisco_uncompressed_len, { "Uncompressed length", "fisco.uncompressed_len", FT_UINT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+            "Module.PacketType[.Response]", HFILL } },
+        { &hf_fisco_uncompressed_len, { "Uncompressed length", "fisco.uncompressed_len", FT_UINT32, BASE_DEC,
+            NULL, 0x0, "Payload bytes after Snappy decompression", HFILL } },
+        { &hf_fisco_ratio, { "Compression ratio", "fisco.ratio", FT_DOUBLE, BASE_NONE, NULL, 0x0,
+            "Compressed / uncompressed payload bytes", HFILL } },
         { &hf_fisco_topic_text, { "Topic data", "fisco.topic.text", FT_STRING, BASE_NONE, NULL, 0x0,
             "Heartbeat seq or tab-separated topics", HFILL } },
-        { &hf_fisco_amop_length, { "Channel message length", "fisco.amop.length", FT_UINT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
-        { &hf_fisco_amop_type, { "Channel message type", "fisco.amop.type", FT_UINT16, BASE_HEX, NULL, 0x0, NULL, HFILL } },
-        { &hf_fisco_amop_seq, { "Channel message seq", "fisco.amop.seq", FT_STRING, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+        { &hf_fisco_topic_seq, { "Topic seq", "fisco.topic.seq", FT_STRING, BASE_NONE, NULL, 0x0,
+            "The sender's topic list version", HFILL } },
+        { &hf_fisco_topic_name, { "Topic", "fisco.topic.name", FT_STRING, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+        { &hf_fisco_amop_length, { "Channel message length", "fisco.amop.length", FT_UINT32, BASE_DEC, NULL, 0x0,
+            NULL, HFILL } },
+        { &hf_fisco_amop_type, { "Channel message type", "fisco.amop.type", FT_UINT16, BASE_HEX, NULL, 0x0,
+            NULL, HFILL } },
+        { &hf_fisco_amop_seq, { "Channel message seq", "fisco.amop.seq", FT_STRING, BASE_NONE, NULL, 0x0,
+            NULL, HFILL } },
         { &hf_fisco_amop_result, { "Result", "fisco.amop.result", FT_INT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
         { &hf_fisco_amop_data, { "Channel data", "fisco.amop.data", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
-        { &hf_fisco_pbft_packet_id, { "PBFT packet", "fisco.pbft.packet_id", FT_UINT32, BASE_DEC, VALS(pbft_vals), 0x0, NULL, HFILL } },
+        { &hf_fisco_pbft_packet_id, { "PBFT packet", "fisco.pbft.packet_id", FT_UINT32, BASE_DEC, VALS(pbft_vals),
+            0x0, NULL, HFILL } },
         { &hf_fisco_pbft_ttl, { "TTL", "fisco.pbft.ttl", FT_UINT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
-        { &hf_fisco_raft_type, { "Raft packet", "fisco.raft.type", FT_UINT32, BASE_DEC, VALS(raft_vals), 0x0, NULL, HFILL } },
-        { &hf_fisco_sync_type, { "BlockSync packet", "fisco.sync.type", FT_UINT8, BASE_DEC, VALS(blocksync_vals), 0x0,
-            "Raw type + 1", HFILL } },
+        { &hf_fisco_pbft_height, { "Height", "fisco.pbft.height", FT_UINT64, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+        { &hf_fisco_pbft_view, { "View", "fisco.pbft.view", FT_UINT64, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+        { &hf_fisco_pbft_idx, { "Node index", "fisco.pbft.idx", FT_UINT64, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+        { &hf_fisco_raft_type, { "Raft packet", "fisco.raft.type", FT_UINT32, BASE_DEC, VALS(raft_vals), 0x0,
+            NULL, HFILL } },
+        { &hf_fisco_sync_type, { "BlockSync packet", "fisco.sync.type", FT_UINT8, BASE_DEC, VALS(blocksync_vals),
+            0x0, "SyncPacketType + 1", HFILL } },
         { &hf_fisco_sync_items, { "Items", "fisco.sync.items", FT_UINT32, BASE_DEC, NULL, 0x0,
-            "Items in the RLP list (transactions in a Transactions packet)", HFILL } },
+            "Items in the packet's RLP list", HFILL } },
+        { &hf_fisco_sync_txs, { "Transactions", "fisco.sync.txs", FT_UINT32, BASE_DEC, NULL, 0x0,
+            "Transactions batched in a Transactions packet", HFILL } },
+        { &hf_fisco_sync_tx, { "Transaction", "fisco.sync.tx", FT_BYTES, BASE_NONE, NULL, 0x0,
+            "One RLP-encoded transaction", HFILL } },
+        { &hf_fisco_sync_number, { "Block number", "fisco.sync.number", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "Status: the sender's height; ReqBlocks: the first block asked for", HFILL } },
+        { &hf_fisco_sync_size, { "Blocks asked for", "fisco.sync.size", FT_UINT64, BASE_DEC, NULL, 0x0,
+            NULL, HFILL } },
         { &hf_fisco_response_in, { "Response in", "fisco.response_in", FT_FRAMENUM, BASE_NONE,
-            FRAMENUM_TYPE(FT_FRAMENUM_RESPONSE), 0x0, NULL, HFILL } },
+            FRAMENUM_TYPE(FT_FRAMENUM_RESPONSE), 0x0, "The frame of the answer to this request", HFILL } },
         { &hf_fisco_response_to, { "Request in", "fisco.response_to", FT_FRAMENUM, BASE_NONE,
-            FRAMENUM_TYPE(FT_FRAMENUM_REQUEST), 0x0, NULL, HFILL } },
+            FRAMENUM_TYPE(FT_FRAMENUM_REQUEST), 0x0, "The frame of the request this answers", HFILL } },
+        { &hf_fisco_time, { "Time", "fisco.time", FT_RELATIVE_TIME, BASE_NONE, NULL, 0x0,
+            "Time since the request", HFILL } },
     };
-    static gint *ett[] = { &ett_fisco, &ett_fisco_header, &ett_fisco_payload };
+    static gint *ett[] = { &ett_fisco, &ett_fisco_header, &ett_fisco_payload, &ett_fisco_txs };
     static ei_register_info ei[] = {
-        { &ei_fisco_length, { "fisco.length.invalid", PI_MALFORMED, PI_ERROR, "Length out of range", EXPFILL } },
-        { &ei_fisco_decompress, { "fisco.decompress_failed", PI_MALFORMED, PI_ERROR, "Snappy decompression failed", EXPFILL } },
+        { &ei_fisco_length, { "fisco.length.invalid", PI_MALFORMED, PI_ERROR,
+            "Length below the header size or over 100 MiB", EXPFILL } },
+        { &ei_fisco_version, { "fisco.version.unknown", PI_PROTOCOL, PI_WARN,
+            "Version bits other than 0x8000", EXPFILL } },
+        { &ei_fisco_decompress, { "fisco.decompress_failed", PI_MALFORMED, PI_ERROR,
+            "Snappy decompression failed", EXPFILL } },
         { &ei_fisco_small_compressed, { "fisco.small_compressed", PI_PROTOCOL, PI_WARN,
             "Compressed payload at or below the 1024-byte threshold", EXPFILL } },
         { &ei_fisco_larger, { "fisco.compressed_larger", PI_PROTOCOL, PI_NOTE,
@@ -554,10 +877,12 @@ proto_register_fisco(void)
     expert = expert_register_protocol(proto_fisco);
     expert_register_field_array(expert, ei, array_length(ei));
     fisco_handle = register_dissector("fisco", dissect_fisco, proto_fisco);
+    fisco_tls_handle = register_dissector("fisco.tls", dissect_fisco_tls, proto_fisco);
 
     module = prefs_register_protocol(proto_fisco, NULL);
-    prefs_register_bool_preference(module, "rc1", "Legacy rc1 header",
-        "Messages use the 12-byte v2.0.0-rc1 header (no compression)", &pref_rc1);
+    prefs_register_bool_preference(module, "rc1", "Always use the rc1 header",
+        "Read every message with the 12-byte v2.0.0-rc1 header (no compression). Off: each "
+        "connection's first message says which header it uses", &pref_rc1);
     prefs_register_bool_preference(module, "decompress", "Decompress Snappy payloads",
         "Decompress payloads whose Version has bit 15 set", &pref_decompress);
 }
@@ -566,9 +891,11 @@ void
 proto_reg_handoff_fisco(void)
 {
     tls_handle = find_dissector("tls");
+    /* Both give a range preference (fisco.tcp.port, fisco.tls.port) and Decode As. */
     dissector_add_uint_range_with_preference("tcp.port", FISCO_DEFAULT_PORTS, fisco_handle);
-    /* Decrypted TLS application data on the P2P port. */
-    dissector_add_uint("tls.port", 30300, fisco_handle);
-    heur_dissector_add("tcp", dissect_fisco_heur, "FISCO BCOS P2P over TCP", "fisco_tcp", proto_fisco, HEURISTIC_ENABLE);
-    heur_dissector_add("tls", dissect_fisco_heur_tls, "FISCO BCOS P2P over TLS", "fisco_tls", proto_fisco, HEURISTIC_ENABLE);
+    dissector_add_uint_range_with_preference("tls.port", FISCO_DEFAULT_PORTS, fisco_tls_handle);
+    heur_dissector_add("tcp", dissect_fisco_heur_tcp, "FISCO BCOS P2P over TCP", "fisco_tcp", proto_fisco,
+                       HEURISTIC_ENABLE);
+    heur_dissector_add("tls", dissect_fisco_heur_tls, "FISCO BCOS P2P over TLS", "fisco_tls", proto_fisco,
+                       HEURISTIC_ENABLE);
 }
