@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 #include <epan/prefs.h>
+#include <epan/proto_data.h>
 #include <epan/stats_tree.h>
 #include <epan/stat_tap_ui.h>
 #include <epan/to_str.h>
@@ -54,6 +55,54 @@ p2pc_record_init(p2pc_record_t *rec, const char *proto, const char *msg_type)
     rec->batch_count = 1;
 }
 
+/* Records held back by p2pc_record_hold(): where each was to be added, and the record. */
+typedef struct {
+    tvbuff_t *tvb;
+    int offset;
+    int len;
+    proto_tree *tree;
+    p2pc_record_t rec;
+} held_record_t;
+
+typedef struct hold {
+    wmem_array_t *recs;         /* held_record_t */
+    struct hold *outer;
+} hold_t;
+
+#define P2PC_HOLD_KEY 0         /* p_get_proto_data(pinfo->pool, ..., proto_p2pc, key) */
+
+void
+p2pc_record_hold(packet_info *pinfo)
+{
+    hold_t *h = wmem_new0(pinfo->pool, hold_t);
+    h->recs = wmem_array_new(pinfo->pool, sizeof(held_record_t));
+    h->outer = (hold_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_HOLD_KEY);
+    p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_HOLD_KEY, h);
+}
+
+void
+p2pc_record_release(packet_info *pinfo, p2pc_record_adjust_fn adjust, void *ctx)
+{
+    hold_t *h = (hold_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_HOLD_KEY);
+    guint n;
+    p2pc_record_t **recs;
+
+    if (!h)
+        return;
+    /* Pop first: what is added below goes to the enclosing hold, if any. */
+    p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_HOLD_KEY, h->outer);
+    n = wmem_array_get_count(h->recs);
+    recs = wmem_alloc_array(pinfo->pool, p2pc_record_t *, n ? n : 1);
+    for (guint i = 0; i < n; i++)
+        recs[i] = &((held_record_t *)wmem_array_index(h->recs, i))->rec;
+    if (adjust)
+        adjust(pinfo, recs, n, ctx);
+    for (guint i = 0; i < n; i++) {
+        held_record_t *r = (held_record_t *)wmem_array_index(h->recs, i);
+        p2pc_record_add(r->tvb, r->offset, r->len, pinfo, r->tree, &r->rec);
+    }
+}
+
 proto_item *
 p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tree *tree,
                 const p2pc_record_t *rec)
@@ -61,7 +110,18 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
     proto_item *ti = NULL;
     p2pc_record_t *q;
     struct tcp_analysis *tcpd = NULL;
+    hold_t *h = (hold_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_HOLD_KEY);
 
+    if (h) {
+        held_record_t r;
+        r.tvb = tvb;
+        r.offset = offset;
+        r.len = len;
+        r.tree = tree;
+        r.rec = *rec;
+        wmem_array_append_one(h->recs, r);
+        return NULL;
+    }
     if (len < 0)
         len = tvb_captured_length_remaining(tvb, offset);
     if (tree) {

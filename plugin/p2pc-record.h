@@ -39,4 +39,14 @@ proto_item *p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pin
 /* Set a record's defaults: codec "none", batch_count 1. */
 void p2pc_record_init(p2pc_record_t *rec, const char *proto, const char *msg_type);
 
+/* A transport that re-encodes every byte above it (the libp2p compression transport) learns
+ * what the messages inside cost on the wire only once all the messages a frame completes are
+ * known.  It brackets its call to the layers above with p2pc_record_hold() and
+ * p2pc_record_release(): records added in between are held back; release passes them, in the
+ * order they were added, to `adjust` (which may change codec and byte counts) and then adds
+ * each where its dissector asked.  Holds nest; a release adds into the enclosing hold. */
+typedef void (*p2pc_record_adjust_fn)(packet_info *pinfo, p2pc_record_t **recs, guint n, void *ctx);
+void p2pc_record_hold(packet_info *pinfo);
+void p2pc_record_release(packet_info *pinfo, p2pc_record_adjust_fn adjust, void *ctx);
+
 #endif /* P2PC_RECORD_H */

@@ -11,8 +11,10 @@
  *   gossip message  Message.data = snappy-block(ssz);  message-id (Altair+) =
  *                   SHA256(0x01000000 || uint64_le(len(topic)) || topic || ssz)[:20]
  *
- * packet-libp2p.c reassembles each muxed stream and hands every complete message here through
- * the "multistream.protocol" table, with a libp2p_app_info_t.
+ * Both are registered in "multistream.protocol" under their protocol IDs and called with the
+ * muxed stream direction's pipe (p2pc-libp2p.h): the framing below cuts each request, response
+ * chunk and gossip RPC out of the stream, however the muxer split it.  There is no end marker
+ * in req/resp: a chunk ends when its Snappy frames have produced the declared SSZ length.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -90,6 +92,7 @@ static expert_field ei_eth2_compressed_too_long = EI_INIT;
 static expert_field ei_eth2_result = EI_INIT;
 static expert_field ei_eth2_trailing = EI_INIT;
 static expert_field ei_eth2_decompress = EI_INIT;
+static expert_field ei_eth2_truncated = EI_INIT;
 
 static const char *pref_extra_digests = "";
 
@@ -198,10 +201,109 @@ dissect_ssz(tvbuff_t *ssz, packet_info *pinfo, proto_tree *tree, const char *met
     (void)pinfo;
 }
 
-static int
-dissect_eth2_reqresp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+/* Methods answered with exactly one chunk. */
+static gboolean
+single_chunk(const char *method)
 {
-    libp2p_app_info_t *info = (libp2p_app_info_t *)data;
+    return g_str_has_prefix(method, "status/") || g_str_has_prefix(method, "ping/") ||
+           g_str_has_prefix(method, "metadata/") || g_str_has_prefix(method, "goodbye/");
+}
+
+/* The largest SSZ a method's request or success chunk can hold (0: only MAX_PAYLOAD_SIZE).
+ * Status v1 84, v2 92 (+ earliest_available_slot); Ping and Goodbye a uint64; MetaData v1 16,
+ * v2 17 (+ syncnets), v3 25 (+ custody_group_count); BeaconBlocksByRange request 24;
+ * ByRoot request at most MAX_REQUEST_BLOCKS (1024) roots. */
+static guint64
+ssz_max(const char *method, gboolean request)
+{
+    static const struct { const char *method; guint64 req, resp; } sizes[] = {
+        { "status/1", 84, 84 }, { "status/2", 92, 92 }, { "ping/1", 8, 8 }, { "goodbye/1", 8, 8 },
+        { "metadata/1", 0, 16 }, { "metadata/2", 0, 17 }, { "metadata/3", 0, 25 },
+        { "beacon_blocks_by_range/1", 24, 0 }, { "beacon_blocks_by_range/2", 24, 0 },
+        { "beacon_blocks_by_root/1", 1024 * 32, 0 }, { "beacon_blocks_by_root/2", 1024 * 32, 0 },
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++)
+        if (!strcmp(method, sizes[i].method))
+            return request ? sizes[i].req : sizes[i].resp;
+    return 0;
+}
+
+/* Methods whose success chunks carry the 4-byte fork-digest context (Altair+). */
+static gboolean
+has_context(const char *protocol)
+{
+    return strstr(protocol, "/beacon_blocks_by_range/2/") || strstr(protocol, "/beacon_blocks_by_root/2/") ||
+           strstr(protocol, "_sidecars_by_") || strstr(protocol, "/light_client_");
+}
+
+/* Bytes of a framed Snappy stream that produce `want` uncompressed bytes; 0 if incomplete. */
+static gint64
+snappy_framed_len(const guint8 *p, guint avail, guint64 want)
+{
+    guint off = 0;
+    guint64 out = 0;
+    gboolean any = FALSE;
+    /* An empty SSZ is still a stream identifier; otherwise frames until `want` bytes. */
+    while (out < want || !any) {
+        guint8 type;
+        guint32 clen;
+        if (avail - off < 4)
+            return 0;
+        type = p[off];
+        clen = p[off + 1] | (p[off + 2] << 8) | ((guint32)p[off + 3] << 16);
+        if (avail - off - 4 < clen)
+            return 0;
+        any = TRUE;
+        if (type == 0x00 && clen >= 4) {
+            guint64 n;
+            guint used;
+            if (!p2pc_uvarint(p + off + 8, clen - 4, &n, &used))
+                return -1;
+            out += n;
+        } else if (type == 0x01 && clen >= 4) {
+            out += clen - 4;
+        } else if (type >= 0x02 && type <= 0x7f) {
+            return off + 4 + clen;      /* reserved unskippable: the decoder flags it */
+        }
+        off += 4 + clen;
+        if (want == 0 && type == 0xff)
+            break;
+    }
+    return off;
+}
+
+/* One request or response chunk: [result [context]] uvarint(len) framed-snappy. */
+static gint64
+reqresp_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
+{
+    guint off = 0, used;
+    guint64 n;
+    gint64 f;
+    if (pipe->dir != 0) {
+        if (avail < 1)
+            return 0;
+        off = 1;
+        if (p[0] == 0 && has_context(pipe->protocol))
+            off += 4;
+    }
+    if (avail < off)
+        return 0;
+    if (!p2pc_uvarint(p + off, avail - off, &n, &used))
+        return avail - off >= 9 ? -1 : 0;
+    off += used;
+    if (n > L2P_MAX_PDU)
+        return -1;
+    f = snappy_framed_len(p + off, avail - off, n);
+    if (f < 0)
+        return -1;
+    if (f == 0)
+        return 0;
+    return off + f;
+}
+
+static void
+reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2p_pdu_t *pdu)
+{
     const char *method;
     gboolean request;
     proto_item *ti, *li;
@@ -217,14 +319,20 @@ dissect_eth2_reqresp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *
     p2pc_record_t rec;
     tvbuff_t *ssz = NULL;
 
-    if (!info)
-        return 0;
-    method = method_of(info->protocol, pinfo->pool);
-    request = info->from_opener;
+    method = method_of(pipe->protocol, pinfo->pool);
+    request = pipe->dir == 0;
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "eth2");
     ti = proto_tree_add_item(tree, proto_eth2, tvb, 0, -1, ENC_NA);
     t = proto_item_add_subtree(ti, ett_eth2);
     proto_item_set_generated(proto_tree_add_string(t, hf_eth2_method, tvb, 0, 0, method));
+    if (pdu->truncated)
+        expert_add_info_format(pinfo, ti, &ei_eth2_truncated, "The stream closed after %u bytes of this %s",
+                               len, request ? "request" : "response chunk");
+    /* One request per stream; status, ping, metadata and goodbye answer with one chunk. */
+    if (pdu->index > 0 && (request || single_chunk(method)))
+        proto_tree_add_expert_format(t, pinfo, &ei_eth2_trailing, tvb, 0, len,
+                                     "%u bytes after the %s this stream carries", len,
+                                     request ? "one request" : "one response chunk");
     proto_item_set_generated(proto_tree_add_string(t, hf_eth2_direction, tvb, 0, 0, request ? "request" : "response"));
     if (!request) {
         result = tvb_get_uint8(tvb, 0);
@@ -233,11 +341,10 @@ dissect_eth2_reqresp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *
         if (result != 0) {
             expert_add_info_format(pinfo, ti, &ei_eth2_result, "Response result %u (%s)", result,
                                    val_to_str_const(result, result_vals, "method-specific"));
-        } else if (strstr(info->protocol, "/beacon_blocks_by_range/2/") || strstr(info->protocol, "/beacon_blocks_by_root/2/") ||
-                   strstr(info->protocol, "_sidecars_by_") || strstr(info->protocol, "/light_client_")) {
+        } else if (has_context(pipe->protocol)) {
             char hex[9];
             if (len < off + 4)
-                return len;
+                goto record;
             proto_tree_add_item(t, hf_eth2_context, tvb, off, 4, ENC_NA);
             snprintf(hex, sizeof hex, "%02x%02x%02x%02x", tvb_get_uint8(tvb, off), tvb_get_uint8(tvb, off + 1),
                      tvb_get_uint8(tvb, off + 2), tvb_get_uint8(tvb, off + 3));
@@ -245,14 +352,21 @@ dissect_eth2_reqresp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *
             off += 4;
         }
     }
-    if (!p2pc_uvarint(tvb_get_ptr(tvb, off, len - off), len - off, &ssz_len, &used))
-        return len;
+    if (len <= off || !p2pc_uvarint(tvb_get_ptr(tvb, off, len - off), len - off, &ssz_len, &used))
+        goto record;
     proto_tree_add_uint64(t, hf_eth2_ssz_length, tvb, off, used, ssz_len);
     off += used;
     li = proto_tree_get_parent(t);
-    if (ssz_len > ETH2_MAX_PAYLOAD)
+    if (ssz_len > ETH2_MAX_PAYLOAD) {
         expert_add_info_format(pinfo, ti, &ei_eth2_too_long, "SSZ length %" G_GUINT64_FORMAT " exceeds MAX_PAYLOAD_SIZE (%u)",
                                ssz_len, ETH2_MAX_PAYLOAD);
+    } else if (result == 0) {
+        guint64 max = ssz_max(method, request);
+        if (max && ssz_len > max)
+            expert_add_info_format(pinfo, ti, &ei_eth2_too_long, "SSZ length %" G_GUINT64_FORMAT
+                                   " exceeds the largest %s %s (%" G_GUINT64_FORMAT " bytes)",
+                                   ssz_len, method, request ? "request" : "response", max);
+    }
     proto_item_set_generated(proto_tree_add_uint(t, hf_eth2_compressed_len, tvb, off, len - off, len - off));
     /* p2p-interface.md: a conforming encoder never exceeds snappy's max_compressed_len. */
     if ((guint64)(len - off) > 32 + ssz_len + ssz_len / 6)
@@ -262,7 +376,7 @@ dissect_eth2_reqresp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *
 
     chunks = wmem_array_new(pinfo->pool, sizeof(p2pc_snappy_chunk_t));
     st = p2pc_snappy_framed_decode(pinfo->pool, tvb_get_ptr(tvb, off, len - off), len - off,
-                                   (size_t)ssz_len, p2pc_bound(MIN(ssz_len, ETH2_MAX_PAYLOAD)),
+                                   (size_t)ssz_len, p2pc_bound(MIN(ssz_len + 65536, ETH2_MAX_PAYLOAD)),
                                    &out, &out_len, &consumed, chunks, &detail);
     ct = proto_tree_add_subtree_format(t, tvb, off, (gint)consumed, ett_eth2_chunks, NULL, "Snappy frames: %u",
                                        wmem_array_get_count(chunks));
@@ -289,23 +403,33 @@ dissect_eth2_reqresp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *
                                    ", decompressed %zu", ssz_len, out_len);
         dissect_ssz(ssz, pinfo, t, method, request, result);
     }
-    if (off + consumed < len)
+    if (off + consumed < len && ssz)
         proto_tree_add_expert_format(t, pinfo, &ei_eth2_trailing, tvb, off + (guint)consumed, len - off - (guint)consumed,
                                      "%u bytes after the Snappy frames", len - off - (guint)consumed);
     (void)li;
 
+record:
     p2pc_record_init(&rec, "eth2", wmem_strdup_printf(pinfo->pool, "%s %s", method, request ? "request" : "response"));
     rec.codec = "snappy-framed";
-    rec.header_len = off + info->muxer_overhead;
+    rec.header_len = off + pdu->overhead;
     rec.payload_len = len - off;
     rec.raw_len = ssz ? out_len : len - off;
-    rec.wire_len = len + info->muxer_overhead;
+    rec.wire_len = len + pdu->overhead;
     rec.raw_tvb = ssz;
     p2pc_record_add(tvb, 0, len, pinfo, tree, &rec);
     proto_item_append_text(ti, ": %s %s%s", method, request ? "request" : "response",
                            result ? " (error)" : "");
     col_append_sep_fstr(pinfo->cinfo, COL_INFO, ", ", "%s %s", method, request ? "request" : "response");
-    return len;
+}
+
+static int
+dissect_eth2_reqresp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    l2p_pipe_t *pipe = l2p_pipe_from(data);
+    if (!pipe)
+        return 0;   /* needs its stream: which side sent it, the protocol ID */
+    l2p_dissect_pdus(tvb, pinfo, tree, pipe, reqresp_len, reqresp_pdu);
+    return tvb_captured_length(tvb);
 }
 
 /* ---- gossipsub ---- */
@@ -405,10 +529,21 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const guint8
     col_append_sep_fstr(pinfo->cinfo, COL_INFO, ", ", "gossip %s", name);
 }
 
-static int
-dissect_gossipsub(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+static gint64
+rpc_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
 {
-    libp2p_app_info_t *info = (libp2p_app_info_t *)data;
+    guint64 n;
+    guint used;
+    if (!p2pc_uvarint(p, avail, &n, &used))
+        return avail >= 9 ? -1 : 0;
+    if (n > L2P_MAX_PDU)
+        return -1;
+    return used + n <= avail ? (gint64)(used + n) : 0;
+}
+
+static void
+gossipsub_rpc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2p_pdu_t *pdu)
+{
     guint len = tvb_captured_length(tvb), used, off, wt, ds, dl, nmsgs, msg_bytes = 0;
     guint64 rlen, num, iv;
     const guint8 *p;
@@ -419,8 +554,10 @@ dissect_gossipsub(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
     ti = proto_tree_add_item(tree, proto_gossipsub, tvb, 0, -1, ENC_NA);
     t = proto_item_add_subtree(ti, ett_gs);
     p = tvb_get_ptr(tvb, 0, len);
+    if (pdu->truncated)
+        expert_add_info_format(pinfo, ti, &ei_eth2_truncated, "The stream closed after %u bytes of this RPC", len);
     if (!p2pc_uvarint(p, len, &rlen, &used) || used + rlen > len)
-        return len;
+        return;
     nmsgs = count_field(p, used, (guint)rlen, 2);
     off = used;
     while (p2pc_pb_next(p, used + (guint)rlen, &off, &num, &wt, &ds, &dl, &iv))
@@ -438,7 +575,7 @@ dissect_gossipsub(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
                     proto_tree_add_item(t, hf_gs_topic, tvb, sds, sdl, ENC_UTF_8);
             }
         } else if (num == 2 && wt == 2) {
-            gossip_message(tvb, pinfo, t, p, ds, dl, len - msg_bytes, nmsgs);
+            gossip_message(tvb, pinfo, t, p, ds, dl, len - msg_bytes + pdu->overhead, nmsgs);
         } else if (num == 3 && wt == 2) {
             proto_tree_add_uint(t, hf_gs_ihave, tvb, ds, dl, count_field(p, ds, dl, 1));
             proto_tree_add_uint(t, hf_gs_iwant, tvb, ds, dl, count_field(p, ds, dl, 2));
@@ -447,8 +584,16 @@ dissect_gossipsub(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
             proto_tree_add_uint(t, hf_gs_idontwant, tvb, ds, dl, count_field(p, ds, dl, 5));
         }
     }
-    (void)info;
-    return len;
+}
+
+static int
+dissect_gossipsub(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    l2p_pipe_t *pipe = l2p_pipe_from(data);
+    if (!pipe)
+        return 0;
+    l2p_dissect_pdus(tvb, pinfo, tree, pipe, rpc_len, gossipsub_rpc);
+    return tvb_captured_length(tvb);
 }
 
 void
@@ -509,6 +654,7 @@ proto_register_eth2(void)
         { &ei_eth2_compressed_too_long, { "eth2.compressed_too_long", PI_PROTOCOL, PI_WARN, "Compressed length over 32 + n + n/6", EXPFILL } },
         { &ei_eth2_result, { "eth2.result_error", PI_RESPONSE_CODE, PI_NOTE, "Non-zero response result", EXPFILL } },
         { &ei_eth2_trailing, { "eth2.trailing", PI_MALFORMED, PI_WARN, "Bytes after the Snappy frames", EXPFILL } },
+        { &ei_eth2_truncated, { "eth2.truncated", PI_MALFORMED, PI_ERROR, "The stream closed inside a message", EXPFILL } },
         { &ei_eth2_decompress, { "eth2.decompress_failed", PI_MALFORMED, PI_ERROR, "Snappy decompression failed", EXPFILL } },
     };
     module_t *module;

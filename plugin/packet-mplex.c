@@ -2,8 +2,14 @@
  * /mplex/6.7.0 frames (libp2p/specs mplex): uvarint(stream_id << 3 | flag) || uvarint(len) ||
  * data; flags 0 NewStream, 1 MessageReceiver, 2 MessageInitiator, 3 CloseReceiver,
  * 4 CloseInitiator, 5 ResetReceiver, 6 ResetInitiator.  Both sides number their streams
- * independently, so a stream is its id plus the side that opened it (packet-libp2p.c keys
- * them so); this file draws a frame.
+ * independently, so a stream is its id plus the side that opened it: the even flags are sent
+ * by the stream's initiator, the odd ones by its receiver.
+ *
+ * A layer under multistream-select ("/mplex/6.7.0" in "multistream.protocol"): called with a
+ * connection direction's pipe, it cuts frames out of it and feeds each message frame's data to
+ * its stream's pipe (per direction), where multistream-select negotiates the stream's protocol
+ * and that protocol's dissector reassembles its messages.  Close ends the sender's direction,
+ * Reset both.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -11,6 +17,9 @@
 #include "p2pc-libp2p.h"
 
 void proto_register_mplex(void);
+void proto_reg_handoff_mplex(void);
+
+#define MPLEX_MAX_MSG (1024 * 1024)     /* go-mplex and the spec: 1 MiB per frame */
 
 static int proto_mplex = -1;
 static int hf_mplex_stream = -1;
@@ -18,6 +27,11 @@ static int hf_mplex_flag = -1;
 static int hf_mplex_length = -1;
 static int hf_mplex_data = -1;
 static gint ett_mplex = -1;
+static dissector_handle_t mplex_handle;
+
+typedef struct {
+    wmem_map_t *streams;    /* id * 2 + opener_is_listener -> l2p_pipe_t *[2] ([0]: opener -> other) */
+} mplex_conn_t;
 
 static const value_string mplex_flag_vals[] = {
     { 0, "NewStream" }, { 1, "MessageReceiver" }, { 2, "MessageInitiator" },
@@ -25,8 +39,123 @@ static const value_string mplex_flag_vals[] = {
     { 0, NULL }
 };
 
+static void draw_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
+
 void
 libp2p_show_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+{
+    draw_mplex(tvb, pinfo, tree);
+}
+
+static mplex_conn_t *
+mplex_conn(l2p_pipe_t *pipe)
+{
+    mplex_conn_t *mc = (mplex_conn_t *)pipe->state;
+    if (!mc && pipe->peer && pipe->peer->state)
+        mc = (mplex_conn_t *)pipe->peer->state;
+    if (!mc) {
+        mc = wmem_new0(wmem_file_scope(), mplex_conn_t);
+        mc->streams = wmem_map_new(wmem_file_scope(), g_int64_hash, g_int64_equal);
+    }
+    pipe->state = mc;
+    return mc;
+}
+
+static l2p_pipe_t **
+stream_pair(l2p_pipe_t *conn, mplex_conn_t *mc, guint64 id, gboolean opener_is_dialer, gboolean create)
+{
+    guint64 key = id * 2 + (opener_is_dialer ? 0 : 1);
+    l2p_pipe_t **pair = (l2p_pipe_t **)wmem_map_lookup(mc->streams, &key);
+    if (!pair && create) {
+        guint64 *k = wmem_new(wmem_file_scope(), guint64);
+        *k = key;
+        pair = wmem_alloc_array(wmem_file_scope(), l2p_pipe_t *, 2);
+        for (int d = 0; d < 2; d++) {
+            pair[d] = l2p_pipe_new(l2p_multistream_handle(), d);
+            pair[d]->muxer = "mplex";
+            pair[d]->stream_id = id;
+        }
+        pair[0]->peer = pair[1];
+        pair[1]->peer = pair[0];
+        wmem_map_insert(mc->streams, k, pair);
+    }
+    return pair;
+}
+
+static gint64
+mplex_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
+{
+    guint64 hdr, dlen;
+    guint u1, u2;
+    if (!p2pc_uvarint(p, avail, &hdr, &u1))
+        return avail >= 9 ? -1 : 0;
+    if (!p2pc_uvarint(p + u1, avail - u1, &dlen, &u2))
+        return avail - u1 >= 9 ? -1 : 0;
+    if ((hdr & 7) == 7 || dlen > MPLEX_MAX_MSG)
+        return -1;
+    return u1 + u2 + (gint64)dlen;
+}
+
+static void
+mplex_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2p_pdu_t *pdu)
+{
+    mplex_conn_t *mc = mplex_conn(pipe);
+    guint len = tvb_captured_length(tvb), u1, u2;
+    const guint8 *p = tvb_get_ptr(tvb, 0, len);
+    guint64 hdr, dlen, id;
+    guint flag;
+    gboolean from_dialer = pipe->dir == 0, opener_is_dialer, from_opener;
+    l2p_pipe_t **pair;
+    gboolean first = !PINFO_FD_VISITED(pinfo);
+
+    col_set_str(pinfo->cinfo, COL_PROTOCOL, "mplex");
+    draw_mplex(tvb, pinfo, tree);
+    if (pdu->truncated || !p2pc_uvarint(p, len, &hdr, &u1) || !p2pc_uvarint(p + u1, len - u1, &dlen, &u2))
+        return;
+    flag = (guint)(hdr & 7);
+    id = hdr >> 3;
+    /* Even flags come from the stream's initiator, odd ones from its receiver. */
+    from_opener = (flag & 1) == 0;
+    opener_is_dialer = from_opener ? from_dialer : !from_dialer;
+    pair = stream_pair(pipe, mc, id, opener_is_dialer, first);
+    if (!pair)
+        return;
+    switch (flag) {
+    case 0:     /* NewStream: the data is the stream's name */
+        break;
+    case 1:
+    case 2:     /* Message */
+        if (dlen) {
+            if (first)
+                pair[from_opener ? 0 : 1]->overhead += u1 + u2;
+            l2p_pipe_call(pair[from_opener ? 0 : 1], tvb_new_subset_remaining(tvb, u1 + u2), pinfo, tree, FALSE);
+        }
+        break;
+    case 3:
+    case 4:     /* Close: the sender will send no more */
+        l2p_pipe_call(pair[from_opener ? 0 : 1], tvb_new_subset_length(tvb, u1 + u2, 0), pinfo, tree, TRUE);
+        break;
+    default:    /* Reset: both directions end */
+        l2p_pipe_call(pair[0], tvb_new_subset_length(tvb, u1 + u2, 0), pinfo, tree, TRUE);
+        l2p_pipe_call(pair[1], tvb_new_subset_length(tvb, u1 + u2, 0), pinfo, tree, TRUE);
+        break;
+    }
+}
+
+static int
+dissect_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    l2p_pipe_t *pipe = l2p_pipe_from(data);
+    if (!pipe) {
+        draw_mplex(tvb, pinfo, tree);
+        return tvb_captured_length(tvb);
+    }
+    l2p_dissect_pdus(tvb, pinfo, tree, pipe, mplex_len, mplex_pdu);
+    return tvb_captured_length(tvb);
+}
+
+static void
+draw_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
     proto_item *ti = proto_tree_add_item(tree, proto_mplex, tvb, 0, -1, ENC_NA);
     proto_tree *t = proto_item_add_subtree(ti, ett_mplex);
@@ -62,4 +191,12 @@ proto_register_mplex(void)
     proto_mplex = proto_register_protocol("mplex 6.7.0", "mplex", "mplex");
     proto_register_field_array(proto_mplex, hf, array_length(hf));
     proto_register_subtree_array(ett, array_length(ett));
+    mplex_handle = register_dissector("mplex", dissect_mplex, proto_mplex);
+}
+
+void
+proto_reg_handoff_mplex(void)
+{
+    dissector_add_string("multistream.protocol", "/mplex/6.7.0", mplex_handle);
+    dissector_add_for_decode_as("multistream.protocol", mplex_handle);
 }

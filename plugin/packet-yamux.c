@@ -2,15 +2,27 @@
  * /yamux/1.0.0 frames (libp2p/specs yamux, hashicorp/yamux spec.md): a 12-byte big-endian
  * header version u8 (0) | type u8 (0 data, 1 window update, 2 ping, 3 go away) | flags u16
  * (SYN 1, ACK 2, FIN 4, RST 8) | stream id u32 | length u32, then `length` bytes for data
- * frames.  The dialer opens odd stream ids, the listener even ones.  packet-libp2p.c finds the
- * frames and reassembles each stream; this file draws a frame.
+ * frames.  The dialer opens odd stream ids, the listener even ones.
+ *
+ * A layer under multistream-select ("/yamux/1.0.0" in "multistream.protocol"): called with a
+ * connection direction's pipe, it cuts frames out of it and feeds each data frame's bytes to
+ * its stream's pipe (per direction; keyed by stream id, whose parity says who opened it), where
+ * multistream-select negotiates the stream's protocol and that protocol's dissector
+ * reassembles its messages.  FIN and RST close the sender's direction of the stream.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "p2pc-compat.h"
 #include "p2pc-libp2p.h"
 
+#include <wsutil/pint.h>
+
 void proto_register_yamux(void);
+void proto_reg_handoff_yamux(void);
+
+#define YAMUX_FLAG_SYN 0x1
+#define YAMUX_FLAG_FIN 0x4
+#define YAMUX_FLAG_RST 0x8
 
 static int proto_yamux = -1;
 static int hf_yamux_version = -1;
@@ -25,13 +37,124 @@ static int hf_yamux_length = -1;
 static int hf_yamux_data = -1;
 static gint ett_yamux = -1;
 static gint ett_yamux_flags = -1;
+static dissector_handle_t yamux_handle;
+
+/* Both directions of a connection share the stream table. */
+typedef struct {
+    wmem_map_t *streams;        /* stream id -> l2p_pipe_t *[2] ([0]: opener -> other) */
+} yamux_conn_t;
 
 static const value_string yamux_type_vals[] = {
     { 0, "Data" }, { 1, "Window Update" }, { 2, "Ping" }, { 3, "Go Away" }, { 0, NULL }
 };
 
+static void draw_yamux(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
+
 void
 libp2p_show_yamux(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+{
+    draw_yamux(tvb, pinfo, tree);
+}
+
+static yamux_conn_t *
+yamux_conn(l2p_pipe_t *pipe)
+{
+    yamux_conn_t *yc = (yamux_conn_t *)pipe->state;
+    if (!yc && pipe->peer && pipe->peer->state)
+        yc = (yamux_conn_t *)pipe->peer->state;
+    if (!yc) {
+        yc = wmem_new0(wmem_file_scope(), yamux_conn_t);
+        yc->streams = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
+    }
+    pipe->state = yc;
+    return yc;
+}
+
+/* The pipe of stream `id` in the direction of a frame the dialer (or listener) sent. */
+static l2p_pipe_t *
+stream_pipe(l2p_pipe_t *conn, yamux_conn_t *yc, guint32 id, gboolean from_dialer, gboolean create)
+{
+    l2p_pipe_t **pair = (l2p_pipe_t **)wmem_map_lookup(yc->streams, GUINT_TO_POINTER(id));
+    /* The dialer opens odd stream ids, the listener even ones. */
+    gboolean opener_is_dialer = (id & 1) == 1;
+    if (!pair) {
+        if (!create)
+            return NULL;
+        pair = wmem_alloc_array(wmem_file_scope(), l2p_pipe_t *, 2);
+        for (int d = 0; d < 2; d++) {
+            pair[d] = l2p_pipe_new(l2p_multistream_handle(), d);
+            pair[d]->muxer = "yamux";
+            pair[d]->stream_id = id;
+        }
+        pair[0]->peer = pair[1];
+        pair[1]->peer = pair[0];
+        wmem_map_insert(yc->streams, GUINT_TO_POINTER(id), pair);
+    }
+    return pair[from_dialer == opener_is_dialer ? 0 : 1];
+}
+
+static gint64
+yamux_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
+{
+    guint32 len;
+    if (avail < 12)
+        return 0;
+    if (p[0] != 0 || p[1] > 3)
+        return -1;
+    len = pntoh32(p + 8);
+    if (p[1] != 0)
+        return 12;
+    if (len > L2P_MAX_PDU)
+        return -1;
+    return 12 + (gint64)len;
+}
+
+static void
+yamux_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2p_pdu_t *pdu)
+{
+    yamux_conn_t *yc = yamux_conn(pipe);
+    guint8 type;
+    guint16 flags;
+    guint32 id;
+    l2p_pipe_t *sp;
+    gboolean fin;
+
+    col_set_str(pinfo->cinfo, COL_PROTOCOL, "yamux");
+    draw_yamux(tvb, pinfo, tree);
+    if (pdu->truncated || tvb_captured_length(tvb) < 12)
+        return;
+    type = tvb_get_uint8(tvb, 1);
+    flags = tvb_get_ntohs(tvb, 2);
+    id = tvb_get_ntohl(tvb, 4);
+    fin = (flags & (YAMUX_FLAG_FIN | YAMUX_FLAG_RST)) != 0;
+    if (id == 0 || (type != 0 && type != 1))
+        return;     /* session pings and go-away */
+    sp = stream_pipe(pipe, yc, id, pipe->dir == 0, !PINFO_FD_VISITED(pinfo));
+    if (!sp)
+        return;
+    if (type == 0 && tvb_captured_length(tvb) > 12) {
+        if (!PINFO_FD_VISITED(pinfo))
+            sp->overhead += 12;
+        l2p_pipe_call(sp, tvb_new_subset_remaining(tvb, 12), pinfo, tree, fin);
+    } else if (fin) {
+        l2p_pipe_call(sp, tvb_new_subset_length(tvb, 12, 0), pinfo, tree, TRUE);
+    }
+}
+
+static int
+dissect_yamux(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    l2p_pipe_t *pipe = l2p_pipe_from(data);
+    if (!pipe) {
+        draw_yamux(tvb, pinfo, tree);
+        return tvb_captured_length(tvb);
+    }
+    l2p_dissect_pdus(tvb, pinfo, tree, pipe, yamux_len, yamux_pdu);
+    return tvb_captured_length(tvb);
+}
+
+static void
+draw_yamux(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
     static int *const flags[] = { &hf_yamux_flag_syn, &hf_yamux_flag_ack, &hf_yamux_flag_fin, &hf_yamux_flag_rst, NULL };
     proto_item *ti;
@@ -77,4 +200,12 @@ proto_register_yamux(void)
     proto_yamux = proto_register_protocol("yamux 1.0.0", "yamux", "yamux");
     proto_register_field_array(proto_yamux, hf, array_length(hf));
     proto_register_subtree_array(ett, array_length(ett));
+    yamux_handle = register_dissector("yamux", dissect_yamux, proto_yamux);
+}
+
+void
+proto_reg_handoff_yamux(void)
+{
+    dissector_add_string("multistream.protocol", "/yamux/1.0.0", yamux_handle);
+    dissector_add_for_decode_as("multistream.protocol", yamux_handle);
 }

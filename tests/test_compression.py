@@ -1,94 +1,212 @@
 """The libp2p compression transport (adlrocha's go-libp2p forks): stateful gzip and brotli
-streams between the security layer and the muxer, decoded from captures of the real peers.
-Expected values come from the generator's truth files (the transferred files' sha256)."""
+streams between the security layer and the muxer, decoded from captures of the real peers
+(captures/gen/make_compression.py).  Expected values come from the generator's truth files:
+the files the dialer sent and their sha256, the echo line, the listener's replies."""
 from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter, defaultdict
 
 import pytest
 
 from conftest import CAPTURES
 
 COMP = CAPTURES / "libp2p-compression"
-CODECS = {"comp-gzip": "gzip-stream", "comp-cbrotli": "brotli-stream", "comp-none": "none"}
+NAMES = ["comp-gzip", "comp-cbrotli", "comp-none", "comp-fallback"]
+COMPRESSED = ["comp-gzip", "comp-cbrotli"]
+FILE = "/p2pc/file/1.0.0"
+ECHO = "/echo/1.0.0"
 
 
 def truth(name: str) -> dict:
     return json.loads((COMP / f"{name}.truth.json").read_text())
 
 
-def sent_file(tshark, name: str) -> bytes:
-    cap = COMP / f"{name}.pcapng"
-    recs = tshark.records(cap)
-    pays = tshark.payloads(cap)
+def cap(name: str):
+    return COMP / f"{name}.pcapng"
+
+
+def app_bytes(tshark, name: str) -> dict[tuple[str, str], bytes]:
+    """Decoded application bytes per (sender address, protocol ID), in capture order."""
+    recs = tshark.records(cap(name))
+    pays = tshark.payloads(cap(name))
     assert len(recs) == len(pays)
-    a = truth(name.replace("-gap", ""))["link"]["addr_a"]
-    return b"".join(raw for (_, mtype, raw), r in zip(pays, recs)
-                    if mtype == "/p2pc/file/1.0.0" and r["src"] == a)
+    out: dict[tuple[str, str], bytes] = defaultdict(bytes)
+    for (frame, mtype, raw), r in zip(pays, recs):
+        assert int(r["frame"]) == frame and r["msg_type"] == mtype
+        out[(r["src"], mtype)] += raw
+    return out
 
 
-@pytest.mark.parametrize("name", list(CODECS))
-def test_decompressed_application_bytes_equal_what_was_sent(tshark, name):
+@pytest.mark.parametrize("name", NAMES)
+def test_decompressed_application_bytes_equal_what_the_peers_sent(tshark, name):
     t = truth(name)
-    data = sent_file(tshark, name)
-    assert len(data) == t["file"]["bytes"]
-    assert hashlib.sha256(data).hexdigest() == t["file"]["sha256"]
-    echo = [raw for _, mtype, raw in tshark.payloads(COMP / f"{name}.pcapng") if mtype == "/echo/1.0.0"]
-    assert echo == [t["echo"]["sent"].encode()] * 2
+    a, b = t["link"]["addr_a"], t["link"]["addr_b"]
+    got = app_bytes(tshark, name)
+    # A's file streams, one after the other: every file, byte for byte.
+    sent = got[(a, FILE)]
+    assert len(sent) == t["file"]["bytes"]
+    assert hashlib.sha256(sent).hexdigest() == t["file"]["sha256"]
+    pos = 0
+    for f in t["transfers"]:
+        assert hashlib.sha256(sent[pos:pos + f["bytes"]]).hexdigest() == f["sha256"], f["name"]
+        pos += f["bytes"]
+    # B's answers: the sha256 of each file as B computed it.
+    assert got[(b, FILE)].decode() == "".join(f["reply"] for f in t["transfers"])
+    assert got[(a, ECHO)].decode() == t["echo"]["sent"]
+    assert got[(b, ECHO)].decode() == t["echo"]["reply"]
 
 
-@pytest.mark.parametrize("name", ["comp-gzip", "comp-cbrotli"])
+def layers(tshark, name: str):
+    """What the layers above the compression transport decoded: multistream messages per
+    direction (without the compression negotiation itself), yamux streams, and per sender and
+    protocol the messages' decompressed bytes."""
+    rows = tshark.fields(cap(name), ["ip.src", "multistream.message", "yamux.stream"],
+                         dfilter="multistream.message || yamux")
+    msgs = defaultdict(list)
+    for src, m, _ in rows:
+        for x in m.split("|"):
+            if x.startswith("/compression/"):
+                # The compression negotiation: the header before it and the protocol ID.
+                assert msgs[src].pop() == "/multistream/1.0.0"
+            elif x:
+                msgs[src].append(x)
+    streams = sorted({int(s) for r in rows for s in r[2].split("|") if s})
+    raw = Counter()
+    for r in tshark.records(cap(name)):
+        raw[(r["src"], r["msg_type"])] += int(r["raw_len"])
+    return dict(msgs), streams, raw
+
+
+@pytest.mark.parametrize("name", COMPRESSED)
 def test_inner_layers_decode_as_in_the_uncompressed_twin(tshark, name):
-    fields = ["multistream.message", "yamux.stream"]
-    def layers(cap):
-        rows = tshark.fields(COMP / f"{cap}.pcapng", fields, dfilter="multistream || yamux")
-        # The compression negotiation adds one multistream header and proposal per direction.
-        msgs = [m for r in rows for m in r[0].split("|")
-                if m and not m.startswith("/compression/") and m != "/multistream/1.0.0"]
-        streams = sorted({int(s) for r in rows for s in r[1].split("|") if s})
-        return msgs, streams
-    assert layers(name) == layers("comp-none")
-    assert f"/compression/{name.split('-')[1]}" in [
-        m for r in tshark.fields(COMP / f"{name}.pcapng", ["multistream.message"], dfilter="multistream")
-        for m in r[0].split("|")]
+    msgs, streams, raw = layers(tshark, name)
+    msgs_none, streams_none, raw_none = layers(tshark, "comp-none")
+    # Streams opened by both sides race, so only each direction's multiset is the same.
+    assert {k: Counter(v) for k, v in msgs.items()} == {k: Counter(v) for k, v in msgs_none.items()}
+    assert streams == streams_none
+    assert raw == raw_none
+    proposed = {m for r in tshark.fields(cap(name), ["multistream.message"], dfilter="multistream")
+                for m in r[0].split("|")}
+    assert truth(name)["compression"] in proposed
 
 
-@pytest.mark.parametrize("name", ["comp-gzip", "comp-cbrotli"])
-def test_records_carry_the_stream_codec_and_add_up(tshark, name):
-    recs = tshark.records(COMP / f"{name}.pcapng")
-    assert {r["codec"] for r in recs} == {CODECS[name]}
-    rows = tshark.fields(COMP / f"{name}.pcapng", ["ip.src", "libp2p_compression.in"], dfilter="libp2p_compression")
-    for src in {r["src"] for r in recs}:
-        fed = sum(int(x) for r in rows if r[0] == src for x in r[1].split("|"))
-        attributed = sum(int(r["payload_len"]) for r in recs if r["src"] == src)
-        # Every compressed byte up to the end of the last message is attributed to a message.
-        assert 0 < attributed <= fed and fed - attributed < 200
-    file_recs = [r for r in recs if r["msg_type"] == "/p2pc/file/1.0.0" and r["src"] == truth(name)["link"]["addr_a"]]
-    assert sum(int(r["payload_len"]) for r in file_recs) < sum(int(r["raw_len"]) for r in file_recs)
+@pytest.mark.parametrize("name", COMPRESSED)
+def test_records_carry_the_stream_codec_and_add_up_to_the_wire(tshark, name):
+    t = truth(name)
+    recs = tshark.records(cap(name))
+    assert recs and {r["codec"] for r in recs} == {t["codec"]}
+    rows = tshark.fields(cap(name), ["frame.number", "ip.src", "libp2p_compression.in",
+                                     "libp2p_compression.in_total"], dfilter="libp2p_compression.in")
+    in_total_at = {(int(f), src): int(tot) for f, src, _, tot in rows}
+    for src in (t["link"]["addr_a"], t["link"]["addr_b"]):
+        mine = [r for r in recs if r["src"] == src]
+        fed = sum(int(x) for _, s, n, _ in rows if s == src for x in n.split("|"))
+        attributed = sum(int(r["payload_len"]) for r in mine)
+        # Exactly the compressed bytes up to the frame of the direction's last message ...
+        assert attributed == in_total_at[(int(mine[-1]["frame"]), src)]
+        # ... which leaves only the closing frames (window updates, FINs, the trailer).
+        assert 0 <= fed - attributed < 300
+        for r in mine:
+            assert int(r["header_len"]) == 0 and int(r["wire_len"]) == int(r["payload_len"])
+    # The files compress: their messages cost less on the wire than they carry.
+    files = [r for r in recs if r["msg_type"] == FILE and r["src"] == t["link"]["addr_a"]]
+    assert sum(int(r["payload_len"]) for r in files) < sum(int(r["raw_len"]) for r in files)
 
 
-@pytest.mark.parametrize("name", list(CODECS) + ["comp-gzip-gap"])
+@pytest.mark.parametrize("name", COMPRESSED)
+def test_decompressed_stream_has_its_own_tab(tshark, name):
+    tab = {"comp-gzip": "Decompressed gzip stream", "comp-cbrotli": "Decompressed brotli stream"}[name]
+    first = tshark.fields(cap(name), ["frame.number"], dfilter="libp2p_compression.out > 0")[0][0]
+    out = tshark.run(["-n", "-r", tshark.ws.readable(cap(name)), "-x", "-Y", f"frame.number == {first}"]).stdout
+    assert tab in out
+
+
+@pytest.mark.parametrize("name", NAMES + ["comp-gzip-gap", "comp-gzip-corrupt"])
 def test_one_pass_equals_two_pass(tshark, name):
-    fields = ["frame.number", "multistream.message", "yamux.stream", "libp2p_compression.out",
-              "libp2p.protocol", "p2pc.payload_len", "p2pc.raw_len", "_ws.expert.message"]
-    one = tshark.fields(COMP / f"{name}.pcapng", fields, dfilter="libp2p")
-    two = tshark.fields(COMP / f"{name}.pcapng", fields, dfilter="libp2p", two_pass=True)
+    fields = ["frame.number", "multistream.message", "yamux.stream", "libp2p_compression.in",
+              "libp2p_compression.out", "libp2p_compression.in_total", "libp2p_app.protocol",
+              "p2pc.codec", "p2pc.payload_len", "p2pc.raw_len", "_ws.expert.message"]
+    one = tshark.fields(cap(name), fields, dfilter="multistream || libp2p_compression || libp2p_app")
+    two = tshark.fields(cap(name), fields, dfilter="multistream || libp2p_compression || libp2p_app",
+                        two_pass=True)
     assert one and one == two
+    assert tshark.records(cap(name)) == tshark.records(cap(name), two_pass=True)
 
 
 def test_gap_stops_one_direction_only(tshark):
-    cap = COMP / "comp-gzip-gap.pcapng"
-    removed = json.loads((COMP / "comp-gzip-gap.truth.json").read_text())["removed_frame"]
-    gaps = tshark.fields(cap, ["frame.number", "ip.src"], dfilter="libp2p.gap")
-    assert len(gaps) == 1 and int(gaps[0][0]) == removed
+    gap = truth("comp-gzip-gap")
     t = truth("comp-gzip")
-    recs = tshark.records(cap)
-    a = [r for r in recs if r["src"] == t["link"]["addr_a"]]
-    b = [r for r in recs if r["src"] == t["link"]["addr_b"]]
-    # Nothing from A decodes after the hole; B's reply (the file's sha256) still does.
-    assert all(int(r["frame"]) < removed for r in a)
-    reply = [r for r in b if r["msg_type"] == "/p2pc/file/1.0.0"]
-    assert reply and int(reply[0]["frame"]) > removed
-    res = tshark.run(["-n", "-r", tshark.ws.readable(cap)])
-    assert res.returncode == 0
+    a, b = t["link"]["addr_a"], t["link"]["addr_b"]
+    c = cap("comp-gzip-gap")
+    # editcap renumbers: the first frame from A at or after `removed_frame` follows the hole.
+    after = min(int(f) for f, in tshark.fields(c, ["frame.number"],
+                                               dfilter=f"ip.src == {a} && tcp.len > 0 && frame.number >= {gap['removed_frame']}"))
+    gaps = tshark.fields(c, ["frame.number", "ip.src"], dfilter="multistream.gap")
+    assert gaps == [[str(after), a]]
+    recs = tshark.records(c)
+    # Nothing from A decodes after the hole ...
+    assert all(int(r["frame"]) < after for r in recs if r["src"] == a)
+    assert not tshark.fields(c, ["frame.number"], dfilter=f"libp2p_compression && ip.src == {a} && frame.number >= {after}")
+    # ... while B's direction goes on: all its replies, the later ones after the hole.
+    got = app_bytes(tshark, "comp-gzip-gap")
+    assert got[(b, FILE)].decode() == "".join(f["reply"] for f in t["transfers"])
+    assert max(int(r["frame"]) for r in recs if r["src"] == b) > after
+    assert tshark.run(["-n", "-r", tshark.ws.readable(c)]).returncode == 0
+
+
+def test_corrupt_stream_stops_its_direction_only(tshark):
+    """One flipped byte in A's compressed stream: the decoder stops where zlib itself stops."""
+    bad = truth("comp-gzip-corrupt")
+    t = truth("comp-gzip")
+    a, b = t["link"]["addr_a"], t["link"]["addr_b"]
+    c = cap("comp-gzip-corrupt")
+    failed = tshark.fields(c, ["frame.number", "ip.src", "_ws.expert.message"], dfilter="libp2p_compression.failed")
+    assert [r[:2] for r in failed] == [[str(bad["zlib_fails_in_frame"]), a]]
+    assert "does not decode" in failed[0][2]
+    later = tshark.fields(c, ["libp2p_compression.stopped_in"], dfilter=f"ip.src == {a} && libp2p_compression")
+    assert later and {r[0] for r in later if r[0]} == {str(bad["zlib_fails_in_frame"])}
+    recs = tshark.records(c)
+    assert all(int(r["frame"]) <= bad["zlib_fails_in_frame"] for r in recs if r["src"] == a)
+    got = app_bytes(tshark, "comp-gzip-corrupt")
+    assert got[(b, FILE)].decode() == "".join(f["reply"] for f in t["transfers"])
+
+
+def test_fallback_to_none_after_na(tshark):
+    """go-libp2p's default offer (gzip, then none) to a peer with only /compression/none."""
+    t = truth("comp-fallback")
+    a, b = t["link"]["addr_a"], t["link"]["addr_b"]
+    rows = tshark.fields(cap("comp-fallback"), ["ip.src", "multistream.message"], dfilter="multistream")
+    seq = [(src, m) for src, ms in rows for m in ms.split("|")]
+    at = seq.index((a, "/compression/gzip"))
+    assert seq[at:at + 5] == [(a, "/compression/gzip"), (b, "/multistream/1.0.0"), (b, "na"),
+                              (a, "/compression/none"), (b, "/compression/none")]
+    # Nothing is compressed: the records count the muxer framing as usual.
+    recs = tshark.records(cap("comp-fallback"))
+    assert recs and {r["codec"] for r in recs} == {"none"}
+    assert all(int(r["payload_len"]) == int(r["raw_len"]) for r in recs)
+    assert sum(int(r["header_len"]) for r in recs) > 0
+
+
+def test_output_bound_stops_both_directions_cleanly(tshark):
+    """With the global decompression cap at 0 every direction stops at its first output."""
+    cap0 = ["-o", "p2pc.max_decompressed_mib:0"]
+    rows = tshark.fields(cap("comp-gzip"), ["frame.number", "ip.src", "_ws.expert.message"],
+                         dfilter="libp2p_compression.failed", extra=cap0)
+    assert sorted(r[1] for r in rows) == ["192.0.2.1", "192.0.2.2"]
+    assert all("bound" in r[2] for r in rows)
+    # Later frames of each direction say where their direction stopped.
+    stopped = tshark.fields(cap("comp-gzip"), ["ip.src", "libp2p_compression.stopped_in"],
+                            dfilter="libp2p_compression.stopped_in", extra=cap0)
+    first = {r[1]: r[0] for r in rows}
+    assert stopped and all(r[1] == first[r[0]] for r in stopped)
+    assert not tshark.fields(cap("comp-gzip"), ["frame.number"], dfilter="yamux",
+                             extra=["-o", "p2pc.max_decompressed_mib:0"])
+
+
+def test_decompression_can_be_switched_off(tshark):
+    off = ["-o", "libp2p_compression.decompress:FALSE"]
+    assert not tshark.records(cap("comp-gzip"), extra=off)
+    assert not tshark.fields(cap("comp-gzip"), ["frame.number"], dfilter="yamux", extra=off)
+    assert tshark.fields(cap("comp-gzip"), ["frame.number"], dfilter="libp2p_compression.data", extra=off)

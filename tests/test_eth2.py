@@ -13,6 +13,7 @@ from conftest import CAPTURES, DATA
 
 ETH = CAPTURES / "eth2"
 MUXED = ["eth2-yamux", "eth2-mplex"]
+ANY = "multistream || yamux || mplex || eth2 || gossipsub || libp2p_app"
 
 
 def truth(name: str) -> dict:
@@ -97,12 +98,12 @@ def test_records_account_for_the_snappy_framing(tshark):
                                               "metadata/2 response", "goodbye/1 request", "gossip beacon_block"}
 
 
-@pytest.mark.parametrize("name", MUXED + ["eth2-badcrc", "eth2-truncated"])
+@pytest.mark.parametrize("name", MUXED + ["eth2-badcrc", "eth2-truncated", "eth2-broken"])
 def test_one_pass_equals_two_pass(tshark, name):
     fields = ["frame.number", "multistream.message", "yamux.stream", "mplex.stream", "eth2.method",
               "eth2.ssz_length", "eth2.block.slot", "eth2.gossip.message_id", "p2pc.raw_len", "_ws.expert.message"]
-    one = tshark.fields(ETH / f"{name}.pcapng", fields, dfilter="libp2p")
-    two = tshark.fields(ETH / f"{name}.pcapng", fields, dfilter="libp2p", two_pass=True)
+    one = tshark.fields(ETH / f"{name}.pcapng", fields, dfilter=ANY)
+    two = tshark.fields(ETH / f"{name}.pcapng", fields, dfilter=ANY, two_pass=True)
     assert one and one == two
 
 
@@ -118,3 +119,110 @@ def test_truncated_capture_keeps_what_completed(tshark):
     types = [l.split("\t")[9] for l in res.stdout.splitlines() if l.startswith("M\t") and l.split("\t")[8] == "eth2"]
     assert types[:2] == ["status/1 request", "status/1 response"]
     assert "gossip beacon_block" not in types
+
+
+# What each of the broken session's ping answers must raise (main.go brokenPings).
+BROKEN_EXPERT = {
+    "bad_crc": {"eth2.snappy.crc_bad"},
+    "unskippable": {"eth2.snappy.unskippable"},
+    "length_mismatch": {"eth2.length_mismatch"},
+    "too_long": {"eth2.too_long", "eth2.truncated", "eth2.length_mismatch"},
+    "compressed_too_long": {"eth2.compressed_too_long"},
+    "decompress_failed": {"eth2.decompress_failed"},
+    "trailing": {"eth2.trailing"},
+    "truncated": {"eth2.truncated", "eth2.decompress_failed"},
+}
+
+
+def test_broken_chunks_raise_their_expert_items(tshark):
+    """Real go-libp2p streams carrying malformed ssz_snappy: each answer its own expert item,
+    the good answer around them none, and tshark exits 0."""
+    t = truth("eth2-broken")
+    cap = ETH / "eth2-broken.pcapng"
+    assert tshark.run(["-n", "-r", tshark.ws.readable(cap)]).returncode == 0
+    # Ping responses in stream order: one stream per ping.
+    rows = tshark.fields(cap, ["frame.number", "yamux.stream", "eth2.method", "eth2.direction"],
+                         dfilter='eth2.method == "ping/1"')
+    streams = []
+    for frame, ys, methods, dirs in rows:
+        for m, d in zip(methods.split("|"), dirs.split("|")):
+            if d == "response":
+                s = [x for x in ys.split("|") if x][-1]
+                if s not in streams:
+                    streams.append(s)
+    assert len(streams) == len(t["broken_pings"])
+    got = {s: set() for s in streams}
+    for abbrev in set().union(*BROKEN_EXPERT.values()):
+        for frame, ys in tshark.fields(cap, ["frame.number", "yamux.stream"],
+                                       dfilter=f'{abbrev} && eth2.method == "ping/1"'):
+            got[[x for x in ys.split("|") if x][-1]].add(abbrev)
+    assert [got[s] for s in streams] == [BROKEN_EXPERT[n] for n in t["broken_pings"]]
+    assert not tshark.fields(cap, ["frame.number"], dfilter='_ws.expert && eth2.method == "status/1"')
+
+
+def test_gossip_that_is_not_snappy(tshark):
+    """Decompression fails: expert item, and the message-id falls back to domain 0x00000000
+    over the raw data (consensus-specs altair p2p-interface.md)."""
+    t = truth("eth2-broken")
+    topic = t["gossip"]["topic"].encode()
+    raw = t["gossip"]["invalid_data"].encode()
+    want = hashlib.sha256(b"\x00\x00\x00\x00" + struct.pack("<Q", len(topic)) + topic + raw).hexdigest()[:40]
+    rows = tshark.fields(ETH / "eth2-broken.pcapng", ["eth2.gossip.message_id", "gossipsub.data"],
+                         dfilter="eth2.decompress_failed && gossipsub")
+    assert rows == [[want, raw.hex()]]
+
+
+def block_header(raw: bytes) -> tuple[int, int, str, str]:
+    """slot, proposer_index, parent_root, state_root of a SignedBeaconBlock, read here from
+    the SSZ: offset u32 to the message, then slot u64, proposer u64, two 32-byte roots."""
+    off = struct.unpack_from("<I", raw, 0)[0]
+    slot, proposer = struct.unpack_from("<QQ", raw, off)
+    return slot, proposer, raw[off + 16:off + 48].hex(), raw[off + 48:off + 80].hex()
+
+
+@pytest.mark.parametrize("name", MUXED)
+def test_signed_beacon_block_fields(tshark, name):
+    t = truth(name)
+    fields = ["eth2.block.slot", "eth2.block.proposer_index", "eth2.block.parent_root", "eth2.block.state_root"]
+    rows = tshark.fields(ETH / f"{name}.pcapng", fields, dfilter="eth2.block.slot")
+    got = [(int(r[0]), int(r[1]), r[2], r[3]) for r in rows]
+    want = [block_header(source(b["file"])) for b in t["blocks_by_range"]] + \
+           [block_header(source(f)) for f in t["gossip"]["blocks"]]
+    assert got == want
+
+
+@pytest.mark.parametrize("name", MUXED)
+def test_small_messages_ssz(tshark, name):
+    """Status, Ping, Goodbye, MetaData and the BlocksByRange request, against what the
+    generator sent."""
+    ssz = truth(name)["ssz"]
+    cap = ETH / f"{name}.pcapng"
+
+    def one(dfilter, fields):
+        rows = tshark.fields(cap, fields, dfilter=dfilter)
+        return [r for r in rows]
+
+    st = one('eth2.method == "status/1"', ["eth2.status.fork_digest", "eth2.status.finalized_epoch", "eth2.status.head_slot"])
+    assert st == [[ssz["status"]["fork_digest"], str(ssz["status"]["finalized_epoch"]), str(ssz["status"]["head_slot"])]] * 2
+    pings = one('eth2.method == "ping/1"', ["eth2.direction", "eth2.seq_number"])
+    assert pings == [["request", str(ssz["ping_request"])], ["response", str(ssz["ping_response"])]]
+    assert one('eth2.method == "goodbye/1"', ["eth2.goodbye_reason"]) == [[str(ssz["goodbye_reason"])]]
+    md = ssz["metadata"]
+    assert one('eth2.method == "metadata/2"', ["eth2.seq_number", "eth2.metadata.attnets", "eth2.metadata.syncnets"]) == \
+        [[str(md["seq_number"]), md["attnets"], md["syncnets"]]]
+    br = ssz["by_range"]
+    assert one('eth2.range.start_slot', ["eth2.range.start_slot", "eth2.range.count", "eth2.range.step"]) == \
+        [[str(br["start_slot"]), str(br["count"]), str(br["step"])]]
+
+
+@pytest.mark.parametrize("name", MUXED)
+def test_gossipsub_subscriptions_and_control(tshark, name):
+    t = truth(name)
+    cap = ETH / f"{name}.pcapng"
+    subs = tshark.fields(cap, ["ip.src", "gossipsub.subscribe", "gossipsub.topic"], dfilter="gossipsub.subscribe")
+    assert sorted(r[0] for r in subs) == sorted([t["link"]["addr_a"], t["link"]["addr_b"]])
+    assert all(r[1] == "1" and t["gossip"]["topic"] in r[2].split("|") for r in subs)
+    grafts = tshark.fields(cap, ["ip.src"], dfilter="gossipsub.control.graft > 0")
+    assert sorted(r[0] for r in grafts) == sorted([t["link"]["addr_a"], t["link"]["addr_b"]])
+    # go-libp2p-pubsub announces IDONTWANT for large messages it publishes (gossipsub 1.2)
+    assert tshark.fields(cap, ["ip.src"], dfilter="gossipsub.control.idontwant > 0")

@@ -2,19 +2,28 @@
 """Make the libp2p compression-transport captures in captures/libp2p-compression/.
 
 Peers from adlrocha's go-libp2p fork (captures/gen/compression/, pinned as
-go-libp2p-compression-examples pins them): plaintext security, then /compression/gzip,
-/compression/cbrotli or none, then the muxer.  The dialer runs the echo example and then sends
-real block data over a custom stream protocol; the listener answers with its sha256.  Over
-netem.py's emulated link (60 ms each way, 20 Mbit/s).  A copy of the gzip capture with one data
-segment removed is the gap case.  Needs root and Go.
+go-libp2p-compression-examples pins them, built with `go build`): plaintext security, then
+/compression/gzip, /compression/cbrotli or no compression layer, then yamux.  On one connection the dialer runs
+the echo example and then sends four real files, each on its own /p2pc/file/1.0.0 stream; the
+listener answers each with its sha256.  A fourth session offers gzip to a listener that only
+has /compression/none (the fallback: "na", then none).  Copies of the gzip capture with one of
+the dialer's data segments removed (the gap case) and with one byte of its compressed stream
+flipped (the corrupt case) come last.  Over netem.py's emulated
+link (60 ms each way, 20 Mbit/s, MTU 1500).  Needs root and Go (cgo and libbrotli-dev for
+cbrotli).
+
+    sudo python3 captures/gen/make_compression.py            # all
+    sudo python3 captures/gen/make_compression.py gzip       # one session (and the gap copy)
 """
 from __future__ import annotations
 
 import bz2
 import hashlib
 import json
+import struct
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -23,68 +32,210 @@ from golib import WORK, go_build, listener_addr  # noqa: E402
 from netem import EmulatedLink  # noqa: E402
 
 OUT = HERE.parent / "libp2p-compression"
-DATA = HERE.parent / "data" / "bitcoin"
+DATA = HERE.parent / "data"
 DELAY_MS, RATE_KBIT, PORT = 60, 20000, 9100
-CODECS = ["gzip", "cbrotli", "none"]
+ECHO = "Hello, world!\n"
+# capture -> (dialer's offer, listener's offer, the files sent: indexes into payload_files())
+SESSIONS = {
+    "gzip": ("gzip", "gzip", None),
+    "cbrotli": ("cbrotli", "cbrotli", None),
+    # The uncompressed twin: the same workload with no compression layer (NoCompression).
+    "none": ("off", "off", None),
+    # go-libp2p's default offer in these forks (gzip, then none) to a peer that only has none:
+    # "na" to gzip, then /compression/none, then the muxer as usual.
+    "fallback": ("gzip,none", "none", [1, 3]),
+}
 
 
 def build() -> Path:
     return go_build("compression", "comppeers")
 
 
-def payload_files() -> list[Path]:
-    """Block 277647 (unpacked from its blk*.dat framing) and testnet3 block 924634."""
-    d = bz2.decompress((DATA / "block277647_framed.dat.bz2").read_bytes())
+def payload_files() -> list[tuple[Path, str]]:
+    """The files the dialer sends, in order, with where each came from (captures/data)."""
+    d = bz2.decompress((DATA / "bitcoin" / "block277647_framed.dat.bz2").read_bytes())
     blk = WORK / "block277647.raw"
-    blk.write_bytes(d[8:8 + int.from_bytes(d[4:8], "little")])
-    return [blk, DATA / "testnet3_block924634.raw"]
+    blk.write_bytes(d[8:8 + int.from_bytes(d[4:8], "little")])   # blk*.dat: magic, LE32 length, block
+    return [
+        (blk, "bitcoin/block277647_framed.dat.bz2 (the block inside its blk*.dat framing)"),
+        (DATA / "bitcoin" / "testnet3_block924634.raw", "bitcoin/testnet3_block924634.raw"),
+        (DATA / "ethereum" / "eth_mainnet_SignedBeaconBlock_capella_slot6507058.ssz",
+         "ethereum/eth_mainnet_SignedBeaconBlock_capella_slot6507058.ssz"),
+        (DATA / "text" / "golang_Isaac.Newton-Opticks.txt", "text/golang_Isaac.Newton-Opticks.txt"),
+    ]
 
 
-def make(codec: str, exe: Path, files: list[Path]) -> dict:
-    cap = OUT / f"comp-{codec}.pcapng"
-    idfile = WORK / f"comp-{codec}.id"
+def wire_bytes(cap: Path) -> dict:
+    """TCP payload bytes and frames per direction, and the frames' total length."""
+    out = subprocess.run(["tshark", "-n", "-r", str(cap), "-T", "fields", "-e", "ip.src", "-e", "tcp.len",
+                          "-e", "frame.len"], capture_output=True, text=True, check=True).stdout
+    res = {}
+    for line in out.splitlines():
+        src, tlen, flen = line.split("\t")
+        if not src:
+            continue    # ARP
+        r = res.setdefault(src, {"frames": 0, "frame_bytes": 0, "tcp_payload": 0})
+        r["frames"] += 1
+        r["frame_bytes"] += int(flen)
+        r["tcp_payload"] += int(tlen or 0)
+    return res
+
+
+def make(session: str, exe: Path, all_files: list[tuple[Path, str]]) -> dict:
+    dial_offer, listen_offer, which = SESSIONS[session]
+    files = all_files if which is None else [all_files[i] for i in which]
+    cap = OUT / f"comp-{session}.pcapng"
+    idfile = WORK / f"comp-{session}.id"
     idfile.unlink(missing_ok=True)
     with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
-        b = link.popen("b", [str(exe), "-role", "listen", "-comp", codec, "-idfile", str(idfile), "-seed", "2",
-                             "-listen", f"/ip4/0.0.0.0/tcp/{PORT}"])
+        b = link.popen("b", [str(exe), "-role", "listen", "-comp", listen_offer, "-idfile", str(idfile),
+                             "-seed", "2", "-files", str(len(files)), "-listen", f"/ip4/0.0.0.0/tcp/{PORT}"])
         addr = listener_addr(idfile, link.addr_b)
-        res = link.run("a", [str(exe), "-role", "dial", "-comp", codec, "-peer", addr, "-seed", "1",
-                             *map(str, files)], capture_output=True, text=True, timeout=120)
-        print(res.stdout.strip())
+        res = link.run("a", [str(exe), "-role", "dial", "-comp", dial_offer, "-peer", addr, "-seed", "1",
+                             *(str(f) for f, _ in files)], capture_output=True, text=True, timeout=120)
         b.wait(60)
-    data = b"".join(f.read_bytes() for f in files)
-    truth = {"capture": cap.name, "compression": None if codec == "none" else f"/compression/{codec}",
-             "security": "/plaintext/2.0.0",
-             "link": {"delay_ms_each_way": DELAY_MS, "rate_kbit": RATE_KBIT, "mtu": 1500,
-                      "addr_a": EmulatedLink.addr_a, "addr_b": EmulatedLink.addr_b, "port_b": PORT},
-             "echo": {"protocol": "/echo/1.0.0", "sent": "Hello, world!\n"},
-             "file": {"protocol": "/p2pc/file/1.0.0", "files": ["block277647 (blocks from block277647_framed.dat.bz2)",
-                                                                 "testnet3_block924634.raw"],
-                      "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}}
-    (OUT / f"comp-{codec}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
-    print(f"{cap.name}: {cap.stat().st_size} bytes")
+    report = json.loads(res.stdout.strip().splitlines()[-1])
+    transfers = []
+    for (path, source), t in zip(files, report["transfers"], strict=True):
+        data = path.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        # The listener's reply is its own sha256 of what it read: a check on the peers themselves.
+        if t["sha256"] != digest or t["reply"] != digest + "\n":
+            raise SystemExit(f"{cap.name}: {path.name}: the listener read something else ({t['reply']!r})")
+        transfers.append({"name": path.name, "source": f"captures/data/{source}", "bytes": len(data),
+                          "sha256": digest, "reply": t["reply"], "seconds": round(t["seconds"], 3)})
+    if report["echo_reply"] != ECHO:
+        raise SystemExit(f"{cap.name}: echo came back as {report['echo_reply']!r}")
+    everything = b"".join(f.read_bytes() for f, _ in files)
+    agreed = next((c for c in dial_offer.split(",") if c in listen_offer.split(",")), "off")
+    truth = {
+        "capture": cap.name,
+        # What each side offered (multistream-select, dialer's order) and what they agreed on.
+        "offered": {"a": [f"/compression/{c}" for c in dial_offer.split(",") if c != "off"],
+                    "b": [f"/compression/{c}" for c in listen_offer.split(",") if c != "off"]},
+        "compression": None if agreed == "off" else f"/compression/{agreed}",
+        "codec": {"gzip": "gzip-stream", "cbrotli": "brotli-stream"}.get(agreed, "none"),
+        "security": "/plaintext/2.0.0",
+        "muxer": "/yamux/1.0.0",
+        "link": {"delay_ms_each_way": DELAY_MS, "rate_kbit": RATE_KBIT, "mtu": 1500,
+                 "addr_a": EmulatedLink.addr_a, "addr_b": EmulatedLink.addr_b, "port_b": PORT},
+        "peers": {"a": "dialer: echo, then the files", "b": "listener: echo reply, one sha256 line per file",
+                  "b_id": addr.rsplit("/", 1)[1]},
+        # A sends ECHO on /echo/1.0.0; B writes the same line back and closes the stream.
+        "echo": {"protocol": "/echo/1.0.0", "sent": ECHO, "reply": report["echo_reply"]},
+        # A sends each file on its own /p2pc/file/1.0.0 stream, in this order; B replies per file.
+        "transfers": transfers,
+        "file": {"protocol": "/p2pc/file/1.0.0", "bytes": len(everything),
+                 "sha256": hashlib.sha256(everything).hexdigest(),
+                 "note": "all transfers' bytes concatenated in order"},
+        "measured": {"wire": wire_bytes(cap), "echo_seconds": round(report["echo_seconds"], 3),
+                     "note": "this run's numbers, not inputs: bytes per source address, seconds "
+                             "from opening a stream to its reply"},
+    }
+    (OUT / f"comp-{session}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+    print(f"{cap.name}: {cap.stat().st_size} bytes; " +
+          ", ".join(f"{src}: {w['tcp_payload']} B payload" for src, w in truth["measured"]["wire"].items()))
     return truth
 
 
 def gap_variant() -> None:
-    """comp-gzip-gap: comp-gzip without one full-size data segment from the dialer."""
+    """comp-gzip-gap: comp-gzip without one full-size data segment from the dialer, half way
+    through its data, so B's later replies come after the hole."""
     src = OUT / "comp-gzip.pcapng"
     rows = subprocess.run(["tshark", "-n", "-r", str(src), "-Y", f"ip.src=={EmulatedLink.addr_a} && tcp.len==1448",
-                           "-T", "fields", "-e", "frame.number"], capture_output=True, text=True).stdout.split()
-    victim = rows[len(rows) // 2]
-    subprocess.run(["editcap", str(src), str(OUT / "comp-gzip-gap.pcapng"), victim], check=True)
-    (OUT / "comp-gzip-gap.truth.json").write_text(json.dumps({"capture": "comp-gzip-gap.pcapng", "source": src.name,
-                                                              "removed_frame": int(victim)}, indent=1) + "\n")
-    print(f"comp-gzip-gap.pcapng: comp-gzip.pcapng without frame {victim}")
+                           "-T", "fields", "-e", "frame.number"], capture_output=True, text=True,
+                          check=True).stdout.split()
+    victim = int(rows[len(rows) // 2])
+    dst = OUT / "comp-gzip-gap.pcapng"
+    subprocess.run(["editcap", str(src), str(dst), str(victim)], check=True)
+    (OUT / "comp-gzip-gap.truth.json").write_text(json.dumps(
+        {"capture": dst.name, "source": src.name, "removed_frame": victim,
+         "note": f"editcap {src.name} {dst.name} {victim}: frames after it are renumbered one down, "
+                 "so the frame after the hole is number removed_frame"}, indent=1) + "\n")
+    print(f"{dst.name}: {src.name} without frame {victim}; {dst.stat().st_size} bytes")
+
+
+def _pcapng_packets(data: bytes):
+    """(offset of the packet bytes, their length) of every Enhanced Packet Block, in order
+    (little-endian pcapng as dumpcap writes it)."""
+    off = 0
+    while off < len(data):
+        btype, blen = struct.unpack_from("<II", data, off)
+        if btype == 6:
+            caplen = struct.unpack_from("<I", data, off + 20)[0]
+            yield off + 28, caplen
+        off += blen
+
+
+def corrupt_variant() -> None:
+    """comp-gzip-corrupt: comp-gzip with one byte of the dialer's compressed stream flipped, at
+    a place where zlib itself rejects the stream, so the decoder must stop that direction."""
+    src = OUT / "comp-gzip.pcapng"
+    a = EmulatedLink.addr_a
+    rows = subprocess.run(["tshark", "-n", "-r", str(src), "-Y", f"ip.src=={a} && tcp.len > 0", "-T", "fields",
+                           "-e", "frame.number", "-e", "tcp.payload"], capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+    segs = [(int(f), bytes.fromhex(p)) for f, p in (r.split("\t") for r in rows)]
+    stream = b"".join(p for _, p in segs)
+    start = stream.index(bytes.fromhex("1f8b08000000000000ff"))   # the gzip stream of A
+
+    def fails_in(flip_at: int) -> int | None:
+        """The frame where zlib stops on A's stream with the byte at flip_at flipped."""
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        pos = 0
+        for frame, p in segs:
+            chunk = bytearray(p)
+            if pos <= flip_at < pos + len(p):
+                chunk[flip_at - pos] ^= 0xFF
+            lo = max(0, start - pos)
+            pos += len(p)
+            try:
+                d.decompress(bytes(chunk[lo:]))
+            except zlib.error:
+                return frame
+        return None
+
+    # A full-size segment a third of the way into A's data, and the first byte in it whose
+    # flip zlib rejects in that same segment (most flips only garble the output, or are caught
+    # much later, by the trailer's CRC).
+    full = [i for i, (_, p) in enumerate(segs) if len(p) == 1448]
+    idx = full[len(full) // 3]
+    frame = segs[idx][0]
+    seg_start = sum(len(p) for _, p in segs[:idx])
+    for k in range(1448):
+        failed = fails_in(seg_start + k)
+        if failed == frame:
+            break
+    else:
+        raise SystemExit("no byte of the chosen segment makes zlib fail there")
+    data = bytearray(src.read_bytes())
+    pkt_off, caplen = list(_pcapng_packets(bytes(data)))[frame - 1]
+    pkt = bytes(data[pkt_off:pkt_off + caplen])
+    ihl = (pkt[14] & 0x0F) * 4
+    tcp_hdr = (pkt[14 + ihl + 12] >> 4) * 4
+    payload_at = pkt_off + 14 + ihl + tcp_hdr
+    assert bytes(data[payload_at:payload_at + 1448]) == segs[idx][1]
+    data[payload_at + k] ^= 0xFF
+    dst = OUT / "comp-gzip-corrupt.pcapng"
+    dst.write_bytes(bytes(data))
+    (OUT / "comp-gzip-corrupt.truth.json").write_text(json.dumps(
+        {"capture": dst.name, "source": src.name, "flipped_frame": frame, "flipped_payload_offset": k,
+         "zlib_fails_in_frame": failed,
+         "note": "one byte of A's TCP payload XOR 0xff (TCP checksum left as it was); zlib "
+                 "(inflate of A's gzip stream) rejects the stream in zlib_fails_in_frame"}, indent=1) + "\n")
+    print(f"{dst.name}: byte {k} of frame {frame}'s payload flipped; zlib fails in frame {failed}")
 
 
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     exe = build()
     files = payload_files()
-    for codec in sys.argv[1:] or CODECS:
-        make(codec, exe, files)
-    gap_variant()
+    sessions = sys.argv[1:] or list(SESSIONS)
+    for session in sessions:
+        make(session, exe, files)
+    if "gzip" in sessions:
+        gap_variant()
+        corrupt_variant()
 
 
 if __name__ == "__main__":

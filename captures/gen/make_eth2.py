@@ -6,6 +6,11 @@ through github.com/libp2p/go-mplex v0.7.0) and go-libp2p-pubsub v0.15.0: the dia
 listener for status, ping, metadata and beacon_blocks_by_range (three real mainnet blocks and an
 error chunk), publishes blocks on the mainnet beacon_block gossip topic, and says goodbye.  The
 hosts run in two network namespaces over netem.py's emulated link.  Needs root and Go.
+
+Sessions: eth2-yamux and eth2-mplex (the full workload), eth2-broken (the listener's answers to
+eight pings each break one rule of the encoding, a request for a protocol the listener does not
+serve is refused with "na", a gossip message is not Snappy), eth2-noise (status, ping and
+goodbye over /noise).  eth2-badcrc and eth2-truncated are cut from eth2-yamux with editcap.
 """
 from __future__ import annotations
 
@@ -23,28 +28,41 @@ from netem import EmulatedLink  # noqa: E402
 OUT = HERE.parent / "eth2"
 BLOCKS = HERE.parent / "data" / "ethereum"
 DELAY_MS, RATE_KBIT, PORT = 60, 20000, 9000
-SESSIONS = {"eth2-yamux": ("yamux", 2), "eth2-mplex": ("mplex", 1)}
+# name: (muxer, blocks gossiped, session, security)
+SESSIONS = {"eth2-yamux": ("yamux", 2, "full", "plaintext"), "eth2-mplex": ("mplex", 1, "full", "plaintext"),
+            "eth2-broken": ("yamux", 0, "broken", "plaintext"), "eth2-noise": ("yamux", 0, "short", "noise")}
+SEEDS = {"a": 1, "b": 2}     # identity keys: Ed25519 from 32 bytes of the seed
+# The listener's answers to the broken session's pings, in order (main.go brokenPings).
+BROKEN_PINGS = ["bad_crc", "unskippable", "length_mismatch", "too_long", "compressed_too_long",
+                "decompress_failed", "trailing", "truncated"]
+INVALID_GOSSIP = "this gossip message is not snappy-compressed"
+# The SSZ values main.go sends (status(), the ping/goodbye/metadata handlers, byRange).
+SSZ = {"status": {"fork_digest": "bba4da96", "finalized_epoch": 203000, "head_slot": 6507058},
+       "ping_request": 3, "ping_response": 7, "goodbye_reason": 1,
+       "metadata": {"seq_number": 7, "attnets": "ff" * 8, "syncnets": "0f"},
+       "by_range": {"start_slot": 6507058, "count": 8, "step": 1}}
 
 
 def build() -> Path:
     return go_build("libp2p", "eth2peers")
 
 
-def make(name: str, muxer: str, gossip: int, exe: Path) -> None:
+def make(name: str, muxer: str, gossip: int, session: str, security: str, exe: Path) -> None:
     cap = OUT / f"{name}.pcapng"
     idfile = WORK / f"{name}.id"
     idfile.unlink(missing_ok=True)
     with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
-        b = link.popen("b", [str(exe), "-role", "listen", "-muxer", muxer, "-blocks", str(BLOCKS),
-                             "-idfile", str(idfile), "-seed", "2", "-listen", f"/ip4/0.0.0.0/tcp/{PORT}",
-                             "-gossip", str(gossip)])
+        common = ["-muxer", muxer, "-blocks", str(BLOCKS), "-gossip", str(gossip), "-session", session,
+                  "-security", security]
+        b = link.popen("b", [str(exe), "-role", "listen", *common, "-idfile", str(idfile),
+                             "-seed", str(SEEDS["b"]), "-listen", f"/ip4/0.0.0.0/tcp/{PORT}"])
         addr = listener_addr(idfile, link.addr_b)
-        link.run("a", [str(exe), "-role", "dial", "-muxer", muxer, "-blocks", str(BLOCKS), "-peer", addr,
-                       "-seed", "1", "-gossip", str(gossip)], timeout=180)
+        link.run("a", [str(exe), "-role", "dial", *common, "-peer", addr, "-seed", str(SEEDS["a"])], timeout=180)
         b.wait(60)
     blocks = sorted(BLOCKS.glob("*.ssz"))
     truth = {
-        "capture": cap.name, "muxer": muxer, "security": "/plaintext/2.0.0",
+        "capture": cap.name, "muxer": muxer, "session": session,
+        "security": "/noise" if security == "noise" else "/plaintext/2.0.0", "seeds": SEEDS,
         "link": {"delay_ms_each_way": DELAY_MS, "rate_kbit": RATE_KBIT, "mtu": 1500,
                  "addr_a": EmulatedLink.addr_a, "addr_b": EmulatedLink.addr_b, "port_b": PORT},
         "requests": ["status/1", "ping/1", "metadata/2", "beacon_blocks_by_range/2", "goodbye/1"],
@@ -53,7 +71,21 @@ def make(name: str, muxer: str, gossip: int, exe: Path) -> None:
         "error_chunk": {"result": 3, "message": "blocks beyond the three real ones are not served"},
         "gossip": {"topic": "/eth2/bba4da96/beacon_block/ssz_snappy",
                    "blocks": [p.name for p in blocks[:gossip]]},
+        "ssz": SSZ,
     }
+    if session == "full":
+        # The last block's final 100 bytes and the error chunk went out in one write.
+        truth["shared_write"] = {"tail_bytes": 100, "then": "error_chunk"}
+    if session == "broken":
+        truth.update(requests=["status/1"] + ["ping/1"] * len(BROKEN_PINGS) + ["goodbye/1"],
+                     broken_pings=BROKEN_PINGS,
+                     refused="/eth2/beacon_chain/req/light_client_bootstrap/1/ssz_snappy",
+                     gossip={"topic": "/eth2/bba4da96/beacon_block/ssz_snappy", "blocks": [],
+                             "invalid_data": INVALID_GOSSIP})
+        del truth["blocks_by_range"], truth["error_chunk"]
+    if session == "short":
+        truth.update(requests=["status/1", "ping/1", "goodbye/1"], gossip=None)
+        del truth["blocks_by_range"], truth["error_chunk"]
     (OUT / f"{name}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
     print(f"{cap.name}: {cap.stat().st_size} bytes")
 
@@ -81,9 +113,11 @@ def broken_variants() -> None:
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     exe = build()
-    for name in sys.argv[1:] or list(SESSIONS):
+    names = sys.argv[1:] or list(SESSIONS)
+    for name in names:
         make(name, *SESSIONS[name], exe)
-    broken_variants()
+    if "eth2-yamux" in names:
+        broken_variants()
 
 
 if __name__ == "__main__":

@@ -4,6 +4,11 @@
 //
 //	eth2peers -role listen -muxer yamux -blocks DIR
 //	eth2peers -role dial -muxer yamux -peer /ip4/192.0.2.2/tcp/9000/p2p/<id> -blocks DIR
+//
+// -session picks the workload: "full" (status, ping, metadata, blocks by range, gossip,
+// goodbye), "broken" (the listener answers pings with malformed chunks, a protocol the listener
+// does not serve gets "na", a gossip message is not Snappy), "short" (status, ping, goodbye:
+// for the Noise capture).  -security noise replaces plaintext.
 package main
 
 import (
@@ -19,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/golang/snappy"
@@ -31,6 +37,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	yamux "github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	ma "github.com/multiformats/go-multiaddr"
 )
 
@@ -40,7 +47,41 @@ const (
 	protoMetadata = "/eth2/beacon_chain/req/metadata/2/ssz_snappy"
 	protoGoodbye  = "/eth2/beacon_chain/req/goodbye/1/ssz_snappy"
 	protoByRange  = "/eth2/beacon_chain/req/beacon_blocks_by_range/2/ssz_snappy"
+	// Served by nobody here: the listener answers "na".
+	protoUnserved = "/eth2/beacon_chain/req/light_client_bootstrap/1/ssz_snappy"
 )
+
+// brokenPings are the listener's answers to successive pings in the "broken" session, each
+// breaking one rule of the ssz_snappy encoding (consensus-specs p2p-interface.md, Snappy
+// framing_format.txt).  The order is the truth file's "broken_pings".
+func brokenPings() [][]byte {
+	good := chunk(0, nil, u64(7)) // result, uvarint(8), stream identifier, one 0x01 chunk
+	const frame = 1 + 1 + 10      // where the data chunk's header starts
+	crc := append([]byte{}, good...)
+	crc[frame+4] ^= 0x01 // a bit of the masked CRC-32C
+	unskippable := append([]byte{}, good...)
+	unskippable[frame] = 0x02 // reserved unskippable chunk type
+	short := append([]byte{0}, uvarint(4)...)
+	short = append(short, framed(u64(7))...) // declares 4 bytes, the frames hold 8
+	huge := append([]byte{0}, uvarint(11<<20)...)
+	huge = append(huge, framed(u64(7))...) // declares 11 MiB > MAX_PAYLOAD_SIZE
+	f := framed(u64(7))
+	padded := append([]byte{0}, uvarint(8)...)
+	padded = append(padded, f[:10]...)
+	padded = append(padded, 0xfe, 200, 0, 0) // a 200-byte padding chunk: 226 bytes for 8
+	padded = append(padded, make([]byte, 200)...)
+	padded = append(padded, f[10:]...)
+	// A compressed chunk whose Snappy block copies from before the start of its output.
+	garbage := append([]byte{0}, uvarint(8)...)
+	garbage = append(garbage, f[:10]...)
+	garbage = append(garbage, 0x00, 8, 0, 0, 0, 0, 0, 0, 0x08, 0x0e, 0xff, 0xff)
+	twice := append(append([]byte{}, good...), good...) // a second chunk for a one-chunk method
+	cut := good[:frame+4+4]                             // ends inside the data chunk
+	return [][]byte{crc, unskippable, short, huge, padded, garbage, twice, cut}
+}
+
+var brokenNames = []string{"bad_crc", "unskippable", "length_mismatch", "too_long",
+	"compressed_too_long", "decompress_failed", "trailing", "truncated"}
 
 // Mainnet fork digests (consensus-specs): the context bytes of each block's chunk.
 var digests = map[string]string{"bellatrix": "4a26c58b", "capella": "bba4da96"}
@@ -102,7 +143,9 @@ func status() []byte {
 	return append(s, u64(6_507_058)...)
 }
 
-func serve(h host.Host, blocks []block) {
+func serve(h host.Host, blocks []block, broken bool, bye chan<- struct{}) {
+	var pings atomic.Int32
+	bad := brokenPings()
 	h.SetStreamHandler(protoStatus, func(s network.Stream) {
 		readRequest(s)
 		s.Write(chunk(0, nil, status()))
@@ -110,27 +153,40 @@ func serve(h host.Host, blocks []block) {
 	})
 	h.SetStreamHandler(protoPing, func(s network.Stream) {
 		readRequest(s)
-		s.Write(chunk(0, nil, u64(7)))
+		if n := int(pings.Add(1)) - 1; broken && n < len(bad) {
+			s.Write(bad[n])
+		} else {
+			s.Write(chunk(0, nil, u64(7)))
+		}
 		s.Close()
 	})
 	h.SetStreamHandler(protoMetadata, func(s network.Stream) {
 		md := append(u64(7), bytes.Repeat([]byte{0xff}, 8)...) // seq_number, attnets
-		md = append(md, 0x0f)                                    // syncnets
+		md = append(md, 0x0f)                                  // syncnets
 		s.Write(chunk(0, nil, md))
 		s.Close()
 	})
 	h.SetStreamHandler(protoGoodbye, func(s network.Stream) {
 		readRequest(s)
 		s.Close()
+		close(bye)
 	})
 	h.SetStreamHandler(protoByRange, func(s network.Stream) {
 		readRequest(s)
-		for _, b := range blocks {
-			ctx, _ := hex.DecodeString(digests[b.fork])
-			s.Write(chunk(0, ctx, b.ssz))
-		}
 		// ResourceUnavailable for the rest of the range: an SSZ List[byte, 256] message.
-		s.Write(chunk(3, nil, []byte("blocks beyond the three real ones are not served")))
+		errChunk := chunk(3, nil, []byte("blocks beyond the three real ones are not served"))
+		for i, b := range blocks {
+			ctx, _ := hex.DecodeString(digests[b.fork])
+			c := chunk(0, ctx, b.ssz)
+			if i < len(blocks)-1 {
+				s.Write(c)
+				continue
+			}
+			// The last block's tail and the error chunk in one write: one muxer frame holds
+			// the end of one response chunk and all of the next.
+			s.Write(c[:len(c)-100])
+			s.Write(append(c[len(c)-100:], errChunk...))
+		}
 		s.Close()
 	})
 }
@@ -145,6 +201,9 @@ func readRequest(s network.Stream) {
 func call(ctx context.Context, h host.Host, p peer.ID, proto string, req []byte) []byte {
 	s, err := h.NewStream(ctx, p, protocol.ID(proto))
 	if err != nil {
+		if proto == protoUnserved {
+			return nil // refused with "na", as intended
+		}
 		log.Fatalf("%s: %v", proto, err)
 	}
 	if req != nil {
@@ -182,10 +241,17 @@ func main() {
 	idFile := flag.String("idfile", "", "listen: write the peer multiaddr here")
 	seed := flag.Int64("seed", 1, "identity key seed")
 	gossipN := flag.Int("gossip", 3, "dial: blocks to publish on gossipsub")
+	session := flag.String("session", "full", "full, broken or short")
+	security := flag.String("security", "plaintext", "plaintext or noise")
 	flag.Parse()
+	broken := *session == "broken"
 
 	priv, _, _ := crypto.GenerateEd25519Key(bytes.NewReader(bytes.Repeat([]byte{byte(*seed)}, 64)))
-	opts := []libp2p.Option{libp2p.Identity(priv), libp2p.NoSecurity, libp2p.DisableRelay(),
+	sec := libp2p.NoSecurity
+	if *security == "noise" {
+		sec = libp2p.Security(noise.ID, noise.New)
+	}
+	opts := []libp2p.Option{libp2p.Identity(priv), sec, libp2p.DisableRelay(),
 		libp2p.Transport(tcpTransport), libp2p.ResourceManager(&network.NullResourceManager{})}
 	if *muxer == "mplex" {
 		opts = append(opts, libp2p.Muxer("/mplex/6.7.0", mplexTransport{}))
@@ -216,15 +282,18 @@ func main() {
 	sub, _ := t.Subscribe()
 
 	if *role == "listen" {
-		serve(h, blocks)
+		bye := make(chan struct{})
+		serve(h, blocks, broken, bye)
 		addr := fmt.Sprintf("%s/p2p/%s", h.Addrs()[0], h.ID())
 		os.WriteFile(*idFile, []byte(addr), 0o644)
-		got := 0
-		for got < *gossipN {
-			if _, err := sub.Next(ctx); err == nil {
-				got++
+		go func() {
+			for {
+				if _, err := sub.Next(ctx); err != nil {
+					return
+				}
 			}
-		}
+		}()
+		<-bye // the dialer's goodbye ends every session
 		time.Sleep(2 * time.Second)
 		return
 	}
@@ -237,6 +306,32 @@ func main() {
 		log.Fatal(err)
 	}
 	call(ctx, h, info.ID, protoStatus, request(status()))
+	if *session == "short" {
+		call(ctx, h, info.ID, protoPing, request(u64(3)))
+		call(ctx, h, info.ID, protoGoodbye, request(u64(1)))
+		time.Sleep(500 * time.Millisecond)
+		h.Close()
+		return
+	}
+	if broken {
+		for range brokenPings() {
+			call(ctx, h, info.ID, protoPing, request(u64(3)))
+		}
+		call(ctx, h, info.ID, protoUnserved, request(bytes.Repeat([]byte{0x33}, 32)))
+		for len(t.ListPeers()) == 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		// Not Snappy: the message-id falls back to domain 0x00000000 over the raw data.
+		if err := t.Publish(ctx, []byte("this gossip message is not snappy-compressed")); err != nil {
+			log.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		call(ctx, h, info.ID, protoGoodbye, request(u64(1)))
+		time.Sleep(500 * time.Millisecond)
+		h.Close()
+		return
+	}
 	call(ctx, h, info.ID, protoPing, request(u64(3)))
 	call(ctx, h, info.ID, protoMetadata, nil)
 	byRange := append(append(u64(6_507_058), u64(8)...), u64(1)...)

@@ -26,8 +26,8 @@ func (mplexTransport) NewConn(c net.Conn, isServer bool, scope network.PeerScope
 
 type mplexConn struct{ m *mp.Multiplex }
 
-func (c *mplexConn) Close() error                  { return c.m.Close() }
-func (c *mplexConn) IsClosed() bool                { return c.m.IsClosed() }
+func (c *mplexConn) Close() error   { return c.m.Close() }
+func (c *mplexConn) IsClosed() bool { return c.m.IsClosed() }
 func (c *mplexConn) OpenStream(ctx context.Context) (network.MuxedStream, error) {
 	s, err := c.m.NewStream(ctx)
 	if err != nil {
@@ -45,12 +45,12 @@ func (c *mplexConn) AcceptStream() (network.MuxedStream, error) {
 
 type mplexStream mp.Stream
 
-func (s *mplexStream) Read(b []byte) (int, error)   { return (*mp.Stream)(s).Read(b) }
-func (s *mplexStream) Write(b []byte) (int, error)  { return (*mp.Stream)(s).Write(b) }
-func (s *mplexStream) Close() error                 { return (*mp.Stream)(s).Close() }
-func (s *mplexStream) CloseWrite() error            { return (*mp.Stream)(s).CloseWrite() }
-func (s *mplexStream) CloseRead() error             { return (*mp.Stream)(s).CloseRead() }
-func (s *mplexStream) Reset() error                 { return (*mp.Stream)(s).Reset() }
+func (s *mplexStream) Read(b []byte) (int, error)         { return (*mp.Stream)(s).Read(b) }
+func (s *mplexStream) Write(b []byte) (int, error)        { return (*mp.Stream)(s).Write(b) }
+func (s *mplexStream) Close() error                       { return (*mp.Stream)(s).Close() }
+func (s *mplexStream) CloseWrite() error                  { return (*mp.Stream)(s).CloseWrite() }
+func (s *mplexStream) CloseRead() error                   { return (*mp.Stream)(s).CloseRead() }
+func (s *mplexStream) Reset() error                       { return (*mp.Stream)(s).Reset() }
 func (s *mplexStream) SetDeadline(t time.Time) error      { return (*mp.Stream)(s).SetDeadline(t) }
 func (s *mplexStream) SetReadDeadline(t time.Time) error  { return (*mp.Stream)(s).SetReadDeadline(t) }
 func (s *mplexStream) SetWriteDeadline(t time.Time) error { return (*mp.Stream)(s).SetWriteDeadline(t) }

@@ -1,0 +1,432 @@
+/* packet-libp2p-compression.c
+ * The libp2p compression transport: a layer between security and the muxer, negotiated by
+ * multistream-select like them, that turns each connection direction into one continuous
+ * compressed stream (Protocol Labs ResNetLab, 2020; adlrocha's go-libp2p forks, never merged
+ * into libp2p/specs; docs/libp2p-compression.md).
+ *
+ *   /compression/gzip     10-byte gzip header, then deflate, sync-flushed (00 00 ff ff) after
+ *                         every write of the muxer; the gzip trailer only when the connection
+ *                         closes (github.com/adlrocha/go-libp2p-gzip, compress/gzip).
+ *   /compression/cbrotli  a raw brotli stream (no magic), flushed after every write
+ *                         (github.com/adlrocha/go-libp2p-cbrotli, the C library via cgo).
+ *   /compression/none     nothing: the muxer negotiation follows directly.
+ *   /deflate/1.0.0        rust-libp2p's deprecated deflate transport: raw deflate, sync-flushed.
+ *
+ * No write is decodable on its own: every direction needs one persistent decoder fed every
+ * byte in order.  As packet-websocket.c does for permessage-deflate, the decoder lives in the
+ * direction's state, is fed on the first pass only, and each frame keeps what it produced
+ * (file scope), so `tshark -2` and the GUI's random-order re-dissection show the same trees.
+ * The decompressed bytes get their own tab and go to multistream-select on a pipe of their
+ * own (p2pc-libp2p.h), which negotiates the muxer and reassembles everything above exactly as
+ * on an uncompressed connection.
+ *
+ * Accounting: the messages decoded above carry the stream codec ("gzip-stream",
+ * "brotli-stream", "deflate-stream") and the compressed bytes attributed to them: the
+ * compressed bytes a direction received since the last frame that completed a message (the
+ * flush units carrying it) are split among the messages this frame completes in proportion to
+ * their decompressed size, the rounding remainder to the last.  Per direction the sums add up
+ * to the compressed bytes on the wire up to the last message.
+ *
+ * A hole in a direction (a segment missing from the capture) cannot be bridged by a stateful
+ * decoder: packet-multistream.c stops feeding that direction and says so; the other direction
+ * goes on.  A stream that does not decode stops its direction here, with an expert item.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "p2pc-compat.h"
+#include "p2pc-codecs.h"
+#include "p2pc-libp2p.h"
+#include "p2pc-record.h"
+
+#include <epan/exceptions.h>
+#include <epan/expert.h>
+#include <epan/prefs.h>
+#include <epan/proto_data.h>
+
+void proto_register_libp2p_compression(void);
+void proto_reg_handoff_libp2p_compression(void);
+
+/* TRANSITIONAL (remove with plugin/packet-libp2p.c): the old single-file engine decodes the
+ * compression transport itself and registers the same protocol name; when it is linked into
+ * this plugin (a build with every packet-*.c), this file stays out of its way. */
+extern void proto_register_libp2p(void) __attribute__((weak));
+
+/* Output bounds: decompressed bytes from one frame, and from one connection direction (both
+ * under p2pc_bound(), the global cap preference). */
+#define COMP_FRAME_BOUND (64 * 1024 * 1024)
+#define COMP_DIR_BOUND   (G_GUINT64_CONSTANT(4) * 1024 * 1024 * 1024)
+
+static int proto_comp = -1;
+static int hf_comp_protocol = -1;
+static int hf_comp_codec = -1;
+static int hf_comp_in = -1;
+static int hf_comp_out = -1;
+static int hf_comp_in_total = -1;
+static int hf_comp_out_total = -1;
+static int hf_comp_ratio = -1;
+static int hf_comp_stopped_in = -1;
+static int hf_comp_data = -1;
+static gint ett_comp = -1;
+static expert_field ei_comp_failed = EI_INIT;
+
+static dissector_handle_t comp_handle;
+static p2pc_bool_t pref_decompress = TRUE;
+
+/* Protocol IDs and their stream codecs. */
+static const struct {
+    const char *id;
+    p2pc_codec_t codec;
+} comp_ids[] = {
+    { "/compression/gzip", P2PC_CODEC_GZIP_STREAM },
+    { "/compression/cbrotli", P2PC_CODEC_BROTLI_STREAM },
+    { "/compression/none", P2PC_CODEC_NONE },
+    { "/deflate/1.0.0", P2PC_CODEC_DEFLATE_STREAM },
+};
+
+/* One connection direction (the pipe's state; file scope, first pass only). */
+typedef struct {
+    p2pc_codec_t codec;
+    const char *codec_name;
+    p2pc_stream_t *dec;         /* NULL for none, or with decompression off */
+    l2p_pipe_t *inner;          /* the decompressed bytes: multistream-select of the muxer */
+    guint64 in_total;           /* compressed bytes fed */
+    guint64 out_total;          /* decompressed bytes produced */
+    guint64 unattributed;       /* compressed bytes fed and not yet attributed to a message */
+    guint32 stopped_in;         /* the frame where decoding stopped (0: it goes on) */
+} comp_dir_t;
+
+/* What one frame did to one direction (file scope; replayed on later passes). */
+typedef struct {
+    guint32 in_len;
+    guint8 *out;
+    guint32 out_len;
+    guint64 in_total;           /* after this frame */
+    guint64 out_total;
+    const char *detail;         /* why decoding stopped in this frame */
+    guint32 stopped_in;         /* decoding had stopped before this frame (in that frame) */
+    wmem_array_t *attributed;   /* guint64 per record the frame's inner layers added */
+} comp_frame_t;
+
+static gboolean
+free_decoder_cb(wmem_allocator_t *allocator, wmem_cb_event_t event, void *user_data)
+{
+    p2pc_stream_free((p2pc_stream_t *)user_data);
+    return FALSE;   /* once */
+}
+
+static comp_dir_t *
+comp_dir(l2p_pipe_t *pipe)
+{
+    comp_dir_t *cd = (comp_dir_t *)pipe->state;
+    if (cd)
+        return cd;
+    cd = wmem_new0(wmem_file_scope(), comp_dir_t);
+    cd->codec = P2PC_CODEC_NONE;
+    for (size_t i = 0; i < G_N_ELEMENTS(comp_ids); i++)
+        if (!strcmp(pipe->protocol, comp_ids[i].id))
+            cd->codec = comp_ids[i].codec;
+    cd->codec_name = p2pc_codec_name(cd->codec);
+    if (cd->codec != P2PC_CODEC_NONE && pref_decompress) {
+        cd->dec = p2pc_stream_new(cd->codec);
+        wmem_register_callback(wmem_file_scope(), free_decoder_cb, cd->dec);
+    }
+    /* After the compression layer comes the muxer's multistream-select, on a pipe of its own
+     * whose other direction is the peer pipe's decompressed stream. */
+    cd->inner = l2p_pipe_new(l2p_multistream_handle(), pipe->dir);
+    cd->inner->muxer = pipe->muxer;
+    cd->inner->stream_id = pipe->stream_id;
+    if (pipe->peer && pipe->peer->state) {
+        comp_dir_t *other = (comp_dir_t *)pipe->peer->state;
+        cd->inner->peer = other->inner;
+        other->inner->peer = cd->inner;
+    }
+    pipe->state = cd;
+    return cd;
+}
+
+/* The record of this (frame, pipe, n-th call in this dissection); *replay when an earlier
+ * pass wrote it.  NULL on a later pass that finds nothing. */
+static comp_frame_t *
+frame_slot(packet_info *pinfo, l2p_pipe_t *pipe, gboolean *replay)
+{
+    wmem_map_t *frame = (wmem_map_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_comp, 0);
+    wmem_map_t *cursor = (wmem_map_t *)p_get_proto_data(pinfo->pool, pinfo, proto_comp, 0);
+    guint n;
+    gpointer key;
+    comp_frame_t *fr;
+
+    if (!frame) {
+        frame = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
+        p_add_proto_data(wmem_file_scope(), pinfo, proto_comp, 0, frame);
+    }
+    if (!cursor) {
+        cursor = wmem_map_new(pinfo->pool, g_direct_hash, g_direct_equal);
+        p_add_proto_data(pinfo->pool, pinfo, proto_comp, 0, cursor);
+    }
+    n = GPOINTER_TO_UINT(wmem_map_lookup(cursor, GUINT_TO_POINTER(pipe->id)));
+    wmem_map_insert(cursor, GUINT_TO_POINTER(pipe->id), GUINT_TO_POINTER(n + 1));
+    key = GUINT_TO_POINTER(pipe->id * 64 + MIN(n, 63));
+    fr = (comp_frame_t *)wmem_map_lookup(frame, key);
+    if (fr) {
+        *replay = TRUE;
+        return fr;
+    }
+    *replay = PINFO_FD_VISITED(pinfo);
+    if (*replay)
+        return NULL;
+    fr = wmem_new0(wmem_file_scope(), comp_frame_t);
+    wmem_map_insert(frame, key, fr);
+    return fr;
+}
+
+/* First pass: feed this frame's compressed bytes to the direction's decoder. */
+static void
+comp_feed(comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, packet_info *pinfo)
+{
+    guint len = tvb_captured_length(tvb);
+    guint8 *out = NULL;
+    size_t out_len = 0, bound;
+    const char *detail = NULL;
+    p2pc_dc_status_t st;
+
+    fr->in_len = len;
+    if (cd->stopped_in) {
+        fr->stopped_in = cd->stopped_in;
+    } else if (cd->codec == P2PC_CODEC_NONE) {
+        out_len = len;  /* the bytes as they are: handed on in the frame's own tvb */
+    } else if (!cd->dec) {
+        /* Decompression switched off: the compressed bytes are shown, nothing above. */
+    } else if (len) {
+        bound = p2pc_bound(COMP_FRAME_BOUND);
+        if (cd->out_total + bound > COMP_DIR_BOUND)
+            bound = (size_t)(COMP_DIR_BOUND - cd->out_total);
+        if (bound == 0) {
+            st = P2PC_DC_BOUND;
+            detail = "the decompressed output reached its bound";
+        } else {
+            st = p2pc_stream_feed(cd->dec, tvb_get_ptr(tvb, 0, len), len, bound, wmem_file_scope(),
+                                  &out, &out_len, &detail);
+        }
+        if (st != P2PC_DC_OK) {
+            /* What decoded before the error is still good: it goes up; nothing after it. */
+            fr->detail = detail ? detail : p2pc_dc_status_name(st);
+            cd->stopped_in = pinfo->num;
+        }
+    }
+    if (!fr->stopped_in) {
+        cd->in_total += len;
+        cd->out_total += out_len;
+        cd->unattributed += len;
+    }
+    fr->out = out;
+    fr->out_len = (guint32)out_len;
+    fr->in_total = cd->in_total;
+    fr->out_total = cd->out_total;
+}
+
+typedef struct {
+    comp_dir_t *cd;
+    comp_frame_t *fr;
+    gboolean replay;
+} attr_ctx_t;
+
+static const char *
+stacked_codec(packet_info *pinfo, const char *inner, const char *stream)
+{
+    if (!inner || !strcmp(inner, "none"))
+        return stream;
+    /* A message compressed on its own (eth2's snappy) inside the compressed stream. */
+    return wmem_strdup_printf(pinfo->pool, "%s+%s", inner, stream);
+}
+
+/* The records the layers above added in this frame: give each its share of the compressed
+ * bytes (see the top of this file) and the stream codec. */
+static void
+comp_attribute(packet_info *pinfo, p2pc_record_t **recs, guint n, void *ctx)
+{
+    attr_ctx_t *a = (attr_ctx_t *)ctx;
+    if (n == 0)
+        return;
+    if (!a->replay) {
+        guint64 budget = a->cd->unattributed, raw = 0, given = 0;
+        a->fr->attributed = wmem_array_new(wmem_file_scope(), sizeof(guint64));
+        for (guint i = 0; i < n; i++)
+            raw += recs[i]->raw_len;
+        for (guint i = 0; i < n; i++) {
+            guint64 share;
+            if (i == n - 1)
+                share = budget - given;
+            else if (raw)   /* budget < 2^33 and raw_len < 2^25 (L2P_MAX_PDU): no overflow */
+                share = budget * recs[i]->raw_len / raw;
+            else
+                share = 0;
+            given += share;
+            wmem_array_append_one(a->fr->attributed, share);
+        }
+        a->cd->unattributed = 0;
+    }
+    for (guint i = 0; i < n; i++) {
+        p2pc_record_t *r = recs[i];
+        guint64 share = 0;
+        if (a->fr->attributed && i < wmem_array_get_count(a->fr->attributed))
+            share = *(guint64 *)wmem_array_index(a->fr->attributed, i);
+        r->codec = stacked_codec(pinfo, r->codec, a->cd->codec_name);
+        /* The muxer and message headers were compressed with the payload: no byte on the
+         * wire is header alone. */
+        r->header_len = 0;
+        r->payload_len = share;
+        r->wire_len = share;
+    }
+}
+
+static void
+draw(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, comp_dir_t *cd,
+     const comp_frame_t *fr)
+{
+    proto_item *ti = proto_tree_add_item(tree, proto_comp, tvb, 0, -1, ENC_NA);
+    proto_tree *t = proto_item_add_subtree(ti, ett_comp);
+    proto_item *pi;
+
+    proto_tree_add_string(t, hf_comp_protocol, tvb, 0, 0, pipe->protocol);
+    pi = proto_tree_add_string(t, hf_comp_codec, tvb, 0, 0, cd->codec_name);
+    proto_item_set_generated(pi);
+    if (cd->codec != P2PC_CODEC_NONE)
+        proto_tree_add_item(t, hf_comp_data, tvb, 0, -1, ENC_NA);
+    if (fr->stopped_in) {
+        proto_item_append_text(ti, ": %s, %u bytes not decoded", cd->codec_name, fr->in_len);
+        pi = proto_tree_add_uint(t, hf_comp_stopped_in, tvb, 0, 0, fr->stopped_in);
+        proto_item_set_generated(pi);
+        return;
+    }
+    proto_item_append_text(ti, ": %s, %u bytes in, %u bytes out", cd->codec_name, fr->in_len, fr->out_len);
+    pi = proto_tree_add_uint(t, hf_comp_in, tvb, 0, 0, fr->in_len);
+    proto_item_set_generated(pi);
+    pi = proto_tree_add_uint(t, hf_comp_out, tvb, 0, 0, fr->out_len);
+    proto_item_set_generated(pi);
+    pi = proto_tree_add_uint64(t, hf_comp_in_total, tvb, 0, 0, fr->in_total);
+    proto_item_set_generated(pi);
+    pi = proto_tree_add_uint64(t, hf_comp_out_total, tvb, 0, 0, fr->out_total);
+    proto_item_set_generated(pi);
+    pi = proto_tree_add_double(t, hf_comp_ratio, tvb, 0, 0,
+                               fr->in_total ? (double)fr->out_total / (double)fr->in_total : 1.0);
+    proto_item_set_generated(pi);
+    if (fr->detail)
+        expert_add_info_format(pinfo, ti, &ei_comp_failed,
+                               "%s does not decode (%s): decoding of this direction stops here",
+                               cd->codec_name, fr->detail);
+}
+
+static int
+dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    l2p_pipe_t *pipe = l2p_pipe_from(data);
+    comp_dir_t *cd;
+    comp_frame_t *fr;
+    gboolean replay;
+    tvbuff_t *dtvb;
+    attr_ctx_t actx;
+
+    if (!pipe) {    /* not on a libp2p connection: nothing to decode against */
+        proto_item *ti = proto_tree_add_item(tree, proto_comp, tvb, 0, -1, ENC_NA);
+        proto_tree_add_item(proto_item_add_subtree(ti, ett_comp), hf_comp_data, tvb, 0, -1, ENC_NA);
+        return tvb_captured_length(tvb);
+    }
+    fr = frame_slot(pinfo, pipe, &replay);
+    if (!fr)
+        return tvb_captured_length(tvb);
+    cd = comp_dir(pipe);
+    if (!replay)
+        comp_feed(cd, fr, tvb, pinfo);
+    draw(tvb, pinfo, tree, pipe, cd, fr);
+    if (fr->stopped_in || (!fr->out_len && !pipe->fin))
+        return tvb_captured_length(tvb);
+
+    if (cd->codec == P2PC_CODEC_NONE) {
+        /* Uncompressed: the framing below carried these bytes; nothing to re-attribute. */
+        if (!replay) {
+            cd->inner->overhead += pipe->overhead;
+            pipe->overhead = 0;
+        }
+        l2p_pipe_call(cd->inner, tvb, pinfo, tree, pipe->fin);
+        return tvb_captured_length(tvb);
+    }
+    if (fr->out_len) {
+        dtvb = tvb_new_child_real_data(tvb, fr->out, fr->out_len, fr->out_len);
+        add_new_data_source(pinfo, dtvb, wmem_strdup_printf(pinfo->pool, "Decompressed %s",
+                            cd->codec == P2PC_CODEC_GZIP_STREAM ? "gzip stream" :
+                            cd->codec == P2PC_CODEC_BROTLI_STREAM ? "brotli stream" : "deflate stream"));
+    } else {
+        dtvb = tvb_new_subset_length(tvb, 0, 0);
+    }
+    if (!replay)
+        pipe->overhead = 0;     /* compressed: no byte is framing alone */
+    actx.cd = cd;
+    actx.fr = fr;
+    actx.replay = replay;
+    /* Hold the records of the messages this frame completes until all of them are known. */
+    p2pc_record_hold(pinfo);
+    TRY {
+        l2p_pipe_call(cd->inner, dtvb, pinfo, tree, pipe->fin);
+    }
+    CATCH_ALL {
+        p2pc_record_release(pinfo, comp_attribute, &actx);
+        RETHROW;
+    }
+    ENDTRY;
+    p2pc_record_release(pinfo, comp_attribute, &actx);
+    return tvb_captured_length(tvb);
+}
+
+void
+proto_register_libp2p_compression(void)
+{
+    static hf_register_info hf[] = {
+        { &hf_comp_protocol, { "Protocol ID", "libp2p_compression.protocol", FT_STRING, BASE_NONE, NULL, 0x0,
+            "The compression transport multistream-select agreed on", HFILL } },
+        { &hf_comp_codec, { "Codec", "libp2p_compression.codec", FT_STRING, BASE_NONE, NULL, 0x0,
+            "gzip-stream, brotli-stream, deflate-stream or none", HFILL } },
+        { &hf_comp_in, { "Compressed bytes in", "libp2p_compression.in", FT_UINT32, BASE_DEC, NULL, 0x0,
+            "Bytes of the compressed stream in this frame", HFILL } },
+        { &hf_comp_out, { "Decompressed bytes out", "libp2p_compression.out", FT_UINT32, BASE_DEC, NULL, 0x0,
+            "Bytes the direction's persistent decoder produced from them", HFILL } },
+        { &hf_comp_in_total, { "Compressed bytes so far", "libp2p_compression.in_total", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "Compressed bytes of this direction up to the end of this frame", HFILL } },
+        { &hf_comp_out_total, { "Decompressed bytes so far", "libp2p_compression.out_total", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "Decompressed bytes of this direction up to the end of this frame", HFILL } },
+        { &hf_comp_ratio, { "Ratio so far", "libp2p_compression.ratio", FT_DOUBLE, BASE_NONE, NULL, 0x0,
+            "Decompressed / compressed bytes of this direction so far", HFILL } },
+        { &hf_comp_stopped_in, { "Decoding stopped in", "libp2p_compression.stopped_in", FT_FRAMENUM, BASE_NONE, NULL, 0x0,
+            "The frame where this direction's stream stopped decoding", HFILL } },
+        { &hf_comp_data, { "Compressed data", "libp2p_compression.data", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+    };
+    static gint *ett[] = { &ett_comp };
+    static ei_register_info ei[] = {
+        { &ei_comp_failed, { "libp2p_compression.failed", PI_MALFORMED, PI_ERROR,
+            "The compressed stream does not decode: decoding of this direction stops", EXPFILL } },
+    };
+    module_t *module;
+    expert_module_t *expert;
+
+    if (proto_register_libp2p)
+        return;     /* the old engine is here (see the top of this file) */
+    proto_comp = proto_register_protocol("libp2p compression transport", "libp2p compression",
+                                         "libp2p_compression");
+    proto_register_field_array(proto_comp, hf, array_length(hf));
+    proto_register_subtree_array(ett, array_length(ett));
+    expert = expert_register_protocol(proto_comp);
+    expert_register_field_array(expert, ei, array_length(ei));
+    module = prefs_register_protocol(proto_comp, NULL);
+    prefs_register_bool_preference(module, "decompress", "Decompress the stream",
+        "Decode each direction's gzip/brotli/deflate stream and dissect what is inside "
+        "(takes effect when the capture is read again)", &pref_decompress);
+    comp_handle = register_dissector("libp2p_compression", dissect_libp2p_compression, proto_comp);
+}
+
+void
+proto_reg_handoff_libp2p_compression(void)
+{
+    if (proto_comp == -1)
+        return;
+    for (size_t i = 0; i < G_N_ELEMENTS(comp_ids); i++)
+        dissector_add_string("multistream.protocol", comp_ids[i].id, comp_handle);
+}

@@ -1,0 +1,247 @@
+"""The libp2p layers as separate dissectors chained through multistream-select: negotiation,
+the plaintext Exchange, Noise, yamux and mplex stream keying, per-stream reassembly, and
+user mapping of protocol IDs.  Captures are of real go-libp2p hosts (captures/eth2/); expected
+values come from the generator's truth files and inputs, not from the dissector's output."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import CAPTURES
+
+ETH = CAPTURES / "eth2"
+MUXED = ["eth2-yamux", "eth2-mplex"]
+ALL = MUXED + ["eth2-broken", "eth2-noise", "eth2-badcrc", "eth2-truncated"]
+OURS = "multistream,libp2p_plaintext,libp2p_noise,yamux,mplex,libp2p_app,eth2,gossipsub,p2pc"
+
+
+def truth(name: str) -> dict:
+    return json.loads((ETH / f"{name}.truth.json").read_text())
+
+
+def cap(name: str) -> str:
+    return str(ETH / f"{name}.pcapng")
+
+
+def split(cell: str) -> list[str]:
+    return [c for c in cell.split("|") if c] if cell else []
+
+
+def ed25519_public(seed: int) -> bytes:
+    """The generator's identity: crypto.GenerateEd25519Key over a reader of repeated `seed`
+    bytes, i.e. the Ed25519 key whose 32-byte seed is that byte repeated."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+    key = Ed25519PrivateKey.from_private_bytes(bytes([seed]) * 32)
+    return key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+def peer_id(pub: bytes) -> bytes:
+    """libp2p peer-id of an Ed25519 key: identity multihash of the protobuf PublicKey."""
+    pb = b"\x08\x01\x12\x20" + pub
+    return b"\x00" + bytes([len(pb)]) + pb
+
+
+@pytest.mark.parametrize("name", MUXED + ["eth2-noise"])
+def test_connection_upgrades_in_order(tshark, name):
+    """Each direction: header, security, header, muxer (Noise: its muxer is encrypted)."""
+    t = truth(name)
+    rows = tshark.fields(cap(name), ["ip.src", "multistream.message", "multistream.stream"],
+                         dfilter="multistream.message && !multistream.stream")
+    for side in (t["link"]["addr_a"], t["link"]["addr_b"]):
+        msgs = [m for src, m, _ in rows if src == side for m in split(m)]
+        want = ["/multistream/1.0.0", t["security"]]
+        if t["security"] != "/noise":
+            want += ["/multistream/1.0.0", "/yamux/1.0.0" if t["muxer"] == "yamux" else "/mplex/6.7.0"]
+        assert msgs == want
+
+
+@pytest.mark.parametrize("name", MUXED)
+def test_plaintext_exchange_names_both_peers(tshark, name):
+    t = truth(name)
+    rows = tshark.fields(cap(name), ["ip.src", "libp2p_plaintext.peer_id", "libp2p_plaintext.key_type",
+                                     "libp2p_plaintext.key"], dfilter="libp2p_plaintext")
+    got = {src: (bytes.fromhex(pid), kt, bytes.fromhex(key)) for src, pid, kt, key in rows}
+    for side, addr in (("a", t["link"]["addr_a"]), ("b", t["link"]["addr_b"])):
+        pub = ed25519_public(t["seeds"][side])
+        assert got[addr] == (peer_id(pub), "1", pub)
+
+
+def test_noise_is_recognised_and_labelled_encrypted(tshark):
+    rows = tshark.fields(cap("eth2-noise"), ["libp2p_noise.length", "_ws.expert.message"], dfilter="libp2p_noise")
+    assert len(rows) > 10
+    assert all("export no keys" in r[1] for r in rows)
+    # Nothing above Noise is visible.
+    assert not tshark.fields(cap("eth2-noise"), ["frame.number"], dfilter="yamux || eth2 || multistream.stream")
+
+
+def test_yamux_stream_ids_say_who_opened_them(tshark):
+    """The dialer opens odd yamux stream ids, the listener even ones."""
+    t = truth("eth2-yamux")
+    rows = tshark.fields(cap("eth2-yamux"), ["ip.src", "multistream.message", "multistream.stream"],
+                         dfilter="multistream.stream")
+    proposals = {}
+    for src, msgs, streams in rows:
+        for m, s in zip(split(msgs), split(streams)):
+            if m != "/multistream/1.0.0":
+                proposals.setdefault(int(s), []).append((src, m))
+    eth2 = {s: v for s, v in proposals.items() if v[0][1].startswith("/eth2/")}
+    assert sorted(v[0][1].split("/")[4] + "/" + v[0][1].split("/")[5] for v in eth2.values()) == \
+        sorted(t["requests"])
+    for s, v in eth2.items():
+        assert s % 2 == 1 and v[0][0] == t["link"]["addr_a"]     # dialer's streams
+        assert v[1] == (t["link"]["addr_b"], v[0][1])            # echoed by the listener
+    listener_opened = [s for s, v in proposals.items() if v[0][0] == t["link"]["addr_b"]]
+    assert listener_opened and all(s % 2 == 0 for s in listener_opened)
+
+
+def test_mplex_streams_are_keyed_by_id_and_opener(tshark):
+    """go-mplex numbers each side's streams from 0: both peers open stream 0 for identify.
+    Keyed by (id, opener) they are two streams, each negotiated and decoded on its own."""
+    t = truth("eth2-mplex")
+    a, b = t["link"]["addr_a"], t["link"]["addr_b"]
+    recs = [r for r in tshark.records(cap("eth2-mplex")) if r["msg_type"] == "/ipfs/id/1.0.0"]
+    # One identify message from each side, each answering the other's stream 0.
+    assert sorted(r["src"] for r in recs) == sorted([a, b])
+    rows = tshark.fields(cap("eth2-mplex"), ["ip.src", "mplex.stream", "mplex.flag", "libp2p_app.protocol"],
+                         dfilter="libp2p_app.protocol == \"/ipfs/id/1.0.0\"")
+    assert len(rows) == 2
+    for src, streams, flags, _ in rows:
+        # The identify message goes from the receiver of the stream (MessageReceiver, 1).
+        assert "0" in split(streams) and "1" in split(flags)
+
+
+@pytest.mark.parametrize("name", MUXED)
+def test_a_block_spans_many_muxer_frames_and_segments(tshark, name):
+    t = truth(name)
+    mux = t["muxer"]
+    stream_rows = tshark.fields(cap(name), [f"{mux}.stream", "eth2.ssz_length"],
+                                dfilter=f'eth2.method == "beacon_blocks_by_range/2" && eth2.direction == "response"')
+    stream = split(stream_rows[0][0])[-1]
+    b = t["link"]["addr_b"]
+    frames = tshark.fields(cap(name), ["frame.number", f"{mux}.length"],
+                           dfilter=f"{mux}.stream == {stream} && ip.src == {b} && {mux}.length > 0")
+    data_frames = sum(len(split(r[1])) for r in frames)
+    first, last = int(frames[0][0]), int(frames[-1][0])
+    segments = tshark.fields(cap(name), ["frame.number"],
+                             dfilter=f"ip.src == {b} && tcp.len > 0 && frame.number >= {first} && frame.number <= {last}")
+    completed = [r for r in tshark.records(cap(name)) if r["msg_type"] == "beacon_blocks_by_range/2 response"]
+    # ~1.3 MB of Snappy in four chunks, through muxer frames of at most 64 KiB (go-yamux) or
+    # 4 KiB (go-mplex) and TCP segments of at most 1448 bytes.
+    assert len(completed) == 4
+    assert len(segments) > 900
+    assert data_frames > (15 if mux == "yamux" else 300)
+
+
+@pytest.mark.parametrize("name", MUXED)
+def test_one_muxer_frame_holds_the_end_of_one_message_and_the_next(tshark, name):
+    """The listener wrote the last block's final 100 bytes and the error chunk in one write:
+    one muxer frame completes both."""
+    t = truth(name)
+    mux = t["muxer"]
+    recs = [r for r in tshark.records(cap(name)) if r["msg_type"] == "beacon_blocks_by_range/2 response"]
+    err = recs[-1]
+    assert int(err["raw_len"]) == len(t["error_chunk"]["message"])
+    assert recs[-2]["frame"] == err["frame"]
+    # result byte + 1-byte uvarint + the framed Snappy bytes of the error message
+    err_wire = 2 + int(err["payload_len"])
+    rows = tshark.fields(cap(name), [f"{mux}.length"], dfilter=f"frame.number == {err['frame']}")
+    assert str(t["shared_write"]["tail_bytes"] + err_wire) in split(rows[0][0])
+
+
+def test_na_refusal_is_shown(tshark):
+    t = truth("eth2-broken")
+    rows = tshark.fields(cap("eth2-broken"), ["ip.src", "multistream.message", "multistream.stream"],
+                         dfilter="multistream.stream")
+    by_stream = {}
+    for src, msgs, streams in rows:
+        for m, s in zip(split(msgs), split(streams)):
+            by_stream.setdefault(s, []).append((src, m))
+    refused = [v for v in by_stream.values() if (t["link"]["addr_a"], t["refused"]) in v]
+    assert len(refused) == 1
+    assert (t["link"]["addr_b"], "na") in refused[0]
+    assert "Protocol refused (na)" in tshark.expert(cap("eth2-broken"))
+
+
+def test_identify_is_named_with_its_bytes(tshark):
+    rows = tshark.fields(cap("eth2-yamux"), ["libp2p_app.protocol", "libp2p_app.data",
+                                             "libp2p_app.identify.agent_version", "libp2p_app.identify.protocol"],
+                         dfilter="libp2p_app")
+    assert rows
+    for proto, data, agent, protos in rows:
+        assert proto == "/ipfs/id/1.0.0" and data
+        assert agent.startswith("github.com/p2pc/captures/libp2p")
+        assert "/eth2/beacon_chain/req/status/1/ssz_snappy" in split(protos) or "/meshsub/1.1.0" in split(protos)
+
+
+PING = "/eth2/beacon_chain/req/ping/1/ssz_snappy"
+
+
+def test_decode_as_on_the_protocol_table(tshark):
+    """Decode As on the string table: the ping streams go to the generic dissector instead."""
+    base = tshark.fields(cap("eth2-yamux"), ["eth2.method"], dfilter='eth2.method == "ping/1"')
+    assert len(base) == 2
+    rows = tshark.fields(cap("eth2-yamux"), ["libp2p_app.protocol", "eth2.method"], dfilter="libp2p_app.protocol",
+                         extra=["-d", f"multistream.protocol=={PING},libp2p_app"])
+    assert [r[0] for r in rows if r[0] == PING] == [PING, PING]
+    assert not tshark.fields(cap("eth2-yamux"), ["eth2.method"], dfilter='eth2.method == "ping/1"',
+                             extra=["-d", f"multistream.protocol=={PING},libp2p_app"])
+
+
+def test_protocol_map_preference(tshark):
+    """multistream.protocol_map sends a protocol ID of the user's to a dissector."""
+    status = "/eth2/beacon_chain/req/status/1/ssz_snappy"
+    rows = tshark.fields(cap("eth2-yamux"), ["libp2p_app.protocol"], dfilter="libp2p_app.protocol",
+                         extra=["-o", f"multistream.protocol_map:{status}=libp2p_app"])
+    assert [r[0] for r in rows].count(status) == 2
+    # and the other way: an unknown ID read as Ethereum req/resp
+    rows = tshark.fields(cap("eth2-yamux"), ["eth2.method"], dfilter="eth2.method",
+                         extra=["-o", "multistream.protocol_map:/ipfs/id/1.0.0=eth2"])
+    assert rows
+
+
+def test_a_lua_dissector_receives_its_protocol(tshark, tmp_path):
+    """Users can add their own protocol IDs to the table from Lua."""
+    script = tmp_path / "myproto.lua"
+    script.write_text(
+        'local p = Proto("myid", "my identify")\n'
+        'local f = ProtoField.uint32("myid.len", "bytes")\n'
+        'p.fields = { f }\n'
+        'function p.dissector(tvb, pinfo, tree) tree:add(p, tvb()):add(f, tvb:len()) return tvb:len() end\n'
+        'DissectorTable.get("multistream.protocol"):add("/ipfs/id/1.0.0", p)\n')
+    rows = tshark.fields(cap("eth2-yamux"), ["myid.len"], dfilter="myid",
+                         extra=["-X", f"lua_script:{tshark.ws.readable(script)}"])
+    assert sum(int(x) for r in rows for x in split(r[0])) == sum(
+        int(r["wire_len"]) - int(r["header_len"]) for r in tshark.records(cap("eth2-yamux"))
+        if r["msg_type"] == "/ipfs/id/1.0.0")
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_one_pass_equals_two_pass_full_trees(tshark, name):
+    """Every layer's tree, every reassembled tab: the same in one pass and in two."""
+    args = ["-n", "-r", tshark.ws.readable(cap(name)), "-O", OURS, "-V", "-x",
+            "-Y", "multistream || yamux || mplex || eth2 || gossipsub || libp2p_app || libp2p_plaintext || libp2p_noise"]
+    one = tshark.run(args).stdout
+    two = tshark.run(args + ["-2"]).stdout
+    strip = lambda s: [l for l in s.splitlines() if not l.lstrip().startswith(("Transmission Control", "Internet Protocol",
+                                                                               "Ethernet II", "Frame "))]
+    assert one and strip(one) == strip(two)
+
+
+@pytest.mark.parametrize("name", MUXED)
+def test_optimistic_negotiation_shares_one_muxer_frame(tshark, name):
+    """go-libp2p's lazy multistream: header, proposal and the request go out in one write, so
+    one muxer data frame carries all three, before the listener's echo."""
+    t = truth(name)
+    mux = t["muxer"]
+    reqs = {r["frame"]: r for r in tshark.records(cap(name)) if r["msg_type"].startswith("ping/1 request")}
+    assert len(reqs) == 1
+    frame, rec = next(iter(reqs.items()))
+    rows = tshark.fields(cap(name), ["multistream.message", f"{mux}.length"], dfilter=f"frame.number == {frame}")
+    msgs, lengths = split(rows[0][0]), [int(x) for x in split(rows[0][1])]
+    assert msgs == ["/multistream/1.0.0", PING]
+    header = 1 + len("/multistream/1.0.0\n")
+    proposal = 1 + len(PING + "\n")
+    request = 1 + int(rec["payload_len"])     # uvarint(8) + the framed Snappy bytes
+    assert lengths == [header + proposal + request]
