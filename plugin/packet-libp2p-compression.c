@@ -46,13 +46,8 @@
 void proto_register_libp2p_compression(void);
 void proto_reg_handoff_libp2p_compression(void);
 
-/* TRANSITIONAL (remove with plugin/packet-libp2p.c): the old single-file engine decodes the
- * compression transport itself and registers the same protocol name; when it is linked into
- * this plugin (a build with every packet-*.c), this file stays out of its way. */
-extern void proto_register_libp2p(void) __attribute__((weak));
-
-/* Output bounds: decompressed bytes from one frame, and from one connection direction (both
- * under p2pc_bound(), the global cap preference). */
+/* Output bounds: decompressed bytes from one frame (under p2pc_bound(): never more than the
+ * global p2pc.max_decompressed_mib), and from one connection direction in all. */
 #define COMP_FRAME_BOUND (64 * 1024 * 1024)
 #define COMP_DIR_BOUND   (G_GUINT64_CONSTANT(4) * 1024 * 1024 * 1024)
 
@@ -407,8 +402,6 @@ proto_register_libp2p_compression(void)
     module_t *module;
     expert_module_t *expert;
 
-    if (proto_register_libp2p)
-        return;     /* the old engine is here (see the top of this file) */
     proto_comp = proto_register_protocol("libp2p compression transport", "libp2p compression",
                                          "libp2p_compression");
     proto_register_field_array(proto_comp, hf, array_length(hf));
@@ -425,8 +418,6 @@ proto_register_libp2p_compression(void)
 void
 proto_reg_handoff_libp2p_compression(void)
 {
-    if (proto_comp == -1)
-        return;
     for (size_t i = 0; i < G_N_ELEMENTS(comp_ids); i++)
         dissector_add_string("multistream.protocol", comp_ids[i].id, comp_handle);
 }

@@ -123,7 +123,7 @@ def test_decompressed_stream_has_its_own_tab(tshark, name):
     assert tab in out
 
 
-@pytest.mark.parametrize("name", NAMES + ["comp-gzip-gap", "comp-gzip-corrupt"])
+@pytest.mark.parametrize("name", NAMES + ["comp-gzip-gap", "comp-gzip-corrupt", "comp-deflate"])
 def test_one_pass_equals_two_pass(tshark, name):
     fields = ["frame.number", "multistream.message", "yamux.stream", "libp2p_compression.in",
               "libp2p_compression.out", "libp2p_compression.in_total", "libp2p_app.protocol",
@@ -171,6 +171,33 @@ def test_corrupt_stream_stops_its_direction_only(tshark):
     assert all(int(r["frame"]) <= bad["zlib_fails_in_frame"] for r in recs if r["src"] == a)
     got = app_bytes(tshark, "comp-gzip-corrupt")
     assert got[(b, FILE)].decode() == "".join(f["reply"] for f in t["transfers"])
+
+
+def test_rust_libp2p_deflate(tshark):
+    """rust-libp2p's /deflate/1.0.0 (raw deflate, sync-flushed) between plaintext and yamux,
+    carrying libp2p ping: every 32-byte ping comes back unchanged from the other side."""
+    t = truth("comp-deflate")
+    a, b = t["link"]["addr_a"], t["link"]["addr_b"]
+    c = cap("comp-deflate")
+    rows = tshark.fields(c, ["ip.src", "multistream.message"], dfilter="multistream")
+    seq = [(src, m) for src, ms in rows for m in ms.split("|")]
+    at = seq.index((a, "/deflate/1.0.0"))
+    assert (b, "/deflate/1.0.0") in seq[at:at + 3]
+    assert (a, "/yamux/1.0.0") in seq and (b, "/yamux/1.0.0") in seq
+    pings = [(r["src"], raw) for (_, mtype, raw), r in zip(tshark.payloads(c), tshark.records(c))]
+    assert all(len(raw) == t["ping"]["payload_bytes"] for _, raw in pings)
+    seen = Counter(raw for _, raw in pings)
+    pairs = [raw for raw, n in seen.items() if n == 2]
+    assert len(pairs) >= 4 and all(n <= 2 for n in seen.values())
+    for raw in pairs:
+        assert {src for src, r in pings if r == raw} == {a, b}
+    recs = tshark.records(c)
+    assert {r["codec"] for r in recs} == {"deflate-stream"}
+    totals = {(int(f), src): int(tot) for f, src, tot in tshark.fields(
+        c, ["frame.number", "ip.src", "libp2p_compression.in_total"], dfilter="libp2p_compression.in")}
+    for src in (a, b):
+        mine = [r for r in recs if r["src"] == src]
+        assert sum(int(r["payload_len"]) for r in mine) == totals[(int(mine[-1]["frame"]), src)]
 
 
 def test_fallback_to_none_after_na(tshark):

@@ -6,11 +6,13 @@ go-libp2p-compression-examples pins them, built with `go build`): plaintext secu
 /compression/gzip, /compression/cbrotli or no compression layer, then yamux.  On one connection the dialer runs
 the echo example and then sends four real files, each on its own /p2pc/file/1.0.0 stream; the
 listener answers each with its sha256.  A fourth session offers gzip to a listener that only
-has /compression/none (the fallback: "na", then none).  Copies of the gzip capture with one of
+has /compression/none (the fallback: "na", then none).  rust-libp2p's deprecated
+/deflate/1.0.0 comes from two rust-libp2p 0.52 hosts pinging each other (compression/deflate/,
+built with cargo).  Copies of the gzip capture with one of
 the dialer's data segments removed (the gap case) and with one byte of its compressed stream
 flipped (the corrupt case) come last.  Over netem.py's emulated
-link (60 ms each way, 20 Mbit/s, MTU 1500).  Needs root and Go (cgo and libbrotli-dev for
-cbrotli).
+link (60 ms each way, 20 Mbit/s, MTU 1500).  Needs root, Go (cgo and libbrotli-dev for
+cbrotli) and cargo.
 
     sudo python3 captures/gen/make_compression.py            # all
     sudo python3 captures/gen/make_compression.py gzip       # one session (and the gap copy)
@@ -20,9 +22,11 @@ from __future__ import annotations
 import bz2
 import hashlib
 import json
+import os
 import struct
 import subprocess
 import sys
+import time
 import zlib
 from pathlib import Path
 
@@ -35,6 +39,7 @@ OUT = HERE.parent / "libp2p-compression"
 DATA = HERE.parent / "data"
 DELAY_MS, RATE_KBIT, PORT = 60, 20000, 9100
 ECHO = "Hello, world!\n"
+DEFLATE_KEEP = 800      # frames of the /deflate/1.0.0 run kept (see make_deflate)
 # capture -> (dialer's offer, listener's offer, the files sent: indexes into payload_files())
 SESSIONS = {
     "gzip": ("gzip", "gzip", None),
@@ -49,6 +54,68 @@ SESSIONS = {
 
 def build() -> Path:
     return go_build("compression", "comppeers")
+
+
+def build_deflate() -> Path:
+    """rust-libp2p peers for /deflate/1.0.0 (compression/deflate/, cargo, locked versions)."""
+    target = WORK / "cargo-target"
+    subprocess.run(["cargo", "build", "--release", "--locked", "-q"], cwd=HERE / "compression" / "deflate",
+                   check=True, env=dict(os.environ, CARGO_TARGET_DIR=str(target)))
+    return target / "release" / "deflatepeers"
+
+
+def make_deflate(pings: int = 5) -> dict:
+    """comp-deflate: two rust-libp2p 0.52 hosts, /plaintext/2.0.0, /deflate/1.0.0, yamux, and
+    libp2p ping both ways until the dialer has `pings` answers; the capture keeps the start."""
+    exe = build_deflate()
+    full = WORK / "comp-deflate-full.pcapng"
+    cap = OUT / "comp-deflate.pcapng"
+    idfile = WORK / "comp-deflate.id"
+    idfile.unlink(missing_ok=True)
+    with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=full) as link:
+        b = link.popen("b", [str(exe), "listen", str(idfile), "0"], stdout=subprocess.PIPE, text=True)
+        addr = listener_addr(idfile, link.addr_b)
+        res = link.run("a", [str(exe), "dial", addr, str(pings)], capture_output=True, text=True, timeout=60)
+        time.sleep(3 * DELAY_MS / 1000)     # A's FIN reaches B; then B is stopped (see main.rs)
+        b.terminate()
+        b_out, _ = b.communicate(timeout=10)
+    if res.stdout.count("ping rtt") != pings or b_out.count("ping rtt") < pings - 1:
+        raise SystemExit(f"{cap.name}: pongs A {res.stdout.count('ping rtt')}, B {b_out.count('ping rtt')}")
+    b_answered = b_out.count("ping rtt")
+    # libp2p-deflate sync-flushes on every poll_flush, even with nothing written: each side
+    # sends a 5-byte empty stored block whenever yamux polls it, thousands a second.  Keep the
+    # start (negotiations and the first ping each way) and say what the whole run looked like.
+    rows = subprocess.run(["tshark", "-n", "-r", str(full), "-Y", "tcp.len > 0", "-T", "fields", "-e", "ip.src",
+                           "-e", "tcp.len", "-e", "frame.time_relative"], capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+    segs = [r.split("\t") for r in rows]
+    stats = {src: {"data_segments": sum(1 for s_, _, _ in segs if s_ == src),
+                   "empty_flush_segments": sum(1 for s_, n, _ in segs if s_ == src and n == "5"),
+                   "tcp_payload": sum(int(n) for s_, n, _ in segs if s_ == src)}
+             for src in (EmulatedLink.addr_a, EmulatedLink.addr_b)}
+    subprocess.run(["editcap", "-r", str(full), str(cap), f"1-{DEFLATE_KEEP}"], check=True)
+    truth = {
+        "capture": cap.name,
+        "implementation": "rust-libp2p 0.52.4 (libp2p-deflate 0.40.1, flate2 on zlib), captures/gen/compression/deflate",
+        "offered": {"a": ["/deflate/1.0.0"], "b": ["/deflate/1.0.0"]},
+        "compression": "/deflate/1.0.0",
+        "codec": "deflate-stream",
+        "security": "/plaintext/2.0.0",
+        "muxer": "/yamux/1.0.0",
+        "link": {"delay_ms_each_way": DELAY_MS, "rate_kbit": RATE_KBIT, "mtu": 1500,
+                 "addr_a": EmulatedLink.addr_a, "addr_b": EmulatedLink.addr_b, "port_b": PORT},
+        # libp2p ping: each side sends 32 random bytes on its own /ipfs/ping/1.0.0 stream every
+        # 300 ms and the other side sends them back; A stops after `pings` answers.
+        "ping": {"protocol": "/ipfs/ping/1.0.0", "payload_bytes": 32, "answered": {"a": pings, "b": b_answered}},
+        "kept_frames": DEFLATE_KEEP,
+        "measured": {"whole_run": stats, "seconds": round(float(segs[-1][2]), 3),
+                     "note": "this run's numbers, not inputs, over the whole run of which the capture "
+                             "keeps the first kept_frames frames; empty_flush_segments carry only "
+                             "00 00 00 ff ff (an empty stored block: the sync flush)"},
+    }
+    (OUT / "comp-deflate.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+    print(f"{cap.name}: {cap.stat().st_size} bytes")
+    return truth
 
 
 def payload_files() -> list[tuple[Path, str]]:
@@ -230,9 +297,12 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     exe = build()
     files = payload_files()
-    sessions = sys.argv[1:] or list(SESSIONS)
+    sessions = sys.argv[1:] or [*SESSIONS, "deflate"]
     for session in sessions:
-        make(session, exe, files)
+        if session == "deflate":
+            make_deflate()
+        else:
+            make(session, exe, files)
     if "gzip" in sessions:
         gap_variant()
         corrupt_variant()
