@@ -2,38 +2,46 @@
 PYTHON ?= python3
 BUILD ?= build
 JOBS ?= $(shell nproc)
-WS_MM := $(shell tshark --version 2>/dev/null | sed -n 's/^TShark (Wireshark) \([0-9]*\.[0-9]*\).*/\1/p')
-PLUGIN := $(BUILD)/plugins/$(WS_MM)/epan/p2pc.so
-USER_PLUGIN_DIR := $(HOME)/.local/lib/wireshark/plugins/$(WS_MM)/epan
-USER_LUA_DIR := $(HOME)/.local/lib/wireshark/plugins
+# The Wireshark version is read when a recipe needs it, not when make starts: on a bare machine
+# `make demo` installs tshark (deps) before install-user asks which version it is.
+WS_MM = $(shell tshark --version 2>/dev/null | sed -n 's/^TShark (Wireshark) \([0-9]*\.[0-9]*\).*/\1/p')
+USER_PLUGIN_ROOT := $(HOME)/.local/lib/wireshark/plugins
 DEMO_CAPTURE ?= captures/bitcoin/btc-compressed.pcapng
 P2PC_ONLY ?=
 
-.PHONY: all deps build test demo install-user uninstall-user captures bench fuzz check-ws44 clean
+.PHONY: all deps build test demo install-user uninstall-user captures bench fuzz check-versions check-bare clean
 
 all: build
 
 deps:
 	@tools/install-deps.sh
 
+WERROR ?= OFF
+
 build:
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DP2PC_ONLY="$(P2PC_ONLY)" >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DP2PC_ONLY="$(P2PC_ONLY)" \
+	  -DP2PC_WERROR=$(WERROR) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# Tests build with warnings as errors: a warning on any supported Wireshark fails them.
+test: WERROR = ON
 test: deps build
 	$(PYTHON) -m pytest -q tests
 
+# Installs into the folder of the Wireshark that is installed now, the build made for it.
 install-user: build
-	@mkdir -p $(USER_PLUGIN_DIR)
-	@install -m 0644 $(PLUGIN) $(USER_PLUGIN_DIR)/p2pc.so
-	@for f in lua/*.lua; do [ -e "$$f" ] && install -m 0644 "$$f" $(USER_LUA_DIR)/; done; true
-	@echo "p2pc: plugin installed in $(USER_PLUGIN_DIR)"
+	@mm="$(WS_MM)"; [ -n "$$mm" ] || { echo "p2pc: tshark not found: run make deps" >&2; exit 1; }; \
+	  so="$(BUILD)/plugins/$$mm/epan/p2pc.so"; \
+	  [ -f "$$so" ] || { echo "p2pc: $$so missing: the build is for another Wireshark; run make clean build" >&2; exit 1; }; \
+	  mkdir -p "$(USER_PLUGIN_ROOT)/$$mm/epan" && install -m 0644 "$$so" "$(USER_PLUGIN_ROOT)/$$mm/epan/p2pc.so"; \
+	  for f in lua/*.lua; do install -m 0644 "$$f" "$(USER_PLUGIN_ROOT)/"; done; \
+	  echo "p2pc: plugin installed in $(USER_PLUGIN_ROOT)/$$mm/epan (Wireshark $$mm)"
 	@if [ "$$(id -u)" -eq 0 ]; then \
 	  echo "p2pc: note: Wireshark ignores personal plugins when run as root;"; \
 	  echo "      the p2pc command handles that itself (see README, 'Running as root')."; fi
 
 uninstall-user:
-	rm -f $(USER_PLUGIN_DIR)/p2pc.so
+	rm -f "$(USER_PLUGIN_ROOT)/$(WS_MM)/epan/p2pc.so"
 
 demo: deps install-user
 	@PYTHONPATH=analyzer $(PYTHON) -m p2pc analyze $(DEMO_CAPTURE)
@@ -50,8 +58,13 @@ bench: build
 fuzz:
 	$(PYTHON) tools/fuzz.py
 
-check-ws44:
-	tools/check-ws44.sh
+# Root: the whole suite against Wireshark 4.4 (Debian trixie) and 4.6 (Debian sid) in chroots.
+check-versions:
+	tools/ws-versions.sh trixie sid
+
+# Root: a bare Debian 12 chroot, a clean clone, its first make demo, then make test.
+check-bare:
+	tools/bare-check.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -1,5 +1,5 @@
 /* p2pc-compat.h
- * The one place where Wireshark version differences live (4.0 → 4.2 → 4.4), so the
+ * The one place where Wireshark version differences live (4.0 → 4.2 → 4.4 → 4.6), so the
  * dissectors are written once against the newer names.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -29,6 +29,15 @@
 #define tvb_get_int8   tvb_get_gint8
 #define tvb_get_int16  tvb_get_gint16
 #define tvb_get_int32  tvb_get_gint32
+#define tvb_find_uint8 tvb_find_guint8
+#endif
+
+/* 4.6 renamed the unaligned big-endian readers. */
+#if !P2PC_WS_AT_LEAST(4, 6)
+#define pntohu16 pntoh16
+#define pntohu24 pntoh24
+#define pntohu32 pntoh32
+#define pntohu64 pntoh64
 #endif
 
 /* Wireshark 4.4 parses segwit transactions in its own bitcoin `tx` handler; 4.0 does not
@@ -42,12 +51,28 @@
 #define P2PC_STRING_CASE_SENSITIVE 0
 #endif
 
-/* Preference booleans and heuristic dissector results: gboolean in 4.0, bool from 4.2. */
+/* Preference booleans, heuristic dissector results and wmem user callbacks (wmem_user_cb_t):
+ * gboolean in 4.0, bool from 4.2. */
 #if P2PC_WS_AT_LEAST(4, 2)
 typedef bool p2pc_bool_t;
 #else
 typedef gboolean p2pc_bool_t;
 #endif
+
+/* A stat_tap_ui init callback (-z NAME,...) returns void up to 4.4 and bool (started) from 4.6. */
+#if P2PC_WS_AT_LEAST(4, 6)
+typedef bool p2pc_tap_init_t;
+#define P2PC_TAP_INIT_STARTED return true
+#else
+typedef void p2pc_tap_init_t;
+#define P2PC_TAP_INIT_STARTED return
+#endif
+
+/* Which Wireshark major.minor the plugin was built for, as a string `p2pc doctor` finds in the
+ * file: a plugin loads only into the version it was built for. */
+#define P2PC_BUILT_FOR_MARKER                                                   \
+    WS_DLL_PUBLIC_DEF const char p2pc_built_for[] = "p2pc-built-for-wireshark=" \
+        G_STRINGIFY(WIRESHARK_VERSION_MAJOR) "." G_STRINGIFY(WIRESHARK_VERSION_MINOR);
 
 /* The body both registration styles share: every protocol, then every tap. */
 #define P2PC_REGISTER_ALL(protos, nprotos, taps, ntaps)                         \
@@ -58,23 +83,9 @@ typedef gboolean p2pc_bool_t;
             tap_register_plugin(&(taps)[i]);                                    \
     }
 
-/* Plugin entry points.  4.0-4.4 look for plugin_version, plugin_want_major/minor and
- * plugin_register(); 4.2 adds plugin_describe(); 4.6 registers a struct ws_module instead. */
-#if P2PC_WS_AT_LEAST(4, 6)
-#include <wsutil/plugins.h>
-#define P2PC_PLUGIN_ENTRY(protos, nprotos, taps, ntaps)                         \
-    static void p2pc_plugin_register(void)                                      \
-    P2PC_REGISTER_ALL(protos, nprotos, taps, ntaps)                             \
-    static struct ws_module p2pc_module = {                                     \
-        .flags = WS_PLUGIN_DESC_DISSECTOR | WS_PLUGIN_DESC_TAP_LISTENER,        \
-        .version = P2PC_VERSION,                                                \
-        .spdx_id = "GPL-2.0-or-later",                                          \
-        .home_url = "",                                                         \
-        .blurb = "Compressed and batched P2P traffic",                          \
-        .register_cb = &p2pc_plugin_register,                                   \
-    };                                                                          \
-    WIRESHARK_PLUGIN_REGISTER_EPAN(&p2pc_module, 0)
-#else
+/* Plugin entry points: plugin_version, plugin_want_major/minor and plugin_register() in every
+ * supported version; 4.2 adds plugin_describe().  (The struct ws_module registration of
+ * Wireshark's development tree is not in any release up to 4.6: 4.6.9's plugins.h has none.) */
 #if P2PC_WS_AT_LEAST(4, 2)
 #include <wsutil/plugins.h>
 #define P2PC_PLUGIN_DESCRIBE                                                    \
@@ -90,7 +101,7 @@ typedef gboolean p2pc_bool_t;
     WS_DLL_PUBLIC void plugin_register(void);                                   \
     void plugin_register(void)                                                  \
     P2PC_REGISTER_ALL(protos, nprotos, taps, ntaps)                             \
-    P2PC_PLUGIN_DESCRIBE
-#endif
+    P2PC_PLUGIN_DESCRIBE                                                        \
+    P2PC_BUILT_FOR_MARKER
 
 #endif /* P2PC_COMPAT_H */

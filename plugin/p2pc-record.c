@@ -370,7 +370,7 @@ records_tcp_trampoline(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, c
     return records_tcp_packet(t, pinfo, edt, p, flags);
 }
 
-static void
+static p2pc_tap_init_t
 records_init(const char *opt_arg, void *userdata)
 {
     records_tap_t *t = g_new0(records_tap_t, 1);
@@ -398,6 +398,7 @@ records_init(const char *opt_arg, void *userdata)
                                 records_tcp_trampoline, NULL, NULL);
     if (err)
         g_string_free(err, TRUE);
+    P2PC_TAP_INIT_STARTED;
 }
 
 /* ---- Payload dump: tshark -q -z p2pc,payloads[,filter] ----
@@ -428,7 +429,7 @@ payloads_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const vo
     return TAP_PACKET_DONT_REDRAW;
 }
 
-static void
+static p2pc_tap_init_t
 payloads_init(const char *opt_arg, void *userdata)
 {
     const char *filter = NULL;
@@ -443,6 +444,7 @@ payloads_init(const char *opt_arg, void *userdata)
         g_string_free(err, TRUE);
         exit(1);
     }
+    P2PC_TAP_INIT_STARTED;
 }
 
 static stat_tap_ui payloads_ui = {

@@ -652,7 +652,7 @@ dissect_btcc_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
         guint8 h[32];
         sha256d(tvb_get_ptr(tvb, BTC_HEADER_LEN, payload_len), payload_len, h);
         proto_tree_add_checksum(btree, tvb, 20, hf_bitcoin_checksum, hf_btcc_checksum_status,
-                                &ei_btcc_bad_checksum, pinfo, pntoh32(h), ENC_BIG_ENDIAN,
+                                &ei_btcc_bad_checksum, pinfo, pntohu32(h), ENC_BIG_ENDIAN,
                                 PROTO_CHECKSUM_VERIFY);
     } else {
         proto_tree_add_checksum(btree, tvb, 20, hf_bitcoin_checksum, hf_btcc_checksum_status,

@@ -334,7 +334,7 @@ dissect_topic(tvbuff_t *tvb, proto_tree *tree, guint ptype)
         guint p = 0, i = 0;
         proto_tree_add_item(tree, hf_fisco_topic_text, tvb, 0, len, ENC_ASCII);
         while (p <= len) {
-            gint tab = tvb_find_guint8(tvb, p, len - p, '\t');
+            gint tab = tvb_find_uint8(tvb, p, len - p, '\t');
             guint end = tab < 0 ? len : (guint)tab;
             if (i == 0)
                 proto_tree_add_item(tree, hf_fisco_topic_seq, tvb, p, end - p, ENC_ASCII);

@@ -102,7 +102,7 @@ typedef struct {
     wmem_array_t *attributed;   /* guint64 per record the frame's inner layers added */
 } comp_frame_t;
 
-static gboolean
+static p2pc_bool_t
 free_decoder_cb(wmem_allocator_t *allocator, wmem_cb_event_t event, void *user_data)
 {
     p2pc_stream_free((p2pc_stream_t *)user_data);
@@ -311,6 +311,25 @@ draw(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, comp
                                cd->codec_name, fr->detail);
 }
 
+/* Hand the decompressed bytes to the layer above, holding the records of the messages this
+ * frame completes until all of them are known, then attributing the compressed bytes to them.
+ * (Its own function: the exception frame's setjmp stays away from the caller's locals.) */
+static void
+call_inner_attributed(l2p_pipe_t *inner, tvbuff_t *dtvb, packet_info *pinfo, proto_tree *tree,
+                      gboolean fin, attr_ctx_t *actx)
+{
+    p2pc_record_hold(pinfo);
+    TRY {
+        l2p_pipe_call(inner, dtvb, pinfo, tree, fin);
+    }
+    CATCH_ALL {
+        p2pc_record_release(pinfo, comp_attribute, actx);
+        RETHROW;
+    }
+    ENDTRY;
+    p2pc_record_release(pinfo, comp_attribute, actx);
+}
+
 static int
 dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
@@ -358,17 +377,7 @@ dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, 
     actx.cd = cd;
     actx.fr = fr;
     actx.replay = replay;
-    /* Hold the records of the messages this frame completes until all of them are known. */
-    p2pc_record_hold(pinfo);
-    TRY {
-        l2p_pipe_call(cd->inner, dtvb, pinfo, tree, pipe->fin);
-    }
-    CATCH_ALL {
-        p2pc_record_release(pinfo, comp_attribute, &actx);
-        RETHROW;
-    }
-    ENDTRY;
-    p2pc_record_release(pinfo, comp_attribute, &actx);
+    call_inner_attributed(cd->inner, dtvb, pinfo, tree, pipe->fin, &actx);
     return tvb_captured_length(tvb);
 }
 

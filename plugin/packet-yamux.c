@@ -101,7 +101,7 @@ yamux_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
         return 0;
     if (p[0] != 0 || p[1] > 3)
         return -1;
-    len = pntoh32(p + 8);
+    len = pntohu32(p + 8);
     if (p[1] != 0)
         return 12;
     if (len > L2P_MAX_PDU)

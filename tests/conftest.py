@@ -1,15 +1,13 @@
 """Shared fixtures: every test drives the real tshark with the freshly built plugin."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "analyzer"))
+from p2pc.wsenv import Wireshark, built_plugin
 
-from p2pc.wsenv import Wireshark, built_plugin  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 CAPTURES = REPO / "captures"
 DATA = CAPTURES / "data"
@@ -20,6 +18,15 @@ class Tshark:
 
     def __init__(self, ws: Wireshark):
         self.ws = ws
+        self._booleans: set[str] | None = None
+
+    def boolean_fields(self) -> set[str]:
+        """The FT_BOOLEAN fields this tshark knows (`-G fields`), read once."""
+        if self._booleans is None:
+            out = self.run(["-G", "fields"]).stdout
+            self._booleans = {p[2] for p in (line.split("\t") for line in out.splitlines())
+                              if len(p) > 3 and p[0] == "F" and p[3] == "FT_BOOLEAN"}
+        return self._booleans
 
     def run(self, args: list[str], check: bool = True):
         res = self.ws.run("tshark", args)
@@ -30,7 +37,7 @@ class Tshark:
     def fields(self, capture, fields: list[str], dfilter: str | None = None,
                two_pass: bool = False, extra: list[str] | None = None) -> list[list[str]]:
         """One row per frame (frames matching dfilter), one column per field; multiple
-        occurrences of a field in a frame are joined with '|'."""
+        occurrences of a field in a frame are joined with '|', booleans read 1/0."""
         args = ["-n", "-r", self.ws.readable(capture), "-T", "fields", "-E", "occurrence=a",
                 "-E", "aggregator=|", "-E", "separator=\t"]
         if two_pass:
@@ -41,7 +48,13 @@ class Tshark:
             args += ["-e", f]
         args += extra or []
         out = self.run(args).stdout
-        return [line.split("\t") for line in out.splitlines()]
+        rows = [line.split("\t") for line in out.splitlines()]
+        # Booleans print as 1/0 up to 4.0 and as True/False from 4.2: read them as 1/0.
+        booleans = [i for i, f in enumerate(fields) if f in self.boolean_fields()]
+        for row in rows:
+            for i in booleans:
+                row[i] = "|".join({"True": "1", "False": "0"}.get(v, v) for v in row[i].split("|"))
+        return rows
 
     def records(self, capture, two_pass: bool = False, extra: list[str] | None = None) -> list[dict]:
         """The plugin's `-z p2pc,records` message lines as dicts."""

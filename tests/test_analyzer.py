@@ -268,3 +268,23 @@ def test_doctor_reports_tshark_and_the_plugin(tmp_path):
     assert "[ok] tshark:" in res.stdout and "tshark loads p2pc" in res.stdout
     res = p2pc("doctor", env_extra={"HOME": str(tmp_path), "P2PC_PLUGIN": str(tmp_path / "missing.so")})
     assert res.returncode == 4 and "make build" in res.stdout + res.stderr
+
+
+def test_a_plugin_for_another_wireshark_is_named_with_the_fix(tmp_path):
+    """A p2pc.so built for another major.minor cannot load: doctor and analyze say which versions
+    and how to fix it, in one line, instead of "no P2P traffic"."""
+    out = subprocess.run(["tshark", "--version"], capture_output=True, text=True).stdout
+    major, minor = out.split()[2].split(".")[:2]
+    other = f"{major}.{int(minor) + 2}"
+    marker = f"p2pc-built-for-wireshark={major}.{minor}".encode()
+    data = built_plugin().read_bytes()
+    assert data.count(marker) == 1
+    foreign = tmp_path / "p2pc.so"
+    foreign.write_bytes(data.replace(marker, f"p2pc-built-for-wireshark={other}".encode()))
+    why = f"built for Wireshark {other}, tshark is {major}.{minor}: run make install-user"
+
+    res = p2pc("doctor", env_extra={"HOME": str(tmp_path), "P2PC_PLUGIN": str(foreign)})
+    assert res.returncode == 4 and why in res.stdout, res.stdout + res.stderr
+    res = p2pc("analyze", str(BTC / "btc-small.pcapng"), env_extra={"P2PC_PLUGIN": str(foreign)})
+    assert res.returncode == 4 and why in res.stderr and "Traceback" not in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1

@@ -32,12 +32,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# Python: the analyzer (editable, with its codec and plotting extras) and pytest.
+# Python: the analyzer (editable, with its codec and plotting extras, and what the tests use).
+# Debian's own python3 is "externally managed" (PEP 668): there pip needs --break-system-packages.
 PY=${PYTHON:-python3}
-if ! "$PY" -c "import pytest" 2>/dev/null; then
-  "$PY" -m pip install -q pytest || "$PY" -m pip install -q --break-system-packages pytest
-fi
-if [ -f analyzer/pyproject.toml ]; then
-  "$PY" -m pip install -q -e "analyzer[all]" 2>/dev/null \
-    || "$PY" -m pip install -q --break-system-packages -e "analyzer[all]"
-fi
+"$PY" -m pip install -q -e "analyzer[all,test]" 2>/dev/null \
+  || "$PY" -m pip install -q --break-system-packages -e "analyzer[all,test]"

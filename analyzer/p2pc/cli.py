@@ -23,7 +23,7 @@ from .output import FORMATS, render
 from .records import (TRUNCATED_EXIT, InterfaceError, NoP2PTraffic, P2pcError, open_wireshark,
                       personal_plugin, progress_printer, read_capture, read_payloads,
                       tshark_has_plugin)
-from .wsenv import Wireshark, built_plugin, ws_version
+from .wsenv import Wireshark, built_plugin, version_mismatch, ws_version
 
 SCHEMA = "p2pc-report/1"
 
@@ -247,6 +247,10 @@ def cmd_doctor(args) -> int:
     if root:
         line(True, "running as root: tshark ignores personal plugin folders; p2pc runs it as "
                    "'nobody' with a private HOME holding the plugin")
+    for plugin in dict.fromkeys(p for p in (args.plugin, personal, built) if p):
+        why = version_mismatch(plugin)
+        if why:
+            line(False, why)
     if personal and built and personal.read_bytes() != built.read_bytes():
         line(False, f"the installed plugin ({personal}) differs from this repository's build ({built})",
              "make install-user   (to install the build)")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from .wsenv import REPO, ToolMissing, Wireshark, built_plugin, ws_version
+from .wsenv import REPO, ToolMissing, Wireshark, built_plugin, version_mismatch, ws_version
 
 
 class P2pcError(Exception):
@@ -112,6 +112,13 @@ def tshark_has_plugin(ws: Wireshark) -> bool:
     return any(line.startswith("p2pc.so") for line in res.stdout.splitlines())
 
 
+def _loadable(plugin: Path) -> Wireshark:
+    why = version_mismatch(plugin)
+    if why:
+        raise PluginMissing(why)
+    return Wireshark(plugin=plugin)
+
+
 def open_wireshark(plugin: str | os.PathLike | None = None) -> Wireshark:
     """A Wireshark runner that loads p2pc: the given plugin, else the one tshark already loads,
     else the personal installation (which tshark ignores as root), else this repo's build."""
@@ -122,13 +129,13 @@ def open_wireshark(plugin: str | os.PathLike | None = None) -> Wireshark:
         path = Path(plugin or os.environ["P2PC_PLUGIN"])
         if not path.is_file():
             raise PluginMissing(f"{path}: no such plugin file (build it with `make build`)")
-        return Wireshark(plugin=path)
+        return _loadable(path)
     plain = Wireshark()
     if tshark_has_plugin(plain):
         return plain
     for cand in (personal_plugin(), built_plugin()):
         if cand is not None:
-            return Wireshark(plugin=cand)
+            return _loadable(cand)
     raise PluginMissing("the p2pc plugin is not installed: run `make install-user` in the p2pc "
                         "repository (or pass --plugin PATH/p2pc.so)")
 

@@ -34,13 +34,46 @@ def ws_version(program: str = "tshark") -> tuple[int, int, int]:
     return int(m.group(1)), int(m.group(2)), int(m.group(3))
 
 
+_BUILT_FOR = re.compile(rb"p2pc-built-for-wireshark=(\d+)\.(\d+)")
+
+
+def plugin_built_for(plugin: str | os.PathLike) -> tuple[int, int] | None:
+    """The Wireshark major.minor a p2pc.so was built for (the plugin carries it as a string);
+    None for a file without the marker."""
+    try:
+        m = _BUILT_FOR.search(Path(plugin).read_bytes())
+    except OSError:
+        return None
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def version_mismatch(plugin: str | os.PathLike) -> str | None:
+    """Why `plugin` cannot load into the installed tshark, as one line with the fix; None if it can."""
+    built = plugin_built_for(plugin)
+    try:
+        running = ws_version()[:2]
+    except ToolMissing:
+        return None
+    if built is None or built == running:
+        return None
+    return (f"{plugin}: built for Wireshark {built[0]}.{built[1]}, tshark is "
+            f"{running[0]}.{running[1]}: run make install-user (in the p2pc repository)")
+
+
 def built_plugin() -> Path | None:
-    """The plugin the repository's build produced, if any (P2PC_PLUGIN overrides the path)."""
+    """The plugin the repository's build produced for the installed Wireshark (else any build it
+    made), if any; P2PC_PLUGIN overrides the path."""
     if os.environ.get("P2PC_PLUGIN"):
         return Path(os.environ["P2PC_PLUGIN"])
-    for cand in sorted((REPO / "build" / "plugins").glob("*/epan/p2pc.so")):
-        return cand
-    return None
+    builds = sorted((REPO / "build" / "plugins").glob("*/epan/p2pc.so"))
+    try:
+        major, minor, _ = ws_version()
+    except ToolMissing:
+        return builds[0] if builds else None
+    for cand in builds:
+        if cand.parent.parent.name == f"{major}.{minor}":
+            return cand
+    return builds[0] if builds else None
 
 
 def _world_readable(path: Path) -> bool:
