@@ -108,8 +108,40 @@ def personal_plugin() -> Path | None:
 
 
 def tshark_has_plugin(ws: Wireshark) -> bool:
+    """Ask tshark itself (`-G plugins`: about 0.5-1 s, it also probes every extcap)."""
     res = ws.run("tshark", ["-G", "plugins"])
     return any(line.startswith("p2pc.so") for line in res.stdout.splitlines())
+
+
+def _global_plugin_roots() -> list[Path]:
+    """Where distributions put Wireshark's global plugin folder (<libdir>/wireshark/plugins),
+    plus the one beside the tshark executable's own prefix."""
+    roots = [Path("/usr/lib/wireshark/plugins"), Path("/usr/lib64/wireshark/plugins"),
+             Path("/usr/local/lib/wireshark/plugins"), Path("/usr/local/lib64/wireshark/plugins")]
+    roots += sorted(Path("/usr/lib").glob("*/wireshark/plugins"))
+    roots += sorted(Path("/usr/local/lib").glob("*/wireshark/plugins"))
+    exe = shutil.which("tshark")
+    if exe:
+        prefix = Path(exe).resolve().parents[1]
+        roots += [prefix / "lib/wireshark/plugins", prefix / "lib64/wireshark/plugins"]
+    return list(dict.fromkeys(roots))
+
+
+def plugin_tshark_loads() -> Path | None:
+    """The p2pc.so tshark loads on its own, found from the folders it reads (no tshark run):
+    the global plugin folder, and (not as root, which ignores them) WIRESHARK_PLUGIN_DIR and
+    the personal folder."""
+    try:
+        major, minor, _ = ws_version()
+    except ToolMissing:
+        return None
+    rel = Path(f"{major}.{minor}") / "epan" / "p2pc.so"
+    cands = [root / rel for root in _global_plugin_roots()]
+    if os.geteuid() != 0:
+        if os.environ.get("WIRESHARK_PLUGIN_DIR"):
+            cands.append(Path(os.environ["WIRESHARK_PLUGIN_DIR"]) / rel)
+        cands.append(Path.home() / ".local/lib/wireshark/plugins" / rel)
+    return next((c for c in cands if c.is_file()), None)
 
 
 def _loadable(plugin: Path) -> Wireshark:
@@ -130,12 +162,16 @@ def open_wireshark(plugin: str | os.PathLike | None = None) -> Wireshark:
         if not path.is_file():
             raise PluginMissing(f"{path}: no such plugin file (build it with `make build`)")
         return _loadable(path)
+    # Decided from the plugin folders, without a tshark run; `tshark -G plugins` (about 1 s)
+    # only when no plugin file is found anywhere, for an installation in an unusual place.
     plain = Wireshark()
-    if tshark_has_plugin(plain):
+    if plugin_tshark_loads() is not None:
         return plain
     for cand in (personal_plugin(), built_plugin()):
         if cand is not None:
             return _loadable(cand)
+    if tshark_has_plugin(plain):
+        return plain
     raise PluginMissing("the p2pc plugin is not installed: run `make install-user` in the p2pc "
                         "repository (or pass --plugin PATH/p2pc.so)")
 

@@ -8,6 +8,8 @@ Without an explicit plugin the user's own installation is used as it is.
 """
 from __future__ import annotations
 
+import functools
+import json
 import os
 import re
 import shutil
@@ -24,14 +26,56 @@ class ToolMissing(RuntimeError):
 
 
 def ws_version(program: str = "tshark") -> tuple[int, int, int]:
+    """The installed Wireshark's version, read once per process (and per executable): every
+    caller (plugin lookup, version check, private HOME) shares one `tshark --version` run."""
     exe = shutil.which(program)
     if not exe:
         raise ToolMissing(program)
+    return _ws_version_of(exe, program)
+
+
+def _version_cache() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "p2pc" / "ws-version.json"
+
+
+@functools.lru_cache(maxsize=None)
+def _ws_version_of(exe: str, program: str) -> tuple[int, int, int]:
+    """`program --version`, remembered on disk keyed by the executable's path, size and mtime
+    (an upgrade replaces the file, so the key changes): later runs start no extra process."""
+    try:
+        st = os.stat(exe)
+        key = f"{os.path.realpath(exe)}:{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        key = None
+    cache = _version_cache()
+    if key:
+        try:
+            known = json.loads(cache.read_text())
+            if key in known:
+                return tuple(known[key])  # type: ignore[return-value]
+        except (OSError, ValueError):
+            pass
     out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
     m = re.search(r"(\d+)\.(\d+)\.(\d+)", out)
     if not m:
         raise ToolMissing(f"{program}: cannot read its version")
-    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+    version = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    if key:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+            known = {}
+            try:
+                known = json.loads(cache.read_text())
+            except (OSError, ValueError):
+                pass
+            known[key] = list(version)
+            tmp.write_text(json.dumps(known))
+            os.replace(tmp, cache)
+        except OSError:
+            pass
+    return version
 
 
 _BUILT_FOR = re.compile(rb"p2pc-built-for-wireshark=(\d+)\.(\d+)")
