@@ -1,4 +1,4 @@
-"""The `p2pc` command: analyze, compare, whatif, live, doctor.
+"""The `p2pc` command: analyze, compare, whatif, records, live, doctor.
 
 Exit codes: 0 ok, 2 usage, 3 tshark missing, 4 plugin missing, 5 capture unreadable,
 6 no P2P traffic, 7 interface cannot be opened, 8 capture truncated (report printed).
@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
@@ -19,10 +20,11 @@ from pathlib import Path
 from . import __version__
 from .model import (BATCHABLE, BIP_ACK_BYTES, PROTOCOL_HEADER, RATIO_BIN, Aggregate, compute_rows,
                     family, family_measured, measured_tcp, pct, size_table, totals)
-from .output import FORMATS, render
+from .output import ALL, FORMATS, SECTION_FORMATS, UnknownSection, render
+from .progress import CaptureProgress
 from .records import (TRUNCATED_EXIT, InterfaceError, NoP2PTraffic, P2pcError, open_wireshark,
-                      personal_plugin, progress_printer, read_capture, read_payloads,
-                      tshark_has_plugin)
+                      personal_plugin, read_capture, read_payloads, tshark_has_plugin)
+from .series import SeriesAggregate, ratio_cdf_by_size
 from .wsenv import Wireshark, built_plugin, version_mismatch, ws_version
 
 SCHEMA = "p2pc-report/1"
@@ -33,9 +35,9 @@ def analyze_file(capture: str, plugin: str | None) -> Aggregate:
     """One tshark pass over one capture (runs in a worker process)."""
     ws = open_wireshark(plugin)
     try:
-        agg = Aggregate(files=[capture])
+        agg = SeriesAggregate(files=[capture])
         res = read_capture(ws, capture, lambda m: agg.add_message(capture, m),
-                           lambda t: agg.add_tcp(capture, t), progress_printer(Path(capture).name))
+                           lambda t: agg.add_tcp(capture, t))
         if res.truncated:
             agg.warnings.append(res.warning)
         return agg
@@ -44,14 +46,18 @@ def analyze_file(capture: str, plugin: str | None) -> Aggregate:
 
 
 def gather(captures: list[str], plugin: str | None, jobs: int) -> Aggregate:
-    agg = Aggregate()
-    if jobs > 1 and len(captures) > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for part in pool.map(analyze_file, captures, [plugin] * len(captures)):
-                agg.merge(part)
-    else:
-        for c in captures:
-            agg.merge(analyze_file(c, plugin))
+    agg = SeriesAggregate()
+    with CaptureProgress(captures) as bar:
+        if jobs > 1 and len(captures) > 1:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                parts = [pool.submit(analyze_file, c, plugin) for c in captures]
+                for c, part in zip(captures, parts):   # merged in the order given
+                    agg.merge(part.result())
+                    bar.done(c)
+        else:
+            for c in captures:
+                agg.merge(analyze_file(c, plugin))
+                bar.done(c)
     if not any(agg.by_dir.values()):
         raise NoP2PTraffic("no P2P messages found in " + ", ".join(captures) +
                            ": check the capture holds Bitcoin/FISCO/libp2p traffic (`p2pc doctor` checks the plugin)")
@@ -95,7 +101,8 @@ def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool
                       "columns": ["proto", "msg_type", "range", "messages", "avg_raw", "avg_sent",
                                   "compression_pct"], "rows": sizes}],
         "series": {"size_ranges": [s for s in sizes if s["compression_pct"]],
-                   "ratio_cdf": ratio_cdf(agg), "bandwidth": {k: v for k, v in bandwidth_series(agg).items()}},
+                   "ratio_cdf": ratio_cdf(agg), "ratio_cdf_by_size": ratio_cdf_by_size(agg),
+                   "bandwidth": {k: v for k, v in bandwidth_series(agg).items()}},
     }
     if explain:
         report["explain"] = [{"proto": r.proto, "msg_type": r.msg_type, "direction": r.direction,
@@ -142,21 +149,80 @@ def compare_report(base: Aggregate, comp: Aggregate) -> dict:
                         "model_error_pct"],
             "rows": rows,
             "sections": [{"name": "connections", "title": "Whole connections (every TCP frame)",
-                          "columns": ["measure", "baseline", "compressed", "saved", "saved_pct"], "rows": conn}]}
+                          "columns": ["measure", "baseline", "compressed", "saved", "saved_pct"], "rows": conn}],
+            "series": {"bandwidth_compare": {"baseline": bandwidth_series(base),
+                                             "compressed": bandwidth_series(comp)}}}
 
 
 # ---- commands ----
+class UsageError(P2pcError):
+    """A bad argument found after parsing (exit 2, like argparse's own)."""
+    exit_code = 2
+
+
 def emit(report: dict, args) -> None:
-    text = render(report, args.format)
+    section = getattr(args, "section", None)
+    try:
+        if args.format == "table" and not args.output and sys.stdout.isatty():
+            from .output.table import console_for, print_report
+            print_report(console_for(sys.stdout), report, section)   # the terminal's width, colours
+            return
+        text = render(report, args.format, section)
+    except UnknownSection as e:
+        raise UsageError(str(e)) from None
     if args.output:
-        Path(args.output).write_text(text)
+        try:
+            Path(args.output).write_text(text)
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output}: {e.strerror}") from None
     else:
         sys.stdout.write(text)
 
 
 def cmd_analyze(args) -> int:
-    agg = gather(args.captures, args.plugin, args.jobs)
-    emit(analyze_report(agg, args.model, args.by_direction, args.explain), args)
+    from .shard import AUTO_SHARD_BYTES, analyze_sharded, default_shards
+    sharded = [c for c in args.captures if args.shards > 1 or args.scheduler or (
+        args.shards == 0 and os.path.isfile(c) and os.path.getsize(c) > AUTO_SHARD_BYTES)]
+    whole = [c for c in args.captures if c not in sharded]
+    agg = gather(whole, args.plugin, args.jobs) if whole else None
+    for c in sharded:       # split by connection, shards read in parallel, merged exactly
+        part = analyze_sharded(c, args.shards if args.shards > 1 else default_shards(c, args.jobs),
+                               args.jobs, args.plugin, args.shard_dir, args.scheduler)
+        if agg is None:
+            agg = part
+        else:
+            agg.merge(part)
+    if not any(agg.by_dir.values()):
+        raise NoP2PTraffic("no P2P messages found in " + ", ".join(args.captures) +
+                           ": check the capture holds Bitcoin/FISCO/libp2p traffic (`p2pc doctor` checks the plugin)")
+    agg.files = list(args.captures)
+    report = analyze_report(agg, args.model, args.by_direction, args.explain)
+    if args.format == "json":   # the sums behind every figure: `p2pc merge` adds reports up exactly
+        from .merge import aggregate_to_json
+        report["aggregate"] = aggregate_to_json(agg)
+    emit(report, args)
+    return TRUNCATED_EXIT if agg.warnings else 0
+
+
+def cmd_shard(args) -> int:
+    from .shard import split
+    res = split(args.capture, args.out, args.shards)
+    for path, n, b in zip(res.paths, res.frames, res.bytes):
+        print(f"{path}\t{n} frames\t{b} bytes")
+    for w in res.warnings:
+        print(f"p2pc: {w}", file=sys.stderr)
+    return TRUNCATED_EXIT if res.warnings else 0
+
+
+def cmd_merge(args) -> int:
+    from .merge import merge_reports
+    agg, reports = merge_reports(args.reports)
+    model = args.model or reports[0].get("model", "capture")
+    report = analyze_report(agg, model, args.by_direction, args.explain)
+    if args.format == "json":
+        from .merge import aggregate_to_json
+        report["aggregate"] = aggregate_to_json(agg)
+    emit(report, args)
     return TRUNCATED_EXIT if agg.warnings else 0
 
 
@@ -170,31 +236,83 @@ def cmd_compare(args) -> int:
 def cmd_whatif(args) -> int:
     from .whatif import WhatIf
     ws = open_wireshark(args.plugin)
-    w = WhatIf(args.codecs.split(",") if args.codecs else None)
+    w = WhatIf(args.codecs)
     n = 0
     try:
-        for cap in args.captures:
-            for _, proto, mtype, codec, raw in read_payloads(ws, cap):
-                if args.all or codec == "none":
-                    w.add(proto, mtype, raw)
-                    n += 1
+        with CaptureProgress(args.captures, "recompressing") as bar:
+            for cap in args.captures:
+                for _, proto, mtype, codec, raw in read_payloads(ws, cap):
+                    if args.all or codec == "none":
+                        w.add(proto, mtype, raw)
+                        n += 1
+                bar.done(cap)
     finally:
         ws.cleanup()
     if not n:
         raise NoP2PTraffic("no uncompressed P2P payloads found (use --all to recompress "
                            "already-compressed traffic's decompressed payloads)")
     report = {"schema": SCHEMA, "command": "whatif", "title": "p2pc: what each codec would save",
-              "files": list(args.captures), "warnings": [f"codec not available: {m} (pip install 'p2pc[all]')"
-                                                          for m in w.missing],
-              "rows": [], "sections": w.sections(PROTOCOL_HEADER, BIP_ACK_BYTES, BATCHABLE)}
+              "files": list(args.captures),
+              "warnings": [f"codec not available: {m} ({CODEC_FIX[m]})" for m in w.missing
+                           if not args.codecs or m in args.codecs],
+              "rows": [], "sections": w.sections(PROTOCOL_HEADER, BIP_ACK_BYTES, BATCHABLE),
+              "series": {"codecs": codec_series(w)}}
     emit(report, args)
+    return 0
+
+
+# What installs each what-if codec (liblzo2 is a C library, read through ctypes: see whatif.py).
+CODEC_FIX = {"lzo1x-1": "sudo apt-get install liblzo2-2", "lzo1x-999": "sudo apt-get install liblzo2-2",
+             "snappy": "pip install python-snappy", "zstd": "pip install zstandard",
+             "brotli": "pip install brotli"}
+
+
+def codec_series(w) -> list[dict]:
+    """Per codec, per size range and over all messages: bytes in and out, the ratio (raw/sent)
+    and the time per message, for the what-if figures."""
+    from .model import SIZE_RANGES, size_range_label
+    sums: dict = defaultdict(lambda: [0, 0, 0, 0.0, 0.0])
+    for (_, _, idx), per in w.sums.items():
+        for codec, v in per.items():
+            for key in ((codec, idx), (codec, None)):
+                acc = sums[key]
+                for i in range(5):
+                    acc[i] += v[i]
+    order = {name: i for i, name in enumerate(w.codecs)}
+    out = []
+    for (codec, idx), (m, raw, comp, ct, dt) in sorted(
+            sums.items(), key=lambda kv: (order.get(kv[0][0], 99), -1 if kv[0][1] is None else kv[0][1])):
+        out.append({"codec": codec, "range": "all" if idx is None else size_range_label(*SIZE_RANGES[idx]),
+                    "messages": m, "raw_bytes": raw, "compressed_bytes": comp,
+                    "ratio": round(raw / comp, 4) if comp else 0.0,
+                    "compress_ms": round(1000 * ct / m, 4), "decompress_ms": round(1000 * dt / m, 4)})
+    return out
+
+
+def cmd_records(args) -> int:
+    from .export import ParquetRecords
+    ws = open_wireshark(args.plugin)
+    try:
+        with CaptureProgress([args.capture]) as bar, ParquetRecords(args.output) as out:
+            res = read_capture(ws, args.capture, out.add, lambda t: None)
+            bar.done(args.capture)
+    except OSError as e:
+        raise UsageError(f"cannot write {args.output}: {e.strerror or e}") from None
+    finally:
+        ws.cleanup()
+    if not res.messages:
+        Path(args.output).unlink(missing_ok=True)
+        raise NoP2PTraffic(f"no P2P messages found in {args.capture}")
+    if res.truncated:
+        print(f"p2pc: warning: {res.warning}", file=sys.stderr)
+        return TRUNCATED_EXIT
     return 0
 
 
 def cmd_live(args) -> int:
     if not shutil.which("dumpcap"):
         raise InterfaceError("dumpcap not found: sudo apt-get install wireshark-common")
-    total = Aggregate()
+    total = SeriesAggregate()
     end = time.monotonic() + args.duration if args.duration else None
     with tempfile.TemporaryDirectory(prefix="p2pc-live-") as tmp:
         os.chmod(tmp, 0o755)
@@ -228,10 +346,12 @@ def cmd_live(args) -> int:
 def cmd_doctor(args) -> int:
     ok = True
 
-    def line(good: bool, text: str, fix: str = "") -> None:
+    def line(good: bool, text: str, fix: str = "", optional: bool = False) -> None:
+        """[ok] present; [!!] missing and needed (exit 4); [--] missing, needed only by some."""
         nonlocal ok
-        ok &= good
-        print(f"[{'ok' if good else '!!'}] {text}" + (f"\n     fix: {fix}" if fix and not good else ""))
+        ok &= good or optional
+        mark = "ok" if good else "--" if optional else "!!"
+        print(f"[{mark}] {text}" + (f"\n     fix: {fix}" if fix and not good else ""))
 
     tshark = shutil.which("tshark")
     line(bool(tshark), f"tshark: {tshark or 'not found'}", "sudo apt-get install tshark")
@@ -272,59 +392,264 @@ def cmd_doctor(args) -> int:
         line(False, str(e))
     if root and not shutil.which("setpriv"):
         line(False, "setpriv not found (needed to run tshark as nobody)", "sudo apt-get install util-linux")
+    doctor_optional(line)
     return 0 if ok else 4
 
 
+def doctor_optional(line) -> None:
+    """What only some commands need: dumpcap (live), the what-if codecs, the report libraries."""
+    import ctypes.util
+    import importlib.util
+    dumpcap = shutil.which("dumpcap")
+    line(bool(dumpcap), f"dumpcap (p2pc live): {dumpcap or 'not found'}",
+         "sudo apt-get install wireshark-common", optional=True)
+    lzo = ctypes.util.find_library("lzo2")
+    line(bool(lzo), f"liblzo2 (whatif lzo1x-1, lzo1x-999): {lzo or 'not found'}",
+         CODEC_FIX["lzo1x-1"], optional=True)
+    have = lambda mod: importlib.util.find_spec(mod) is not None
+    for name, mods, fix in (("snappy", ("snappy", "cramjam"), CODEC_FIX["snappy"]),
+                            ("zstd", ("zstandard",), CODEC_FIX["zstd"]),
+                            ("brotli", ("brotli",), CODEC_FIX["brotli"])):
+        found = [m for m in mods if have(m)]
+        line(bool(found), f"whatif codec {name}: " + (f"python module {found[0]}" if found else "not installed"),
+             fix + "   (or all codecs: pip install -e 'analyzer[codecs]' in the p2pc repository)",
+             optional=True)
+    for mod, what in (("rich", "terminal tables"), ("jinja2", "HTML report"), ("plotly", "HTML figures"),
+                      ("pyarrow", "p2pc records")):
+        line(have(mod), f"{mod} ({what}): " + ("installed" if have(mod) else "not installed"),
+             f"pip install {mod}   (a p2pc dependency: reinstall with pip install -e analyzer)",
+             optional=True)
+
+
+# ---- the command line ----
+EXIT_CODES = """exit codes:
+  0  ok
+  2  usage error (a bad argument: one line on stderr)
+  3  tshark not found
+  4  p2pc plugin not found or not loadable (doctor: something needed is missing)
+  5  capture missing, unreadable or not a capture
+  6  no P2P messages in the captures
+  7  the live interface cannot be opened
+  8  a capture is cut short: the report covers what could be read, with a warning"""
+
+EXAMPLES = {
+    "p2pc": """examples:
+  p2pc analyze captures/bitcoin/btc-compressed.pcapng
+  p2pc analyze --format html -o report.html a.pcapng b.pcapng
+  p2pc compare btc-baseline.pcapng btc-compressed.pcapng
+  p2pc whatif --codecs zlib-6,zstd btc-baseline.pcapng
+  p2pc records btc-compressed.pcapng -o records.parquet
+  p2pc live -i eth0 -f 'tcp port 8333'
+  p2pc doctor
+
+`p2pc COMMAND --help` describes each command and its arguments.""",
+    "analyze": """examples:
+  p2pc analyze btc-compressed.pcapng                     # table on the terminal
+  p2pc analyze --by-direction --explain btc-compressed.pcapng
+  p2pc analyze --format html -o report.html *.pcapng     # interactive report, opens offline
+  p2pc analyze --format csv --section size_ranges btc-compressed.pcapng
+  p2pc analyze --format csv --section all -o all.csv btc-compressed.pcapng
+
+sections (--section): main, size_ranges, explain (with --explain)""",
+    "compare": """examples:
+  p2pc compare btc-baseline.pcapng btc-compressed.pcapng
+  p2pc compare --format html -o compare.html btc-baseline.pcapng btc-compressed.pcapng
+
+sections (--section): main, connections""",
+    "whatif": """examples:
+  p2pc whatif btc-baseline.pcapng
+  p2pc whatif --codecs zlib-1,lzo1x-1,zstd --format html -o whatif.html btc-baseline.pcapng
+  p2pc whatif --all btc-compressed.pcapng    # recompress what was sent compressed, too
+
+sections (--section): whatif, timing, batching""",
+    "records": """examples:
+  p2pc records btc-compressed.pcapng -o records.parquet
+  python3 -c "import pyarrow.parquet as pq; print(pq.read_table('records.parquet').to_pandas())"
+
+columns: proto, msg_type, codec, wire_len, header_len, payload_len, raw_len, batch_count,
+frame, stream, src, srcport, dst, dstport, time (docs/tap-format.md)""",
+    "live": """examples:
+  p2pc live -i eth0 -f 'tcp port 8333'
+  p2pc live -i lo --duration 60 --interval 5 --format json -o live.json""",
+    "doctor": """examples:
+  p2pc doctor
+  p2pc doctor --plugin build/plugins/4.0/epan/p2pc.so""",
+    "shard": """examples:
+  p2pc shard huge.pcapng --shards 8 --out shards/     # shards/huge.shard000.pcapng ...
+  p2pc analyze --format json -o a.json shards/huge.shard00[0-3].pcapng   # on one machine
+  p2pc analyze --format json -o b.json shards/huge.shard00[4-7].pcapng   # on another
+  p2pc merge a.json b.json                            # = p2pc analyze huge.pcapng
+
+Every TCP connection lands whole (both directions) in one shard; docs/analyzer.md,
+"Large captures and fleets".""",
+    "merge": """examples:
+  p2pc analyze --format json -o day1.json day1.pcapng
+  p2pc analyze --format json -o day2.json day2.pcapng
+  p2pc merge day1.json day2.json                      # = p2pc analyze day1.pcapng day2.pcapng
+  p2pc merge --format json -o week.json day*.json     # merges again later""",
+}
+
+CODEC_NAMES = ("zlib-1", "zlib-6", "lzo1x-1", "lzo1x-999", "snappy", "zstd", "brotli")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit 2) and help that keeps the examples' layout."""
+
+    def __init__(self, *a, **kw):
+        kw.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*a, **kw)
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def whole(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if n < minimum:
+            raise argparse.ArgumentTypeError(f"{n} is less than {minimum}")
+        return n
+    return parse
+
+
+def codec_list(text: str) -> list[str]:
+    names = [c.strip() for c in text.split(",") if c.strip()]
+    bad = [c for c in names if c not in CODEC_NAMES]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"unknown codec {', '.join(bad) or repr(text)}: choose from "
+                                         + ",".join(CODEC_NAMES))
+    return names
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="p2pc", description="Measure what compression and batching save in P2P traffic.")
+    ap = Parser(prog="p2pc", description="Measure what compression and batching save in P2P traffic\n"
+                "(reads captures with tshark and the p2pc Wireshark plugin).",
+                epilog=EXAMPLES["p2pc"] + "\n\n" + EXIT_CODES)
     ap.add_argument("--version", action="version", version=f"p2pc {__version__}")
-    sub = ap.add_subparsers(dest="command", required=True)
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help: str, description: str):
+        return sub.add_parser(name, help=help, description=textwrap.fill(description, 79),
+                              epilog=EXAMPLES[name] + "\n\n" + EXIT_CODES)
 
     def common(p, fmt=True):
-        p.add_argument("--plugin", help="path of the p2pc.so to load (default: the installed one)")
+        p.add_argument("--plugin", metavar="PATH",
+                       help="the p2pc.so to load (default: $P2PC_PLUGIN, else the one tshark loads, "
+                            "else the personal installation, else this repository's build)")
         if fmt:
-            p.add_argument("--format", choices=FORMATS, default="table")
-            p.add_argument("-o", "--output", help="write the report to this file")
+            p.add_argument("--format", choices=FORMATS, default="table",
+                           help="table (the terminal; default), json (schema p2pc-report/1), csv "
+                                "(one table), markdown, html (self-contained, interactive figures)")
+            p.add_argument("--section", metavar="NAME",
+                           help="only this table (table, csv, markdown): main or a section's name; "
+                                f"with --format csv, '{ALL}' writes every table as one long table "
+                                "(section,row,column,value)")
+            p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (default: stdout)")
 
-    p = sub.add_parser("analyze", help="savings per protocol and message type")
-    p.add_argument("captures", nargs="+")
+    p = command("analyze", "savings per protocol and message type",
+                "Savings per protocol and message type: payload bytes saved by compression, header "
+                "bytes saved by batching and fewer TCP segments, ACK bytes saved by fewer ACKs "
+                "(docs/savings-model.md).")
+    p.add_argument("captures", nargs="+", metavar="CAPTURE",
+                   help="pcap/pcapng files; several are read in parallel and merged exactly")
     p.add_argument("--by-direction", action="store_true", help="one row per connection direction")
     p.add_argument("--model", choices=["capture", "bip"], default="capture",
-                   help="capture: segments and ACKs from the capture itself; bip: the draft's flat 24+52 B")
+                   help="capture: segments and ACKs from the capture itself (default); bip: the "
+                        "draft's flat 24+52 B per batched message")
     p.add_argument("--explain", action="store_true", help="show the inputs each row is computed from")
-    p.add_argument("-j", "--jobs", type=int, default=min(4, os.cpu_count() or 1),
-                   help="captures read in parallel")
+    p.add_argument("-j", "--jobs", type=whole(1), default=min(4, os.cpu_count() or 1), metavar="N",
+                   help="captures read in parallel (default: %(default)s)")
+    p.add_argument("--shards", type=whole(0), default=0, metavar="N",
+                   help="split each capture by connection into N shards read in parallel (-j) and "
+                        "merged exactly, for captures larger than memory (default: 0, automatic "
+                        "above 2 GiB; 1: never)")
+    p.add_argument("--shard-dir", metavar="DIR",
+                   help="where shards are written while they are read (default: $TMPDIR); needs "
+                        "as much free space as the capture")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="read the shards on this Dask cluster instead (its workers need tshark, "
+                        "the plugin and the shard paths: put --shard-dir on a shared disk)")
     common(p)
     p.set_defaults(func=cmd_analyze)
 
-    p = sub.add_parser("compare", help="measured savings (baseline vs compressed) next to the model")
-    p.add_argument("baseline")
-    p.add_argument("compressed")
+    p = command("compare", "measured savings (baseline vs compressed) next to the model",
+                "The same workload captured with compression off and on: measured savings per "
+                "message family next to what analyze models from the compressed capture alone.")
+    p.add_argument("baseline", metavar="BASELINE", help="the capture with compression off")
+    p.add_argument("compressed", metavar="COMPRESSED", help="the capture with compression on")
     common(p)
     p.set_defaults(func=cmd_compare)
 
-    p = sub.add_parser("whatif", help="what each codec would save on uncompressed traffic")
-    p.add_argument("captures", nargs="+")
-    p.add_argument("--codecs", help="comma-separated subset (zlib-1,zlib-6,lzo1x-1,lzo1x-999,snappy,zstd,brotli)")
+    p = command("whatif", "what each codec would save on uncompressed traffic",
+                "Recompress every uncompressed payload with each codec: compression per message "
+                "type and size range, time per message, and what batching small messages would save.")
+    p.add_argument("captures", nargs="+", metavar="CAPTURE", help="pcap/pcapng files")
+    p.add_argument("--codecs", type=codec_list, metavar="LIST",
+                   help="comma-separated subset of " + ",".join(CODEC_NAMES) + " (default: all available)")
     p.add_argument("--all", action="store_true", help="also recompress already-compressed messages' payloads")
     common(p)
     p.set_defaults(func=cmd_whatif)
 
-    p = sub.add_parser("live", help="the analyze report, refreshed from live traffic")
-    p.add_argument("-i", "--interface", required=True)
-    p.add_argument("--duration", type=int, default=0, help="stop after S seconds (default: run until ^C)")
-    p.add_argument("--interval", type=int, default=10, help="refresh every S seconds")
-    p.add_argument("-f", "--capture-filter", help="BPF capture filter, e.g. 'tcp port 8333'")
-    p.add_argument("--by-direction", action="store_true")
-    p.add_argument("--model", choices=["capture", "bip"], default="capture")
+    p = command("records", "the per-message records as a Parquet file",
+                "Write one row per P2P message (the plugin's record) to a Parquet file.")
+    p.add_argument("capture", metavar="CAPTURE", help="a pcap/pcapng file")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the Parquet file to write")
+    common(p, fmt=False)
+    p.set_defaults(func=cmd_records)
+
+    p = command("live", "the analyze report, refreshed from live traffic",
+                "Capture slices of --interval seconds with dumpcap and print the running analyze report.")
+    p.add_argument("-i", "--interface", required=True, metavar="IFACE",
+                   help="the interface to capture on (as dumpcap -D lists them)")
+    p.add_argument("--duration", type=whole(0), default=0, metavar="S",
+                   help="stop after S seconds (default: run until ^C)")
+    p.add_argument("--interval", type=whole(1), default=10, metavar="S",
+                   help="refresh every S seconds (default: %(default)s)")
+    p.add_argument("-f", "--capture-filter", metavar="BPF", help="capture filter, e.g. 'tcp port 8333'")
+    p.add_argument("--by-direction", action="store_true", help="one row per connection direction")
+    p.add_argument("--model", choices=["capture", "bip"], default="capture",
+                   help="how segments and ACKs are modelled, as for analyze")
     common(p)
     p.set_defaults(func=cmd_live)
 
-    p = sub.add_parser("doctor", help="check tshark and the plugin, and print the fix")
-    p.add_argument("--plugin")
+    p = command("doctor", "check tshark, the plugin and the optional parts, and print the fix",
+                "Check tshark and the p2pc plugin ([!!] when missing: exit 4), and what only some "
+                "commands need: dumpcap, liblzo2, the what-if codecs ([--] when missing). Prints the "
+                "fix for each.")
+    p.add_argument("--plugin", metavar="PATH", help="check this p2pc.so instead of the one p2pc would pick")
     p.set_defaults(func=cmd_doctor)
 
+    p = command("shard", "split a capture by connection into shards",
+                "Split a capture by connection into N shard captures, reading it once: every TCP "
+                "connection whole (both directions) in one shard, the capture's TLS secrets and "
+                "interface descriptions in every shard. Analyzing the shards and merging gives "
+                "the capture's report (analyze --shards does all of it).")
+    p.add_argument("capture", metavar="CAPTURE", help="a pcap/pcapng file")
+    p.add_argument("--shards", type=whole(1), default=min(4, os.cpu_count() or 1), metavar="N",
+                   help="number of shards (default: %(default)s)")
+    p.add_argument("--out", required=True, metavar="DIR", help="the folder to write the shards to")
+    p.set_defaults(func=cmd_shard)
+
+    p = command("merge", "add up saved analyze reports exactly",
+                "Add up saved `analyze --format json` reports (the sums each carries) and print "
+                "the report of all their captures together, as if analyzed at once.")
+    p.add_argument("reports", nargs="+", metavar="REPORT", help="JSON reports of p2pc analyze")
+    p.add_argument("--by-direction", action="store_true", help="one row per connection direction")
+    p.add_argument("--model", choices=["capture", "bip"],
+                   help="how segments and ACKs are modelled (default: the first report's)")
+    p.add_argument("--explain", action="store_true", help="show the inputs each row is computed from")
+    common(p)
+    p.set_defaults(func=cmd_merge)
+
     args = ap.parse_args(argv)
+    section = getattr(args, "section", None)
+    if section is not None and args.format not in SECTION_FORMATS:
+        ap.error(f"--section applies to --format {', '.join(SECTION_FORMATS)}, not {args.format}")
+    if section == ALL and args.format != "csv":
+        ap.error(f"--section {ALL} applies to --format csv")
     try:
         return args.func(args)
     except P2pcError as e:

@@ -1,23 +1,28 @@
-"""CSV: the main table (with a totals row), then each section after a `# title` line."""
+"""CSV (RFC 4180): one table per file.  Without --section the main table (the rows and the
+totals row; the first section when a report has no rows); --section NAME picks another table;
+--section all writes every table as one long-format table: section, row, column, value."""
+from __future__ import annotations
+
 import csv
 import io
 
-from . import main_columns
+from . import ALL, pick, tables
 
 
-def render(report: dict) -> str:
+def render(report: dict, section: str | None = None) -> str:
     buf = io.StringIO()
-    cols = main_columns(report)
-    w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
+    if section == ALL:
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["section", "row", "column", "value"])
+        for t in tables(report):
+            for i, r in enumerate(t["rows"]):
+                for c in t["columns"]:
+                    if c in r:
+                        w.writerow([t["name"], i, c, "" if r[c] is None else r[c]])
+        return buf.getvalue()
+    t = pick(report, section)[0]
+    w = csv.DictWriter(buf, fieldnames=t["columns"], extrasaction="ignore", lineterminator="\n")
     w.writeheader()
-    for r in report.get("rows", []):
+    for r in t["rows"]:
         w.writerow(r)
-    if report.get("totals"):
-        w.writerow(report["totals"])
-    for sec in report.get("sections", []):
-        buf.write(f"\n# {sec['title']}\n")
-        sw = csv.DictWriter(buf, fieldnames=sec["columns"], extrasaction="ignore", lineterminator="\n")
-        sw.writeheader()
-        for r in sec["rows"]:
-            sw.writerow(r)
     return buf.getvalue()

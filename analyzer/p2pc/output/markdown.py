@@ -1,5 +1,7 @@
-"""Markdown: GitHub tables."""
-from . import main_columns
+"""Markdown: GitHub tables, one per section (or the one --section names)."""
+from __future__ import annotations
+
+from . import pick
 from .table import HEAD, fmt
 
 
@@ -8,19 +10,16 @@ def table(columns: list[str], rows: list[dict], heads: dict | None = None) -> st
     lines = ["| " + " | ".join(heads.get(c, c) for c in columns) + " |",
              "|" + "|".join("---:" if rows and isinstance(rows[0].get(c), (int, float)) else "---"
                             for c in columns) + "|"]
-    lines += ["| " + " | ".join(fmt(r.get(c)) for c in columns) + " |" for r in rows]
+    lines += ["| " + " | ".join(fmt(r.get(c)).replace("|", "\\|") for c in columns) + " |" for r in rows]
     return "\n".join(lines)
 
 
-def render(report: dict) -> str:
+def render(report: dict, section: str | None = None) -> str:
     parts = [f"# {report.get('title', 'p2pc report')}", ""]
-    rows = list(report.get("rows", []))
-    if report.get("totals"):
-        rows.append(report["totals"])
-    if rows:
-        parts += [table(main_columns(report), rows, HEAD), ""]
-    for sec in report.get("sections", []):
-        parts += [f"## {sec['title']}", "", table(sec["columns"], sec["rows"]), ""]
+    for t in pick(report, section):
+        if t["name"] != "main":
+            parts += [f"## {t['title']}", ""]
+        parts += [table(t["columns"], t["rows"], HEAD), ""]
     for w in report.get("warnings", []):
         parts.append(f"> warning: {w}")
     return "\n".join(parts) + "\n"
