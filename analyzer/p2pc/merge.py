@@ -1,0 +1,132 @@
+"""Saved reports that merge exactly: the accounting behind a report, as JSON.
+
+`p2pc analyze --format json` adds an `aggregate` object to its report: the integer sums per
+connection direction (and the size, ratio and bandwidth tallies) that every figure of the report
+is computed from (model.Aggregate).  `p2pc merge A.json B.json ...` reads them back, adds them up
+(Aggregate.merge) and computes the report again, so merging the reports of two captures gives
+the report of analyzing both together.  Only plain JSON is read: maps, lists, numbers, strings,
+and the two record types by name; nothing is executed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from .model import Aggregate, Sums
+from .records import P2pcError, TcpDirection
+
+AGGREGATE_SCHEMA = "p2pc-aggregate/1"
+_RECORDS = {"Sums": Sums, "TcpDirection": TcpDirection}
+
+
+class ReportUnmergeable(P2pcError):
+    exit_code = 5
+
+
+def _aggregate_classes() -> dict:
+    classes = {"Aggregate": Aggregate}
+    try:    # the report's extra series, when this version of the analyzer has them
+        from .series import SeriesAggregate
+        classes["SeriesAggregate"] = SeriesAggregate
+    except ImportError:
+        pass
+    return classes
+
+
+def _enc(v):
+    if isinstance(v, dict):
+        return {"map": [[list(k) if isinstance(k, tuple) else k, _enc(x)] for k, x in v.items()]}
+    if dataclasses.is_dataclass(v):
+        return {"record": type(v).__name__,
+                "fields": {f.name: getattr(v, f.name) for f in dataclasses.fields(v)}}
+    if isinstance(v, tuple):
+        return list(v)
+    return v
+
+
+def aggregate_to_json(agg: Aggregate) -> dict:
+    return {"schema": AGGREGATE_SCHEMA, "class": type(agg).__name__,
+            "fields": {f.name: _enc(getattr(agg, f.name)) for f in dataclasses.fields(agg)}}
+
+
+def _key(k):
+    return tuple(k) if isinstance(k, list) else k
+
+
+def _fill(target: dict, enc: dict) -> None:
+    for k, v in enc["map"]:
+        k = _key(k)
+        if isinstance(v, dict) and "map" in v:
+            _fill(target[k], v)             # a nested map: the target's default factory makes it
+        else:
+            target[k] = _dec(v)
+
+
+def _dec(v):
+    if isinstance(v, dict) and "record" in v:
+        cls = _RECORDS.get(v["record"])
+        if cls is None:
+            raise ReportUnmergeable(f"unknown record type in an aggregate: {v['record']}")
+        return cls(**v["fields"])
+    return v
+
+
+def aggregate_from_json(d: dict) -> Aggregate:
+    if not isinstance(d, dict) or d.get("schema") != AGGREGATE_SCHEMA:
+        raise ReportUnmergeable("not a p2pc aggregate")
+    classes = _aggregate_classes()
+    cls = classes.get(d.get("class"), Aggregate)
+    agg = cls()
+    names = {f.name for f in dataclasses.fields(agg)}
+    for name, v in d["fields"].items():
+        if name not in names:
+            continue        # a tally this version does not keep
+        cur = getattr(agg, name)
+        if isinstance(cur, dict):
+            _fill(cur, v)
+        else:
+            setattr(agg, name, list(v) if isinstance(v, list) else v)
+    return agg
+
+
+def load_report_aggregate(path: str) -> tuple[Aggregate, dict]:
+    """The Aggregate a saved `analyze --format json` report carries, and the report."""
+    try:
+        rep = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ReportUnmergeable(f"{path}: no such file") from None
+    except (OSError, ValueError) as e:
+        raise ReportUnmergeable(f"{path}: not a JSON report ({e})") from None
+    if not isinstance(rep, dict) or rep.get("command") != "analyze" or "aggregate" not in rep:
+        raise ReportUnmergeable(f"{path}: not a `p2pc analyze --format json` report with its "
+                                "aggregate (write it again with this version of p2pc)")
+    return aggregate_from_json(rep["aggregate"]), rep
+
+
+def merge_reports(paths: list[str]) -> tuple[Aggregate, list[dict]]:
+    """Add up the aggregates of saved reports, in the order given."""
+    parts = [load_report_aggregate(p) for p in paths]
+    classes = list(_aggregate_classes().values())
+    cls = classes[-1] if any(type(a) is classes[-1] for a, _ in parts) else Aggregate
+    total = cls()
+    seen: set = set()
+    for path, (a, _) in zip(paths, parts):
+        files = {d[0] for d in a.by_dir} | {d[0] for d in a.tcp}
+        if files & seen:    # the same capture name in two reports (two machines' capture.pcapng)
+            a = rename_files(a, {f: f"{path}:{f}" for f in files})
+        seen |= {d[0] for d in a.by_dir} | {d[0] for d in a.tcp}
+        total.merge(a)
+    return total, [r for _, r in parts]
+
+
+def rename_files(agg: Aggregate, names: dict) -> Aggregate:
+    """The same Aggregate with the capture part of its connection keys renamed (a shard's keys
+    after the capture it came from; two reports' keys apart when their captures share a name),
+    so that tshark's stream numbers, which restart in every file, never meet."""
+    out = dataclasses.replace(agg)
+    out.by_dir = type(agg.by_dir)(agg.by_dir.default_factory)
+    for (f, *rest), types in agg.by_dir.items():
+        out.by_dir[(names.get(f, f), *rest)] = types
+    out.tcp = {(names.get(f, f), *rest): t for (f, *rest), t in agg.tcp.items()}
+    return out

@@ -1,0 +1,283 @@
+"""Captures larger than memory: split by connection, analyze the shards in parallel, merge.
+
+`split()` reads a pcap or pcapng capture once, front to back, and writes every frame to one of
+N shard files chosen by a hash of its connection (the sorted pair of address:port ends for TCP
+and UDP, the address pair for other IP, shard 0 for the rest).  Each TCP connection therefore
+lands whole, both directions, in one shard, and the accounting (model.Aggregate: integer sums per
+connection direction) of the shards adds up to the capture's.  Memory does not grow with the
+capture: one frame at a time, and a write buffer per shard.
+
+The file framing is copied block by block, unchanged: every pcapng block that is not a packet
+(section and interface descriptions, name resolution, the TLS secrets of a Decryption Secrets
+Block, interface statistics) goes to every shard, packet blocks to their connection's shard.
+dpkt decodes the link, IP and TCP/UDP headers.
+
+`analyze_sharded()` splits, hands the shards to worker processes (or to a Dask cluster with
+`scheduler=`), each running the usual single tshark pass, and merges the Aggregates.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import tempfile
+import zlib
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .model import Aggregate
+from .records import CaptureUnreadable, P2pcError
+
+# Above this size `p2pc analyze` shards a capture on its own (P2PC_SHARD_ABOVE overrides).
+AUTO_SHARD_BYTES = int(os.environ.get("P2PC_SHARD_ABOVE", 2 << 30))
+# Target shard size when sharding on its own: a shard's tshark pass stays well within memory.
+SHARD_TARGET_BYTES = 512 << 20
+
+_PCAP_MAGICS = {b"\xd4\xc3\xb2\xa1": "<", b"\xa1\xb2\xc3\xd4": ">",      # microseconds
+                b"\x4d\x3c\xb2\xa1": "<", b"\xa1\xb2\x3c\x4d": ">"}      # nanoseconds
+_SHB = 0x0A0D0D0A
+_IDB, _PB, _SPB, _EPB = 1, 2, 3, 6
+_BUF = 1 << 20
+
+
+@dataclass
+class SplitResult:
+    paths: list[str]
+    frames: list[int]
+    bytes: list[int]
+    warnings: list[str] = field(default_factory=list)
+
+
+def _decoder(linktype: int):
+    """A function frame bytes -> the network-layer dpkt object, for one link type (None when
+    the link type is not one dpkt decodes: every frame of it goes to shard 0)."""
+    import dpkt
+    if linktype == 1:                       # Ethernet (with 802.1Q/QinQ tags)
+        return lambda b: dpkt.ethernet.Ethernet(b).data
+    if linktype == 113:                     # Linux cooked capture
+        return lambda b: dpkt.sll.SLL(b).data
+    if linktype == 276:                     # Linux cooked capture v2
+        return lambda b: dpkt.sll2.SLL2(b).data
+    if linktype in (0, 108):                # BSD loopback / OpenBSD loop
+        return lambda b: dpkt.loopback.Loopback(b).data
+    if linktype in (12, 14, 101, 228, 229):  # raw IP
+        return lambda b: (dpkt.ip.IP(b) if b and b[0] >> 4 == 4 else dpkt.ip6.IP6(b))
+    return None
+
+
+def connection_key(net) -> bytes | None:
+    """The same bytes for both directions of a connection: the sorted (address, port) ends."""
+    import dpkt
+    if not isinstance(net, (dpkt.ip.IP, dpkt.ip6.IP6)):
+        return None
+    l4 = net.data
+    if isinstance(l4, (dpkt.tcp.TCP, dpkt.udp.UDP)):
+        a = net.src + struct.pack("!H", l4.sport)
+        b = net.dst + struct.pack("!H", l4.dport)
+        proto = b"T" if isinstance(l4, dpkt.tcp.TCP) else b"U"
+    else:   # other IP, and IPv4 fragments past the first: by address pair
+        a, b, proto = net.src, net.dst, b"I"
+    return proto + (a + b if a <= b else b + a)
+
+
+class _Router:
+    def __init__(self, n: int):
+        self.n = n
+        self.decoders: dict[int, object] = {}
+
+    def shard(self, linktype: int, frame: bytes) -> int:
+        if self.n == 1:
+            return 0
+        if linktype not in self.decoders:
+            self.decoders[linktype] = _decoder(linktype)
+        dec = self.decoders[linktype]
+        if dec is None:
+            return 0
+        try:
+            key = connection_key(dec(frame))
+        except Exception:       # a frame dpkt cannot decode (cut short, malformed): shard 0
+            return 0
+        return 0 if key is None else zlib.crc32(key) % self.n
+
+
+def split(capture: str | os.PathLike, out_dir: str | os.PathLike, n: int,
+          prefix: str | None = None) -> SplitResult:
+    """Split `capture` into `n` shard files in `out_dir` (same format as the capture)."""
+    capture = str(capture)
+    if n < 1:
+        raise ValueError("n must be at least 1")
+    try:
+        f = open(capture, "rb")
+    except FileNotFoundError:
+        raise CaptureUnreadable(f"{capture}: no such file") from None
+    except PermissionError:
+        raise CaptureUnreadable(f"{capture}: permission denied (check the file's permissions)") from None
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = prefix or Path(capture).name.split(".")[0]
+    with f:
+        head = f.read(4)
+        if head in _PCAP_MAGICS:
+            ext, fn = "pcap", _split_pcap
+        elif len(head) == 4 and struct.unpack("<I", head)[0] == _SHB:
+            ext, fn = "pcapng", _split_pcapng
+        else:
+            raise CaptureUnreadable(f"{capture}: not a pcap or pcapng capture (convert it with "
+                                    f"`editcap -F pcapng {capture} OUT.pcapng`)")
+        paths = [str(out_dir / f"{stem}.shard{i:03d}.{ext}") for i in range(n)]
+        outs = [open(p, "wb", buffering=_BUF) for p in paths]
+        res = SplitResult(paths, [0] * n, [0] * n)
+        try:
+            f.seek(0)
+            fn(f, outs, _Router(n), res)
+        finally:
+            for o in outs:
+                o.close()
+    for p in paths:
+        os.chmod(p, 0o644)
+    if res.warnings:
+        res.warnings = [f"{capture}: {w}" for w in res.warnings]
+    return res
+
+
+def _split_pcap(f, outs, router: _Router, res: SplitResult) -> None:
+    hdr = f.read(24)
+    if len(hdr) < 24:
+        raise CaptureUnreadable("the capture's file header is cut short")
+    bo = _PCAP_MAGICS[hdr[:4]]
+    linktype = struct.unpack(bo + "I", hdr[20:24])[0] & 0x0FFFFFFF
+    for o in outs:
+        o.write(hdr)
+    rec = struct.Struct(bo + "IIII")
+    read = f.read
+    while True:
+        rh = read(16)
+        if not rh:
+            return
+        if len(rh) < 16:
+            res.warnings.append("the capture is cut short; the shards hold what could be read")
+            return
+        incl = rec.unpack(rh)[2]
+        data = read(incl)
+        if len(data) < incl:
+            res.warnings.append("the capture is cut short; the shards hold what could be read")
+            return
+        i = router.shard(linktype, data)
+        outs[i].write(rh)
+        outs[i].write(data)
+        res.frames[i] += 1
+        res.bytes[i] += 16 + incl
+
+
+def _split_pcapng(f, outs, router: _Router, res: SplitResult) -> None:
+    bo = "<"
+    linktypes: list[int] = []
+    read = f.read
+    while True:
+        bh = read(8)
+        if not bh:
+            return
+        if len(bh) < 8:
+            res.warnings.append("the capture is cut short; the shards hold what could be read")
+            return
+        btype = struct.unpack("<I", bh[:4])[0]
+        if btype == _SHB:           # a new section: its own byte order and interfaces
+            bom = read(4)
+            bo = "<" if bom == b"\x4d\x3c\x2b\x1a" else ">"
+            blen = struct.unpack(bo + "I", bh[4:8])[0]
+            body = bom + read(blen - 12)
+            linktypes = []
+        else:
+            btype, blen = struct.unpack(bo + "II", bh)
+            body = read(blen - 8)
+        if blen < 12 or len(body) < blen - 8:
+            res.warnings.append("the capture is cut short; the shards hold what could be read")
+            return
+        block = bh + body
+        if btype == _IDB:
+            linktypes.append(struct.unpack(bo + "H", body[:2])[0])
+        if btype == _EPB:
+            iface, caplen = struct.unpack(bo + "I", body[:4])[0], struct.unpack(bo + "I", body[12:16])[0]
+            frame = body[20:20 + caplen]
+        elif btype == _SPB:
+            iface, frame = 0, body[4:blen - 12]
+        elif btype == _PB:
+            iface, caplen = struct.unpack(bo + "H", body[:2])[0], struct.unpack(bo + "I", body[12:16])[0]
+            frame = body[20:20 + caplen]
+        else:                       # not a packet: every shard needs it
+            for o in outs:
+                o.write(block)
+            continue
+        lt = linktypes[iface] if iface < len(linktypes) else -1
+        i = router.shard(lt, frame)
+        outs[i].write(block)
+        res.frames[i] += 1
+        res.bytes[i] += blen
+
+
+# ---- running the shards ----
+def resolve_plugin(plugin: str | None) -> str | None:
+    """Decide once, in the parent, which plugin file the workers load (None: tshark loads it
+    already), so no worker repeats the lookup."""
+    from .records import open_wireshark
+    ws = open_wireshark(plugin)
+    try:
+        return str(ws.plugin) if ws.plugin is not None else None
+    finally:
+        ws.cleanup()
+
+
+def analyze_shard(path: str, plugin: str | None) -> Aggregate:
+    """One shard's tshark pass (a worker process, local or on a Dask worker)."""
+    from .cli import analyze_file
+    return analyze_file(path, plugin)
+
+
+def default_shards(capture: str, jobs: int) -> int:
+    size = os.path.getsize(capture)
+    return max(jobs, -(-size // SHARD_TARGET_BYTES))
+
+
+def run_shards(paths: list[str], plugin: str | None, jobs: int,
+               scheduler: str | None = None) -> list[Aggregate]:
+    """Analyze every shard: `jobs` local worker processes, or the Dask cluster at `scheduler`
+    (tcp://HOST:PORT; its workers must see the shard paths and have tshark and the plugin)."""
+    if scheduler:
+        try:
+            from dask.distributed import Client
+        except ImportError:
+            raise P2pcError("--scheduler needs Dask: pip install 'p2pc[cluster]'") from None
+        with Client(scheduler) as client:
+            futures = client.map(analyze_shard, paths, plugin=plugin, pure=False)
+            return client.gather(futures)
+    if jobs > 1 and len(paths) > 1:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
+            return list(pool.map(analyze_shard, paths, [plugin] * len(paths)))
+    return [analyze_shard(p, plugin) for p in paths]
+
+
+def analyze_sharded(capture: str, shards: int, jobs: int, plugin: str | None = None,
+                    workdir: str | None = None, scheduler: str | None = None,
+                    keep: str | None = None) -> Aggregate:
+    """Split `capture` into `shards` by connection, analyze them in parallel, merge exactly.
+    Shards go to a temporary folder in `workdir` (default: $TMPDIR), removed afterwards, or to
+    `keep` (kept)."""
+    plugin = resolve_plugin(plugin)
+    tmp = keep or tempfile.mkdtemp(prefix="p2pc-shards-", dir=workdir)
+    try:
+        os.chmod(tmp, 0o755)
+        sp = split(capture, tmp, shards)
+        parts = run_shards(sp.paths, plugin, jobs, scheduler)
+    finally:
+        if not keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    from .merge import rename_files
+    agg = type(parts[0])() if parts else Aggregate()
+    for i, part in enumerate(parts):
+        # Name each shard's connections after the capture (`CAPTURE#i`): shards' stream
+        # numbers overlap.
+        agg.merge(rename_files(part, {f: f"{capture}#{i}" for f in part.files}))
+    agg.files = [capture]
+    agg.warnings = list(sp.warnings) + [w for p in parts for w in p.warnings]
+    return agg
