@@ -135,11 +135,8 @@ def test_every_output_format_parses(fmt):
         assert "| proto |" in out and "| cblock |" in out.replace("  ", " ")
     elif fmt == "html":
         assert out.startswith("<!DOCTYPE html>") and "</html>" in out
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            pytest.skip("matplotlib not installed: no plots")
-        assert out.count('src="data:image/png;base64,') >= 3
+        # plotly figures, plotly.js inlined once (test_reports.py renders them in Chromium)
+        assert out.count('<div id="figure-') >= 3 and out.count("Plotly.newPlot") >= 3
     else:
         assert "cblock" in out and "total saved" in out
 

@@ -1,100 +1,196 @@
-"""HTML: the tables plus embedded plots (matplotlib, PNG as data: URIs): savings by message
-type, compression % by size range, the compression-ratio CDF, and bandwidth over time."""
+"""HTML: one self-contained file (opens offline: plotly.js is inlined, nothing is fetched) with
+interactive plotly figures and sortable tables, laid out by the jinja2 template
+`p2pc/templates/report.html.j2`.
+
+Figures, from the report's rows and series (as the seeds' figures):
+  analyze  savings per message type, stacked payload/header/ACK; compression % by message size
+           range; the compression-ratio CDF per size range; inbound and outbound bandwidth
+  compare  inbound and outbound bandwidth over time, compression off vs on
+  whatif   each codec's compression ratio (per size range and overall) and time per message
+Legends sit outside the plotting area, so they never cover data.
+"""
 from __future__ import annotations
 
-import base64
-import html
-import io
+from collections import defaultdict
 
-from . import main_columns
+import jinja2
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .. import __version__
+from ..model import SIZE_RANGES, size_range_label
+from . import tables
 from .table import HEAD, fmt
 
-
-def _table(columns, rows, heads=None) -> str:
-    heads = heads or {}
-    th = "".join(f"<th>{html.escape(heads.get(c, c))}</th>" for c in columns)
-    trs = "".join("<tr>" + "".join(f"<td>{html.escape(fmt(r.get(c)))}</td>" for c in columns) + "</tr>"
-                  for r in rows)
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
+COLORS = {"payload_saved": "#4c72b0", "header_saved": "#dd8452", "ack_saved": "#55a868"}
+LEGEND_RIGHT = dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top")
+RANGE_ORDER = {size_range_label(lo, hi): i for i, (lo, hi) in enumerate(SIZE_RANGES)}
 
 
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+def _layout(fig: go.Figure, height: int, **kw) -> go.Figure:
+    fig.update_layout(template="plotly_white", height=height, legend=LEGEND_RIGHT,
+                      margin=dict(l=10, r=10, t=30, b=10), **kw)
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
+    return fig
 
 
-def plots(report: dict) -> list[tuple[str, str]]:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return []
-    out = []
-    rows = report.get("rows", [])
-    if rows and "total_saved" in rows[0]:
-        fig, ax = plt.subplots(figsize=(8, 0.5 + 0.4 * len(rows)))
-        labels = [f"{r['proto']} {r['msg_type']}" + (f" {r['direction']}" if r.get("direction") else "")
-                  for r in rows]
-        left = [0] * len(rows)
-        for key, color in (("payload_saved", "#4c72b0"), ("header_saved", "#dd8452"), ("ack_saved", "#55a868")):
-            vals = [max(0, r.get(key, 0)) for r in rows]
-            ax.barh(labels, vals, left=left, color=color, label=key.replace("_", " "))
-            left = [a + b for a, b in zip(left, vals)]
-        ax.set_xlabel("bytes saved")
-        ax.legend()
-        out.append(("Savings by message type", _png(fig)))
-    series = report.get("series", {})
-    sizes = series.get("size_ranges")
-    if sizes:
-        fig, ax = plt.subplots(figsize=(8, 3.5))
-        labels = [f"{s['msg_type']} {s['range']}" for s in sizes]
-        ax.bar(range(len(sizes)), [s["compression_pct"] for s in sizes], color="#4c72b0")
-        ax.set_xticks(range(len(sizes)), labels, rotation=60, ha="right", fontsize=7)
-        ax.set_ylabel("compression %")
-        out.append(("Compression by size range", _png(fig)))
-    cdf = series.get("ratio_cdf")
-    if cdf:
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        for name, pts in cdf.items():
-            ax.step([p[0] for p in pts], [p[1] for p in pts], where="post", label=name)
-        ax.set_xlabel("compression ratio (raw / sent)")
-        ax.set_ylabel("fraction of messages")
-        ax.legend(fontsize=7)
-        out.append(("Compression ratio CDF", _png(fig)))
-    bw = series.get("bandwidth")
-    if bw:
-        fig, ax = plt.subplots(figsize=(8, 3.5))
-        for name, pts in bw.items():
-            ax.plot([p[0] for p in pts], [p[1] * 8 / 1000 for p in pts], label=name, drawstyle="steps-post")
-        ax.set_xlabel("seconds")
-        ax.set_ylabel("kbit/s (P2P message bytes)")
-        ax.legend(fontsize=7)
-        out.append(("Bandwidth over time", _png(fig)))
+def _label(r: dict) -> str:
+    return f"{r['proto']} {r['msg_type']}" + (f" {r['direction']}" if r.get("direction") else "")
+
+
+def savings_by_type(report: dict):
+    rows = [r for r in report.get("rows", []) if "total_saved" in r and r["total_saved"] > 0]
+    if not rows:
+        return None
+    fig = go.Figure()
+    for key, name in (("payload_saved", "payload (compression)"), ("header_saved", "headers (batching, segments)"),
+                      ("ack_saved", "ACKs")):
+        fig.add_bar(y=[_label(r) for r in rows], x=[max(0, r[key]) for r in rows], name=name,
+                    orientation="h", marker_color=COLORS[key],
+                    hovertemplate="%{y}: %{x:,} B " + name + "<extra></extra>")
+    _layout(fig, 120 + 28 * len(rows), barmode="stack", xaxis_title="bytes saved",
+            yaxis=dict(autorange="reversed"))
+    return ("Savings per message type", "message types that save bytes; stacked: payload, header, ACK", fig)
+
+
+def compression_by_size(report: dict):
+    sizes = report.get("series", {}).get("size_ranges") or []
+    if not sizes:
+        return None
+    ranges = sorted({s["range"] for s in sizes}, key=lambda r: RANGE_ORDER.get(r, 99))
+    per = defaultdict(dict)
+    for s in sizes:
+        per[f"{s['proto']} {s['msg_type']}"][s["range"]] = s
+    fig = go.Figure()
+    for name, by_range in per.items():
+        fig.add_bar(x=ranges, y=[by_range[r]["compression_pct"] if r in by_range else None for r in ranges],
+                    name=name, customdata=[by_range[r]["messages"] if r in by_range else 0 for r in ranges],
+                    hovertemplate=name + " %{x}: %{y:.2f} % (%{customdata} messages)<extra></extra>")
+    _layout(fig, 380, barmode="group", xaxis_title="uncompressed message size",
+            yaxis_title="compression % (bytes saved / raw)")
+    return ("Compression by message size range", "compressed message types only", fig)
+
+
+def ratio_cdf(report: dict):
+    cdf = report.get("series", {}).get("ratio_cdf_by_size") or {}
+    if not cdf:
+        return None
+    fig = go.Figure()
+    for name in sorted(cdf, key=lambda r: RANGE_ORDER.get(r, 99)):
+        pts = [(cdf[name][0][0], 0.0)] + list(cdf[name])   # the step up from 0 at the smallest ratio
+        fig.add_scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], name=name, mode="lines+markers",
+                        line_shape="hv", hovertemplate=name + ": ratio ≤ %{x:.2f}: %{y:.1%}<extra></extra>")
+    _layout(fig, 380, xaxis_title="compression ratio (raw / sent)", yaxis_title="fraction of messages",
+            yaxis=dict(range=[0, 1.02], tickformat=".0%"), legend_title_text="raw size")
+    return ("Compression ratio CDF per message size range", "compressed messages", fig)
+
+
+def _in_out(bw: dict) -> dict:
+    """Bandwidth per second summed into inbound/outbound as seen by the listening peer of each
+    connection (the end with the lower port): {"inbound"|"outbound": {second: bytes}}."""
+    out = {"inbound": defaultdict(int), "outbound": defaultdict(int)}
+    for key, pts in bw.items():
+        src, dst = key.split(">")
+        sport, dport = int(src.rsplit(":", 1)[1]), int(dst.rsplit(":", 1)[1])
+        way = "outbound" if sport < dport else "inbound"
+        for t, v in pts:
+            out[way][t] += v
     return out
 
 
+def bandwidth(runs: dict, title: str):
+    """runs: {label: series.bandwidth}; one subplot for inbound, one for outbound."""
+    runs = {k: v for k, v in runs.items() if v}
+    if not runs:
+        return None
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
+                        subplot_titles=("inbound (to the listening peer)", "outbound (from the listening peer)"))
+    dash = ["solid", "dot", "dash"]
+    colors = ["#c44e52", "#4c72b0", "#55a868"]
+    for i, (label, bw) in enumerate(runs.items()):
+        io = _in_out(bw)
+        for row, way in ((1, "inbound"), (2, "outbound")):
+            secs = sorted(io[way])
+            fig.add_scatter(x=secs, y=[io[way][s] * 8 / 1000 for s in secs], name=label,
+                            legendgroup=label, showlegend=row == 1, mode="lines+markers",
+                            line=dict(shape="hv", dash=dash[i % 3], color=colors[i % 3]),
+                            hovertemplate=label + " " + way + ": %{y:,.1f} kbit/s at %{x} s<extra></extra>",
+                            row=row, col=1)
+    fig.update_yaxes(title_text="kbit/s", rangemode="tozero")
+    fig.update_xaxes(title_text="seconds from the first message", row=2, col=1)
+    _layout(fig, 520)
+    return (title, "P2P message bytes per second", fig)
+
+
+def codec_ratio(report: dict):
+    rows = report.get("series", {}).get("codecs") or []
+    if not rows:
+        return None
+    codecs = list(dict.fromkeys(r["codec"] for r in rows))
+    ranges = sorted({r["range"] for r in rows}, key=lambda r: (r == "all", RANGE_ORDER.get(r, 99)))
+    fig = go.Figure()
+    for rng in ranges:
+        got = {r["codec"]: r for r in rows if r["range"] == rng}
+        fig.add_bar(x=codecs, y=[got[c]["ratio"] if c in got else None for c in codecs],
+                    name=rng if rng != "all" else "all messages",
+                    hovertemplate="%{x} " + rng + ": ratio %{y:.3f}<extra></extra>")
+    _layout(fig, 400, barmode="group", xaxis_title="codec", yaxis_title="compression ratio (raw / compressed)",
+            legend_title_text="raw size")
+    return ("What-if codecs: compression ratio", "per uncompressed size range and over all messages", fig)
+
+
+def codec_time(report: dict):
+    rows = [r for r in report.get("series", {}).get("codecs") or [] if r["range"] == "all"]
+    if not rows:
+        return None
+    fig = go.Figure()
+    for key, name, color in (("compress_ms", "compress", "#4c72b0"), ("decompress_ms", "decompress", "#dd8452")):
+        fig.add_bar(x=[r["codec"] for r in rows], y=[r[key] for r in rows], name=name, marker_color=color,
+                    hovertemplate="%{x} " + name + ": %{y:.4f} ms per message<extra></extra>")
+    _layout(fig, 380, barmode="group", xaxis_title="codec", yaxis_title="ms per message")
+    return ("What-if codecs: time per message", "mean over every message recompressed", fig)
+
+
+def figures(report: dict) -> list[tuple[str, str, go.Figure]]:
+    series = report.get("series", {})
+    cmd = report.get("command")
+    if cmd == "compare":
+        bw = series.get("bandwidth_compare", {})
+        found = [bandwidth({"compression off": bw.get("baseline"), "compression on": bw.get("compressed")},
+                           "Bandwidth over time: compression off vs on")]
+    elif cmd == "whatif":
+        found = [codec_ratio(report), codec_time(report)]
+    else:
+        found = [savings_by_type(report), compression_by_size(report), ratio_cdf(report),
+                 bandwidth({"captured": series.get("bandwidth")}, "Bandwidth over time")]
+    return [f for f in found if f]
+
+
+def _cells(columns: list[str], r: dict, numeric: set) -> list[dict]:
+    return [{"text": fmt(r.get(c)), "num": c in numeric,
+             "value": "-Infinity" if r.get(c) is None else r.get(c)} for c in columns]
+
+
 def render(report: dict) -> str:
-    title = html.escape(report.get("title", "p2pc report"))
-    body = [f"<h1>{title}</h1>"]
-    files = report.get("files")
-    if files:
-        body.append("<p>" + ", ".join(html.escape(f) for f in files) + "</p>")
-    rows = list(report.get("rows", []))
-    if report.get("totals"):
-        rows.append(report["totals"])
-    if rows:
-        body.append(_table(main_columns(report), rows, HEAD))
-    for sec in report.get("sections", []):
-        body.append(f"<h2>{html.escape(sec['title'])}</h2>" + _table(sec["columns"], sec["rows"]))
-    for name, uri in plots(report):
-        body.append(f'<h2>{html.escape(name)}</h2><img alt="{html.escape(name)}" src="{uri}">')
-    for w in report.get("warnings", []):
-        body.append(f"<p class=warn>warning: {html.escape(w)}</p>")
-    style = ("body{font-family:sans-serif;margin:2em} table{border-collapse:collapse;margin:1em 0}"
-             "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right} .warn{color:#a00}")
-    return (f"<!DOCTYPE html><html><head><meta charset=utf-8><title>{title}</title>"
-            f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n")
+    figs = []
+    for i, (title, note, fig) in enumerate(figures(report)):
+        html = fig.to_html(full_html=False, include_plotlyjs=(i == 0), div_id=f"figure-{i}",
+                           config={"displaylogo": False, "responsive": True})
+        figs.append({"title": title, "note": note, "html": html})
+    out_tables = []
+    for t in tables(report):
+        cols, rows = t["columns"], t["rows"]
+        numeric = {c for c in cols if all(r.get(c) is None or isinstance(r.get(c), (int, float)) for r in rows)
+                   and any(isinstance(r.get(c), (int, float)) for r in rows)}
+        foot = [r for r in rows if t["name"] == "main" and r.get("proto") == "ALL"]
+        body = [r for r in rows if not any(r is f for f in foot)]
+        out_tables.append({"name": t["name"], "heading": t["title"] if t["name"] != "main" else "Summary",
+                           "columns": cols, "heads": [HEAD.get(c, c) for c in cols],
+                           "body": [_cells(cols, r, numeric) for r in body],
+                           "foot": [_cells(cols, r, numeric) for r in foot]})
+    env = jinja2.Environment(loader=jinja2.PackageLoader("p2pc", "templates"),
+                             autoescape=jinja2.select_autoescape(["html", "j2"]),
+                             trim_blocks=True, lstrip_blocks=True)
+    return env.get_template("report.html.j2").render(report=report, figures=figs, tables=out_tables,
+                                                     version=__version__)
