@@ -1,13 +1,27 @@
 #!/usr/bin/env python3
-"""Benchmark: `p2pc analyze` against a bare `tshark -q -r` of the same large capture.
+"""Benchmark: stock tshark vs tshark with p2pc, `p2pc analyze` vs its own tshark pass, sharded
+vs unsharded analysis: wall time and peak RSS, each command printed as it was run.
 
-Builds the capture from the committed ones (each copy shifted in time with editcap, then
-concatenated with mergecap -a), and prints frames/s and the ratio of the two run times.
-    make bench        # or: tools/bench.py [--copies N]
+The capture: every committed capture (the cut-short ones left out), copied N times, each copy
+of each capture on its own IPv4 addresses (tcprewrite --pnat 192.0.2.0/24 -> 10.a.b.0/24), so
+every copy is a separate set of connections, then merged in time order (mergecap).  The decoded
+record count must be exactly N times one copy's.  Built captures are kept in build/bench/.
+
+    tools/bench.py            # ~1 GB mixed capture (and ~250 MB per protocol)
+    tools/bench.py --quick    # ~100 MB (and ~25 MB per protocol)
+
+Needs tcprewrite (Debian: tcpreplay), editcap/mergecap/capinfos, GNU time (/usr/bin/time), and
+the analyzer's dpkt.  Targets are printed with PASS/FAIL; they never fail the run.  The machine
+may be busy: every measurement is repeated, runs interleaved, and the median is printed.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import shlex
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -16,47 +30,257 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "analyzer"))
-from p2pc.records import open_wireshark  # noqa: E402
-from p2pc.wsenv import built_plugin  # noqa: E402
+from p2pc.wsenv import Wireshark, built_plugin  # noqa: E402
+
+BENCH = REPO / "build" / "bench"
+PROTOS = {"bitcoin": "bitcoin", "fisco": "fisco", "eth2": "eth2",
+          "libp2p-compression": "libp2p compression transport"}
+TIME = "/usr/bin/time"
 
 
-def timed(cmd: list[str]) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+def sh(cmd: list[str]) -> str:
+    return " ".join(shlex.quote(c) for c in cmd)
+
+
+def need(tool: str, package: str) -> None:
+    if not shutil.which(tool) and not os.path.exists(tool):
+        sys.exit(f"bench: {tool} not found: sudo apt-get install {package}")
+
+
+# ---- building the captures ----
+def sources(proto: str | None = None) -> list[Path]:
+    dirs = [proto] if proto else list(PROTOS)
+    return sorted(p for d in dirs for p in (REPO / "captures" / d).glob("*.pcapng")
+                  if "truncated" not in p.name)
+
+
+def build(name: str, srcs: list[Path], target_bytes: int, k0: int) -> tuple[Path, Path, int]:
+    """build/bench/NAME.pcapng: copies of `srcs`, each (copy, source) on 10.a.b.0/24 with
+    a.b = k0 + its index; and NAME-copy0.pcapng, the first copy alone.  Returns the paths and
+    the number of copies.  k0 keeps the address blocks of the different captures apart."""
+    BENCH.mkdir(parents=True, exist_ok=True)
+    round_bytes = sum(s.stat().st_size for s in srcs)
+    copies = max(1, round(target_bytes / round_bytes))
+    out, one = BENCH / f"{name}.pcapng", BENCH / f"{name}-copy0.pcapng"
+    stamp = BENCH / f"{name}.built"
+    want = f"{copies} copies of {len(srcs)} captures, {round_bytes} B each"
+    if out.exists() and one.exists() and stamp.exists() and stamp.read_text() == want:
+        return out, one, copies
+    print(f"building {out.relative_to(REPO)}: {want}", flush=True)
+    with tempfile.TemporaryDirectory(dir=BENCH) as tmp:
+        merged = []
+        for c in range(copies):
+            parts = []
+            for j, s in enumerate(srcs):
+                k = k0 + c * len(srcs) + j
+                assert k < 1 << 16, "too many copies for 10.0.0.0/8"
+                dst = Path(tmp) / f"{c}-{j}.pcap"
+                subprocess.run(["tcprewrite", f"--pnat=192.0.2.0/24:10.{k >> 8}.{k & 255}.0/24",
+                                f"--infile={s}", f"--outfile={dst}"], check=True,
+                               stdout=subprocess.DEVNULL)
+                parts.append(str(dst))
+            copy = Path(tmp) / f"copy{c}.pcapng"
+            subprocess.run(["mergecap", "-F", "pcapng", "-w", str(copy), *parts], check=True)
+            for p in parts:
+                os.unlink(p)
+            if c == 0:
+                shutil.copy(copy, one)
+            merged.append(str(copy))
+        subprocess.run(["mergecap", "-F", "pcapng", "-w", str(out), *merged], check=True)
+    for p in (out, one):
+        p.chmod(0o644)
+    stamp.write_text(want)
+    return out, one, copies
+
+
+def frames(path: Path) -> int:
+    return int(subprocess.run(["capinfos", "-c", "-M", str(path)], capture_output=True,
+                              text=True).stdout.split()[-1])
+
+
+# ---- measuring ----
+class Runner:
+    def __init__(self):
+        self.commands: dict[str, str] = {}
+        self.results: dict[str, list[tuple[float, int]]] = {}
+
+    def run(self, label: str, cmd: list[str], env: dict | None = None, stdout=None) -> tuple[float, int]:
+        """Wall time (s) and peak RSS (KiB, of the largest process: GNU time's %M) of cmd."""
+        self.commands.setdefault(label, sh(cmd))
+        with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
+            t0 = time.perf_counter()
+            res = subprocess.run([TIME, "-f", "%M", "-o", tf.name, *cmd], env=env,
+                                 stdout=stdout or subprocess.DEVNULL, stderr=subprocess.PIPE)
+            wall = time.perf_counter() - t0
+            rss = int(Path(tf.name).read_text().split()[-1])
+        if res.returncode not in (0, 8):
+            sys.exit(f"bench: {label} failed ({res.returncode}): {sh(cmd)}\n{res.stderr.decode()[-2000:]}")
+        self.results.setdefault(label, []).append((wall, rss))
+        return wall, rss
+
+    def med(self, label: str) -> tuple[float, int]:
+        r = self.results[label]
+        return statistics.median(w for w, _ in r), int(statistics.median(m for _, m in r))
+
+
+def mark(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--copies", type=int, default=10)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="~100 MB instead of ~1 GB")
+    ap.add_argument("--size-mb", type=int, help="size of the mixed capture (default 1000, --quick 100)")
+    ap.add_argument("--repeat", type=int, help="runs of each measurement (default 3, 1 GB: 2)")
     args = ap.parse_args()
-    # Every committed capture of every protocol (the cut-short ones cannot be merged).
-    sources = sorted(p for p in (REPO / "captures").glob("*/*.pcapng") if "truncated" not in p.name)
-    with tempfile.TemporaryDirectory() as tmp:
-        parts = []
-        for i in range(args.copies):
-            for s in sources:
-                out = Path(tmp) / f"{i}-{s.name}"
-                res = subprocess.run(["editcap", "-t", str(i * 100), str(s), str(out)], capture_output=True)
-                if res.returncode == 0:     # editcap cannot time-shift a pcapng holding TLS secrets
-                    parts.append(str(out))
-        big = Path(tmp) / "big.pcapng"
-        subprocess.run(["mergecap", "-a", "-w", str(big), *parts], check=True)
-        big.chmod(0o644)
-        Path(tmp).chmod(0o755)
-        frames = int(subprocess.run(["capinfos", "-c", "-M", str(big)], capture_output=True,
-                                    text=True).stdout.split()[-1])
-        ws = open_wireshark(str(built_plugin()) if built_plugin() else None)
-        bare = timed(ws.command("tshark", ["-n", "-q", "-r", str(big)]))
-        records = timed(ws.command("tshark", ["-n", "-q", "-r", str(big), "-z", "p2pc,records"]))
-        analyze = timed([sys.executable, "-m", "p2pc", "analyze", str(big), "--format", "json"])
-        ws.cleanup()
-    size = big.stat().st_size if big.exists() else 0
-    print(f"capture: {frames} frames ({args.copies} copies of {len(sources)} captures)")
-    print(f"tshark -q -r (with the plugin):   {bare:6.2f} s  {frames / bare:10.0f} frames/s")
-    print(f"tshark -z p2pc,records:           {records:6.2f} s  {frames / records:10.0f} frames/s")
-    print(f"p2pc analyze:                     {analyze:6.2f} s  {frames / analyze:10.0f} frames/s")
-    print(f"analyze / bare tshark:            {analyze / bare:6.2f}x")
+    for tool, pkg in (("tcprewrite", "tcpreplay"), ("mergecap", "wireshark-common"),
+                      ("capinfos", "wireshark-common"), ("tshark", "tshark"), (TIME, "time")):
+        need(tool, pkg)
+    size = (args.size_mb or (100 if args.quick else 1000)) << 20
+    repeat = args.repeat or (3 if size <= 300 << 20 else 2)
+    plugin = built_plugin()
+    if plugin is None:
+        sys.exit("bench: the plugin is not built: run `make build`")
+
+    mixed, mixed1, copies = build("mixed", sources(), size, 0)
+    per = {}
+    k0 = 1 << 15
+    for d in PROTOS:
+        srcs = sources(d)
+        per[d] = build(d, srcs, size // 4, k0)
+        k0 += per[d][2] * len(srcs)
+
+    ws = Wireshark(plugin=plugin)
+    # Stock: the same runner (as nobody when root) with a private HOME that holds no plugin.
+    stock = Wireshark()
+    stock_home = Path(tempfile.mkdtemp(prefix="p2pc-stock-"))
+    (stock_home / ".config/wireshark").mkdir(parents=True)
+    for p in (stock_home, stock_home / ".config", stock_home / ".config/wireshark"):
+        p.chmod(0o755)
+    stock._home = stock_home
+    loaded = [l for l in stock.run("tshark", ["-G", "plugins"]).stdout.splitlines() if "p2pc" in l]
+    if loaded:
+        sys.exit("bench: the stock tshark loads p2pc (a global installation?): " + loaded[0])
+    env = dict(os.environ, P2PC_PLUGIN=str(plugin), PYTHONPATH=str(REPO / "analyzer"))
+    py = [sys.executable, "-m", "p2pc"]
+    r = Runner()
+    work = Path(tempfile.mkdtemp(prefix="p2pc-bench-", dir=BENCH))
+    work.chmod(0o755)
+
+    def dissect(w: Wireshark, cap: Path) -> list[str]:
+        return w.command("tshark", ["-n", "-q", "-r", str(cap), "-z", "io,stat,0"])
+
+    nfr = frames(mixed)
+    mb = mixed.stat().st_size / 1e6
+    print(f"\nmixed capture: {mixed.relative_to(REPO)}: {mb:.0f} MB, {nfr} frames, "
+          f"{copies} copies of {len(sources())} captures; {repeat} runs each, interleaved, medians\n",
+          flush=True)
+
+    # 1. records scale exactly with the copies (one analyze of copy 0, one of all)
+    one_json, all_json = work / "copy0.json", work / "unsharded.json"
+    subprocess.run([*py, "analyze", str(mixed1), "--format", "json", "-o", str(one_json)],
+                   env=env, check=False)
+    split_cmd = [*py, "shard", str(mixed), "--shards", "2", "--out", str(work / "shards")]
+    shard_j1 = [*py, "analyze", "--shards", "2", "-j", "1", "--format", "json", "-o",
+                str(work / "sharded-j1.json"), str(mixed)]
+    shard_j2 = [*py, "analyze", "--shards", "2", "-j", "2", "--format", "json", "-o",
+                str(work / "sharded-j2.json"), str(mixed)]
+    for i in range(repeat):
+        r.run("stock tshark", dissect(stock, mixed))
+        r.run("tshark + p2pc", dissect(ws, mixed))
+        r.run("tshark + p2pc -z p2pc,records", ws.command(
+            "tshark", ["-n", "-q", "-r", str(mixed), "-z", "p2pc,records"]))
+        r.run("p2pc analyze", [*py, "analyze", str(mixed), "--format", "json", "-o", str(all_json)], env=env)
+        # sharded: the split, then the shards' analysis with 1 and 2 workers
+        shutil.rmtree(work / "shards", ignore_errors=True)
+        r.run("p2pc shard (split, 2 shards)", split_cmd, env=env)
+        shards = sorted(str(p) for p in (work / "shards").glob("*.shard*"))
+        r.run("shards analyzed, 1 worker", [*py, "analyze", "-j", "1", "--format", "json", "-o",
+                                            str(work / "shards-j1.json"), *shards], env=env)
+        r.run("shards analyzed, 2 workers", [*py, "analyze", "-j", "2", "--format", "json", "-o",
+                                             str(work / "shards-j2.json"), *shards], env=env)
+        r.run("p2pc analyze --shards 2 -j 1", shard_j1, env=env)
+        r.run("p2pc analyze --shards 2 -j 2", shard_j2, env=env)
+    shutil.rmtree(work / "shards", ignore_errors=True)
+
+    def table(labels: list[str], base: str | None = None) -> None:
+        bw, bm = r.med(base) if base else (None, None)
+        for lab in labels:
+            w, m = r.med(lab)
+            extra = f"   {w / bw:5.2f}x time  {m / bm:5.2f}x RSS" if base and lab != base else ""
+            print(f"  {lab:34s} {w:8.2f} s  {m / 1024:8.0f} MiB{extra}")
+
+    def totals(p: Path) -> dict:
+        rep = json.loads(p.read_text())
+        return {"totals": rep["totals"], "rows": rep["rows"]}
+
+    print("== stock tshark vs tshark with p2pc (both dissect every frame: -z io,stat,0) ==")
+    table(["stock tshark", "tshark + p2pc"], "stock tshark")
+    sw, sm = r.med("stock tshark")
+    pw, pm = r.med("tshark + p2pc")
+    print(f"  target plugin <= 1.15x stock time: {pw / sw:.2f}x  {mark(pw / sw <= 1.15)}")
+    print(f"  target plugin <= 1.25x stock RSS:  {pm / sm:.2f}x  {mark(pm / sm <= 1.25)}")
+
+    print("\n== p2pc analyze vs its own tshark pass ==")
+    table(["tshark + p2pc -z p2pc,records", "p2pc analyze"], "tshark + p2pc -z p2pc,records")
+    tw, _ = r.med("tshark + p2pc -z p2pc,records")
+    aw, _ = r.med("p2pc analyze")
+    print(f"  target analyze <= 1.1x its tshark pass: {aw / tw:.2f}x  {mark(aw / tw <= 1.1)}")
+
+    # fixed cost per file: a tiny capture, analyze vs its own tshark pass
+    small = REPO / "captures" / "bitcoin" / "btc-small.pcapng"
+    for _ in range(7):
+        r.run("small: tshark -z p2pc,records", ws.command(
+            "tshark", ["-n", "-q", "-r", str(small), "-z", "p2pc,records"]))
+        r.run("small: p2pc analyze", [*py, "analyze", str(small), "--format", "json"], env=env)
+    fixed = r.med("small: p2pc analyze")[0] - r.med("small: tshark -z p2pc,records")[0]
+    print(f"  fixed cost per file (btc-small, 7 runs): analyze {r.med('small: p2pc analyze')[0]:.3f} s"
+          f" - tshark {r.med('small: tshark -z p2pc,records')[0]:.3f} s = {fixed:.3f} s  "
+          f"target < 0.2 s {mark(fixed < 0.2)}")
+
+    print("\n== records scale with the copies ==")
+    one, allr = totals(one_json), totals(all_json)
+    n1, nall = one["totals"]["messages"], allr["totals"]["messages"]
+    per_type_ok = all(
+        {(x["proto"], x["msg_type"]): x["messages"] * copies for x in one["rows"]}.get(
+            (y["proto"], y["msg_type"])) == y["messages"] for y in allr["rows"]) and \
+        len(one["rows"]) == len(allr["rows"])
+    print(f"  one copy: {n1} records; {copies} copies: {nall} records; expected {n1 * copies}: "
+          f"{mark(nall == n1 * copies and per_type_ok)} (every proto/msg_type row too: {per_type_ok})")
+
+    print("\n== sharded vs unsharded analysis (2 shards by connection) ==")
+    table(["p2pc analyze", "p2pc shard (split, 2 shards)", "shards analyzed, 1 worker",
+           "shards analyzed, 2 workers", "p2pc analyze --shards 2 -j 1",
+           "p2pc analyze --shards 2 -j 2"], "p2pc analyze")
+    s1, s2 = r.med("shards analyzed, 1 worker")[0], r.med("shards analyzed, 2 workers")[0]
+    e1, e2 = r.med("p2pc analyze --shards 2 -j 1")[0], r.med("p2pc analyze --shards 2 -j 2")[0]
+    print(f"  shards' analysis, 2 workers vs 1: {s1 / s2:.2f}x  target >= 1.7x {mark(s1 / s2 >= 1.7)}")
+    print(f"  end to end (split + analysis), --shards 2 -j 2 vs -j 1: {e1 / e2:.2f}x; "
+          f"vs unsharded analyze: {aw / e2:.2f}x")
+    same = totals(work / "sharded-j2.json") == allr and totals(work / "sharded-j1.json") == allr
+    print(f"  sharded report rows and totals == unsharded: {mark(same)}")
+
+    print("\n== per protocol: stock tshark vs tshark with p2pc ==")
+    for _ in range(repeat):
+        for d, (cap, _, _) in per.items():
+            r.run(f"{d}: stock", dissect(stock, cap))
+            r.run(f"{d}: p2pc", dissect(ws, cap))
+    for d, (cap, _, n) in per.items():
+        (sw, sm), (pw, pm) = r.med(f"{d}: stock"), r.med(f"{d}: p2pc")
+        line = (f"  {PROTOS[d]:30s} {cap.stat().st_size / 1e6:5.0f} MB ({n:3d} copies)  stock "
+                f"{sw:6.2f} s {sm / 1024:6.0f} MiB  p2pc {pw:6.2f} s {pm / 1024:6.0f} MiB  "
+                f"{pw / sw:5.2f}x time {pm / sm:5.2f}x RSS")
+        if d == "libp2p-compression":
+            line += f"  target RSS <= 1.3x {mark(pm / sm <= 1.3)}"
+        print(line)
+
+    print("\n== commands (first run of each) ==")
+    for lab, cmd in r.commands.items():
+        print(f"  {lab}:\n    {cmd}")
+    print(f"  (wrapped in: {TIME} -f %M -o FILE ...: peak RSS is that of the largest process)")
+    ws.cleanup()
+    shutil.rmtree(stock_home, ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
