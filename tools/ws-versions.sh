@@ -21,11 +21,13 @@ for suite in "$@"; do
       set -e
       cd /src
       tools/install-deps.sh
-      echo "p2pc-version: $(tshark --version | sed -n "1s/^TShark (Wireshark) \([0-9.]*\).*/\1/p") gcc $(gcc -dumpfullversion)"
+      echo "p2pc-version: $(tshark --version | sed -n "1s/^TShark (Wireshark) \([0-9]*\.[0-9]*\.[0-9]*\).*/\1/p")"
+      echo "p2pc-cc: gcc $(gcc -dumpfullversion)"
       make test' >"$log" 2>&1 || rc=$?
   ver=$(sed -n 's/^p2pc-version: //p' "$log" | tail -1)
+  cc=$(sed -n 's/^p2pc-cc: //p' "$log" | tail -1)
   result=$(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed|error)' "$log" | tail -1 | tr -d '=' | sed 's/^ *//;s/ *$//')
-  line="Wireshark ${ver:-?} (Debian $suite): ${result:-no test result} [$((SECONDS - start)) s, rc $rc]"
+  line="Wireshark ${ver:-?} (Debian $suite, ${cc:-?}): ${result:-no test result} [$((SECONDS - start)) s, rc $rc]"
   echo "$line"
   if [ "$rc" -ne 0 ]; then
     status=1
