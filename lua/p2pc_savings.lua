@@ -1,76 +1,185 @@
 -- p2pc_savings.lua
--- Statistics ▸ P2P Compression ▸ Savings by message type: a live window in the Wireshark GUI
--- over the common p2pc record, summing per protocol and message type the payload bytes saved by
--- compression and the message headers saved by batching ((batch_count - 1) x header_len).
--- The full model (TCP segments and ACKs) is the `p2pc analyze` command's; this window is the
--- quick look while browsing a capture.
+-- Statistics ▸ P2P Compression ▸ Savings by message type: a window in the Wireshark GUI over the
+-- common p2pc record, with the savings model of docs/savings-model.md (p2pc_model.lua): payload
+-- bytes saved by compression, header bytes saved by batching and fewer TCP segments, and ACK
+-- bytes saved by fewer acknowledgements, per protocol and message type — the same numbers as
+-- `p2pc analyze` on the same capture.
+--
+-- In tshark the same table prints at the end with
+--   tshark -q -r CAPTURE -X lua_script:p2pc_savings.lua -X lua_script1:print
 --
 -- SPDX-License-Identifier: GPL-2.0-or-later
 
-if not gui_enabled() then return end
+local args = { ... }
+local printing = args[1] == "print"
+if not gui_enabled() and not printing then return end
 
-local f_proto   = Field.new("p2pc.proto")
-local f_type    = Field.new("p2pc.msg_type")
-local f_codec   = Field.new("p2pc.codec")
-local f_wire    = Field.new("p2pc.wire_len")
-local f_header  = Field.new("p2pc.header_len")
-local f_payload = Field.new("p2pc.payload_len")
-local f_raw     = Field.new("p2pc.raw_len")
-local f_batch   = Field.new("p2pc.batch_count")
+-- The model sits beside this script (Wireshark runs each Lua plugin in an environment of its own).
+local here = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or ""
+local p2pc_model = dofile(here .. "p2pc_model.lua")
+
+local f = {}
+for _, name in ipairs({ "p2pc.proto", "p2pc.msg_type", "p2pc.wire_len", "p2pc.header_len",
+                        "p2pc.payload_len", "p2pc.raw_len", "p2pc.batch_count", "tcp.stream",
+                        "ip.src", "ip.dst", "ipv6.src", "ipv6.dst", "tcp.srcport", "tcp.dstport",
+                        "tcp.len", "frame.len", "tcp.flags.syn", "tcp.flags.fin", "tcp.flags.reset",
+                        "tcp.flags.ack" }) do
+    f[name] = Field.new(name)
+end
+
+local function value(name)
+    local fi = f[name]()
+    return fi and fi.value
+end
+
+local function num(fi)
+    return tonumber(tostring(fi.value))
+end
+
+-- Integer sums per connection direction and message type, and TCP counts per direction, as
+-- the analyzer keeps them (analyzer/p2pc/model.py: Sums, and the records' T lines).
+local function new_accumulator()
+    local acc = { dirs = {}, tcp = {} }
+
+    local function tcp_counts(key)
+        local t = acc.tcp[key]
+        if not t then
+            t = { data_segs = 0, data_bytes = 0, data_frame_bytes = 0, pure_acks = 0,
+                  pure_ack_bytes = 0, max_seg = 0 }
+            acc.tcp[key] = t
+        end
+        return t
+    end
+
+    function acc.packet()
+        local stream = value("tcp.stream")
+        if stream == nil then return end
+        local src = tostring(value("ip.src") or value("ipv6.src"))
+        local dst = tostring(value("ip.dst") or value("ipv6.dst"))
+        local sport, dport = value("tcp.srcport"), value("tcp.dstport")
+        local key = stream .. "\t" .. src .. "\t" .. sport
+        local t = tcp_counts(key)
+        t.reverse = stream .. "\t" .. dst .. "\t" .. dport
+        local seglen, framelen = value("tcp.len") or 0, value("frame.len")
+        if seglen > 0 then
+            t.data_segs = t.data_segs + 1
+            t.data_bytes = t.data_bytes + seglen
+            t.data_frame_bytes = t.data_frame_bytes + framelen
+            if seglen > t.max_seg then t.max_seg = seglen end
+        elseif not value("tcp.flags.syn") and not value("tcp.flags.fin") and
+               not value("tcp.flags.reset") and value("tcp.flags.ack") then
+            t.pure_acks = t.pure_acks + 1
+            t.pure_ack_bytes = t.pure_ack_bytes + framelen
+        end
+
+        -- One frame can carry several messages: the record fields come in record order.
+        local protos, types, wires = { f["p2pc.proto"]() }, { f["p2pc.msg_type"]() }, { f["p2pc.wire_len"]() }
+        local payloads, raws, batches = { f["p2pc.payload_len"]() }, { f["p2pc.raw_len"]() }, { f["p2pc.batch_count"]() }
+        if #protos == 0 then return end
+        local types_here = acc.dirs[key]
+        if not types_here then
+            types_here = {}
+            acc.dirs[key] = types_here
+        end
+        for i = 1, #protos do
+            local proto, mtype = tostring(protos[i].value), tostring(types[i].value)
+            local k = proto .. "\t" .. mtype
+            local s = types_here[k]
+            if not s then
+                s = { proto = proto, mtype = mtype, messages = 0, wire = 0, payload = 0, raw = 0,
+                      batched_items = 0, batched_headers = 0 }
+                types_here[k] = s
+            end
+            local batch = num(batches[i])
+            local hdr = p2pc_model.PROTOCOL_HEADER[proto] or 0
+            s.messages = s.messages + 1
+            s.wire = s.wire + num(wires[i])
+            s.payload = s.payload + num(payloads[i])
+            s.raw = s.raw + num(raws[i])
+            s.batched_items = s.batched_items + batch - 1
+            s.batched_headers = s.batched_headers + (batch - 1) * hdr
+        end
+    end
+
+    -- Rows per protocol and message type, sorted, with the model applied per direction.
+    function acc.rows()
+        local rows, keys = {}, {}
+        for dir, types_here in pairs(acc.dirs) do
+            local t = acc.tcp[dir]
+            local params = p2pc_model.link_params(t, t and acc.tcp[t.reverse])
+            for k, s in pairs(types_here) do
+                local r = rows[k]
+                if not r then
+                    r = { proto = s.proto, mtype = s.mtype, messages = 0, wire = 0, payload = 0,
+                          raw = 0, header = 0, ack = 0 }
+                    rows[k] = r
+                    keys[#keys + 1] = k
+                end
+                local p2p, tcp, ack = p2pc_model.direction_savings(s, params, "capture")
+                r.messages = r.messages + s.messages
+                r.wire = r.wire + s.wire
+                r.payload = r.payload + s.payload
+                r.raw = r.raw + s.raw
+                r.header = r.header + p2p + tcp
+                r.ack = r.ack + ack
+            end
+        end
+        table.sort(keys)
+        local out = {}
+        for _, k in ipairs(keys) do out[#out + 1] = rows[k] end
+        return out
+    end
+
+    function acc.reset()
+        acc.dirs, acc.tcp = {}, {}
+    end
+
+    return acc
+end
+
+local COLUMNS = { "proto", "message type", "msgs", "wire B", "payload saved", "header saved",
+                  "ACK saved", "total saved", "total %" }
+
+-- One row's cells, rounded as the analyzer rounds (half to even).
+local function cells(r)
+    local payload_saved = r.raw - r.payload
+    local total = payload_saved + r.header + r.ack
+    local whole = r.wire + total
+    return { r.proto, r.mtype, string.format("%d", r.messages), string.format("%d", r.wire),
+             string.format("%d", payload_saved), string.format("%.0f", r.header),
+             string.format("%.0f", r.ack), string.format("%.0f", total),
+             whole ~= 0 and string.format("%.2f", 100 * total / whole) or "0.00" }
+end
+
+if printing then
+    local acc = new_accumulator()
+    local tap = Listener.new("frame", "tcp")
+    function tap.packet() acc.packet() end
+    function tap.draw()
+        print("#" .. table.concat(COLUMNS, "\t"))
+        for _, r in ipairs(acc.rows()) do print(table.concat(cells(r), "\t")) end
+    end
+    return
+end
 
 local function open_window()
     local win = TextWindow.new("p2pc: savings by message type")
-    local rows = {}
-    local tap = Listener.new("frame", "p2pc")
+    local acc = new_accumulator()
+    local tap = Listener.new("frame", "tcp")
 
-    local function add(key, proto, mtype, codec, wire, hdr, payload, raw, batch)
-        local r = rows[key]
-        if not r then
-            r = { proto = proto, mtype = mtype, codecs = {}, n = 0, wire = 0, payload = 0,
-                  raw = 0, header_saved = 0 }
-            rows[key] = r
-        end
-        r.codecs[codec] = true
-        r.n = r.n + 1
-        r.wire = r.wire + wire
-        r.payload = r.payload + payload
-        r.raw = r.raw + raw
-        r.header_saved = r.header_saved + (batch - 1) * hdr
-    end
-
-    function tap.packet(pinfo, tvb)
-        local protos, types, codecs = { f_proto() }, { f_type() }, { f_codec() }
-        local wires, hdrs, payloads = { f_wire() }, { f_header() }, { f_payload() }
-        local raws, batches = { f_raw() }, { f_batch() }
-        -- One frame can carry several messages: the fields come in record order.
-        for i = 1, #protos do
-            local proto, mtype = tostring(protos[i].value), tostring(types[i].value)
-            add(proto .. "\t" .. mtype, proto, mtype, tostring(codecs[i].value),
-                tonumber(tostring(wires[i].value)), tonumber(tostring(hdrs[i].value)),
-                tonumber(tostring(payloads[i].value)), tonumber(tostring(raws[i].value)),
-                tonumber(tostring(batches[i].value)))
-        end
-    end
+    function tap.packet() acc.packet() end
 
     function tap.draw()
-        local keys = {}
-        for k in pairs(rows) do keys[#keys + 1] = k end
-        table.sort(keys)
         win:clear()
-        win:append(string.format("%-10s %-28s %8s %14s %14s %14s %12s %12s\n", "proto",
-            "message type", "msgs", "wire bytes", "payload sent", "uncompressed",
-            "payload saved", "hdr saved"))
-        for _, k in ipairs(keys) do
-            local r = rows[k]
-            win:append(string.format("%-10s %-28s %8d %14d %14d %14d %12d %12d\n", r.proto,
-                r.mtype, r.n, r.wire, r.payload, r.raw, r.raw - r.payload, r.header_saved))
+        win:append(string.format("%-10s %-30s %6s %12s %14s %13s %10s %12s %8s\n", table.unpack(COLUMNS)))
+        for _, r in ipairs(acc.rows()) do
+            win:append(string.format("%-10s %-30s %6s %12s %14s %13s %10s %12s %8s\n", table.unpack(cells(r))))
         end
-        win:append("\nFull model with TCP segment and ACK savings: p2pc analyze <capture>\n")
+        win:append("\nThe model: docs/savings-model.md (the same as p2pc analyze). By direction, the size\n" ..
+                   "ranges and the HTML report: p2pc analyze <capture>\n")
     end
 
-    function tap.reset()
-        rows = {}
-    end
+    function tap.reset() acc.reset() end
 
     win:set_atclose(function() tap:remove() end)
     retap_packets()

@@ -143,7 +143,7 @@ def test_gap_stops_one_direction_only(tshark):
     # editcap renumbers: the first frame from A at or after `removed_frame` follows the hole.
     after = min(int(f) for f, in tshark.fields(c, ["frame.number"],
                                                dfilter=f"ip.src == {a} && tcp.len > 0 && frame.number >= {gap['removed_frame']}"))
-    gaps = tshark.fields(c, ["frame.number", "ip.src"], dfilter="multistream.gap")
+    gaps = tshark.fields(c, ["frame.number", "ip.src"], dfilter="libp2p.gap")
     assert gaps == [[str(after), a]]
     recs = tshark.records(c)
     # Nothing from A decodes after the hole ...

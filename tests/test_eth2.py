@@ -90,6 +90,9 @@ def test_status_and_ping_ssz(tshark):
 def test_records_account_for_the_snappy_framing(tshark):
     recs = [r for r in tshark.records(ETH / "eth2-yamux.pcapng") if r["proto"] == "eth2"]
     blocks = [r for r in recs if r["msg_type"] == "beacon_blocks_by_range/2 response" and int(r["raw_len"]) > 1000]
+    # One record per block the generator sent, each as long as its source SSZ.
+    sizes = sorted((DATA / "ethereum" / b["file"]).stat().st_size for b in truth("eth2-yamux")["blocks_by_range"])
+    assert sorted(int(r["raw_len"]) for r in blocks) == sizes
     for r in blocks:
         assert r["codec"] == "snappy-framed"
         assert int(r["wire_len"]) == int(r["header_len"]) + int(r["payload_len"])

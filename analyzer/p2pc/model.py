@@ -208,6 +208,18 @@ def pct(part: float, whole: float) -> float:
     return round(100.0 * part / whole, 2) if whole else 0.0
 
 
+def direction_savings(s: Sums, params: LinkParams | None, model: str = "capture") -> tuple[float, float, float]:
+    """What one connection direction's messages of one type saved besides their payload:
+    (P2P header saved, TCP header saved, ACK saved), by the model of docs/savings-model.md (its
+    golden vectors, docs/savings-model-vectors.tsv, hold every implementation to it)."""
+    if model == "bip":
+        return float(s.batched_headers), 0.0, float(s.batched_items * BIP_ACK_BYTES)
+    if params is None or not s.delta_bytes:
+        return float(s.batched_headers), 0.0, 0.0
+    segs = s.delta_bytes / params.mss
+    return float(s.batched_headers), segs * params.seg_overhead, segs * params.ack_ratio * params.ack_bytes
+
+
 def compute_rows(agg: Aggregate, model: str = "capture", by_direction: bool = False,
                  explain: bool = False) -> list[Row]:
     rows: dict = {}
@@ -223,31 +235,31 @@ def compute_rows(agg: Aggregate, model: str = "capture", by_direction: bool = Fa
             if row is None:
                 row = rows[key] = Row(proto, mtype, key[2], Sums())
             row.sums.merge(s)
-            if model == "bip":
-                row.p2p_header_saved += s.batched_headers
-                row.ack_saved += s.batched_items * BIP_ACK_BYTES
-                if explain and s.batched_items:
-                    row.explain.append({"file": file, "stream": stream, "direction": dir_label,
-                                        "batched_items": s.batched_items,
-                                        "header_per_item": PROTOCOL_HEADER.get(proto),
-                                        "ack_per_item": BIP_ACK_BYTES})
-                continue
-            row.p2p_header_saved += s.batched_headers
-            if params and s.delta_bytes:
-                segs = s.delta_bytes / params.mss
-                row.tcp_header_saved += segs * params.seg_overhead
-                row.ack_saved += segs * params.ack_ratio * params.ack_bytes
+            p2p, tcp, ack = direction_savings(s, params, model)
+            row.p2p_header_saved += p2p
+            row.tcp_header_saved += tcp
+            row.ack_saved += ack
             if explain:
-                e = {"file": file, "stream": stream, "direction": dir_label,
-                     "delta_bytes": s.delta_bytes, "batched_headers": s.batched_headers}
-                if params:
-                    e.update(mss=params.mss, seg_overhead=round(params.seg_overhead, 2),
-                             ack_ratio=round(params.ack_ratio, 4), ack_frame_bytes=round(params.ack_bytes, 2),
-                             segments_saved=round(s.delta_bytes / params.mss, 3))
-                else:
-                    e["tcp"] = "no TCP data for this direction: segments and ACKs not modelled"
-                row.explain.append(e)
+                row.explain.append(explain_inputs(file, stream, dir_label, proto, s, params, model))
     return [rows[k] for k in sorted(rows, key=lambda k: (k[0], k[1], k[2] or ""))]
+
+
+def explain_inputs(file: str, stream: int, dir_label: str, proto: str, s: Sums,
+                   params: LinkParams | None, model: str) -> dict:
+    """The inputs direction_savings() used for one row (--explain)."""
+    e = {"file": file, "stream": stream, "direction": dir_label}
+    if model == "bip":
+        e.update(batched_items=s.batched_items, header_per_item=PROTOCOL_HEADER.get(proto),
+                 ack_per_item=BIP_ACK_BYTES)
+        return e
+    e.update(delta_bytes=s.delta_bytes, batched_headers=s.batched_headers)
+    if params:
+        e.update(mss=params.mss, seg_overhead=round(params.seg_overhead, 2),
+                 ack_ratio=round(params.ack_ratio, 4), ack_frame_bytes=round(params.ack_bytes, 2),
+                 segments_saved=round(s.delta_bytes / params.mss, 3))
+    else:
+        e["tcp"] = "no TCP data for this direction: segments and ACKs not modelled"
+    return e
 
 
 def totals(rows: list[Row]) -> Row:

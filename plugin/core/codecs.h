@@ -1,4 +1,4 @@
-/* p2pc-codecs.h
+/* codecs.h
  * Decompressors every p2pc dissector shares: LZO1X, zlib/deflate/gzip, Snappy (block and
  * framing format), brotli and zstd, one-shot and (gzip/deflate/brotli) stateful per stream.
  * Every call takes an output bound: no input can make a decoder allocate past it.
@@ -8,7 +8,7 @@
 #ifndef P2PC_CODECS_H
 #define P2PC_CODECS_H
 
-#include "p2pc-compat.h"
+#include "core/p2pc-compat.h"
 
 typedef enum {
     P2PC_CODEC_NONE = 0,
@@ -38,11 +38,6 @@ typedef enum {
 } p2pc_dc_status_t;
 
 const char *p2pc_dc_status_name(p2pc_dc_status_t status);
-
-/* The global cap on any one decompression (bytes), from the p2pc.max_decompressed_mib pref. */
-size_t p2pc_decompress_cap(void);
-/* min(protocol_bound, global cap): what every dissector passes as `bound`. */
-size_t p2pc_bound(size_t protocol_bound);
 
 /* One-shot decompression of in[0..in_len) into memory from `scope`.  On P2PC_DC_OK (and
  * P2PC_DC_CRC/P2PC_DC_LENGTH) *out and *out_len hold the output; *detail says what went wrong. */

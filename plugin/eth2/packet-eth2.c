@@ -18,10 +18,11 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#include "p2pc-compat.h"
-#include "p2pc-codecs.h"
-#include "p2pc-libp2p.h"
-#include "p2pc-record.h"
+#include "core/p2pc-compat.h"
+#include "core/codecs.h"
+#include "core/prefs.h"
+#include "libp2p/engine.h"
+#include "core/record.h"
 
 #include <epan/expert.h>
 #include <epan/prefs.h>
@@ -95,6 +96,7 @@ static expert_field ei_eth2_decompress = EI_INIT;
 static expert_field ei_eth2_truncated = EI_INIT;
 
 static const char *pref_extra_digests = "";
+static GHashTable *extra_digests;   /* lowercase hex digest -> fork name, from the preference */
 
 static const value_string result_vals[] = {
     { 0, "Success" }, { 1, "InvalidRequest" }, { 2, "ServerError" }, { 3, "ResourceUnavailable" },
@@ -118,16 +120,10 @@ fork_name(const char *hex)
     for (size_t i = 0; i < G_N_ELEMENTS(mainnet_digests); i++)
         if (!g_ascii_strcasecmp(hex, mainnet_digests[i].digest))
             return mainnet_digests[i].fork;
-    if (pref_extra_digests && *pref_extra_digests) {
-        gchar **pairs = g_strsplit(pref_extra_digests, ",", -1);
-        const char *found = NULL;
-        for (gchar **p = pairs; *p && !found; p++) {
-            gchar **kv = g_strsplit(g_strstrip(*p), "=", 2);
-            if (kv[0] && kv[1] && !g_ascii_strcasecmp(kv[0], hex))
-                found = wmem_strdup(wmem_file_scope(), kv[1]);
-            g_strfreev(kv);
-        }
-        g_strfreev(pairs);
+    if (extra_digests) {
+        gchar *key = g_ascii_strdown(hex, -1);
+        const char *found = (const char *)g_hash_table_lookup(extra_digests, key);
+        g_free(key);
         if (found)
             return found;
     }
@@ -257,7 +253,7 @@ snappy_framed_len(const guint8 *p, guint avail, guint64 want)
         if (type == 0x00 && clen >= 4) {
             guint64 n;
             guint used;
-            if (!p2pc_uvarint(p + off + 8, clen - 4, &n, &used))
+            if (!l2p_uvarint(p + off + 8, clen - 4, &n, &used))
                 return -1;
             out += n;
         } else if (type == 0x01 && clen >= 4) {
@@ -288,7 +284,7 @@ reqresp_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
     }
     if (avail < off)
         return 0;
-    if (!p2pc_uvarint(p + off, avail - off, &n, &used))
+    if (!l2p_uvarint(p + off, avail - off, &n, &used))
         return avail - off >= 9 ? -1 : 0;
     off += used;
     if (n > L2P_MAX_PDU)
@@ -352,7 +348,8 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
             off += 4;
         }
     }
-    if (len <= off || !p2pc_uvarint(tvb_get_ptr(tvb, off, len - off), len - off, &ssz_len, &used))
+    if (len <= off || !(used = tvb_get_varint(tvb, off, MIN(FT_VARINT_MAX_LEN, len - off), &ssz_len,
+                                               ENC_VARINT_PROTOBUF)))
         goto record;
     proto_tree_add_uint64(t, hf_eth2_ssz_length, tvb, off, used, ssz_len);
     off += used;
@@ -425,7 +422,7 @@ record:
 static int
 dissect_eth2_reqresp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
-    l2p_pipe_t *pipe = l2p_pipe_from(data);
+    l2p_pipe_t *pipe = (l2p_pipe_t *)data;
     if (!pipe)
         return 0;   /* needs its stream: which side sent it, the protocol ID */
     l2p_dissect_pdus(tvb, pinfo, tree, pipe, reqresp_len, reqresp_pdu);
@@ -434,23 +431,25 @@ dissect_eth2_reqresp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *
 
 /* ---- gossipsub ---- */
 
+/* How many fields numbered `want` the protobuf message tvb[start, start + len) has. */
 static guint
-count_field(const guint8 *p, guint start, guint len, guint64 want)
+count_field(tvbuff_t *tvb, int start, int len, guint64 want)
 {
-    guint off = start, n = 0, wt, ds, dl;
-    guint64 num, iv;
-    while (p2pc_pb_next(p, start + len, &off, &num, &wt, &ds, &dl, &iv))
-        if (num == want)
+    int off = start;
+    guint n = 0;
+    l2p_pb_field_t f;
+    while (l2p_pb_next(tvb, &off, start + len, &f))
+        if (f.number == want)
             n++;
     return n;
 }
 
 static void
-gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const guint8 *p, guint start, guint len,
+gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, int len,
                guint rpc_overhead, guint nmsgs)
 {
-    guint off = start, wt, ds, dl, data_off = 0, data_len = 0, topic_off = 0, topic_len = 0;
-    guint64 num, iv;
+    int off = start, data_off = 0, data_len = 0, topic_off = 0, topic_len = 0;
+    l2p_pb_field_t f;
     proto_tree *mt;
     proto_item *mi;
     const char *topic = "", *name = "unknown";
@@ -462,13 +461,17 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const guint8
     gcry_md_hd_t md;
 
     mt = proto_tree_add_subtree(tree, tvb, start, len, ett_gs_msg, &mi, "Message");
-    while (p2pc_pb_next(p, start + len, &off, &num, &wt, &ds, &dl, &iv)) {
-        if (num == 2 && wt == 2) {
-            data_off = ds; data_len = dl;
-        } else if (num == 3 && wt == 2) {
-            proto_tree_add_item(mt, hf_gs_seqno, tvb, ds, dl, ENC_NA);
-        } else if (num == 4 && wt == 2) {
-            topic_off = ds; topic_len = dl;
+    while (l2p_pb_next(tvb, &off, start + len, &f)) {
+        if (f.wire_type != 2)
+            continue;
+        if (f.number == 2) {
+            data_off = f.start;
+            data_len = f.len;
+        } else if (f.number == 3) {
+            proto_tree_add_item(mt, hf_gs_seqno, tvb, f.start, f.len, ENC_NA);
+        } else if (f.number == 4) {
+            topic_off = f.start;
+            topic_len = f.len;
         }
     }
     if (topic_len) {
@@ -521,7 +524,7 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const guint8
     p2pc_record_init(&rec, "eth2", wmem_strdup_printf(pinfo->pool, "gossip %s", name));
     rec.codec = "snappy";
     rec.payload_len = data_len;
-    rec.raw_len = ssz ? tvb_captured_length(ssz) : data_len;
+    rec.raw_len = ssz ? tvb_captured_length(ssz) : (guint)data_len;
     rec.header_len = (len - data_len) + (nmsgs ? rpc_overhead / nmsgs : 0);
     rec.wire_len = rec.header_len + rec.payload_len;
     rec.raw_tvb = ssz;
@@ -534,7 +537,7 @@ rpc_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
 {
     guint64 n;
     guint used;
-    if (!p2pc_uvarint(p, avail, &n, &used))
+    if (!l2p_uvarint(p, avail, &n, &used))
         return avail >= 9 ? -1 : 0;
     if (n > L2P_MAX_PDU)
         return -1;
@@ -544,44 +547,47 @@ rpc_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
 static void
 gossipsub_rpc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2p_pdu_t *pdu)
 {
-    guint len = tvb_captured_length(tvb), used, off, wt, ds, dl, nmsgs, msg_bytes = 0;
-    guint64 rlen, num, iv;
-    const guint8 *p;
+    int len = (int)tvb_captured_length(tvb), off, end;
+    guint used, nmsgs, msg_bytes = 0;
+    guint64 rlen;
+    l2p_pb_field_t f, sub;
     proto_item *ti;
     proto_tree *t;
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "gossipsub");
     ti = proto_tree_add_item(tree, proto_gossipsub, tvb, 0, -1, ENC_NA);
     t = proto_item_add_subtree(ti, ett_gs);
-    p = tvb_get_ptr(tvb, 0, len);
     if (pdu->truncated)
-        expert_add_info_format(pinfo, ti, &ei_eth2_truncated, "The stream closed after %u bytes of this RPC", len);
-    if (!p2pc_uvarint(p, len, &rlen, &used) || used + rlen > len)
+        expert_add_info_format(pinfo, ti, &ei_eth2_truncated, "The stream closed after %d bytes of this RPC", len);
+    used = tvb_get_varint(tvb, 0, MIN(FT_VARINT_MAX_LEN, len), &rlen, ENC_VARINT_PROTOBUF);
+    if (!used || rlen > (guint64)(len - (int)used))
         return;
-    nmsgs = count_field(p, used, (guint)rlen, 2);
-    off = used;
-    while (p2pc_pb_next(p, used + (guint)rlen, &off, &num, &wt, &ds, &dl, &iv))
-        if (num == 2 && wt == 2)
-            msg_bytes += dl;
-    off = used;
-    while (p2pc_pb_next(p, used + (guint)rlen, &off, &num, &wt, &ds, &dl, &iv)) {
-        if (num == 1 && wt == 2) {
-            guint so = ds, swt, sds, sdl;
-            guint64 snum, siv;
-            while (p2pc_pb_next(p, ds + dl, &so, &snum, &swt, &sds, &sdl, &siv)) {
-                if (snum == 1 && swt == 0)
-                    proto_tree_add_boolean(t, hf_gs_subscribe, tvb, ds, dl, siv != 0);
-                else if (snum == 2 && swt == 2)
-                    proto_tree_add_item(t, hf_gs_topic, tvb, sds, sdl, ENC_UTF_8);
+    end = (int)used + (int)rlen;
+    nmsgs = count_field(tvb, (int)used, (int)rlen, 2);
+    off = (int)used;
+    while (l2p_pb_next(tvb, &off, end, &f))
+        if (f.number == 2 && f.wire_type == 2)
+            msg_bytes += f.len;
+    off = (int)used;
+    while (l2p_pb_next(tvb, &off, end, &f)) {
+        if (f.wire_type != 2)
+            continue;
+        if (f.number == 1) {            /* SubOpts { bool subscribe = 1; string topic_id = 2 } */
+            int so = f.start;
+            while (l2p_pb_next(tvb, &so, f.start + f.len, &sub)) {
+                if (sub.number == 1 && sub.wire_type == 0)
+                    proto_tree_add_boolean(t, hf_gs_subscribe, tvb, f.start, f.len, sub.value != 0);
+                else if (sub.number == 2 && sub.wire_type == 2)
+                    proto_tree_add_item(t, hf_gs_topic, tvb, sub.start, sub.len, ENC_UTF_8);
             }
-        } else if (num == 2 && wt == 2) {
-            gossip_message(tvb, pinfo, t, p, ds, dl, len - msg_bytes + pdu->overhead, nmsgs);
-        } else if (num == 3 && wt == 2) {
-            proto_tree_add_uint(t, hf_gs_ihave, tvb, ds, dl, count_field(p, ds, dl, 1));
-            proto_tree_add_uint(t, hf_gs_iwant, tvb, ds, dl, count_field(p, ds, dl, 2));
-            proto_tree_add_uint(t, hf_gs_graft, tvb, ds, dl, count_field(p, ds, dl, 3));
-            proto_tree_add_uint(t, hf_gs_prune, tvb, ds, dl, count_field(p, ds, dl, 4));
-            proto_tree_add_uint(t, hf_gs_idontwant, tvb, ds, dl, count_field(p, ds, dl, 5));
+        } else if (f.number == 2) {     /* Message */
+            gossip_message(tvb, pinfo, t, f.start, f.len, len - msg_bytes + pdu->overhead, nmsgs);
+        } else if (f.number == 3) {     /* ControlMessage */
+            proto_tree_add_uint(t, hf_gs_ihave, tvb, f.start, f.len, count_field(tvb, f.start, f.len, 1));
+            proto_tree_add_uint(t, hf_gs_iwant, tvb, f.start, f.len, count_field(tvb, f.start, f.len, 2));
+            proto_tree_add_uint(t, hf_gs_graft, tvb, f.start, f.len, count_field(tvb, f.start, f.len, 3));
+            proto_tree_add_uint(t, hf_gs_prune, tvb, f.start, f.len, count_field(tvb, f.start, f.len, 4));
+            proto_tree_add_uint(t, hf_gs_idontwant, tvb, f.start, f.len, count_field(tvb, f.start, f.len, 5));
         }
     }
 }
@@ -589,11 +595,19 @@ gossipsub_rpc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *p
 static int
 dissect_gossipsub(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
-    l2p_pipe_t *pipe = l2p_pipe_from(data);
+    l2p_pipe_t *pipe = (l2p_pipe_t *)data;
     if (!pipe)
         return 0;
     l2p_dissect_pdus(tvb, pinfo, tree, pipe, rpc_len, gossipsub_rpc);
     return tvb_captured_length(tvb);
+}
+
+static void
+apply_prefs(void)
+{
+    if (extra_digests)
+        g_hash_table_destroy(extra_digests);
+    extra_digests = p2pc_pref_pairs(pref_extra_digests, TRUE);
 }
 
 void
@@ -666,7 +680,7 @@ proto_register_eth2(void)
     proto_register_subtree_array(ett, array_length(ett));
     expert = expert_register_protocol(proto_eth2);
     expert_register_field_array(expert, ei, array_length(ei));
-    module = prefs_register_protocol(proto_eth2, NULL);
+    module = prefs_register_protocol(proto_eth2, apply_prefs);
     prefs_register_string_preference(module, "extra_digests", "Fork digests of other networks",
         "digest=name pairs, comma-separated (e.g. 6a95a1a9=deneb), added to the mainnet ones", &pref_extra_digests);
 }

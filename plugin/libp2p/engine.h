@@ -1,13 +1,15 @@
-/* p2pc-libp2p.h
- * What the libp2p layer dissectors share (p2pc-libp2p.c): uvarint and protobuf readers, and
- * the byte-stream "pipes" that chain them.
+/* engine.h
+ * What the libp2p layer dissectors share (engine.c): the byte-stream "pipes" that chain them,
+ * the per-pipe PDU cutter with its per-frame replay cache, and the uvarint/protobuf readers.
  *
  * A libp2p connection is a stack of byte streams, none aligned with the one below:
  *   TCP direction -> multistream-select -> /plaintext/2.0.0 Exchange -> multistream-select
  *   -> /yamux/1.0.0 or /mplex/6.7.0 frames -> per muxed stream direction: multistream-select
  *   -> the application protocol (Ethereum req/resp, gossipsub, ...).
  * Each layer is its own dissector.  One direction of one byte stream at one layer is a pipe
- * (l2p_pipe_t); a dissector called with a pipe as `data` gets the bytes that arrived on that
+ * (l2p_pipe_t).  The contract of the "multistream.protocol" table: its dissectors are called
+ * with the pipe as `data` (or with NULL, from Lua or Decode As elsewhere: then the tvb is one
+ * message to draw).  A dissector called with a pipe gets the bytes that arrived on that
  * pipe in this frame, cuts its own PDUs out of them with l2p_dissect_pdus() (tcp_dissect_pdus
  * for a stream that is not TCP: PDUs spanning many frames, frames holding parts of two) and
  * feeds its upper layers' pipes with l2p_pipe_call().  When multistream-select agrees on a
@@ -20,19 +22,28 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#ifndef P2PC_LIBP2P_H
-#define P2PC_LIBP2P_H
+#ifndef P2PC_LIBP2P_ENGINE_H
+#define P2PC_LIBP2P_ENGINE_H
 
-#include "p2pc-compat.h"
+#include "core/p2pc-compat.h"
 
-/* uvarint (multiformats unsigned-varint, at most 9 bytes); FALSE when incomplete or too long. */
-gboolean p2pc_uvarint(const guint8 *p, guint avail, guint64 *value, guint *used);
+/* uvarint (multiformats unsigned-varint, at most 9 bytes) at the start of a pipe's raw buffer
+ * (the length functions see bytes, not a tvb); FALSE when incomplete or too long.  In a tvb,
+ * use tvb_get_varint(..., ENC_VARINT_PROTOBUF). */
+gboolean l2p_uvarint(const guint8 *p, guint avail, guint64 *value, guint *used);
 
-/* The next protobuf field in p[*off, end): its number and wire type; a varint's value in
- * *ival, a length-delimited field's bytes at p[*dstart, *dstart + *dlen).  FALSE at the end or
- * on a malformed field (never reads past end). */
-gboolean p2pc_pb_next(const guint8 *p, guint end, guint *off, guint64 *num, guint *wt,
-                      guint *dstart, guint *dlen, guint64 *ival);
+/* One protobuf field, as l2p_pb_next() reads it. */
+typedef struct {
+    guint64 number;
+    guint wire_type;            /* 0 varint, 1 64-bit, 2 length-delimited, 5 32-bit */
+    guint64 value;              /* wire type 0 */
+    int start;                  /* wire type 2: its bytes are tvb[start, start + len) */
+    int len;
+} l2p_pb_field_t;
+
+/* The next protobuf field in tvb[*off, end), with tvb_get_varint: FALSE at the end or on a
+ * malformed field (it never reads past end, and never throws). */
+gboolean l2p_pb_next(tvbuff_t *tvb, int *off, int end, l2p_pb_field_t *field);
 
 #define L2P_MULTISTREAM_HEADER "/multistream/1.0.0"
 #define L2P_MAX_PDU (16 * 1024 * 1024)
@@ -41,10 +52,7 @@ typedef struct l2p_pipe l2p_pipe_t;
 
 
 /* One direction of one byte stream at one layer.  Allocated in file scope, never freed. */
-#define L2P_PIPE_MAGIC 0x6c327070u   /* "l2pp" */
-
 struct l2p_pipe {
-    guint32 magic;              /* L2P_PIPE_MAGIC: tells a pipe from other `data` */
     guint32 id;                 /* unique in the capture: the per-frame cache key */
     int dir;                    /* 0: dialer -> listener (connection) or opener -> other (stream) */
     l2p_pipe_t *peer;           /* the other direction at the same layer, if known */
@@ -96,14 +104,6 @@ void l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_p
  * pipe, which keeps dir, peer link, muxer and stream id. */
 l2p_pipe_t *l2p_handoff(l2p_pipe_t *pipe, const char *protocol, dissector_handle_t handle);
 
-/* `data` as a pipe, or NULL when the caller passed something else. */
-static inline l2p_pipe_t *
-l2p_pipe_from(void *data)
-{
-    l2p_pipe_t *p = (l2p_pipe_t *)data;
-    return p && p->magic == L2P_PIPE_MAGIC ? p : NULL;
-}
-
 /* A new pipe (file scope). */
 l2p_pipe_t *l2p_pipe_new(dissector_handle_t handle, int dir);
 
@@ -111,33 +111,25 @@ l2p_pipe_t *l2p_pipe_new(dissector_handle_t handle, int dir);
 /* Call the pipe's dissector with tvb (may be empty when fin is set) and the pipe as data. */
 void l2p_pipe_call(l2p_pipe_t *pipe, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, gboolean fin);
 
-/* The handle for a protocol ID: "multistream.protocol" (exact, then the user map preference,
- * then the prefix entries such as "/noise"), else the generic application-data dissector. */
+/* The handle for a protocol ID: the protocol_map preference first, then "multistream.protocol"
+ * (exact, then the prefix entries such as "/noise"), else the generic application-data
+ * dissector ("libp2p_app"). */
 dissector_handle_t l2p_handle_for(const char *protocol);
 
-/* Set by packet-multistream.c at registration. */
-void l2p_init(int proto, dissector_handle_t multistream, dissector_handle_t appdata);
+/* The multistream-select dissector: where every connection direction starts, and where a
+ * layer hands the rest of its pipe to negotiate the next protocol. */
 dissector_handle_t l2p_multistream_handle(void);
-extern const char *l2p_pref_protocol_map;
 
-/* Registers the engine's own fields under `proto` (packet-multistream.c). */
+/* The multistream.protocol_map preference ("protocol-ID=dissector,..."), parsed once per change. */
+void l2p_set_protocol_map(const char *pref);
+
+/* The state a layer keeps for this (frame, pipe, n-th call of the pipe in this dissection of
+ * the frame), `size` bytes in file scope, zeroed when new: the per-frame replay cache of every
+ * stateful layer.  *replay says whether an earlier pass made it; NULL on a later pass that
+ * finds nothing (the first pass did not get this far). */
+void *l2p_frame_slot(packet_info *pinfo, l2p_pipe_t *pipe, size_t size, gboolean *replay);
+
+/* Registers the engine's own fields and replay cache under `proto` (packet-multistream.c). */
 void l2p_register_engine(int proto);
 
-/* Transitional: what the old single-file engine (plugin/packet-libp2p.c) still calls.  Each
- * draws one complete message of its layer; the layered dissectors above do not use them. */
-typedef struct {
-    const char *protocol;
-    const char *muxer;
-    guint32 stream_id;
-    gboolean from_opener;
-    guint32 index;
-    guint32 muxer_overhead;
-} libp2p_app_info_t;
-void libp2p_show_multistream(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, gboolean in_stream,
-                             guint32 stream_id);
-void libp2p_show_plaintext(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
-void libp2p_show_noise(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
-void libp2p_show_yamux(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
-void libp2p_show_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
-
-#endif /* P2PC_LIBP2P_H */
+#endif /* P2PC_LIBP2P_ENGINE_H */

@@ -1,6 +1,6 @@
-/* p2pc-libp2p.c
- * The pieces every libp2p layer dissector uses (see p2pc-libp2p.h): uvarint and protobuf
- * readers, and l2p_dissect_pdus(), the per-pipe reassembly engine with its per-frame cache.
+/* engine.c
+ * The pieces every libp2p layer dissector uses (see engine.h): l2p_dissect_pdus(), the
+ * per-pipe reassembly engine, its per-frame replay cache, and the uvarint/protobuf readers.
  *
  * Why not Wireshark's reassembly_table: a muxed stream is not TCP (no sequence numbers of its
  * own, and its bytes arrive inside PDUs of the layer below, which is itself reassembled), and
@@ -12,7 +12,8 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#include "p2pc-libp2p.h"
+#include "libp2p/engine.h"
+#include "core/prefs.h"
 
 #include <epan/exceptions.h>
 #include <epan/expert.h>
@@ -20,16 +21,11 @@
 #include <epan/show_exception.h>
 
 static int l2p_proto = -1;
-static dissector_handle_t ms_handle;
-static dissector_handle_t appdata_handle;
-static dissector_table_t ms_table;
 static guint32 next_pipe_id = 1;
-const char *l2p_pref_protocol_map = "";
+static GHashTable *protocol_map;    /* protocol ID -> dissector name (the user's preference) */
 
-/* Weak while plugin/packet-libp2p.c still carries its own copies (the old single-file engine):
- * a full build links theirs, a build without it links these. */
-__attribute__((weak)) gboolean
-p2pc_uvarint(const guint8 *p, guint avail, guint64 *value, guint *used)
+gboolean
+l2p_uvarint(const guint8 *p, guint avail, guint64 *value, guint *used)
 {
     guint64 v = 0;
     for (guint i = 0; i < avail && i < 9; i++) {
@@ -43,57 +39,74 @@ p2pc_uvarint(const guint8 *p, guint avail, guint64 *value, guint *used)
     return FALSE;
 }
 
-__attribute__((weak)) gboolean
-p2pc_pb_next(const guint8 *p, guint end, guint *off, guint64 *num, guint *wt, guint *dstart, guint *dlen, guint64 *ival)
+gboolean
+l2p_pb_next(tvbuff_t *tvb, int *off, int end, l2p_pb_field_t *field)
 {
-    guint64 tag, l;
-    guint u;
-    if (*off >= end || !p2pc_uvarint(p + *off, end - *off, &tag, &u))
+    guint64 tag, len;
+    guint used;
+
+    if (*off >= end)
         return FALSE;
-    *off += u;
-    *num = tag >> 3;
-    *wt = (guint)(tag & 7);
-    if (*wt == 0) {
-        if (!p2pc_uvarint(p + *off, end - *off, ival, &u))
+    used = tvb_get_varint(tvb, *off, MIN(FT_VARINT_MAX_LEN, end - *off), &tag, ENC_VARINT_PROTOBUF);
+    if (!used)
+        return FALSE;
+    *off += used;
+    field->number = tag >> 3;
+    field->wire_type = (guint)(tag & 7);
+    switch (field->wire_type) {
+    case 0:
+        if (*off >= end)
             return FALSE;
-        *off += u;
-    } else if (*wt == 2) {
-        if (!p2pc_uvarint(p + *off, end - *off, &l, &u) || l > end - *off - u)
+        used = tvb_get_varint(tvb, *off, MIN(FT_VARINT_MAX_LEN, end - *off), &field->value,
+                              ENC_VARINT_PROTOBUF);
+        if (!used)
             return FALSE;
-        *dstart = *off + u;
-        *dlen = (guint)l;
-        *off = *dstart + (guint)l;
-    } else if (*wt == 5) {
-        if (end - *off < 4) return FALSE;
-        *off += 4;
-    } else if (*wt == 1) {
-        if (end - *off < 8) return FALSE;
-        *off += 8;
-    } else {
+        *off += used;
+        return TRUE;
+    case 2:
+        if (*off >= end)
+            return FALSE;
+        used = tvb_get_varint(tvb, *off, MIN(FT_VARINT_MAX_LEN, end - *off), &len, ENC_VARINT_PROTOBUF);
+        if (!used || len > (guint64)(end - *off - (int)used))
+            return FALSE;
+        field->start = *off + used;
+        field->len = (int)len;
+        *off = field->start + field->len;
+        return TRUE;
+    case 1:
+    case 5: {
+        int size = field->wire_type == 1 ? 8 : 4;
+        if (end - *off < size)
+            return FALSE;
+        *off += size;
+        return TRUE;
+    }
+    default:
         return FALSE;
     }
-    return TRUE;
-}
-
-void
-l2p_init(int proto, dissector_handle_t multistream, dissector_handle_t appdata)
-{
-    l2p_proto = proto;
-    ms_handle = multistream;
-    appdata_handle = appdata;
 }
 
 dissector_handle_t
 l2p_multistream_handle(void)
 {
-    return ms_handle;
+    static dissector_handle_t h;
+    if (!h)
+        h = find_dissector("multistream");
+    return h;
+}
+
+void
+l2p_set_protocol_map(const char *pref)
+{
+    if (protocol_map)
+        g_hash_table_destroy(protocol_map);
+    protocol_map = p2pc_pref_pairs(pref, FALSE);
 }
 
 l2p_pipe_t *
 l2p_pipe_new(dissector_handle_t handle, int dir)
 {
     l2p_pipe_t *p = wmem_new0(wmem_file_scope(), l2p_pipe_t);
-    p->magic = L2P_PIPE_MAGIC;
     p->id = next_pipe_id++;
     p->handle = handle;
     p->dir = dir;
@@ -104,36 +117,28 @@ l2p_pipe_new(dissector_handle_t handle, int dir)
 dissector_handle_t
 l2p_handle_for(const char *protocol)
 {
+    dissector_table_t table = find_dissector_table("multistream.protocol");
     dissector_handle_t h = NULL;
-    if (!ms_table)
-        ms_table = find_dissector_table("multistream.protocol");
-    /* The user's map first (protocol=dissector pairs): it overrides the built-in entries. */
-    if (l2p_pref_protocol_map && *l2p_pref_protocol_map) {
-        gchar **pairs = g_strsplit(l2p_pref_protocol_map, ",", -1);
-        for (gchar **p = pairs; *p && !h; p++) {
-            gchar **kv = g_strsplit(g_strstrip(*p), "=", 2);
-            if (kv[0] && kv[1] && !strcmp(g_strstrip(kv[0]), protocol))
-                h = find_dissector(g_strstrip(kv[1]));
-            g_strfreev(kv);
-        }
-        g_strfreev(pairs);
-        if (h)
-            return h;
-    }
-    if (ms_table && (h = dissector_get_string_handle(ms_table, protocol)) != NULL)
+    const char *name;
+
+    /* The user's map first: it overrides the built-in entries. */
+    if (protocol_map && (name = (const char *)g_hash_table_lookup(protocol_map, protocol)) != NULL &&
+        (h = find_dissector(name)) != NULL)
+        return h;
+    if ((h = dissector_get_string_handle(table, protocol)) != NULL)
         return h;
     /* Families registered by their first path element ("/noise" for every Noise variant). */
-    if (ms_table && protocol[0] == '/') {
+    if (protocol[0] == '/') {
         const char *slash = strchr(protocol + 1, '/');
         if (slash) {
             char *first = g_strndup(protocol, slash - protocol);
-            h = dissector_get_string_handle(ms_table, first);
+            h = dissector_get_string_handle(table, first);
             g_free(first);
             if (h)
                 return h;
         }
     }
-    return appdata_handle;
+    return find_dissector("libp2p_app");
 }
 
 l2p_pipe_t *
@@ -184,42 +189,50 @@ typedef struct {
 static expert_field ei_undecoded = EI_INIT;
 static int hf_undecoded = -1;
 
-/* The record for this (frame, pipe, n-th call in this dissection of the frame); *replay says
- * whether it was written by an earlier pass.  NULL when a later pass finds nothing recorded. */
-static feed_t *
-feed_slot(packet_info *pinfo, l2p_pipe_t *pipe, gboolean *replay)
-{
-    wmem_map_t *frame = (wmem_map_t *)p_get_proto_data(wmem_file_scope(), pinfo, l2p_proto, 0);
-    wmem_map_t *cursor = (wmem_map_t *)p_get_proto_data(pinfo->pool, pinfo, l2p_proto, 1);
-    wmem_array_t *feeds;
-    guint n;
-    feed_t *f;
+/* The replay cache: per frame (file scope) a list of the slots each pipe's calls made, in the
+ * order of the calls; per dissection (packet scope) how many calls each pipe has had. */
+typedef struct {
+    guint32 pipe_id;
+    guint32 call;               /* n-th call of that pipe in the frame */
+    void *state;
+} frame_slot_t;
 
-    if (!frame) {
-        frame = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
-        p_add_proto_data(wmem_file_scope(), pinfo, l2p_proto, 0, frame);
+#define KEY_FRAME_SLOTS 0       /* wmem_array_t of frame_slot_t, file scope */
+#define KEY_CALLS       1       /* wmem_map_t pipe id -> calls so far, packet scope */
+
+void *
+l2p_frame_slot(packet_info *pinfo, l2p_pipe_t *pipe, size_t size, gboolean *replay)
+{
+    wmem_array_t *slots = (wmem_array_t *)p_get_proto_data(wmem_file_scope(), pinfo, l2p_proto, KEY_FRAME_SLOTS);
+    wmem_map_t *calls = (wmem_map_t *)p_get_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_CALLS);
+    frame_slot_t slot;
+    guint32 call;
+
+    if (!calls) {
+        calls = wmem_map_new(pinfo->pool, g_direct_hash, g_direct_equal);
+        p_add_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_CALLS, calls);
     }
-    if (!cursor) {
-        cursor = wmem_map_new(pinfo->pool, g_direct_hash, g_direct_equal);
-        p_add_proto_data(pinfo->pool, pinfo, l2p_proto, 1, cursor);
-    }
-    n = GPOINTER_TO_UINT(wmem_map_lookup(cursor, GUINT_TO_POINTER(pipe->id)));
-    wmem_map_insert(cursor, GUINT_TO_POINTER(pipe->id), GUINT_TO_POINTER(n + 1));
-    feeds = (wmem_array_t *)wmem_map_lookup(frame, GUINT_TO_POINTER(pipe->id));
-    if (!feeds) {
-        feeds = wmem_array_new(wmem_file_scope(), sizeof(feed_t *));
-        wmem_map_insert(frame, GUINT_TO_POINTER(pipe->id), feeds);
-    }
-    if (n < wmem_array_get_count(feeds)) {
-        *replay = TRUE;
-        return *(feed_t **)wmem_array_index(feeds, n);
+    call = GPOINTER_TO_UINT(wmem_map_lookup(calls, GUINT_TO_POINTER(pipe->id)));
+    wmem_map_insert(calls, GUINT_TO_POINTER(pipe->id), GUINT_TO_POINTER(call + 1));
+    for (guint i = 0; slots && i < wmem_array_get_count(slots); i++) {
+        frame_slot_t *s = (frame_slot_t *)wmem_array_index(slots, i);
+        if (s->pipe_id == pipe->id && s->call == call) {
+            *replay = TRUE;
+            return s->state;
+        }
     }
     *replay = PINFO_FD_VISITED(pinfo);
     if (*replay)
         return NULL;
-    f = wmem_new0(wmem_file_scope(), feed_t);
-    wmem_array_append_one(feeds, f);
-    return f;
+    if (!slots) {
+        slots = wmem_array_sized_new(wmem_file_scope(), sizeof(frame_slot_t), 2);
+        p_add_proto_data(wmem_file_scope(), pinfo, l2p_proto, KEY_FRAME_SLOTS, slots);
+    }
+    slot.pipe_id = pipe->id;
+    slot.call = call;
+    slot.state = wmem_alloc0(wmem_file_scope(), size);
+    wmem_array_append_one(slots, slot);
+    return slot.state;
 }
 
 /* wmem_user_cb_t returns gboolean in 4.0, bool from 4.2: p2pc_bool_t follows. */
@@ -302,7 +315,7 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
                  l2p_len_fn len_fn, l2p_pdu_fn pdu_fn)
 {
     gboolean replay;
-    feed_t *f = feed_slot(pinfo, pipe, &replay);
+    feed_t *f = (feed_t *)l2p_frame_slot(pinfo, pipe, sizeof(feed_t), &replay);
     guint inlen = tvb_captured_length(tvb);
     const guint8 *in = inlen ? tvb_get_ptr(tvb, 0, inlen) : NULL;
     const guint8 *work;
@@ -417,6 +430,7 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
 void
 l2p_register_engine(int proto)
 {
+    l2p_proto = proto;
     static hf_register_info hf[] = {
         { &hf_undecoded, { "Undecoded bytes", "multistream.undecoded", FT_BYTES, BASE_NONE, NULL, 0x0,
             "Bytes of a pipe whose framing broke", HFILL } },

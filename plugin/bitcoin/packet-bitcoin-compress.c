@@ -24,9 +24,10 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#include "p2pc-compat.h"
-#include "p2pc-codecs.h"
-#include "p2pc-record.h"
+#include "core/p2pc-compat.h"
+#include "core/codecs.h"
+#include "core/prefs.h"
+#include "core/record.h"
 
 #include <epan/conversation.h>
 #include <epan/exceptions.h>
@@ -96,7 +97,8 @@ static dissector_table_t bitcoin_command_table;
 static dissector_handle_t stock_block_handle;
 static dissector_handle_t stock_tx_handle;
 
-static guint pref_service_bit = 5;
+#define BTCC_SERVICE_BIT_DEFAULT 5     /* NODE_COMPRESS */
+static guint pref_service_bit = BTCC_SERVICE_BIT_DEFAULT;
 static p2pc_bool_t pref_verify_checksum = TRUE;
 static p2pc_bool_t pref_decompress = TRUE;
 static p2pc_bool_t pref_stock_tx = TRUE;
@@ -142,14 +144,6 @@ typedef struct {
     guint64 services[2];
     guint32 version_frame[2];   /* 0 = not seen */
 } btcc_conv_t;
-
-/* The message our own framing is dissecting, so the command handlers it calls fill in its
- * record instead of emitting one of their own (they do that under the stock framing). */
-typedef struct {
-    gboolean active;
-    p2pc_record_t rec;
-} btcc_current_t;
-static btcc_current_t btcc_current;
 
 /* ---- helpers ---- */
 
@@ -522,13 +516,16 @@ decompress_payload(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const ch
     return out;
 }
 
-/* The handler every command in bitcoin.command goes through (ours and the wrapped stock ones). */
+/* The handler every command in bitcoin.command goes through (ours and the wrapped stock ones).
+ * `data` is the record of the message when our framing (dissect_btcc_pdu) calls: the handler
+ * fills it in and the framing emits it.  The stock framing passes NULL: the handler then emits
+ * a record of its own. */
 static int
 dissect_btcc_command(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data, void *cb_data)
 {
     const cmd_entry_t *cmd = (const cmd_entry_t *)cb_data;
     guint len = tvb_captured_length(tvb);
-    gboolean own_framing = btcc_current.active;
+    gboolean own_framing = data != NULL;
     p2pc_record_t local, *rec;
     proto_item *bti;
     proto_tree *btree;
@@ -538,9 +535,8 @@ dissect_btcc_command(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *
     gboolean compressed = cmd->kind == CMD_CBLOCK || cmd->kind == CMD_CTXCAT ||
                           cmd->kind == CMD_COMPRESSED_OPAQUE;
 
-    btcc_current.active = FALSE;    /* nested calls (none expected) emit their own */
     if (own_framing) {
-        rec = &btcc_current.rec;
+        rec = (p2pc_record_t *)data;
     } else {
         rec = &local;
         p2pc_record_init(rec, "bitcoin", cmd->name);
@@ -606,7 +602,6 @@ dissect_btcc_command(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *
 
     if (!own_framing)
         p2pc_record_add(tvb, 0, len, pinfo, tree, rec);
-    btcc_current.active = own_framing;
     return len;
 }
 
@@ -637,6 +632,7 @@ dissect_btcc_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
     guint avail = tvb_captured_length(tvb);
     tvbuff_t *payload;
     dissector_handle_t handle;
+    p2pc_record_t rec;
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "Bitcoin");
     ti = proto_tree_add_item(tree, proto_bitcoin, tvb, 0, -1, ENC_NA);
@@ -664,26 +660,24 @@ dissect_btcc_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
 
     col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", (const char *)command);
 
-    p2pc_record_init(&btcc_current.rec, "bitcoin", (const char *)command);
-    btcc_current.rec.header_len = BTC_HEADER_LEN;
-    btcc_current.rec.payload_len = payload_len;
-    btcc_current.rec.raw_len = payload_len;
-    btcc_current.rec.wire_len = BTC_HEADER_LEN + (guint64)payload_len;
-    btcc_current.active = TRUE;
+    p2pc_record_init(&rec, "bitcoin", (const char *)command);
+    rec.header_len = BTC_HEADER_LEN;
+    rec.payload_len = payload_len;
+    rec.raw_len = payload_len;
+    rec.wire_len = BTC_HEADER_LEN + (guint64)payload_len;
     handle = dissector_get_string_handle(bitcoin_command_table, (const char *)command);
     if (handle) {
         TRY {
-            call_dissector_only(handle, payload, pinfo, btree, NULL);
+            call_dissector_only(handle, payload, pinfo, btree, &rec);
         }
         CATCH_NONFATAL_ERRORS {
             show_exception(payload, pinfo, btree, EXCEPT_CODE, GET_MESSAGE);
         }
         ENDTRY;
     }
-    btcc_current.active = FALSE;
     if (!handle)
         expert_add_info_format(pinfo, ti, &ei_btcc_unknown_command, "Unknown command \"%s\"", command);
-    p2pc_record_add(tvb, 0, -1, pinfo, tree, &btcc_current.rec);
+    p2pc_record_add(tvb, 0, -1, pinfo, tree, &rec);
     col_set_fence(pinfo->cinfo, COL_INFO);
     return tvb_captured_length(tvb);
 }
@@ -762,6 +756,14 @@ add_command(cmd_entry_t *e)
     g_free(handle_name);
 }
 
+/* services is a 64-bit field: a bit number past 63 means nothing, and the default applies. */
+static void
+apply_prefs(void)
+{
+    if (pref_service_bit > 63)
+        pref_service_bit = BTCC_SERVICE_BIT_DEFAULT;
+}
+
 void
 proto_register_btcc(void)
 {
@@ -838,9 +840,9 @@ proto_register_btcc(void)
     expert_register_field_array(expert, ei, array_length(ei));
     btcc_handle = register_dissector("btcc", dissect_btcc, proto_btcc);
 
-    module = prefs_register_protocol(proto_btcc, NULL);
+    module = prefs_register_protocol(proto_btcc, apply_prefs);
     prefs_register_uint_preference(module, "service_bit", "Compression service bit",
-        "Bit of version.services that announces compression: 5 (NODE_COMPRESS, BUIP017) or 28 "
+        "Bit of version.services that announces compression (0-63): 5 (NODE_COMPRESS, BUIP017) or 28 "
         "(the 2015 test builds). After 2017 bit 5 also means NODE_BITCOIN_CASH.",
         10, &pref_service_bit);
     prefs_register_bool_preference(module, "verify_checksum", "Verify header checksums",

@@ -12,8 +12,8 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#include "p2pc-compat.h"
-#include "p2pc-libp2p.h"
+#include "core/p2pc-compat.h"
+#include "libp2p/engine.h"
 
 #include <wsutil/pint.h>
 
@@ -49,12 +49,6 @@ static const value_string yamux_type_vals[] = {
 };
 
 static void draw_yamux(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
-
-void
-libp2p_show_yamux(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
-{
-    draw_yamux(tvb, pinfo, tree);
-}
 
 static yamux_conn_t *
 yamux_conn(l2p_pipe_t *pipe)
@@ -144,7 +138,7 @@ yamux_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
 static int
 dissect_yamux(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
-    l2p_pipe_t *pipe = l2p_pipe_from(data);
+    l2p_pipe_t *pipe = (l2p_pipe_t *)data;
     if (!pipe) {
         draw_yamux(tvb, pinfo, tree);
         return tvb_captured_length(tvb);
@@ -183,17 +177,26 @@ void
 proto_register_yamux(void)
 {
     static hf_register_info hf[] = {
-        { &hf_yamux_version, { "Version", "yamux.version", FT_UINT8, BASE_DEC, NULL, 0x0, NULL, HFILL } },
-        { &hf_yamux_type, { "Type", "yamux.type", FT_UINT8, BASE_DEC, VALS(yamux_type_vals), 0x0, NULL, HFILL } },
-        { &hf_yamux_flags, { "Flags", "yamux.flags", FT_UINT16, BASE_HEX, NULL, 0x0, NULL, HFILL } },
-        { &hf_yamux_flag_syn, { "SYN", "yamux.flags.syn", FT_BOOLEAN, 16, NULL, 0x1, NULL, HFILL } },
-        { &hf_yamux_flag_ack, { "ACK", "yamux.flags.ack", FT_BOOLEAN, 16, NULL, 0x2, NULL, HFILL } },
-        { &hf_yamux_flag_fin, { "FIN", "yamux.flags.fin", FT_BOOLEAN, 16, NULL, 0x4, NULL, HFILL } },
-        { &hf_yamux_flag_rst, { "RST", "yamux.flags.rst", FT_BOOLEAN, 16, NULL, 0x8, NULL, HFILL } },
-        { &hf_yamux_stream, { "Stream ID", "yamux.stream", FT_UINT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+        { &hf_yamux_version, { "Version", "yamux.version", FT_UINT8, BASE_DEC, NULL, 0x0,
+            "Protocol version (0)", HFILL } },
+        { &hf_yamux_type, { "Type", "yamux.type", FT_UINT8, BASE_DEC, VALS(yamux_type_vals), 0x0,
+            "Frame type", HFILL } },
+        { &hf_yamux_flags, { "Flags", "yamux.flags", FT_UINT16, BASE_HEX, NULL, 0x0,
+            "Stream open (SYN), accept (ACK), half-close (FIN) and reset (RST) flags", HFILL } },
+        { &hf_yamux_flag_syn, { "SYN", "yamux.flags.syn", FT_BOOLEAN, 16, NULL, 0x1,
+            "Opens a new stream", HFILL } },
+        { &hf_yamux_flag_ack, { "ACK", "yamux.flags.ack", FT_BOOLEAN, 16, NULL, 0x2,
+            "Accepts a new stream", HFILL } },
+        { &hf_yamux_flag_fin, { "FIN", "yamux.flags.fin", FT_BOOLEAN, 16, NULL, 0x4,
+            "The sender closes its direction of the stream", HFILL } },
+        { &hf_yamux_flag_rst, { "RST", "yamux.flags.rst", FT_BOOLEAN, 16, NULL, 0x8,
+            "Resets the stream (both directions end)", HFILL } },
+        { &hf_yamux_stream, { "Stream ID", "yamux.stream", FT_UINT32, BASE_DEC, NULL, 0x0,
+            "The stream (odd: opened by the dialer, even: by the listener; 0: the session)", HFILL } },
         { &hf_yamux_length, { "Length", "yamux.length", FT_UINT32, BASE_DEC, NULL, 0x0,
             "Data bytes (Data), window delta (Window Update), ping value or go-away code", HFILL } },
-        { &hf_yamux_data, { "Data", "yamux.data", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+        { &hf_yamux_data, { "Data", "yamux.data", FT_BYTES, BASE_NONE, NULL, 0x0,
+            "The stream's bytes this Data frame carries", HFILL } },
     };
     static gint *ett[] = { &ett_yamux, &ett_yamux_flags };
 

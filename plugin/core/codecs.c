@@ -1,4 +1,4 @@
-/* p2pc-codecs.c
+/* codecs.c
  * Bounded decompressors for the p2pc dissectors.
  *
  * LZO1X: liblzo2 lzo1x_decompress_safe (decodes lzo1x_1 and lzo1x_999 output alike).
@@ -11,8 +11,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#include "p2pc-codecs.h"
-#include "p2pc-record.h"
+#include "core/codecs.h"
 
 #include <string.h>
 #include <lzo/lzo1x.h>
@@ -56,13 +55,6 @@ p2pc_dc_status_name(p2pc_dc_status_t status)
     return "unknown";
 }
 
-size_t
-p2pc_bound(size_t protocol_bound)
-{
-    size_t cap = p2pc_decompress_cap();
-    return protocol_bound < cap ? protocol_bound : cap;
-}
-
 gboolean
 p2pc_is_zlib_header(guint8 cmf, guint8 flg)
 {
@@ -85,8 +77,8 @@ outbuf_init(outbuf_t *ob, wmem_allocator_t *scope, size_t hint, size_t bound)
     ob->bound = bound;
     ob->cap = hint < 4096 ? 4096 : hint;
     if (ob->cap > bound)
-        ob->cap = bound > 0 ? bound : 1;
-    ob->data = (guint8 *)wmem_alloc(scope, ob->cap);
+        ob->cap = bound;
+    ob->data = (guint8 *)wmem_alloc(scope, ob->cap ? ob->cap : 1);   /* a bound of 0 holds nothing */
     ob->len = 0;
 }
 

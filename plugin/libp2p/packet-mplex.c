@@ -13,8 +13,8 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#include "p2pc-compat.h"
-#include "p2pc-libp2p.h"
+#include "core/p2pc-compat.h"
+#include "libp2p/engine.h"
 
 void proto_register_mplex(void);
 void proto_reg_handoff_mplex(void);
@@ -41,10 +41,17 @@ static const value_string mplex_flag_vals[] = {
 
 static void draw_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
 
-void
-libp2p_show_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+/* A frame's header: uvarint(stream id << 3 | flag), uvarint(data length), u1 and u2 bytes long.
+ * FALSE when the tvb does not hold both. */
+static gboolean
+read_header(tvbuff_t *tvb, guint64 *hdr, guint64 *dlen, guint *u1, guint *u2)
 {
-    draw_mplex(tvb, pinfo, tree);
+    guint len = tvb_captured_length(tvb);
+    *u1 = tvb_get_varint(tvb, 0, MIN(FT_VARINT_MAX_LEN, len), hdr, ENC_VARINT_PROTOBUF);
+    if (!*u1)
+        return FALSE;
+    *u2 = tvb_get_varint(tvb, *u1, MIN(FT_VARINT_MAX_LEN, len - *u1), dlen, ENC_VARINT_PROTOBUF);
+    return *u2 != 0;
 }
 
 static mplex_conn_t *
@@ -87,9 +94,9 @@ mplex_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
 {
     guint64 hdr, dlen;
     guint u1, u2;
-    if (!p2pc_uvarint(p, avail, &hdr, &u1))
+    if (!l2p_uvarint(p, avail, &hdr, &u1))
         return avail >= 9 ? -1 : 0;
-    if (!p2pc_uvarint(p + u1, avail - u1, &dlen, &u2))
+    if (!l2p_uvarint(p + u1, avail - u1, &dlen, &u2))
         return avail - u1 >= 9 ? -1 : 0;
     if ((hdr & 7) == 7 || dlen > MPLEX_MAX_MSG)
         return -1;
@@ -100,8 +107,7 @@ static void
 mplex_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2p_pdu_t *pdu)
 {
     mplex_conn_t *mc = mplex_conn(pipe);
-    guint len = tvb_captured_length(tvb), u1, u2;
-    const guint8 *p = tvb_get_ptr(tvb, 0, len);
+    guint u1, u2;
     guint64 hdr, dlen, id;
     guint flag;
     gboolean from_dialer = pipe->dir == 0, opener_is_dialer, from_opener;
@@ -110,7 +116,7 @@ mplex_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "mplex");
     draw_mplex(tvb, pinfo, tree);
-    if (pdu->truncated || !p2pc_uvarint(p, len, &hdr, &u1) || !p2pc_uvarint(p + u1, len - u1, &dlen, &u2))
+    if (pdu->truncated || !read_header(tvb, &hdr, &dlen, &u1, &u2))
         return;
     flag = (guint)(hdr & 7);
     id = hdr >> 3;
@@ -145,7 +151,7 @@ mplex_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
 static int
 dissect_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
-    l2p_pipe_t *pipe = l2p_pipe_from(data);
+    l2p_pipe_t *pipe = (l2p_pipe_t *)data;
     if (!pipe) {
         draw_mplex(tvb, pinfo, tree);
         return tvb_captured_length(tvb);
@@ -159,11 +165,10 @@ draw_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
     proto_item *ti = proto_tree_add_item(tree, proto_mplex, tvb, 0, -1, ENC_NA);
     proto_tree *t = proto_item_add_subtree(ti, ett_mplex);
-    guint len = tvb_captured_length(tvb), u1, u2;
-    const guint8 *p = tvb_get_ptr(tvb, 0, len);
+    guint u1, u2;
     guint64 hdr, dlen;
 
-    if (!p2pc_uvarint(p, len, &hdr, &u1) || !p2pc_uvarint(p + u1, len - u1, &dlen, &u2))
+    if (!read_header(tvb, &hdr, &dlen, &u1, &u2))
         return;
     proto_tree_add_uint64(t, hf_mplex_stream, tvb, 0, u1, hdr >> 3);
     proto_tree_add_uint(t, hf_mplex_flag, tvb, 0, u1, (guint32)(hdr & 7));
@@ -181,10 +186,14 @@ void
 proto_register_mplex(void)
 {
     static hf_register_info hf[] = {
-        { &hf_mplex_stream, { "Stream ID", "mplex.stream", FT_UINT64, BASE_DEC, NULL, 0x0, NULL, HFILL } },
-        { &hf_mplex_flag, { "Flag", "mplex.flag", FT_UINT32, BASE_DEC, VALS(mplex_flag_vals), 0x0, NULL, HFILL } },
-        { &hf_mplex_length, { "Length", "mplex.length", FT_UINT64, BASE_DEC, NULL, 0x0, NULL, HFILL } },
-        { &hf_mplex_data, { "Data", "mplex.data", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+        { &hf_mplex_stream, { "Stream ID", "mplex.stream", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "The stream this frame belongs to (with the opener, from the flag, it names the stream)", HFILL } },
+        { &hf_mplex_flag, { "Flag", "mplex.flag", FT_UINT32, BASE_DEC, VALS(mplex_flag_vals), 0x0,
+            "Frame type; even flags come from the stream's initiator, odd ones from its receiver", HFILL } },
+        { &hf_mplex_length, { "Length", "mplex.length", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "Length of the frame's data", HFILL } },
+        { &hf_mplex_data, { "Data", "mplex.data", FT_BYTES, BASE_NONE, NULL, 0x0,
+            "The frame's data: the stream name (NewStream) or the stream's bytes (Message)", HFILL } },
     };
     static gint *ett[] = { &ett_mplex };
 

@@ -17,7 +17,7 @@
  * direction's state, is fed on the first pass only, and each frame keeps what it produced
  * (file scope), so `tshark -2` and the GUI's random-order re-dissection show the same trees.
  * The decompressed bytes get their own tab and go to multistream-select on a pipe of their
- * own (p2pc-libp2p.h), which negotiates the muxer and reassembles everything above exactly as
+ * own (engine.h), which negotiates the muxer and reassembles everything above exactly as
  * on an uncompressed connection.
  *
  * Accounting: the messages decoded above carry the stream codec ("gzip-stream",
@@ -28,15 +28,16 @@
  * to the compressed bytes on the wire up to the last message.
  *
  * A hole in a direction (a segment missing from the capture) cannot be bridged by a stateful
- * decoder: packet-multistream.c stops feeding that direction and says so; the other direction
+ * decoder: packet-libp2p-tcp.c stops feeding that direction and says so; the other direction
  * goes on.  A stream that does not decode stops its direction here, with an expert item.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#include "p2pc-compat.h"
-#include "p2pc-codecs.h"
-#include "p2pc-libp2p.h"
-#include "p2pc-record.h"
+#include "core/p2pc-compat.h"
+#include "core/codecs.h"
+#include "core/prefs.h"
+#include "libp2p/engine.h"
+#include "core/record.h"
 
 #include <epan/exceptions.h>
 #include <epan/expert.h>
@@ -137,41 +138,6 @@ comp_dir(l2p_pipe_t *pipe)
     }
     pipe->state = cd;
     return cd;
-}
-
-/* The record of this (frame, pipe, n-th call in this dissection); *replay when an earlier
- * pass wrote it.  NULL on a later pass that finds nothing. */
-static comp_frame_t *
-frame_slot(packet_info *pinfo, l2p_pipe_t *pipe, gboolean *replay)
-{
-    wmem_map_t *frame = (wmem_map_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_comp, 0);
-    wmem_map_t *cursor = (wmem_map_t *)p_get_proto_data(pinfo->pool, pinfo, proto_comp, 0);
-    guint n;
-    gpointer key;
-    comp_frame_t *fr;
-
-    if (!frame) {
-        frame = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
-        p_add_proto_data(wmem_file_scope(), pinfo, proto_comp, 0, frame);
-    }
-    if (!cursor) {
-        cursor = wmem_map_new(pinfo->pool, g_direct_hash, g_direct_equal);
-        p_add_proto_data(pinfo->pool, pinfo, proto_comp, 0, cursor);
-    }
-    n = GPOINTER_TO_UINT(wmem_map_lookup(cursor, GUINT_TO_POINTER(pipe->id)));
-    wmem_map_insert(cursor, GUINT_TO_POINTER(pipe->id), GUINT_TO_POINTER(n + 1));
-    key = GUINT_TO_POINTER(pipe->id * 64 + MIN(n, 63));
-    fr = (comp_frame_t *)wmem_map_lookup(frame, key);
-    if (fr) {
-        *replay = TRUE;
-        return fr;
-    }
-    *replay = PINFO_FD_VISITED(pinfo);
-    if (*replay)
-        return NULL;
-    fr = wmem_new0(wmem_file_scope(), comp_frame_t);
-    wmem_map_insert(frame, key, fr);
-    return fr;
 }
 
 /* First pass: feed this frame's compressed bytes to the direction's decoder. */
@@ -333,7 +299,7 @@ call_inner_attributed(l2p_pipe_t *inner, tvbuff_t *dtvb, packet_info *pinfo, pro
 static int
 dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
-    l2p_pipe_t *pipe = l2p_pipe_from(data);
+    l2p_pipe_t *pipe = (l2p_pipe_t *)data;
     comp_dir_t *cd;
     comp_frame_t *fr;
     gboolean replay;
@@ -345,7 +311,7 @@ dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, 
         proto_tree_add_item(proto_item_add_subtree(ti, ett_comp), hf_comp_data, tvb, 0, -1, ENC_NA);
         return tvb_captured_length(tvb);
     }
-    fr = frame_slot(pinfo, pipe, &replay);
+    fr = (comp_frame_t *)l2p_frame_slot(pinfo, pipe, sizeof(comp_frame_t), &replay);
     if (!fr)
         return tvb_captured_length(tvb);
     cd = comp_dir(pipe);

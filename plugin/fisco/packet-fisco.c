@@ -27,9 +27,10 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#include "p2pc-compat.h"
-#include "p2pc-codecs.h"
-#include "p2pc-record.h"
+#include "core/p2pc-compat.h"
+#include "core/codecs.h"
+#include "core/prefs.h"
+#include "core/record.h"
 
 #include <epan/conversation.h>
 #include <epan/expert.h>

@@ -12,6 +12,7 @@
 #include <epan/packet.h>
 #include <epan/proto.h>
 #include <epan/tap.h>
+#include <wsutil/pint.h>
 
 #define P2PC_VERSION "0.1.0"
 

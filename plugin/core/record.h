@@ -1,4 +1,4 @@
-/* p2pc-record.h
+/* record.h
  * The common per-message accounting record.  Every p2pc dissector reports each P2P message it
  * decodes, compressed or not, through p2pc_record_add(): one `p2pc` subtree in the packet tree
  * and one record queued on the "p2pc" tap.  The analyzer and the Statistics views read only this.
@@ -8,7 +8,7 @@
 #ifndef P2PC_RECORD_H
 #define P2PC_RECORD_H
 
-#include "p2pc-compat.h"
+#include "core/p2pc-compat.h"
 
 typedef struct {
     /* Filled by the dissector. */

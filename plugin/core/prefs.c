@@ -1,0 +1,57 @@
+/* prefs.c
+ * The preferences every p2pc protocol shares.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "core/prefs.h"
+
+#include <epan/prefs.h>
+
+/* Cap on any one decompression, in MiB (each protocol's own limit applies beneath it). */
+#define MAX_DECOMPRESSED_MIB_DEFAULT 128
+#define MAX_DECOMPRESSED_MIB_MIN     1
+#define MAX_DECOMPRESSED_MIB_MAX     4096
+static guint pref_max_decompressed_mib = MAX_DECOMPRESSED_MIB_DEFAULT;
+
+size_t
+p2pc_bound(size_t protocol_bound)
+{
+    size_t cap = (size_t)pref_max_decompressed_mib * 1024 * 1024;
+    return protocol_bound < cap ? protocol_bound : cap;
+}
+
+/* Wireshark checks only that a uint preference parses: out of range, the nearest limit applies
+ * (and the preference shows it). */
+static void
+apply_prefs(void)
+{
+    pref_max_decompressed_mib = CLAMP(pref_max_decompressed_mib, MAX_DECOMPRESSED_MIB_MIN,
+                                      MAX_DECOMPRESSED_MIB_MAX);
+}
+
+GHashTable *
+p2pc_pref_pairs(const char *text, gboolean fold_case)
+{
+    GHashTable *pairs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    gchar **items = g_strsplit(text ? text : "", ",", -1);
+    for (gchar **item = items; *item; item++) {
+        gchar **kv = g_strsplit(*item, "=", 2);
+        if (kv[0] && kv[1] && *g_strstrip(kv[0]) && *g_strstrip(kv[1]))
+            g_hash_table_replace(pairs, fold_case ? g_ascii_strdown(kv[0], -1) : g_strdup(kv[0]),
+                                 g_strdup(kv[1]));
+        g_strfreev(kv);
+    }
+    g_strfreev(items);
+    return pairs;
+}
+
+void
+p2pc_prefs_register(int proto)
+{
+    module_t *module = prefs_register_protocol(proto, apply_prefs);
+    prefs_register_uint_preference(module, "max_decompressed_mib",
+        "Maximum decompressed size (MiB)",
+        "Cap on the output of any one decompression, over every protocol's own limit "
+        "(" G_STRINGIFY(MAX_DECOMPRESSED_MIB_MIN) "-" G_STRINGIFY(MAX_DECOMPRESSED_MIB_MAX) ")",
+        10, &pref_max_decompressed_mib);
+}

@@ -1,0 +1,22 @@
+/* prefs.h
+ * The preferences every p2pc protocol shares (the "p2pc" module).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef P2PC_PREFS_H
+#define P2PC_PREFS_H
+
+#include "core/p2pc-compat.h"
+
+/* Registers the shared preferences under `proto` (record.c's "p2pc"). */
+void p2pc_prefs_register(int proto);
+
+/* min(protocol_bound, the p2pc.max_decompressed_mib cap): the output bound every dissector
+ * passes to a decoder. */
+size_t p2pc_bound(size_t protocol_bound);
+
+/* A "key=value,key=value" string preference as a new table of its pairs (keys and values
+ * trimmed; keys lowercased when fold_case; both freed with the table). */
+GHashTable *p2pc_pref_pairs(const char *text, gboolean fold_case);
+
+#endif /* P2PC_PREFS_H */

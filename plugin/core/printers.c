@@ -1,0 +1,303 @@
+/* printers.c
+ * The exact dumps of the "p2pc" tap that the analyzer reads (docs/tap-format.md):
+ *   tshark -q -z p2pc,records[,FILTER]   one line per message, then TCP segment/ACK counts per
+ *                                        connection direction
+ *   tshark -q -z p2pc,payloads[,FILTER]  each record's uncompressed payload, in hex
+ * Lines are tab-separated; every string field is escaped (escape_field()) so that no byte a
+ * peer sent can split a line or a column.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "core/record.h"
+
+#include <stdio.h>
+#include <epan/stat_tap_ui.h>
+#include <epan/to_str.h>
+#include <epan/dissectors/packet-tcp.h>
+
+void register_tap_listener_p2pc_printers(void);
+
+/* A string as one tab-separated column: backslash, tab, newline, carriage return and every
+ * other byte outside printable ASCII become \\, \t, \n, \r and \xHH. */
+static void
+print_field(FILE *f, const char *s)
+{
+    for (const guint8 *p = (const guint8 *)s; *p; p++) {
+        switch (*p) {
+        case '\\': fputs("\\\\", f); break;
+        case '\t': fputs("\\t", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        default:
+            if (*p < 0x20 || *p >= 0x7f)
+                fprintf(f, "\\x%02x", *p);
+            else
+                fputc(*p, f);
+        }
+    }
+}
+
+static void
+print_ts(FILE *f, const nstime_t *ts)
+{
+    fprintf(f, "%" PRId64 ".%09d", (gint64)ts->secs, ts->nsecs);
+}
+
+/* ---- -z p2pc,records ---- */
+
+/* One TCP connection direction. */
+typedef struct {
+    guint32 frames;
+    guint64 bytes;
+    guint32 data_segs;
+    guint64 data_bytes;         /* TCP payload bytes */
+    guint64 data_frame_bytes;   /* whole frames carrying payload */
+    guint32 pure_acks;
+    guint64 pure_ack_bytes;
+    guint32 max_seg;
+    guint32 ctl_frames;         /* SYN/FIN/RST without payload */
+    guint64 ctl_bytes;
+    gchar *src;
+    gchar *dst;
+    guint32 stream;
+    guint32 srcport;
+    guint32 dstport;
+    nstime_t first_ts;
+    nstime_t last_ts;
+} tcp_dir_stats_t;
+
+/* The "tcp" listener's own state (a listener is identified by its tapdata pointer, so it
+ * cannot share the "p2pc" listener's). */
+typedef struct {
+    GHashTable *dirs;           /* "stream\tsrc\tport" -> tcp_dir_stats_t */
+    GPtrArray *order;           /* tcp_dir_stats_t, in order of first appearance */
+} tcp_dirs_t;
+
+typedef struct {
+    guint64 records;
+    tcp_dirs_t tcp;
+} records_tap_t;
+
+static tap_packet_status
+records_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
+               tap_flags_t flags)
+{
+    records_tap_t *t = (records_tap_t *)tapdata;
+    const p2pc_record_t *r = (const p2pc_record_t *)p;
+    gchar *src = address_to_str(NULL, &r->src);
+    gchar *dst = address_to_str(NULL, &r->dst);
+
+    t->records++;
+    printf("M\t%u\t%d\t%s\t%u\t%s\t%u\t", r->frame,
+           r->stream == G_MAXUINT32 ? -1 : (int)r->stream, src, r->srcport, dst, r->dstport);
+    print_ts(stdout, &r->abs_ts);
+    putchar('\t');
+    print_field(stdout, r->proto);
+    putchar('\t');
+    print_field(stdout, r->msg_type);
+    putchar('\t');
+    print_field(stdout, r->codec);
+    printf("\t%" G_GUINT64_FORMAT "\t%" G_GUINT64_FORMAT "\t%" G_GUINT64_FORMAT
+           "\t%" G_GUINT64_FORMAT "\t%u\n",
+           r->wire_len, r->header_len, r->payload_len, r->raw_len, r->batch_count);
+    wmem_free(NULL, src);
+    wmem_free(NULL, dst);
+    return TAP_PACKET_DONT_REDRAW;
+}
+
+static tap_packet_status
+records_tcp_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
+                   tap_flags_t flags)
+{
+    tcp_dirs_t *t = (tcp_dirs_t *)tapdata;
+    const tcp_info_t *th = (const tcp_info_t *)p;
+    gchar *src = address_to_str(NULL, &th->ip_src);
+    gchar *key = g_strdup_printf("%u\t%s\t%u", th->th_stream, src, th->th_sport);
+    tcp_dir_stats_t *d = (tcp_dir_stats_t *)g_hash_table_lookup(t->dirs, key);
+    guint32 frame_len = pinfo->fd->pkt_len;
+    guint32 seglen = th->th_have_seglen ? th->th_seglen : 0;
+
+    if (!d) {
+        d = g_new0(tcp_dir_stats_t, 1);
+        d->src = g_strdup(src);
+        d->dst = address_to_str(NULL, &th->ip_dst);
+        d->stream = th->th_stream;
+        d->srcport = th->th_sport;
+        d->dstport = th->th_dport;
+        d->first_ts = pinfo->abs_ts;
+        g_hash_table_insert(t->dirs, key, d);
+        g_ptr_array_add(t->order, d);
+    } else {
+        g_free(key);
+    }
+    wmem_free(NULL, src);
+    d->frames++;
+    d->bytes += frame_len;
+    d->last_ts = pinfo->abs_ts;
+    if (seglen > 0) {
+        d->data_segs++;
+        d->data_bytes += seglen;
+        d->data_frame_bytes += frame_len;
+        if (seglen > d->max_seg)
+            d->max_seg = seglen;
+    } else if ((th->th_flags & (TH_SYN | TH_FIN | TH_RST)) == 0 && (th->th_flags & TH_ACK)) {
+        d->pure_acks++;
+        d->pure_ack_bytes += frame_len;
+    } else {
+        d->ctl_frames++;
+        d->ctl_bytes += frame_len;
+    }
+    return TAP_PACKET_DONT_REDRAW;
+}
+
+static void
+records_draw(void *tapdata)
+{
+    records_tap_t *t = (records_tap_t *)tapdata;
+
+    printf("#T\tstream\tsrc\tsrcport\tdst\tdstport\tframes\tbytes\tdata_segs\tdata_bytes"
+           "\tdata_frame_bytes\tpure_acks\tpure_ack_bytes\tctl_frames\tctl_bytes\tmax_seg"
+           "\tfirst_time\tlast_time\n");
+    for (guint i = 0; i < t->tcp.order->len; i++) {
+        const tcp_dir_stats_t *d = (const tcp_dir_stats_t *)g_ptr_array_index(t->tcp.order, i);
+        printf("T\t%u\t%s\t%u\t%s\t%u\t%u\t%" G_GUINT64_FORMAT "\t%u\t%" G_GUINT64_FORMAT
+               "\t%" G_GUINT64_FORMAT "\t%u\t%" G_GUINT64_FORMAT "\t%u\t%" G_GUINT64_FORMAT "\t%u\t",
+               d->stream, d->src, d->srcport, d->dst, d->dstport, d->frames, d->bytes,
+               d->data_segs, d->data_bytes, d->data_frame_bytes, d->pure_acks,
+               d->pure_ack_bytes, d->ctl_frames, d->ctl_bytes, d->max_seg);
+        print_ts(stdout, &d->first_ts);
+        putchar('\t');
+        print_ts(stdout, &d->last_ts);
+        putchar('\n');
+    }
+    printf("#END\trecords=%" G_GUINT64_FORMAT "\n", t->records);
+}
+
+static void
+dir_stats_free(gpointer p)
+{
+    tcp_dir_stats_t *d = (tcp_dir_stats_t *)p;
+    g_free(d->src);
+    wmem_free(NULL, d->dst);
+    g_free(d);
+}
+
+static void
+records_finish(void *tapdata)
+{
+    records_tap_t *t = (records_tap_t *)tapdata;
+    /* Called once at exit: the tcp listener gets no packets after this. */
+    g_ptr_array_free(t->tcp.order, TRUE);
+    g_hash_table_destroy(t->tcp.dirs);
+    g_free(t);
+}
+
+static p2pc_tap_init_t
+records_init(const char *opt_arg, void *userdata)
+{
+    records_tap_t *t = g_new0(records_tap_t, 1);
+    const char *filter = NULL;
+    GString *err;
+
+    if (!strncmp(opt_arg, "p2pc,records,", 13))
+        filter = opt_arg + 13;
+    t->tcp.dirs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    t->tcp.order = g_ptr_array_new_with_free_func(dir_stats_free);
+
+    printf("#p2pc-records\t1\n");
+    printf("#M\tframe\tstream\tsrc\tsrcport\tdst\tdstport\ttime\tproto\tmsg_type\tcodec"
+           "\twire_len\theader_len\tpayload_len\traw_len\tbatch_count\n");
+    err = register_tap_listener("p2pc", t, filter, TL_REQUIRES_NOTHING, NULL,
+                                records_packet, records_draw, records_finish);
+    if (err) {
+        fprintf(stderr, "tshark: Couldn't register p2pc,records tap: %s\n", err->str);
+        g_string_free(err, TRUE);
+        g_free(t);
+        exit(1);
+    }
+    /* TCP segment and ACK counts per connection direction, for the header/ACK model. */
+    err = register_tap_listener("tcp", &t->tcp, NULL, TL_REQUIRES_NOTHING, NULL,
+                                records_tcp_packet, NULL, NULL);
+    if (err) {
+        fprintf(stderr, "tshark: Couldn't register the p2pc,records tcp listener: %s\n", err->str);
+        g_string_free(err, TRUE);
+        exit(1);
+    }
+    P2PC_TAP_INIT_STARTED;
+}
+
+/* ---- -z p2pc,payloads ---- */
+
+static tap_packet_status
+payloads_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
+                tap_flags_t flags)
+{
+    const p2pc_record_t *r = (const p2pc_record_t *)p;
+    static const char hex[] = "0123456789abcdef";
+    guint len;
+    const guint8 *data;
+    char *line;
+
+    if (!r->raw_tvb)
+        return TAP_PACKET_DONT_REDRAW;
+    len = tvb_captured_length(r->raw_tvb);
+    data = tvb_get_ptr(r->raw_tvb, 0, len);
+    line = (char *)g_malloc((gsize)len * 2 + 1);
+    for (guint i = 0; i < len; i++) {
+        line[2 * i] = hex[data[i] >> 4];
+        line[2 * i + 1] = hex[data[i] & 0xf];
+    }
+    line[2 * len] = '\0';
+    printf("P\t%u\t", r->frame);
+    print_field(stdout, r->proto);
+    putchar('\t');
+    print_field(stdout, r->msg_type);
+    putchar('\t');
+    print_field(stdout, r->codec);
+    printf("\t%s\n", line);
+    g_free(line);
+    return TAP_PACKET_DONT_REDRAW;
+}
+
+static p2pc_tap_init_t
+payloads_init(const char *opt_arg, void *userdata)
+{
+    const char *filter = NULL;
+    GString *err;
+    if (!strncmp(opt_arg, "p2pc,payloads,", 14))
+        filter = opt_arg + 14;
+    printf("#p2pc-payloads\t1\n#P\tframe\tproto\tmsg_type\tcodec\traw_hex\n");
+    err = register_tap_listener("p2pc", (void *)payloads_init, filter, TL_REQUIRES_NOTHING, NULL,
+                                payloads_packet, NULL, NULL);
+    if (err) {
+        fprintf(stderr, "tshark: Couldn't register p2pc,payloads tap: %s\n", err->str);
+        g_string_free(err, TRUE);
+        exit(1);
+    }
+    P2PC_TAP_INIT_STARTED;
+}
+
+static stat_tap_ui records_ui = {
+    REGISTER_STAT_GROUP_GENERIC,
+    NULL,
+    "p2pc,records",
+    records_init,
+    0,
+    NULL
+};
+
+static stat_tap_ui payloads_ui = {
+    REGISTER_STAT_GROUP_GENERIC,
+    NULL,
+    "p2pc,payloads",
+    payloads_init,
+    0,
+    NULL
+};
+
+void
+register_tap_listener_p2pc_printers(void)
+{
+    register_stat_tap_ui(&records_ui, NULL);
+    register_stat_tap_ui(&payloads_ui, NULL);
+}

@@ -1,0 +1,194 @@
+/* record.c
+ * The `p2pc` protocol: the common accounting record every p2pc dissector emits (its fields in
+ * the packet tree and its "p2pc" tap), and the hold/release bracket of transports that learn
+ * their messages' wire cost late.  Who reads the tap: stats-tree.c (-z p2pc,tree) and
+ * printers.c (-z p2pc,records and -z p2pc,payloads, the analyzer's input).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "core/record.h"
+#include "core/prefs.h"
+
+#include <epan/proto_data.h>
+#include <epan/dissectors/packet-tcp.h>
+
+void proto_register_p2pc(void);
+
+static int proto_p2pc = -1;
+static int p2pc_tap = -1;
+
+static int hf_p2pc_proto = -1;
+static int hf_p2pc_msg_type = -1;
+static int hf_p2pc_codec = -1;
+static int hf_p2pc_wire_len = -1;
+static int hf_p2pc_header_len = -1;
+static int hf_p2pc_payload_len = -1;
+static int hf_p2pc_raw_len = -1;
+static int hf_p2pc_saved = -1;
+static int hf_p2pc_ratio = -1;
+static int hf_p2pc_batch_count = -1;
+
+static gint ett_p2pc = -1;
+
+void
+p2pc_record_init(p2pc_record_t *rec, const char *proto, const char *msg_type)
+{
+    memset(rec, 0, sizeof *rec);
+    rec->proto = proto;
+    rec->msg_type = msg_type;
+    rec->codec = "none";
+    rec->batch_count = 1;
+}
+
+/* Records held back by p2pc_record_hold(): where each was to be added, and the record. */
+typedef struct {
+    tvbuff_t *tvb;
+    int offset;
+    int len;
+    proto_tree *tree;
+    p2pc_record_t rec;
+} held_record_t;
+
+typedef struct hold {
+    wmem_array_t *recs;         /* held_record_t */
+    struct hold *outer;
+} hold_t;
+
+#define P2PC_HOLD_KEY 0         /* p_get_proto_data(pinfo->pool, ..., proto_p2pc, key) */
+
+void
+p2pc_record_hold(packet_info *pinfo)
+{
+    hold_t *h = wmem_new0(pinfo->pool, hold_t);
+    h->recs = wmem_array_new(pinfo->pool, sizeof(held_record_t));
+    h->outer = (hold_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_HOLD_KEY);
+    p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_HOLD_KEY, h);
+}
+
+void
+p2pc_record_release(packet_info *pinfo, p2pc_record_adjust_fn adjust, void *ctx)
+{
+    hold_t *h = (hold_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_HOLD_KEY);
+    guint n;
+    p2pc_record_t **recs;
+
+    if (!h)
+        return;
+    /* Pop first: what is added below goes to the enclosing hold, if any. */
+    p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_HOLD_KEY, h->outer);
+    n = wmem_array_get_count(h->recs);
+    recs = wmem_alloc_array(pinfo->pool, p2pc_record_t *, n ? n : 1);
+    for (guint i = 0; i < n; i++)
+        recs[i] = &((held_record_t *)wmem_array_index(h->recs, i))->rec;
+    if (adjust)
+        adjust(pinfo, recs, n, ctx);
+    for (guint i = 0; i < n; i++) {
+        held_record_t *r = (held_record_t *)wmem_array_index(h->recs, i);
+        p2pc_record_add(r->tvb, r->offset, r->len, pinfo, r->tree, &r->rec);
+    }
+}
+
+proto_item *
+p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tree *tree,
+                const p2pc_record_t *rec)
+{
+    proto_item *ti = NULL;
+    p2pc_record_t *q;
+    struct tcp_analysis *tcpd = NULL;
+    hold_t *h = (hold_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_HOLD_KEY);
+
+    if (h) {
+        held_record_t r;
+        r.tvb = tvb;
+        r.offset = offset;
+        r.len = len;
+        r.tree = tree;
+        r.rec = *rec;
+        wmem_array_append_one(h->recs, r);
+        return NULL;
+    }
+    if (len < 0)
+        len = tvb_captured_length_remaining(tvb, offset);
+    if (tree) {
+        proto_tree *st;
+        proto_item *pi;
+        gint64 saved = (gint64)rec->raw_len - (gint64)rec->payload_len;
+
+        ti = proto_tree_add_item(tree, proto_p2pc, tvb, offset, len, ENC_NA);
+        proto_item_append_text(ti, ": %s %s, %s, %" G_GUINT64_FORMAT " B on the wire",
+                               rec->proto, rec->msg_type, rec->codec, rec->wire_len);
+        proto_item_set_generated(ti);
+        st = proto_item_add_subtree(ti, ett_p2pc);
+        pi = proto_tree_add_string(st, hf_p2pc_proto, tvb, offset, len, rec->proto);
+        proto_item_set_generated(pi);
+        pi = proto_tree_add_string(st, hf_p2pc_msg_type, tvb, offset, len, rec->msg_type);
+        proto_item_set_generated(pi);
+        pi = proto_tree_add_string(st, hf_p2pc_codec, tvb, offset, len, rec->codec);
+        proto_item_set_generated(pi);
+        pi = proto_tree_add_uint64(st, hf_p2pc_wire_len, tvb, offset, len, rec->wire_len);
+        proto_item_set_generated(pi);
+        pi = proto_tree_add_uint64(st, hf_p2pc_header_len, tvb, offset, len, rec->header_len);
+        proto_item_set_generated(pi);
+        pi = proto_tree_add_uint64(st, hf_p2pc_payload_len, tvb, offset, len, rec->payload_len);
+        proto_item_set_generated(pi);
+        pi = proto_tree_add_uint64(st, hf_p2pc_raw_len, tvb, offset, len, rec->raw_len);
+        proto_item_set_generated(pi);
+        pi = proto_tree_add_int64(st, hf_p2pc_saved, tvb, offset, len, saved);
+        proto_item_set_generated(pi);
+        pi = proto_tree_add_double(st, hf_p2pc_ratio, tvb, offset, len,
+                                   rec->payload_len ? (double)rec->raw_len / (double)rec->payload_len : 1.0);
+        proto_item_set_generated(pi);
+        pi = proto_tree_add_uint(st, hf_p2pc_batch_count, tvb, offset, len, rec->batch_count);
+        proto_item_set_generated(pi);
+    }
+
+    q = wmem_new(pinfo->pool, p2pc_record_t);
+    *q = *rec;
+    q->frame = pinfo->num;
+    q->stream = G_MAXUINT32;
+    if (pinfo->ptype == PT_TCP)
+        tcpd = get_tcp_conversation_data(NULL, pinfo);
+    if (tcpd)
+        q->stream = tcpd->stream;
+    copy_address_shallow(&q->src, &pinfo->src);
+    copy_address_shallow(&q->dst, &pinfo->dst);
+    q->srcport = pinfo->srcport;
+    q->dstport = pinfo->destport;
+    q->abs_ts = pinfo->abs_ts;
+    tap_queue_packet(p2pc_tap, pinfo, q);
+    return ti;
+}
+
+void
+proto_register_p2pc(void)
+{
+    static hf_register_info hf[] = {
+        { &hf_p2pc_proto, { "Protocol", "p2pc.proto", FT_STRING, BASE_NONE, NULL, 0x0,
+            "P2P protocol this message belongs to", HFILL } },
+        { &hf_p2pc_msg_type, { "Message type", "p2pc.msg_type", FT_STRING, BASE_NONE, NULL, 0x0,
+            "Message type within the protocol", HFILL } },
+        { &hf_p2pc_codec, { "Codec", "p2pc.codec", FT_STRING, BASE_NONE, NULL, 0x0,
+            "Compression codec of the payload as sent (none when uncompressed)", HFILL } },
+        { &hf_p2pc_wire_len, { "Bytes on the wire", "p2pc.wire_len", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "Bytes of this message on the wire, its P2P header included", HFILL } },
+        { &hf_p2pc_header_len, { "Header bytes", "p2pc.header_len", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "P2P framing bytes around the payload", HFILL } },
+        { &hf_p2pc_payload_len, { "Payload bytes sent", "p2pc.payload_len", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "Payload bytes as sent (compressed size when compressed)", HFILL } },
+        { &hf_p2pc_raw_len, { "Payload bytes uncompressed", "p2pc.raw_len", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "Payload bytes after decompression", HFILL } },
+        { &hf_p2pc_saved, { "Payload bytes saved", "p2pc.saved", FT_INT64, BASE_DEC, NULL, 0x0,
+            "raw_len - payload_len (negative when compression grew the payload)", HFILL } },
+        { &hf_p2pc_ratio, { "Compression ratio", "p2pc.ratio", FT_DOUBLE, BASE_NONE, NULL, 0x0,
+            "raw_len / payload_len", HFILL } },
+        { &hf_p2pc_batch_count, { "Batch count", "p2pc.batch_count", FT_UINT32, BASE_DEC, NULL, 0x0,
+            "Items carried by this message (transactions in a batch; 1 otherwise)", HFILL } },
+    };
+    static gint *ett[] = { &ett_p2pc };
+
+    proto_p2pc = proto_register_protocol("P2P Compression Accounting", "P2PC", "p2pc");
+    proto_register_field_array(proto_p2pc, hf, array_length(hf));
+    proto_register_subtree_array(ett, array_length(ett));
+    p2pc_tap = register_tap("p2pc");
+    p2pc_prefs_register(proto_p2pc);
+}

@@ -1,0 +1,135 @@
+/* packet-libp2p-plaintext.c
+ * libp2p's /plaintext/2.0.0 security handshake (libp2p/specs plaintext: one
+ * uvarint(len) || protobuf Exchange { bytes id = 1; PublicKey pubkey = 2 } per side, with
+ * PublicKey { KeyType Type = 1; bytes Data = 2 }).  A layer under multistream-select:
+ * registered in "multistream.protocol", called with the connection direction's pipe.  After
+ * the Exchange the direction negotiates its muxer, so the rest of the pipe goes back to
+ * multistream-select.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "core/p2pc-compat.h"
+#include "libp2p/engine.h"
+
+#include <epan/expert.h>
+
+void proto_register_libp2p_plaintext(void);
+void proto_reg_handoff_libp2p_plaintext(void);
+
+static int proto_plaintext = -1;
+static int hf_pt_length = -1;
+static int hf_pt_peer_id = -1;
+static int hf_pt_key_type = -1;
+static int hf_pt_key = -1;
+static gint ett_pt = -1;
+static expert_field ei_pt_truncated = EI_INIT;
+static dissector_handle_t pt_handle;
+
+static const value_string key_type_vals[] = {
+    { 0, "RSA" }, { 1, "Ed25519" }, { 2, "Secp256k1" }, { 3, "ECDSA" }, { 0, NULL }
+};
+
+static proto_item *
+draw_plaintext(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+{
+    proto_item *ti = proto_tree_add_item(tree, proto_plaintext, tvb, 0, -1, ENC_NA);
+    proto_tree *t = proto_item_add_subtree(ti, ett_pt);
+    int len = (int)tvb_captured_length(tvb), off;
+    guint64 n;
+    guint used;
+    l2p_pb_field_t f, k;
+
+    col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", "plaintext Exchange");
+    used = tvb_get_varint(tvb, 0, MIN(FT_VARINT_MAX_LEN, len), &n, ENC_VARINT_PROTOBUF);
+    if (!used)
+        return ti;
+    proto_tree_add_uint64(t, hf_pt_length, tvb, 0, used, n);
+    off = (int)used;
+    while (l2p_pb_next(tvb, &off, len, &f)) {
+        if (f.number == 1 && f.wire_type == 2) {
+            proto_tree_add_item(t, hf_pt_peer_id, tvb, f.start, f.len, ENC_NA);
+        } else if (f.number == 2 && f.wire_type == 2) {
+            int koff = f.start;
+            while (l2p_pb_next(tvb, &koff, f.start + f.len, &k)) {
+                if (k.number == 1 && k.wire_type == 0)
+                    proto_tree_add_uint(t, hf_pt_key_type, tvb, f.start, f.len, (guint32)k.value);
+                else if (k.number == 2 && k.wire_type == 2)
+                    proto_tree_add_item(t, hf_pt_key, tvb, k.start, k.len, ENC_NA);
+            }
+        }
+    }
+    return ti;
+}
+
+/* One Exchange per direction: uvarint(len) || protobuf. */
+static gint64
+pt_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
+{
+    guint64 n;
+    guint used;
+    if (!l2p_uvarint(p, avail, &n, &used))
+        return avail >= 9 ? -1 : 0;
+    if (n > 64 * 1024)
+        return -1;
+    return used + n <= avail ? (gint64)(used + n) : 0;
+}
+
+static void
+pt_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2p_pdu_t *pdu)
+{
+    proto_item *ti;
+    /* The raw connection follows: its muxer is negotiated by multistream-select again.  (State
+     * first: drawing a malformed Exchange may throw.) */
+    if (!PINFO_FD_VISITED(pinfo))
+        l2p_handoff(pipe, "", l2p_multistream_handle());
+    col_set_str(pinfo->cinfo, COL_PROTOCOL, "libp2p");
+    ti = draw_plaintext(tvb, pinfo, tree);
+    if (pdu->truncated)
+        expert_add_info(pinfo, ti, &ei_pt_truncated);
+}
+
+static int
+dissect_plaintext(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    l2p_pipe_t *pipe = (l2p_pipe_t *)data;
+    if (!pipe) {
+        draw_plaintext(tvb, pinfo, tree);
+        return tvb_captured_length(tvb);
+    }
+    l2p_dissect_pdus(tvb, pinfo, tree, pipe, pt_len, pt_pdu);
+    return tvb_captured_length(tvb);
+}
+
+void
+proto_register_libp2p_plaintext(void)
+{
+    static hf_register_info hf[] = {
+        { &hf_pt_length, { "Length", "libp2p_plaintext.length", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "Length of the Exchange message (uvarint)", HFILL } },
+        { &hf_pt_peer_id, { "Peer ID", "libp2p_plaintext.peer_id", FT_BYTES, BASE_NONE, NULL, 0x0,
+            "The sender's peer ID (a multihash of its public key)", HFILL } },
+        { &hf_pt_key_type, { "Key type", "libp2p_plaintext.key_type", FT_UINT32, BASE_DEC, VALS(key_type_vals), 0x0,
+            "Type of the sender's identity key", HFILL } },
+        { &hf_pt_key, { "Public key", "libp2p_plaintext.key", FT_BYTES, BASE_NONE, NULL, 0x0,
+            "The sender's identity public key", HFILL } },
+    };
+    static gint *ett[] = { &ett_pt };
+    static ei_register_info ei[] = {
+        { &ei_pt_truncated, { "libp2p_plaintext.truncated", PI_MALFORMED, PI_WARN,
+            "The connection closed inside the Exchange", EXPFILL } },
+    };
+    expert_module_t *expert;
+
+    proto_plaintext = proto_register_protocol("libp2p plaintext/2.0.0", "libp2p plaintext", "libp2p_plaintext");
+    proto_register_field_array(proto_plaintext, hf, array_length(hf));
+    proto_register_subtree_array(ett, array_length(ett));
+    expert = expert_register_protocol(proto_plaintext);
+    expert_register_field_array(expert, ei, array_length(ei));
+    pt_handle = register_dissector("libp2p_plaintext", dissect_plaintext, proto_plaintext);
+}
+
+void
+proto_reg_handoff_libp2p_plaintext(void)
+{
+    dissector_add_string("multistream.protocol", "/plaintext/2.0.0", pt_handle);
+}

@@ -1,0 +1,252 @@
+/* packet-multistream.c
+ * multistream-select 1.0 (libp2p/specs connections; multiformats/multistream-select): each
+ * message is uvarint(len including '\n') || UTF-8 text || '\n'.  The header
+ * "/multistream/1.0.0", then a protocol proposal, echoed to accept or answered "na"; "ls" lists.
+ *
+ * This file owns the string dissector table "multistream.protocol" (the TCP entry point is
+ * packet-libp2p-tcp.c): once a side has proposed or echoed a protocol ID and its next bytes
+ * are not another multistream message (go-libp2p sends header, proposal and the first
+ * application bytes in one write: "optimistic" or "lazy" negotiation), the rest of that
+ * direction goes to the dissector registered for that ID -- the security layer
+ * (/plaintext/2.0.0, /noise), the muxer (/yamux/1.0.0, /mplex/6.7.0), or, inside a muxed
+ * stream, the application protocol (packet-eth2.c registers Ethereum's).  Map your own:
+ *   - Decode As on the table: tshark -d 'multistream.protocol==/my/proto/1.0.0,eth2'
+ *   - the preference multistream.protocol_map: "/my/proto/1.0.0=eth2,/other/1=gossipsub"
+ *   - Lua: DissectorTable.get("multistream.protocol"):add("/my/proto/1.0.0", my_proto)
+ *     (a Lua dissector receives the stream's bytes as they arrive).
+ * Protocols nobody registered go to "libp2p_app" (packet-libp2p-app.c).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "core/p2pc-compat.h"
+#include "libp2p/engine.h"
+
+#include <epan/decode_as.h>
+#include <epan/expert.h>
+#include <epan/prefs.h>
+#include <epan/proto_data.h>
+
+void proto_register_multistream(void);
+void proto_reg_handoff_multistream(void);
+
+#define MS_MAX_MSG 1024     /* go-multistream refuses longer messages */
+
+static int proto_multistream = -1;
+static int hf_ms_length = -1;
+static int hf_ms_message = -1;
+static int hf_ms_stream = -1;
+static int hf_ms_selected = -1;
+static gint ett_ms = -1;
+static expert_field ei_ms_na = EI_INIT;
+
+static dissector_handle_t ms_handle;
+static const char *pref_protocol_map = "";
+
+/* Per pipe: the protocol this side proposed or echoed and may switch to. */
+typedef struct {
+    const char *proposed;
+} ms_state_t;
+
+/* 1: a multistream message starts at p; 0: it does not; 2: cannot tell yet. */
+static int
+looks_like_ms(const guint8 *p, guint avail)
+{
+    guint64 n;
+    guint used;
+    if (avail == 0)
+        return 2;
+    if (!l2p_uvarint(p, avail, &n, &used))
+        return avail >= 3 ? 0 : 2;
+    if (n < 2 || n > MS_MAX_MSG)
+        return 0;
+    if (avail == used)
+        return 2;
+    if (p[used] == '/')
+        return 1;
+    if (n == 3 && (p[used] == 'n' || p[used] == 'l'))
+        return 1;
+    return 0;
+}
+
+static gint64
+ms_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
+{
+    ms_state_t *st = (ms_state_t *)pipe->state;
+    int looks = looks_like_ms(p, avail);
+    guint64 n;
+    guint used;
+
+    if (looks == 2)
+        return 0;
+    if (looks == 0) {
+        if (st && st->proposed) {
+            /* Not another negotiation message: the agreed protocol has begun. */
+            l2p_handoff(pipe, st->proposed, NULL);
+            return 0;
+        }
+        return -1;
+    }
+    l2p_uvarint(p, avail, &n, &used);
+    if (used + n > avail)
+        return 0;
+    if (p[used + n - 1] != '\n')
+        return -1;
+    return used + n;
+}
+
+/* The text of a complete message without its newline (in `scope`); NULL when the tvb does
+ * not hold one.  *used and *n: the length prefix's size and value. */
+static const char *
+ms_text(tvbuff_t *tvb, wmem_allocator_t *scope, guint *used, guint64 *n)
+{
+    guint len = tvb_captured_length(tvb);
+    *used = tvb_get_varint(tvb, 0, MIN(FT_VARINT_MAX_LEN, len), n, ENC_VARINT_PROTOBUF);
+    if (!*used || *n == 0 || *n > len - *used)
+        return NULL;
+    return (const char *)tvb_get_string_enc(scope, tvb, *used,
+        (gint)(tvb_get_uint8(tvb, *used + (guint)*n - 1) == '\n' ? *n - 1 : *n), ENC_UTF_8);
+}
+
+static proto_item *
+draw_ms(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, gboolean in_stream, guint64 stream_id, const char **text_out)
+{
+    proto_item *ti = proto_tree_add_item(tree, proto_multistream, tvb, 0, -1, ENC_NA);
+    proto_tree *t = proto_item_add_subtree(ti, ett_ms);
+    guint used;
+    guint64 n;
+    const char *text = ms_text(tvb, pinfo->pool, &used, &n);
+    if (text_out)
+        *text_out = text;
+    if (!text)
+        return ti;
+    proto_tree_add_uint64(t, hf_ms_length, tvb, 0, used, n);
+    proto_tree_add_string(t, hf_ms_message, tvb, used, (gint)n, text);
+    if (in_stream)
+        proto_item_set_generated(proto_tree_add_uint64(t, hf_ms_stream, tvb, 0, 0, stream_id));
+    proto_item_append_text(ti, ": %s", text);
+    col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", text);
+    if (!strcmp(text, "na"))
+        expert_add_info(pinfo, ti, &ei_ms_na);
+    return ti;
+}
+
+static void
+ms_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2p_pdu_t *pdu)
+{
+    const char *text;
+    proto_item *ti = draw_ms(tvb, pinfo, tree, pipe->muxer != NULL, pipe->stream_id, &text);
+
+    if (!PINFO_FD_VISITED(pinfo) && text) {
+        ms_state_t *st = (ms_state_t *)pipe->state;
+        /* Negotiation is no message of its own in the accounting: the muxer framing that
+         * carried it goes to the stream's first application message. */
+        pipe->overhead += pdu->overhead;
+        pdu->overhead = 0;
+        if (!st)
+            pipe->state = st = wmem_new0(wmem_file_scope(), ms_state_t);
+        if (!strcmp(text, "na")) {
+            /* The other side's proposal is refused: it will propose again. */
+            if (pipe->peer && pipe->peer->state)
+                ((ms_state_t *)pipe->peer->state)->proposed = NULL;
+            st->proposed = NULL;
+        } else if (text[0] == '/' && strcmp(text, L2P_MULTISTREAM_HEADER)) {
+            st->proposed = wmem_strdup(wmem_file_scope(), text);
+        }
+        pdu->info = st->proposed ? (void *)st->proposed : NULL;
+        /* For Decode As: the protocol ID this frame negotiated. */
+        if (st->proposed && !p_get_proto_data(wmem_file_scope(), pinfo, proto_multistream, 3))
+            p_add_proto_data(wmem_file_scope(), pinfo, proto_multistream, 3, (void *)st->proposed);
+    }
+    /* Which dissector the proposal selects (shown on every proposal/echo). */
+    if (pdu->info && text && !strcmp(text, (const char *)pdu->info)) {
+        dissector_handle_t h = l2p_handle_for(text);
+        proto_item *si = proto_tree_add_string(proto_item_get_subtree(ti), hf_ms_selected, tvb, 0, 0,
+                                               h ? dissector_handle_get_protocol_short_name(h) : "?");
+        proto_item_set_generated(si);
+    }
+}
+
+static int
+dissect_multistream(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    l2p_pipe_t *pipe = (l2p_pipe_t *)data;
+    if (!pipe) {
+        /* Called on its own (not through a libp2p connection): one message. */
+        draw_ms(tvb, pinfo, tree, FALSE, 0, NULL);
+        return tvb_captured_length(tvb);
+    }
+    l2p_dissect_pdus(tvb, pinfo, tree, pipe, ms_len, ms_pdu);
+    return tvb_captured_length(tvb);
+}
+
+/* Decode As on "multistream.protocol": the protocol ID negotiated in the selected frame. */
+static void
+ms_da_label(packet_info *pinfo, gchar *result)
+{
+    const char *p = (const char *)p_get_proto_data(wmem_file_scope(), pinfo, proto_multistream, 3);
+    snprintf(result, MAX_DECODE_AS_PROMPT_LEN, "Protocol ID %s", p ? p : "(none in this frame)");
+}
+
+static gpointer
+ms_da_value(packet_info *pinfo)
+{
+    return p_get_proto_data(wmem_file_scope(), pinfo, proto_multistream, 3);
+}
+
+static void
+apply_prefs(void)
+{
+    l2p_set_protocol_map(pref_protocol_map);
+}
+
+void
+proto_register_multistream(void)
+{
+    static hf_register_info hf[] = {
+        { &hf_ms_length, { "Length", "multistream.length", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "Length of the message, its newline included (uvarint)", HFILL } },
+        { &hf_ms_message, { "Message", "multistream.message", FT_STRING, BASE_NONE, NULL, 0x0,
+            "Protocol ID, header, na or ls", HFILL } },
+        { &hf_ms_stream, { "Muxed stream", "multistream.stream", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "The muxed stream this negotiation runs on", HFILL } },
+        { &hf_ms_selected, { "Dissector", "multistream.dissector", FT_STRING, BASE_NONE, NULL, 0x0,
+            "The dissector multistream.protocol maps this protocol ID to", HFILL } },
+    };
+    static gint *ett[] = { &ett_ms };
+    static ei_register_info ei[] = {
+        { &ei_ms_na, { "multistream.na", PI_RESPONSE_CODE, PI_NOTE, "Protocol refused (na)", EXPFILL } },
+    };
+    module_t *module;
+    expert_module_t *expert;
+
+    proto_multistream = proto_register_protocol("multistream-select 1.0", "multistream", "multistream");
+    proto_register_field_array(proto_multistream, hf, array_length(hf));
+    proto_register_subtree_array(ett, array_length(ett));
+    expert = expert_register_protocol(proto_multistream);
+    expert_register_field_array(expert, ei, array_length(ei));
+    l2p_register_engine(proto_multistream);
+
+    module = prefs_register_protocol(proto_multistream, apply_prefs);
+    prefs_register_string_preference(module, "protocol_map", "Protocol ID map",
+        "protocol-ID=dissector pairs, comma-separated (e.g. /my/blocks/1.0.0=eth2): which dissector gets "
+        "the streams that negotiated that ID; overrides the multistream.protocol table",
+        &pref_protocol_map);
+
+    register_dissector_table("multistream.protocol", "multistream-select protocol ID", proto_multistream,
+                             FT_STRING, P2PC_STRING_CASE_SENSITIVE);
+    ms_handle = register_dissector("multistream", dissect_multistream, proto_multistream);
+    {
+        static build_valid_func da_values[] = { ms_da_value };
+        static decode_as_value_t da_value[] = { { ms_da_label, 1, da_values } };
+        static decode_as_t da = { "multistream", "multistream.protocol", 1, 0, da_value, NULL, NULL,
+                                  decode_as_default_populate_list, decode_as_default_reset,
+                                  decode_as_default_change, NULL };
+        register_decode_as(&da);
+    }
+}
+
+void
+proto_reg_handoff_multistream(void)
+{
+    dissector_add_for_decode_as("multistream.protocol", ms_handle);
+}

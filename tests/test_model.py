@@ -1,0 +1,132 @@
+"""The savings model, defined once (docs/savings-model.md) and held to hand-worked numbers: its
+golden vectors (docs/savings-model-vectors.tsv) for both implementations, the Python one in the
+analyzer and the Lua one behind the GUI's Statistics window, the worked example of the doc
+through the analyzer's whole accounting, and the GUI window against `p2pc analyze` on the same
+capture."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import CAPTURES, REPO
+from p2pc.model import Aggregate, LinkParams, Sums, compute_rows, direction_savings, totals
+from p2pc.records import Message, TcpDirection
+from p2pc.wsenv import built_plugin
+
+VECTORS = REPO / "docs" / "savings-model-vectors.tsv"
+
+
+def vectors() -> list[dict]:
+    lines = [l for l in VECTORS.read_text().splitlines() if l and not l.startswith("#")]
+    return list(csv.DictReader(lines, delimiter="\t"))
+
+
+def inputs(v: dict) -> tuple[Sums, LinkParams | None]:
+    items = int(v["batched_items"])
+    s = Sums(raw=int(v["raw"]), payload=int(v["payload"]), batched_items=items,
+             batched_headers=items * int(v["header_per_item"]))
+    params = None
+    if int(v["mss"]):
+        params = LinkParams(int(v["mss"]), float(v["seg_overhead"]), float(v["ack_ratio"]), float(v["ack_bytes"]))
+    return s, params
+
+
+def test_there_are_vectors_for_both_models():
+    assert len(vectors()) >= 6 and {v["model"] for v in vectors()} == {"capture", "bip"}
+
+
+@pytest.mark.parametrize("v", vectors(), ids=lambda v: v["name"])
+def test_python_model_matches_the_vector(v):
+    s, params = inputs(v)
+    p2p, tcp, ack = direction_savings(s, params, v["model"])
+    assert s.raw - s.payload == int(v["payload_saved"])
+    assert p2p == pytest.approx(float(v["p2p_header_saved"]), abs=1e-6)
+    assert tcp == pytest.approx(float(v["tcp_header_saved"]), rel=1e-9, abs=1e-6)
+    assert ack == pytest.approx(float(v["ack_saved"]), rel=1e-9, abs=1e-6)
+
+
+def test_lua_model_matches_the_vectors(tshark):
+    script = REPO / "tests" / "lua" / "model_vectors.lua"
+    res = tshark.run(["-q", "-r", tshark.ws.readable(CAPTURES / "bitcoin" / "btc-small.pcapng"), "-c", "1",
+                      "-X", f"lua_script:{tshark.ws.readable(script)}",
+                      "-X", f"lua_script1:{tshark.ws.readable(REPO / 'lua' / 'p2pc_model.lua')}",
+                      "-X", f"lua_script1:{tshark.ws.readable(VECTORS)}"])
+    got = {p[1]: [float(x) for x in p[2:]] for p in (l.split("\t") for l in res.stdout.splitlines())
+           if p[0] == "V"}
+    assert set(got) == {v["name"] for v in vectors()}, res.stdout + res.stderr
+    for v in vectors():
+        p2p, tcp, ack = got[v["name"]]
+        assert p2p == pytest.approx(float(v["p2p_header_saved"]), abs=1e-6)
+        assert tcp == pytest.approx(float(v["tcp_header_saved"]), rel=1e-9, abs=1e-6)
+        assert ack == pytest.approx(float(v["ack_saved"]), rel=1e-9, abs=1e-6)
+
+
+def msg(frame: int, mtype: str, raw: int, payload: int, batch: int) -> Message:
+    return Message(frame, 0, "192.0.2.1", 49730, "192.0.2.2", 8333, 0.0, "bitcoin", mtype, "lzo1x",
+                   payload + 24, 24, payload, raw, batch)
+
+
+def tcp(src, sport, dst, dport, data_segs, data_bytes, frame_bytes, acks, ack_bytes, max_seg) -> TcpDirection:
+    return TcpDirection(0, src, sport, dst, dport, data_segs + acks, frame_bytes + ack_bytes, data_segs,
+                        data_bytes, frame_bytes, acks, ack_bytes, 0, 0, max_seg, 0.0, 1.0)
+
+
+def test_worked_example_of_the_doc():
+    """docs/savings-model.md: a ctxcat of 10 txs, 2,641 B raw, 2,528 B sent; MSS 1,448, 66 B per
+    segment, 0.7 pure ACKs of 66 B per data segment -> 113 + 231 + 10 = 354 B, 12.2 %."""
+    agg = Aggregate(files=["example"])
+    agg.add_message("example", msg(10, "ctxcat", 2641, 2528, 10))
+    # A: 10 full segments with 66 B of headers each; B: 7 pure ACKs of 66 B.
+    agg.add_tcp("example", tcp("192.0.2.1", 49730, "192.0.2.2", 8333, 10, 14480, 14480 + 660, 0, 0, 1448))
+    agg.add_tcp("example", tcp("192.0.2.2", 8333, "192.0.2.1", 49730, 0, 0, 0, 7, 462, 0))
+    row = compute_rows(agg)[0].as_dict()
+    assert (row["payload_saved"], row["header_saved"], row["ack_saved"], row["total_saved"]) == (113, 231, 10, 354)
+    assert row["total_saved_pct"] == 12.2
+    bip = compute_rows(agg, model="bip")[0].as_dict()
+    assert (bip["header_saved"], bip["ack_saved"]) == (216, 468)
+
+
+def test_aggregates_merge_exactly():
+    """Sums are integers: two halves merged give the same rows as the whole."""
+    m1, m2 = msg(1, "cblock", 999887, 903192, 1), msg(2, "ctxcat", 2641, 2528, 10)
+    t = tcp("192.0.2.1", 49730, "192.0.2.2", 8333, 700, 1_000_000, 1_046_200, 0, 0, 1448)
+    whole, a, b = Aggregate(), Aggregate(), Aggregate()
+    for agg, ms in ((whole, [m1, m2]), (a, [m1]), (b, [m2])):
+        for m in ms:
+            agg.add_message("f", m)
+        agg.add_tcp("f", t)
+    a.merge(b)
+    assert [r.as_dict() for r in compute_rows(a)] == [r.as_dict() for r in compute_rows(whole)]
+    assert totals(compute_rows(a)).as_dict() == totals(compute_rows(whole)).as_dict()
+
+
+def test_no_tcp_data_models_no_segments():
+    assert LinkParams.from_tcp(None, None) is None
+    assert LinkParams.from_tcp(tcp("a", 1, "b", 2, 0, 0, 0, 3, 198, 0), None) is None
+
+
+@pytest.mark.parametrize("capture", ["bitcoin/btc-compressed.pcapng", "fisco/fisco-parallel-on.pcapng",
+                                     "eth2/eth2-yamux.pcapng"])
+def test_gui_window_shows_what_analyze_reports(tshark, capture):
+    """The Statistics window (lua/p2pc_savings.lua, run in tshark's print mode) and `p2pc analyze`
+    give the same rows, number for number."""
+    script = REPO / "lua" / "p2pc_savings.lua"
+    res = tshark.run(["-q", "-r", tshark.ws.readable(CAPTURES / capture),
+                      "-X", f"lua_script:{tshark.ws.readable(script)}", "-X", "lua_script1:print"])
+    lines = [l.split("\t") for l in res.stdout.splitlines() if l and not l.startswith("#")]
+    gui = {(c[0], c[1]): c[2:] for c in lines}
+    env = dict(os.environ, P2PC_PLUGIN=str(built_plugin()))
+    rep = json.loads(subprocess.run([sys.executable, "-m", "p2pc", "analyze", "--format", "json",
+                                     str(CAPTURES / capture)], capture_output=True, text=True, env=env,
+                                    check=True).stdout)
+    assert rep["rows"] and set(gui) == {(r["proto"], r["msg_type"]) for r in rep["rows"]}, res.stderr
+    for r in rep["rows"]:
+        msgs, wire, payload_saved, header_saved, ack_saved, total_saved, total_pct = gui[(r["proto"], r["msg_type"])]
+        assert [int(msgs), int(wire), int(payload_saved), int(header_saved), int(ack_saved), int(total_saved)] == \
+            [r["messages"], r["wire_bytes"], r["payload_saved"], r["header_saved"], r["ack_saved"], r["total_saved"]]
+        assert float(total_pct) == pytest.approx(r["total_saved_pct"], abs=0.01)
