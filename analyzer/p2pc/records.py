@@ -6,6 +6,7 @@ direction.  Lines are parsed as they arrive, so memory does not grow with the ca
 """
 from __future__ import annotations
 
+import codecs
 import os
 import re
 import shutil
@@ -37,6 +38,10 @@ class CaptureUnreadable(P2pcError):
 
 class NoP2PTraffic(P2pcError):
     exit_code = 6
+
+
+class MalformedRecord(P2pcError):
+    exit_code = 9
 
 
 class InterfaceError(P2pcError):
@@ -180,16 +185,40 @@ M_FIELDS = ("frame", "stream", "src", "srcport", "dst", "dstport", "time", "prot
             "codec", "wire_len", "header_len", "payload_len", "raw_len", "batch_count")
 
 
+def unescape(field: str) -> str:
+    r"""A string column as the plugin's printer escaped it (docs/tap-format.md): \\, \t, \n, \r
+    and \xHH, the bytes UTF-8."""
+    if "\\" not in field:
+        return field
+    return codecs.escape_decode(field.encode("ascii", "backslashreplace"))[0].decode("utf-8", "replace")
+
+
+def _malformed(kind: str, parts: list[str], why: str) -> MalformedRecord:
+    frame = parts[1] if len(parts) > 1 else "?"
+    return MalformedRecord(f"a {kind} record of frame {frame} is malformed ({why}): is the plugin "
+                           "this analyzer's version? `p2pc doctor` checks")
+
+
 def parse_m(parts: list[str]) -> Message:
-    return Message(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), parts[5], int(parts[6]),
-                   float(parts[7]), parts[8], parts[9], parts[10], int(parts[11]), int(parts[12]),
-                   int(parts[13]), int(parts[14]), int(parts[15]))
+    if len(parts) != 16:
+        raise _malformed("message", parts, f"{len(parts)} columns, 16 expected")
+    try:
+        return Message(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), parts[5], int(parts[6]),
+                       float(parts[7]), unescape(parts[8]), unescape(parts[9]), unescape(parts[10]),
+                       int(parts[11]), int(parts[12]), int(parts[13]), int(parts[14]), int(parts[15]))
+    except ValueError as e:
+        raise _malformed("message", parts, str(e)) from None
 
 
 def parse_t(parts: list[str]) -> TcpDirection:
-    ints = [int(x) for x in parts[6:16]]
-    return TcpDirection(int(parts[1]), parts[2], int(parts[3]), parts[4], int(parts[5]), *ints,
-                        float(parts[16]), float(parts[17]))
+    if len(parts) != 18:
+        raise _malformed("TCP", parts, f"{len(parts)} columns, 18 expected")
+    try:
+        ints = [int(x) for x in parts[6:16]]
+        return TcpDirection(int(parts[1]), parts[2], int(parts[3]), parts[4], int(parts[5]), *ints,
+                            float(parts[16]), float(parts[17]))
+    except ValueError as e:
+        raise _malformed("TCP", parts, str(e)) from None
 
 
 @dataclass
