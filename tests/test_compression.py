@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from conftest import CAPTURES
+from conftest import CAPTURES, REPO
 
 COMP = CAPTURES / "libp2p-compression"
 NAMES = ["comp-gzip", "comp-cbrotli", "comp-none", "comp-fallback"]
@@ -143,8 +143,12 @@ def test_gap_stops_one_direction_only(tshark):
     # editcap renumbers: the first frame from A at or after `removed_frame` follows the hole.
     after = min(int(f) for f, in tshark.fields(c, ["frame.number"],
                                                dfilter=f"ip.src == {a} && tcp.len > 0 && frame.number >= {gap['removed_frame']}"))
-    gaps = tshark.fields(c, ["frame.number", "ip.src"], dfilter="libp2p.gap")
-    assert gaps == [[str(after), a]]
+    # The hole shows once B acknowledges bytes of A the capture never had: one gap, naming it.
+    gaps = tshark.fields(c, ["ip.src", "_ws.expert.message"], dfilter="libp2p.gap")
+    assert len(gaps) == 1 and gaps[0][0] == b
+    assert f"the other direction are missing from the capture (before frame {after})" in gaps[0][1]
+    held = tshark.fields(c, ["frame.number", "ip.src"], dfilter="libp2p.held")
+    assert held[0] == [str(after), a]
     recs = tshark.records(c)
     # Nothing from A decodes after the hole ...
     assert all(int(r["frame"]) < after for r in recs if r["src"] == a)
@@ -216,20 +220,26 @@ def test_fallback_to_none_after_na(tshark):
     assert sum(int(r["header_len"]) for r in recs) > 0
 
 
-def test_output_bound_stops_both_directions_cleanly(tshark):
-    """With the global decompression cap at 0 every direction stops at its first output."""
-    cap0 = ["-o", "p2pc.max_decompressed_mib:0"]
-    rows = tshark.fields(cap("comp-gzip"), ["frame.number", "ip.src", "_ws.expert.message"],
-                         dfilter="libp2p_compression.failed", extra=cap0)
-    assert sorted(r[1] for r in rows) == ["192.0.2.1", "192.0.2.2"]
-    assert all("bound" in r[2] for r in rows)
-    # Later frames of each direction say where their direction stopped.
-    stopped = tshark.fields(cap("comp-gzip"), ["ip.src", "libp2p_compression.stopped_in"],
-                            dfilter="libp2p_compression.stopped_in", extra=cap0)
-    first = {r[1]: r[0] for r in rows}
-    assert stopped and all(r[1] == first[r[0]] for r in stopped)
-    assert not tshark.fields(cap("comp-gzip"), ["frame.number"], dfilter="yamux",
-                             extra=["-o", "p2pc.max_decompressed_mib:0"])
+def test_kept_output_has_a_budget(tshark):
+    """512 MiB of zeros through one gzip stream: every frame is decoded once, but only the first
+    libp2p_compression.max_kept_mib (32 MiB by default) are kept for re-dissection, the rest say
+    so; with p2pc.keep_replay off nothing is kept and nothing needs saying."""
+    zeros = REPO / "tests" / "data" / "repro" / "gzip-stream-512MiB-zeros.pcapng.gz"
+    not_kept = tshark.fields(zeros, ["frame.number"], dfilter="libp2p_compression.not_kept")
+    out = tshark.fields(zeros, ["libp2p_compression.out"], dfilter="libp2p_compression.out && !libp2p_compression.not_kept")
+    assert not_kept and 32 * 2**20 <= sum(int(r[0]) for r in out) < 33 * 2**20 + 65536
+    off = ["-o", "p2pc.keep_replay:FALSE"]
+    assert not tshark.fields(zeros, ["frame.number"], dfilter="libp2p_compression.not_kept", extra=off)
+    # The zeros are yamux session frames (stream 0): the messages are comp-gzip's, every one.
+    assert len(tshark.records(zeros)) == len(tshark.records(zeros, extra=off)) == len(tshark.records(cap("comp-gzip")))
+
+
+@pytest.mark.parametrize("name", ["comp-gzip", "comp-cbrotli", "comp-deflate"])
+def test_one_pass_without_replay_state_decodes_the_same(tshark, name):
+    """p2pc analyze runs tshark once with p2pc.keep_replay off (flat memory): the records are
+    those of the default mode."""
+    off = ["-o", "p2pc.keep_replay:FALSE"]
+    assert tshark.records(cap(name), extra=off) == tshark.records(cap(name))
 
 
 def test_decompression_can_be_switched_off(tshark):

@@ -229,3 +229,11 @@ def test_gossipsub_subscriptions_and_control(tshark, name):
     assert sorted(r[0] for r in grafts) == sorted([t["link"]["addr_a"], t["link"]["addr_b"]])
     # go-libp2p-pubsub announces IDONTWANT for large messages it publishes (gossipsub 1.2)
     assert tshark.fields(cap, ["ip.src"], dfilter="gossipsub.control.idontwant > 0")
+
+
+@pytest.mark.parametrize("name", MUXED)
+def test_one_pass_without_replay_state_decodes_the_same(tshark, name):
+    """p2pc analyze runs tshark once with p2pc.keep_replay off (flat memory): the records are
+    those of the default mode."""
+    off = ["-o", "p2pc.keep_replay:FALSE"]
+    assert tshark.records(ETH / f"{name}.pcapng", extra=off) == tshark.records(ETH / f"{name}.pcapng")

@@ -64,3 +64,46 @@ def test_service_bit_out_of_range_takes_the_default(tshark):
     rows = tshark.fields(cap, ["btcc.negotiated"], dfilter="bitcoin.command == \"cblock\"",
                          extra=["-o", "btcc.service_bit:99"])
     assert rows and all(set(r[0].split("|")) == {"1"} for r in rows)
+
+
+def test_reordered_segments_decode_every_record(tshark):
+    """Two segments of one gzip direction swapped: with tcp.reassemble_out_of_order (which the
+    analyzer sets) every record of the unreordered capture decodes; without it, the hole is
+    reported where it shows, never passed over in silence."""
+    ooo = ["-o", "tcp.reassemble_out_of_order:TRUE"]
+    want = tshark.records(CAPTURES / "libp2p-compression" / "comp-gzip.pcapng")
+    got = tshark.records(REPRO / "gzip-out-of-order.pcapng.gz", extra=ooo)
+    key = lambda r: (r["msg_type"], r["raw_len"], r["src"])
+    assert len(want) == 31 and sorted(map(key, got)) == sorted(map(key, want))
+    assert tshark.fields(REPRO / "gzip-out-of-order.pcapng.gz", ["frame.number"], dfilter="libp2p.gap")
+
+
+def test_a_retransmission_with_different_bytes_is_flagged(tshark):
+    """The first copy is decoded (every record as in the original capture). TCP hands a
+    retransmission's bytes to no subdissector while it analyses sequence numbers (it flags the
+    frame itself); with that analysis off, p2pc sees the copy and flags the bytes that differ."""
+    cap = REPRO / "gzip-retransmit-different-bytes.pcapng.gz"
+    want = tshark.records(CAPTURES / "libp2p-compression" / "comp-gzip.pcapng")
+    key = lambda r: (r["msg_type"], r["raw_len"], r["src"])
+    assert sorted(map(key, tshark.records(cap))) == sorted(map(key, want))
+    no_seq = ["-o", "tcp.analyze_sequence_numbers:FALSE"]
+    assert sorted(map(key, tshark.records(cap, extra=no_seq))) == sorted(map(key, want))
+    flagged = tshark.fields(cap, ["frame.number"], dfilter="libp2p.retransmission_differs", extra=no_seq)
+    retransmitted = tshark.fields(cap, ["frame.number"], dfilter="tcp.analysis.retransmission")
+    assert flagged == retransmitted and len(flagged) == 1
+
+
+def test_a_yamux_length_past_the_window_is_caught_where_it_is_claimed(tshark):
+    """Frame 36's yamux length set to 0x00FFFFFF: more than flow control lets the sender send.
+    The frame's bytes are undecoded (expert item and a record of their own) at frame 36, and
+    decoding resumes at the next frame: every other message of the intact capture decodes."""
+    cap = REPRO / "yamux-len-00ffffff.pcapng.gz"
+    undecoded = tshark.fields(cap, ["frame.number"], dfilter="multistream.undecoded")
+    assert undecoded and undecoded[0] == ["36"]
+    recs = tshark.records(cap)
+    lost = [r for r in recs if r["msg_type"] == "undecoded"]
+    assert lost and all(int(r["wire_len"]) > 0 for r in lost)
+    key = lambda r: (r["msg_type"], r["raw_len"], r["src"])
+    intact = sorted(map(key, tshark.records(CAPTURES / "eth2" / "eth2-yamux.pcapng")))
+    decoded = sorted(map(key, (r for r in recs if r["msg_type"] != "undecoded")))
+    assert set(decoded) <= set(intact) and len(decoded) == len(intact) - 1

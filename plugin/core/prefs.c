@@ -12,6 +12,19 @@
 #define MAX_DECOMPRESSED_MIB_MIN     1
 #define MAX_DECOMPRESSED_MIB_MAX     4096
 static guint pref_max_decompressed_mib = MAX_DECOMPRESSED_MIB_DEFAULT;
+static p2pc_bool_t pref_keep_replay = TRUE;
+
+gboolean
+p2pc_keep_replay(void)
+{
+    return pref_keep_replay;
+}
+
+wmem_allocator_t *
+p2pc_replay_scope(packet_info *pinfo)
+{
+    return pref_keep_replay ? wmem_file_scope() : pinfo->pool;
+}
 
 size_t
 p2pc_bound(size_t protocol_bound)
@@ -54,4 +67,9 @@ p2pc_prefs_register(int proto)
         "Cap on the output of any one decompression, over every protocol's own limit "
         "(" G_STRINGIFY(MAX_DECOMPRESSED_MIB_MIN) "-" G_STRINGIFY(MAX_DECOMPRESSED_MIB_MAX) ")",
         10, &pref_max_decompressed_mib);
+    prefs_register_bool_preference(module, "keep_replay", "Keep decoded data for re-dissection",
+        "Each frame keeps what the stateful layers (libp2p streams, the compression transport) "
+        "decoded in it, so that re-dissecting it (the GUI, tshark -2) shows the same. Off, memory "
+        "stays flat over any capture but only the first pass decodes: for tshark one-pass runs "
+        "(p2pc analyze turns it off)", &pref_keep_replay);
 }

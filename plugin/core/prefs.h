@@ -15,6 +15,14 @@ void p2pc_prefs_register(int proto);
  * passes to a decoder. */
 size_t p2pc_bound(size_t protocol_bound);
 
+/* Whether each frame keeps what it decoded for re-dissection (the GUI, tshark -2): TRUE unless
+ * the p2pc.keep_replay preference is off (p2pc analyze turns it off for its one-pass runs). */
+gboolean p2pc_keep_replay(void);
+
+/* Where a frame's decoding results live: file scope when kept for re-dissection, else the
+ * packet's own pool. */
+wmem_allocator_t *p2pc_replay_scope(packet_info *pinfo);
+
 /* A "key=value,key=value" string preference as a new table of its pairs (keys and values
  * trimmed; keys lowercased when fold_case; both freed with the table). */
 GHashTable *p2pc_pref_pairs(const char *text, gboolean fold_case);

@@ -14,6 +14,7 @@
  */
 #include "libp2p/engine.h"
 #include "core/prefs.h"
+#include "core/record.h"
 
 #include <epan/exceptions.h>
 #include <epan/expert.h>
@@ -224,6 +225,8 @@ l2p_frame_slot(packet_info *pinfo, l2p_pipe_t *pipe, size_t size, gboolean *repl
     *replay = PINFO_FD_VISITED(pinfo);
     if (*replay)
         return NULL;
+    if (!p2pc_keep_replay())
+        return wmem_alloc0(pinfo->pool, size);     /* nothing kept for a later pass */
     if (!slots) {
         slots = wmem_array_sized_new(wmem_file_scope(), sizeof(frame_slot_t), 2);
         p_add_proto_data(wmem_file_scope(), pinfo, l2p_proto, KEY_FRAME_SLOTS, slots);
@@ -280,18 +283,24 @@ run_item(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, 
         break;
     case IT_UNDECODED: {
         proto_item *ti = proto_tree_add_item(tree, hf_undecoded, t, 0, -1, ENC_NA);
+        p2pc_record_t rec;
         expert_add_info_format(pinfo, ti, &ei_undecoded, "%u bytes p2pc cannot frame%s%s", it->len,
                                *pipe->protocol ? " on " : "", pipe->protocol);
+        /* Counted, not lost: the bytes get a record of their own. */
+        p2pc_record_init(&rec, "libp2p", "undecoded");
+        rec.wire_len = rec.payload_len = rec.raw_len = it->len;
+        p2pc_record_add(t, 0, -1, pinfo, tree, &rec);
         break;
     }
     }
 }
 
-/* Record p[0, len) as an item; `fresh` is this frame's tvb data (fresh_len bytes). */
+/* Record p[0, len) as an item (in `scope`); `fresh` is this frame's tvb data (fresh_len bytes). */
 static item_t *
-add_item(feed_t *f, item_kind_t kind, const guint8 *fresh, guint fresh_len, const guint8 *p, guint len)
+add_item(wmem_allocator_t *scope, feed_t *f, item_kind_t kind, const guint8 *fresh, guint fresh_len,
+         const guint8 *p, guint len)
 {
-    item_t *it = wmem_new0(wmem_file_scope(), item_t);
+    item_t *it = wmem_new0(scope, item_t);
     it->kind = kind;
     it->len = len;
     it->off = -1;
@@ -301,7 +310,7 @@ add_item(feed_t *f, item_kind_t kind, const guint8 *fresh, guint fresh_len, cons
     else if (len == 0)
         it->off = 0;
     else
-        it->data = (guint8 *)wmem_memdup(wmem_file_scope(), p, len);
+        it->data = (guint8 *)wmem_memdup(scope, p, len);
     if (f->last)
         f->last->next = it;
     else
@@ -316,6 +325,7 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
 {
     gboolean replay;
     feed_t *f = (feed_t *)l2p_frame_slot(pinfo, pipe, sizeof(feed_t), &replay);
+    wmem_allocator_t *scope = p2pc_replay_scope(pinfo);
     guint inlen = tvb_captured_length(tvb);
     const guint8 *in = inlen ? tvb_get_ptr(tvb, 0, inlen) : NULL;
     const guint8 *work;
@@ -331,7 +341,7 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
     if (pipe->next) {
         pipe->next->overhead += pipe->overhead;     /* the framing that carried these bytes */
         pipe->overhead = 0;
-        it = add_item(f, IT_FORWARD, in, inlen, in, inlen);
+        it = add_item(scope, f, IT_FORWARD, in, inlen, in, inlen);
         it->to = pipe->next;
         it->fin = pipe->fin;
         run_item(tvb, pinfo, tree, pipe, it, pdu_fn);
@@ -341,7 +351,7 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
         return;
     if (pipe->undecodable) {
         if (inlen)
-            run_item(tvb, pinfo, tree, pipe, add_item(f, IT_UNDECODED, in, inlen, in, inlen), pdu_fn);
+            run_item(tvb, pinfo, tree, pipe, add_item(scope, f, IT_UNDECODED, in, inlen, in, inlen), pdu_fn);
         return;
     }
     if (!pipe->buf) {
@@ -365,7 +375,7 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
     }
     /* In `work`, the bytes from this frame start at fresh_at. */
 #define FRESH_AT (direct ? 0 : worklen - inlen)
-#define ADD(kind, p, l) add_item(f, kind, work + FRESH_AT, inlen, p, l)
+#define ADD(kind, p, l) add_item(scope, f, kind, work + FRESH_AT, inlen, p, l)
     while (pos < worklen) {
         gint64 n = len_fn(pipe, work + pos, worklen - pos);
         if (pipe->next)
@@ -375,6 +385,16 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
         if (n < 0 || (guint64)n > worklen - pos) {
             if (n > 0)  /* a len_fn asking for bytes it has not seen: wait for them */
                 break;
+            if (pipe->skip && pipe->skip <= worklen - pos) {
+                /* Undecodable bytes, and then the layer's next frame boundary. */
+                guint32 k = pipe->skip;
+                pipe->skip = 0;
+                it = ADD(IT_UNDECODED, work + pos, k);
+                pos += k;
+                run_item(tvb, pinfo, tree, pipe, it, pdu_fn);
+                continue;
+            }
+            pipe->skip = 0;
             pipe->undecodable = TRUE;
             run_item(tvb, pinfo, tree, pipe, ADD(IT_UNDECODED, work + pos, worklen - pos), pdu_fn);
             pos = worklen;

@@ -70,6 +70,8 @@ struct l2p_pipe {
     gboolean closed;
     gboolean buf_cb;            /* buf is freed with the capture file */
     gboolean undecodable;       /* framing broke: the rest of the pipe is shown as bytes */
+    guint32 skip;               /* set by a len_fn returning < 0: the framing resumes after this
+                                   many undecodable bytes (0: it never does) */
     l2p_pipe_t *next;           /* after l2p_handoff(): the pipe the rest goes to */
     void *state;                /* the layer's own state */
 };
@@ -83,7 +85,9 @@ typedef struct {
 } l2p_pdu_t;
 
 /* Length of the next PDU at p[0, avail): > 0 a complete PDU of that many bytes, 0 more bytes
- * needed, < 0 the framing is broken (the rest of the pipe is shown as undecoded bytes).
+ * needed, < 0 the framing is broken: the next pipe->skip bytes are shown as undecoded bytes and
+ * framing resumes after them (a layer that can find its next frame boundary sets skip), or with
+ * skip 0 the rest of the pipe is.  Undecoded bytes get an expert item and a p2pc record.
  * First pass only; may call l2p_handoff() (then return 0: the rest goes to the next layer). */
 typedef gint64 (*l2p_len_fn)(l2p_pipe_t *pipe, const guint8 *p, guint avail);
 

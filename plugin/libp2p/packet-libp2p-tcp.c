@@ -2,13 +2,22 @@
  * Where a libp2p TCP connection enters p2pc: a heuristic on the first bytes (the
  * multistream-select header "/multistream/1.0.0"), or Decode As "libp2p" on a TCP port.  Each
  * direction is a pipe (engine.h) that starts in multistream-select; this file feeds it every
- * byte of the direction once and in order.  TCP retransmissions repeat bytes and are skipped;
- * a hole (a segment missing from the capture) cannot be bridged by any length-prefixed framing,
- * so that direction stops, with the expert item libp2p.gap, and the other goes on.
+ * byte of the direction once and in order, by TCP sequence number:
+ *   - a retransmission repeats bytes already fed: skipped, and compared with what was fed (as
+ *     far back as the last HOLD_RECENT bytes): different bytes get libp2p.retransmission_differs;
+ *   - a segment ahead of the bytes expected (reordered in the network, or after a hole) is held,
+ *     copied, until the bytes before it arrive; then it is fed, in the frame that completed the
+ *     sequence (its bytes show there as a tab of their own);
+ *   - a hole is in the capture, not in the network, once the receiver acknowledges bytes past it
+ *     (they reached it, the capture missed them) or once HOLD_MAX bytes are held behind it: no
+ *     length-prefixed framing can bridge it, so that direction stops there, with libp2p.gap
+ *     (on the frame that showed it), and the other goes on.
+ * Every decision is made on the first pass and kept per frame, so later passes feed the same.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/p2pc-compat.h"
+#include "core/prefs.h"
 #include "libp2p/engine.h"
 
 #include <epan/conversation.h>
@@ -19,27 +28,67 @@
 void proto_register_libp2p_tcp(void);
 void proto_reg_handoff_libp2p_tcp(void);
 
+#define HOLD_MAX    (1024 * 1024)   /* bytes held ahead of a missing segment, per direction */
+#define HOLD_RECENT (64 * 1024)     /* bytes fed kept to check retransmissions against */
+
 static int proto_libp2p = -1;
 static expert_field ei_libp2p_gap = EI_INIT;
+static expert_field ei_libp2p_held = EI_INIT;
+static expert_field ei_libp2p_retrans_differs = EI_INIT;
 static dissector_handle_t libp2p_tcp_handle;
 
-/* A TCP connection: the two directions' first pipes, and the TCP bookkeeping that feeds each
- * byte once. */
+/* A segment received ahead of the bytes expected (file scope: the frame that feeds it keeps it). */
+typedef struct held {
+    guint32 seq;
+    guint32 len;
+    guint32 frame;
+    guint8 *data;
+    struct held *next;          /* by seq */
+} held_t;
+
+/* One direction's bookkeeping (first pass only). */
+typedef struct {
+    guint32 next_seq;           /* the next byte to feed */
+    guint32 acked;              /* the highest acknowledgement this direction sent */
+    gboolean ack_known;
+    gboolean seq_known;
+    gboolean stopped;
+    held_t *held;
+    guint32 held_bytes;
+    GByteArray *recent;         /* the last bytes fed, ending at next_seq */
+} dir_t;
+
+/* A TCP connection: the two directions' first pipes and bookkeeping. */
 typedef struct {
     address dialer_addr;
     guint32 dialer_port;
     l2p_pipe_t *root[2];
-    guint32 next_seq[2];
-    gboolean seq_known[2];
-    gboolean stopped[2];
+    dir_t dir[2];
 } conn_t;
 
-/* What the first pass fed from a frame, replayed on later passes. */
+/* What the first pass fed in a frame, replayed on later passes: this frame's own bytes
+ * [skip, skip + len), then the held segments the frame completed the sequence for. */
 typedef struct {
     guint skip;
     guint len;
-    guint gap;      /* bytes missing before this frame (decoding of the direction stopped) */
+    held_t *fed_held;           /* a list of copies (their `next` is this list's) */
+    guint32 held;               /* this frame's segment was held: the bytes missing before it */
+    guint32 gap;                /* decoding of a direction stopped here: bytes missing */
+    guint32 gap_before;         /* ... before this frame */
+    guint32 discarded;          /* ... and bytes held that will never be fed */
+    gboolean gap_other;         /* ... the other direction's (its receiver acknowledged past the hole) */
+    gint32 differs_at;          /* a retransmission's first differing byte (-1: none) */
 } frame_t;
+
+static p2pc_bool_t
+free_recent(wmem_allocator_t *allocator, wmem_cb_event_t event, void *user_data)
+{
+    dir_t *d = (dir_t *)user_data;
+    if (d->recent)
+        g_byte_array_free(d->recent, TRUE);
+    d->recent = NULL;
+    return FALSE;
+}
 
 static conn_t *
 get_conn(packet_info *pinfo)
@@ -55,9 +104,136 @@ get_conn(packet_info *pinfo)
         c->root[1] = l2p_pipe_new(l2p_multistream_handle(), 1);
         c->root[0]->peer = c->root[1];
         c->root[1]->peer = c->root[0];
+        for (int i = 0; i < 2; i++) {
+            c->dir[i].recent = g_byte_array_new();
+            wmem_register_callback(wmem_file_scope(), free_recent, &c->dir[i]);
+        }
         conversation_add_proto_data(conv, proto_libp2p, c);
     }
     return c;
+}
+
+/* Record that p[0, len) (starting at sequence number seq == d->next_seq) was fed. */
+static void
+mark_fed(dir_t *d, const guint8 *p, guint32 len)
+{
+    g_byte_array_append(d->recent, p, len);
+    if (d->recent->len > HOLD_RECENT)
+        g_byte_array_remove_range(d->recent, 0, d->recent->len - HOLD_RECENT);
+    d->next_seq += len;
+}
+
+/* The first byte of p[0, len) (at sequence number seq, before d->next_seq) that differs from what
+ * was fed at that position, or -1 (also when that far back is no longer kept). */
+static gint32
+first_difference(const dir_t *d, guint32 seq, const guint8 *p, guint32 len)
+{
+    guint32 back = d->next_seq - seq, n = MIN(len, back);
+    if (back > d->recent->len)
+        return -1;
+    for (guint32 i = 0; i < n; i++)
+        if (p[i] != d->recent->data[d->recent->len - back + i])
+            return (gint32)i;
+    return -1;
+}
+
+static void
+hold(dir_t *d, guint32 seq, const guint8 *p, guint32 len, guint32 frame)
+{
+    held_t *h = wmem_new0(wmem_file_scope(), held_t), **at = &d->held;
+    h->seq = seq;
+    h->len = len;
+    h->frame = frame;
+    h->data = (guint8 *)wmem_memdup(wmem_file_scope(), p, len);
+    while (*at && (gint32)((*at)->seq - seq) < 0)
+        at = &(*at)->next;
+    h->next = *at;
+    *at = h;
+    d->held_bytes += len;
+}
+
+/* The direction stops at its hole: what it holds is never fed. */
+static void
+stop_at_hole(dir_t *d, frame_t *fr, guint32 seq, guint32 frame, guint32 more)
+{
+    fr->gap = seq - d->next_seq;
+    fr->gap_before = frame;
+    fr->discarded = d->held_bytes + more;
+    d->stopped = TRUE;
+    d->held = NULL;
+    d->held_bytes = 0;
+}
+
+/* First pass: decide what this frame feeds to direction d (the other is o). */
+static void
+plan_frame(dir_t *d, dir_t *o, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t *tvb, packet_info *pinfo)
+{
+    guint len = tvb_captured_length(tvb);
+    const guint8 *p = len ? tvb_get_ptr(tvb, 0, len) : NULL;
+    held_t **tail = &fr->fed_held;
+
+    fr->differs_at = -1;
+    if (tcpi && (tcpi->flags & TH_ACK)) {
+        if (!d->ack_known || (gint32)(tcpi->lastackseq - d->acked) > 0)
+            d->acked = tcpi->lastackseq;
+        d->ack_known = TRUE;
+        /* This side acknowledges bytes of the other direction that were never fed: its receiver
+         * has what the capture is missing (whether p2pc or TCP's out-of-order reassembly holds
+         * what came after the hole). */
+        if (o->seq_known && !o->stopped && (gint32)(d->acked - o->next_seq) > 0) {
+            if (o->held)
+                stop_at_hole(o, fr, o->held->seq, o->held->frame, 0);
+            else
+                stop_at_hole(o, fr, d->acked, pinfo->num, 0);
+            fr->gap_other = TRUE;
+        }
+    }
+    if (d->stopped || !len)
+        return;
+    if (!tcpi) {                        /* no sequence numbers: take the bytes as they come */
+        fr->len = len;
+        return;
+    }
+    if (!d->seq_known) {
+        d->seq_known = TRUE;
+        d->next_seq = tcpi->seq;
+    }
+    if ((gint32)(tcpi->seq - d->next_seq) > 0) {
+        /* Ahead of the bytes expected: hold it, unless that would hold too much. */
+        if (d->held_bytes + len <= HOLD_MAX) {
+            hold(d, tcpi->seq, p, len, pinfo->num);
+            fr->held = tcpi->seq - d->next_seq;
+        } else if (!fr->gap) {
+            stop_at_hole(d, fr, d->held ? d->held->seq : tcpi->seq, d->held ? d->held->frame : pinfo->num, len);
+        }
+        return;
+    }
+    if ((gint32)(tcpi->seq - d->next_seq) < 0) {
+        /* Repeats bytes already fed: check them, feed only what is new. */
+        guint32 back = d->next_seq - tcpi->seq;
+        fr->differs_at = first_difference(d, tcpi->seq, p, len);
+        if (back >= len)
+            return;
+        fr->skip = back;
+    }
+    fr->len = len - fr->skip;
+    mark_fed(d, p + fr->skip, fr->len);
+    /* The held segments this completes, in order. */
+    while (d->held && (gint32)(d->held->seq - d->next_seq) <= 0) {
+        held_t *h = d->held;
+        guint32 back = d->next_seq - h->seq;
+        d->held = h->next;
+        d->held_bytes -= h->len;
+        if (back >= h->len)
+            continue;
+        h->data += back;
+        h->seq += back;
+        h->len -= back;
+        h->next = NULL;
+        mark_fed(d, h->data, h->len);
+        *tail = h;
+        tail = &h->next;
+    }
 }
 
 static int
@@ -73,33 +249,31 @@ dissect_libp2p_tcp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "libp2p");
     col_clear(pinfo->cinfo, COL_INFO);
     if (!fr && !PINFO_FD_VISITED(pinfo)) {
-        /* Feed each byte of the direction once, in order.  A hole (a segment missing from the
-         * capture) cannot be bridged by any length-prefixed framing: the direction stops. */
-        fr = wmem_new0(wmem_file_scope(), frame_t);
-        p_add_proto_data(wmem_file_scope(), pinfo, proto_libp2p, key, fr);
-        fr->len = len;
-        if (c->stopped[d]) {
-            fr->len = 0;
-        } else if (tcpi && c->seq_known[d] && (gint32)(tcpi->seq - c->next_seq[d]) > 0) {
-            fr->gap = tcpi->seq - c->next_seq[d];
-            fr->len = 0;
-            c->stopped[d] = TRUE;
-        } else if (tcpi && c->seq_known[d] && (gint32)(tcpi->nxtseq - c->next_seq[d]) <= 0) {
-            fr->len = 0;    /* a retransmission of bytes already fed */
-        } else if (tcpi && c->seq_known[d] && (gint32)(tcpi->seq - c->next_seq[d]) < 0) {
-            fr->skip = c->next_seq[d] - tcpi->seq;
-            fr->len = len > fr->skip ? len - fr->skip : 0;
-        }
-        if (tcpi && !c->stopped[d] && (!c->seq_known[d] || (gint32)(tcpi->nxtseq - c->next_seq[d]) > 0)) {
-            c->next_seq[d] = tcpi->nxtseq;
-            c->seq_known[d] = TRUE;
-        }
+        fr = wmem_new0(p2pc_replay_scope(pinfo), frame_t);
+        if (p2pc_keep_replay())
+            p_add_proto_data(wmem_file_scope(), pinfo, proto_libp2p, key, fr);
+        plan_frame(&c->dir[d], &c->dir[1 - d], fr, tcpi, tvb, pinfo);
     }
-    if (fr && fr->gap)
+    if (!fr)
+        return len;
+    if (fr->held)
+        proto_tree_add_expert_format(tree, pinfo, &ei_libp2p_held, tvb, 0, 0,
+            "%u bytes before this segment have not arrived: it is held until they do", fr->held);
+    if (fr->gap)
         proto_tree_add_expert_format(tree, pinfo, &ei_libp2p_gap, tvb, 0, 0,
-            "%u bytes of this direction are missing from the capture: decoding of this direction stops here", fr->gap);
-    if (fr && fr->len)
+            "%u bytes of %s direction are missing from the capture (before frame %u): decoding of "
+            "that direction stops (%u bytes held after the hole are not decoded)",
+            fr->gap, fr->gap_other ? "the other" : "this", fr->gap_before, fr->discarded);
+    if (fr->differs_at >= 0)
+        proto_tree_add_expert_format(tree, pinfo, &ei_libp2p_retrans_differs, tvb, fr->differs_at, 1,
+            "This retransmission carries bytes that differ from those first sent: the first copy is decoded");
+    if (fr->len)
         l2p_pipe_call(c->root[d], tvb_new_subset_length(tvb, fr->skip, fr->len), pinfo, tree, FALSE);
+    for (held_t *h = fr->fed_held; h; h = h->next) {
+        tvbuff_t *ht = tvb_new_child_real_data(tvb, h->data, h->len, h->len);
+        add_new_data_source(pinfo, ht, wmem_strdup_printf(pinfo->pool, "Out-of-order segment (frame %u)", h->frame));
+        l2p_pipe_call(c->root[d], ht, pinfo, tree, FALSE);
+    }
     /* Most segments of a large message complete nothing: say so rather than leave Info empty. */
     {
         const gchar *info = col_get_text(pinfo->cinfo, COL_INFO);
@@ -127,6 +301,10 @@ proto_register_libp2p_tcp(void)
     static ei_register_info ei[] = {
         { &ei_libp2p_gap, { "libp2p.gap", PI_SEQUENCE, PI_WARN,
             "Bytes missing from the capture: decoding of this direction stops", EXPFILL } },
+        { &ei_libp2p_held, { "libp2p.held", PI_SEQUENCE, PI_NOTE,
+            "Out of order: held until the bytes before it arrive", EXPFILL } },
+        { &ei_libp2p_retrans_differs, { "libp2p.retransmission_differs", PI_SEQUENCE, PI_WARN,
+            "A retransmission carries different bytes than first sent", EXPFILL } },
     };
     expert_module_t *expert;
 

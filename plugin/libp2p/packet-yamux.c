@@ -10,6 +10,13 @@
  * multistream-select negotiates the stream's protocol and that protocol's dissector
  * reassembles its messages.  FIN and RST close the sender's direction of the stream.
  *
+ * Flow control bounds what a frame may claim: a stream starts with a 256 KiB window each way,
+ * the receiver's Window Update frames widen it, and a sender's Data frames use it up.  A Data
+ * frame longer than its stream's window (of a stream whose opening was captured) cannot be
+ * real: the direction's framing is broken there (shown as undecoded bytes, with an expert
+ * item and a p2pc record, where the length was claimed) rather than waiting for megabytes that
+ * never come; decoding resumes at the next plausible frame header.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/p2pc-compat.h"
@@ -23,6 +30,9 @@ void proto_reg_handoff_yamux(void);
 #define YAMUX_FLAG_SYN 0x1
 #define YAMUX_FLAG_FIN 0x4
 #define YAMUX_FLAG_RST 0x8
+#define YAMUX_TYPE_DATA   0
+#define YAMUX_TYPE_WINDOW 1
+#define YAMUX_INITIAL_WINDOW (256 * 1024)
 
 static int proto_yamux = -1;
 static int hf_yamux_version = -1;
@@ -39,9 +49,11 @@ static gint ett_yamux = -1;
 static gint ett_yamux_flags = -1;
 static dissector_handle_t yamux_handle;
 
-/* Both directions of a connection share the stream table. */
+/* Both directions of a connection share the stream tables. */
 typedef struct {
     wmem_map_t *streams;        /* stream id -> l2p_pipe_t *[2] ([0]: opener -> other) */
+    wmem_map_t *windows;        /* stream id -> guint64[2]: what the dialer (0) / listener (1)
+                                   may still send; only for streams whose SYN was captured */
 } yamux_conn_t;
 
 static const value_string yamux_type_vals[] = {
@@ -59,6 +71,7 @@ yamux_conn(l2p_pipe_t *pipe)
     if (!yc) {
         yc = wmem_new0(wmem_file_scope(), yamux_conn_t);
         yc->streams = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
+        yc->windows = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
     }
     pipe->state = yc;
     return yc;
@@ -87,20 +100,74 @@ stream_pipe(l2p_pipe_t *conn, yamux_conn_t *yc, guint32 id, gboolean from_dialer
     return pair[from_dialer == opener_is_dialer ? 0 : 1];
 }
 
+/* Whether a frame header at p could be real: what resynchronisation looks for after bytes that
+ * cannot be (a stream already seen, or being opened; a length within its window). */
+static gboolean
+plausible_header(yamux_conn_t *yc, int dir, const guint8 *p)
+{
+    guint8 type = p[1];
+    guint16 flags = pntohu16(p + 2);
+    guint32 id = pntohu32(p + 4), len = pntohu32(p + 8);
+    const guint64 *window;
+
+    if (p[0] != 0 || type > 3 || (flags & ~0xf))
+        return FALSE;
+    if (type > YAMUX_TYPE_WINDOW)
+        return id == 0;
+    if (id == 0 || (!wmem_map_lookup(yc->streams, GUINT_TO_POINTER(id)) && !(flags & YAMUX_FLAG_SYN)))
+        return FALSE;
+    window = (const guint64 *)wmem_map_lookup(yc->windows, GUINT_TO_POINTER(id));
+    return type != YAMUX_TYPE_DATA || len <= (window ? window[dir] : YAMUX_INITIAL_WINDOW);
+}
+
+/* After a header that cannot be real: skip to the next plausible one (or to the last 11 bytes,
+ * which may start one). */
+static gint64
+resync(l2p_pipe_t *pipe, yamux_conn_t *yc, const guint8 *p, guint avail)
+{
+    guint k;
+    for (k = 1; k + 12 <= avail; k++)
+        if (plausible_header(yc, pipe->dir, p + k))
+            break;
+    pipe->skip = k + 12 <= avail ? k : avail - 11;
+    return -1;
+}
+
 static gint64
 yamux_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
 {
+    yamux_conn_t *yc = yamux_conn(pipe);
     guint32 len;
+    const guint64 *window;
     if (avail < 12)
         return 0;
     if (p[0] != 0 || p[1] > 3)
-        return -1;
+        return resync(pipe, yc, p, avail);
     len = pntohu32(p + 8);
-    if (p[1] != 0)
+    if (p[1] != YAMUX_TYPE_DATA)
         return 12;
-    if (len > L2P_MAX_PDU)
-        return -1;
+    window = (const guint64 *)wmem_map_lookup(yc->windows, GUINT_TO_POINTER(pntohu32(p + 4)));
+    if (len > L2P_MAX_PDU || (window && len > window[pipe->dir]))
+        return resync(pipe, yc, p, avail);  /* more than flow control lets the sender send */
     return 12 + (gint64)len;
+}
+
+/* First pass: a frame's effect on its stream's windows. */
+static void
+track_window(yamux_conn_t *yc, int dir, guint8 type, guint16 flags, guint32 id, guint32 len)
+{
+    guint64 *window = (guint64 *)wmem_map_lookup(yc->windows, GUINT_TO_POINTER(id));
+    if (!window && (flags & YAMUX_FLAG_SYN)) {
+        window = wmem_alloc_array(wmem_file_scope(), guint64, 2);
+        window[0] = window[1] = YAMUX_INITIAL_WINDOW;
+        wmem_map_insert(yc->windows, GUINT_TO_POINTER(id), window);
+    }
+    if (!window)
+        return;
+    if (type == YAMUX_TYPE_WINDOW)
+        window[1 - dir] += len;     /* the receiver lets the other side send more */
+    else if (type == YAMUX_TYPE_DATA)
+        window[dir] -= MIN(len, window[dir]);
 }
 
 static void
@@ -121,8 +188,10 @@ yamux_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
     flags = tvb_get_ntohs(tvb, 2);
     id = tvb_get_ntohl(tvb, 4);
     fin = (flags & (YAMUX_FLAG_FIN | YAMUX_FLAG_RST)) != 0;
-    if (id == 0 || (type != 0 && type != 1))
+    if (id == 0 || (type != YAMUX_TYPE_DATA && type != YAMUX_TYPE_WINDOW))
         return;     /* session pings and go-away */
+    if (!PINFO_FD_VISITED(pinfo))
+        track_window(yc, pipe->dir, type, flags, id, tvb_get_ntohl(tvb, 8));
     sp = stream_pipe(pipe, yc, id, pipe->dir == 0, !PINFO_FD_VISITED(pinfo));
     if (!sp)
         return;
