@@ -55,8 +55,21 @@ captures:
 bench: build
 	PYTHONPATH=analyzer $(PYTHON) tools/bench.py
 
+# The fuzz gate (fuzz/README.md): editcap mutants of every capture through an ASan+UBSan
+# build (build-asan/). FUZZ_PROFILE=short (default, CI: >= 1,000 runs, ~10 min) or long.
+FUZZ_PROFILE ?= short
 fuzz:
-	$(PYTHON) tools/fuzz.py
+	FUZZ_PROFILE=$(FUZZ_PROFILE) $(PYTHON) tools/fuzz.py
+
+# libFuzzer harnesses (fuzz/): the regressions, then each harness for LIBFUZZ_SECONDS
+# (CI: 12; long runs: the default 600, LIBFUZZ_JOBS=2 for both cores).
+LIBFUZZ_SECONDS ?= 600
+LIBFUZZ_JOBS ?= 1
+.PHONY: libfuzz
+libfuzz:
+	@rc=0; $(MAKE) --no-print-directory -C fuzz regress || rc=1; \
+	  $(MAKE) --no-print-directory -C fuzz run SECONDS=$(LIBFUZZ_SECONDS) JOBS=$(LIBFUZZ_JOBS) || rc=1; \
+	  exit $$rc
 
 # Root: the whole suite against Wireshark 4.4 (Debian trixie) and 4.6 (Debian sid) in chroots.
 check-versions:
