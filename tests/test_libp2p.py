@@ -117,7 +117,7 @@ def test_a_block_spans_many_muxer_frames_and_segments(tshark, name):
     t = truth(name)
     mux = t["muxer"]
     stream_rows = tshark.fields(cap(name), [f"{mux}.stream", "eth2.ssz_length"],
-                                dfilter=f'eth2.method == "beacon_blocks_by_range/2" && eth2.direction == "response"')
+                                dfilter='eth2.method == "beacon_blocks_by_range/2" && eth2.direction == "response"')
     stream = split(stream_rows[0][0])[-1]
     b = t["link"]["addr_b"]
     frames = tshark.fields(cap(name), ["frame.number", f"{mux}.length"],

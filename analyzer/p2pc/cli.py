@@ -1,7 +1,8 @@
 """The `p2pc` command: analyze, compare, whatif, records, live, doctor.
 
 Exit codes: 0 ok, 2 usage, 3 tshark missing, 4 plugin missing, 5 capture unreadable,
-6 no P2P traffic, 7 interface cannot be opened, 8 capture truncated (report printed).
+6 no P2P traffic, 7 interface cannot be opened, 8 capture truncated (report printed),
+9 the plugin printed a malformed record.
 """
 from __future__ import annotations
 
@@ -430,7 +431,8 @@ EXIT_CODES = """exit codes:
   5  capture missing, unreadable or not a capture
   6  no P2P messages in the captures
   7  the live interface cannot be opened
-  8  a capture is cut short: the report covers what could be read, with a warning"""
+  8  a capture is cut short: the report covers what could be read, with a warning
+  9  the plugin printed a malformed record (is it this analyzer's version? p2pc doctor)"""
 
 EXAMPLES = {
     "p2pc": """examples:

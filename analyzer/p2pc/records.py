@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import codecs
 import os
-import re
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from .wsenv import REPO, ToolMissing, Wireshark, built_plugin, version_mismatch, ws_version
+from .wsenv import ToolMissing, Wireshark, built_plugin, version_mismatch, ws_version
 
 
 class P2pcError(Exception):
@@ -242,8 +240,13 @@ def _classify_failure(capture: str, stderr: str) -> P2pcError:
     return CaptureUnreadable(f"{capture}: {msg}")
 
 
+# Every analysis is one tshark pass: nothing re-dissects a frame, so the plugin keeps no replay
+# state (memory stays flat over any capture), and TCP puts reordered segments back in order.
+ONE_PASS_PREFS = ["-o", "p2pc.keep_replay:FALSE", "-o", "tcp.reassemble_out_of_order:TRUE"]
+
+
 def read_capture(ws: Wireshark, capture: str | os.PathLike, on_message, on_tcp,
-                 progress=None, extra: list[str] | None = None) -> ReadResult:
+                 extra: list[str] | None = None) -> ReadResult:
     """Stream one capture's records: on_message(Message) per M line, on_tcp(TcpDirection) per
     T line.  Raises P2pcError subclasses; a truncated capture returns what was read with
     result.truncated set."""
@@ -252,7 +255,7 @@ def read_capture(ws: Wireshark, capture: str | os.PathLike, on_message, on_tcp,
         raise CaptureUnreadable(f"{path}: no such file")
     if not os.access(path, os.R_OK):
         raise CaptureUnreadable(f"{path}: permission denied (check the file's permissions)")
-    args = ["-n", "-q", "-r", ws.readable(path), "-z", "p2pc,records", *(extra or [])]
+    args = ["-n", "-q", "-r", ws.readable(path), *ONE_PASS_PREFS, "-z", "p2pc,records", *(extra or [])]
     proc = ws.popen("tshark", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                     bufsize=1 << 16)
     result = ReadResult()
@@ -263,8 +266,6 @@ def read_capture(ws: Wireshark, capture: str | os.PathLike, on_message, on_tcp,
         if tag == "M\t":
             on_message(parse_m(line.rstrip("\n").split("\t")))
             result.messages += 1
-            if progress and result.messages % 2000 == 0:
-                progress(result.messages)
         elif tag == "T\t":
             on_tcp(parse_t(line.rstrip("\n").split("\t")))
         elif line.startswith("#p2pc-records"):
@@ -282,7 +283,7 @@ def read_capture(ws: Wireshark, capture: str | os.PathLike, on_message, on_tcp,
 
 def read_payloads(ws: Wireshark, capture: str | os.PathLike) -> Iterator[tuple[int, str, str, str, bytes]]:
     """(frame, proto, msg_type, codec, uncompressed payload) for every record that has one."""
-    args = ["-n", "-q", "-r", ws.readable(str(capture)), "-z", "p2pc,payloads"]
+    args = ["-n", "-q", "-r", ws.readable(str(capture)), *ONE_PASS_PREFS, "-z", "p2pc,payloads"]
     proc = ws.popen("tshark", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -292,14 +293,3 @@ def read_payloads(ws: Wireshark, capture: str | os.PathLike) -> Iterator[tuple[i
     stderr = proc.stderr.read() if proc.stderr else ""
     if proc.wait() != 0 and "cut short" not in stderr:
         raise _classify_failure(str(capture), stderr)
-
-
-def progress_printer(label: str):
-    """A one-line progress counter on stderr, only when stderr is a terminal."""
-    if not sys.stderr.isatty():
-        return None
-
-    def show(n: int) -> None:
-        sys.stderr.write(f"\r{label}: {n} messages")
-        sys.stderr.flush()
-    return show

@@ -39,6 +39,10 @@
 #define pntohu24 pntoh24
 #define pntohu32 pntoh32
 #define pntohu64 pntoh64
+#define pletohu16 pletoh16
+#define pletohu24 pletoh24
+#define pletohu32 pletoh32
+#define pletohu64 pletoh64
 #endif
 
 /* Wireshark 4.4 parses segwit transactions in its own bitcoin `tx` handler; 4.0 does not

@@ -233,39 +233,47 @@ has_context(const char *protocol)
 }
 
 /* Bytes of a framed Snappy stream that produce `want` uncompressed bytes; 0 if incomplete. */
+/* How far the framed-Snappy scan of the chunk being received got: the next call resumes at the
+ * chunk boundary it reached instead of walking again what it walked (a 440 KB block arrives in
+ * hundreds of pieces), so the scan is linear in the chunk's bytes.  A pipe's state, first pass. */
+typedef struct {
+    guint off;                  /* the next Snappy chunk, from the start of the framed stream */
+    guint64 out;                /* uncompressed bytes the chunks before it produce */
+    gboolean any;               /* a chunk was seen */
+} snappy_scan_t;
+
+/* Bytes of a framed Snappy stream that produce `want` uncompressed bytes; 0 if incomplete (the
+ * scan remembers where it stopped), < 0 if broken. */
 static gint64
-snappy_framed_len(const guint8 *p, guint avail, guint64 want)
+snappy_framed_len(const guint8 *p, guint avail, guint64 want, snappy_scan_t *scan)
 {
-    guint off = 0;
-    guint64 out = 0;
-    gboolean any = FALSE;
     /* An empty SSZ is still a stream identifier; otherwise frames until `want` bytes. */
-    while (out < want || !any) {
+    while (scan->out < want || !scan->any) {
         guint8 type;
         guint32 clen;
-        if (avail - off < 4)
+        if (avail - scan->off < 4)
             return 0;
-        type = p[off];
-        clen = p[off + 1] | (p[off + 2] << 8) | ((guint32)p[off + 3] << 16);
-        if (avail - off - 4 < clen)
+        type = p[scan->off];
+        clen = pletohu24(p + scan->off + 1);
+        if (avail - scan->off - 4 < clen)
             return 0;
-        any = TRUE;
+        scan->any = TRUE;
         if (type == 0x00 && clen >= 4) {
             guint64 n;
             guint used;
-            if (!l2p_uvarint(p + off + 8, clen - 4, &n, &used))
+            if (!l2p_uvarint(p + scan->off + 8, clen - 4, &n, &used))
                 return -1;
-            out += n;
+            scan->out += n;
         } else if (type == 0x01 && clen >= 4) {
-            out += clen - 4;
+            scan->out += clen - 4;
         } else if (type >= 0x02 && type <= 0x7f) {
-            return off + 4 + clen;      /* reserved unskippable: the decoder flags it */
+            return scan->off + 4 + clen;    /* reserved unskippable: the decoder flags it */
         }
-        off += 4 + clen;
+        scan->off += 4 + clen;
         if (want == 0 && type == 0xff)
             break;
     }
-    return off;
+    return scan->off;
 }
 
 /* One request or response chunk: [result [context]] uvarint(len) framed-snappy. */
@@ -289,12 +297,13 @@ reqresp_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
     off += used;
     if (n > L2P_MAX_PDU)
         return -1;
-    f = snappy_framed_len(p + off, avail - off, n);
-    if (f < 0)
-        return -1;
+    if (!pipe->state)
+        pipe->state = wmem_new0(wmem_file_scope(), snappy_scan_t);
+    f = snappy_framed_len(p + off, avail - off, n, (snappy_scan_t *)pipe->state);
     if (f == 0)
         return 0;
-    return off + f;
+    memset(pipe->state, 0, sizeof(snappy_scan_t));     /* the next chunk starts afresh */
+    return f < 0 ? -1 : off + f;
 }
 
 static void

@@ -175,8 +175,12 @@ typedef struct item {
     item_kind_t kind;
     gint off;                   /* in this frame's tvb, or -1: reassembled, see data */
     guint len;
+    guint shown;                /* bytes of it in this frame's tvb from off (IT_UNDECODED: may
+                                   be fewer than len, which counts them all) */
     guint8 *data;
     l2p_pdu_t pdu;
+    guint32 count;              /* IT_PDU: 1, or a run of this many PDUs of len bytes each,
+                                   back to back, the later ones without overhead or info */
     gboolean fin;               /* IT_FORWARD */
     l2p_pipe_t *to;             /* IT_FORWARD */
     struct item *next;
@@ -254,7 +258,7 @@ item_tvb(tvbuff_t *tvb, packet_info *pinfo, l2p_pipe_t *pipe, item_t *it)
 {
     tvbuff_t *t;
     if (it->off >= 0)
-        return tvb_new_subset_length(tvb, it->off, it->len);
+        return tvb_new_subset_length(tvb, it->off, it->shown);
     t = tvb_new_child_real_data(tvb, it->data, it->len, it->len);
     if (it->kind == IT_PDU && it->len)
         add_new_data_source(pinfo, t, pipe->muxer ?
@@ -269,14 +273,19 @@ run_item(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, 
     tvbuff_t *volatile t = item_tvb(tvb, pinfo, pipe, it);
     switch (it->kind) {
     case IT_PDU:
-        /* One PDU's exception must not stop the PDUs after it, nor the pipe's bookkeeping. */
-        TRY {
-            pdu_fn(t, pinfo, tree, pipe, &it->pdu);
+        for (guint32 i = 0; i < it->count; i++) {
+            l2p_pdu_t later = { it->pdu.index + i, 0, FALSE, NULL };
+            l2p_pdu_t *volatile pdu = i == 0 ? &it->pdu : &later;
+            tvbuff_t *volatile pt = i == 0 ? t : tvb_new_subset_length(tvb, it->off + (gint)(i * it->len), it->len);
+            /* One PDU's exception must not stop the PDUs after it, nor the pipe's bookkeeping. */
+            TRY {
+                pdu_fn(pt, pinfo, tree, pipe, pdu);
+            }
+            CATCH_NONFATAL_ERRORS {
+                show_exception(pt, pinfo, tree, EXCEPT_CODE, GET_MESSAGE);
+            }
+            ENDTRY;
         }
-        CATCH_NONFATAL_ERRORS {
-            show_exception(t, pinfo, tree, EXCEPT_CODE, GET_MESSAGE);
-        }
-        ENDTRY;
         break;
     case IT_FORWARD:
         l2p_pipe_call(it->to, t, pinfo, tree, it->fin);
@@ -303,13 +312,19 @@ add_item(wmem_allocator_t *scope, feed_t *f, item_kind_t kind, const guint8 *fre
     item_t *it = wmem_new0(scope, item_t);
     it->kind = kind;
     it->len = len;
+    it->count = 1;
     it->off = -1;
-    /* Bytes that all came in this frame's tvb are recorded as an offset into it. */
+    it->shown = len;
+    /* Bytes that all came in this frame's tvb are recorded as an offset into it.  Undecoded
+     * bytes are only counted: what of them this frame brought is shown, nothing is copied. */
     if (fresh && p >= fresh && p + len <= fresh + fresh_len)
         it->off = (gint)(p - fresh);
     else if (len == 0)
         it->off = 0;
-    else
+    else if (kind == IT_UNDECODED) {
+        it->off = 0;
+        it->shown = fresh && p + len > fresh ? (guint)(p + len - fresh) : 0;
+    } else
         it->data = (guint8 *)wmem_memdup(scope, p, len);
     if (f->last)
         f->last->next = it;
@@ -317,6 +332,23 @@ add_item(wmem_allocator_t *scope, feed_t *f, item_kind_t kind, const guint8 *fre
         f->first = it;
     f->last = it;
     return it;
+}
+
+/* Replay keeps one record per PDU; a run of equal PDUs back to back in the frame (a muxer's
+ * many small frames) is kept as one: `last`, just run, joins the run `prev` (the item before
+ * it) when nothing tells it apart (no overhead, no per-PDU info, not truncated). */
+static void
+merge_into_run(wmem_allocator_t *scope, feed_t *f, item_t *prev, item_t *last)
+{
+    if (!prev || prev->kind != IT_PDU || prev->off < 0 || last->off < 0 || prev->len != last->len ||
+        prev->off + (gint)(prev->count * prev->len) != last->off || prev->pdu.info || last->pdu.info ||
+        last->pdu.overhead || prev->pdu.truncated || last->pdu.truncated ||
+        prev->pdu.index + prev->count != last->pdu.index)
+        return;
+    prev->count++;
+    prev->next = NULL;
+    f->last = prev;
+    wmem_free(scope, last);
 }
 
 void
@@ -331,7 +363,7 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
     const guint8 *work;
     guint worklen, pos = 0;
     gboolean direct;        /* work is this frame's tvb itself (nothing was buffered) */
-    item_t *it;
+    item_t *it, *prev;
 
     if (replay) {
         for (it = f ? f->first : NULL; it; it = it->next)
@@ -400,12 +432,14 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
             pos = worklen;
             break;
         }
+        prev = f->last;
         it = ADD(IT_PDU, work + pos, (guint)n);
         it->pdu.index = pipe->pdus++;
         it->pdu.overhead = pipe->overhead;
         pipe->overhead = 0;
         pos += (guint)n;
         run_item(tvb, pinfo, tree, pipe, it, pdu_fn);
+        merge_into_run(scope, f, prev, it);
         if (pipe->next)
             break;
     }
