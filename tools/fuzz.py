@@ -169,7 +169,7 @@ class Env:
         if build:
             log("fuzz: building the ASan+UBSan plugin in build-asan/")
             subprocess.run(["cmake", "-S", str(REPO), "-B", str(BUILD), "-DP2PC_SANITIZE=ON",
-                            "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+                            "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DP2PC_ONLY=", "-DP2PC_WERROR=OFF",
                             "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g"],
                            check=True, stdout=subprocess.DEVNULL, timeout=300)
             subprocess.run(["cmake", "--build", str(BUILD), "-j", str(os.cpu_count() or 2)],
