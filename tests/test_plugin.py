@@ -33,3 +33,60 @@ def test_lua_savings_window_loads(tshark):
                       tshark.ws.readable(REPO / "captures" / "bitcoin" / "btc-small.pcapng"), "-q"], check=False)
     assert res.returncode == 0
     assert "Lua:" not in res.stderr, res.stderr   # "tshark: Lua: syntax error: ..." and the like
+
+
+OUR_PROTOCOLS = {"btcc", "p2pc", "fisco", "multistream", "libp2p", "libp2p_app", "libp2p_plaintext",
+                 "libp2p_noise", "yamux", "mplex", "libp2p_compression", "eth2", "gossipsub"}
+
+
+def _expert_abbrevs() -> set[str]:
+    """Expert items also show in `-G fields` (FT_NONE, their summary as the name); an
+    ei_register_info has no blurb slot, so they are read from the sources and left out."""
+    import re
+    from conftest import REPO
+    names = set()
+    for src in (REPO / "plugin").rglob("*.c"):
+        names |= set(re.findall(r'\{\s*&ei_\w+,\s*\{\s*"([^"]+)"', src.read_text()))
+    return names
+
+
+def test_every_field_has_a_description(tshark):
+    """`-G fields`: F, name, abbrev, type, parent protocol, base, bitmask, blurb."""
+    experts = _expert_abbrevs()
+    ours, missing = [], []
+    for line in tshark.run(["-G", "fields"]).stdout.splitlines():
+        cols = line.split("\t")
+        if cols[0] != "F" or cols[4] not in OUR_PROTOCOLS or cols[2] in experts:
+            continue
+        ours.append(cols[2])
+        if len(cols) < 8 or not cols[7].strip():
+            missing.append(cols[2])
+    assert len(ours) > 100, ours          # the plugin's fields are there at all
+    assert {"yamux.stream", "btcc.codec", "gossipsub.topic"} <= set(ours)
+    assert not missing, f"fields without a description: {missing}"
+
+
+def _ratio_lines(tshark, capture, label):
+    import re
+    out = tshark.run(["-n", "-V", "-r", tshark.ws.readable(capture)]).stdout
+    return re.findall(rf"^\s*\[?{re.escape(label)}: ([^\]\n]*)\]?$", out, re.M)
+
+
+def test_ratios_print_three_decimals(tshark):
+    """p2pc.ratio, fisco.ratio and libp2p_compression.ratio read as 2.022, not 2.02217783252674;
+    the exact value stays in the field (compared with raw_len / payload_len)."""
+    from conftest import CAPTURES
+    cases = [(CAPTURES / "bitcoin" / "btc-compressed.pcapng", "Compression ratio"),
+             (CAPTURES / "fisco" / "fisco-serial-on.pcapng", "Compression ratio"),
+             (CAPTURES / "libp2p-compression" / "comp-deflate.pcapng", "Ratio so far")]
+    for capture, label in cases:
+        shown = _ratio_lines(tshark, capture, label)
+        assert shown, (capture, label)
+        for v in shown:
+            assert v.count(".") == 1 and len(v.split(".")[1]) == 3, (capture, v)
+    rows = tshark.fields(CAPTURES / "bitcoin" / "btc-compressed.pcapng",
+                         ["p2pc.raw_len", "p2pc.payload_len", "p2pc.ratio"], dfilter="p2pc.ratio > 1.05")
+    exact = [(int(r), int(p), float(x)) for row in rows
+             for r, p, x in zip(*(c.split("|") for c in row))]
+    assert exact and all(abs(x - r / p) < 1e-12 for r, p, x in exact)
+    assert any(len(repr(x).split(".")[1]) > 3 for _, _, x in exact)   # filters see all digits

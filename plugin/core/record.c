@@ -113,6 +113,7 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
         proto_tree *st;
         proto_item *pi;
         gint64 saved = (gint64)rec->raw_len - (gint64)rec->payload_len;
+        double ratio;
 
         ti = proto_tree_add_item(tree, proto_p2pc, tvb, offset, len, ENC_NA);
         proto_item_append_text(ti, ": %s %s, %s, %" G_GUINT64_FORMAT " B on the wire",
@@ -135,8 +136,9 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
         proto_item_set_generated(pi);
         pi = proto_tree_add_int64(st, hf_p2pc_saved, tvb, offset, len, saved);
         proto_item_set_generated(pi);
-        pi = proto_tree_add_double(st, hf_p2pc_ratio, tvb, offset, len,
-                                   rec->payload_len ? (double)rec->raw_len / (double)rec->payload_len : 1.0);
+        ratio = rec->payload_len ? (double)rec->raw_len / (double)rec->payload_len : 1.0;
+        /* Three decimals on screen; the field keeps the exact value for filters. */
+        pi = proto_tree_add_double_format_value(st, hf_p2pc_ratio, tvb, offset, len, ratio, "%.3f", ratio);
         proto_item_set_generated(pi);
         pi = proto_tree_add_uint(st, hf_p2pc_batch_count, tvb, offset, len, rec->batch_count);
         proto_item_set_generated(pi);

@@ -664,8 +664,10 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
             ri = proto_tree_add_uint(ft, hf_fisco_uncompressed_len, tvb, hlen, length - hlen, rl);
             proto_item_set_generated(ri);
             if (rl) {
-                ri = proto_tree_add_double(ft, hf_fisco_ratio, tvb, hlen, length - hlen,
-                                           (double)(length - hlen) / rl);
+                double ratio = (double)(length - hlen) / rl;
+                /* Three decimals on screen; the field keeps the exact value for filters. */
+                ri = proto_tree_add_double_format_value(ft, hf_fisco_ratio, tvb, hlen, length - hlen, ratio,
+                                                        "%.3f", ratio);
                 proto_item_set_generated(ri);
             }
             if (rl <= FISCO_COMPRESS_THRESHOLD)
@@ -818,23 +820,23 @@ proto_register_fisco(void)
             "Heartbeat seq or tab-separated topics", HFILL } },
         { &hf_fisco_topic_seq, { "Topic seq", "fisco.topic.seq", FT_STRING, BASE_NONE, NULL, 0x0,
             "The sender's topic list version", HFILL } },
-        { &hf_fisco_topic_name, { "Topic", "fisco.topic.name", FT_STRING, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+        { &hf_fisco_topic_name, { "Topic", "fisco.topic.name", FT_STRING, BASE_NONE, NULL, 0x0, "One topic of a SendTopics list", HFILL } },
         { &hf_fisco_amop_length, { "Channel message length", "fisco.amop.length", FT_UINT32, BASE_DEC, NULL, 0x0,
-            NULL, HFILL } },
+            "Channel message length field, header included", HFILL } },
         { &hf_fisco_amop_type, { "Channel message type", "fisco.amop.type", FT_UINT16, BASE_HEX, NULL, 0x0,
-            NULL, HFILL } },
+            "Channel message type", HFILL } },
         { &hf_fisco_amop_seq, { "Channel message seq", "fisco.amop.seq", FT_STRING, BASE_NONE, NULL, 0x0,
-            NULL, HFILL } },
-        { &hf_fisco_amop_result, { "Result", "fisco.amop.result", FT_INT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
-        { &hf_fisco_amop_data, { "Channel data", "fisco.amop.data", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+            "Channel message seq (32 ASCII characters)", HFILL } },
+        { &hf_fisco_amop_result, { "Result", "fisco.amop.result", FT_INT32, BASE_DEC, NULL, 0x0, "Channel message result code (0 = success)", HFILL } },
+        { &hf_fisco_amop_data, { "Channel data", "fisco.amop.data", FT_BYTES, BASE_NONE, NULL, 0x0, "Channel message body after the 42-byte header", HFILL } },
         { &hf_fisco_pbft_packet_id, { "PBFT packet", "fisco.pbft.packet_id", FT_UINT32, BASE_DEC, VALS(pbft_vals),
-            0x0, NULL, HFILL } },
-        { &hf_fisco_pbft_ttl, { "TTL", "fisco.pbft.ttl", FT_UINT32, BASE_DEC, NULL, 0x0, NULL, HFILL } },
-        { &hf_fisco_pbft_height, { "Height", "fisco.pbft.height", FT_UINT64, BASE_DEC, NULL, 0x0, NULL, HFILL } },
-        { &hf_fisco_pbft_view, { "View", "fisco.pbft.view", FT_UINT64, BASE_DEC, NULL, 0x0, NULL, HFILL } },
-        { &hf_fisco_pbft_idx, { "Node index", "fisco.pbft.idx", FT_UINT64, BASE_DEC, NULL, 0x0, NULL, HFILL } },
+            0x0, "PBFT packet type: Prepare, Sign, Commit or ViewChange", HFILL } },
+        { &hf_fisco_pbft_ttl, { "TTL", "fisco.pbft.ttl", FT_UINT32, BASE_DEC, NULL, 0x0, "Forwarding hops left", HFILL } },
+        { &hf_fisco_pbft_height, { "Height", "fisco.pbft.height", FT_UINT64, BASE_DEC, NULL, 0x0, "Block height the PBFT message is about", HFILL } },
+        { &hf_fisco_pbft_view, { "View", "fisco.pbft.view", FT_UINT64, BASE_DEC, NULL, 0x0, "PBFT view number", HFILL } },
+        { &hf_fisco_pbft_idx, { "Node index", "fisco.pbft.idx", FT_UINT64, BASE_DEC, NULL, 0x0, "Index of the sending node in the sealer list", HFILL } },
         { &hf_fisco_raft_type, { "Raft packet", "fisco.raft.type", FT_UINT32, BASE_DEC, VALS(raft_vals), 0x0,
-            NULL, HFILL } },
+            "Raft packet type: VoteReq, VoteResp, HeartBeat or HeartBeatResp", HFILL } },
         { &hf_fisco_sync_type, { "BlockSync packet", "fisco.sync.type", FT_UINT8, BASE_DEC, VALS(blocksync_vals),
             0x0, "SyncPacketType + 1", HFILL } },
         { &hf_fisco_sync_items, { "Items", "fisco.sync.items", FT_UINT32, BASE_DEC, NULL, 0x0,
@@ -846,7 +848,7 @@ proto_register_fisco(void)
         { &hf_fisco_sync_number, { "Block number", "fisco.sync.number", FT_UINT64, BASE_DEC, NULL, 0x0,
             "Status: the sender's height; ReqBlocks: the first block asked for", HFILL } },
         { &hf_fisco_sync_size, { "Blocks asked for", "fisco.sync.size", FT_UINT64, BASE_DEC, NULL, 0x0,
-            NULL, HFILL } },
+            "ReqBlocks: number of blocks asked for", HFILL } },
         { &hf_fisco_response_in, { "Response in", "fisco.response_in", FT_FRAMENUM, BASE_NONE,
             FRAMENUM_TYPE(FT_FRAMENUM_RESPONSE), 0x0, "The frame of the answer to this request", HFILL } },
         { &hf_fisco_response_to, { "Request in", "fisco.response_to", FT_FRAMENUM, BASE_NONE,

@@ -271,6 +271,7 @@ draw(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, comp
     proto_item *ti = proto_tree_add_item(tree, proto_comp, tvb, 0, -1, ENC_NA);
     proto_tree *t = proto_item_add_subtree(ti, ett_comp);
     proto_item *pi;
+    double ratio;
 
     proto_tree_add_string(t, hf_comp_protocol, tvb, 0, 0, pipe->protocol);
     pi = proto_tree_add_string(t, hf_comp_codec, tvb, 0, 0, cd->codec_name);
@@ -292,8 +293,9 @@ draw(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, comp
     proto_item_set_generated(pi);
     pi = proto_tree_add_uint64(t, hf_comp_out_total, tvb, 0, 0, fr->out_total);
     proto_item_set_generated(pi);
-    pi = proto_tree_add_double(t, hf_comp_ratio, tvb, 0, 0,
-                               fr->in_total ? (double)fr->out_total / (double)fr->in_total : 1.0);
+    ratio = fr->in_total ? (double)fr->out_total / (double)fr->in_total : 1.0;
+    /* Three decimals on screen; the field keeps the exact value for filters. */
+    pi = proto_tree_add_double_format_value(t, hf_comp_ratio, tvb, 0, 0, ratio, "%.3f", ratio);
     proto_item_set_generated(pi);
     if (fr->not_kept)
         expert_add_info_format(pinfo, ti, &ei_comp_not_kept,
@@ -409,7 +411,7 @@ proto_register_libp2p_compression(void)
             "Decompressed / compressed bytes of this direction so far", HFILL } },
         { &hf_comp_stopped_in, { "Decoding stopped in", "libp2p_compression.stopped_in", FT_FRAMENUM, BASE_NONE, NULL, 0x0,
             "The frame where this direction's stream stopped decoding", HFILL } },
-        { &hf_comp_data, { "Compressed data", "libp2p_compression.data", FT_BYTES, BASE_NONE, NULL, 0x0, NULL, HFILL } },
+        { &hf_comp_data, { "Compressed data", "libp2p_compression.data", FT_BYTES, BASE_NONE, NULL, 0x0, "Bytes of the compressed stream in this frame", HFILL } },
     };
     static gint *ett[] = { &ett_comp };
     static ei_register_info ei[] = {
