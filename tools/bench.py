@@ -167,8 +167,10 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="p2pc-bench-", dir=BENCH))
     work.chmod(0o755)
 
-    def dissect(w: Wireshark, cap: Path) -> list[str]:
-        return w.command("tshark", ["-n", "-q", "-r", str(cap), "-z", "io,stat,0"])
+    def dissect(w: Wireshark, cap: Path, *prefs: str) -> list[str]:
+        return w.command("tshark", ["-n", "-q", "-r", str(cap), "-z", "io,stat,0", *prefs])
+
+    no_replay = ("-o", "p2pc.keep_replay:FALSE")     # what p2pc analyze runs: one pass, no replay state
 
     nfr = frames(mixed)
     mb = mixed.stat().st_size / 1e6
@@ -188,6 +190,7 @@ def main() -> None:
     for i in range(repeat):
         r.run("stock tshark", dissect(stock, mixed))
         r.run("tshark + p2pc", dissect(ws, mixed))
+        r.run("tshark + p2pc, keep_replay off", dissect(ws, mixed, *no_replay))
         r.run("tshark + p2pc -z p2pc,records", ws.command(
             "tshark", ["-n", "-q", "-r", str(mixed), "-z", "p2pc,records"]))
         r.run("p2pc analyze", [*py, "analyze", str(mixed), "--format", "json", "-o", str(all_json)], env=env)
@@ -215,7 +218,7 @@ def main() -> None:
         return {"totals": rep["totals"], "rows": rep["rows"]}
 
     print("== stock tshark vs tshark with p2pc (both dissect every frame: -z io,stat,0) ==")
-    table(["stock tshark", "tshark + p2pc"], "stock tshark")
+    table(["stock tshark", "tshark + p2pc", "tshark + p2pc, keep_replay off"], "stock tshark")
     sw, sm = r.med("stock tshark")
     pw, pm = r.med("tshark + p2pc")
     print(f"  target plugin <= 1.15x stock time: {pw / sw:.2f}x  {mark(pw / sw <= 1.15)}")
@@ -273,6 +276,16 @@ def main() -> None:
         if d == "libp2p-compression":
             line += f"  target RSS <= 1.3x {mark(pm / sm <= 1.3)}"
         print(line)
+
+    print("\n== bad input: 512 MiB of zeros through one gzip stream (tests/data/repro, 2.1 MB) ==")
+    zeros = REPO / "tests" / "data" / "repro" / "gzip-stream-512MiB-zeros.pcapng.gz"
+    for _ in range(repeat):
+        r.run("zeros: stock", dissect(stock, zeros))
+        r.run("zeros: p2pc", dissect(ws, zeros))
+        r.run("zeros: p2pc, keep_replay off", dissect(ws, zeros, *no_replay))
+    table(["zeros: stock", "zeros: p2pc", "zeros: p2pc, keep_replay off"], "zeros: stock")
+    zm, pm0 = r.med("zeros: stock")[1], r.med("zeros: p2pc")[1]
+    print(f"  target RSS <= 1.3x stock: {pm0 / zm:.2f}x  {mark(pm0 / zm <= 1.3)}")
 
     print("\n== commands (first run of each) ==")
     for lab, cmd in r.commands.items():

@@ -22,6 +22,8 @@
 
 #include <epan/conversation.h>
 #include <epan/expert.h>
+#include <epan/prefs.h>
+#include <epan/prefs-int.h>
 #include <epan/proto_data.h>
 #include <epan/dissectors/packet-tcp.h>
 
@@ -55,7 +57,8 @@ typedef struct {
     gboolean stopped;
     held_t *held;
     guint32 held_bytes;
-    GByteArray *recent;         /* the last bytes fed, ending at next_seq */
+    GByteArray *recent;         /* the last bytes fed, ending at next_seq (NULL: TCP hands
+                                   retransmissions to no subdissector, nothing to compare) */
 } dir_t;
 
 /* A TCP connection: the two directions' first pipes and bookkeeping. */
@@ -90,6 +93,14 @@ free_recent(wmem_allocator_t *allocator, wmem_cb_event_t event, void *user_data)
     return FALSE;
 }
 
+static gboolean
+tcp_analyzes_sequence_numbers(void)
+{
+    module_t *tcp = prefs_find_module("tcp");
+    pref_t *pref = tcp ? prefs_find_preference(tcp, "analyze_sequence_numbers") : NULL;
+    return !pref || prefs_get_bool_value(pref, pref_current);
+}
+
 static conn_t *
 get_conn(packet_info *pinfo)
 {
@@ -104,10 +115,13 @@ get_conn(packet_info *pinfo)
         c->root[1] = l2p_pipe_new(l2p_multistream_handle(), 1);
         c->root[0]->peer = c->root[1];
         c->root[1]->peer = c->root[0];
-        for (int i = 0; i < 2; i++) {
-            c->dir[i].recent = g_byte_array_new();
-            wmem_register_callback(wmem_file_scope(), free_recent, &c->dir[i]);
-        }
+        /* While TCP analyses sequence numbers it flags retransmissions itself and hands their
+         * bytes to no subdissector: keep what was fed only when there is something to compare. */
+        if (!tcp_analyzes_sequence_numbers())
+            for (int i = 0; i < 2; i++) {
+                c->dir[i].recent = g_byte_array_new();
+                wmem_register_callback(wmem_file_scope(), free_recent, &c->dir[i]);
+            }
         conversation_add_proto_data(conv, proto_libp2p, c);
     }
     return c;
@@ -117,9 +131,11 @@ get_conn(packet_info *pinfo)
 static void
 mark_fed(dir_t *d, const guint8 *p, guint32 len)
 {
-    g_byte_array_append(d->recent, p, len);
-    if (d->recent->len > HOLD_RECENT)
-        g_byte_array_remove_range(d->recent, 0, d->recent->len - HOLD_RECENT);
+    if (d->recent) {
+        g_byte_array_append(d->recent, p, len);
+        if (d->recent->len > HOLD_RECENT)
+            g_byte_array_remove_range(d->recent, 0, d->recent->len - HOLD_RECENT);
+    }
     d->next_seq += len;
 }
 
@@ -129,7 +145,7 @@ static gint32
 first_difference(const dir_t *d, guint32 seq, const guint8 *p, guint32 len)
 {
     guint32 back = d->next_seq - seq, n = MIN(len, back);
-    if (back > d->recent->len)
+    if (!d->recent || back > d->recent->len)
         return -1;
     for (guint32 i = 0; i < n; i++)
         if (p[i] != d->recent->data[d->recent->len - back + i])
