@@ -30,6 +30,7 @@
 #include <wsutil/filesystem.h>
 #include <wsutil/privileges.h>
 #include <wsutil/report_message.h>
+#include <wsutil/wslog.h>
 
 void plugin_register(void);   /* the generated plugin.c (P2PC_PLUGIN_ENTRY) */
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -96,6 +97,9 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     g_setenv("WIRESHARK_ABORT_ON_DISSECTOR_BUG", "1", 0);
     g_setenv("WIRESHARK_ABORT_ON_TOO_MANY_ITEMS", "1", 0);
     g_setenv("XDG_CONFIG_HOME", "/nonexistent/p2pc-fuzz", 0);
+    /* Uninitialised, the log prints every debug message (one per heuristic try): quiet. */
+    ws_log_init("fuzz_dissect", NULL);
+    ws_log_set_level(LOG_LEVEL_WARNING);
     init_process_policies();
     err = configuration_init((*argv)[0], NULL);
     g_free(err);
