@@ -43,6 +43,17 @@ def peer_id(pub: bytes) -> bytes:
     return b"\x00" + bytes([len(pb)]) + pb
 
 
+def base58btc(data: bytes) -> str:
+    """base58btc (Bitcoin alphabet), written from the definition: leading zero bytes become
+    '1's, the rest is a big-endian number written in base 58."""
+    alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+    n, digits = int.from_bytes(data, "big"), ""
+    while n:
+        n, r = divmod(n, 58)
+        digits = alphabet[r] + digits
+    return "1" * (len(data) - len(data.lstrip(b"\0"))) + digits
+
+
 @pytest.mark.parametrize("name", MUXED + ["eth2-noise"])
 def test_connection_upgrades_in_order(tshark, name):
     """Each direction: header, security, header, muxer (Noise: its muxer is encrypted)."""
@@ -245,3 +256,24 @@ def test_optimistic_negotiation_shares_one_muxer_frame(tshark, name):
     proposal = 1 + len(PING + "\n")
     request = 1 + int(rec["payload_len"])     # uvarint(8) + the framed Snappy bytes
     assert lengths == [header + proposal + request]
+
+
+def test_base58_helper_matches_known_vectors():
+    """The test's own encoder against draft-msporny-base58's examples."""
+    assert base58btc(b"Hello World!") == "2NEpo7TZRRrLZSi2U"
+    assert base58btc(b"The quick brown fox jumps over the lazy dog.") == \
+        "USm3fpXnKG5EUBx2ndxBDMPVciP5hGey2Jh4NDv6gmeo1LkMeiKrLJUUBk6Z"
+    assert base58btc(bytes.fromhex("0000287fb4cd")) == "11233QC4"
+
+
+@pytest.mark.parametrize("name", MUXED)
+def test_plaintext_peer_ids_print_in_base58(tshark, name):
+    """libp2p_plaintext.peer_id_b58 is how libp2p prints the peer ID of the generator's keys:
+    base58btc of the identity multihash, 12D3KooW... for Ed25519."""
+    t = truth(name)
+    rows = tshark.fields(cap(name), ["ip.src", "libp2p_plaintext.peer_id_b58"], dfilter="libp2p_plaintext")
+    got = dict(rows)
+    for side, addr in (("a", t["link"]["addr_a"]), ("b", t["link"]["addr_b"])):
+        want = base58btc(peer_id(ed25519_public(t["seeds"][side])))
+        assert want.startswith("12D3KooW")
+        assert got[addr] == want

@@ -9,6 +9,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/p2pc-compat.h"
+#include "core/base58.h"
 #include "libp2p/engine.h"
 
 #include <epan/expert.h>
@@ -19,6 +20,7 @@ void proto_reg_handoff_libp2p_plaintext(void);
 static int proto_plaintext = -1;
 static int hf_pt_length = -1;
 static int hf_pt_peer_id = -1;
+static int hf_pt_peer_id_b58 = -1;
 static int hf_pt_key_type = -1;
 static int hf_pt_key = -1;
 static gint ett_pt = -1;
@@ -47,7 +49,12 @@ draw_plaintext(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
     off = (int)used;
     while (l2p_pb_next(tvb, &off, len, &f)) {
         if (f.number == 1 && f.wire_type == 2) {
+            proto_item *pi;
             proto_tree_add_item(t, hf_pt_peer_id, tvb, f.start, f.len, ENC_NA);
+            pi = proto_tree_add_string(t, hf_pt_peer_id_b58, tvb, f.start, f.len,
+                                       p2pc_base58_encode(pinfo->pool, tvb_get_ptr(tvb, f.start, f.len),
+                                                          (size_t)f.len));
+            proto_item_set_generated(pi);
         } else if (f.number == 2 && f.wire_type == 2) {
             int koff = f.start;
             while (l2p_pb_next(tvb, &koff, f.start + f.len, &k)) {
@@ -108,6 +115,8 @@ proto_register_libp2p_plaintext(void)
             "Length of the Exchange message (uvarint)", HFILL } },
         { &hf_pt_peer_id, { "Peer ID", "libp2p_plaintext.peer_id", FT_BYTES, BASE_NONE, NULL, 0x0,
             "The sender's peer ID (a multihash of its public key)", HFILL } },
+        { &hf_pt_peer_id_b58, { "Peer ID (base58)", "libp2p_plaintext.peer_id_b58", FT_STRING, BASE_NONE, NULL, 0x0,
+            "The sender's peer ID as libp2p prints it: base58btc (12D3KooW... for an Ed25519 key)", HFILL } },
         { &hf_pt_key_type, { "Key type", "libp2p_plaintext.key_type", FT_UINT32, BASE_DEC, VALS(key_type_vals), 0x0,
             "Type of the sender's identity key", HFILL } },
         { &hf_pt_key, { "Public key", "libp2p_plaintext.key", FT_BYTES, BASE_NONE, NULL, 0x0,
