@@ -57,6 +57,10 @@ BAD_STDERR = ("Dissector bug", "CRITICAL **", "ERROR **", "Traceback (most recen
               "AddressSanitizer", "runtime error:", "LeakSanitizer", "UndefinedBehaviorSanitizer")
 
 
+def rel(p: Path) -> str:
+    return str(p.relative_to(REPO)) if p.is_relative_to(REPO) else str(p)
+
+
 def log(msg: str) -> None:
     print(msg, flush=True)
 
@@ -319,13 +323,13 @@ def keep_failure(job: Job, work: Path, problems: list[str], keep: Path) -> Path:
         shutil.copyfile(extra, keep / f"{job.name}.{extra.name}")
     for extra in (work / job.name).glob("*.ubsan*"):
         shutil.copyfile(extra, keep / f"{job.name}.{extra.name}")
-    how = [f"capture: {job.cap.relative_to(REPO)}",
+    how = [f"capture: {rel(job.cap)}",
            f"prepared: {'TLS secrets taken out (split_secrets), ' if job.secrets else ''}"
            f"{f'editcap -r CAPTURE PREPARED 1-{job.max_packets}' if job.max_packets else 'every packet'}",
            f"mutant: editcap -E {job.rate} --seed {job.seed} -o {job.offset} PREPARED MUTANT"
            f"{' then editcap --inject-secrets tls,KEYS' if job.secrets else ''}",
            f"rerun: tools/fuzz.py --rates {job.rate} --seeds {job.seed} --max-packets {job.max_packets} "
-           f"{job.cap.relative_to(REPO)}",
+           f"{rel(job.cap)}",
            "", *problems]
     (keep / f"{job.name}.txt").write_text("\n".join(how) + "\n")
     return dst
@@ -387,7 +391,7 @@ def main() -> int:
         jobs.sort(key=lambda j: -j.prepared.stat().st_size)
         log(f"fuzz: profile {args.profile}: {len(caps)} captures x {len(rates)} rates x "
             f"{len(seeds)} seeds = {len(jobs)} mutants x 3 consumers, {args.jobs} jobs, "
-            f"timeout {timeout:.0f} s, plugin {env.plugin.relative_to(REPO) if env.plugin.is_relative_to(REPO) else env.plugin}")
+            f"timeout {timeout:.0f} s, plugin {rel(env.plugin)}")
         done = 0
         with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
             futs = {pool.submit(check, env, j, work, timeout): j for j in jobs}
@@ -404,7 +408,7 @@ def main() -> int:
                     kept = keep_failure(job, work, problems, args.keep) \
                         if (work / job.name / "mutant.pcapng").exists() else None
                     failures.append(job.name)
-                    log(f"FAIL {job.name} (kept {kept.relative_to(REPO) if kept else 'nothing'})")
+                    log(f"FAIL {job.name} (kept {rel(kept) if kept else 'nothing'})")
                     for p in problems:
                         log("  " + p.replace("\n", "\n  "))
                 shutil.rmtree(work / job.name, ignore_errors=True)
