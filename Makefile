@@ -79,5 +79,12 @@ check-versions:
 check-bare:
 	tools/bare-check.sh
 
+# The real Wireshark GUI under Xvfb with the fresh plugin: fails if it does not start or a
+# screenshot is blank; writes docs/screenshots/*.png (installs wireshark, xvfb, xdotool,
+# imagemagick with apt-get if missing). On demand, not part of make test.
+.PHONY: gui-check
+gui-check: build
+	$(PYTHON) tools/gui-check.py
+
 clean:
 	rm -rf $(BUILD)
