@@ -185,7 +185,8 @@ local function open_window()
     retap_packets()
 end
 
--- MENU_STAT_UNSORTED, the group of the C "P2P Compression/Messages and Bytes" tree, so both share
--- Statistics ▸ P2P Compression.  The Qt GUI (4.0 checked with make gui-check) places no
--- MENU_STAT_GENERIC item in any menu.
+-- MENU_STAT_UNSORTED: Statistics, the group of the C "P2P Compression/Messages and Bytes" tree.
+-- Wireshark 4.0's Qt GUI shows a MENU_STAT_GENERIC item in no menu, and lists a Lua item of this
+-- group as one entry named by the whole path, "P2P Compression/Savings by message type" (only C
+-- stats trees get submenus there); make gui-check opens it from that entry.
 register_menu("P2P Compression/Savings by message type", open_window, MENU_STAT_UNSORTED)
