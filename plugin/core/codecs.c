@@ -562,7 +562,10 @@ p2pc_stream_feed(p2pc_stream_t *s, const guint8 *in, size_t in_len, size_t bound
             avail_out = ob.cap - ob.len;
             r = BrotliDecoderDecompressStream(s->br, &avail_in, &next_in, &avail_out, &next_out, NULL);
             ob.len = ob.cap - avail_out;
-            if (r == BROTLI_DECODER_RESULT_NEEDS_MORE_INPUT || r == BROTLI_DECODER_RESULT_SUCCESS)
+            /* The output buffer can fill just as the input runs out: brotli then asks for input
+             * while it still holds output.  Take that output before waiting for the next bytes. */
+            if ((r == BROTLI_DECODER_RESULT_NEEDS_MORE_INPUT || r == BROTLI_DECODER_RESULT_SUCCESS) &&
+                !BrotliDecoderHasMoreOutput(s->br))
                 break;
             if (r == BROTLI_DECODER_RESULT_ERROR) {
                 *detail = BrotliDecoderErrorString(BrotliDecoderGetErrorCode(s->br));
