@@ -58,15 +58,18 @@ bench: build
 # The fuzz gate (fuzz/README.md): editcap mutants of every capture through an ASan+UBSan
 # build (build-asan/). FUZZ_PROFILE=short (default, CI: >= 1,000 runs, ~10 min) or long.
 FUZZ_PROFILE ?= short
-fuzz:
+fuzz-deps:
+	@tools/install-deps.sh --fuzz
+
+fuzz: fuzz-deps
 	FUZZ_PROFILE=$(FUZZ_PROFILE) $(PYTHON) tools/fuzz.py
 
 # libFuzzer harnesses (fuzz/): the regressions, then each harness for LIBFUZZ_SECONDS
 # (CI: 12; long runs: the default 600, LIBFUZZ_JOBS=2 for both cores).
 LIBFUZZ_SECONDS ?= 600
 LIBFUZZ_JOBS ?= 1
-.PHONY: libfuzz
-libfuzz:
+.PHONY: libfuzz fuzz-deps
+libfuzz: fuzz-deps
 	@rc=0; $(MAKE) --no-print-directory -C fuzz regress || rc=1; \
 	  $(MAKE) --no-print-directory -C fuzz run SECONDS=$(LIBFUZZ_SECONDS) JOBS=$(LIBFUZZ_JOBS) || rc=1; \
 	  exit $$rc

@@ -2,13 +2,20 @@
 # Install what p2pc needs on Debian/Ubuntu: tshark and the Wireshark development files, the
 # compression libraries, cmake, and the Python packages the analyzer and tests use.
 # Installs only what is missing; needs root (or sudo) for apt.
+#   tools/install-deps.sh           what make demo, make test and make bench need
+#   tools/install-deps.sh --fuzz    also clang and its sanitizer runtime (make fuzz, make libfuzz)
 set -euo pipefail
+FUZZ=0
+[ "${1:-}" = "--fuzz" ] && FUZZ=1
 
 APT_PKGS=(tshark wireshark-dev libwireshark-dev liblzo2-dev libsnappy-dev zlib1g-dev
           libbrotli-dev libzstd-dev libgcrypt20-dev cmake make gcc pkg-config python3 python3-pip
           iproute2 util-linux iputils-ping ethtool
           chromium    # tests/test_reports.py renders the HTML report headless
           tcpreplay time)   # make bench: tcprewrite gives each copy its own addresses; GNU time
+if [ "$FUZZ" = 1 ]; then APT_PKGS+=(clang); fi
+SUDO=()
+if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO=(sudo); fi
 
 missing=()
 for p in "${APT_PKGS[@]}"; do
@@ -18,10 +25,9 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "p2pc: installing ${missing[*]}"
   if [ "$(id -u)" -eq 0 ]; then
-    SUDO=()
-  elif command -v sudo >/dev/null 2>&1; then
+    :
+  elif [ ${#SUDO[@]} -gt 0 ]; then
     echo "p2pc: not root, using sudo for apt-get (you may be asked for your password)"
-    SUDO=(sudo)
   else
     echo "p2pc: these Debian packages are missing: ${missing[*]}" >&2
     echo "p2pc: run as root: apt-get install ${missing[*]}" >&2
@@ -32,6 +38,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "wireshark-common wireshark-common/install-setuid boolean false" | "${SUDO[@]}" debconf-set-selections || true
   "${SUDO[@]}" apt-get update -q
   "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# libFuzzer and the sanitizer runtimes come with clang's versioned compiler-rt package.
+if [ "$FUZZ" = 1 ]; then
+  rt="libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
+  if ! dpkg-query -W -f='${Status}' "$rt" 2>/dev/null | grep -q "install ok installed"; then
+    echo "p2pc: installing $rt"
+    "${SUDO[@]}" apt-get install -y -q --no-install-recommends "$rt"
+  fi
 fi
 
 # Python: the analyzer (editable, with its codec and plotting extras, and what the tests use).
