@@ -15,7 +15,6 @@ import tempfile
 import textwrap
 import time
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from . import __version__
@@ -23,46 +22,13 @@ from .model import (BATCHABLE, BIP_ACK_BYTES, PROTOCOL_HEADER, RATIO_BIN, Aggreg
                     family, family_measured, measured_tcp, pct, size_table, totals)
 from .output import ALL, FORMATS, SECTION_FORMATS, UnknownSection, render
 from .progress import CaptureProgress
+from .gather import analyze_file, gather
 from .records import (TRUNCATED_EXIT, InterfaceError, NoP2PTraffic, P2pcError, open_wireshark,
                       personal_plugin, read_capture, read_payloads, tshark_has_plugin)
 from .series import SeriesAggregate, ratio_cdf_by_size
 from .wsenv import Wireshark, built_plugin, version_mismatch, ws_version
 
 SCHEMA = "p2pc-report/1"
-
-
-# ---- reading ----
-def analyze_file(capture: str, plugin: str | None) -> Aggregate:
-    """One tshark pass over one capture (runs in a worker process)."""
-    ws = open_wireshark(plugin)
-    try:
-        agg = SeriesAggregate(files=[capture])
-        res = read_capture(ws, capture, lambda m: agg.add_message(capture, m),
-                           lambda t: agg.add_tcp(capture, t))
-        if res.truncated:
-            agg.warnings.append(res.warning)
-        return agg
-    finally:
-        ws.cleanup()
-
-
-def gather(captures: list[str], plugin: str | None, jobs: int) -> Aggregate:
-    agg = SeriesAggregate()
-    with CaptureProgress(captures) as bar:
-        if jobs > 1 and len(captures) > 1:
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
-                parts = [pool.submit(analyze_file, c, plugin) for c in captures]
-                for c, part in zip(captures, parts):   # merged in the order given
-                    agg.merge(part.result())
-                    bar.done(c)
-        else:
-            for c in captures:
-                agg.merge(analyze_file(c, plugin))
-                bar.done(c)
-    if not any(agg.by_dir.values()):
-        raise NoP2PTraffic("no P2P messages found in " + ", ".join(captures) +
-                           ": check the capture holds Bitcoin/FISCO/libp2p traffic (`p2pc doctor` checks the plugin)")
-    return agg
 
 
 # ---- report building ----

@@ -26,6 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .gather import analyze_file
 from .model import Aggregate
 from .records import CaptureUnreadable, P2pcError
 
@@ -230,7 +231,6 @@ def resolve_plugin(plugin: str | None) -> str | None:
 
 def analyze_shard(path: str, plugin: str | None) -> Aggregate:
     """One shard's tshark pass (a worker process, local or on a Dask worker)."""
-    from .cli import analyze_file
     return analyze_file(path, plugin)
 
 
