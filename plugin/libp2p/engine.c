@@ -464,6 +464,13 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
         pos = worklen;
         run_item(tvb, pinfo, tree, pipe, it, pdu_fn);
     }
+    /* Each pipe's buffer has a budget: no framing waits for more than that many bytes (framed
+     * Snappy padded without end, say); past it the bytes are undecodable, and counted. */
+    if (!pipe->next && !pipe->undecodable && worklen - pos > L2P_PIPE_BUDGET) {
+        pipe->undecodable = TRUE;
+        run_item(tvb, pinfo, tree, pipe, ADD(IT_UNDECODED, work + pos, worklen - pos), pdu_fn);
+        pos = worklen;
+    }
 #undef ADD
 #undef FRESH_AT
     if (pipe->fin)

@@ -47,6 +47,7 @@ gboolean l2p_pb_next(tvbuff_t *tvb, int *off, int end, l2p_pb_field_t *field);
 
 #define L2P_MULTISTREAM_HEADER "/multistream/1.0.0"
 #define L2P_MAX_PDU (16 * 1024 * 1024)
+#define L2P_PIPE_BUDGET (2 * L2P_MAX_PDU)  /* bytes a pipe may hold waiting for one PDU */
 
 typedef struct l2p_pipe l2p_pipe_t;
 
