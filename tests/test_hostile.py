@@ -68,14 +68,18 @@ def test_service_bit_out_of_range_takes_the_default(tshark):
 
 def test_reordered_segments_decode_every_record(tshark):
     """Two segments of one gzip direction swapped: with tcp.reassemble_out_of_order (which the
-    analyzer sets) every record of the unreordered capture decodes; without it, the hole is
-    reported where it shows, never passed over in silence."""
+    analyzer sets) every record of the unreordered capture decodes; without it, never a silent
+    loss."""
     ooo = ["-o", "tcp.reassemble_out_of_order:TRUE"]
     want = tshark.records(CAPTURES / "libp2p-compression" / "comp-gzip.pcapng")
     got = tshark.records(REPRO / "gzip-out-of-order.pcapng.gz", extra=ooo)
     key = lambda r: (r["msg_type"], r["raw_len"], r["src"])
     assert len(want) == 31 and sorted(map(key, got)) == sorted(map(key, want))
-    assert tshark.fields(REPRO / "gzip-out-of-order.pcapng.gz", ["frame.number"], dfilter="libp2p.gap")
+    # Without it, whether the late segment reaches p2pc is TCP's choice (4.0 keeps it as a
+    # retransmission, 4.6 hands it over): every record decodes, or the hole is reported.
+    plain = tshark.records(REPRO / "gzip-out-of-order.pcapng.gz")
+    if sorted(map(key, plain)) != sorted(map(key, want)):
+        assert tshark.fields(REPRO / "gzip-out-of-order.pcapng.gz", ["frame.number"], dfilter="libp2p.gap")
 
 
 def test_a_retransmission_with_different_bytes_is_flagged(tshark):
