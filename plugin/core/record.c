@@ -111,7 +111,6 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
         len = tvb_captured_length_remaining(tvb, offset);
     if (tree) {
         proto_tree *st;
-        proto_item *pi;
         gint64 saved = (gint64)rec->raw_len - (gint64)rec->payload_len;
         double ratio;
 
@@ -120,28 +119,20 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
                                rec->proto, rec->msg_type, rec->codec, rec->wire_len);
         proto_item_set_generated(ti);
         st = proto_item_add_subtree(ti, ett_p2pc);
-        pi = proto_tree_add_string(st, hf_p2pc_proto, tvb, offset, len, rec->proto);
-        proto_item_set_generated(pi);
-        pi = proto_tree_add_string(st, hf_p2pc_msg_type, tvb, offset, len, rec->msg_type);
-        proto_item_set_generated(pi);
-        pi = proto_tree_add_string(st, hf_p2pc_codec, tvb, offset, len, rec->codec);
-        proto_item_set_generated(pi);
-        pi = proto_tree_add_uint64(st, hf_p2pc_wire_len, tvb, offset, len, rec->wire_len);
-        proto_item_set_generated(pi);
-        pi = proto_tree_add_uint64(st, hf_p2pc_header_len, tvb, offset, len, rec->header_len);
-        proto_item_set_generated(pi);
-        pi = proto_tree_add_uint64(st, hf_p2pc_payload_len, tvb, offset, len, rec->payload_len);
-        proto_item_set_generated(pi);
-        pi = proto_tree_add_uint64(st, hf_p2pc_raw_len, tvb, offset, len, rec->raw_len);
-        proto_item_set_generated(pi);
-        pi = proto_tree_add_int64(st, hf_p2pc_saved, tvb, offset, len, saved);
-        proto_item_set_generated(pi);
+        /* Every field is computed, none is a byte of the packet: all are generated. */
+        proto_item_set_generated(proto_tree_add_string(st, hf_p2pc_proto, tvb, offset, len, rec->proto));
+        proto_item_set_generated(proto_tree_add_string(st, hf_p2pc_msg_type, tvb, offset, len, rec->msg_type));
+        proto_item_set_generated(proto_tree_add_string(st, hf_p2pc_codec, tvb, offset, len, rec->codec));
+        proto_item_set_generated(proto_tree_add_uint64(st, hf_p2pc_wire_len, tvb, offset, len, rec->wire_len));
+        proto_item_set_generated(proto_tree_add_uint64(st, hf_p2pc_header_len, tvb, offset, len, rec->header_len));
+        proto_item_set_generated(proto_tree_add_uint64(st, hf_p2pc_payload_len, tvb, offset, len, rec->payload_len));
+        proto_item_set_generated(proto_tree_add_uint64(st, hf_p2pc_raw_len, tvb, offset, len, rec->raw_len));
+        proto_item_set_generated(proto_tree_add_int64(st, hf_p2pc_saved, tvb, offset, len, saved));
         ratio = rec->payload_len ? (double)rec->raw_len / (double)rec->payload_len : 1.0;
         /* Three decimals on screen; the field keeps the exact value for filters. */
-        pi = proto_tree_add_double_format_value(st, hf_p2pc_ratio, tvb, offset, len, ratio, "%.3f", ratio);
-        proto_item_set_generated(pi);
-        pi = proto_tree_add_uint(st, hf_p2pc_batch_count, tvb, offset, len, rec->batch_count);
-        proto_item_set_generated(pi);
+        proto_item_set_generated(proto_tree_add_double_format_value(st, hf_p2pc_ratio, tvb, offset, len,
+                                                                    ratio, "%.3f", ratio));
+        proto_item_set_generated(proto_tree_add_uint(st, hf_p2pc_batch_count, tvb, offset, len, rec->batch_count));
     }
 
     q = wmem_new(pinfo->pool, p2pc_record_t);

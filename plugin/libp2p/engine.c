@@ -244,13 +244,19 @@ l2p_frame_slot(packet_info *pinfo, l2p_pipe_t *pipe, size_t size, gboolean *repl
 
 /* wmem_user_cb_t returns gboolean in 4.0, bool from 4.2: p2pc_bool_t follows. */
 static p2pc_bool_t
-free_pipe_buf(wmem_allocator_t *allocator, wmem_cb_event_t event, void *user_data)
+free_byte_array(wmem_allocator_t *allocator, wmem_cb_event_t event, void *user_data)
 {
-    l2p_pipe_t *pipe = (l2p_pipe_t *)user_data;
-    if (pipe->buf)
-        g_byte_array_free(pipe->buf, TRUE);
-    pipe->buf = NULL;
+    GByteArray **arr = (GByteArray **)user_data;
+    if (*arr)
+        g_byte_array_free(*arr, TRUE);
+    *arr = NULL;
     return FALSE;
+}
+
+void
+l2p_free_with_file(GByteArray **arr)
+{
+    wmem_register_callback(wmem_file_scope(), free_byte_array, arr);
 }
 
 static tvbuff_t *
@@ -390,7 +396,7 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
         /* The buffer lives outside wmem (it shrinks as PDUs leave it): free it with the file
          * if the pipe never closes. */
         if (!pipe->buf_cb) {
-            wmem_register_callback(wmem_file_scope(), free_pipe_buf, pipe);
+            l2p_free_with_file(&pipe->buf);
             pipe->buf_cb = TRUE;
         }
         pipe->buf = g_byte_array_new();

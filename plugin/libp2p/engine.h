@@ -134,6 +134,10 @@ void l2p_set_protocol_map(const char *pref);
  * finds nothing (the first pass did not get this far). */
 void *l2p_frame_slot(packet_info *pinfo, l2p_pipe_t *pipe, size_t size, gboolean *replay);
 
+/* A byte array that outlives packets (it grows and shrinks, so wmem cannot hold it) is freed
+ * with the capture file: *arr, if still set then, is freed and cleared. */
+void l2p_free_with_file(GByteArray **arr);
+
 /* Registers the engine's own fields and replay cache under `proto` (packet-multistream.c). */
 void l2p_register_engine(int proto);
 

@@ -106,7 +106,7 @@ typedef struct {
 } comp_frame_t;
 
 /* Decompressed output kept for re-dissection, over every stream of the file, and its budget. */
-#define MAX_KEPT_MIB_DEFAULT 32
+#define MAX_KEPT_MIB_DEFAULT 24
 #define MAX_KEPT_MIB_MAX     65536
 static guint pref_max_kept_mib = MAX_KEPT_MIB_DEFAULT;
 static guint64 kept_total;

@@ -83,16 +83,6 @@ typedef struct {
     gint32 differs_at;          /* a retransmission's first differing byte (-1: none) */
 } frame_t;
 
-static p2pc_bool_t
-free_recent(wmem_allocator_t *allocator, wmem_cb_event_t event, void *user_data)
-{
-    dir_t *d = (dir_t *)user_data;
-    if (d->recent)
-        g_byte_array_free(d->recent, TRUE);
-    d->recent = NULL;
-    return FALSE;
-}
-
 static gboolean
 tcp_analyzes_sequence_numbers(void)
 {
@@ -120,7 +110,7 @@ get_conn(packet_info *pinfo)
         if (!tcp_analyzes_sequence_numbers())
             for (int i = 0; i < 2; i++) {
                 c->dir[i].recent = g_byte_array_new();
-                wmem_register_callback(wmem_file_scope(), free_recent, &c->dir[i]);
+                l2p_free_with_file(&c->dir[i].recent);
             }
         conversation_add_proto_data(conv, proto_libp2p, c);
     }
