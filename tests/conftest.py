@@ -1,6 +1,10 @@
 """Shared fixtures: every test drives the real tshark with the freshly built plugin."""
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -8,6 +12,20 @@ import pytest
 from p2pc.wsenv import Wireshark, built_plugin
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def run_p2pc(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    """The p2pc command of this repository, with the freshly built plugin."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-m", "p2pc", *args], capture_output=True, text=True, env=env)
+
+
+def p2pc_report(*args: str) -> dict:
+    """A p2pc command's JSON report (it must succeed)."""
+    res = run_p2pc(*args, "--format", "json")
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
 
 CAPTURES = REPO / "captures"
 DATA = CAPTURES / "data"

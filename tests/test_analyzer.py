@@ -16,21 +16,11 @@ import pytest
 
 from btcdata import block_txs
 from conftest import CAPTURES, DATA, REPO
+from conftest import p2pc_report as report
+from conftest import run_p2pc as p2pc
 from p2pc.wsenv import built_plugin
 
 BTC = CAPTURES / "bitcoin"
-
-
-def p2pc(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
-    env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "p2pc", *args], capture_output=True, text=True, env=env)
-
-
-def report(*args: str) -> dict:
-    res = p2pc(*args, "--format", "json")
-    assert res.returncode == 0, res.stderr
-    return json.loads(res.stdout)
 
 
 def rows_by_type(rep: dict) -> dict:

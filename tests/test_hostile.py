@@ -4,22 +4,14 @@ number."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from conftest import CAPTURES, REPO
-from p2pc.wsenv import built_plugin
+from conftest import run_p2pc as p2pc
 
 REPRO = REPO / "tests" / "data" / "repro"
 ANALYZER_REPROS = ["analyzer-traceback-btc-command-tab-newline.pcapng.gz", "analyzer-traceback-indexerror.pcapng.gz"]
-
-
-def p2pc(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, P2PC_PLUGIN=str(built_plugin()))
-    return subprocess.run([sys.executable, "-m", "p2pc", *args], capture_output=True, text=True, env=env)
 
 
 @pytest.mark.parametrize("name", ANALYZER_REPROS)

@@ -6,17 +6,12 @@ capture."""
 from __future__ import annotations
 
 import csv
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import CAPTURES, REPO
+from conftest import CAPTURES, REPO, p2pc_report
 from p2pc.model import Aggregate, LinkParams, Sums, compute_rows, direction_savings, totals
 from p2pc.records import Message, TcpDirection
-from p2pc.wsenv import built_plugin
 
 VECTORS = REPO / "docs" / "savings-model-vectors.tsv"
 
@@ -120,10 +115,7 @@ def test_gui_window_shows_what_analyze_reports(tshark, capture):
                       "-X", f"lua_script:{tshark.ws.readable(script)}", "-X", "lua_script1:print"])
     lines = [l.split("\t") for l in res.stdout.splitlines() if l and not l.startswith("#")]
     gui = {(c[0], c[1]): c[2:] for c in lines}
-    env = dict(os.environ, P2PC_PLUGIN=str(built_plugin()))
-    rep = json.loads(subprocess.run([sys.executable, "-m", "p2pc", "analyze", "--format", "json",
-                                     str(CAPTURES / capture)], capture_output=True, text=True, env=env,
-                                    check=True).stdout)
+    rep = p2pc_report("analyze", str(CAPTURES / capture))
     assert rep["rows"] and set(gui) == {(r["proto"], r["msg_type"]) for r in rep["rows"]}, res.stderr
     for r in rep["rows"]:
         msgs, wire, payload_saved, header_saved, ack_saved, total_saved, total_pct = gui[(r["proto"], r["msg_type"])]

@@ -6,15 +6,14 @@ tshark's own ip/tcp fields, not with the splitter's."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections import Counter
 
 import pytest
 
-from conftest import CAPTURES, REPO
-from p2pc.wsenv import built_plugin
+from conftest import CAPTURES
+from conftest import p2pc_report as report
+from conftest import run_p2pc as p2pc
 
 FISCO = CAPTURES / "fisco"
 # Five TCP connections; two connections and TLS secrets (a Decryption Secrets Block);
@@ -22,17 +21,6 @@ FISCO = CAPTURES / "fisco"
 PARALLEL = FISCO / "fisco-parallel-on.pcapng"
 TLS = FISCO / "fisco-tls.pcapng"
 BTC = CAPTURES / "bitcoin" / "btc-compressed.pcapng"
-
-
-def p2pc(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
-    return subprocess.run([sys.executable, "-m", "p2pc", *args], capture_output=True, text=True, env=env)
-
-
-def report(*args: str) -> dict:
-    res = p2pc(*args, "--format", "json")
-    assert res.returncode == 0, res.stderr
-    return json.loads(res.stdout)
 
 
 def figures(rep: dict) -> dict:
