@@ -99,6 +99,17 @@ outbuf_grow(outbuf_t *ob)
     return TRUE;
 }
 
+/* Give back what the output did not use: the buffer started at a guess (4x the input), and
+ * what is kept for re-dissection (file scope) should cost what it holds, no more. */
+static void
+outbuf_fit(outbuf_t *ob)
+{
+    if (ob->cap > ob->len && ob->cap > 64) {
+        ob->data = (guint8 *)wmem_realloc(ob->scope, ob->data, ob->len ? ob->len : 1);
+        ob->cap = ob->len;
+    }
+}
+
 static p2pc_dc_status_t
 decompress_lzo1x(outbuf_t *ob, const guint8 *in, size_t in_len, const char **detail)
 {
@@ -457,7 +468,7 @@ p2pc_decompress(wmem_allocator_t *scope, p2pc_codec_t codec, const guint8 *in, s
             st = P2PC_DC_BOUND;
             break;
         }
-        ob.data = (guint8 *)wmem_memdup(scope, in, in_len);
+        memcpy(ob.data, in, in_len);    /* the buffer holds min(4 x in_len, bound) >= in_len */
         ob.len = in_len;
         st = P2PC_DC_OK;
         break;
@@ -466,6 +477,7 @@ p2pc_decompress(wmem_allocator_t *scope, p2pc_codec_t codec, const guint8 *in, s
         st = P2PC_DC_CORRUPT;
         break;
     }
+    outbuf_fit(&ob);
     *out = ob.data;
     *out_len = ob.len;
     return st;
@@ -581,6 +593,7 @@ p2pc_stream_feed(p2pc_stream_t *s, const guint8 *in, size_t in_len, size_t bound
     }
     if (st != P2PC_DC_OK)
         s->failed = TRUE;
+    outbuf_fit(&ob);
     *out = ob.data;
     *out_len = ob.len;
     return st;

@@ -6,6 +6,7 @@
 #include "core/prefs.h"
 
 #include <epan/prefs.h>
+#include <epan/proto_data.h>
 
 /* Cap on any one decompression, in MiB (each protocol's own limit applies beneath it). */
 #define MAX_DECOMPRESSED_MIB_DEFAULT 128
@@ -14,16 +15,34 @@
 static guint pref_max_decompressed_mib = MAX_DECOMPRESSED_MIB_DEFAULT;
 static p2pc_bool_t pref_keep_replay = TRUE;
 
+/* The "p2pc" protocol (record.c's) the preferences hang on; its packet data key 1 marks a frame
+ * whose replay is suspended (key 0 is record.c's hold). */
+static int prefs_proto = -1;
+#define P2PC_NO_REPLAY_KEY 1
+
 gboolean
-p2pc_keep_replay(void)
+p2pc_keep_replay(packet_info *pinfo)
 {
-    return pref_keep_replay;
+    return pref_keep_replay && !p_get_proto_data(pinfo->pool, pinfo, prefs_proto, P2PC_NO_REPLAY_KEY);
+}
+
+gboolean
+p2pc_replay_suspend(packet_info *pinfo, gboolean suspend)
+{
+    gboolean was = p_get_proto_data(pinfo->pool, pinfo, prefs_proto, P2PC_NO_REPLAY_KEY) != NULL;
+    if (suspend != was) {
+        if (suspend)
+            p_add_proto_data(pinfo->pool, pinfo, prefs_proto, P2PC_NO_REPLAY_KEY, GUINT_TO_POINTER(1));
+        else
+            p_remove_proto_data(pinfo->pool, pinfo, prefs_proto, P2PC_NO_REPLAY_KEY);
+    }
+    return was;
 }
 
 wmem_allocator_t *
 p2pc_replay_scope(packet_info *pinfo)
 {
-    return pref_keep_replay ? wmem_file_scope() : pinfo->pool;
+    return p2pc_keep_replay(pinfo) ? wmem_file_scope() : pinfo->pool;
 }
 
 size_t
@@ -61,7 +80,10 @@ p2pc_pref_pairs(const char *text, gboolean fold_case)
 void
 p2pc_prefs_register(int proto)
 {
-    module_t *module = prefs_register_protocol(proto, apply_prefs);
+    module_t *module;
+
+    prefs_proto = proto;
+    module = prefs_register_protocol(proto, apply_prefs);
     prefs_register_uint_preference(module, "max_decompressed_mib",
         "Maximum decompressed size (MiB)",
         "Cap on the output of any one decompression, over every protocol's own limit "

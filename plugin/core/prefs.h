@@ -15,9 +15,15 @@ void p2pc_prefs_register(int proto);
  * passes to a decoder. */
 size_t p2pc_bound(size_t protocol_bound);
 
-/* Whether each frame keeps what it decoded for re-dissection (the GUI, tshark -2): TRUE unless
- * the p2pc.keep_replay preference is off (p2pc analyze turns it off for its one-pass runs). */
-gboolean p2pc_keep_replay(void);
+/* Whether this frame keeps what it decodes for re-dissection (the GUI, tshark -2): TRUE unless
+ * the p2pc.keep_replay preference is off (p2pc analyze turns it off for its one-pass runs) or
+ * replay is suspended in this frame. */
+gboolean p2pc_keep_replay(packet_info *pinfo);
+
+/* Suspends (or resumes) replay for the rest of this frame's dissection, for layers whose input
+ * will not be there on a later pass (the compression transport's output beyond its budget):
+ * what they decode then stays in the packet's pool.  Returns the previous state, to restore. */
+gboolean p2pc_replay_suspend(packet_info *pinfo, gboolean suspend);
 
 /* Where a frame's decoding results live: file scope when kept for re-dissection, else the
  * packet's own pool. */

@@ -229,7 +229,7 @@ l2p_frame_slot(packet_info *pinfo, l2p_pipe_t *pipe, size_t size, gboolean *repl
     *replay = PINFO_FD_VISITED(pinfo);
     if (*replay)
         return NULL;
-    if (!p2pc_keep_replay())
+    if (!p2pc_keep_replay(pinfo))
         return wmem_alloc0(pinfo->pool, size);     /* nothing kept for a later pass */
     if (!slots) {
         slots = wmem_array_sized_new(wmem_file_scope(), sizeof(frame_slot_t), 2);

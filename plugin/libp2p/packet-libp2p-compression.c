@@ -116,7 +116,7 @@ static guint64 kept_total;
 static wmem_allocator_t *
 keep_scope(packet_info *pinfo, comp_frame_t *fr)
 {
-    if (!p2pc_keep_replay())
+    if (!p2pc_keep_replay(pinfo))
         return pinfo->pool;
     if (kept_total >= (guint64)pref_max_kept_mib * 1024 * 1024) {
         fr->not_kept = TRUE;
@@ -201,7 +201,7 @@ comp_feed(comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, packet_info *pinfo)
         cd->out_total += out_len;
         cd->unattributed += len;
     }
-    if (out && !fr->not_kept && p2pc_keep_replay())
+    if (out && !fr->not_kept && p2pc_keep_replay(pinfo))
         kept_total += out_len;
     fr->out = out;
     fr->out_len = (guint32)out_len;
@@ -375,7 +375,15 @@ dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, 
     actx.cd = cd;
     actx.fr = fr;
     actx.replay = replay;
-    call_inner_attributed(cd->inner, dtvb, pinfo, tree, pipe->fin, &actx);
+    if (fr->not_kept) {
+        /* No later pass gets this output back: the layers above keep nothing for it either
+         * (on an exception the suspension ends with the frame's pool). */
+        gboolean was = p2pc_replay_suspend(pinfo, TRUE);
+        call_inner_attributed(cd->inner, dtvb, pinfo, tree, pipe->fin, &actx);
+        p2pc_replay_suspend(pinfo, was);
+    } else {
+        call_inner_attributed(cd->inner, dtvb, pinfo, tree, pipe->fin, &actx);
+    }
     return tvb_captured_length(tvb);
 }
 

@@ -256,7 +256,7 @@ dissect_libp2p_tcp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     col_clear(pinfo->cinfo, COL_INFO);
     if (!fr && !PINFO_FD_VISITED(pinfo)) {
         fr = wmem_new0(p2pc_replay_scope(pinfo), frame_t);
-        if (p2pc_keep_replay())
+        if (p2pc_keep_replay(pinfo))
             p_add_proto_data(wmem_file_scope(), pinfo, proto_libp2p, key, fr);
         plan_frame(&c->dir[d], &c->dir[1 - d], fr, tcpi, tvb, pinfo);
     }
