@@ -237,3 +237,27 @@ def test_one_pass_without_replay_state_decodes_the_same(tshark, name):
     those of the default mode."""
     off = ["-o", "p2pc.keep_replay:FALSE"]
     assert tshark.records(ETH / f"{name}.pcapng", extra=off) == tshark.records(ETH / f"{name}.pcapng")
+
+
+def test_yamux_resynchronises_after_a_hole(tshark):
+    """A segment of A's gossip block is missing from the capture: the gossip stream it cut
+    gives up (its bytes counted as undecoded), yamux finds the next frame header, and the
+    goodbye/1 request A sends on a new stream after the hole decodes to its source SSZ; B's
+    direction decodes exactly as in the whole capture."""
+    gap, whole = truth("eth2-yamux-gap"), truth("eth2-yamux")
+    a, b = whole["link"]["addr_a"], whole["link"]["addr_b"]
+    c = ETH / "eth2-yamux-gap.pcapng"
+    # editcap renumbers: frames from the removed one on are one lower.
+    after = gap["removed_frame"]
+    assert tshark.fields(c, ["ip.src"], dfilter="libp2p.gap") == [[b]]
+    recs = tshark.records(c)
+    later = [r for r in recs if r["src"] == a and int(r["frame"]) >= after]
+    assert [r["msg_type"] for r in later if r["msg_type"] != "undecoded"] == ["goodbye/1 request"]
+    assert sum(int(r["wire_len"]) for r in later if r["msg_type"] == "undecoded") > 2 * 400_000
+    bye = tshark.fields(c, ["eth2.goodbye_reason"], dfilter='eth2.method == "goodbye/1"')
+    assert bye == [[str(whole["ssz"]["goodbye_reason"])]]
+    assert not tshark.fields(c, ["frame.number"], dfilter=f"eth2.gossip.message_id && ip.src == {a} && frame.number >= {after}")
+    key = lambda r: (r["msg_type"], r["codec"], r["wire_len"], r["raw_len"])  # noqa: E731
+    full = tshark.records(ETH / "eth2-yamux.pcapng")
+    assert [key(r) for r in recs if r["src"] == b] == [key(r) for r in full if r["src"] == b]
+    assert tshark.records(c) == tshark.records(c, two_pass=True)

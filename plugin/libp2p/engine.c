@@ -115,6 +115,12 @@ l2p_pipe_new(dissector_handle_t handle, int dir)
     return p;
 }
 
+void
+l2p_pipe_gap(l2p_pipe_t *pipe)
+{
+    pipe->gap = TRUE;
+}
+
 dissector_handle_t
 l2p_handle_for(const char *protocol)
 {
@@ -357,6 +363,28 @@ merge_into_run(wmem_allocator_t *scope, feed_t *f, item_t *prev, item_t *last)
     wmem_free(scope, last);
 }
 
+/* First pass, the first bytes after a hole: the PDU the hole cut is undecoded (counted, none
+ * of it shown: it came in earlier frames), and the framing resynchronises or gives up. */
+static void
+after_hole(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, feed_t *f,
+           wmem_allocator_t *scope, l2p_pdu_fn pdu_fn)
+{
+    guint held_len = pipe->buf ? pipe->buf->len : 0;
+    gboolean resumes = !pipe->undecodable && pipe->gap_fn &&
+                       pipe->gap_fn(pipe, held_len ? pipe->buf->data : NULL, held_len);
+
+    pipe->gap = FALSE;
+    if (held_len) {
+        run_item(tvb, pinfo, tree, pipe, add_item(scope, f, IT_UNDECODED, NULL, 0, pipe->buf->data, held_len), pdu_fn);
+        g_byte_array_set_size(pipe->buf, 0);
+    }
+    pipe->skip = 0;
+    if (resumes)
+        pipe->resync = TRUE;
+    else
+        pipe->undecodable = TRUE;
+}
+
 void
 l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
                  l2p_len_fn len_fn, l2p_pdu_fn pdu_fn)
@@ -379,6 +407,8 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
     if (pipe->next) {
         pipe->next->overhead += pipe->overhead;     /* the framing that carried these bytes */
         pipe->overhead = 0;
+        pipe->next->gap |= pipe->gap;               /* and the hole before them */
+        pipe->gap = FALSE;
         it = add_item(scope, f, IT_FORWARD, in, inlen, in, inlen);
         it->to = pipe->next;
         it->fin = pipe->fin;
@@ -387,6 +417,8 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
     }
     if (pipe->closed)
         return;
+    if (pipe->gap)
+        after_hole(tvb, pinfo, tree, pipe, f, scope, pdu_fn);
     if (pipe->undecodable) {
         if (inlen)
             run_item(tvb, pinfo, tree, pipe, add_item(scope, f, IT_UNDECODED, in, inlen, in, inlen), pdu_fn);

@@ -75,6 +75,17 @@ struct l2p_pipe {
                                    many undecodable bytes (0: it never does) */
     l2p_pipe_t *next;           /* after l2p_handoff(): the pipe the rest goes to */
     void *state;                /* the layer's own state */
+    /* A hole in the capture below (first pass): bytes before the next ones this pipe gets are
+     * missing (l2p_pipe_gap()).  A layer whose framing can find its next boundary sets gap_fn;
+     * l2p_dissect_pdus() calls it with the bytes the pipe held (the PDU the hole cut), and it
+     * drops what the hole broke in the layer's own state (the muxed stream that lost bytes)
+     * and returns TRUE: its len_fn then looks for the next boundary while `resync` is set, and
+     * clears it there.  Without a gap_fn, or when it returns FALSE, the rest of the pipe is
+     * undecoded bytes.  Layers that keep a stream state of their own (a decompressor) read
+     * `gap` themselves.  Bytes the pipe held are shown as undecoded, with a record. */
+    gboolean gap;
+    gboolean resync;
+    gboolean (*gap_fn)(l2p_pipe_t *pipe, const guint8 *held, guint held_len);
 };
 
 /* A PDU as l2p_dissect_pdus() hands it to the layer's callback. */
@@ -112,6 +123,11 @@ l2p_pipe_t *l2p_handoff(l2p_pipe_t *pipe, const char *protocol, dissector_handle
 /* A new pipe (file scope). */
 l2p_pipe_t *l2p_pipe_new(dissector_handle_t handle, int dir);
 
+
+/* Bytes went missing before the next ones `pipe` gets (a hole in the capture): the pipe, or
+ * the pipe its rest was handed to, resynchronises where its framing allows (gap_fn above).
+ * First pass only. */
+void l2p_pipe_gap(l2p_pipe_t *pipe);
 
 /* Call the pipe's dissector with tvb (may be empty when fin is set) and the pipe as data. */
 void l2p_pipe_call(l2p_pipe_t *pipe, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, gboolean fin);

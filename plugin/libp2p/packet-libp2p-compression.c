@@ -164,7 +164,7 @@ comp_dir(l2p_pipe_t *pipe)
 
 /* First pass: feed this frame's compressed bytes to the direction's decoder. */
 static void
-comp_feed(comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, packet_info *pinfo)
+comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, packet_info *pinfo)
 {
     guint len = tvb_captured_length(tvb);
     guint8 *out = NULL;
@@ -173,6 +173,18 @@ comp_feed(comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, packet_info *pinfo)
     p2pc_dc_status_t st;
 
     fr->in_len = len;
+    if (pipe->gap) {
+        /* Sync-flush points do not reset the deflate window (nor does brotli's flush): what
+         * follows a hole refers to bytes that are gone, so the stream cannot resume. */
+        pipe->gap = FALSE;
+        if (cd->codec == P2PC_CODEC_NONE) {
+            l2p_pipe_gap(cd->inner);
+        } else if (!cd->stopped_in) {
+            fr->detail = "bytes before this frame are missing from the capture, and a stream "
+                         "decoder cannot resume after a hole";
+            cd->stopped_in = pinfo->num;
+        }
+    }
     if (cd->stopped_in) {
         fr->stopped_in = cd->stopped_in;
     } else if (cd->codec == P2PC_CODEC_NONE) {
@@ -279,9 +291,17 @@ draw(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, comp
     if (cd->codec != P2PC_CODEC_NONE)
         proto_tree_add_item(t, hf_comp_data, tvb, 0, -1, ENC_NA);
     if (fr->stopped_in) {
+        p2pc_record_t rec;
         proto_item_append_text(ti, ": %s, %u bytes not decoded", cd->codec_name, fr->in_len);
         pi = proto_tree_add_uint(t, hf_comp_stopped_in, tvb, 0, 0, fr->stopped_in);
         proto_item_set_generated(pi);
+        if (fr->detail && fr->stopped_in == pinfo->num)
+            expert_add_info_format(pinfo, ti, &ei_comp_failed, "%s: decoding of this direction stops here",
+                                   fr->detail);
+        /* Counted, not lost: the bytes get a record of their own. */
+        p2pc_record_init(&rec, "libp2p", "undecoded");
+        rec.wire_len = rec.payload_len = rec.raw_len = fr->in_len;
+        p2pc_record_add(tvb, 0, -1, pinfo, tree, &rec);
         return;
     }
     proto_item_append_text(ti, ": %s, %u bytes in, %u bytes out", cd->codec_name, fr->in_len, fr->out_len);
@@ -346,7 +366,7 @@ dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, 
         return tvb_captured_length(tvb);
     cd = comp_dir(pipe);
     if (!replay)
-        comp_feed(cd, fr, tvb, pinfo);
+        comp_feed(pipe, cd, fr, tvb, pinfo);
     draw(tvb, pinfo, tree, pipe, cd, fr);
     if (replay && fr->not_kept)
         return tvb_captured_length(tvb);    /* its output is gone: only the first pass decoded it */

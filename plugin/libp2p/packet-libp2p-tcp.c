@@ -9,9 +9,11 @@
  *     copied, until the bytes before it arrive; then it is fed, in the frame that completed the
  *     sequence (its bytes show there as a tab of their own);
  *   - a hole is in the capture, not in the network, once the receiver acknowledges bytes past it
- *     (they reached it, the capture missed them) or once HOLD_MAX bytes are held behind it: no
- *     length-prefixed framing can bridge it, so that direction stops there, with libp2p.gap
- *     (on the frame that showed it), and the other goes on.
+ *     (they reached it, the capture missed them) or once HOLD_MAX bytes are held behind it: it
+ *     gets libp2p.gap (on the frame that showed it), the direction goes on after it with the
+ *     segments held there, and its pipe is told (l2p_pipe_gap): the layer that frames the
+ *     bytes resynchronises where its format allows (a yamux header) or shows the rest of the
+ *     direction as undecoded bytes, counted; the other direction is not touched.
  * Every decision is made on the first pass and kept per frame, so later passes feed the same.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -21,6 +23,7 @@
 #include "libp2p/engine.h"
 
 #include <epan/conversation.h>
+#include <epan/exceptions.h>
 #include <epan/expert.h>
 #include <epan/prefs.h>
 #include <epan/prefs-int.h>
@@ -54,7 +57,6 @@ typedef struct {
     guint32 acked;              /* the highest acknowledgement this direction sent */
     gboolean ack_known;
     gboolean seq_known;
-    gboolean stopped;
     held_t *held;
     guint32 held_bytes;
     GByteArray *recent;         /* the last bytes fed, ending at next_seq (NULL: TCP hands
@@ -70,15 +72,16 @@ typedef struct {
 } conn_t;
 
 /* What the first pass fed in a frame, replayed on later passes: this frame's own bytes
- * [skip, skip + len), then the held segments the frame completed the sequence for. */
+ * [skip, skip + len), then the held segments the frame completed the sequence for (of this
+ * direction, and of the other when this frame showed a hole in it). */
 typedef struct {
     guint skip;
     guint len;
     held_t *fed_held;           /* a list of copies (their `next` is this list's) */
+    held_t *fed_other;          /* the same for the other direction */
     guint32 held;               /* this frame's segment was held: the bytes missing before it */
-    guint32 gap;                /* decoding of a direction stopped here: bytes missing */
+    guint32 gap;                /* bytes missing from the capture in a direction, found here */
     guint32 gap_before;         /* ... before this frame */
-    guint32 discarded;          /* ... and bytes held that will never be fed */
     gboolean gap_other;         /* ... the other direction's (its receiver acknowledged past the hole) */
     gint32 differs_at;          /* a retransmission's first differing byte (-1: none) */
 } frame_t;
@@ -158,73 +161,11 @@ hold(dir_t *d, guint32 seq, const guint8 *p, guint32 len, guint32 frame)
     d->held_bytes += len;
 }
 
-/* The direction stops at its hole: what it holds is never fed. */
-static void
-stop_at_hole(dir_t *d, frame_t *fr, guint32 seq, guint32 frame, guint32 more)
+/* Feed the held segments that now follow the bytes fed, in order, onto the list at *tail;
+ * returns the new tail. */
+static held_t **
+drain_held(dir_t *d, held_t **tail)
 {
-    fr->gap = seq - d->next_seq;
-    fr->gap_before = frame;
-    fr->discarded = d->held_bytes + more;
-    d->stopped = TRUE;
-    d->held = NULL;
-    d->held_bytes = 0;
-}
-
-/* First pass: decide what this frame feeds to direction d (the other is o). */
-static void
-plan_frame(dir_t *d, dir_t *o, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t *tvb, packet_info *pinfo)
-{
-    guint len = tvb_captured_length(tvb);
-    const guint8 *p = len ? tvb_get_ptr(tvb, 0, len) : NULL;
-    held_t **tail = &fr->fed_held;
-
-    fr->differs_at = -1;
-    if (tcpi && (tcpi->flags & TH_ACK)) {
-        if (!d->ack_known || (gint32)(tcpi->lastackseq - d->acked) > 0)
-            d->acked = tcpi->lastackseq;
-        d->ack_known = TRUE;
-        /* This side acknowledges bytes of the other direction that were never fed: its receiver
-         * has what the capture is missing (whether p2pc or TCP's out-of-order reassembly holds
-         * what came after the hole). */
-        if (o->seq_known && !o->stopped && (gint32)(d->acked - o->next_seq) > 0) {
-            if (o->held)
-                stop_at_hole(o, fr, o->held->seq, o->held->frame, 0);
-            else
-                stop_at_hole(o, fr, d->acked, pinfo->num, 0);
-            fr->gap_other = TRUE;
-        }
-    }
-    if (d->stopped || !len)
-        return;
-    if (!tcpi) {                        /* no sequence numbers: take the bytes as they come */
-        fr->len = len;
-        return;
-    }
-    if (!d->seq_known) {
-        d->seq_known = TRUE;
-        d->next_seq = tcpi->seq;
-    }
-    if ((gint32)(tcpi->seq - d->next_seq) > 0) {
-        /* Ahead of the bytes expected: hold it, unless that would hold too much. */
-        if (d->held_bytes + len <= HOLD_MAX) {
-            hold(d, tcpi->seq, p, len, pinfo->num);
-            fr->held = tcpi->seq - d->next_seq;
-        } else if (!fr->gap) {
-            stop_at_hole(d, fr, d->held ? d->held->seq : tcpi->seq, d->held ? d->held->frame : pinfo->num, len);
-        }
-        return;
-    }
-    if ((gint32)(tcpi->seq - d->next_seq) < 0) {
-        /* Repeats bytes already fed: check them, feed only what is new. */
-        guint32 back = d->next_seq - tcpi->seq;
-        fr->differs_at = first_difference(d, tcpi->seq, p, len);
-        if (back >= len)
-            return;
-        fr->skip = back;
-    }
-    fr->len = len - fr->skip;
-    mark_fed(d, p + fr->skip, fr->len);
-    /* The held segments this completes, in order. */
     while (d->held && (gint32)(d->held->seq - d->next_seq) <= 0) {
         held_t *h = d->held;
         guint32 back = d->next_seq - h->seq;
@@ -240,6 +181,145 @@ plan_frame(dir_t *d, dir_t *o, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t
         *tail = h;
         tail = &h->next;
     }
+    return tail;
+}
+
+/* The bytes before sequence number `resume` are missing from the capture: the direction goes
+ * on from there (its pipe learns of the hole when the frame is dissected). */
+static void
+skip_hole(dir_t *d, frame_t *fr, guint32 resume, guint32 frame)
+{
+    if (!fr->gap)
+        fr->gap_before = frame;
+    fr->gap += resume - d->next_seq;
+    d->next_seq = resume;
+    if (d->recent)
+        g_byte_array_set_size(d->recent, 0);    /* nothing before the hole to compare with */
+}
+
+/* First pass: decide what this frame feeds to direction d (the other is o). */
+static void
+plan_frame(dir_t *d, dir_t *o, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t *tvb, packet_info *pinfo)
+{
+    guint len = tvb_captured_length(tvb);
+    const guint8 *p = len ? tvb_get_ptr(tvb, 0, len) : NULL;
+
+    fr->differs_at = -1;
+    if (tcpi && (tcpi->flags & TH_ACK)) {
+        if (!d->ack_known || (gint32)(tcpi->lastackseq - d->acked) > 0)
+            d->acked = tcpi->lastackseq;
+        d->ack_known = TRUE;
+        /* This side acknowledges bytes of the other direction that were never fed: its receiver
+         * has what the capture is missing (whether p2pc or TCP's out-of-order reassembly holds
+         * what came after the hole).  The other direction goes on after each hole. */
+        if (o->seq_known) {
+            held_t **tail = &fr->fed_other;
+            while ((gint32)(d->acked - o->next_seq) > 0) {
+                gboolean to_held = o->held && (gint32)(o->held->seq - d->acked) < 0;
+                skip_hole(o, fr, to_held ? o->held->seq : d->acked, to_held ? o->held->frame : pinfo->num);
+                fr->gap_other = TRUE;
+                tail = drain_held(o, tail);
+            }
+        }
+    }
+    if (!len)
+        return;
+    if (!tcpi) {                        /* no sequence numbers: take the bytes as they come */
+        fr->len = len;
+        return;
+    }
+    if (!d->seq_known) {
+        d->seq_known = TRUE;
+        d->next_seq = tcpi->seq;
+    }
+    if ((gint32)(tcpi->seq - d->next_seq) > 0) {
+        /* Ahead of the bytes expected: hold it.  Holding too much shows a hole: go on after it
+         * with what is held (this segment among it). */
+        hold(d, tcpi->seq, p, len, pinfo->num);
+        if (d->held_bytes <= HOLD_MAX) {
+            fr->held = tcpi->seq - d->next_seq;
+        } else if (!fr->gap_other) {
+            held_t **tail = &fr->fed_held;
+            while (d->held) {
+                skip_hole(d, fr, d->held->seq, d->held->frame);
+                tail = drain_held(d, tail);
+            }
+        }
+        return;
+    }
+    if ((gint32)(tcpi->seq - d->next_seq) < 0) {
+        /* Repeats bytes already fed: check them, feed only what is new. */
+        guint32 back = d->next_seq - tcpi->seq;
+        fr->differs_at = first_difference(d, tcpi->seq, p, len);
+        if (back >= len)
+            return;
+        fr->skip = back;
+    }
+    fr->len = len - fr->skip;
+    mark_fed(d, p + fr->skip, fr->len);
+    drain_held(d, &fr->fed_held);      /* the held segments this completes, in order */
+}
+
+/* Feed a list of held segments (copies, back to back in sequence) to a direction's pipe in one
+ * call, as one tab: after a hole they can be hundreds, and every dissector call adds a layer to
+ * the frame, which Wireshark caps. */
+static void
+feed_held(l2p_pipe_t *root, const held_t *first, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+{
+    const held_t *h, *last = first;
+    guint32 total = 0, n = 0;
+    guint8 *data;
+    tvbuff_t *ht;
+
+    if (!first)
+        return;
+    for (h = first; h; h = h->next) {
+        total += h->len;
+        n++;
+        last = h;
+    }
+    if (n == 1) {
+        data = first->data;
+    } else {
+        guint32 at = 0;
+        data = (guint8 *)wmem_alloc(pinfo->pool, total);
+        for (h = first; h; h = h->next) {
+            memcpy(data + at, h->data, h->len);
+            at += h->len;
+        }
+    }
+    ht = tvb_new_child_real_data(tvb, data, total, total);
+    add_new_data_source(pinfo, ht, n == 1 ?
+        wmem_strdup_printf(pinfo->pool, "Out-of-order segment (frame %u)", first->frame) :
+        wmem_strdup_printf(pinfo->pool, "Out-of-order segments (frames %u to %u)", first->frame, last->frame));
+    l2p_pipe_call(root, ht, pinfo, tree, FALSE);
+}
+
+static void
+swap_endpoints(packet_info *pinfo)
+{
+    address a = pinfo->src;
+    guint32 port = pinfo->srcport;
+    pinfo->src = pinfo->dst;
+    pinfo->dst = a;
+    pinfo->srcport = pinfo->destport;
+    pinfo->destport = port;
+}
+
+/* The other direction's held segments, fed in this frame because it showed the hole before
+ * them: while they are dissected the endpoints are theirs, so their records name their own
+ * sender. */
+static void
+feed_other_direction(l2p_pipe_t *root, const held_t *h, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+{
+    swap_endpoints(pinfo);
+    TRY {
+        feed_held(root, h, tvb, pinfo, tree);
+    }
+    FINALLY {
+        swap_endpoints(pinfo);
+    }
+    ENDTRY;
 }
 
 static int
@@ -265,21 +345,23 @@ dissect_libp2p_tcp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     if (fr->held)
         proto_tree_add_expert_format(tree, pinfo, &ei_libp2p_held, tvb, 0, 0,
             "%u bytes before this segment have not arrived: it is held until they do", fr->held);
-    if (fr->gap)
+    if (fr->gap) {
+        int hd = fr->gap_other ? 1 - d : d;
         proto_tree_add_expert_format(tree, pinfo, &ei_libp2p_gap, tvb, 0, 0,
-            "%u bytes of %s direction are missing from the capture (before frame %u): decoding of "
-            "that direction stops (%u bytes held after the hole are not decoded)",
-            fr->gap, fr->gap_other ? "the other" : "this", fr->gap_before, fr->discarded);
+            "%u bytes of %s direction are missing from the capture (before frame %u): that "
+            "direction goes on after them where its framing allows", fr->gap,
+            fr->gap_other ? "the other" : "this", fr->gap_before);
+        if (!PINFO_FD_VISITED(pinfo))
+            l2p_pipe_gap(c->root[hd]);
+    }
     if (fr->differs_at >= 0)
         proto_tree_add_expert_format(tree, pinfo, &ei_libp2p_retrans_differs, tvb, fr->differs_at, 1,
             "This retransmission carries bytes that differ from those first sent: the first copy is decoded");
+    if (fr->fed_other)
+        feed_other_direction(c->root[1 - d], fr->fed_other, tvb, pinfo, tree);
     if (fr->len)
         l2p_pipe_call(c->root[d], tvb_new_subset_length(tvb, fr->skip, fr->len), pinfo, tree, FALSE);
-    for (held_t *h = fr->fed_held; h; h = h->next) {
-        tvbuff_t *ht = tvb_new_child_real_data(tvb, h->data, h->len, h->len);
-        add_new_data_source(pinfo, ht, wmem_strdup_printf(pinfo->pool, "Out-of-order segment (frame %u)", h->frame));
-        l2p_pipe_call(c->root[d], ht, pinfo, tree, FALSE);
-    }
+    feed_held(c->root[d], fr->fed_held, tvb, pinfo, tree);
     /* Most segments of a large message complete nothing: say so rather than leave Info empty. */
     {
         const gchar *info = col_get_text(pinfo->cinfo, COL_INFO);

@@ -15,7 +15,9 @@
  * frame longer than its stream's window (of a stream whose opening was captured) cannot be
  * real: the direction's framing is broken there (shown as undecoded bytes, with an expert
  * item and a p2pc record, where the length was claimed) rather than waiting for megabytes that
- * never come; decoding resumes at the next plausible frame header.
+ * never come; decoding resumes at the next plausible frame header.  So it does after a hole
+ * in the capture (engine.h, l2p_pipe_gap): the stream whose frame the hole cut gives up, the
+ * others go on.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -61,6 +63,7 @@ static const value_string yamux_type_vals[] = {
 };
 
 static void draw_yamux(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
+static gboolean yamux_gap(l2p_pipe_t *pipe, const guint8 *held, guint held_len);
 
 static yamux_conn_t *
 yamux_conn(l2p_pipe_t *pipe)
@@ -74,6 +77,7 @@ yamux_conn(l2p_pipe_t *pipe)
         yc->windows = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
     }
     pipe->state = yc;
+    pipe->gap_fn = yamux_gap;
     return yc;
 }
 
@@ -133,6 +137,22 @@ resync(l2p_pipe_t *pipe, yamux_conn_t *yc, const guint8 *p, guint avail)
     return -1;
 }
 
+/* A hole in the capture took bytes of this direction (engine.h): the stream of the frame it
+ * cut lost bytes, and gives up; window updates may be in the hole, so flow-control bounds
+ * start afresh.  Framing resumes at the next plausible header. */
+static gboolean
+yamux_gap(l2p_pipe_t *pipe, const guint8 *held, guint held_len)
+{
+    yamux_conn_t *yc = yamux_conn(pipe);
+    if (held_len >= 12) {
+        l2p_pipe_t *sp = stream_pipe(pipe, yc, pntohu32(held + 4), pipe->dir == 0, FALSE);
+        if (sp)
+            l2p_pipe_gap(sp);
+    }
+    yc->windows = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
+    return TRUE;
+}
+
 static gint64
 yamux_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
 {
@@ -141,6 +161,11 @@ yamux_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
     const guint64 *window;
     if (avail < 12)
         return 0;
+    if (pipe->resync) {
+        if (!plausible_header(yc, pipe->dir, p))
+            return resync(pipe, yc, p, avail);
+        pipe->resync = FALSE;
+    }
     if (p[0] != 0 || p[1] > 3)
         return resync(pipe, yc, p, avail);
     len = pntohu32(p + 8);
