@@ -9,7 +9,7 @@ USER_PLUGIN_ROOT := $(HOME)/.local/lib/wireshark/plugins
 DEMO_CAPTURE ?= captures/bitcoin/btc-compressed.pcapng
 P2PC_ONLY ?=
 
-.PHONY: all deps build test demo install-user uninstall-user captures bench fuzz check-versions check-bare clean
+.PHONY: all deps build test demo install-user uninstall-user captures bench bench-huge fuzz check-versions check-bare clean
 
 all: build
 
@@ -54,6 +54,11 @@ captures:
 
 bench: build
 	PYTHONPATH=analyzer $(PYTHON) tools/bench.py
+
+# A capture larger than one tshark pass fits: p2pc analyze shards it (tools/bench.py --huge-gb).
+HUGE_GB ?= 10
+bench-huge: build
+	PYTHONPATH=analyzer $(PYTHON) tools/bench.py --huge-gb $(HUGE_GB)
 
 # The fuzz gate (fuzz/README.md): editcap mutants of every capture through an ASan+UBSan
 # build (build-asan/). FUZZ_PROFILE=short (default, CI: >= 1,000 runs, ~10 min) or long.

@@ -9,6 +9,8 @@ record count must be exactly N times one copy's.  Built captures are kept in bui
 
     tools/bench.py            # ~1 GB mixed capture (and ~250 MB per protocol)
     tools/bench.py --quick    # ~100 MB (and ~25 MB per protocol)
+    tools/bench.py --huge-gb 10   # only: `p2pc analyze` of a 10 GB capture (make bench-huge),
+                                  # peak RSS of its whole process tree (psutil), records exact
 
 Needs tcprewrite (Debian: tcpreplay), editcap/mergecap/capinfos, GNU time (/usr/bin/time), and
 the analyzer's dpkt.  Targets are printed with PASS/FAIL; they never fail the run.  The machine
@@ -127,12 +129,68 @@ def mark(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
 
+def tree_peak(cmd: list[str], env: dict) -> tuple[float, int, int, int]:
+    """Run cmd; wall time (s), the peak of the summed RSS of it and all its descendants, the
+    peak RSS of cmd's own process (the splitter and the merge), and the exit status.  Sampled
+    every 0.2 s with psutil: GNU time reports only the largest single process."""
+    import psutil
+    t0 = time.perf_counter()
+    proc = psutil.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak_tree = peak_own = 0
+    while proc.poll() is None:
+        try:
+            procs = [proc, *proc.children(recursive=True)]
+            rss = [p.memory_info().rss for p in procs if p.is_running()]
+            peak_tree, peak_own = max(peak_tree, sum(rss)), max(peak_own, rss[0])
+        except psutil.Error:
+            pass
+        time.sleep(0.2)
+    return time.perf_counter() - t0, peak_tree, peak_own, proc.returncode
+
+
+def huge(gb: int) -> None:
+    """`p2pc analyze` of a capture larger than memory allows for one tshark pass: it shards the
+    capture by connection on its own (above 2 GiB), reads the shards on every core and merges."""
+    import psutil
+    cap, one, copies = build(f"huge{gb}", sources(), gb << 30, 1 << 14)
+    env = dict(os.environ, P2PC_PLUGIN=str(built_plugin()), PYTHONPATH=str(REPO / "analyzer"))
+    py = [sys.executable, "-m", "p2pc"]
+    work = Path(tempfile.mkdtemp(prefix="p2pc-huge-", dir=BENCH))
+    gib = cap.stat().st_size / (1 << 30)
+    print(f"\n== {gib:.1f} GiB capture ({copies} copies of {len(sources())} captures) on "
+          f"{os.cpu_count()} cores, {psutil.virtual_memory().total / (1 << 30):.0f} GiB ==", flush=True)
+    subprocess.run([*py, "analyze", str(one), "--format", "json", "-o", str(work / "one.json")],
+                   env=env, check=True)
+    cmd = [*py, "analyze", str(cap), "--format", "json", "-o", str(work / "huge.json")]
+    wall, peak_tree, peak_own, rc = tree_peak(cmd, env)
+    if rc != 0:
+        sys.exit(f"bench: {sh(cmd)} failed ({rc})")
+    one_r, all_r = (json.loads((work / n).read_text()) for n in ("one.json", "huge.json"))
+    n1, nall = one_r["totals"]["messages"], all_r["totals"]["messages"]
+    rows_ok = len(one_r["rows"]) == len(all_r["rows"]) and all(
+        {(x["proto"], x["msg_type"]): x["messages"] * copies for x in one_r["rows"]}.get(
+            (y["proto"], y["msg_type"])) == y["messages"] for y in all_r["rows"])
+    print(f"  {sh(cmd)}")
+    print(f"  wall {wall:.0f} s ({gib * 1024 / wall:.0f} MiB/s); peak RSS of the whole process tree "
+          f"{peak_tree / (1 << 30):.2f} GiB (target < 4 GB {mark(peak_tree < 4e9)}); of the "
+          f"splitter and merge process {peak_own / (1 << 20):.0f} MiB")
+    print(f"  records: one copy {n1}, all {nall}, expected {n1 * copies}: "
+          f"{mark(nall == n1 * copies and rows_ok)} (every proto/msg_type row too: {rows_ok})")
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="~100 MB instead of ~1 GB")
     ap.add_argument("--size-mb", type=int, help="size of the mixed capture (default 1000, --quick 100)")
     ap.add_argument("--repeat", type=int, help="runs of each measurement (default 3, 1 GB: 2)")
+    ap.add_argument("--huge-gb", type=int, metavar="N",
+                    help="only analyze an N GiB capture (sharded), peak RSS of the process tree")
     args = ap.parse_args()
+    if args.huge_gb:
+        need("tcprewrite", "tcpreplay")
+        huge(args.huge_gb)
+        return
     for tool, pkg in (("tcprewrite", "tcpreplay"), ("mergecap", "wireshark-common"),
                       ("capinfos", "wireshark-common"), ("tshark", "tshark"), (TIME, "time")):
         need(tool, pkg)
