@@ -13,10 +13,6 @@ import sys
 import threading
 from pathlib import Path
 
-from rich.console import Console
-from rich.progress import (BarColumn, DownloadColumn, Progress, TaskProgressColumn, TextColumn,
-                           TimeRemainingColumn)
-
 POLL_S = 0.2
 
 
@@ -82,6 +78,11 @@ class CaptureProgress:
     def __enter__(self) -> "CaptureProgress":
         if not self.enabled:
             return self
+        # rich is imported here, on a terminal only: it is a third of the analyzer's start-up,
+        # which a script reading JSON pays per capture.
+        from rich.console import Console
+        from rich.progress import (BarColumn, DownloadColumn, Progress, TaskProgressColumn,
+                                   TextColumn, TimeRemainingColumn)
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
                                  DownloadColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                                  console=Console(file=self.stream), transient=True)
