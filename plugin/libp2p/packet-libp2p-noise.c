@@ -414,12 +414,16 @@ process(noise_conn_t *c, l2p_pipe_t *pipe, packet_info *pinfo, const guint8 *p, 
         c->role_of_dir[pipe->dir] = c->role_of_dir[!pipe->dir] < 0 ? 0 : 1;
     }
     m->role = c->role_of_dir[pipe->dir];
+    if (c->hs_msgs == 0 && len != 2 + 32) {
+        /* libp2p's message 1 is e alone: this connection was captured after its handshake (or
+         * is no Noise XX).  Nothing of it can be decrypted. */
+        c->hs_msgs = 3;
+        c->status = NS_MALFORMED;
+    }
     if (c->hs_msgs < 3 && (c->hs_msgs % 2) == (guint)m->role) {
         m->msg = ++c->hs_msgs;
         m->status = m->msg == 3 ? handshake3(c, m, pipe, p + 2, len - 2) : handshake(c, m, m->role, p + 2, len - 2);
-        if (m->status == NS_DECRYPTED && m->msg == 1)
-            m->status = NS_DECRYPTED;
-        else if (c->status == NS_DECRYPTED)
+        if (c->status == NS_DECRYPTED)
             c->status = m->status;
         m->keys_role = c->keys_role;
         return m;
@@ -427,7 +431,8 @@ process(noise_conn_t *c, l2p_pipe_t *pipe, packet_info *pinfo, const guint8 *p, 
     m->keys_role = c->keys_role;
     if (c->hs_msgs < 3 || c->status != NS_DECRYPTED) {
         /* Transport data before the handshake ended, or after it failed. */
-        m->status = c->status == NS_DECRYPTED ? NS_MALFORMED : c->status == NS_NO_KEY ? NS_NO_KEY : NS_STOPPED;
+        m->status = c->status == NS_DECRYPTED || c->status == NS_MALFORMED ? NS_MALFORMED
+                  : c->status == NS_NO_KEY ? NS_NO_KEY : NS_STOPPED;
         return m;
     }
     if (c->stopped_in[m->role]) {
