@@ -63,6 +63,7 @@ static int hf_noise_nonce = -1;
 static int hf_noise_keys_of = -1;
 static int hf_noise_decrypted = -1;
 static int hf_noise_stopped_in = -1;
+static int hf_noise_framing_given = -1;
 static int hf_noise_id_key_type = -1;
 static int hf_noise_id_key = -1;
 static int hf_noise_peer_id = -1;
@@ -713,6 +714,18 @@ call_inner_attributed(l2p_pipe_t *inner, tvbuff_t *dtvb, packet_info *pinfo, pro
     p2pc_record_release(pinfo, noise_attribute, actx);
 }
 
+/* The framing this message gave to the records it completed (0: it completed none). */
+static void
+given_item(tvbuff_t *tvb, proto_tree *t, const noise_msg_t *m)
+{
+    guint64 given = 0;
+    proto_item *pi;
+    for (guint i = 0; m->shares && i < wmem_array_get_count(m->shares); i++)
+        given += *(guint64 *)wmem_array_index(m->shares, i);
+    pi = proto_tree_add_uint64(t, hf_noise_framing_given, tvb, 0, 0, given);
+    proto_item_set_generated(pi);
+}
+
 static void
 draw_transport(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_tree *t, proto_item *ti,
                noise_conn_t *c, noise_msg_t *m)
@@ -749,13 +762,16 @@ draw_transport(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_tree *
     proto_item_set_generated(pi);
     if (c)
         c->unattributed[m->role] += NOISE_FRAMING;
-    if (len == NOISE_FRAMING)
+    if (len == NOISE_FRAMING) {
+        given_item(tvb, t, m);
         return;
+    }
     dtvb = tvb_new_child_real_data(tvb, out, (guint)(len - NOISE_FRAMING), len - NOISE_FRAMING);
     add_new_data_source(pinfo, dtvb, "Decrypted Noise");
     actx.c = c;
     actx.m = m;
     call_inner_attributed(m->inner, dtvb, pinfo, tree, &actx);
+    given_item(tvb, t, m);
 }
 
 static void
@@ -878,6 +894,9 @@ proto_register_libp2p_noise(void)
             "Plaintext bytes of this transport message", HFILL } },
         { &hf_noise_stopped_in, { "Decryption stopped in", "libp2p_noise.stopped_in", FT_FRAMENUM, BASE_NONE, NULL, 0x0,
             "The frame whose message failed to decrypt", HFILL } },
+        { &hf_noise_framing_given, { "Noise framing given to messages", "libp2p_noise.framing_given", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "Noise framing bytes (18 per transport message since the last that completed a message) added to the "
+            "header bytes of the messages this one completes", HFILL } },
         { &hf_noise_id_key_type, { "Identity key type", "libp2p_noise.key_type", FT_UINT32, BASE_DEC, VALS(key_type_vals), 0x0,
             "Type of the sender's libp2p identity key", HFILL } },
         { &hf_noise_id_key, { "Identity public key", "libp2p_noise.key", FT_BYTES, BASE_NONE, NULL, 0x0,
