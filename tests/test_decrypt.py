@@ -199,3 +199,51 @@ def test_noise_framing_is_split_among_the_messages(tshark, name):
         last = max(i for i, g in enumerate(given) if g)
         assert sum(given) == 18 * (last + 1)
         assert sum(int(r["header_len"]) for r in recs if r["src"] == src) > sum(given)
+
+
+TLS = {"eth2-tls-yamux": True, "eth2-tls-embedded": False}    # name: decrypts from its key log (else embedded)
+
+
+def tls_extra(tshark, name: str) -> list[str]:
+    return ["-o", f"tls.keylog_file:{tshark.ws.readable(ETH / truth(name)['keys']['dialer'])}"] if TLS[name] else []
+
+
+@pytest.mark.parametrize("name", list(TLS))
+def test_tls_decrypts_to_the_source_blocks_through_the_alpn_muxer(tshark, name):
+    """Wireshark's TLS decrypts (key log, or secrets inside the pcapng); the muxer the server
+    chose by ALPN takes the data with no multistream-select for it; every block is the source's."""
+    t = truth(name)
+    extra = tls_extra(tshark, name)
+    pl = tshark.payloads(ETH / f"{name}.pcapng", extra=extra)
+    got = [hashlib.sha256(raw).hexdigest() for _, mtype, raw in pl
+           if mtype == "beacon_blocks_by_range/2 response" and len(raw) > 1000]
+    assert got == [b["sha256"] for b in t["blocks_by_range"]]
+    gossip = [hashlib.sha256(raw).hexdigest() for _, mtype, raw in pl if mtype == "gossip beacon_block"]
+    assert gossip == [hashlib.sha256(source(f)).hexdigest() for f in t["gossip"]["blocks"]]
+    alpn = tshark.fields(ETH / f"{name}.pcapng", ["ip.src", "tls.handshake.extensions_alpn_str"],
+                         dfilter="tls.handshake.extensions_alpn_str", extra=extra)
+    assert alpn == [[t["link"]["addr_a"], "/yamux/1.0.0|libp2p"], [t["link"]["addr_b"], "/yamux/1.0.0"]]
+    ms = [m for r in tshark.fields(ETH / f"{name}.pcapng", ["multistream.message"], dfilter="multistream",
+                                   extra=extra) for m in r[0].split("|")]
+    assert "/tls/1.0.0" in ms and "/yamux/1.0.0" not in ms
+
+
+@pytest.mark.parametrize("name", list(TLS))
+def test_tls_certificate_extension_names_both_peers(tshark, name):
+    t = truth(name)
+    rows = tshark.fields(ETH / f"{name}.pcapng", ["ip.src", "libp2p_tls.key_type", "libp2p_tls.key",
+                                                  "libp2p_tls.peer_id", "libp2p_tls.signature"],
+                         dfilter="libp2p_tls.peer_id", extra=tls_extra(tshark, name))
+    got = {r[0]: r[1:] for r in rows}
+    assert len(rows) == 2
+    for side, addr in (("a", t["link"]["addr_a"]), ("b", t["link"]["addr_b"])):
+        pub = ed25519_public(t["seeds"][side])
+        key_type, key, pid, sig = got[addr]
+        assert (key_type, bytes.fromhex(key), pid, len(bytes.fromhex(sig))) == ("1", pub, base58btc(peer_id(pub)), 64)
+
+
+def test_tls_one_pass_equals_two_pass(tshark):
+    name = "eth2-tls-yamux"
+    extra = tls_extra(tshark, name)
+    assert tshark.records(ETH / f"{name}.pcapng", extra=extra) == \
+        tshark.records(ETH / f"{name}.pcapng", two_pass=True, extra=extra)
