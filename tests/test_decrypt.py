@@ -82,6 +82,35 @@ def test_handshake_payload_names_both_peers(tshark, name):
         assert keys_of == "the initiator's"     # the dialer's key log
 
 
+def secp256k1_public(seed: int) -> bytes:
+    """The generator's secp256k1 identity: crypto.GenerateSecp256k1Key over a reader of repeated
+    `seed` bytes, i.e. the scalar whose 32 big-endian bytes are that byte; compressed point."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+    key = ec.derive_private_key(int.from_bytes(bytes([seed]) * 32, "big"), ec.SECP256K1())
+    return key.public_key().public_bytes(Encoding.X962, PublicFormat.CompressedPoint)
+
+
+def test_secp256k1_identities_verify(tshark):
+    """Ethereum clients' identities are secp256k1 keys: peer IDs (16Uiu2...) from the
+    generator's seeds, the ECDSA signatures of the Noise static keys verified, and the
+    short workload decrypted above."""
+    name = "eth2-noise-secp256k1"
+    t = truth(name)
+    assert t["key_type"] == "secp256k1"
+    rows = tshark.fields(ETH / f"{name}.pcapng", ["ip.src", "libp2p_noise.key_type", "libp2p_noise.key",
+                                                  "libp2p_noise.peer_id", "libp2p_noise.signature_valid"],
+                         dfilter="libp2p_noise.handshake >= 2", extra=keyed(tshark, name, "listener"))
+    got = {r[0]: r[1:] for r in rows}
+    for side, addr in (("a", t["link"]["addr_a"]), ("b", t["link"]["addr_b"])):
+        pub = secp256k1_public(t["seeds"][side])
+        pb = b"\x08\x02\x12\x21" + pub
+        want = base58btc(b"\x00" + bytes([len(pb)]) + pb)
+        assert got[addr] == ["2", pub.hex(), want, "1"] and want.startswith("16Uiu2")
+    types = {r["msg_type"] for r in tshark.records(ETH / f"{name}.pcapng", extra=keyed(tshark, name, "listener"))}
+    assert {f"{req} request" for req in t["requests"]} <= types
+
+
 @pytest.mark.parametrize("name", NOISE)
 def test_muxer_negotiation_early_or_inside(tshark, name):
     """go-libp2p lists its muxers in the handshake extensions; with them the transport data is

@@ -10,7 +10,8 @@ hosts run in two network namespaces over netem.py's emulated link.  Needs root a
 Sessions: eth2-yamux and eth2-mplex (the full workload), eth2-broken (the listener's answers to
 eight pings each break one rule of the encoding, a request for a protocol the listener does not
 serve is refused with "na", a gossip message is not Snappy), eth2-noise (status, ping and
-goodbye over /noise).  eth2-noise-yamux (the full workload over /noise, yamux agreed in the
+goodbye over /noise).  eth2-noise-secp256k1 (status, ping and goodbye over /noise between
+secp256k1 identities, keys kept).  eth2-noise-yamux (the full workload over /noise, yamux agreed in the
 handshake's extensions), eth2-noise-mplex (the full workload over /noise, mplex agreed by
 multistream-select inside), eth2-tls-yamux (the full workload over /tls/1.0.0, yamux agreed by ALPN):
 the hosts are built with keylog/'s patches (go build -overlay) and write their Noise keys and TLS
@@ -38,9 +39,11 @@ DELAY_MS, RATE_KBIT, PORT = 60, 20000, 9000
 SESSIONS = {"eth2-yamux": ("yamux", 2, "full", "plaintext"), "eth2-mplex": ("mplex", 1, "full", "plaintext"),
             "eth2-broken": ("yamux", 0, "broken", "plaintext"), "eth2-noise": ("yamux", 0, "short", "noise"),
             "eth2-noise-yamux": ("yamux", 1, "full", "noise"), "eth2-noise-mplex": ("mplex", 1, "full", "noise-ms"),
-            "eth2-tls-yamux": ("yamux", 1, "full", "tls")}
+            "eth2-tls-yamux": ("yamux", 1, "full", "tls"), "eth2-noise-secp256k1": ("yamux", 0, "short", "noise")}
+# Sessions whose identities are secp256k1 keys (as Ethereum clients'), not Ed25519.
+SECP256K1 = {"eth2-noise-secp256k1"}
 # Sessions that write their keys (the key log beside the capture); eth2-noise keeps none.
-KEYED = {"eth2-noise-yamux", "eth2-noise-mplex", "eth2-tls-yamux"}
+KEYED = {"eth2-noise-yamux", "eth2-noise-mplex", "eth2-tls-yamux", "eth2-noise-secp256k1"}
 GO_LIBP2P = "github.com/libp2p/go-libp2p@v0.39.1"
 PATCHES = [(GO_LIBP2P, "p2p/security/noise/handshake.go", HERE / "libp2p" / "keylog" / "noise-handshake.go.patch"),
            (GO_LIBP2P, "p2p/security/tls/transport.go", HERE / "libp2p" / "keylog" / "tls-transport.go.patch")]
@@ -76,7 +79,7 @@ def make(name: str, muxer: str, gossip: int, session: str, security: str, exes: 
         env[side] = dict(os.environ, LIBP2P_NOISE_KEYLOG=str(path), SSLKEYLOGFILE=str(path)) if name in KEYED else None
     with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
         common = ["-muxer", muxer, "-blocks", str(BLOCKS), "-gossip", str(gossip), "-session", session,
-                  "-security", security]
+                  "-security", security, "-keytype", "secp256k1" if name in SECP256K1 else "ed25519"]
         b = link.popen("b", [str(exe), "-role", "listen", *common, "-idfile", str(idfile),
                              "-seed", str(SEEDS["b"]), "-listen", f"/ip4/0.0.0.0/tcp/{PORT}"], env=env["b"])
         addr = listener_addr(idfile, link.addr_b)
@@ -90,6 +93,7 @@ def make(name: str, muxer: str, gossip: int, session: str, security: str, exes: 
     truth = {
         "capture": cap.name, "muxer": muxer, "session": session,
         "security": SECURITY_IDS[security], "seeds": SEEDS,
+        "key_type": "secp256k1" if name in SECP256K1 else "ed25519",
         "link": {"delay_ms_each_way": DELAY_MS, "rate_kbit": RATE_KBIT, "mtu": 1500,
                  "addr_a": EmulatedLink.addr_a, "addr_b": EmulatedLink.addr_b, "port_b": PORT},
         "requests": ["status/1", "ping/1", "metadata/2", "beacon_blocks_by_range/2", "goodbye/1"],

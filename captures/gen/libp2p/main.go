@@ -243,6 +243,8 @@ func main() {
 	blocksDir := flag.String("blocks", "", "folder of SignedBeaconBlock .ssz files")
 	idFile := flag.String("idfile", "", "listen: write the peer multiaddr here")
 	seed := flag.Int64("seed", 1, "identity key seed")
+	keyType := flag.String("keytype", "ed25519", "identity key: ed25519 (its 32-byte seed is the seed byte "+
+		"repeated) or secp256k1 (its scalar is the seed byte repeated, big-endian), as Ethereum clients use")
 	gossipN := flag.Int("gossip", 3, "dial: blocks to publish on gossipsub")
 	session := flag.String("session", "full", "full, broken or short")
 	security := flag.String("security", "plaintext", "plaintext, noise (the muxer negotiated early, in "+
@@ -250,7 +252,12 @@ func main() {
 	flag.Parse()
 	broken := *session == "broken"
 
-	priv, _, _ := crypto.GenerateEd25519Key(bytes.NewReader(bytes.Repeat([]byte{byte(*seed)}, 64)))
+	keySrc := bytes.NewReader(bytes.Repeat([]byte{byte(*seed)}, 64))
+	priv, _, _ := crypto.GenerateEd25519Key(keySrc)
+	if *keyType == "secp256k1" {
+		// GenerateSecp256k1Key ignores its reader: the scalar is given instead.
+		priv, _ = crypto.UnmarshalSecp256k1PrivateKey(bytes.Repeat([]byte{byte(*seed)}, 32))
+	}
 	sec := libp2p.NoSecurity
 	switch *security {
 	case "noise":
