@@ -65,7 +65,7 @@ file_changed(noise_keys_t *k, const char *path, GStatBuf *st)
 {
     if (g_stat(path, st) != 0)
         return FALSE;
-    return g_strcmp0(path, k->path) || (gint64)st->st_size != k->size || (gint64)st->st_mtime != k->mtime;
+    return (gint64)st->st_size != k->size || (gint64)st->st_mtime != k->mtime;
 }
 
 void
@@ -82,13 +82,16 @@ noise_keys_load(noise_keys_t *k, const char *path)
         k->path = NULL;
         return;
     }
-    if (!file_changed(k, path, &st))
-        return;
-    if (g_strcmp0(path, k->path))
+    if (g_strcmp0(path, k->path)) {
+        /* Another file: none of the old keys. */
         for (int i = 0; i < 2; i++)
             g_hash_table_remove_all(k->table[i]);
-    g_free(k->path);
-    k->path = g_strdup(path);
+        g_free(k->path);
+        k->path = g_strdup(path);
+        k->size = -1;
+    }
+    if (!file_changed(k, path, &st))
+        return;
     k->size = (gint64)st.st_size;
     k->mtime = (gint64)st.st_mtime;
     if (!g_file_get_contents(path, &text, &len, NULL))

@@ -405,9 +405,10 @@ handshake3(noise_conn_t *c, noise_msg_t *m, l2p_pipe_t *pipe, const guint8 *p, g
     return NS_DECRYPTED;
 }
 
-/* First pass: what message `p[0, len)` (the length included) is, and what became of it. */
+/* First pass: what message `p[0, len)` (the length included) is, and what became of it; a
+ * decrypted transport message's plaintext goes to *plain (packet scope). */
 static noise_msg_t *
-process(noise_conn_t *c, l2p_pipe_t *pipe, packet_info *pinfo, const guint8 *p, guint len)
+process(noise_conn_t *c, l2p_pipe_t *pipe, packet_info *pinfo, const guint8 *p, guint len, guint8 **plain)
 {
     noise_msg_t *m = wmem_new0(p2pc_replay_scope(pinfo), noise_msg_t);
     if (c->role_of_dir[pipe->dir] < 0) {
@@ -441,14 +442,13 @@ process(noise_conn_t *c, l2p_pipe_t *pipe, packet_info *pinfo, const guint8 *p, 
         m->stopped_in = c->stopped_in[m->role];
         return m;
     }
-    {
-        guint8 *out = (guint8 *)wmem_alloc(pinfo->pool, len);
-        if (!aead_decrypt(c->key[m->role], c->nonce[m->role], NULL, 0, p + 2, len - 2, out)) {
-            m->status = NS_BAD_TAG;
-            c->stopped_in[m->role] = pinfo->num;
-            m->nonce = c->nonce[m->role];
-            return m;
-        }
+    *plain = (guint8 *)wmem_alloc(pinfo->pool, len);
+    if (!aead_decrypt(c->key[m->role], c->nonce[m->role], NULL, 0, p + 2, len - 2, *plain)) {
+        *plain = NULL;
+        m->status = NS_BAD_TAG;
+        c->stopped_in[m->role] = pinfo->num;
+        m->nonce = c->nonce[m->role];
+        return m;
     }
     m->status = NS_DECRYPTED;
     m->key = c->key[m->role];
@@ -726,13 +726,14 @@ given_item(tvbuff_t *tvb, proto_tree *t, const noise_msg_t *m)
     proto_item_set_generated(pi);
 }
 
+/* c and out: the connection and the plaintext on the first pass; NULL on a later pass (the
+ * message is decrypted again from the frame's bytes with its key and nonce). */
 static void
 draw_transport(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_tree *t, proto_item *ti,
-               noise_conn_t *c, noise_msg_t *m)
+               noise_conn_t *c, noise_msg_t *m, guint8 *out)
 {
     int len = (int)tvb_captured_length(tvb);
     proto_item *pi;
-    guint8 *out;
     tvbuff_t *dtvb;
     attr_ctx_t actx;
 
@@ -755,9 +756,11 @@ draw_transport(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_tree *
         record_encrypted(tvb, pinfo, tree);
         return;
     }
-    out = (guint8 *)wmem_alloc(pinfo->pool, (size_t)len);
-    if (!aead_decrypt(m->key, m->nonce, NULL, 0, tvb_get_ptr(tvb, 2, len - 2), (size_t)len - 2, out))
-        return;     /* it did on the first pass: the same bytes, the same key */
+    if (!out) {
+        out = (guint8 *)wmem_alloc(pinfo->pool, (size_t)len);
+        if (!aead_decrypt(m->key, m->nonce, NULL, 0, tvb_get_ptr(tvb, 2, len - 2), (size_t)len - 2, out))
+            return;     /* it did on the first pass: the same bytes, the same key */
+    }
     pi = proto_tree_add_uint(t, hf_noise_decrypted, tvb, 2, len - 2, (guint32)(len - NOISE_FRAMING));
     proto_item_set_generated(pi);
     if (c)
@@ -799,27 +802,31 @@ noise_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
     noise_msg_t *m;
     proto_item *ti;
     proto_tree *t;
+    guint8 *plain = NULL;
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "libp2p Noise");
+    ti = proto_tree_add_item(tree, proto_noise, tvb, 0, -1, ENC_NA);
+    t = proto_item_add_subtree(ti, ett_noise);
+    proto_tree_add_item(t, hf_noise_length, tvb, 0, MIN(2, (int)tvb_captured_length(tvb)), ENC_BIG_ENDIAN);
+    if (pdu->truncated) {
+        /* The connection closed inside this message: counted, not decrypted. */
+        proto_tree_add_item(t, hf_noise_data, tvb, MIN(2, (int)tvb_captured_length(tvb)), -1, ENC_NA);
+        expert_add_info(pinfo, ti, &ei_noise_bad_handshake);
+        record_encrypted(tvb, pinfo, tree);
+        return;
+    }
     if (!PINFO_FD_VISITED(pinfo) && !pdu->info) {
         guint len = tvb_captured_length(tvb);
         c = conn_of(pipe);
-        pdu->info = process(c, pipe, pinfo, tvb_get_ptr(tvb, 0, len), len);
+        pdu->info = process(c, pipe, pinfo, tvb_get_ptr(tvb, 0, len), len, &plain);
     }
     m = (noise_msg_t *)pdu->info;
-    ti = proto_tree_add_item(tree, proto_noise, tvb, 0, -1, ENC_NA);
-    t = proto_item_add_subtree(ti, ett_noise);
-    proto_tree_add_item(t, hf_noise_length, tvb, 0, 2, ENC_BIG_ENDIAN);
     if (!m)
         return;
-    if (pdu->truncated) {
-        expert_add_info(pinfo, ti, &ei_noise_bad_handshake);
-        return;
-    }
     if (m->msg)
         draw_handshake(tvb, pinfo, t, ti, m);
     else
-        draw_transport(tvb, pinfo, tree, t, ti, c, m);
+        draw_transport(tvb, pinfo, tree, t, ti, c, m, plain);
 }
 
 /* The frame's record of whether this direction's close went on to the decrypted pipe. */
@@ -923,7 +930,7 @@ proto_register_libp2p_noise(void)
         { &ei_noise_stopped, { "libp2p_noise.stopped", PI_DECRYPTION, PI_WARN,
             "Not decrypted: an earlier message of this connection failed to decrypt", EXPFILL } },
         { &ei_noise_bad_handshake, { "libp2p_noise.no_handshake", PI_MALFORMED, PI_WARN,
-            "Not a Noise XX handshake as expected (a capture that starts mid-connection, or a cut message): nothing decrypted", EXPFILL } },
+            "Not a Noise XX handshake as expected (a capture that starts mid-connection), or a message cut by the connection's close: nothing decrypted", EXPFILL } },
         { &ei_noise_sig_bad, { "libp2p_noise.signature_bad", PI_SECURITY, PI_ERROR,
             "The identity signature of the Noise static key does not verify", EXPFILL } },
     };
