@@ -159,7 +159,7 @@ static gboolean
 der_element(tvbuff_t *tvb, int *off, int end, gint32 want, int *start, int *len)
 {
     gint8 cls;
-    gboolean pc, ind;
+    p2pc_bool_t pc, ind;
     gint32 tag;
     guint32 l;
     int o;
