@@ -276,3 +276,18 @@ def test_tls_one_pass_equals_two_pass(tshark):
     extra = tls_extra(tshark, name)
     assert tshark.records(ETH / f"{name}.pcapng", extra=extra) == \
         tshark.records(ETH / f"{name}.pcapng", two_pass=True, extra=extra)
+
+
+@pytest.mark.parametrize("name", NOISE + ["eth2-tls-yamux"])
+def test_one_pass_equals_two_pass_full_trees(tshark, name):
+    """Every layer's tree and every tab (decrypted Noise, handshake payloads, reassembled
+    streams): the same in one pass and in two."""
+    from test_libp2p import OURS
+    extra = tls_extra(tshark, name) if name in TLS else keyed(tshark, name)
+    args = ["-n", "-r", tshark.ws.readable(ETH / f"{name}.pcapng"), "-O", OURS + ",libp2p_tls", "-V", "-x",
+            "-Y", "libp2p_noise || libp2p_tls || yamux || mplex", *extra]
+    one = tshark.run(args).stdout
+    two = tshark.run(args + ["-2"]).stdout
+    strip = lambda s: [l for l in s.splitlines() if not l.lstrip().startswith(("Transmission Control", "Internet Protocol",
+                                                                               "Ethernet II", "Frame "))]
+    assert one and strip(one) == strip(two)
