@@ -917,7 +917,7 @@ proto_register_libp2p_noise(void)
         { &hf_noise_muxer, { "Stream muxer", "libp2p_noise.stream_muxer", FT_STRING, BASE_NONE, NULL, 0x0,
             "A muxer the sender offers in its extensions (early muxer negotiation)", HFILL } },
         { &hf_noise_certhash, { "WebTransport cert hash", "libp2p_noise.webtransport_certhash", FT_BYTES, BASE_NONE, NULL, 0x0,
-            NULL, HFILL } },
+            "A certificate hash the sender lists for WebTransport (multihash)", HFILL } },
         { &hf_noise_early_muxer, { "Muxer agreed in the handshake", "libp2p_noise.early_muxer", FT_STRING, BASE_NONE, NULL, 0x0,
             "The initiator's first muxer the responder also lists: the transport data starts in it", HFILL } },
     };
