@@ -290,9 +290,8 @@ split(noise_conn_t *c, l2p_pipe_t *pipe)
     }
     c->early_muxer = match_muxers(c);
     h = c->early_muxer ? l2p_handle_for(c->early_muxer) : l2p_multistream_handle();
-    for (int role = 0; role < 2; role++) {
-        int dir = c->role_of_dir[0] == pipe->dir ? (role == 0 ? pipe->dir : !pipe->dir)
-                                                 : (role == 0 ? !pipe->dir : pipe->dir);
+    for (int dir = 0; dir < 2; dir++) {
+        int role = c->role_of_dir[dir];     /* both sides have spoken by message 3 */
         c->inner[role] = l2p_pipe_new(h, dir);
         c->inner[role]->protocol = c->early_muxer ? c->early_muxer : "";
         c->inner[role]->muxer = pipe->muxer;
@@ -306,7 +305,7 @@ split(noise_conn_t *c, l2p_pipe_t *pipe)
 static noise_status_t
 read_static_and_payload(noise_conn_t *c, noise_msg_t *m, int role, const guint8 *p, guint len)
 {
-    guint8 *out = (guint8 *)wmem_alloc(wmem_file_scope(), len);
+    guint8 out[48];
     size_t out_len;
     if (len < 48 || !decrypt_and_hash(&c->ss, p, 48, out, &out_len))
         return len < 48 ? NS_MALFORMED : NS_BAD_TAG;
