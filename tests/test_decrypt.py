@@ -291,3 +291,19 @@ def test_one_pass_equals_two_pass_full_trees(tshark, name):
     strip = lambda s: [l for l in s.splitlines() if not l.lstrip().startswith(("Transmission Control", "Internet Protocol",
                                                                                "Ethernet II", "Frame "))]
     assert one and strip(one) == strip(two)
+
+
+def test_tls_record_framing_is_split_among_the_messages(tshark):
+    """Per direction, each TLS 1.3 record that carried application data costs 22 bytes of
+    framing (5-byte header, content type byte, 16-byte tag; crypto/tls adds no padding): every
+    such record's up to the last that completed a message went to the records' header bytes."""
+    name = "eth2-tls-yamux"
+    extra = tls_extra(tshark, name)
+    cap = ETH / f"{name}.pcapng"
+    rows = tshark.fields(cap, ["ip.src", "libp2p_tls.framing_given"], dfilter="libp2p_tls.framing_given", extra=extra)
+    recs = tshark.records(cap, extra=extra)
+    for src in {r[0] for r in rows}:
+        given = [int(g) for r in rows if r[0] == src for g in r[1].split("|")]
+        last = max(i for i, g in enumerate(given) if g)
+        assert sum(given) == 22 * (last + 1)
+        assert sum(int(r["header_len"]) for r in recs if r["src"] == src) > sum(given)

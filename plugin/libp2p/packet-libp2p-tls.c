@@ -17,15 +17,22 @@
  * The libp2p certificate extension (OID 1.3.6.1.4.1.53594.1.1, SignedKey ::= SEQUENCE
  * { publicKey OCTET STRING, signature OCTET STRING }) is shown with the peer ID in base58.
  *
- * Accounting: TLS's record framing is not attributed to the messages above (their records
- * count the decrypted bytes); see docs/libp2p-decryption.md.
+ * Accounting, as for Noise (packet-libp2p-noise.c): the framing of a record that carried
+ * application data (its 5-byte header, content type byte, padding and tag: the record's bytes
+ * minus the data TLS decrypted from it) goes to the header bytes of the messages decoded above
+ * it, split among the messages the record completes in proportion to their wire bytes, the
+ * framing of records that completed none carried over to the next that does.  Handshake
+ * records belong to no message.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/p2pc-compat.h"
 #include "core/base58.h"
+#include "core/prefs.h"
+#include "core/record.h"
 #include "libp2p/engine.h"
 
+#include <epan/exceptions.h>
 #include <epan/expert.h>
 #include <epan/proto_data.h>
 #include <epan/dissectors/packet-ber.h>
@@ -36,10 +43,12 @@ void proto_reg_handoff_libp2p_tls(void);
 
 #define LIBP2P_TLS_OID "1.3.6.1.4.1.53594.1.1"
 #define TLS_MAX_RECORD (5 + 16384 + 256)
-#define KEY_PIPE 0      /* packet-scope proto data: the pipe of the record TLS is dissecting */
+#define KEY_RECORD 0    /* packet-scope proto data: the record TLS is dissecting (rec_ctx_t) */
 
 static int proto_l2p_tls = -1;
 static int hf_tls_record_len = -1;
+static int hf_tls_framing_given = -1;
+static gint ett_tls = -1;
 static int hf_cert_key_type = -1;
 static int hf_cert_key = -1;
 static int hf_cert_peer_id = -1;
@@ -66,7 +75,16 @@ static const struct {
 /* A connection's decrypted streams, by pipe->dir (file scope; state of both record pipes). */
 typedef struct {
     l2p_pipe_t *inner[2];
+    guint64 unattributed[2];    /* framing bytes not yet given to a message, by pipe->dir */
 } tls_conn_t;
+
+/* One record while TLS dissects it (packet scope). */
+typedef struct {
+    l2p_pipe_t *pipe;
+    guint32 delivered;          /* decrypted application data TLS handed on */
+    gboolean replay;
+    wmem_array_t **shares;      /* the record's: guint64 per message it completed */
+} rec_ctx_t;
 
 static gint64
 tls_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
@@ -81,16 +99,88 @@ tls_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
     return len > TLS_MAX_RECORD ? -1 : (gint64)len;
 }
 
+/* The records the layers above added for this TLS record: the framing goes to their header
+ * bytes (see the top of this file). */
+static void
+tls_attribute(packet_info *pinfo, p2pc_record_t **recs, guint n, void *ctx)
+{
+    rec_ctx_t *r = (rec_ctx_t *)ctx;
+    tls_conn_t *c = (tls_conn_t *)r->pipe->state;
+    if (n == 0)
+        return;
+    if (!r->replay && c) {
+        guint64 budget = c->unattributed[r->pipe->dir], wire = 0, given = 0;
+        *r->shares = wmem_array_new(p2pc_replay_scope(pinfo), sizeof(guint64));
+        for (guint i = 0; i < n; i++)
+            wire += recs[i]->wire_len;
+        for (guint i = 0; i < n; i++) {
+            guint64 share = i == n - 1 ? budget - given : wire ? budget * recs[i]->wire_len / wire : 0;
+            given += share;
+            wmem_array_append_one(*r->shares, share);
+        }
+        c->unattributed[r->pipe->dir] = 0;
+    }
+    for (guint i = 0; i < n; i++) {
+        guint64 share = 0;
+        if (*r->shares && i < wmem_array_get_count(*r->shares))
+            share = *(guint64 *)wmem_array_index(*r->shares, i);
+        recs[i]->header_len += share;
+        recs[i]->wire_len += share;
+    }
+}
+
+/* TLS on one record, the records of the messages it completes held until its framing is
+ * known.  (Its own function: the exception frame's setjmp stays away from the caller's locals.) */
+static void
+call_tls_attributed(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, rec_ctx_t *r)
+{
+    p2pc_record_hold(pinfo);
+    p_add_proto_data(pinfo->pool, pinfo, proto_l2p_tls, KEY_RECORD, r);
+    TRY {
+        call_dissector(tls_handle, tvb, pinfo, tree);
+    }
+    CATCH_ALL {
+        p_remove_proto_data(pinfo->pool, pinfo, proto_l2p_tls, KEY_RECORD);
+        p2pc_record_release(pinfo, tls_attribute, r);
+        RETHROW;
+    }
+    ENDTRY;
+    p_remove_proto_data(pinfo->pool, pinfo, proto_l2p_tls, KEY_RECORD);
+    if (!r->replay && r->delivered && r->pipe->state)
+        ((tls_conn_t *)r->pipe->state)->unattributed[r->pipe->dir] += tvb_captured_length(tvb) - r->delivered;
+    p2pc_record_release(pinfo, tls_attribute, r);
+}
+
 static void
 tls_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2p_pdu_t *pdu)
 {
+    rec_ctx_t r;
+    wmem_array_t **shares;
+
     if (pdu->truncated) {
         proto_tree_add_item(tree, hf_tls_record_len, tvb, 0, 0, ENC_NA);
         return;
     }
-    p_add_proto_data(pinfo->pool, pinfo, proto_l2p_tls, KEY_PIPE, pipe);
-    call_dissector(tls_handle, tvb, pinfo, tree);
-    p_remove_proto_data(pinfo->pool, pinfo, proto_l2p_tls, KEY_PIPE);
+    if (!PINFO_FD_VISITED(pinfo) && !pdu->info)
+        pdu->info = wmem_new0(p2pc_replay_scope(pinfo), wmem_array_t *);
+    shares = (wmem_array_t **)pdu->info;
+    if (!shares)
+        return;
+    r.pipe = pipe;
+    r.delivered = 0;
+    r.replay = PINFO_FD_VISITED(pinfo);
+    r.shares = shares;
+    call_tls_attributed(tvb, pinfo, tree, &r);
+    if (r.delivered) {
+        guint64 given = 0;
+        proto_item *ti = proto_tree_add_item(tree, proto_l2p_tls, tvb, 0, -1, ENC_NA);
+        proto_item *pi;
+        for (guint i = 0; *shares && i < wmem_array_get_count(*shares); i++)
+            given += *(guint64 *)wmem_array_index(*shares, i);
+        proto_item_append_text(ti, ": record framing %u bytes", tvb_captured_length(tvb) - r.delivered);
+        pi = proto_tree_add_uint64(proto_item_add_subtree(ti, ett_tls), hf_tls_framing_given, tvb, 0, 0, given);
+        proto_item_set_generated(pi);
+    }
 }
 
 static int
@@ -107,7 +197,8 @@ dissect_l2p_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 static int
 dissect_alpn(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, size_t i)
 {
-    l2p_pipe_t *pipe = (l2p_pipe_t *)p_get_proto_data(pinfo->pool, pinfo, proto_l2p_tls, KEY_PIPE);
+    rec_ctx_t *r = (rec_ctx_t *)p_get_proto_data(pinfo->pool, pinfo, proto_l2p_tls, KEY_RECORD);
+    l2p_pipe_t *pipe = r ? r->pipe : NULL;
     const char *protocol = alpns[i].protocol;
     dissector_handle_t h = *protocol ? l2p_handle_for(protocol) : l2p_multistream_handle();
     tls_conn_t *c;
@@ -130,6 +221,7 @@ dissect_alpn(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, size_t i)
         c->inner[0]->peer = c->inner[1];
         c->inner[1]->peer = c->inner[0];
     }
+    r->delivered += tvb_captured_length(tvb);
     if (c->inner[pipe->dir])
         l2p_pipe_call(c->inner[pipe->dir], tvb, pinfo, tree, FALSE);
     return tvb_captured_length(tvb);
@@ -229,6 +321,9 @@ proto_register_libp2p_tls(void)
     static hf_register_info hf[] = {
         { &hf_tls_record_len, { "Truncated TLS record", "libp2p_tls.truncated", FT_NONE, BASE_NONE, NULL, 0x0,
             "The connection closed inside a TLS record", HFILL } },
+        { &hf_tls_framing_given, { "TLS framing given to messages", "libp2p_tls.framing_given", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "Record framing bytes (this record's and those of earlier records that completed no message) added to the "
+            "header bytes of the messages this record completes", HFILL } },
         { &hf_cert_key_type, { "Identity key type", "libp2p_tls.key_type", FT_UINT32, BASE_DEC, VALS(key_type_vals), 0x0,
             "Type of the libp2p identity key that signed the certificate's key", HFILL } },
         { &hf_cert_key, { "Identity public key", "libp2p_tls.key", FT_BYTES, BASE_NONE, NULL, 0x0,
@@ -238,7 +333,7 @@ proto_register_libp2p_tls(void)
         { &hf_cert_sig, { "Signature", "libp2p_tls.signature", FT_BYTES, BASE_NONE, NULL, 0x0,
             "The identity key's signature of \"libp2p-tls-handshake:\" and the certificate's public key", HFILL } },
     };
-    static gint *ett[] = { &ett_cert };
+    static gint *ett[] = { &ett_cert, &ett_tls };
     static ei_register_info ei[] = {
         { &ei_cert_malformed, { "libp2p_tls.signed_key_malformed", PI_MALFORMED, PI_WARN,
             "The libp2p certificate extension is not a SignedKey", EXPFILL } },
