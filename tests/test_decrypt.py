@@ -307,3 +307,27 @@ def test_tls_record_framing_is_split_among_the_messages(tshark):
         last = max(i for i, g in enumerate(given) if g)
         assert sum(given) == 22 * (last + 1)
         assert sum(int(r["header_len"]) for r in recs if r["src"] == src) > sum(given)
+
+
+def test_tls_without_keys_counts_every_encrypted_record(tshark):
+    """No keys: every TLS 1.3 record of (opaque) type application_data gets a `tls (encrypted)`
+    record of its size (5-byte header + its length), the same in one pass and in two; with the
+    keys there is none (every such record decrypts)."""
+    cap = ETH / "eth2-tls-yamux.pcapng"
+    rows = tshark.fields(cap, ["tls.record.content_type", "tls.record.opaque_type", "tls.record.length"], dfilter="tls")
+    sizes = []
+    for ctype, otype, lengths in rows:
+        types = [t for t in (ctype.split("|") if ctype else [])] + [t for t in (otype.split("|") if otype else [])]
+        # content_type and opaque_type share the records' order only within each field: TLS 1.3
+        # sends the cleartext ones (handshake 22, change_cipher_spec 20) first in a frame.
+        lens = [int(x) for x in lengths.split("|")]
+        clear = len(ctype.split("|")) if ctype else 0
+        sizes += [5 + n for n in lens[clear:]] if not otype or all(t == "23" for t in otype.split("|")) else []
+        assert len(types) == len(lens)
+    for two_pass in (False, True):
+        enc = [r for r in tshark.records(cap, two_pass=two_pass) if r["msg_type"] == "tls (encrypted)"]
+        assert len(enc) == len(sizes) > 100
+        assert sum(int(r["wire_len"]) for r in enc) == sum(sizes)
+        assert all(int(r["header_len"]) == 22 for r in enc)
+    assert not [r for r in tshark.records(cap, extra=tls_extra(tshark, "eth2-tls-yamux"), two_pass=True)
+                if r["msg_type"] == "tls (encrypted)"]

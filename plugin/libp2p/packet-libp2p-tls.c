@@ -22,7 +22,8 @@
  * minus the data TLS decrypted from it) goes to the header bytes of the messages decoded above
  * it, split among the messages the record completes in proportion to their wire bytes, the
  * framing of records that completed none carried over to the next that does.  Handshake
- * records belong to no message.
+ * records belong to no message.  An application_data record TLS does not decrypt (no keys)
+ * gets a record of its own, msg_type `tls (encrypted)`.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -43,6 +44,8 @@ void proto_reg_handoff_libp2p_tls(void);
 
 #define LIBP2P_TLS_OID "1.3.6.1.4.1.53594.1.1"
 #define TLS_MAX_RECORD (5 + 16384 + 256)
+#define TLS_APPLICATION_DATA 23
+#define TLS_AEAD_FRAMING (5 + 1 + 16)   /* TLS 1.3: header, content type, tag */
 #define KEY_RECORD 0    /* packet-scope proto data: the record TLS is dissecting (rec_ctx_t) */
 
 static int proto_l2p_tls = -1;
@@ -156,6 +159,7 @@ tls_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l
 {
     rec_ctx_t r;
     wmem_array_t **shares;
+    guint sources;
 
     if (pdu->truncated) {
         proto_tree_add_item(tree, hf_tls_record_len, tvb, 0, 0, ENC_NA);
@@ -170,7 +174,18 @@ tls_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l
     r.delivered = 0;
     r.replay = PINFO_FD_VISITED(pinfo);
     r.shares = shares;
+    sources = g_slist_length(pinfo->data_src);
     call_tls_attributed(tvb, pinfo, tree, &r);
+    if (tvb_get_uint8(tvb, 0) == TLS_APPLICATION_DATA && g_slist_length(pinfo->data_src) == sources) {
+        /* Not decrypted (TLS adds a tab for every record it decrypts): counted as it is. */
+        p2pc_record_t rec;
+        p2pc_record_init(&rec, "libp2p", "tls (encrypted)");
+        rec.wire_len = tvb_captured_length(tvb);
+        rec.header_len = MIN(rec.wire_len, TLS_AEAD_FRAMING);
+        rec.payload_len = rec.raw_len = rec.wire_len - rec.header_len;
+        p2pc_record_add(tvb, 0, -1, pinfo, tree, &rec);
+        return;
+    }
     if (r.delivered) {
         guint64 given = 0;
         proto_item *ti = proto_tree_add_item(tree, proto_l2p_tls, tvb, 0, -1, ENC_NA);
