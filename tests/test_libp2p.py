@@ -80,9 +80,12 @@ def test_plaintext_exchange_names_both_peers(tshark, name):
 
 
 def test_noise_is_recognised_and_labelled_encrypted(tshark):
-    rows = tshark.fields(cap("eth2-noise"), ["libp2p_noise.length", "_ws.expert.message"], dfilter="libp2p_noise")
+    rows = tshark.fields(cap("eth2-noise"), ["libp2p_noise.length", "libp2p_noise.handshake", "_ws.expert.message"],
+                         dfilter="libp2p_noise")
     assert len(rows) > 10
-    assert all("export no keys" in r[1] for r in rows)
+    # Message 1 is in clear; every later message says no key matched.
+    assert [r[1] for r in rows[:3]] == ["1", "2", "3"]
+    assert all("no key in libp2p_noise.keylog_file matches" in r[2] for r in rows[1:])
     # Nothing above Noise is visible.
     assert not tshark.fields(cap("eth2-noise"), ["frame.number"], dfilter="yamux || eth2 || multistream.stream")
 

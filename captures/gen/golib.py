@@ -3,6 +3,7 @@ the listener's multiaddr once it has written it."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -11,12 +12,35 @@ HERE = Path(__file__).resolve().parent
 WORK = HERE / "_work"
 
 
-def go_build(src: str, name: str) -> Path:
-    """Build the Go module in captures/gen/<src> into _work/<name> (never committed)."""
+def go_build(src: str, name: str, patches: list[tuple[str, str, Path]] | None = None) -> Path:
+    """Build the Go module in captures/gen/<src> into _work/<name> (never committed).
+    patches: (module@version, file in it, unified diff) each: the module is copied into _work,
+    the file patched there, and the build points at the copy with a replace directive in a
+    go.mod of its own (-modfile): the module cache and captures/gen/<src>/go.mod stay as they are."""
     WORK.mkdir(exist_ok=True)
     exe = WORK / name
     env = dict(os.environ, GOFLAGS="-mod=mod")
-    subprocess.run(["go", "build", "-o", str(exe), "."], cwd=HERE / src, check=True, env=env)
+    cmd = ["go", "build", "-o", str(exe)]
+    if patches:
+        modcache = Path(subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True,
+                                       check=True).stdout.strip())
+        modules = sorted({m for m, _, _ in patches})
+        subprocess.run(["go", "mod", "download", *modules], cwd=HERE / src, check=True, env=env)
+        gomod = (HERE / src / "go.mod").read_text()
+        for module in modules:
+            copy = WORK / "patched" / module
+            shutil.rmtree(copy, ignore_errors=True)
+            shutil.copytree(modcache / module, copy)
+            subprocess.run(["chmod", "-R", "u+w", str(copy)], check=True)
+            for m, file, diff in patches:
+                if m == module:
+                    subprocess.run(["patch", "-s", str(copy / file), str(diff)], check=True)
+            gomod += f"\nreplace {module.split('@')[0]} => {copy}\n"
+        modfile = WORK / f"{name}.go.mod"
+        modfile.write_text(gomod)
+        shutil.copy(HERE / src / "go.sum", WORK / f"{name}.go.sum")
+        cmd.append(f"-modfile={modfile}")
+    subprocess.run([*cmd, "."], cwd=HERE / src, check=True, env=env)
     return exe
 
 

@@ -10,12 +10,19 @@ hosts run in two network namespaces over netem.py's emulated link.  Needs root a
 Sessions: eth2-yamux and eth2-mplex (the full workload), eth2-broken (the listener's answers to
 eight pings each break one rule of the encoding, a request for a protocol the listener does not
 serve is refused with "na", a gossip message is not Snappy), eth2-noise (status, ping and
-goodbye over /noise).  eth2-badcrc and eth2-truncated are cut from eth2-yamux with editcap.
+goodbye over /noise).  eth2-noise-secp256k1 (status, ping and goodbye over /noise between
+secp256k1 identities, keys kept).  eth2-noise-yamux (the full workload over /noise, yamux agreed in the
+handshake's extensions), eth2-noise-mplex (the full workload over /noise, mplex agreed by
+multistream-select inside), eth2-tls-yamux (the full workload over /tls/1.0.0, yamux agreed by ALPN):
+the hosts are built with keylog/'s patches (go build -overlay) and write their Noise keys and TLS
+secrets beside the capture (<name>.keys); eth2-tls-embedded is eth2-tls-yamux with its secrets
+injected into the pcapng (editcap --inject-secrets).  eth2-badcrc and eth2-truncated are cut from eth2-yamux with editcap.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +37,17 @@ BLOCKS = HERE.parent / "data" / "ethereum"
 DELAY_MS, RATE_KBIT, PORT = 60, 20000, 9000
 # name: (muxer, blocks gossiped, session, security)
 SESSIONS = {"eth2-yamux": ("yamux", 2, "full", "plaintext"), "eth2-mplex": ("mplex", 1, "full", "plaintext"),
-            "eth2-broken": ("yamux", 0, "broken", "plaintext"), "eth2-noise": ("yamux", 0, "short", "noise")}
+            "eth2-broken": ("yamux", 0, "broken", "plaintext"), "eth2-noise": ("yamux", 0, "short", "noise"),
+            "eth2-noise-yamux": ("yamux", 1, "full", "noise"), "eth2-noise-mplex": ("mplex", 1, "full", "noise-ms"),
+            "eth2-tls-yamux": ("yamux", 1, "full", "tls"), "eth2-noise-secp256k1": ("yamux", 0, "short", "noise")}
+# Sessions whose identities are secp256k1 keys (as Ethereum clients'), not Ed25519.
+SECP256K1 = {"eth2-noise-secp256k1"}
+# Sessions that write their keys (the key log beside the capture); eth2-noise keeps none.
+KEYED = {"eth2-noise-yamux", "eth2-noise-mplex", "eth2-tls-yamux", "eth2-noise-secp256k1"}
+GO_LIBP2P = "github.com/libp2p/go-libp2p@v0.39.1"
+PATCHES = [(GO_LIBP2P, "p2p/security/noise/handshake.go", HERE / "libp2p" / "keylog" / "noise-handshake.go.patch"),
+           (GO_LIBP2P, "p2p/security/tls/transport.go", HERE / "libp2p" / "keylog" / "tls-transport.go.patch")]
+SECURITY_IDS = {"plaintext": "/plaintext/2.0.0", "noise": "/noise", "noise-ms": "/noise", "tls": "/tls/1.0.0"}
 SEEDS = {"a": 1, "b": 2}     # identity keys: Ed25519 from 32 bytes of the seed
 # The listener's answers to the broken session's pings, in order (main.go brokenPings).
 BROKEN_PINGS = ["bad_crc", "unskippable", "length_mismatch", "too_long", "compressed_too_long",
@@ -43,26 +60,40 @@ SSZ = {"status": {"fork_digest": "bba4da96", "finalized_epoch": 203000, "head_sl
        "by_range": {"start_slot": 6507058, "count": 8, "step": 1}}
 
 
-def build() -> Path:
-    return go_build("libp2p", "eth2peers")
+def build() -> tuple[Path, Path]:
+    """The hosts, and the hosts patched to write their keys."""
+    return go_build("libp2p", "eth2peers"), go_build("libp2p", "eth2peers-keylog", patches=PATCHES)
 
 
-def make(name: str, muxer: str, gossip: int, session: str, security: str, exe: Path) -> None:
+def make(name: str, muxer: str, gossip: int, session: str, security: str, exes: tuple[Path, Path]) -> None:
     cap = OUT / f"{name}.pcapng"
     idfile = WORK / f"{name}.id"
     idfile.unlink(missing_ok=True)
+    exe = exes[1] if name in KEYED else exes[0]
+    # The dialer's keys beside the capture (<name>.keys), the listener's too (<name>.listener.keys):
+    # the keys of either side decrypt a connection.
+    keys = {"a": OUT / f"{name}.keys", "b": OUT / f"{name}.listener.keys"}
+    env = {}
+    for side, path in keys.items():
+        path.unlink(missing_ok=True)
+        env[side] = dict(os.environ, LIBP2P_NOISE_KEYLOG=str(path), SSLKEYLOGFILE=str(path)) if name in KEYED else None
     with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
         common = ["-muxer", muxer, "-blocks", str(BLOCKS), "-gossip", str(gossip), "-session", session,
-                  "-security", security]
+                  "-security", security, "-keytype", "secp256k1" if name in SECP256K1 else "ed25519"]
         b = link.popen("b", [str(exe), "-role", "listen", *common, "-idfile", str(idfile),
-                             "-seed", str(SEEDS["b"]), "-listen", f"/ip4/0.0.0.0/tcp/{PORT}"])
+                             "-seed", str(SEEDS["b"]), "-listen", f"/ip4/0.0.0.0/tcp/{PORT}"], env=env["b"])
         addr = listener_addr(idfile, link.addr_b)
-        link.run("a", [str(exe), "-role", "dial", *common, "-peer", addr, "-seed", str(SEEDS["a"])], timeout=180)
+        link.run("a", [str(exe), "-role", "dial", *common, "-peer", addr, "-seed", str(SEEDS["a"])], timeout=180,
+                 env=env["a"])
         b.wait(60)
+    for path in keys.values():
+        if path.exists():
+            os.chmod(path, 0o644)
     blocks = sorted(BLOCKS.glob("*.ssz"))
     truth = {
         "capture": cap.name, "muxer": muxer, "session": session,
-        "security": "/noise" if security == "noise" else "/plaintext/2.0.0", "seeds": SEEDS,
+        "security": SECURITY_IDS[security], "seeds": SEEDS,
+        "key_type": "secp256k1" if name in SECP256K1 else "ed25519",
         "link": {"delay_ms_each_way": DELAY_MS, "rate_kbit": RATE_KBIT, "mtu": 1500,
                  "addr_a": EmulatedLink.addr_a, "addr_b": EmulatedLink.addr_b, "port_b": PORT},
         "requests": ["status/1", "ping/1", "metadata/2", "beacon_blocks_by_range/2", "goodbye/1"],
@@ -86,6 +117,10 @@ def make(name: str, muxer: str, gossip: int, session: str, security: str, exe: P
     if session == "short":
         truth.update(requests=["status/1", "ping/1", "goodbye/1"], gossip=None)
         del truth["blocks_by_range"], truth["error_chunk"]
+    if name in KEYED:
+        truth["keys"] = {"dialer": keys["a"].name, "listener": keys["b"].name}
+        truth["muxer_negotiation"] = {"noise": "noise extensions", "noise-ms": "multistream-select",
+                                      "tls": "alpn"}[security]
     (OUT / f"{name}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
     print(f"{cap.name}: {cap.stat().st_size} bytes")
 
@@ -110,14 +145,30 @@ def broken_variants() -> None:
     subprocess.run(["editcap", "-r", str(src), str(OUT / "eth2-truncated.pcapng"), "1-300"], check=True)
 
 
+def tls_embedded() -> None:
+    """eth2-tls-embedded: eth2-tls-yamux with the dialer's TLS secrets inside the pcapng (a
+    Decryption Secrets Block), so that it decrypts with no key log at all."""
+    src = OUT / "eth2-tls-yamux.pcapng"
+    secrets = WORK / "tls-secrets.keys"
+    lines = (OUT / "eth2-tls-yamux.keys").read_text().splitlines()
+    secrets.write_text("".join(f"{line}\n" for line in lines if not line.startswith("LOCAL_")))
+    subprocess.run(["editcap", "--inject-secrets", f"tls,{secrets}", str(src),
+                    str(OUT / "eth2-tls-embedded.pcapng")], check=True)
+    truth = json.loads((OUT / "eth2-tls-yamux.truth.json").read_text())
+    truth.update(capture="eth2-tls-embedded.pcapng", keys=None, secrets="embedded (editcap --inject-secrets)")
+    (OUT / "eth2-tls-embedded.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    exe = build()
+    exes = build()
     names = sys.argv[1:] or list(SESSIONS)
     for name in names:
-        make(name, *SESSIONS[name], exe)
+        make(name, *SESSIONS[name], exes)
     if "eth2-yamux" in names:
         broken_variants()
+    if "eth2-tls-yamux" in names:
+        tls_embedded()
 
 
 if __name__ == "__main__":

@@ -1,35 +1,789 @@
 /* packet-libp2p-noise.c
- * libp2p's /noise security layer (libp2p/specs noise): every message, handshake or transport,
- * is a u16 big-endian length and then its payload.  The frames are shown with their sizes and
- * labelled encrypted.  A layer under multistream-select: registered in "multistream.protocol"
- * (the "/noise" family), called with the connection direction's pipe.
+ * libp2p's /noise security layer (libp2p/specs noise): Noise_XX_25519_ChaChaPoly_SHA256, every
+ * message, handshake or transport, a u16 big-endian length and then its payload.  A layer
+ * under multistream-select: registered in "multistream.protocol" (the "/noise" family), called
+ * with the connection direction's pipe.
+ *
+ * With the keys of either side in the key log (libp2p_noise.keylog_file, noise-keys.h) the
+ * connection decrypts: message 1 sends the initiator's ephemeral key e in clear, message 2 the
+ * responder's e, its static key s and its payload (encrypted), message 3 the initiator's s and
+ * payload; then each direction's transport messages are ChaCha20-Poly1305 under its own key,
+ * with a per-direction counter as nonce.  An ephemeral private key is found by the clear e of
+ * message 1 or 2, a static one by the decrypted s; one side's two keys give ee, es and se.
+ * The handshake payloads are shown: identity key, peer ID, the signature of the Noise static
+ * key (verified with gcry_pk_verify for Ed25519 and secp256k1), the extensions.  The
+ * decrypted transport bytes get their own tab and go on, on a pipe of their own (engine.h), to
+ * multistream-select, or straight to the muxer both sides listed in the handshake extensions
+ * (the initiator's first choice the responder also lists, as go-libp2p's matchMuxers picks it).
+ *
+ * Decryption runs on the first pass, which keeps per message only what re-dissection needs:
+ * the handshake payloads, and for a transport message its key and nonce (it is decrypted again
+ * from the frame's bytes), so `tshark -2` and the GUI show the same as one pass.
+ *
+ * Accounting: the Noise framing of a transport message (the 2-byte length and the 16-byte tag)
+ * goes to the header bytes of the messages decoded above it: the framing of the transport
+ * messages a direction received since the last one that completed a message is split among
+ * the messages that one completes, in proportion to their wire bytes, the rounding remainder
+ * to the last.  Handshake messages belong to no message's record.  A transport message that is
+ * not decrypted (no key, a failed tag, decryption stopped) gets a record of its own: proto
+ * `libp2p`, msg_type `noise (encrypted)`.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/p2pc-compat.h"
+#include "core/base58.h"
+#include "core/prefs.h"
+#include "core/record.h"
 #include "libp2p/engine.h"
+#include "libp2p/noise-keys.h"
 
+#include <epan/exceptions.h>
 #include <epan/expert.h>
+#include <epan/prefs.h>
+#include <wsutil/wsgcrypt.h>
 
 void proto_register_libp2p_noise(void);
 void proto_reg_handoff_libp2p_noise(void);
 
+#define NOISE_TAG 16
+#define NOISE_FRAMING (2 + NOISE_TAG)
+#define NOISE_PROTOCOL_NAME "Noise_XX_25519_ChaChaPoly_SHA256"   /* 32 bytes: h starts as it */
+#define SIG_PREFIX "noise-libp2p-static-key:"
+
 static int proto_noise = -1;
 static int hf_noise_length = -1;
+static int hf_noise_message = -1;
+static int hf_noise_ephemeral = -1;
+static int hf_noise_static_enc = -1;
+static int hf_noise_static = -1;
+static int hf_noise_payload_enc = -1;
 static int hf_noise_data = -1;
+static int hf_noise_tag = -1;
+static int hf_noise_nonce = -1;
+static int hf_noise_keys_of = -1;
+static int hf_noise_decrypted = -1;
+static int hf_noise_stopped_in = -1;
+static int hf_noise_framing_given = -1;
+static int hf_noise_id_key_type = -1;
+static int hf_noise_id_key = -1;
+static int hf_noise_peer_id = -1;
+static int hf_noise_sig = -1;
+static int hf_noise_sig_valid = -1;
+static int hf_noise_muxer = -1;
+static int hf_noise_certhash = -1;
+static int hf_noise_early_muxer = -1;
 static gint ett_noise = -1;
-static expert_field ei_noise_encrypted = EI_INIT;
+static gint ett_noise_payload = -1;
+static gint ett_noise_ext = -1;
+static expert_field ei_noise_no_key = EI_INIT;
+static expert_field ei_noise_bad_tag = EI_INIT;
+static expert_field ei_noise_stopped = EI_INIT;
+static expert_field ei_noise_bad_handshake = EI_INIT;
+static expert_field ei_noise_sig_bad = EI_INIT;
 static dissector_handle_t noise_handle;
 
+static const char *pref_keylog = "";
+static noise_keys_t *keylog;    /* the key log read from pref_keylog (noise-keys.c) */
+
+static const value_string key_type_vals[] = {
+    { 0, "RSA" }, { 1, "Ed25519" }, { 2, "Secp256k1" }, { 3, "ECDSA" }, { 0, NULL }
+};
+
+/* What became of a message (first pass). */
+typedef enum {
+    NS_DECRYPTED,   /* transport: decrypted; handshake: what it encrypts is decrypted */
+    NS_NO_KEY,      /* no key in the key log matches the connection */
+    NS_BAD_TAG,     /* this message's tag does not verify: its direction stops */
+    NS_STOPPED,     /* an earlier message of the connection failed */
+    NS_MALFORMED,   /* a handshake message too short for its pattern */
+} noise_status_t;
+
+/* Noise's SymmetricState and a CipherState's key (the Noise spec, 5.1 and 5.2). */
+typedef struct {
+    guint8 ck[32];
+    guint8 h[32];
+    guint8 k[32];
+    gboolean has_k;
+    guint64 n;
+} sym_t;
+
+/* One connection (file scope; first pass only).  Roles: 0 initiator -> responder, 1 back. */
+typedef struct {
+    guint hs_msgs;              /* handshake messages seen (3: transport) */
+    int role_of_dir[2];         /* pipe->dir -> role; -1 until the direction speaks */
+    sym_t ss;
+    guint8 e[2][32];            /* ephemeral public keys, by role */
+    guint8 s[2][32];            /* static public keys, by role (once decrypted) */
+    int keys_role;              /* whose private keys the key log has: -1 nobody's */
+    guint8 e_priv[32];
+    noise_status_t status;      /* of the handshake: NS_DECRYPTED while all goes well */
+    guint8 key[2][32];          /* transport keys (after Split), by role */
+    guint64 nonce[2];
+    guint32 stopped_in[2];      /* the frame whose tag failed (0: none) */
+    wmem_array_t *muxers[2];    /* const char * each, from the extensions, by role */
+    const char *early_muxer;
+    l2p_pipe_t *inner[2];       /* the decrypted bytes, by role */
+    guint64 unattributed[2];    /* framing bytes not yet given to a record, by role */
+} noise_conn_t;
+
+/* One message (replay scope): set on the first pass, drawn on every pass. */
+typedef struct {
+    guint msg;                  /* 1-3 handshake, 0 transport */
+    int role;
+    noise_status_t status;
+    int keys_role;
+    guint32 stopped_in;
+    guint8 *s;                  /* handshake 2 and 3: the decrypted static key */
+    guint8 *payload;            /* handshake: the clear or decrypted payload */
+    guint payload_len;
+    const char *early_muxer;    /* message 3: the muxer the extensions agreed on */
+    const guint8 *key;          /* transport: the key (the connection's, file scope) */
+    guint64 nonce;
+    l2p_pipe_t *inner;
+    wmem_array_t *shares;       /* guint64 per record the layers above added */
+} noise_msg_t;
+
+/* ---- Noise's symmetric state, on libgcrypt ---- */
+
 static void
-draw_noise(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+mix_hash(sym_t *ss, const guint8 *data, size_t len)
+{
+    gcry_md_hd_t md;
+    if (gcry_md_open(&md, GCRY_MD_SHA256, 0))
+        return;
+    gcry_md_write(md, ss->h, 32);
+    gcry_md_write(md, data, len);
+    memcpy(ss->h, gcry_md_read(md, GCRY_MD_SHA256), 32);
+    gcry_md_close(md);
+}
+
+/* HKDF(ck, ikm) with two outputs: RFC 5869 with an empty info is the Noise spec's HKDF. */
+static gboolean
+noise_hkdf(const guint8 *ck, const guint8 *ikm, size_t ikm_len, guint8 *out1, guint8 *out2)
+{
+    guint8 prk[32], out[64];
+    if (hkdf_extract(GCRY_MD_SHA256, ck, 32, ikm, ikm_len, prk) ||
+        hkdf_expand(GCRY_MD_SHA256, prk, 32, NULL, 0, out, 64))
+        return FALSE;
+    memcpy(out1, out, 32);
+    memcpy(out2, out + 32, 32);
+    return TRUE;
+}
+
+static gboolean
+mix_key(sym_t *ss, const guint8 *ikm)
+{
+    ss->has_k = TRUE;
+    ss->n = 0;
+    return noise_hkdf(ss->ck, ikm, 32, ss->ck, ss->k);
+}
+
+/* ChaCha20-Poly1305 with Noise's nonce (32 zero bits, then n little-endian): in[0, len) is
+ * ciphertext and tag; out gets len - 16 bytes.  FALSE when the tag does not verify. */
+static gboolean
+aead_decrypt(const guint8 *key, guint64 n, const guint8 *ad, size_t ad_len, const guint8 *in, size_t len,
+             guint8 *out)
+{
+    gcry_cipher_hd_t hd;
+    guint8 nonce[12] = { 0 };
+    gboolean ok;
+
+    if (len < NOISE_TAG)
+        return FALSE;
+    for (int i = 0; i < 8; i++)
+        nonce[4 + i] = (guint8)(n >> (8 * i));
+    if (gcry_cipher_open(&hd, GCRY_CIPHER_CHACHA20, GCRY_CIPHER_MODE_POLY1305, 0))
+        return FALSE;
+    ok = !gcry_cipher_setkey(hd, key, 32) && !gcry_cipher_setiv(hd, nonce, sizeof(nonce)) &&
+         (!ad_len || !gcry_cipher_authenticate(hd, ad, ad_len)) &&
+         !gcry_cipher_decrypt(hd, out, len - NOISE_TAG, in, len - NOISE_TAG) &&
+         !gcry_cipher_checktag(hd, in + len - NOISE_TAG, NOISE_TAG);
+    gcry_cipher_close(hd);
+    return ok;
+}
+
+/* DecryptAndHash: in[0, len) to out (len - 16 bytes with a key, len without). */
+static gboolean
+decrypt_and_hash(sym_t *ss, const guint8 *in, size_t len, guint8 *out, size_t *out_len)
+{
+    if (!ss->has_k) {
+        memcpy(out, in, len);
+        *out_len = len;
+    } else {
+        if (!aead_decrypt(ss->k, ss->n, ss->h, 32, in, len, out))
+            return FALSE;
+        ss->n++;
+        *out_len = len - NOISE_TAG;
+    }
+    mix_hash(ss, in, len);
+    return TRUE;
+}
+
+/* ---- the handshake (first pass) ---- */
+
+static noise_conn_t *
+conn_of(l2p_pipe_t *pipe)
+{
+    noise_conn_t *c;
+    if (pipe->state)
+        return (noise_conn_t *)pipe->state;
+    if (pipe->peer && pipe->peer->state) {
+        c = (noise_conn_t *)pipe->peer->state;
+    } else {
+        c = wmem_new0(wmem_file_scope(), noise_conn_t);
+        c->role_of_dir[0] = c->role_of_dir[1] = -1;
+        c->keys_role = -1;
+        c->status = NS_DECRYPTED;
+        memcpy(c->ss.h, NOISE_PROTOCOL_NAME, 32);
+        memcpy(c->ss.ck, c->ss.h, 32);
+        mix_hash(&c->ss, NULL, 0);      /* libp2p's prologue is empty */
+    }
+    pipe->state = c;
+    return c;
+}
+
+/* The muxers an extensions message lists (protobuf NoiseExtensions, field 2). */
+static void
+read_extensions(noise_conn_t *c, int role, const guint8 *payload, guint len)
+{
+    tvbuff_t *tvb = tvb_new_real_data(payload, len, len);
+    int off = 0, eoff;
+    l2p_pb_field_t f, e;
+
+    c->muxers[role] = wmem_array_new(wmem_file_scope(), sizeof(const char *));
+    while (l2p_pb_next(tvb, &off, (int)len, &f)) {
+        if (f.number != 4 || f.wire_type != 2)
+            continue;
+        eoff = f.start;
+        while (l2p_pb_next(tvb, &eoff, f.start + f.len, &e)) {
+            if (e.number == 2 && e.wire_type == 2) {
+                const char *m = (const char *)tvb_get_string_enc(wmem_file_scope(), tvb, e.start, e.len, ENC_UTF_8);
+                wmem_array_append_one(c->muxers[role], m);
+            }
+        }
+    }
+    tvb_free(tvb);
+}
+
+static const char *
+match_muxers(noise_conn_t *c)
+{
+    if (!c->muxers[0] || !c->muxers[1])
+        return NULL;
+    for (guint i = 0; i < wmem_array_get_count(c->muxers[0]); i++) {
+        const char *m = *(const char **)wmem_array_index(c->muxers[0], i);
+        for (guint j = 0; j < wmem_array_get_count(c->muxers[1]); j++)
+            if (!strcmp(m, *(const char **)wmem_array_index(c->muxers[1], j)))
+                return m;
+    }
+    return NULL;
+}
+
+/* After message 3: the transport keys, and the pipes the decrypted bytes go to. */
+static void
+split(noise_conn_t *c, l2p_pipe_t *pipe)
+{
+    dissector_handle_t h;
+    if (!noise_hkdf(c->ss.ck, NULL, 0, c->key[0], c->key[1])) {
+        c->status = NS_BAD_TAG;
+        return;
+    }
+    c->early_muxer = match_muxers(c);
+    h = c->early_muxer ? l2p_handle_for(c->early_muxer) : l2p_multistream_handle();
+    for (int dir = 0; dir < 2; dir++) {
+        int role = c->role_of_dir[dir];     /* both sides have spoken by message 3 */
+        c->inner[role] = l2p_pipe_new(h, dir);
+        c->inner[role]->protocol = c->early_muxer ? c->early_muxer : "";
+        c->inner[role]->muxer = pipe->muxer;
+        c->inner[role]->stream_id = pipe->stream_id;
+    }
+    c->inner[0]->peer = c->inner[1];
+    c->inner[1]->peer = c->inner[0];
+}
+
+/* Message 2 or 3's encrypted static key and payload, p[0, len), sent by `role`. */
+static noise_status_t
+read_static_and_payload(noise_conn_t *c, noise_msg_t *m, int role, const guint8 *p, guint len)
+{
+    guint8 out[48];
+    size_t out_len;
+    if (len < 48 || !decrypt_and_hash(&c->ss, p, 48, out, &out_len))
+        return len < 48 ? NS_MALFORMED : NS_BAD_TAG;
+    memcpy(c->s[role], out, 32);
+    m->s = (guint8 *)wmem_memdup(wmem_file_scope(), out, 32);
+    return NS_DECRYPTED;
+}
+
+static noise_status_t
+read_payload(noise_conn_t *c, noise_msg_t *m, int role, const guint8 *p, guint len)
+{
+    guint8 *out = (guint8 *)wmem_alloc(wmem_file_scope(), len ? len : 1);
+    size_t out_len;
+    if (!decrypt_and_hash(&c->ss, p, len, out, &out_len))
+        return NS_BAD_TAG;
+    m->payload = out;
+    m->payload_len = (guint)out_len;
+    read_extensions(c, role, out, (guint)out_len);
+    return NS_DECRYPTED;
+}
+
+/* The DH of one side's private key with the other side's public key: `mine` is a private key
+ * of the side the key log covers; FALSE when the static private key it needs is not there. */
+static gboolean
+mix_dh(noise_conn_t *c, const guint8 *priv, const guint8 *pub)
+{
+    guint8 dh[32];
+    return noise_dh(dh, priv, pub) && mix_key(&c->ss, dh);
+}
+
+static gboolean
+static_priv(noise_conn_t *c, guint8 *priv)
+{
+    return noise_keys_find(keylog, FALSE, c->s[c->keys_role], priv);
+}
+
+/* Handshake message `msg` (1-3), p[0, len) after the length, sent by `role`. */
+static noise_status_t
+handshake(noise_conn_t *c, noise_msg_t *m, int role, const guint8 *p, guint len)
+{
+    guint8 priv[32];
+    noise_status_t st;
+
+    if (c->status != NS_DECRYPTED)
+        return c->status == NS_NO_KEY ? NS_NO_KEY : NS_STOPPED;
+    if (len < 32)
+        return NS_MALFORMED;
+    memcpy(c->e[role], p, 32);
+    mix_hash(&c->ss, p, 32);
+    if (m->msg == 1) {
+        m->payload = (guint8 *)wmem_memdup(wmem_file_scope(), p + 32, len - 32);
+        m->payload_len = len - 32;
+        mix_hash(&c->ss, p + 32, len - 32);
+        return NS_DECRYPTED;
+    }
+    if (m->msg == 2) {
+        /* ee: either side's ephemeral private key. */
+        if (noise_keys_find(keylog, TRUE, c->e[0], c->e_priv))
+            c->keys_role = 0;
+        else if (noise_keys_find(keylog, TRUE, c->e[1], c->e_priv))
+            c->keys_role = 1;
+        else
+            return NS_NO_KEY;
+        if (!mix_dh(c, c->e_priv, c->e[!c->keys_role]))
+            return NS_BAD_TAG;
+        if ((st = read_static_and_payload(c, m, 1, p + 32, len - 32)) != NS_DECRYPTED)
+            return st;
+        /* es: DH(initiator's e, responder's s) */
+        if (c->keys_role == 0 ? !mix_dh(c, c->e_priv, c->s[1])
+                              : !(static_priv(c, priv) && mix_dh(c, priv, c->e[0])))
+            return NS_NO_KEY;
+        return read_payload(c, m, 1, p + 80, len - 80);
+    }
+    return NS_MALFORMED;
+}
+
+/* Message 3: no ephemeral key, the initiator's static key and payload. */
+static noise_status_t
+handshake3(noise_conn_t *c, noise_msg_t *m, l2p_pipe_t *pipe, const guint8 *p, guint len)
+{
+    guint8 priv[32];
+    noise_status_t st;
+
+    if (c->status != NS_DECRYPTED)
+        return c->status == NS_NO_KEY ? NS_NO_KEY : NS_STOPPED;
+    if ((st = read_static_and_payload(c, m, 0, p, len)) != NS_DECRYPTED)
+        return st;
+    /* se: DH(initiator's s, responder's e) */
+    if (c->keys_role == 0 ? !(static_priv(c, priv) && mix_dh(c, priv, c->e[1]))
+                          : !mix_dh(c, c->e_priv, c->s[0]))
+        return NS_NO_KEY;
+    if ((st = read_payload(c, m, 0, p + 48, len - 48)) != NS_DECRYPTED)
+        return st;
+    split(c, pipe);
+    m->early_muxer = c->early_muxer;
+    return NS_DECRYPTED;
+}
+
+/* First pass: what message `p[0, len)` (the length included) is, and what became of it; a
+ * decrypted transport message's plaintext goes to *plain (packet scope). */
+static noise_msg_t *
+process(noise_conn_t *c, l2p_pipe_t *pipe, packet_info *pinfo, const guint8 *p, guint len, guint8 **plain)
+{
+    noise_msg_t *m = wmem_new0(p2pc_replay_scope(pinfo), noise_msg_t);
+    if (c->role_of_dir[pipe->dir] < 0) {
+        /* The first to speak is the initiator. */
+        c->role_of_dir[pipe->dir] = c->role_of_dir[!pipe->dir] < 0 ? 0 : 1;
+    }
+    m->role = c->role_of_dir[pipe->dir];
+    if (c->hs_msgs == 0 && len != 2 + 32) {
+        /* libp2p's message 1 is e alone: this connection was captured after its handshake (or
+         * is no Noise XX).  Nothing of it can be decrypted. */
+        c->hs_msgs = 3;
+        c->status = NS_MALFORMED;
+    }
+    if (c->hs_msgs < 3 && (c->hs_msgs % 2) == (guint)m->role) {
+        m->msg = ++c->hs_msgs;
+        m->status = m->msg == 3 ? handshake3(c, m, pipe, p + 2, len - 2) : handshake(c, m, m->role, p + 2, len - 2);
+        if (c->status == NS_DECRYPTED)
+            c->status = m->status;
+        m->keys_role = c->keys_role;
+        return m;
+    }
+    m->keys_role = c->keys_role;
+    if (c->hs_msgs < 3 || c->status != NS_DECRYPTED) {
+        /* Transport data before the handshake ended, or after it failed. */
+        m->status = c->status == NS_DECRYPTED || c->status == NS_MALFORMED ? NS_MALFORMED
+                  : c->status == NS_NO_KEY ? NS_NO_KEY : NS_STOPPED;
+        return m;
+    }
+    if (c->stopped_in[m->role]) {
+        m->status = NS_STOPPED;
+        m->stopped_in = c->stopped_in[m->role];
+        return m;
+    }
+    *plain = (guint8 *)wmem_alloc(pinfo->pool, len);
+    if (!aead_decrypt(c->key[m->role], c->nonce[m->role], NULL, 0, p + 2, len - 2, *plain)) {
+        *plain = NULL;
+        m->status = NS_BAD_TAG;
+        c->stopped_in[m->role] = pinfo->num;
+        m->nonce = c->nonce[m->role];
+        return m;
+    }
+    m->status = NS_DECRYPTED;
+    m->key = c->key[m->role];
+    m->nonce = c->nonce[m->role]++;
+    m->inner = c->inner[m->role];
+    return m;
+}
+
+/* ---- drawing ---- */
+
+/* The identity signature: Ed25519 over the message, or secp256k1 ECDSA (DER) over its SHA-256.
+ * 1 valid, 0 invalid, -1 not checked (another key type, or a key libgcrypt does not take). */
+static int
+verify_sig(guint32 type, const guint8 *key, int key_len, const guint8 *sig, int sig_len, const guint8 *s)
+{
+    guint8 msg[sizeof(SIG_PREFIX) - 1 + 32];
+    gcry_sexp_t spk = NULL, ssig = NULL, sdata = NULL;
+    gcry_error_t err;
+    int ok = -1;
+
+    memcpy(msg, SIG_PREFIX, sizeof(SIG_PREFIX) - 1);
+    memcpy(msg + sizeof(SIG_PREFIX) - 1, s, 32);
+    if (type == 1) {
+        if (key_len != 32 || sig_len != 64)
+            return 0;
+        if (gcry_sexp_build(&spk, NULL, "(public-key (ecc (curve Ed25519) (flags eddsa) (q %b)))", key_len, key) ||
+            gcry_sexp_build(&ssig, NULL, "(sig-val (eddsa (r %b) (s %b)))", 32, sig, 32, sig + 32) ||
+            gcry_sexp_build(&sdata, NULL, "(data (flags eddsa) (hash-algo sha512) (value %b))", (int)sizeof(msg), msg))
+            goto out;
+    } else if (type == 2) {
+        /* DER: SEQUENCE { INTEGER r, INTEGER s } */
+        guint8 hash[32];
+        int rl, sl;
+        if (sig_len < 8 || sig[0] != 0x30 || sig[1] != sig_len - 2 || sig[2] != 0x02 ||
+            (rl = sig[3]) + 6 > sig_len || sig[4 + rl] != 0x02 || (sl = sig[5 + rl]) + rl + 6 != sig_len)
+            return 0;
+        gcry_md_hash_buffer(GCRY_MD_SHA256, hash, msg, sizeof(msg));
+        if (gcry_sexp_build(&spk, NULL, "(public-key (ecc (curve secp256k1) (q %b)))", key_len, key) ||
+            gcry_sexp_build(&ssig, NULL, "(sig-val (ecdsa (r %b) (s %b)))", rl, sig + 4, sl, sig + 6 + rl) ||
+            gcry_sexp_build(&sdata, NULL, "(data (flags raw) (value %b))", 32, hash))
+            goto out;
+    } else {
+        return -1;
+    }
+    err = gcry_pk_verify(ssig, sdata, spk);
+    ok = !err ? 1 : gcry_err_code(err) == GPG_ERR_BAD_SIGNATURE ? 0 : -1;
+out:
+    gcry_sexp_release(spk);
+    gcry_sexp_release(ssig);
+    gcry_sexp_release(sdata);
+    return ok;
+}
+
+/* The peer ID of a protobuf PublicKey: identity multihash up to 42 bytes, sha2-256 beyond. */
+static const char *
+peer_id_b58(packet_info *pinfo, const guint8 *pk, int len)
+{
+    guint8 *mh = (guint8 *)wmem_alloc(pinfo->pool, (size_t)len + 34);
+    size_t mh_len;
+    if (len <= 42) {
+        mh[0] = 0x00;
+        mh[1] = (guint8)len;
+        memcpy(mh + 2, pk, (size_t)len);
+        mh_len = (size_t)len + 2;
+    } else {
+        mh[0] = 0x12;
+        mh[1] = 0x20;
+        gcry_md_hash_buffer(GCRY_MD_SHA256, mh + 2, pk, (size_t)len);
+        mh_len = 34;
+    }
+    return p2pc_base58_encode(pinfo->pool, mh, mh_len);
+}
+
+/* The NoiseHandshakePayload { identity_key = 1; identity_sig = 2; extensions = 4 }. */
+static void
+draw_payload(tvbuff_t *ptvb, packet_info *pinfo, proto_tree *tree, const guint8 *s)
+{
+    int len = (int)tvb_captured_length(ptvb), off = 0, koff;
+    l2p_pb_field_t f, k;
+    guint32 key_type = G_MAXUINT32;
+    int key_off = -1, key_len = 0, pk_off = -1, sig_off = -1, sig_len = 0;
+    proto_item *ti;
+
+    while (l2p_pb_next(ptvb, &off, len, &f)) {
+        if (f.wire_type != 2)
+            continue;
+        if (f.number == 1) {
+            pk_off = f.start;
+            koff = f.start;
+            while (l2p_pb_next(ptvb, &koff, f.start + f.len, &k)) {
+                if (k.number == 1 && k.wire_type == 0) {
+                    key_type = (guint32)k.value;
+                    proto_tree_add_uint(tree, hf_noise_id_key_type, ptvb, f.start, f.len, key_type);
+                } else if (k.number == 2 && k.wire_type == 2) {
+                    key_off = k.start;
+                    key_len = k.len;
+                    proto_tree_add_item(tree, hf_noise_id_key, ptvb, k.start, k.len, ENC_NA);
+                }
+            }
+            ti = proto_tree_add_string(tree, hf_noise_peer_id, ptvb, f.start, f.len,
+                                       peer_id_b58(pinfo, tvb_get_ptr(ptvb, f.start, f.len), f.len));
+            proto_item_set_generated(ti);
+            col_append_sep_str(pinfo->cinfo, COL_INFO, " ", proto_item_get_display_repr(pinfo->pool, ti));
+        } else if (f.number == 2) {
+            sig_off = f.start;
+            sig_len = f.len;
+            proto_tree_add_item(tree, hf_noise_sig, ptvb, f.start, f.len, ENC_NA);
+        } else if (f.number == 4) {
+            proto_tree *et = proto_tree_add_subtree(tree, ptvb, f.start, f.len, ett_noise_ext, NULL, "Extensions");
+            int eoff = f.start;
+            while (l2p_pb_next(ptvb, &eoff, f.start + f.len, &k)) {
+                if (k.number == 2 && k.wire_type == 2)
+                    proto_tree_add_item(et, hf_noise_muxer, ptvb, k.start, k.len, ENC_UTF_8);
+                else if (k.number == 1 && k.wire_type == 2)
+                    proto_tree_add_item(et, hf_noise_certhash, ptvb, k.start, k.len, ENC_NA);
+            }
+        }
+    }
+    if (s && key_off >= 0 && sig_off >= 0 && pk_off >= 0) {
+        int ok = verify_sig(key_type, tvb_get_ptr(ptvb, key_off, key_len), key_len,
+                            tvb_get_ptr(ptvb, sig_off, sig_len), sig_len, s);
+        if (ok >= 0) {
+            ti = proto_tree_add_boolean(tree, hf_noise_sig_valid, ptvb, sig_off, sig_len, ok);
+            proto_item_set_generated(ti);
+            if (!ok)
+                expert_add_info(pinfo, ti, &ei_noise_sig_bad);
+        }
+    }
+}
+
+static const char *
+keys_of(int keys_role)
+{
+    return keys_role == 0 ? "the initiator's" : keys_role == 1 ? "the responder's" : "nobody's";
+}
+
+static void
+draw_status(packet_info *pinfo, proto_item *ti, const noise_msg_t *m)
+{
+    switch (m->status) {
+    case NS_DECRYPTED:
+        break;
+    case NS_NO_KEY:
+        expert_add_info(pinfo, ti, &ei_noise_no_key);
+        break;
+    case NS_BAD_TAG:
+        expert_add_info(pinfo, ti, &ei_noise_bad_tag);
+        break;
+    case NS_STOPPED:
+        expert_add_info(pinfo, ti, &ei_noise_stopped);
+        break;
+    case NS_MALFORMED:
+        expert_add_info(pinfo, ti, &ei_noise_bad_handshake);
+        break;
+    }
+}
+
+static void
+draw_handshake(tvbuff_t *tvb, packet_info *pinfo, proto_tree *t, proto_item *ti, const noise_msg_t *m)
+{
+    int len = (int)tvb_captured_length(tvb), off = 2;
+    proto_item *pi;
+
+    proto_item_append_text(ti, ": handshake message %u", m->msg);
+    col_append_sep_fstr(pinfo->cinfo, COL_INFO, ", ", "Noise handshake %u", m->msg);
+    pi = proto_tree_add_uint(t, hf_noise_message, tvb, 0, 0, m->msg);
+    proto_item_set_generated(pi);
+    if (m->msg != 3 && len >= off + 32) {
+        proto_tree_add_item(t, hf_noise_ephemeral, tvb, off, 32, ENC_NA);
+        off += 32;
+    }
+    if (m->msg != 1 && len >= off + 48) {
+        proto_tree_add_item(t, hf_noise_static_enc, tvb, off, 48, ENC_NA);
+        if (m->s) {
+            pi = proto_tree_add_bytes(t, hf_noise_static, tvb, off, 48, m->s);
+            proto_item_set_generated(pi);
+        }
+        off += 48;
+    }
+    if (m->msg != 1 && len > off)
+        proto_tree_add_item(t, hf_noise_payload_enc, tvb, off, -1, ENC_NA);
+    if (m->msg >= 2) {
+        pi = proto_tree_add_string(t, hf_noise_keys_of, tvb, 0, 0, keys_of(m->keys_role));
+        proto_item_set_generated(pi);
+    }
+    if (m->payload && m->payload_len) {
+        tvbuff_t *ptvb = tvb_new_child_real_data(tvb, m->payload, m->payload_len, m->payload_len);
+        proto_tree *pt;
+        if (m->msg != 1)
+            add_new_data_source(pinfo, ptvb, "Decrypted Noise handshake payload");
+        pt = proto_tree_add_subtree_format(t, ptvb, 0, -1, ett_noise_payload, NULL, "Handshake payload (%u bytes)",
+                                           m->payload_len);
+        draw_payload(ptvb, pinfo, pt, m->s);
+    }
+    if (m->early_muxer) {
+        pi = proto_tree_add_string(t, hf_noise_early_muxer, tvb, 0, 0, m->early_muxer);
+        proto_item_set_generated(pi);
+    }
+    draw_status(pinfo, ti, m);
+}
+
+/* A transport message not decrypted: its own record, so that no byte goes uncounted. */
+static void
+record_encrypted(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+{
+    p2pc_record_t rec;
+    guint len = tvb_captured_length(tvb);
+    p2pc_record_init(&rec, "libp2p", "noise (encrypted)");
+    rec.wire_len = len;
+    rec.header_len = MIN(len, NOISE_FRAMING);
+    rec.payload_len = rec.raw_len = len - rec.header_len;
+    p2pc_record_add(tvb, 0, -1, pinfo, tree, &rec);
+}
+
+typedef struct {
+    noise_conn_t *c;            /* NULL on a later pass */
+    noise_msg_t *m;
+} attr_ctx_t;
+
+/* The records the layers above added for this transport message: the Noise framing goes to
+ * their header bytes (see the top of this file). */
+static void
+noise_attribute(packet_info *pinfo, p2pc_record_t **recs, guint n, void *ctx)
+{
+    attr_ctx_t *a = (attr_ctx_t *)ctx;
+    if (n == 0)
+        return;
+    if (a->c) {
+        guint64 budget = a->c->unattributed[a->m->role], wire = 0, given = 0;
+        a->m->shares = wmem_array_new(p2pc_replay_scope(pinfo), sizeof(guint64));
+        for (guint i = 0; i < n; i++)
+            wire += recs[i]->wire_len;
+        for (guint i = 0; i < n; i++) {
+            guint64 share = i == n - 1 ? budget - given : wire ? budget * recs[i]->wire_len / wire : 0;
+            given += share;
+            wmem_array_append_one(a->m->shares, share);
+        }
+        a->c->unattributed[a->m->role] = 0;
+    }
+    for (guint i = 0; i < n; i++) {
+        guint64 share = 0;
+        if (a->m->shares && i < wmem_array_get_count(a->m->shares))
+            share = *(guint64 *)wmem_array_index(a->m->shares, i);
+        recs[i]->header_len += share;
+        recs[i]->wire_len += share;
+    }
+}
+
+/* Hand the decrypted bytes up, holding the records they complete until all are known.  (Its
+ * own function: the exception frame's setjmp stays away from the caller's locals.) */
+static void
+call_inner_attributed(l2p_pipe_t *inner, tvbuff_t *dtvb, packet_info *pinfo, proto_tree *tree, attr_ctx_t *actx)
+{
+    p2pc_record_hold(pinfo);
+    TRY {
+        l2p_pipe_call(inner, dtvb, pinfo, tree, FALSE);
+    }
+    CATCH_ALL {
+        p2pc_record_release(pinfo, noise_attribute, actx);
+        RETHROW;
+    }
+    ENDTRY;
+    p2pc_record_release(pinfo, noise_attribute, actx);
+}
+
+/* The framing this message gave to the records it completed (0: it completed none). */
+static void
+given_item(tvbuff_t *tvb, proto_tree *t, const noise_msg_t *m)
+{
+    guint64 given = 0;
+    proto_item *pi;
+    for (guint i = 0; m->shares && i < wmem_array_get_count(m->shares); i++)
+        given += *(guint64 *)wmem_array_index(m->shares, i);
+    pi = proto_tree_add_uint64(t, hf_noise_framing_given, tvb, 0, 0, given);
+    proto_item_set_generated(pi);
+}
+
+/* c and out: the connection and the plaintext on the first pass; NULL on a later pass (the
+ * message is decrypted again from the frame's bytes with its key and nonce). */
+static void
+draw_transport(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_tree *t, proto_item *ti,
+               noise_conn_t *c, noise_msg_t *m, guint8 *out)
+{
+    int len = (int)tvb_captured_length(tvb);
+    proto_item *pi;
+    tvbuff_t *dtvb;
+    attr_ctx_t actx;
+
+    proto_item_append_text(ti, ": transport message, %d bytes", len);
+    if (len > NOISE_FRAMING) {
+        proto_tree_add_item(t, hf_noise_data, tvb, 2, len - NOISE_FRAMING, ENC_NA);
+        proto_tree_add_item(t, hf_noise_tag, tvb, len - NOISE_TAG, NOISE_TAG, ENC_NA);
+    }
+    if (m->status == NS_DECRYPTED || m->status == NS_BAD_TAG) {
+        pi = proto_tree_add_uint64(t, hf_noise_nonce, tvb, 0, 0, m->nonce);
+        proto_item_set_generated(pi);
+    }
+    if (m->stopped_in) {
+        pi = proto_tree_add_uint(t, hf_noise_stopped_in, tvb, 0, 0, m->stopped_in);
+        proto_item_set_generated(pi);
+    }
+    draw_status(pinfo, ti, m);
+    if (m->status != NS_DECRYPTED) {
+        col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", "Noise (encrypted)");
+        record_encrypted(tvb, pinfo, tree);
+        return;
+    }
+    if (!out) {
+        out = (guint8 *)wmem_alloc(pinfo->pool, (size_t)len);
+        if (!aead_decrypt(m->key, m->nonce, NULL, 0, tvb_get_ptr(tvb, 2, len - 2), (size_t)len - 2, out))
+            return;     /* it did on the first pass: the same bytes, the same key */
+    }
+    pi = proto_tree_add_uint(t, hf_noise_decrypted, tvb, 2, len - 2, (guint32)(len - NOISE_FRAMING));
+    proto_item_set_generated(pi);
+    if (c)
+        c->unattributed[m->role] += NOISE_FRAMING;
+    if (len == NOISE_FRAMING) {
+        given_item(tvb, t, m);
+        return;
+    }
+    dtvb = tvb_new_child_real_data(tvb, out, (guint)(len - NOISE_FRAMING), len - NOISE_FRAMING);
+    add_new_data_source(pinfo, dtvb, "Decrypted Noise");
+    actx.c = c;
+    actx.m = m;
+    call_inner_attributed(m->inner, dtvb, pinfo, tree, &actx);
+    given_item(tvb, t, m);
+}
+
+static void
+draw_encrypted_only(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
     proto_item *ti = proto_tree_add_item(tree, proto_noise, tvb, 0, -1, ENC_NA);
     proto_tree *t = proto_item_add_subtree(ti, ett_noise);
     proto_tree_add_item(t, hf_noise_length, tvb, 0, 2, ENC_BIG_ENDIAN);
     proto_tree_add_item(t, hf_noise_data, tvb, 2, -1, ENC_NA);
-    expert_add_info(pinfo, ti, &ei_noise_encrypted);
-    col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", "Noise (encrypted)");
+    col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", "Noise");
 }
 
 static gint64
@@ -43,20 +797,79 @@ noise_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
 static void
 noise_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2p_pdu_t *pdu)
 {
+    noise_conn_t *c = NULL;
+    noise_msg_t *m;
+    proto_item *ti;
+    proto_tree *t;
+    guint8 *plain = NULL;
+
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "libp2p Noise");
-    draw_noise(tvb, pinfo, tree);
+    ti = proto_tree_add_item(tree, proto_noise, tvb, 0, -1, ENC_NA);
+    t = proto_item_add_subtree(ti, ett_noise);
+    proto_tree_add_item(t, hf_noise_length, tvb, 0, MIN(2, (int)tvb_captured_length(tvb)), ENC_BIG_ENDIAN);
+    if (pdu->truncated) {
+        /* The connection closed inside this message: counted, not decrypted. */
+        proto_tree_add_item(t, hf_noise_data, tvb, MIN(2, (int)tvb_captured_length(tvb)), -1, ENC_NA);
+        expert_add_info(pinfo, ti, &ei_noise_bad_handshake);
+        record_encrypted(tvb, pinfo, tree);
+        return;
+    }
+    if (!PINFO_FD_VISITED(pinfo) && !pdu->info) {
+        guint len = tvb_captured_length(tvb);
+        c = conn_of(pipe);
+        pdu->info = process(c, pipe, pinfo, tvb_get_ptr(tvb, 0, len), len, &plain);
+    }
+    m = (noise_msg_t *)pdu->info;
+    if (!m)
+        return;
+    if (m->msg)
+        draw_handshake(tvb, pinfo, t, ti, m);
+    else
+        draw_transport(tvb, pinfo, tree, t, ti, c, m, plain);
+}
+
+/* The frame's record of whether this direction's close went on to the decrypted pipe. */
+typedef struct {
+    l2p_pipe_t *inner;
+} fin_slot_t;
+
+static void
+pass_fin(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe)
+{
+    gboolean replay;
+    fin_slot_t *fs = (fin_slot_t *)l2p_frame_slot(pinfo, pipe, sizeof(fin_slot_t), &replay);
+    if (!fs)
+        return;
+    if (!replay && pipe->state) {
+        noise_conn_t *c = (noise_conn_t *)pipe->state;
+        int role = c->role_of_dir[pipe->dir];
+        if (role >= 0 && c->inner[role] && !c->stopped_in[role])
+            fs->inner = c->inner[role];
+    }
+    if (fs->inner)
+        l2p_pipe_call(fs->inner, tvb_new_subset_length(tvb, 0, 0), pinfo, tree, TRUE);
 }
 
 static int
 dissect_noise(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
     l2p_pipe_t *pipe = (l2p_pipe_t *)data;
+    gboolean fin;
     if (!pipe) {
-        draw_noise(tvb, pinfo, tree);
+        draw_encrypted_only(tvb, pinfo, tree);
         return tvb_captured_length(tvb);
     }
+    fin = pipe->fin;
     l2p_dissect_pdus(tvb, pinfo, tree, pipe, noise_len, noise_pdu);
+    if (fin)
+        pass_fin(tvb, pinfo, tree, pipe);
     return tvb_captured_length(tvb);
+}
+
+static void
+apply_prefs(void)
+{
+    noise_keys_load(keylog, pref_keylog);
 }
 
 void
@@ -65,14 +878,62 @@ proto_register_libp2p_noise(void)
     static hf_register_info hf[] = {
         { &hf_noise_length, { "Length", "libp2p_noise.length", FT_UINT16, BASE_DEC, NULL, 0x0,
             "Length of the Noise message that follows", HFILL } },
+        { &hf_noise_message, { "Handshake message", "libp2p_noise.handshake", FT_UINT32, BASE_DEC, NULL, 0x0,
+            "Which XX handshake message: 1 (-> e), 2 (<- e, ee, s, es), 3 (-> s, se)", HFILL } },
+        { &hf_noise_ephemeral, { "Ephemeral public key", "libp2p_noise.ephemeral", FT_BYTES, BASE_NONE, NULL, 0x0,
+            "The sender's ephemeral X25519 key, sent in clear", HFILL } },
+        { &hf_noise_static_enc, { "Encrypted static key", "libp2p_noise.static_encrypted", FT_BYTES, BASE_NONE, NULL, 0x0,
+            "The sender's Noise static key, encrypted, with its tag", HFILL } },
+        { &hf_noise_static, { "Static public key", "libp2p_noise.static", FT_BYTES, BASE_NONE, NULL, 0x0,
+            "The sender's Noise static X25519 key, decrypted", HFILL } },
+        { &hf_noise_payload_enc, { "Encrypted payload", "libp2p_noise.payload_encrypted", FT_BYTES, BASE_NONE, NULL, 0x0,
+            "The handshake payload, encrypted, with its tag", HFILL } },
         { &hf_noise_data, { "Encrypted data", "libp2p_noise.data", FT_BYTES, BASE_NONE, NULL, 0x0,
-            "The Noise message: handshake payload or ciphertext with its 16-byte tag", HFILL } },
+            "Ciphertext of a transport message", HFILL } },
+        { &hf_noise_tag, { "Authentication tag", "libp2p_noise.tag", FT_BYTES, BASE_NONE, NULL, 0x0,
+            "The Poly1305 tag", HFILL } },
+        { &hf_noise_nonce, { "Nonce", "libp2p_noise.nonce", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "The direction's message counter", HFILL } },
+        { &hf_noise_keys_of, { "Keys from the key log", "libp2p_noise.keys_of", FT_STRING, BASE_NONE, NULL, 0x0,
+            "Whose private keys in libp2p_noise.keylog_file decrypt this connection", HFILL } },
+        { &hf_noise_decrypted, { "Decrypted bytes", "libp2p_noise.decrypted", FT_UINT32, BASE_DEC, NULL, 0x0,
+            "Plaintext bytes of this transport message", HFILL } },
+        { &hf_noise_stopped_in, { "Decryption stopped in", "libp2p_noise.stopped_in", FT_FRAMENUM, BASE_NONE, NULL, 0x0,
+            "The frame whose message failed to decrypt", HFILL } },
+        { &hf_noise_framing_given, { "Noise framing given to messages", "libp2p_noise.framing_given", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "Noise framing bytes (18 per transport message since the last that completed a message) added to the "
+            "header bytes of the messages this one completes", HFILL } },
+        { &hf_noise_id_key_type, { "Identity key type", "libp2p_noise.key_type", FT_UINT32, BASE_DEC, VALS(key_type_vals), 0x0,
+            "Type of the sender's libp2p identity key", HFILL } },
+        { &hf_noise_id_key, { "Identity public key", "libp2p_noise.key", FT_BYTES, BASE_NONE, NULL, 0x0,
+            "The sender's libp2p identity public key", HFILL } },
+        { &hf_noise_peer_id, { "Peer ID", "libp2p_noise.peer_id", FT_STRING, BASE_NONE, NULL, 0x0,
+            "The sender's peer ID, base58btc (12D3KooW... Ed25519, 16Uiu2... secp256k1, Qm... RSA)", HFILL } },
+        { &hf_noise_sig, { "Identity signature", "libp2p_noise.signature", FT_BYTES, BASE_NONE, NULL, 0x0,
+            "Signature of \"noise-libp2p-static-key:\" and the Noise static key by the identity key", HFILL } },
+        { &hf_noise_sig_valid, { "Signature valid", "libp2p_noise.signature_valid", FT_BOOLEAN, BASE_NONE, NULL, 0x0,
+            "The identity signature verifies (Ed25519, secp256k1)", HFILL } },
+        { &hf_noise_muxer, { "Stream muxer", "libp2p_noise.stream_muxer", FT_STRING, BASE_NONE, NULL, 0x0,
+            "A muxer the sender offers in its extensions (early muxer negotiation)", HFILL } },
+        { &hf_noise_certhash, { "WebTransport cert hash", "libp2p_noise.webtransport_certhash", FT_BYTES, BASE_NONE, NULL, 0x0,
+            "A certificate hash the sender lists for WebTransport (multihash)", HFILL } },
+        { &hf_noise_early_muxer, { "Muxer agreed in the handshake", "libp2p_noise.early_muxer", FT_STRING, BASE_NONE, NULL, 0x0,
+            "The initiator's first muxer the responder also lists: the transport data starts in it", HFILL } },
     };
-    static gint *ett[] = { &ett_noise };
+    static gint *ett[] = { &ett_noise, &ett_noise_payload, &ett_noise_ext };
     static ei_register_info ei[] = {
-        { &ei_noise_encrypted, { "libp2p_noise.encrypted", PI_DECRYPTION, PI_NOTE,
-            "Noise-encrypted: go and rust libp2p export no keys", EXPFILL } },
+        { &ei_noise_no_key, { "libp2p_noise.no_key", PI_DECRYPTION, PI_NOTE,
+            "Noise-encrypted: no key in libp2p_noise.keylog_file matches this connection", EXPFILL } },
+        { &ei_noise_bad_tag, { "libp2p_noise.bad_tag", PI_DECRYPTION, PI_ERROR,
+            "The authentication tag does not verify (corrupted, or wrong key): this direction is not decrypted further", EXPFILL } },
+        { &ei_noise_stopped, { "libp2p_noise.stopped", PI_DECRYPTION, PI_WARN,
+            "Not decrypted: an earlier message of this connection failed to decrypt", EXPFILL } },
+        { &ei_noise_bad_handshake, { "libp2p_noise.no_handshake", PI_MALFORMED, PI_WARN,
+            "Not a Noise XX handshake as expected (a capture that starts mid-connection), or a message cut by the connection's close: nothing decrypted", EXPFILL } },
+        { &ei_noise_sig_bad, { "libp2p_noise.signature_bad", PI_SECURITY, PI_ERROR,
+            "The identity signature of the Noise static key does not verify", EXPFILL } },
     };
+    module_t *module;
     expert_module_t *expert;
 
     proto_noise = proto_register_protocol("libp2p Noise", "libp2p Noise", "libp2p_noise");
@@ -80,6 +941,12 @@ proto_register_libp2p_noise(void)
     proto_register_subtree_array(ett, array_length(ett));
     expert = expert_register_protocol(proto_noise);
     expert_register_field_array(expert, ei, array_length(ei));
+    keylog = noise_keys_new();
+    module = prefs_register_protocol(proto_noise, apply_prefs);
+    prefs_register_filename_preference(module, "keylog_file", "Noise key log file",
+        "Private keys of libp2p Noise sessions, one a line: LOCAL_STATIC_PRIVATE_KEY = <base64> and "
+        "LOCAL_EPHEMERAL_PRIVATE_KEY = <base64> (the WireGuard key log format); other lines are skipped",
+        &pref_keylog, FALSE);
     noise_handle = register_dissector("libp2p_noise", dissect_noise, proto_noise);
 }
 

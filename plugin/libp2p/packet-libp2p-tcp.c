@@ -37,10 +37,12 @@ void proto_reg_handoff_libp2p_tcp(void);
 #define HOLD_RECENT (64 * 1024)     /* bytes fed kept to check retransmissions against */
 
 static int proto_libp2p = -1;
+static int proto_libp2p_noise_tcp = -1;
 static expert_field ei_libp2p_gap = EI_INIT;
 static expert_field ei_libp2p_held = EI_INIT;
 static expert_field ei_libp2p_retrans_differs = EI_INIT;
 static dissector_handle_t libp2p_tcp_handle;
+static dissector_handle_t libp2p_tcp_noise_handle;
 
 /* A segment received ahead of the bytes expected (file scope: the frame that feeds it keeps it). */
 typedef struct held {
@@ -94,8 +96,10 @@ tcp_analyzes_sequence_numbers(void)
     return !pref || prefs_get_bool_value(pref, pref_current);
 }
 
+/* root: where each direction starts (multistream-select; Noise for a connection captured
+ * after its start, with Decode As "libp2p.tcp.noise"). */
 static conn_t *
-get_conn(packet_info *pinfo)
+get_conn(packet_info *pinfo, dissector_handle_t root)
 {
     conversation_t *conv = find_or_create_conversation(pinfo);
     conn_t *c = (conn_t *)conversation_get_proto_data(conv, proto_libp2p);
@@ -104,8 +108,8 @@ get_conn(packet_info *pinfo)
         /* The side that sends the first multistream header is the dialer. */
         copy_address_wmem(wmem_file_scope(), &c->dialer_addr, &pinfo->src);
         c->dialer_port = pinfo->srcport;
-        c->root[0] = l2p_pipe_new(l2p_multistream_handle(), 0);
-        c->root[1] = l2p_pipe_new(l2p_multistream_handle(), 1);
+        c->root[0] = l2p_pipe_new(root, 0);
+        c->root[1] = l2p_pipe_new(root, 1);
         c->root[0]->peer = c->root[1];
         c->root[1]->peer = c->root[0];
         /* While TCP analyses sequence numbers it flags retransmissions itself and hands their
@@ -323,10 +327,10 @@ feed_other_direction(l2p_pipe_t *root, const held_t *h, tvbuff_t *tvb, packet_in
 }
 
 static int
-dissect_libp2p_tcp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data, dissector_handle_t root)
 {
     struct tcpinfo *tcpi = (struct tcpinfo *)data;
-    conn_t *c = get_conn(pinfo);
+    conn_t *c = get_conn(pinfo, root);
     int d = (addresses_equal(&c->dialer_addr, &pinfo->src) && c->dialer_port == pinfo->srcport) ? 0 : 1;
     guint len = tvb_captured_length(tvb);
     guint32 key = 100 + tvb_raw_offset(tvb);
@@ -371,6 +375,19 @@ dissect_libp2p_tcp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     return len;
 }
 
+static int
+dissect_libp2p_tcp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    return dissect_libp2p_tcp_from(tvb, pinfo, tree, data, l2p_multistream_handle());
+}
+
+/* A connection whose capture starts after multistream-select agreed on /noise. */
+static int
+dissect_libp2p_tcp_noise(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    return dissect_libp2p_tcp_from(tvb, pinfo, tree, data, find_dissector("libp2p_noise"));
+}
+
 static p2pc_bool_t
 dissect_libp2p_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
@@ -400,6 +417,10 @@ proto_register_libp2p_tcp(void)
     expert = expert_register_protocol(proto_libp2p);
     expert_register_field_array(expert, ei, array_length(ei));
     libp2p_tcp_handle = register_dissector("libp2p.tcp", dissect_libp2p_tcp, proto_libp2p);
+    /* A protocol of its own: Decode As names its entries by protocol. */
+    proto_libp2p_noise_tcp = proto_register_protocol("libp2p connection from its Noise layer (captured after "
+                                                     "the security negotiation)", "libp2p (Noise)", "libp2p_noise_tcp");
+    libp2p_tcp_noise_handle = register_dissector("libp2p_noise_tcp", dissect_libp2p_tcp_noise, proto_libp2p_noise_tcp);
 }
 
 void
@@ -408,4 +429,5 @@ proto_reg_handoff_libp2p_tcp(void)
     heur_dissector_add("tcp", dissect_libp2p_heur, "libp2p over TCP (multistream-select)", "libp2p_tcp",
                        proto_libp2p, HEURISTIC_ENABLE);
     dissector_add_for_decode_as("tcp.port", libp2p_tcp_handle);
+    dissector_add_for_decode_as("tcp.port", libp2p_tcp_noise_handle);
 }

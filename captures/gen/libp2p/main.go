@@ -8,7 +8,9 @@
 // -session picks the workload: "full" (status, ping, metadata, blocks by range, gossip,
 // goodbye), "broken" (the listener answers pings with malformed chunks, a protocol the listener
 // does not serve gets "na", a gossip message is not Snappy), "short" (status, ping, goodbye:
-// for the Noise capture).  -security noise replaces plaintext.
+// for the Noise capture).  -security noise, noise-ms or tls replaces plaintext; built with the
+// patches in keylog/ (make_eth2.py applies them with go build -overlay), Noise writes its keys
+// to $LIBP2P_NOISE_KEYLOG and TLS its secrets to $SSLKEYLOGFILE.
 package main
 
 import (
@@ -38,6 +40,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	yamux "github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
+	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
 	ma "github.com/multiformats/go-multiaddr"
 )
 
@@ -240,16 +243,32 @@ func main() {
 	blocksDir := flag.String("blocks", "", "folder of SignedBeaconBlock .ssz files")
 	idFile := flag.String("idfile", "", "listen: write the peer multiaddr here")
 	seed := flag.Int64("seed", 1, "identity key seed")
+	keyType := flag.String("keytype", "ed25519", "identity key: ed25519 (its 32-byte seed is the seed byte "+
+		"repeated) or secp256k1 (its scalar is the seed byte repeated, big-endian), as Ethereum clients use")
 	gossipN := flag.Int("gossip", 3, "dial: blocks to publish on gossipsub")
 	session := flag.String("session", "full", "full, broken or short")
-	security := flag.String("security", "plaintext", "plaintext or noise")
+	security := flag.String("security", "plaintext", "plaintext, noise (the muxer negotiated early, in "+
+		"the handshake's extensions), noise-ms (the muxer negotiated by multistream-select inside) or tls")
 	flag.Parse()
 	broken := *session == "broken"
 
-	priv, _, _ := crypto.GenerateEd25519Key(bytes.NewReader(bytes.Repeat([]byte{byte(*seed)}, 64)))
+	keySrc := bytes.NewReader(bytes.Repeat([]byte{byte(*seed)}, 64))
+	priv, _, _ := crypto.GenerateEd25519Key(keySrc)
+	if *keyType == "secp256k1" {
+		// GenerateSecp256k1Key ignores its reader: the scalar is given instead.
+		priv, _ = crypto.UnmarshalSecp256k1PrivateKey(bytes.Repeat([]byte{byte(*seed)}, 32))
+	}
 	sec := libp2p.NoSecurity
-	if *security == "noise" {
+	switch *security {
+	case "noise":
 		sec = libp2p.Security(noise.ID, noise.New)
+	case "noise-ms":
+		// No muxers handed to Noise: no early negotiation, multistream-select picks the muxer.
+		sec = libp2p.Security(noise.ID, func(id protocol.ID, pk crypto.PrivKey) (*noise.Transport, error) {
+			return noise.New(id, pk, nil)
+		})
+	case "tls":
+		sec = libp2p.Security(libp2ptls.ID, libp2ptls.New)
 	}
 	opts := []libp2p.Option{libp2p.Identity(priv), sec, libp2p.DisableRelay(),
 		libp2p.Transport(tcpTransport), libp2p.ResourceManager(&network.NullResourceManager{})}

@@ -1,0 +1,375 @@
+/* packet-libp2p-tls.c
+ * libp2p's /tls/1.0.0 security layer (libp2p/specs tls): TLS 1.3, decrypted by Wireshark's own
+ * TLS dissector from tls.keylog_file or from secrets embedded in the pcapng.  A layer under
+ * multistream-select: registered in "multistream.protocol", called with the connection
+ * direction's pipe.  It cuts the pipe into whole TLS records (the pipe is no TCP stream, so
+ * TLS could not reassemble it itself) and hands each to the "tls" dissector.
+ *
+ * TLS hands the decrypted application data to the dissector the "tls.alpn" table has for the
+ * ALPN the server chose: go-libp2p offers its muxers ("/yamux/1.0.0", "/mplex/6.7.0") and then
+ * "libp2p".  p2pc registers all three: a muxer chosen by ALPN starts the decrypted stream
+ * directly (no multistream-select inside), "libp2p" starts it in multistream-select.  Each
+ * decrypted stream is a pipe of its own (engine.h), found through the record's pipe, which
+ * this file leaves in the packet's proto data while TLS runs.  So the decrypted bytes never
+ * reach TLS's heuristic list (4.0's 5GLI heuristic took them before: TLS's reassembly then
+ * lost sync).
+ *
+ * The libp2p certificate extension (OID 1.3.6.1.4.1.53594.1.1, SignedKey ::= SEQUENCE
+ * { publicKey OCTET STRING, signature OCTET STRING }) is shown with the peer ID in base58.
+ *
+ * Accounting, as for Noise (packet-libp2p-noise.c): the framing of a record that carried
+ * application data (its 5-byte header, content type byte, padding and tag: the record's bytes
+ * minus the data TLS decrypted from it) goes to the header bytes of the messages decoded above
+ * it, split among the messages the record completes in proportion to their wire bytes, the
+ * framing of records that completed none carried over to the next that does.  Handshake
+ * records belong to no message.  An application_data record TLS does not decrypt (no keys)
+ * gets a record of its own, msg_type `tls (encrypted)`.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "core/p2pc-compat.h"
+#include "core/base58.h"
+#include "core/prefs.h"
+#include "core/record.h"
+#include "libp2p/engine.h"
+
+#include <epan/exceptions.h>
+#include <epan/expert.h>
+#include <epan/proto_data.h>
+#include <epan/dissectors/packet-ber.h>
+#include <wsutil/wsgcrypt.h>
+
+void proto_register_libp2p_tls(void);
+void proto_reg_handoff_libp2p_tls(void);
+
+#define LIBP2P_TLS_OID "1.3.6.1.4.1.53594.1.1"
+#define TLS_MAX_RECORD (5 + 16384 + 256)
+#define TLS_APPLICATION_DATA 23
+#define TLS_AEAD_FRAMING (5 + 1 + 16)   /* TLS 1.3: header, content type, tag */
+#define KEY_RECORD 0    /* packet-scope proto data: the record TLS is dissecting (rec_ctx_t) */
+
+static int proto_l2p_tls = -1;
+static int hf_tls_record_len = -1;
+static int hf_tls_framing_given = -1;
+static gint ett_tls = -1;
+static int hf_cert_key_type = -1;
+static int hf_cert_key = -1;
+static int hf_cert_peer_id = -1;
+static int hf_cert_sig = -1;
+static gint ett_cert = -1;
+static expert_field ei_cert_malformed = EI_INIT;
+static dissector_handle_t l2p_tls_handle;
+static dissector_handle_t tls_handle;
+
+static const value_string key_type_vals[] = {
+    { 0, "RSA" }, { 1, "Ed25519" }, { 2, "Secp256k1" }, { 3, "ECDSA" }, { 0, NULL }
+};
+
+/* The ALPNs p2pc takes, and where each starts the decrypted stream. */
+static const struct {
+    const char *alpn;
+    const char *protocol;       /* the muxer's protocol ID; "" for multistream-select */
+} alpns[] = {
+    { "/yamux/1.0.0", "/yamux/1.0.0" },
+    { "/mplex/6.7.0", "/mplex/6.7.0" },
+    { "libp2p", "" },
+};
+
+/* A connection's decrypted streams, by pipe->dir (file scope; state of both record pipes). */
+typedef struct {
+    l2p_pipe_t *inner[2];
+    guint64 unattributed[2];    /* framing bytes not yet given to a message, by pipe->dir */
+} tls_conn_t;
+
+/* One record while TLS dissects it (packet scope). */
+typedef struct {
+    l2p_pipe_t *pipe;
+    guint32 delivered;          /* decrypted application data TLS handed on */
+    gboolean replay;
+    wmem_array_t **shares;      /* the record's: guint64 per message it completed */
+} rec_ctx_t;
+
+static gint64
+tls_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
+{
+    guint len;
+    if (avail < 5)
+        return 0;
+    /* change_cipher_spec .. heartbeat, version 3.x */
+    if (p[0] < 20 || p[0] > 24 || p[1] != 3)
+        return -1;
+    len = 5 + pntohu16(p + 3);
+    return len > TLS_MAX_RECORD ? -1 : (gint64)len;
+}
+
+/* The records the layers above added for this TLS record: the framing goes to their header
+ * bytes (see the top of this file). */
+static void
+tls_attribute(packet_info *pinfo, p2pc_record_t **recs, guint n, void *ctx)
+{
+    rec_ctx_t *r = (rec_ctx_t *)ctx;
+    tls_conn_t *c = (tls_conn_t *)r->pipe->state;
+    if (n == 0)
+        return;
+    if (!r->replay && c) {
+        guint64 budget = c->unattributed[r->pipe->dir], wire = 0, given = 0;
+        *r->shares = wmem_array_new(p2pc_replay_scope(pinfo), sizeof(guint64));
+        for (guint i = 0; i < n; i++)
+            wire += recs[i]->wire_len;
+        for (guint i = 0; i < n; i++) {
+            guint64 share = i == n - 1 ? budget - given : wire ? budget * recs[i]->wire_len / wire : 0;
+            given += share;
+            wmem_array_append_one(*r->shares, share);
+        }
+        c->unattributed[r->pipe->dir] = 0;
+    }
+    for (guint i = 0; i < n; i++) {
+        guint64 share = 0;
+        if (*r->shares && i < wmem_array_get_count(*r->shares))
+            share = *(guint64 *)wmem_array_index(*r->shares, i);
+        recs[i]->header_len += share;
+        recs[i]->wire_len += share;
+    }
+}
+
+/* TLS on one record, the records of the messages it completes held until its framing is
+ * known.  (Its own function: the exception frame's setjmp stays away from the caller's locals.) */
+static void
+call_tls_attributed(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, rec_ctx_t *r)
+{
+    p2pc_record_hold(pinfo);
+    p_add_proto_data(pinfo->pool, pinfo, proto_l2p_tls, KEY_RECORD, r);
+    TRY {
+        call_dissector(tls_handle, tvb, pinfo, tree);
+    }
+    CATCH_ALL {
+        p_remove_proto_data(pinfo->pool, pinfo, proto_l2p_tls, KEY_RECORD);
+        p2pc_record_release(pinfo, tls_attribute, r);
+        RETHROW;
+    }
+    ENDTRY;
+    p_remove_proto_data(pinfo->pool, pinfo, proto_l2p_tls, KEY_RECORD);
+    if (!r->replay && r->delivered && r->pipe->state)
+        ((tls_conn_t *)r->pipe->state)->unattributed[r->pipe->dir] += tvb_captured_length(tvb) - r->delivered;
+    p2pc_record_release(pinfo, tls_attribute, r);
+}
+
+static void
+tls_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2p_pdu_t *pdu)
+{
+    rec_ctx_t r;
+    wmem_array_t **shares;
+    guint sources;
+
+    if (pdu->truncated) {
+        proto_tree_add_item(tree, hf_tls_record_len, tvb, 0, 0, ENC_NA);
+        return;
+    }
+    if (!PINFO_FD_VISITED(pinfo) && !pdu->info)
+        pdu->info = wmem_new0(p2pc_replay_scope(pinfo), wmem_array_t *);
+    shares = (wmem_array_t **)pdu->info;
+    if (!shares)
+        return;
+    r.pipe = pipe;
+    r.delivered = 0;
+    r.replay = PINFO_FD_VISITED(pinfo);
+    r.shares = shares;
+    sources = g_slist_length(pinfo->data_src);
+    call_tls_attributed(tvb, pinfo, tree, &r);
+    if (tvb_get_uint8(tvb, 0) == TLS_APPLICATION_DATA && g_slist_length(pinfo->data_src) == sources) {
+        /* Not decrypted (TLS adds a tab for every record it decrypts): counted as it is. */
+        p2pc_record_t rec;
+        p2pc_record_init(&rec, "libp2p", "tls (encrypted)");
+        rec.wire_len = tvb_captured_length(tvb);
+        rec.header_len = MIN(rec.wire_len, TLS_AEAD_FRAMING);
+        rec.payload_len = rec.raw_len = rec.wire_len - rec.header_len;
+        p2pc_record_add(tvb, 0, -1, pinfo, tree, &rec);
+        return;
+    }
+    if (r.delivered) {
+        guint64 given = 0;
+        proto_item *ti = proto_tree_add_item(tree, proto_l2p_tls, tvb, 0, -1, ENC_NA);
+        proto_item *pi;
+        for (guint i = 0; *shares && i < wmem_array_get_count(*shares); i++)
+            given += *(guint64 *)wmem_array_index(*shares, i);
+        proto_item_append_text(ti, ": record framing %u bytes", tvb_captured_length(tvb) - r.delivered);
+        pi = proto_tree_add_uint64(proto_item_add_subtree(ti, ett_tls), hf_tls_framing_given, tvb, 0, 0, given);
+        proto_item_set_generated(pi);
+    }
+}
+
+static int
+dissect_l2p_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    l2p_pipe_t *pipe = (l2p_pipe_t *)data;
+    if (!pipe)
+        return call_dissector(tls_handle, tvb, pinfo, tree);
+    l2p_dissect_pdus(tvb, pinfo, tree, pipe, tls_len, tls_pdu);
+    return tvb_captured_length(tvb);
+}
+
+/* Decrypted application data of the ALPN alpns[i]. */
+static int
+dissect_alpn(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, size_t i)
+{
+    rec_ctx_t *r = (rec_ctx_t *)p_get_proto_data(pinfo->pool, pinfo, proto_l2p_tls, KEY_RECORD);
+    l2p_pipe_t *pipe = r ? r->pipe : NULL;
+    const char *protocol = alpns[i].protocol;
+    dissector_handle_t h = *protocol ? l2p_handle_for(protocol) : l2p_multistream_handle();
+    tls_conn_t *c;
+
+    if (!pipe)      /* TLS not on a libp2p connection: one message, drawn as it is */
+        return call_dissector_with_data(h, tvb, pinfo, tree, NULL);
+    c = (tls_conn_t *)pipe->state;
+    if (!c && pipe->peer && pipe->peer->state)
+        c = (tls_conn_t *)pipe->peer->state;
+    if (!c && !PINFO_FD_VISITED(pinfo))
+        c = wmem_new0(wmem_file_scope(), tls_conn_t);
+    if (!c)
+        return tvb_captured_length(tvb);
+    pipe->state = c;
+    if (!c->inner[pipe->dir] && !PINFO_FD_VISITED(pinfo)) {
+        for (int dir = 0; dir < 2; dir++) {
+            c->inner[dir] = l2p_pipe_new(h, dir);
+            c->inner[dir]->protocol = protocol;
+        }
+        c->inner[0]->peer = c->inner[1];
+        c->inner[1]->peer = c->inner[0];
+    }
+    r->delivered += tvb_captured_length(tvb);
+    if (c->inner[pipe->dir])
+        l2p_pipe_call(c->inner[pipe->dir], tvb, pinfo, tree, FALSE);
+    return tvb_captured_length(tvb);
+}
+
+static int
+dissect_alpn_yamux(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    return dissect_alpn(tvb, pinfo, tree, 0);
+}
+
+static int
+dissect_alpn_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    return dissect_alpn(tvb, pinfo, tree, 1);
+}
+
+static int
+dissect_alpn_libp2p(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    return dissect_alpn(tvb, pinfo, tree, 2);
+}
+
+/* One DER element at *off (inside [*off, end)) with the tag `want`: its contents' offset and
+ * length; FALSE when it is something else or runs past end. */
+static gboolean
+der_element(tvbuff_t *tvb, int *off, int end, gint32 want, int *start, int *len)
+{
+    gint8 cls;
+    p2pc_bool_t pc, ind;
+    gint32 tag;
+    guint32 l;
+    int o;
+    if (end - *off < 2)
+        return FALSE;
+    o = get_ber_identifier(tvb, *off, &cls, &pc, &tag);
+    o = get_ber_length(tvb, o, &l, &ind);
+    if (ind || cls != BER_CLASS_UNI || tag != want || l > (guint32)(end - o))
+        return FALSE;
+    *start = o;
+    *len = (int)l;
+    *off = o + (int)l;
+    return TRUE;
+}
+
+/* The SignedKey of the libp2p certificate extension. */
+static int
+dissect_signed_key(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    int end = (int)tvb_captured_length(tvb), off = 0, seq, seq_len, key, key_len, sig, sig_len, koff;
+    proto_item *ti = proto_tree_add_item(tree, proto_l2p_tls, tvb, 0, -1, ENC_NA);
+    proto_tree *t = proto_item_add_subtree(ti, ett_cert);
+    l2p_pb_field_t f;
+
+    proto_item_set_text(ti, "libp2p SignedKey");
+    if (!der_element(tvb, &off, end, BER_UNI_TAG_SEQUENCE, &seq, &seq_len) ||
+        !der_element(tvb, &seq, seq + seq_len, BER_UNI_TAG_OCTETSTRING, &key, &key_len) ||
+        !der_element(tvb, &seq, seq + seq_len, BER_UNI_TAG_OCTETSTRING, &sig, &sig_len)) {
+        expert_add_info(pinfo, ti, &ei_cert_malformed);
+        return end;
+    }
+    /* publicKey: a protobuf PublicKey { KeyType Type = 1; bytes Data = 2 }. */
+    koff = key;
+    while (l2p_pb_next(tvb, &koff, key + key_len, &f)) {
+        if (f.number == 1 && f.wire_type == 0)
+            proto_tree_add_uint(t, hf_cert_key_type, tvb, key, key_len, (guint32)f.value);
+        else if (f.number == 2 && f.wire_type == 2)
+            proto_tree_add_item(t, hf_cert_key, tvb, f.start, f.len, ENC_NA);
+    }
+    {
+        /* The peer ID: the identity multihash of the key up to 42 bytes, sha2-256 beyond. */
+        guint8 *mh = (guint8 *)wmem_alloc(pinfo->pool, (size_t)key_len + 34);
+        size_t mh_len;
+        proto_item *pi;
+        if (key_len <= 42) {
+            mh[0] = 0x00;
+            mh[1] = (guint8)key_len;
+            tvb_memcpy(tvb, mh + 2, key, key_len);
+            mh_len = (size_t)key_len + 2;
+        } else {
+            mh[0] = 0x12;
+            mh[1] = 0x20;
+            gcry_md_hash_buffer(GCRY_MD_SHA256, mh + 2, tvb_get_ptr(tvb, key, key_len), (size_t)key_len);
+            mh_len = 34;
+        }
+        pi = proto_tree_add_string(t, hf_cert_peer_id, tvb, key, key_len, p2pc_base58_encode(pinfo->pool, mh, mh_len));
+        proto_item_set_generated(pi);
+        proto_item_append_text(ti, ": %s", p2pc_base58_encode(pinfo->pool, mh, mh_len));
+    }
+    proto_tree_add_item(t, hf_cert_sig, tvb, sig, sig_len, ENC_NA);
+    return end;
+}
+
+void
+proto_register_libp2p_tls(void)
+{
+    static hf_register_info hf[] = {
+        { &hf_tls_record_len, { "Truncated TLS record", "libp2p_tls.truncated", FT_NONE, BASE_NONE, NULL, 0x0,
+            "The connection closed inside a TLS record", HFILL } },
+        { &hf_tls_framing_given, { "TLS framing given to messages", "libp2p_tls.framing_given", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "Record framing bytes (this record's and those of earlier records that completed no message) added to the "
+            "header bytes of the messages this record completes", HFILL } },
+        { &hf_cert_key_type, { "Identity key type", "libp2p_tls.key_type", FT_UINT32, BASE_DEC, VALS(key_type_vals), 0x0,
+            "Type of the libp2p identity key that signed the certificate's key", HFILL } },
+        { &hf_cert_key, { "Identity public key", "libp2p_tls.key", FT_BYTES, BASE_NONE, NULL, 0x0,
+            "The peer's libp2p identity public key", HFILL } },
+        { &hf_cert_peer_id, { "Peer ID", "libp2p_tls.peer_id", FT_STRING, BASE_NONE, NULL, 0x0,
+            "The peer ID of the identity key, base58btc", HFILL } },
+        { &hf_cert_sig, { "Signature", "libp2p_tls.signature", FT_BYTES, BASE_NONE, NULL, 0x0,
+            "The identity key's signature of \"libp2p-tls-handshake:\" and the certificate's public key", HFILL } },
+    };
+    static gint *ett[] = { &ett_cert, &ett_tls };
+    static ei_register_info ei[] = {
+        { &ei_cert_malformed, { "libp2p_tls.signed_key_malformed", PI_MALFORMED, PI_WARN,
+            "The libp2p certificate extension is not a SignedKey", EXPFILL } },
+    };
+    expert_module_t *expert;
+
+    proto_l2p_tls = proto_register_protocol("libp2p TLS", "libp2p TLS", "libp2p_tls");
+    proto_register_field_array(proto_l2p_tls, hf, array_length(hf));
+    proto_register_subtree_array(ett, array_length(ett));
+    expert = expert_register_protocol(proto_l2p_tls);
+    expert_register_field_array(expert, ei, array_length(ei));
+    l2p_tls_handle = register_dissector("libp2p_tls", dissect_l2p_tls, proto_l2p_tls);
+}
+
+void
+proto_reg_handoff_libp2p_tls(void)
+{
+    static const dissector_t fns[] = { dissect_alpn_yamux, dissect_alpn_mplex, dissect_alpn_libp2p };
+    tls_handle = find_dissector("tls");
+    dissector_add_string("multistream.protocol", "/tls/1.0.0", l2p_tls_handle);
+    for (size_t i = 0; i < G_N_ELEMENTS(alpns); i++)
+        dissector_add_string("tls.alpn", alpns[i].alpn, create_dissector_handle(fns[i], proto_l2p_tls));
+    register_ber_oid_dissector(LIBP2P_TLS_OID, dissect_signed_key, proto_l2p_tls, "libp2p-signed-key");
+}

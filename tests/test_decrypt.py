@@ -1,0 +1,333 @@
+"""libp2p Noise decrypted from a key log, by the real tshark, on captures of real go-libp2p hosts
+(captures/gen/make_eth2.py, patched to write their keys).  Expected values come from the source
+block files, the generator's truth files and its identity keys; the damaged variants are made
+here from the committed captures (editcap, one flipped ciphertext byte)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import subprocess
+
+import pytest
+
+from conftest import CAPTURES, DATA
+from test_libp2p import base58btc, ed25519_public, peer_id
+
+ETH = CAPTURES / "eth2"
+NOISE = ["eth2-noise-yamux", "eth2-noise-mplex"]
+ABOVE = "multistream || yamux || mplex || eth2 || gossipsub || libp2p_app"
+
+
+def truth(name: str) -> dict:
+    return json.loads((ETH / f"{name}.truth.json").read_text())
+
+
+def source(name: str) -> bytes:
+    return (DATA / "ethereum" / name).read_bytes()
+
+
+def keylog(tshark, path) -> list[str]:
+    return ["-o", f"libp2p_noise.keylog_file:{tshark.ws.readable(path)}"]
+
+
+def keyed(tshark, name: str, side: str = "dialer") -> list[str]:
+    return keylog(tshark, ETH / truth(name)["keys"][side])
+
+
+@pytest.mark.parametrize("side", ["dialer", "listener"])
+@pytest.mark.parametrize("name", NOISE)
+def test_either_sides_keys_decrypt_the_blocks_to_the_source(tshark, name, side):
+    """Decrypted, then decompressed: the SSZ of every block equals the source file's."""
+    t = truth(name)
+    pl = tshark.payloads(ETH / f"{name}.pcapng", extra=keyed(tshark, name, side))
+    got = [hashlib.sha256(raw).hexdigest() for _, mtype, raw in pl
+           if mtype == "beacon_blocks_by_range/2 response" and len(raw) > 1000]
+    want = [hashlib.sha256(source(b["file"])).hexdigest() for b in t["blocks_by_range"]]
+    assert want == [b["sha256"] for b in t["blocks_by_range"]]
+    assert got == want
+    gossip = [hashlib.sha256(raw).hexdigest() for _, mtype, raw in pl if mtype == "gossip beacon_block"]
+    assert gossip == [hashlib.sha256(source(f)).hexdigest() for f in t["gossip"]["blocks"]]
+
+
+@pytest.mark.parametrize("name", NOISE)
+def test_gossip_message_ids_over_noise(tshark, name):
+    """message-id = SHA256(0x01000000 || uint64_le(len(topic)) || topic || ssz)[:20], here."""
+    t = truth(name)
+    topic = t["gossip"]["topic"].encode()
+    want = [hashlib.sha256(b"\x01\x00\x00\x00" + struct.pack("<Q", len(topic)) + topic + source(f)).hexdigest()[:40]
+            for f in t["gossip"]["blocks"]]
+    rows = tshark.fields(ETH / f"{name}.pcapng", ["eth2.gossip.message_id"], dfilter="eth2.gossip.message_id",
+                         extra=keyed(tshark, name))
+    assert [m for r in rows for m in r[0].split("|")] == want
+
+
+@pytest.mark.parametrize("name", NOISE)
+def test_handshake_payload_names_both_peers(tshark, name):
+    """Message 2 carries the listener's identity, message 3 the dialer's: peer IDs from the
+    generator's Ed25519 seeds, the signatures of the Noise static keys verified."""
+    t = truth(name)
+    rows = tshark.fields(ETH / f"{name}.pcapng",
+                         ["ip.src", "libp2p_noise.handshake", "libp2p_noise.key_type", "libp2p_noise.key",
+                          "libp2p_noise.peer_id", "libp2p_noise.signature_valid", "libp2p_noise.keys_of"],
+                         dfilter="libp2p_noise.handshake >= 2", extra=keyed(tshark, name))
+    assert [r[1] for r in rows] == ["2", "3"]
+    by_src = {r[0]: r for r in rows}
+    for side, addr in (("a", t["link"]["addr_a"]), ("b", t["link"]["addr_b"])):
+        pub = ed25519_public(t["seeds"][side])
+        _, msg, key_type, key, pid, valid, keys_of = by_src[addr]
+        assert msg == ("3" if side == "a" else "2")
+        assert (key_type, bytes.fromhex(key), pid, valid) == ("1", pub, base58btc(peer_id(pub)), "1")
+        assert pid.startswith("12D3KooW")
+        assert keys_of == "the initiator's"     # the dialer's key log
+
+
+def secp256k1_public(seed: int) -> bytes:
+    """The generator's secp256k1 identity: crypto.GenerateSecp256k1Key over a reader of repeated
+    `seed` bytes, i.e. the scalar whose 32 big-endian bytes are that byte; compressed point."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+    key = ec.derive_private_key(int.from_bytes(bytes([seed]) * 32, "big"), ec.SECP256K1())
+    return key.public_key().public_bytes(Encoding.X962, PublicFormat.CompressedPoint)
+
+
+def test_secp256k1_identities_verify(tshark):
+    """Ethereum clients' identities are secp256k1 keys: peer IDs (16Uiu2...) from the
+    generator's seeds, the ECDSA signatures of the Noise static keys verified, and the
+    short workload decrypted above."""
+    name = "eth2-noise-secp256k1"
+    t = truth(name)
+    assert t["key_type"] == "secp256k1"
+    rows = tshark.fields(ETH / f"{name}.pcapng", ["ip.src", "libp2p_noise.key_type", "libp2p_noise.key",
+                                                  "libp2p_noise.peer_id", "libp2p_noise.signature_valid"],
+                         dfilter="libp2p_noise.handshake >= 2", extra=keyed(tshark, name, "listener"))
+    got = {r[0]: r[1:] for r in rows}
+    for side, addr in (("a", t["link"]["addr_a"]), ("b", t["link"]["addr_b"])):
+        pub = secp256k1_public(t["seeds"][side])
+        pb = b"\x08\x02\x12\x21" + pub
+        want = base58btc(b"\x00" + bytes([len(pb)]) + pb)
+        assert got[addr] == ["2", pub.hex(), want, "1"] and want.startswith("16Uiu2")
+    types = {r["msg_type"] for r in tshark.records(ETH / f"{name}.pcapng", extra=keyed(tshark, name, "listener"))}
+    assert {f"{req} request" for req in t["requests"]} <= types
+
+
+@pytest.mark.parametrize("name", NOISE)
+def test_muxer_negotiation_early_or_inside(tshark, name):
+    """go-libp2p lists its muxers in the handshake extensions; with them the transport data is
+    the muxer from its first byte, without them multistream-select negotiates it inside."""
+    t = truth(name)
+    muxer_id = "/yamux/1.0.0" if t["muxer"] == "yamux" else "/mplex/6.7.0"
+    rows = tshark.fields(ETH / f"{name}.pcapng", ["libp2p_noise.stream_muxer", "libp2p_noise.early_muxer"],
+                         dfilter="libp2p_noise.handshake", extra=keyed(tshark, name))
+    offered = [m for r in rows for m in r[0].split("|") if m]
+    early = [r[1] for r in rows if r[1]]
+    ms = [m for r in tshark.fields(ETH / f"{name}.pcapng", ["multistream.message"], dfilter="multistream",
+                                   extra=keyed(tshark, name)) for m in r[0].split("|")]
+    if t["muxer_negotiation"] == "noise extensions":
+        assert offered == [muxer_id, muxer_id] and early == [muxer_id]
+        assert muxer_id not in ms
+    else:
+        assert offered == [] and early == []
+        assert muxer_id in ms
+    for req in t["requests"]:
+        assert f"/eth2/beacon_chain/req/{req}/ssz_snappy" in ms
+
+
+def noise_frames(tshark, capture, extra=None) -> list[list[str]]:
+    return tshark.fields(capture, ["frame.number", "ip.src", "libp2p_noise.length", "libp2p_noise.handshake",
+                                   "_ws.expert.message"], dfilter="libp2p_noise", extra=extra)
+
+
+@pytest.mark.parametrize("keys", [None, "eth2-noise-mplex.keys"], ids=["missing", "wrong"])
+def test_without_a_matching_key_every_frame_is_counted(tshark, keys):
+    """No key, or another connection's keys: every message says no key matched, every
+    transport message gets a `noise (encrypted)` record of its size, and nothing goes above."""
+    cap = ETH / "eth2-noise-yamux.pcapng"
+    extra = keylog(tshark, ETH / keys) if keys else None
+    rows = noise_frames(tshark, cap, extra)
+    assert [r[3] for r in rows[:3]] == ["1", "2", "3"]
+    assert all("no key in libp2p_noise.keylog_file matches" in r[4] for r in rows[1:])
+    transport = [int(n) for r in rows[3:] for n in r[2].split("|")]
+    recs = [r for r in tshark.records(cap, extra=extra) if r["msg_type"] == "noise (encrypted)"]
+    assert len(recs) == len(transport)
+    assert sum(int(r["wire_len"]) for r in recs) == sum(2 + n for n in transport)
+    assert all(int(r["header_len"]) == 18 for r in recs)
+    # multistream-select negotiated /noise before message 3; nothing is decoded above since.
+    assert not tshark.fields(cap, ["frame.number"], dfilter=f"frame.number > {rows[2][0]} && ({ABOVE})", extra=extra)
+
+
+def test_mid_connection_capture_decrypts_nothing(tshark, tmp_path):
+    """A capture that starts after the handshake, decoded from its Noise layer (Decode As
+    libp2p_noise_tcp): every message says no handshake was seen; nothing goes above."""
+    cut = tmp_path / "mid.pcapng"
+    subprocess.run(["editcap", "-r", str(ETH / "eth2-noise-yamux.pcapng"), str(cut), "100-400"], check=True)
+    extra = keyed(tshark, "eth2-noise-yamux") + ["-d", f"tcp.port=={truth('eth2-noise-yamux')['link']['port_b']},libp2p_noise_tcp"]
+    rows = noise_frames(tshark, cut, extra)
+    assert len(rows) >= 5
+    assert all("Not a Noise XX handshake" in m for r in rows for m in r[4].split("|"))
+    assert not tshark.fields(cut, ["frame.number"], dfilter=ABOVE, extra=extra)
+
+
+def test_corrupted_ciphertext_stops_its_direction(tshark, tmp_path):
+    """One flipped ciphertext byte in an early transport message of the listener: its tag fails
+    there, that direction's later messages are not decrypted, the dialer's still are."""
+    name = "eth2-noise-yamux"
+    t = truth(name)
+    src = ETH / f"{name}.pcapng"
+    rows = tshark.fields(src, ["frame.number", "libp2p_noise.data"],
+                         dfilter=f"ip.src == {t['link']['addr_b']} && libp2p_noise.data && !libp2p_noise.handshake "
+                                 "&& libp2p_noise.length > 64 && libp2p_noise.length < 1400")
+    raw = bytearray(src.read_bytes())
+    # The third such message that lies whole in one segment (so its bytes are whole in the file).
+    whole = [(r[0], bytes.fromhex(r[1])) for r in rows if "|" not in r[1] and bytes.fromhex(r[1]) in raw]
+    frame, data = whole[2]
+    at = raw.index(data) + len(data) // 2
+    raw[at] ^= 0x01
+    bad = tmp_path / "corrupt.pcapng"
+    bad.write_bytes(bytes(raw))
+    extra = keyed(tshark, name)
+    got = tshark.fields(bad, ["frame.number", "ip.src", "_ws.expert.message", "libp2p_noise.stopped_in"],
+                        dfilter="libp2p_noise && !libp2p_noise.handshake", extra=extra)
+    listener = [r for r in got if r[1] == t["link"]["addr_b"]]
+    failed = [r for r in listener if "authentication tag does not verify" in r[2]]
+    assert [r[0] for r in failed] == [frame]
+    after = [r for r in listener if int(r[0]) > int(frame)]
+    assert after and all("earlier message of this connection failed" in m for r in after for m in r[2].split("|"))
+    assert all(f == frame for r in after for f in r[3].split("|"))
+    dialer_later = [r for r in got if r[1] == t["link"]["addr_a"] and int(r[0]) > int(frame)]
+    assert dialer_later and not any("tag" in r[2] or "failed" in r[2] for r in dialer_later)
+    # Nothing of the listener's direction is decoded above Noise after the failure.
+    above = tshark.fields(bad, ["frame.number"], dfilter=f"ip.src == {t['link']['addr_b']} && ({ABOVE})", extra=extra)
+    assert all(int(r[0]) <= int(frame) for r in above)
+
+
+@pytest.mark.parametrize("name", NOISE)
+def test_one_pass_equals_two_pass(tshark, name):
+    fields = ["frame.number", "libp2p_noise.handshake", "libp2p_noise.peer_id", "libp2p_noise.nonce",
+              "libp2p_noise.decrypted", "multistream.message", "yamux.stream", "mplex.stream", "eth2.method",
+              "eth2.ssz_length", "eth2.gossip.message_id", "p2pc.header_len", "p2pc.raw_len", "_ws.expert.message"]
+    extra = keyed(tshark, name)
+    one = tshark.fields(ETH / f"{name}.pcapng", fields, dfilter="libp2p_noise", extra=extra)
+    two = tshark.fields(ETH / f"{name}.pcapng", fields, dfilter="libp2p_noise", two_pass=True, extra=extra)
+    assert one and one == two
+    assert tshark.records(ETH / f"{name}.pcapng", extra=extra) == \
+        tshark.records(ETH / f"{name}.pcapng", two_pass=True, extra=extra)
+
+
+@pytest.mark.parametrize("name", NOISE)
+def test_noise_framing_is_split_among_the_messages(tshark, name):
+    """Per direction, the Noise framing (2 + 16 bytes) of every transport message up to the last
+    one that completed a message went to the header bytes of the records: 18 per message."""
+    extra = keyed(tshark, name)
+    cap = ETH / f"{name}.pcapng"
+    frames = tshark.fields(cap, ["ip.src", "libp2p_noise.framing_given"], dfilter="libp2p_noise.decrypted",
+                           extra=extra)
+    recs = tshark.records(cap, extra=extra)
+    for src in {r[0] for r in frames}:
+        given = [int(g) for r in frames if r[0] == src for g in r[1].split("|")]
+        last = max(i for i, g in enumerate(given) if g)
+        assert sum(given) == 18 * (last + 1)
+        assert sum(int(r["header_len"]) for r in recs if r["src"] == src) > sum(given)
+
+
+TLS = {"eth2-tls-yamux": True, "eth2-tls-embedded": False}    # name: decrypts from its key log (else embedded)
+
+
+def tls_extra(tshark, name: str) -> list[str]:
+    return ["-o", f"tls.keylog_file:{tshark.ws.readable(ETH / truth(name)['keys']['dialer'])}"] if TLS[name] else []
+
+
+@pytest.mark.parametrize("name", list(TLS))
+def test_tls_decrypts_to_the_source_blocks_through_the_alpn_muxer(tshark, name):
+    """Wireshark's TLS decrypts (key log, or secrets inside the pcapng); the muxer the server
+    chose by ALPN takes the data with no multistream-select for it; every block is the source's."""
+    t = truth(name)
+    extra = tls_extra(tshark, name)
+    pl = tshark.payloads(ETH / f"{name}.pcapng", extra=extra)
+    got = [hashlib.sha256(raw).hexdigest() for _, mtype, raw in pl
+           if mtype == "beacon_blocks_by_range/2 response" and len(raw) > 1000]
+    assert got == [b["sha256"] for b in t["blocks_by_range"]]
+    gossip = [hashlib.sha256(raw).hexdigest() for _, mtype, raw in pl if mtype == "gossip beacon_block"]
+    assert gossip == [hashlib.sha256(source(f)).hexdigest() for f in t["gossip"]["blocks"]]
+    alpn = tshark.fields(ETH / f"{name}.pcapng", ["ip.src", "tls.handshake.extensions_alpn_str"],
+                         dfilter="tls.handshake.extensions_alpn_str", extra=extra)
+    assert alpn == [[t["link"]["addr_a"], "/yamux/1.0.0|libp2p"], [t["link"]["addr_b"], "/yamux/1.0.0"]]
+    ms = [m for r in tshark.fields(ETH / f"{name}.pcapng", ["multistream.message"], dfilter="multistream",
+                                   extra=extra) for m in r[0].split("|")]
+    assert "/tls/1.0.0" in ms and "/yamux/1.0.0" not in ms
+
+
+@pytest.mark.parametrize("name", list(TLS))
+def test_tls_certificate_extension_names_both_peers(tshark, name):
+    t = truth(name)
+    rows = tshark.fields(ETH / f"{name}.pcapng", ["ip.src", "libp2p_tls.key_type", "libp2p_tls.key",
+                                                  "libp2p_tls.peer_id", "libp2p_tls.signature"],
+                         dfilter="libp2p_tls.peer_id", extra=tls_extra(tshark, name))
+    got = {r[0]: r[1:] for r in rows}
+    assert len(rows) == 2
+    for side, addr in (("a", t["link"]["addr_a"]), ("b", t["link"]["addr_b"])):
+        pub = ed25519_public(t["seeds"][side])
+        key_type, key, pid, sig = got[addr]
+        assert (key_type, bytes.fromhex(key), pid, len(bytes.fromhex(sig))) == ("1", pub, base58btc(peer_id(pub)), 64)
+
+
+def test_tls_one_pass_equals_two_pass(tshark):
+    name = "eth2-tls-yamux"
+    extra = tls_extra(tshark, name)
+    assert tshark.records(ETH / f"{name}.pcapng", extra=extra) == \
+        tshark.records(ETH / f"{name}.pcapng", two_pass=True, extra=extra)
+
+
+@pytest.mark.parametrize("name", NOISE + ["eth2-tls-yamux"])
+def test_one_pass_equals_two_pass_full_trees(tshark, name):
+    """Every layer's tree and every tab (decrypted Noise, handshake payloads, reassembled
+    streams): the same in one pass and in two."""
+    from test_libp2p import OURS
+    extra = tls_extra(tshark, name) if name in TLS else keyed(tshark, name)
+    args = ["-n", "-r", tshark.ws.readable(ETH / f"{name}.pcapng"), "-O", OURS + ",libp2p_tls", "-V", "-x",
+            "-Y", "libp2p_noise || libp2p_tls || yamux || mplex", *extra]
+    one = tshark.run(args).stdout
+    two = tshark.run(args + ["-2"]).stdout
+    strip = lambda s: [l for l in s.splitlines() if not l.lstrip().startswith(("Transmission Control", "Internet Protocol",
+                                                                               "Ethernet II", "Frame "))]
+    assert one and strip(one) == strip(two)
+
+
+def test_tls_record_framing_is_split_among_the_messages(tshark):
+    """Per direction, each TLS 1.3 record that carried application data costs 22 bytes of
+    framing (5-byte header, content type byte, 16-byte tag; crypto/tls adds no padding): every
+    such record's up to the last that completed a message went to the records' header bytes."""
+    name = "eth2-tls-yamux"
+    extra = tls_extra(tshark, name)
+    cap = ETH / f"{name}.pcapng"
+    rows = tshark.fields(cap, ["ip.src", "libp2p_tls.framing_given"], dfilter="libp2p_tls.framing_given", extra=extra)
+    recs = tshark.records(cap, extra=extra)
+    for src in {r[0] for r in rows}:
+        given = [int(g) for r in rows if r[0] == src for g in r[1].split("|")]
+        last = max(i for i, g in enumerate(given) if g)
+        assert sum(given) == 22 * (last + 1)
+        assert sum(int(r["header_len"]) for r in recs if r["src"] == src) > sum(given)
+
+
+def test_tls_without_keys_counts_every_encrypted_record(tshark):
+    """No keys: every TLS 1.3 record of (opaque) type application_data gets a `tls (encrypted)`
+    record of its size (5-byte header + its length), the same in one pass and in two; with the
+    keys there is none (every such record decrypts)."""
+    cap = ETH / "eth2-tls-yamux.pcapng"
+    rows = tshark.fields(cap, ["tls.record.content_type", "tls.record.opaque_type", "tls.record.length"], dfilter="tls")
+    sizes = []
+    for ctype, otype, lengths in rows:
+        types = [t for t in (ctype.split("|") if ctype else [])] + [t for t in (otype.split("|") if otype else [])]
+        # content_type and opaque_type share the records' order only within each field: TLS 1.3
+        # sends the cleartext ones (handshake 22, change_cipher_spec 20) first in a frame.
+        lens = [int(x) for x in lengths.split("|")]
+        clear = len(ctype.split("|")) if ctype else 0
+        sizes += [5 + n for n in lens[clear:]] if not otype or all(t == "23" for t in otype.split("|")) else []
+        assert len(types) == len(lens)
+    for two_pass in (False, True):
+        enc = [r for r in tshark.records(cap, two_pass=two_pass) if r["msg_type"] == "tls (encrypted)"]
+        assert len(enc) == len(sizes) > 100
+        assert sum(int(r["wire_len"]) for r in enc) == sum(sizes)
+        assert all(int(r["header_len"]) == 22 for r in enc)
+    assert not [r for r in tshark.records(cap, extra=tls_extra(tshark, "eth2-tls-yamux"), two_pass=True)
+                if r["msg_type"] == "tls (encrypted)"]
