@@ -10,6 +10,7 @@ import argparse
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -412,6 +413,8 @@ def doctor_optional(line) -> None:
     dumpcap = shutil.which("dumpcap")
     line(bool(dumpcap), f"dumpcap (p2pc live): {dumpcap or 'not found'}",
          "sudo apt-get install wireshark-common", optional=True)
+    if dumpcap:
+        doctor_capture(line, dumpcap)
     lzo = ctypes.util.find_library("lzo2")
     line(bool(lzo), f"liblzo2 (whatif lzo1x-1, lzo1x-999): {lzo or 'not found'}",
          CODEC_FIX["lzo1x-1"], optional=True)
@@ -428,6 +431,42 @@ def doctor_optional(line) -> None:
         line(have(mod), f"{mod} ({what}): " + ("installed" if have(mod) else "not installed"),
              f"pip install {mod}   (a p2pc dependency: reinstall with pip install -e analyzer)",
              optional=True)
+
+
+def doctor_capture(line, dumpcap: str) -> None:
+    """Whether this user may capture (p2pc live): root, or dumpcap with the capture
+    capabilities that this user may run (Debian: the wireshark group)."""
+    import grp
+    if os.geteuid() == 0:
+        eff = next((int(l.split()[1], 16) for l in Path("/proc/self/status").read_text().splitlines()
+                    if l.startswith("CapEff:")), 0)
+        raw_admin = eff & (1 << 13) and eff & (1 << 12)        # CAP_NET_RAW, CAP_NET_ADMIN
+        line(bool(raw_admin), "capture privileges (p2pc live): running as root" +
+             ("" if raw_admin else " without CAP_NET_RAW/CAP_NET_ADMIN"),
+             "run with those capabilities (a container: --cap-add NET_RAW --cap-add NET_ADMIN)",
+             optional=True)
+        return
+    res = subprocess.run(["getcap", dumpcap], capture_output=True, text=True) if shutil.which("getcap") else None
+    caps = res.stdout if res else ""
+    has_caps = "cap_net_raw" in caps and "cap_net_admin" in caps
+    try:
+        group = grp.getgrnam("wireshark")
+        in_group = group.gr_gid in os.getgroups()
+    except KeyError:
+        group, in_group = None, False
+    can_run = os.access(dumpcap, os.X_OK)
+    fix = []
+    if not has_caps:
+        fix.append(f"sudo setcap cap_net_raw,cap_net_admin=eip {dumpcap}   (or: sudo dpkg-reconfigure "
+                   "wireshark-common, answer Yes)")
+    if not can_run:
+        fix.append("sudo usermod -aG wireshark $USER, then log out and in again" if group else
+                   f"sudo chmod o+x {dumpcap}")
+    line(has_caps and can_run,
+         "capture privileges (p2pc live): dumpcap " + ("has" if has_caps else "lacks") +
+         " cap_net_raw,cap_net_admin; " + ("you may run it" if can_run else "you may not run it") +
+         (" (wireshark group)" if in_group else ""),
+         "\n     fix: ".join(fix), optional=True)
 
 
 # ---- the command line ----

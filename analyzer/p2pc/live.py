@@ -18,7 +18,6 @@ import re
 import selectors
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import defaultdict
@@ -162,9 +161,7 @@ class LiveCapture:
 
     def _drain(self, name: str, pipe) -> None:
         chunks = []
-        for chunk in iter(pipe.readline, b""):
-            if chunk.startswith(b"Capturing on"):      # dumpcap is opening the interface
-                print(f"p2pc live: capturing on {self.interface}", file=sys.stderr, flush=True)
+        for chunk in iter(lambda: pipe.read(4096), b""):
             chunks.append(chunk)
             if len(chunks) > 64:            # "resetting session." lines, for days: keep the tail
                 chunks = chunks[-32:]

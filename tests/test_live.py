@@ -1,0 +1,224 @@
+"""`p2pc live` on real traffic: bundled captures replayed with tcpreplay onto a veth pair in a
+private network namespace, captured by live, checked against the offline analysis of the same
+packets (its -w file) and of the bundled captures; the metrics endpoint scraped over HTTP while
+the capture runs; each capture error one line with its own exit code."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import CAPTURES, REPO, p2pc_report, run_p2pc
+from p2pc.wsenv import built_plugin
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("tcpreplay")
+    or not shutil.which("dumpcap"),
+    reason="needs root (network namespaces), ip, tcpreplay and dumpcap")
+
+BTC = CAPTURES / "bitcoin/btc-compressed.pcapng"
+ETH2 = CAPTURES / "eth2/eth2-yamux.pcapng"
+PORT = 9464
+
+
+@pytest.fixture(scope="module")
+def netns():
+    """A private namespace with a veth pair: tcpreplay sends on va, live captures on vb."""
+    name = f"p2pclive{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        for cmd in (["link", "add", "va", "type", "veth", "peer", "name", "vb"],
+                    ["link", "set", "va", "up"], ["link", "set", "vb", "up"], ["link", "set", "lo", "up"]):
+            subprocess.run(["ip", "-n", name, *cmd], check=True)
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name])
+
+
+def in_ns(ns: str, *cmd: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", "netns", "exec", ns, *cmd], capture_output=True, text=True, **kw)
+
+
+def probe_pcap(path: Path) -> Path:
+    """One UDP datagram (not P2P) in a pcap: sent until the capture has begun."""
+    payload = b"p2pc live probe"
+    udp = struct.pack("!HHHH", 40000, 9, 8 + len(payload), 0) + payload
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0,
+                     bytes([198, 51, 100, 1]), bytes([198, 51, 100, 2]))
+    frame = b"\x02\x00\x00\x00\x00\x02" + b"\x02\x00\x00\x00\x00\x01" + b"\x08\x00" + ip + udp
+    path.write_bytes(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1)
+                     + struct.pack("<IIII", 1, 0, len(frame), len(frame)) + frame)
+    return path
+
+
+class Live:
+    """`p2pc live` running in the namespace, its report and -w file in tmp."""
+
+    def __init__(self, ns: str, tmp: Path, *extra: str):
+        self.ns, self.tmp = ns, tmp
+        self.pcap, self.report = tmp / "live.pcapng", tmp / "live.json"
+        env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
+        self.proc = subprocess.Popen(
+            ["ip", "netns", "exec", ns, sys.executable, "-m", "p2pc", "live", "-i", "vb",
+             "--interval", "1", "-w", str(self.pcap), "--format", "json", "--output", str(self.report),
+             *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        probe = probe_pcap(tmp / "probe.pcap")
+        for _ in range(300):            # the -w file gets its first bytes once dumpcap captures
+            assert self.proc.poll() is None, self.proc.communicate()
+            self.replay(probe)
+            if self.pcap.exists() and self.pcap.stat().st_size > 0:
+                return
+            time.sleep(0.2)
+        raise AssertionError("live never started capturing")
+
+    def replay(self, capture: Path) -> None:
+        res = in_ns(self.ns, "tcpreplay", "-q", "--mbps=50", "-i", "va", str(capture))
+        assert res.returncode == 0, res.stderr
+
+    def stop(self) -> tuple[int, str]:
+        self.proc.send_signal(signal.SIGINT)        # ^C: the final report, exit 0
+        out, err = self.proc.communicate(timeout=120)
+        return self.proc.returncode, err
+
+
+def rows_by_type(report: dict) -> dict:
+    return {(r["proto"], r["msg_type"]): r for r in report["rows"]}
+
+
+def scrape(ns: str) -> str:
+    res = in_ns(ns, "curl", "-sf", f"http://127.0.0.1:{PORT}/metrics")
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def metric_sum(text: str, name: str, **labels: str) -> float:
+    total = 0.0
+    for m in re.finditer(rf"^{name}\{{([^}}]*)\}} (\S+)$", text, re.M):
+        got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+        if all(got.get(k) == v for k, v in labels.items()):
+            total += float(m.group(2))
+    return total
+
+
+def test_live_equals_offline_analysis_and_serves_metrics(netns, tmp_path):
+    btc = p2pc_report("analyze", str(BTC))
+    eth2 = p2pc_report("analyze", str(ETH2))
+    live = Live(netns, tmp_path, "--metrics", f"127.0.0.1:{PORT}")
+    try:
+        live.replay(BTC)
+        # The endpoint while the capture runs: the Bitcoin capture's messages, bytes and
+        # savings, as the offline analysis of the bundled capture has them.
+        want = btc["totals"]
+        for _ in range(150):
+            text = scrape(netns)
+            if metric_sum(text, "p2pc_messages_total") >= want["messages"]:
+                break
+            time.sleep(0.2)
+        assert metric_sum(text, "p2pc_messages_total") == want["messages"]
+        assert metric_sum(text, "p2pc_wire_bytes_total") == want["wire_bytes"]
+        assert metric_sum(text, "p2pc_payload_bytes_total") == want["payload_bytes"]
+        assert metric_sum(text, "p2pc_raw_bytes_total") == want["raw_bytes"]
+        assert metric_sum(text, "p2pc_saved_bytes_total", kind="payload") == want["payload_saved"]
+        assert round(metric_sum(text, "p2pc_saved_bytes_total", kind="header")) == pytest.approx(
+            want["header_saved"], abs=1)
+        assert round(metric_sum(text, "p2pc_saved_bytes_total", kind="ack")) == pytest.approx(
+            want["ack_saved"], abs=1)
+        cblocks = metric_sum(text, "p2pc_messages_total", proto="bitcoin", msg_type="cblock", codec="lzo1x")
+        assert cblocks == rows_by_type(btc)[("bitcoin", "cblock")]["messages"]
+        assert metric_sum(text, "p2pc_capture_dropped_packets_total") == 0
+        assert "p2pc_undecoded_bytes_total" not in text.replace("# HELP p2pc_undecoded_bytes_total", "") \
+            .replace("# TYPE p2pc_undecoded_bytes_total", "")
+        live.replay(ETH2)                   # a second connection, later in the same capture
+        time.sleep(2)
+    finally:
+        rc, err = live.stop()
+    assert rc == 0, err
+    assert "Traceback" not in err
+    final = json.loads(live.report.read_text())
+    offline = p2pc_report("analyze", str(live.pcap))
+    for key in ("rows", "totals", "sections", "series", "warnings"):
+        assert final[key] == offline[key], key
+    # Every message of both bundled captures, once.
+    want = Counter()
+    for rep in (btc, eth2):
+        for r in rep["rows"]:
+            want[(r["proto"], r["msg_type"])] += r["messages"]
+    assert Counter({k: r["messages"] for k, r in rows_by_type(final).items()}) == want
+    # The generator's own record of what it sent: every one once, uncompressed size and all.
+    truth = json.loads((CAPTURES / "bitcoin/btc-compressed.truth.json").read_text())["messages"]
+    rows = rows_by_type(final)
+    for command in {m["command"] for m in truth}:
+        sent = [m["raw_len"] for m in truth if m["command"] == command]
+        assert rows[("bitcoin", command)]["messages"] == len(sent), command
+        assert rows[("bitcoin", command)]["raw_bytes"] == sum(sent), command
+
+
+def test_live_interval_reports_stream_before_the_end(netns, tmp_path):
+    """The report file is rewritten every --interval while the capture runs."""
+    live = Live(netns, tmp_path)
+    try:
+        live.replay(BTC)
+        for _ in range(100):
+            if live.report.exists() and json.loads(live.report.read_text() or "{}").get("totals", {}) \
+                    .get("messages") == p2pc_report("analyze", str(BTC))["totals"]["messages"]:
+                break
+            time.sleep(0.3)
+        running = json.loads(live.report.read_text())
+        assert "(final)" not in running["title"] and live.proc.poll() is None
+    finally:
+        rc, err = live.stop()
+    assert rc == 0, err
+    assert json.loads(live.report.read_text())["rows"] == running["rows"]
+
+
+@pytest.mark.parametrize("case, code, words", [
+    ("interface", 7, "no interface named 'nosuch0'"),
+    ("privileges", 10, "no permission to capture on vb"),
+    ("filter", 11, "invalid capture filter 'tcp prt 8333'"),
+    ("nothing", 6, "no P2P messages captured on vb"),
+])
+def test_live_errors_are_one_line_with_their_own_exit_code(netns, case, code, words):
+    env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
+    live = [sys.executable, "-m", "p2pc", "live", "--duration", "2"]
+    cmd = {"interface": [*live, "-i", "nosuch0"],
+           # root without the capture capabilities, as in a container that lacks them
+           "privileges": ["setpriv", "--inh-caps=-net_raw,-net_admin",
+                          "--bounding-set=-net_raw,-net_admin", *live, "-i", "vb"],
+           "filter": [*live, "-i", "vb", "-f", "tcp prt 8333"],
+           "nothing": [*live, "-i", "vb"]}[case]
+    res = in_ns(netns, *cmd, env=env, timeout=120)
+    assert res.returncode == code, res.stderr
+    assert res.stderr.strip().splitlines() == [f"p2pc: {res.stderr.strip()[6:]}"], res.stderr
+    assert words in res.stderr
+
+
+def test_stream_tap_prints_the_records_tap_lines():
+    """-z p2pc,records,stream: the same M lines as -z p2pc,records, and T lines whose last one
+    per direction equals the end-of-run T line."""
+    from p2pc.wsenv import Wireshark
+    ws = Wireshark(plugin=built_plugin())
+    try:
+        lines = {}
+        for tap in ("p2pc,records", "p2pc,records,stream"):
+            res = ws.run("tshark", ["-n", "-q", "-r", str(BTC), "-o", "p2pc.keep_replay:FALSE", "-z", tap])
+            assert res.returncode == 0, res.stderr
+            lines[tap] = res.stdout.splitlines()
+    finally:
+        ws.cleanup()
+    m = {tap: [l for l in ls if l.startswith("M\t")] for tap, ls in lines.items()}
+    assert m["p2pc,records"] == m["p2pc,records,stream"] and m["p2pc,records"]
+    last = {}
+    for l in lines["p2pc,records,stream"]:
+        if l.startswith("T\t"):
+            last[tuple(l.split("\t")[1:4])] = l
+    assert sorted(last.values()) == sorted(l for l in lines["p2pc,records"] if l.startswith("T\t"))
