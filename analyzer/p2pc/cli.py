@@ -326,6 +326,9 @@ def cmd_live(args) -> int:
         rep["files"] = [f"live:{args.interface}"]
         if dropped:
             rep["warnings"].append(f"the capture dropped {dropped} packets")
+        if totals_.agg.trimmed_before is not None:
+            rep["warnings"].append("the bandwidth figure covers the latest seconds only (from "
+                                   f"{totals_.agg.trimmed_before}, epoch seconds)")
         for r in undecoded:
             rep["warnings"].append(f"{r.sums.wire} bytes of {r.proto} connections were not decoded: "
                                    "their state was dropped at a session reset (--session-reset)")

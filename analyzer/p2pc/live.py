@@ -57,20 +57,41 @@ def capture_error(iface: str, bpf: str | None, stderr: str) -> P2pcError:
     return InterfaceError(f"cannot capture on {iface}: " + (lines[0] if lines else "dumpcap failed"))
 
 
+# The bandwidth figure keeps one sum per second and connection direction: past this many, the
+# oldest seconds go (the report says so), so days of capture keep memory bounded.
+BANDWIDTH_CELLS = 200_000
+
+
+@dataclass
+class LiveAggregate(SeriesAggregate):
+    """The analyze aggregate, its per-second bandwidth sums limited to the latest seconds."""
+    trimmed_before: int | None = None
+
+    def add_message(self, file: str, m) -> None:
+        super().add_message(file, m)
+        if len(self.bandwidth) > BANDWIDTH_CELLS:
+            seconds = sorted({t for t, _ in self.bandwidth})
+            cut = seconds[len(seconds) // 10 or 1]
+            for k in [k for k in self.bandwidth if k[0] < cut]:
+                del self.bandwidth[k]
+            self.trimmed_before = cut
+
+
 DROPS = re.compile(r"Packets received/dropped on interface '[^']*': (\d+)/(\d+)")
 
 
 @dataclass
 class LiveTotals:
     """What the running capture adds up, shared with the metrics endpoint under `lock`."""
-    agg: SeriesAggregate = field(default_factory=SeriesAggregate)
+    agg: LiveAggregate = field(default_factory=LiveAggregate)
     lock: threading.Lock = field(default_factory=threading.Lock)
     epoch: int = 0                 # tshark session resets so far
     dropped: int = 0               # packets the capture itself dropped
     # (src, srcport, dst, dstport) -> proto, for every direction that carried P2P messages
     p2p_dirs: dict = field(default_factory=dict)
-    # (epoch, 4-tuple) -> [TCP payload bytes, decoded wire bytes], directions open across a reset
-    carried: dict = field(default_factory=dict)
+    # 4-tuple -> {epoch: TCP payload bytes}, and 4-tuple -> decoded wire bytes (all epochs)
+    tcp_bytes: dict = field(default_factory=lambda: defaultdict(dict))
+    wire: dict = field(default_factory=lambda: defaultdict(int))
     on_message: object = None      # callback(Message) for the metrics, called under lock
 
     @property
@@ -85,9 +106,7 @@ class LiveTotals:
             with self.lock:
                 self.agg.add_message(self.source, m)
                 self.p2p_dirs.setdefault(four, m.proto)
-                c = self.carried.get((self.epoch, four))
-                if c is not None:
-                    c[1] += m.wire_len
+                self.wire[four] += m.wire_len
                 if self.on_message:
                     self.on_message(m)
         elif tag == "T\t":
@@ -95,22 +114,22 @@ class LiveTotals:
             four = (t.src, t.srcport, t.dst, t.dstport)
             with self.lock:
                 self.agg.add_tcp(self.source, t)
-                if self.epoch and four in self.p2p_dirs:
-                    c = self.carried.get((self.epoch, four))
-                    if c is None:
-                        c = self.carried[(self.epoch, four)] = [0, 0]
-                    c[0] = t.data_bytes
+                self.tcp_bytes[four][self.epoch] = t.data_bytes
         elif line.startswith("#RESET"):
             with self.lock:
                 self.epoch += 1
 
     def undecoded(self) -> dict[str, int]:
-        """Per protocol, the bytes connections open across a session reset carried afterwards
-        beyond what was decoded from them."""
+        """Per protocol, for the P2P connection directions open across a session reset: the
+        TCP payload bytes they carried beyond the wire bytes of the messages decoded from them
+        (for TLS, its record overhead counts too)."""
         out: dict = defaultdict(int)
-        for (_, four), (data, wire) in self.carried.items():
-            if data > wire:
-                out[self.p2p_dirs[four]] += data - wire
+        for four, proto in self.p2p_dirs.items():
+            per_epoch = self.tcp_bytes.get(four, {})
+            if len(per_epoch) > 1:
+                lost = sum(per_epoch.values()) - self.wire[four]
+                if lost > 0:
+                    out[proto] += lost
         return dict(out)
 
 
