@@ -21,7 +21,7 @@ import pytest
 from conftest import CAPTURES, REPO, p2pc_report, run_p2pc
 from p2pc.wsenv import built_plugin
 
-pytestmark = pytest.mark.skipif(
+needs_netns = pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("tcpreplay")
     or not shutil.which("dumpcap"),
     reason="needs root (network namespaces), ip, tcpreplay and dumpcap")
@@ -110,6 +110,7 @@ def metric_sum(text: str, name: str, **labels: str) -> float:
     return total
 
 
+@needs_netns
 def test_live_equals_offline_analysis_and_serves_metrics(netns, tmp_path):
     btc = p2pc_report("analyze", str(BTC))
     eth2 = p2pc_report("analyze", str(ETH2))
@@ -163,6 +164,7 @@ def test_live_equals_offline_analysis_and_serves_metrics(netns, tmp_path):
         assert rows[("bitcoin", command)]["raw_bytes"] == sum(sent), command
 
 
+@needs_netns
 def test_live_interval_reports_stream_before_the_end(netns, tmp_path):
     """The report file is rewritten every --interval while the capture runs."""
     live = Live(netns, tmp_path)
@@ -181,6 +183,7 @@ def test_live_interval_reports_stream_before_the_end(netns, tmp_path):
     assert json.loads(live.report.read_text())["rows"] == running["rows"]
 
 
+@needs_netns
 @pytest.mark.parametrize("case, code, words", [
     ("interface", 7, "no interface named 'nosuch0'"),
     ("privileges", 10, "no permission to capture on vb"),
@@ -224,6 +227,7 @@ def test_stream_tap_prints_the_records_tap_lines():
     assert sorted(last.values()) == sorted(l for l in lines["p2pc,records"] if l.startswith("T\t"))
 
 
+@needs_netns
 def test_session_reset_reports_undecoded_bytes(netns, tmp_path):
     """With tshark forgetting its connections every 1000 packets (mid-connection), what the
     lost state hides is the "undecoded" row and metric: decoded wire bytes plus undecoded bytes
@@ -250,3 +254,92 @@ def test_session_reset_reports_undecoded_bytes(netns, tmp_path):
     assert final["totals"]["wire_bytes"] == offline["totals"]["wire_bytes"]
     assert final["totals"]["messages"] < offline["totals"]["messages"]
     assert any("not decoded" in w for w in final["warnings"])
+
+
+# ---- tshark's options on every command ----
+def pcapng_secrets(path: Path, bare: Path) -> bytes:
+    """The TLS key log a (little-endian) pcapng carries in its Decryption Secrets Blocks
+    (type 0x0A); `bare` gets the capture without them."""
+    data, keys, rest, off = path.read_bytes(), b"", b"", 0
+    while off + 12 <= len(data):
+        btype, blen = struct.unpack_from("<II", data, off)
+        if btype == 0x0A:
+            stype, slen = struct.unpack_from("<II", data, off + 8)
+            if stype == 0x544C534B:         # "TLSK": an NSS key log
+                keys += data[off + 16:off + 16 + slen]
+        else:
+            rest += data[off:off + blen]
+        off += blen
+    bare.write_bytes(rest)
+    return keys
+
+
+def test_keylog_decrypts_tls_as_the_embedded_secrets_do(tmp_path):
+    """--keylog FILE: the FISCO TLS capture, its secrets removed, decodes with the key log given
+    on the command line exactly as with the secrets inside it."""
+    cap = CAPTURES / "fisco/fisco-tls.pcapng"
+    keys, bare = tmp_path / "keys.log", tmp_path / "bare.pcapng"
+    keys.write_bytes(pcapng_secrets(cap, bare))
+    assert b"CLIENT_RANDOM" in keys.read_bytes() or b"TRAFFIC_SECRET" in keys.read_bytes()
+    bare.chmod(0o644)
+    keys.chmod(0o644)
+    tmp_path.chmod(0o755)
+    with_secrets = p2pc_report("analyze", str(cap))
+    res = run_p2pc("analyze", str(bare), "--format", "json")
+    without = json.loads(res.stdout)["totals"]["messages"] if res.returncode == 0 else 0
+    assert without < with_secrets["totals"]["messages"]
+    given = p2pc_report("analyze", "--keylog", str(keys), str(bare))
+    assert given["rows"] == with_secrets["rows"] and given["totals"] == with_secrets["totals"]
+
+
+def test_split_keylog_routes_tls_and_noise_lines(tmp_path):
+    from p2pc.keylog import split_keylog
+    log = tmp_path / "mixed.log"
+    tls = "CLIENT_RANDOM " + "ab" * 32 + " " + "cd" * 48
+    noise = ["LOCAL_STATIC_PRIVATE_KEY = " + "11" * 32, "LOCAL_EPHEMERAL_PRIVATE_KEY = " + "22" * 32]
+    log.write_text("\n".join(["# a comment", tls, noise[0], noise[1], ""]))
+    args = split_keylog(str(log), str(tmp_path / "out"))
+    prefs = dict(a.split(":", 1) for a in args[1::2])
+    assert args[0::2] == ["-o", "-o"]
+    assert Path(prefs["tls.keylog_file"]).read_text().splitlines() == [tls]
+    assert Path(prefs["libp2p_noise.keylog_file"]).read_text().splitlines() == noise
+
+
+@pytest.mark.parametrize("option", [["-Y", "tcp.srcport=8333"], ["-o", "nosuch.pref:1"],
+                                    ["-C", "nosuch-profile"], ["-d", "tcp.port==1,nosuchproto"]])
+def test_tshark_options_tshark_refuses_are_one_line_exit_2(option):
+    res = run_p2pc("analyze", *option, str(BTC))
+    assert res.returncode == 2, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr, res.stderr
+
+
+def test_display_filter_and_decode_as_take_tshark_meanings():
+    """-Y keeps the messages of the frames it matches (here: the ones the server, port 8333,
+    sent); -d decodes a port as tshark's Decode As does (here: no Bitcoin at all on 8333 once
+    it is handed to another dissector)."""
+    every = p2pc_report("analyze", "--by-direction", str(BTC))
+    sent = [r for r in every["rows"] if r["direction"].split(">")[0].endswith(":8333")]
+    server = p2pc_report("analyze", "-Y", "tcp.srcport==8333", str(BTC))
+    assert server["totals"]["messages"] == sum(r["messages"] for r in sent) > 0
+    res = run_p2pc("analyze", "-d", "tcp.port==8333,http", "-o", "btcc.tcp.port:1", str(BTC))
+    assert res.returncode == 6 or json.loads(res.stdout or "{}").get("totals", {}).get("messages", 0) \
+        < every["totals"]["messages"], res.stderr
+
+
+def test_root_uses_its_own_profile(tmp_path):
+    """As root, tshark runs as nobody in a private HOME holding a copy of the invoking user's
+    Wireshark configuration: -C PROFILE finds the user's profile and its Decode As applies
+    (here it hands port 8333 to HTTP: no Bitcoin message is left)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    config = tmp_path / "config"
+    prof = config / "wireshark/profiles/p2pc-test"
+    prof.mkdir(parents=True)
+    (prof / "decode_as_entries").write_text("decode_as_entry: tcp.port,8333,(none),HTTP\n")
+    plain = p2pc_report("analyze", str(BTC))
+    assert any(r["proto"] == "bitcoin" for r in plain["rows"])
+    res = run_p2pc("analyze", "-C", "p2pc-test", "--format", "json", str(BTC),
+                   env_extra={"XDG_CONFIG_HOME": str(config)})
+    got = json.loads(res.stdout)["rows"] if res.returncode == 0 else []
+    assert res.returncode in (0, 6), res.stderr
+    assert not any(r["proto"] == "bitcoin" for r in got)

@@ -347,12 +347,13 @@ def cmd_live(args) -> int:
     except BaseException:
         cap.kill()
         raise
+    else:
+        report(True)
     finally:
         signal.signal(signal.SIGINT, previous)
         ws.cleanup()
         if metrics:
             metrics.close()
-    report(True)
     return 0
 
 

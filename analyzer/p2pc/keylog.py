@@ -28,6 +28,7 @@ def split_keylog(path: str, folder: str | None = None) -> list[str]:
     noise = [l for l in lines if l.split("=", 1)[0].strip() in NOISE_KEYS]
     tls = [l for l in lines if l.strip() and not l.startswith("#") and l not in noise]
     folder = folder or tempfile.mkdtemp(prefix="p2pc-keylog-")
+    os.makedirs(folder, exist_ok=True)
     os.chmod(folder, 0o755)
     args = []
     for pref, part, name in (("tls.keylog_file", tls, "tls.keys"),
