@@ -324,6 +324,7 @@ def cmd_live(args) -> int:
                                  local, tuple(undecoded))
             dropped = totals_.dropped
         rep["files"] = [f"live:{args.interface}"]
+        rep["warnings"] = list(rep["warnings"])          # the aggregate's own list stays as it is
         if dropped:
             rep["warnings"].append(f"the capture dropped {dropped} packets")
         if totals_.agg.trimmed_before is not None:
@@ -682,7 +683,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="the kernel's capture buffer, as for tshark -B (default: %(default)s MiB)")
     p.add_argument("--metrics", metavar="HOST:PORT",
                    help="serve Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md)")
-    p.add_argument("--session-reset", type=whole(0), default=1_000_000, metavar="N",
+    p.add_argument("--session-reset", type=whole(0), default=100_000, metavar="N",
                    help="tshark forgets its connections every N packets (tshark -M), so memory "
                         "stays bounded; bytes of connections open across a reset are reported "
                         "as undecoded (default: %(default)s; 0: never)")
