@@ -50,6 +50,8 @@ class SavedCollector:
         with self.totals.lock:
             rows = compute_rows(self.totals.agg, model=self.model, by_direction=True)
             und = self.totals.undecoded()
+            for proto in set(self.totals.p2p_dirs.values()):     # 0 for every protocol seen
+                und.setdefault(proto, 0)
             drops = self.totals.dropped
         sums: dict = {}
         for r in rows:
