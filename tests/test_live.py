@@ -309,6 +309,20 @@ def test_split_keylog_routes_tls_and_noise_lines(tmp_path):
     assert Path(prefs["libp2p_noise.keylog_file"]).read_text().splitlines() == noise
 
 
+def test_noise_keylog_goes_to_the_noise_preference(tmp_path):
+    """A Noise key log is handed to libp2p_noise.keylog_file: the plugin takes it, or (before
+    the plugin has that preference) tshark refuses it in one line, exit 2."""
+    log = tmp_path / "noise.log"
+    log.write_text("LOCAL_STATIC_PRIVATE_KEY = " + "11" * 32 + "\n")
+    log.chmod(0o644)
+    tmp_path.chmod(0o755)
+    res = run_p2pc("analyze", "--keylog", str(log), "--format", "json",
+                   str(CAPTURES / "eth2/eth2-noise.pcapng"))
+    if res.returncode != 0:
+        assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+        assert "libp2p_noise.keylog_file" in res.stderr
+
+
 @pytest.mark.parametrize("option", [["-Y", "tcp.srcport=8333"], ["-o", "nosuch.pref:1"],
                                     ["-C", "nosuch-profile"], ["-d", "tcp.port==1,nosuchproto"]])
 def test_tshark_options_tshark_refuses_are_one_line_exit_2(option):
