@@ -195,6 +195,9 @@ def test_live_interval_reports_stream_before_the_end(netns, tmp_path):
     ("privileges", 10, "no permission to capture on vb"),
     ("filter", 11, "invalid capture filter 'tcp prt 8333'"),
     ("nothing", 6, "no P2P messages captured on vb"),
+    ("preference", 2, 'tshark: -o flag "nosuch.pref:1" specifies unknown preference'),
+    ("display filter", 2, "Couldn't register p2pc,records tap"),
+    ("write", 2, "cannot write /nonexistent/live.pcapng"),
 ])
 def test_live_errors_are_one_line_with_their_own_exit_code(netns, case, code, words):
     env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
@@ -204,7 +207,10 @@ def test_live_errors_are_one_line_with_their_own_exit_code(netns, case, code, wo
            "privileges": ["setpriv", "--inh-caps=-net_raw,-net_admin",
                           "--bounding-set=-net_raw,-net_admin", *live, "-i", "vb"],
            "filter": [*live, "-i", "vb", "-f", "tcp prt 8333"],
-           "nothing": [*live, "-i", "vb"]}[case]
+           "nothing": [*live, "-i", "vb"],
+           "preference": [*live, "-i", "vb", "-o", "nosuch.pref:1"],
+           "display filter": [*live, "-i", "vb", "-Y", "tcp.port=1"],
+           "write": [*live, "-i", "vb", "-w", "/nonexistent/live.pcapng"]}[case]
     res = in_ns(netns, *cmd, env=env, timeout=120)
     assert res.returncode == code, res.stderr
     assert res.stderr.strip().splitlines() == [f"p2pc: {res.stderr.strip()[6:]}"], res.stderr

@@ -109,10 +109,9 @@ def main() -> None:
             time.sleep(0.5)
         print(f"replayed in {time.monotonic() - t0:.0f} s", flush=True)
         last = None
-        while True:                         # until live has read everything (its report settles)
+        while True:                         # until live has read everything (its CPU time settles)
             poll()
             time.sleep(2)
-            now = report.stat().st_mtime if report.exists() else None
             cpu = sum(float(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[11])
                       for p in tree(live.pid) if Path(f"/proc/{p}/stat").exists())
             if last is not None and cpu == last:

@@ -309,7 +309,6 @@ def cmd_live(args) -> int:
     cap = LiveCapture(ws, args.interface, args.capture_filter, args.write, args.duration,
                       args.session_reset, list(args.tshark.args), args.tshark.display_filter, totals_,
                       args.buffer_size)
-    started = [0.0]
 
     def report(final: bool) -> None:
         with totals_.lock:

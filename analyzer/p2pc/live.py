@@ -17,6 +17,7 @@ import os
 import re
 import selectors
 import signal
+import struct
 import subprocess
 import threading
 import time
@@ -35,6 +36,11 @@ class CapturePermission(P2pcError):
 
 class CaptureFilterError(P2pcError):
     exit_code = 11
+
+
+class OutputError(P2pcError):
+    """The -w file cannot be written (a usage error)."""
+    exit_code = 2
 
 
 class TsharkFailed(P2pcError):
@@ -150,10 +156,17 @@ class LiveCapture:
     tshark: subprocess.Popen | None = None
     stopping: bool = False
     _stderr: dict = field(default_factory=dict)
+    _out: object = None             # the -w file
 
     def start(self) -> None:
         """tshark and the capture together: while tshark loads (it starts its taps once it
         has read the capture's header), packets wait in the capture buffer (-B)."""
+        try:
+            self._out = open(self.write, "wb") if self.write else None
+        except OSError as e:
+            raise OutputError(f"cannot write {self.write}: {e.strerror}") from None
+        if self.tap_filter:
+            self._check_filter()
         tap = "p2pc,records,stream" + (f",{self.tap_filter}" if self.tap_filter else "")
         args = ["-n", "-q", "-r", "-", *ONE_PASS_PREFS, *self.tshark_options, "-z", tap]
         if self.reset_packets:
@@ -162,6 +175,16 @@ class LiveCapture:
                                     stderr=subprocess.PIPE, start_new_session=True)
         self._drainer("tshark", self.tshark)
         self._start_capture()
+
+    def _check_filter(self) -> None:
+        """tshark checks the tap's filter only once packets come: check it now, on a capture
+        with no packets (an empty pcap's header)."""
+        empty = struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1)
+        res = self.ws.run("tshark", ["-n", "-q", "-r", "-", "-z", f"p2pc,records,{self.tap_filter}"],
+                          input=empty, text=False)
+        refused = option_error(res.stderr.decode("utf-8", "replace"))
+        if refused:
+            raise refused
 
     def _start_capture(self) -> None:
         cmd = ["dumpcap", "-q", "-i", self.interface, "-w", "-", "-B", str(self.buffer_mib)]
@@ -188,14 +211,13 @@ class LiveCapture:
 
     def _copy(self) -> None:
         """The capture's bytes to the -w file and to tshark, as they come."""
-        out = open(self.write, "wb") if self.write else None
+        out = self._out
         src, dst = self.dumpcap.stdout.fileno(), self.tshark.stdin
         try:
             while True:
                 chunk = os.read(src, 1 << 20)
                 if not chunk:
                     break
-
                 if out:
                     out.write(chunk)
                     out.flush()
@@ -250,6 +272,8 @@ class LiveCapture:
                 on_tick()
                 next_tick += tick * (1 + int((time.monotonic() - next_tick) // tick))
         sel.close()
+        if self.dumpcap.poll() is None:     # tshark ended first (it refused an option)
+            self.dumpcap.send_signal(signal.SIGINT)
         self.finish(header)
 
     def finish(self, header: bool) -> None:
@@ -268,10 +292,13 @@ class LiveCapture:
             raise capture_error(self.interface, self.capture_filter, dstderr)
         tstderr = self._stderr.get("tshark", "")
         if trc != 0 or not header:
+            refused = option_error(tstderr)
+            if refused:
+                raise refused
             if "p2pc,records" in tstderr or "invalid -z" in tstderr.lower():
                 raise PluginMissing("tshark did not load the p2pc plugin: run `p2pc doctor`")
             lines = [l for l in tstderr.strip().splitlines() if l.strip() and "resetting session" not in l]
             if drc != 0 and not drops:
                 raise capture_error(self.interface, self.capture_filter, dstderr)
-            raise option_error(tstderr) or TsharkFailed("tshark: " + (lines[0] if lines else f"exited {trc}"))
+            raise TsharkFailed("tshark: " + (lines[0] if lines else f"exited {trc}"))
 
