@@ -369,3 +369,15 @@ def test_root_uses_its_own_profile(tmp_path):
     got = json.loads(res.stdout)["rows"] if res.returncode == 0 else []
     assert res.returncode in (0, 6), res.stderr
     assert not any(r["proto"] == "bitcoin" for r in got)
+
+
+def test_by_peer_rows_add_up_to_the_totals():
+    """--by-peer: one row per protocol, message type and remote address; they add up to the
+    same totals, and each peer is an address of the capture's connections."""
+    every = p2pc_report("analyze", "--by-direction", str(ETH2))
+    peers = p2pc_report("analyze", "--by-peer", str(ETH2))
+    assert peers["totals"] == every["totals"]
+    addrs = {e.rsplit(":", 1)[0] for r in every["rows"] for e in r["direction"].split(">")}
+    assert {r["peer"] for r in peers["rows"]} <= addrs
+    for key in ("messages", "wire_bytes", "raw_bytes"):
+        assert sum(r[key] for r in peers["rows"]) == every["totals"][key]
