@@ -41,7 +41,9 @@ def netns():
     try:
         for cmd in (["link", "add", "va", "type", "veth", "peer", "name", "vb"],
                     ["link", "set", "va", "up"], ["link", "set", "vb", "up"], ["link", "set", "lo", "up"]):
-            subprocess.run(["ip", "-n", name, *cmd], check=True)
+            res = subprocess.run(["ip", "-n", name, *cmd], capture_output=True, text=True)
+            if res.returncode != 0:     # a chroot or container without veth
+                pytest.skip(f"cannot make a veth pair here: {res.stderr.strip()}")
         yield name
     finally:
         subprocess.run(["ip", "netns", "del", name])
