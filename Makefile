@@ -9,7 +9,7 @@ USER_PLUGIN_ROOT := $(HOME)/.local/lib/wireshark/plugins
 DEMO_CAPTURE ?= captures/bitcoin/btc-compressed.pcapng
 P2PC_ONLY ?=
 
-.PHONY: all deps build test demo install-user uninstall-user captures bench bench-huge fuzz check-versions check-bare clean
+.PHONY: all deps build test demo install-user uninstall-user captures bench bench-huge bench-live fuzz check-versions check-bare clean
 
 all: build
 
@@ -59,6 +59,12 @@ bench: build
 HUGE_GB ?= 10
 bench-huge: build
 	PYTHONPATH=analyzer $(PYTHON) tools/bench.py --huge-gb $(HUGE_GB)
+
+# Root: >= 2 GB replayed through `p2pc live` on a veth pair in a network namespace; peak RSS
+# and live's totals vs the offline analysis (LIVE_BENCH_MB=100 for a quick run).
+LIVE_BENCH_MB ?= 2100
+bench-live: build
+	PYTHONPATH=analyzer $(PYTHON) tools/live-bench.py --size-mb $(LIVE_BENCH_MB)
 
 # The fuzz gate (fuzz/README.md): editcap mutants of every capture through an ASan+UBSan
 # build (build-asan/). FUZZ_PROFILE=short (default, CI: >= 1,000 runs, ~10 min) or long.

@@ -229,7 +229,7 @@ def test_every_argument_has_help(monkeypatch):
     ["analyze", "--format", "xml", COMPRESSED],
     ["analyze", "--format", "json", "--section", "main", COMPRESSED],
     ["analyze", "--format", "csv", "--section", "nope", COMPRESSED],
-    ["analyze", COMPRESSED, "-o", "/nonexistent-dir/report.txt"],
+    ["analyze", COMPRESSED, "--output", "/nonexistent-dir/report.txt"],
     ["whatif", "--codecs", "zlib-1,gzip-9", COMPRESSED],
     ["live", "-i", "lo", "--interval", "zero"],
     ["records", COMPRESSED],
@@ -285,7 +285,7 @@ def test_html_report_renders_offline_in_chromium(tmp_path, command):
     page = tmp_path / f"{command}.html"
     args = {"analyze": [COMPRESSED], "compare": [BASELINE, COMPRESSED],
             "whatif": ["--codecs", "zlib-6,lzo1x-1,zstd", BASELINE]}[command]
-    res = p2pc(command, *args, "--format", "html", "-o", str(page))
+    res = p2pc(command, *args, "--format", "html", "--output", str(page))
     assert res.returncode == 0, res.stderr
     html = page.read_text()
     # Self-contained: no script, style or image fetched from anywhere.

@@ -87,7 +87,7 @@ def test_shards_carry_the_tls_secrets(tmp_path, tshark):
 def test_merge_equals_a_joint_analyze(tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     for cap, out in ((BTC, a), (PARALLEL, b)):
-        assert p2pc("analyze", str(cap), "--format", "json", "-o", str(out)).returncode == 0
+        assert p2pc("analyze", str(cap), "--format", "json", "--output", str(out)).returncode == 0
     merged = report("merge", str(a), str(b))
     joint = report("analyze", "-j", "1", str(BTC), str(PARALLEL))
     assert figures(merged) == figures(joint)
@@ -102,7 +102,7 @@ def test_merge_equals_a_joint_analyze(tmp_path):
 def test_merge_of_two_captures_with_the_same_name_adds_up(tmp_path):
     """Two machines' `capture.pcapng`: their connections are kept apart, every sum doubles."""
     a = tmp_path / "a.json"
-    assert p2pc("analyze", str(PARALLEL), "--format", "json", "-o", str(a)).returncode == 0
+    assert p2pc("analyze", str(PARALLEL), "--format", "json", "--output", str(a)).returncode == 0
     single = json.loads(a.read_text())
     double = report("merge", str(a), str(a))
     for key in ("messages", "wire_bytes", "payload_saved", "raw_bytes"):

@@ -2,18 +2,18 @@
 
 Exit codes: 0 ok, 2 usage, 3 tshark missing, 4 plugin missing, 5 capture unreadable,
 6 no P2P traffic, 7 interface cannot be opened, 8 capture truncated (report printed),
-9 the plugin printed a malformed record.
+9 the plugin printed a malformed record, 10 no permission to capture, 11 bad capture filter.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -22,10 +22,11 @@ from .model import (BATCHABLE, BIP_ACK_BYTES, PROTOCOL_HEADER, RATIO_BIN, Aggreg
                     family, family_measured, measured_tcp, pct, size_table, totals)
 from .output import ALL, FORMATS, SECTION_FORMATS, UnknownSection, render
 from .progress import CaptureProgress
-from .gather import analyze_file, gather
+from .gather import gather
 from .records import (TRUNCATED_EXIT, InterfaceError, NoP2PTraffic, P2pcError, open_wireshark,
                       personal_plugin, read_capture, read_payloads, tshark_has_plugin)
-from .series import SeriesAggregate, ratio_cdf_by_size
+from .series import ratio_cdf_by_size
+from . import tsharkopts
 from .wsenv import Wireshark, built_plugin, version_mismatch, ws_version
 
 SCHEMA = "p2pc-report/1"
@@ -56,14 +57,23 @@ def bandwidth_series(agg: Aggregate) -> dict:
     return dict(series)
 
 
-def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool) -> dict:
-    rows = compute_rows(agg, model=model, by_direction=by_direction, explain=explain)
+def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool,
+                   by_peer: bool = False, local: set[str] | None = None, extra_rows: tuple = ()) -> dict:
+    """The analyze report; by_peer: rows per remote address (`local`: the node's own
+    addresses, else guessed); extra_rows: rows the records do not hold (live's undecoded bytes)."""
+    rows = compute_rows(agg, model=model, by_direction=by_direction, explain=explain) + list(extra_rows)
     tot = totals(rows).as_dict()
+    if by_peer:
+        from .peers import peer_rows
+        row_dicts = [{**r.as_dict(), "peer": peer} for peer, r in peer_rows(agg, model, local)]
+        row_dicts += [r.as_dict() for r in extra_rows]
+    else:
+        row_dicts = [r.as_dict() for r in rows]
     sizes = size_table(agg)
     report = {
         "schema": SCHEMA, "command": "analyze", "title": "p2pc: savings by protocol and message type",
         "files": agg.files, "model": model, "warnings": agg.warnings,
-        "rows": [r.as_dict() for r in rows], "totals": tot,
+        "rows": row_dicts, "totals": tot,
         "sections": [{"name": "size_ranges", "title": "Compression by message size range",
                       "columns": ["proto", "msg_type", "range", "messages", "avg_raw", "avg_sent",
                                   "compression_pct"], "rows": sizes}],
@@ -151,10 +161,10 @@ def cmd_analyze(args) -> int:
     sharded = [c for c in args.captures if args.shards > 1 or args.scheduler or (
         args.shards == 0 and os.path.isfile(c) and os.path.getsize(c) > AUTO_SHARD_BYTES)]
     whole = [c for c in args.captures if c not in sharded]
-    agg = gather(whole, args.plugin, args.jobs) if whole else None
+    agg = gather(whole, args.plugin, args.jobs, args.tshark) if whole else None
     for c in sharded:       # split by connection, shards read in parallel, merged exactly
         part = analyze_sharded(c, args.shards if args.shards > 1 else default_shards(c, args.jobs),
-                               args.jobs, args.plugin, args.shard_dir, args.scheduler)
+                               args.jobs, args.plugin, args.shard_dir, args.scheduler, opts=args.tshark)
         if agg is None:
             agg = part
         else:
@@ -163,7 +173,7 @@ def cmd_analyze(args) -> int:
         raise NoP2PTraffic("no P2P messages found in " + ", ".join(args.captures) +
                            ": check the capture holds Bitcoin/FISCO/libp2p traffic (`p2pc doctor` checks the plugin)")
     agg.files = list(args.captures)
-    report = analyze_report(agg, args.model, args.by_direction, args.explain)
+    report = analyze_report(agg, args.model, args.by_direction, args.explain, args.by_peer)
     if args.format == "json":   # the sums behind every figure: `p2pc merge` adds reports up exactly
         from .merge import aggregate_to_json
         report["aggregate"] = aggregate_to_json(agg)
@@ -194,8 +204,8 @@ def cmd_merge(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    base = gather([args.baseline], args.plugin, 1)
-    comp = gather([args.compressed], args.plugin, 1)
+    base = gather([args.baseline], args.plugin, 1, args.tshark)
+    comp = gather([args.compressed], args.plugin, 1, args.tshark)
     emit(compare_report(base, comp), args)
     return TRUNCATED_EXIT if base.warnings or comp.warnings else 0
 
@@ -208,7 +218,7 @@ def cmd_whatif(args) -> int:
     try:
         with CaptureProgress(args.captures, "recompressing") as bar:
             for cap in args.captures:
-                for _, proto, mtype, codec, raw in read_payloads(ws, cap):
+                for _, proto, mtype, codec, raw in read_payloads(ws, cap, args.tshark):
                     if args.all or codec == "none":
                         w.add(proto, mtype, raw)
                         n += 1
@@ -261,7 +271,7 @@ def cmd_records(args) -> int:
     ws = open_wireshark(args.plugin)
     try:
         with CaptureProgress([args.capture]) as bar, ParquetRecords(args.output) as out:
-            res = read_capture(ws, args.capture, out.add, lambda t: None)
+            res = read_capture(ws, args.capture, out.add, lambda t: None, opts=args.tshark)
             bar.done(args.capture)
     except OSError as e:
         raise UsageError(f"cannot write {args.output}: {e.strerror or e}") from None
@@ -277,36 +287,73 @@ def cmd_records(args) -> int:
 
 
 def cmd_live(args) -> int:
+    """One continuous capture; the analyze report of everything captured so far every
+    --interval seconds and at the end (--duration, or ^C)."""
+    from .live import LiveCapture, LiveTotals
+    from .model import Row, Sums
     if not shutil.which("dumpcap"):
         raise InterfaceError("dumpcap not found: sudo apt-get install wireshark-common")
-    total = SeriesAggregate()
-    end = time.monotonic() + args.duration if args.duration else None
-    with tempfile.TemporaryDirectory(prefix="p2pc-live-") as tmp:
-        os.chmod(tmp, 0o755)
-        i = 0
-        while end is None or time.monotonic() < end:
-            slice_s = args.interval if end is None else max(1, min(args.interval, int(end - time.monotonic()) or 1))
-            out = Path(tmp) / f"slice{i}.pcapng"
-            res = subprocess.run(["dumpcap", "-q", "-i", args.interface, "-a", f"duration:{slice_s}",
-                                  "-w", str(out)] + (["-f", args.capture_filter] if args.capture_filter else []),
-                                 capture_output=True, text=True)
-            if res.returncode != 0 or not out.exists():
-                raise InterfaceError(f"cannot capture on {args.interface}: "
-                                     f"{(res.stderr.strip().splitlines() or ['dumpcap failed'])[-1]} "
-                                     "(run as root or add yourself to the wireshark group)")
-            os.chmod(out, 0o644)
-            part = analyze_file(str(out), args.plugin)
-            out.unlink()
-            total.merge(part)
-            i += 1
-            if any(total.by_dir.values()):
-                report = analyze_report(total, args.model, args.by_direction, False)
-                report["title"] = f"p2pc live on {args.interface}: {i * args.interval} s"
-                if sys.stdout.isatty() and args.format == "table":
-                    sys.stdout.write("\x1b[2J\x1b[H")
-                emit(report, args)
-            else:
-                print(f"p2pc live: {i * slice_s} s on {args.interface}, no P2P messages yet", file=sys.stderr)
+    totals_ = LiveTotals()
+    metrics = None
+    if args.metrics:
+        from .metrics import Metrics
+        try:
+            metrics = Metrics(args.metrics, totals_, args.interface, args.model)
+        except OSError as e:
+            raise UsageError(f"--metrics {args.metrics}: {e.strerror or e}") from None
+    local = None
+    if args.by_peer:
+        from .metrics import interface_addresses
+        local = interface_addresses(args.interface) or None
+    ws = open_wireshark(args.plugin)
+    cap = LiveCapture(ws, args.interface, args.capture_filter, args.write, args.duration,
+                      args.session_reset, list(args.tshark.args), args.tshark.display_filter, totals_,
+                      args.buffer_size)
+
+    def report(final: bool) -> None:
+        with totals_.lock:
+            if not any(totals_.agg.by_dir.values()):
+                if final:
+                    raise NoP2PTraffic(f"no P2P messages captured on {args.interface}")
+                print(f"p2pc live: {args.interface}: no P2P messages yet", file=sys.stderr)
+                return
+            undecoded = [Row(proto, "undecoded", None, Sums(wire=n, payload=n, raw=n))
+                         for proto, n in sorted(totals_.undecoded().items())]
+            rep = analyze_report(totals_.agg, args.model, args.by_direction, False, args.by_peer,
+                                 local, tuple(undecoded))
+            dropped = totals_.dropped
+        rep["files"] = [f"live:{args.interface}"]
+        rep["warnings"] = list(rep["warnings"])          # the aggregate's own list stays as it is
+        if dropped:
+            rep["warnings"].append(f"the capture dropped {dropped} packets")
+        if totals_.agg.trimmed_before is not None:
+            rep["warnings"].append("the bandwidth figure covers the latest seconds only (from "
+                                   f"{totals_.agg.trimmed_before}, epoch seconds)")
+        for r in undecoded:
+            rep["warnings"].append(f"{r.sums.wire} bytes of {r.proto} connections were not decoded: "
+                                   "their state was dropped at a session reset (--session-reset)")
+        rep["title"] = f"p2pc live on {args.interface}" + (" (final)" if final else "")
+        if sys.stdout.isatty() and args.format == "table" and not args.output and not final:
+            sys.stdout.write("\x1b[2J\x1b[H")
+        emit(rep, args)
+        sys.stdout.flush()
+
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, lambda *_: cap.stop())        # ^C ends the capture, not p2pc
+    signal.signal(signal.SIGTERM, lambda *_: cap.stop())
+    try:
+        cap.start()
+        cap.records(args.interval, lambda: report(False))
+    except BaseException:
+        cap.kill()
+        raise
+    else:
+        report(True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        ws.cleanup()
+        if metrics:
+            metrics.close()
     return 0
 
 
@@ -370,6 +417,8 @@ def doctor_optional(line) -> None:
     dumpcap = shutil.which("dumpcap")
     line(bool(dumpcap), f"dumpcap (p2pc live): {dumpcap or 'not found'}",
          "sudo apt-get install wireshark-common", optional=True)
+    if dumpcap:
+        doctor_capture(line, dumpcap)
     lzo = ctypes.util.find_library("lzo2")
     line(bool(lzo), f"liblzo2 (whatif lzo1x-1, lzo1x-999): {lzo or 'not found'}",
          CODEC_FIX["lzo1x-1"], optional=True)
@@ -388,6 +437,42 @@ def doctor_optional(line) -> None:
              optional=True)
 
 
+def doctor_capture(line, dumpcap: str) -> None:
+    """Whether this user may capture (p2pc live): root, or dumpcap with the capture
+    capabilities that this user may run (Debian: the wireshark group)."""
+    import grp
+    if os.geteuid() == 0:
+        eff = next((int(l.split()[1], 16) for l in Path("/proc/self/status").read_text().splitlines()
+                    if l.startswith("CapEff:")), 0)
+        raw_admin = eff & (1 << 13) and eff & (1 << 12)        # CAP_NET_RAW, CAP_NET_ADMIN
+        line(bool(raw_admin), "capture privileges (p2pc live): running as root" +
+             ("" if raw_admin else " without CAP_NET_RAW/CAP_NET_ADMIN"),
+             "run with those capabilities (a container: --cap-add NET_RAW --cap-add NET_ADMIN)",
+             optional=True)
+        return
+    res = subprocess.run(["getcap", dumpcap], capture_output=True, text=True) if shutil.which("getcap") else None
+    caps = res.stdout if res else ""
+    has_caps = "cap_net_raw" in caps and "cap_net_admin" in caps
+    try:
+        group = grp.getgrnam("wireshark")
+        in_group = group.gr_gid in os.getgroups()
+    except KeyError:
+        group, in_group = None, False
+    can_run = os.access(dumpcap, os.X_OK)
+    fix = []
+    if not has_caps:
+        fix.append(f"sudo setcap cap_net_raw,cap_net_admin=eip {dumpcap}   (or: sudo dpkg-reconfigure "
+                   "wireshark-common, answer Yes)")
+    if not can_run:
+        fix.append("sudo usermod -aG wireshark $USER, then log out and in again" if group else
+                   f"sudo chmod o+x {dumpcap}")
+    line(has_caps and can_run,
+         "capture privileges (p2pc live): dumpcap " + ("has" if has_caps else "lacks") +
+         " cap_net_raw,cap_net_admin; " + ("you may run it" if can_run else "you may not run it") +
+         (" (wireshark group)" if in_group else ""),
+         "\n     fix: ".join(fix), optional=True)
+
+
 # ---- the command line ----
 EXIT_CODES = """exit codes:
   0  ok
@@ -398,15 +483,17 @@ EXIT_CODES = """exit codes:
   6  no P2P messages in the captures
   7  the live interface cannot be opened
   8  a capture is cut short: the report covers what could be read, with a warning
-  9  the plugin printed a malformed record (is it this analyzer's version? p2pc doctor)"""
+  9  the plugin printed a malformed record (is it this analyzer's version? p2pc doctor)
+ 10  no permission to capture (live: run as root, or the fix p2pc doctor prints)
+ 11  the capture filter (-f) is invalid (live)"""
 
 EXAMPLES = {
     "p2pc": """examples:
   p2pc analyze captures/bitcoin/btc-compressed.pcapng
-  p2pc analyze --format html -o report.html a.pcapng b.pcapng
+  p2pc analyze --format html --output report.html a.pcapng b.pcapng
   p2pc compare btc-baseline.pcapng btc-compressed.pcapng
   p2pc whatif --codecs zlib-6,zstd btc-baseline.pcapng
-  p2pc records btc-compressed.pcapng -o records.parquet
+  p2pc records btc-compressed.pcapng --output records.parquet
   p2pc live -i eth0 -f 'tcp port 8333'
   p2pc doctor
 
@@ -414,47 +501,54 @@ EXAMPLES = {
     "analyze": """examples:
   p2pc analyze btc-compressed.pcapng                     # table on the terminal
   p2pc analyze --by-direction --explain btc-compressed.pcapng
-  p2pc analyze --format html -o report.html *.pcapng     # interactive report, opens offline
+  p2pc analyze --format html --output report.html *.pcapng     # interactive report, opens offline
   p2pc analyze --format csv --section size_ranges btc-compressed.pcapng
-  p2pc analyze --format csv --section all -o all.csv btc-compressed.pcapng
+  p2pc analyze --format csv --section all --output all.csv btc-compressed.pcapng
+  p2pc analyze -Y 'ip.addr==192.0.2.2' -d 'tcp.port==18444,btcc' node.pcapng
+  p2pc analyze --keylog keys.log -o fisco.rc1:TRUE fisco-tls.pcapng
+  p2pc analyze --by-peer node.pcapng                     # one row per remote address
 
 sections (--section): main, size_ranges, explain (with --explain)""",
     "compare": """examples:
   p2pc compare btc-baseline.pcapng btc-compressed.pcapng
-  p2pc compare --format html -o compare.html btc-baseline.pcapng btc-compressed.pcapng
+  p2pc compare --format html --output compare.html btc-baseline.pcapng btc-compressed.pcapng
 
 sections (--section): main, connections""",
     "whatif": """examples:
   p2pc whatif btc-baseline.pcapng
-  p2pc whatif --codecs zlib-1,lzo1x-1,zstd --format html -o whatif.html btc-baseline.pcapng
+  p2pc whatif --codecs zlib-1,lzo1x-1,zstd --format html --output whatif.html btc-baseline.pcapng
   p2pc whatif --all btc-compressed.pcapng    # recompress what was sent compressed, too
 
 sections (--section): whatif, timing, batching""",
     "records": """examples:
-  p2pc records btc-compressed.pcapng -o records.parquet
+  p2pc records btc-compressed.pcapng --output records.parquet
   python3 -c "import pyarrow.parquet as pq; print(pq.read_table('records.parquet').to_pandas())"
 
 columns: proto, msg_type, codec, wire_len, header_len, payload_len, raw_len, batch_count,
 frame, stream, src, srcport, dst, dstport, time (docs/tap-format.md)""",
     "live": """examples:
   p2pc live -i eth0 -f 'tcp port 8333'
-  p2pc live -i lo --duration 60 --interval 5 --format json -o live.json""",
+  p2pc live -i eth0 -f 'tcp port 8333' -w node.pcapng --metrics 127.0.0.1:9464
+  p2pc live -i lo --duration 60 --interval 5 --format json --output live.json
+  p2pc analyze node.pcapng          # the same report as live's final one, from the -w file
+
+The final report is printed at ^C or after --duration; --output holds the latest report.""",
     "doctor": """examples:
   p2pc doctor
   p2pc doctor --plugin build/plugins/4.0/epan/p2pc.so""",
     "shard": """examples:
   p2pc shard huge.pcapng --shards 8 --out shards/     # shards/huge.shard000.pcapng ...
-  p2pc analyze --format json -o a.json shards/huge.shard00[0-3].pcapng   # on one machine
-  p2pc analyze --format json -o b.json shards/huge.shard00[4-7].pcapng   # on another
+  p2pc analyze --format json --output a.json shards/huge.shard00[0-3].pcapng   # on one machine
+  p2pc analyze --format json --output b.json shards/huge.shard00[4-7].pcapng   # on another
   p2pc merge a.json b.json                            # = p2pc analyze huge.pcapng
 
 Every TCP connection lands whole (both directions) in one shard; docs/analyzer.md,
 "Large captures and fleets".""",
     "merge": """examples:
-  p2pc analyze --format json -o day1.json day1.pcapng
-  p2pc analyze --format json -o day2.json day2.pcapng
+  p2pc analyze --format json --output day1.json day1.pcapng
+  p2pc analyze --format json --output day2.json day2.pcapng
   p2pc merge day1.json day2.json                      # = p2pc analyze day1.pcapng day2.pcapng
-  p2pc merge --format json -o week.json day*.json     # merges again later""",
+  p2pc merge --format json --output week.json day*.json     # merges again later""",
 }
 
 CODEC_NAMES = ("zlib-1", "zlib-6", "lzo1x-1", "lzo1x-999", "snappy", "zstd", "brotli")
@@ -503,7 +597,7 @@ def main(argv: list[str] | None = None) -> int:
         return sub.add_parser(name, help=help, description=textwrap.fill(description, 79),
                               epilog=EXAMPLES[name] + "\n\n" + EXIT_CODES)
 
-    def common(p, fmt=True):
+    def common(p, fmt=True, tshark=True):
         p.add_argument("--plugin", metavar="PATH",
                        help="the p2pc.so to load (default: $P2PC_PLUGIN, else the one tshark loads, "
                             "else the personal installation, else this repository's build)")
@@ -515,7 +609,9 @@ def main(argv: list[str] | None = None) -> int:
                            help="only this table (table, csv, markdown): main or a section's name; "
                                 f"with --format csv, '{ALL}' writes every table as one long table "
                                 "(section,row,column,value)")
-            p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (default: stdout)")
+            p.add_argument("--output", metavar="FILE", help="write the report to FILE (default: stdout)")
+        if tshark:
+            tsharkopts.add_arguments(p)
 
     p = command("analyze", "savings per protocol and message type",
                 "Savings per protocol and message type: payload bytes saved by compression, header "
@@ -528,6 +624,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="capture: segments and ACKs from the capture itself (default); bip: the "
                         "draft's flat 24+52 B per batched message")
     p.add_argument("--explain", action="store_true", help="show the inputs each row is computed from")
+    p.add_argument("--by-peer", action="store_true", help="one row per remote address")
     p.add_argument("-j", "--jobs", type=whole(1), default=min(4, os.cpu_count() or 1), metavar="N",
                    help="captures read in parallel (default: %(default)s)")
     p.add_argument("--shards", type=whole(0), default=0, metavar="N",
@@ -564,12 +661,15 @@ def main(argv: list[str] | None = None) -> int:
     p = command("records", "the per-message records as a Parquet file",
                 "Write one row per P2P message (the plugin's record) to a Parquet file.")
     p.add_argument("capture", metavar="CAPTURE", help="a pcap/pcapng file")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the Parquet file to write")
+    p.add_argument("--output", required=True, metavar="FILE", help="the Parquet file to write")
     common(p, fmt=False)
     p.set_defaults(func=cmd_records)
 
     p = command("live", "the analyze report, refreshed from live traffic",
-                "Capture slices of --interval seconds with dumpcap and print the running analyze report.")
+                "One continuous capture (dumpcap, never restarted) decoded as it arrives: every "
+                "--interval seconds, and at ^C or --duration, the analyze report of every packet "
+                "captured so far; -w saves those packets (p2pc analyze of the file gives the same "
+                "report).")
     p.add_argument("-i", "--interface", required=True, metavar="IFACE",
                    help="the interface to capture on (as dumpcap -D lists them)")
     p.add_argument("--duration", type=whole(0), default=0, metavar="S",
@@ -577,7 +677,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--interval", type=whole(1), default=10, metavar="S",
                    help="refresh every S seconds (default: %(default)s)")
     p.add_argument("-f", "--capture-filter", metavar="BPF", help="capture filter, e.g. 'tcp port 8333'")
+    p.add_argument("-w", "--write", metavar="FILE", help="save the captured packets (pcapng) to FILE")
+    p.add_argument("-B", "--buffer-size", type=whole(1), default=64, metavar="MIB",
+                   help="the kernel's capture buffer, as for tshark -B (default: %(default)s MiB)")
+    p.add_argument("--metrics", metavar="HOST:PORT",
+                   help="serve Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md)")
+    p.add_argument("--session-reset", type=whole(0), default=100_000, metavar="N",
+                   help="tshark forgets its connections every N packets (tshark -M), so memory "
+                        "stays bounded; bytes of connections open across a reset are reported "
+                        "as undecoded (default: %(default)s; 0: never)")
     p.add_argument("--by-direction", action="store_true", help="one row per connection direction")
+    p.add_argument("--by-peer", action="store_true", help="one row per remote address")
     p.add_argument("--model", choices=["capture", "bip"], default="capture",
                    help="how segments and ACKs are modelled, as for analyze")
     common(p)
@@ -609,7 +719,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", choices=["capture", "bip"],
                    help="how segments and ACKs are modelled (default: the first report's)")
     p.add_argument("--explain", action="store_true", help="show the inputs each row is computed from")
-    common(p)
+    common(p, tshark=False)
     p.set_defaults(func=cmd_merge)
 
     args = ap.parse_args(argv)
@@ -618,13 +728,20 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--section applies to --format {', '.join(SECTION_FORMATS)}, not {args.format}")
     if section == ALL and args.format != "csv":
         ap.error(f"--section {ALL} applies to --format csv")
+    keys = tempfile.mkdtemp(prefix="p2pc-opts-")       # the --keylog parts tshark reads
     try:
+        try:
+            args.tshark = tsharkopts.from_args(args, keys)
+        except argparse.ArgumentTypeError as e:
+            ap.error(str(e))
         return args.func(args)
     except P2pcError as e:
         print(f"p2pc: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         return 130
+    finally:
+        shutil.rmtree(keys, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -8,15 +8,16 @@ from .model import Aggregate
 from .progress import CaptureProgress
 from .records import NoP2PTraffic, open_wireshark, read_capture
 from .series import SeriesAggregate
+from .tsharkopts import TsharkOptions
 
 
-def analyze_file(capture: str, plugin: str | None) -> Aggregate:
+def analyze_file(capture: str, plugin: str | None, opts: TsharkOptions | None = None) -> Aggregate:
     """One tshark pass over one capture (runs in a worker process)."""
     ws = open_wireshark(plugin)
     try:
         agg = SeriesAggregate(files=[capture])
         res = read_capture(ws, capture, lambda m: agg.add_message(capture, m),
-                           lambda t: agg.add_tcp(capture, t))
+                           lambda t: agg.add_tcp(capture, t), opts=opts)
         if res.truncated:
             agg.warnings.append(res.warning)
         return agg
@@ -24,18 +25,19 @@ def analyze_file(capture: str, plugin: str | None) -> Aggregate:
         ws.cleanup()
 
 
-def gather(captures: list[str], plugin: str | None, jobs: int) -> Aggregate:
+def gather(captures: list[str], plugin: str | None, jobs: int,
+           opts: TsharkOptions | None = None) -> Aggregate:
     agg = SeriesAggregate()
     with CaptureProgress(captures) as bar:
         if jobs > 1 and len(captures) > 1:
             with ProcessPoolExecutor(max_workers=jobs) as pool:
-                parts = [pool.submit(analyze_file, c, plugin) for c in captures]
+                parts = [pool.submit(analyze_file, c, plugin, opts) for c in captures]
                 for c, part in zip(captures, parts):   # merged in the order given
                     agg.merge(part.result())
                     bar.done(c)
         else:
             for c in captures:
-                agg.merge(analyze_file(c, plugin))
+                agg.merge(analyze_file(c, plugin, opts))
                 bar.done(c)
     if not any(agg.by_dir.values()):
         raise NoP2PTraffic("no P2P messages found in " + ", ".join(captures) +

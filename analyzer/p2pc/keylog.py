@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .records import P2pcError
-
 NOISE_LABELS = ("LOCAL_STATIC_PRIVATE_KEY", "LOCAL_EPHEMERAL_PRIVATE_KEY")
 # NSS key log labels (Wireshark's TLS dissector reads all of them).
 NSS_LABELS = ("CLIENT_RANDOM", "RSA", "PMS_CLIENT_RANDOM", "CLIENT_EARLY_TRAFFIC_SECRET",
@@ -25,8 +23,9 @@ NSS_LABELS = ("CLIENT_RANDOM", "RSA", "PMS_CLIENT_RANDOM", "CLIENT_EARLY_TRAFFIC
               "SERVER_TRAFFIC_SECRET_0", "EARLY_EXPORTER_SECRET", "EXPORTER_SECRET")
 
 
-class KeylogInvalid(P2pcError):
-    exit_code = 2
+class KeylogInvalid(ValueError):
+    """A key log line that is neither kind, or a file that cannot be read (a usage error: the
+    commands report it in one line, exit code 2)."""
 
 
 @dataclass

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from .tsharkopts import TsharkOptions
 from .wsenv import ToolMissing, Wireshark, built_plugin, version_mismatch, ws_version
 
 
@@ -44,6 +45,17 @@ class MalformedRecord(P2pcError):
 
 class InterfaceError(P2pcError):
     exit_code = 7
+
+
+class TsharkOptionError(P2pcError):
+    """tshark refused an option p2pc handed it as given (-Y, -d, -o, -C): a usage error."""
+    exit_code = 2
+
+
+# What tshark says when it refuses an option given to it as it was typed.
+OPTION_ERRORS = ("Invalid -o flag", "isn't a valid display filter", "Couldn't register p2pc",
+                 "Invalid -d flag", "bad -d", "Configuration Profile", "is not a valid preference",
+                 "Unknown preference", "unknown preference", "Unknown protocol", "not a valid protocol", "can't be used")
 
 
 TRUNCATED_EXIT = 8
@@ -226,9 +238,24 @@ class ReadResult:
     warning: str = ""
 
 
+def option_error(stderr: str) -> TsharkOptionError | None:
+    """tshark's refusal of an option, as its own first line (None if it refused none)."""
+    lines = [l.strip() for l in stderr.splitlines() if l.strip()]
+    for i, l in enumerate(lines):
+        if any(k in l for k in OPTION_ERRORS):
+            text = l if l.startswith("tshark") else f"tshark: {l}"
+            if i + 1 < len(lines) and text.endswith(":"):
+                text += " " + lines[i + 1]
+            return TsharkOptionError(text)
+    return None
+
+
 def _classify_failure(capture: str, stderr: str) -> P2pcError:
     s = stderr.strip().splitlines()
     msg = s[-1] if s else "tshark failed"
+    refused = option_error(stderr)
+    if refused:
+        return refused
     if "doesn't exist" in stderr or "No such file" in stderr:
         return CaptureUnreadable(f"{capture}: no such file")
     if "Permission denied" in stderr:
@@ -246,7 +273,7 @@ ONE_PASS_PREFS = ["-o", "p2pc.keep_replay:FALSE", "-o", "tcp.reassemble_out_of_o
 
 
 def read_capture(ws: Wireshark, capture: str | os.PathLike, on_message, on_tcp,
-                 extra: list[str] | None = None) -> ReadResult:
+                 extra: list[str] | None = None, opts: TsharkOptions | None = None) -> ReadResult:
     """Stream one capture's records: on_message(Message) per M line, on_tcp(TcpDirection) per
     T line.  Raises P2pcError subclasses; a truncated capture returns what was read with
     result.truncated set."""
@@ -255,7 +282,9 @@ def read_capture(ws: Wireshark, capture: str | os.PathLike, on_message, on_tcp,
         raise CaptureUnreadable(f"{path}: no such file")
     if not os.access(path, os.R_OK):
         raise CaptureUnreadable(f"{path}: permission denied (check the file's permissions)")
-    args = ["-n", "-q", "-r", ws.readable(path), *ONE_PASS_PREFS, "-z", "p2pc,records", *(extra or [])]
+    opts = opts or TsharkOptions()
+    args = ["-n", "-q", "-r", ws.readable(path), *ONE_PASS_PREFS, *opts.args, "-z", opts.tap("records"),
+            *(extra or [])]
     proc = ws.popen("tshark", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                     bufsize=1 << 16)
     result = ReadResult()
@@ -281,9 +310,12 @@ def read_capture(ws: Wireshark, capture: str | os.PathLike, on_message, on_tcp,
     return result
 
 
-def read_payloads(ws: Wireshark, capture: str | os.PathLike) -> Iterator[tuple[int, str, str, str, bytes]]:
+def read_payloads(ws: Wireshark, capture: str | os.PathLike,
+                  opts: TsharkOptions | None = None) -> Iterator[tuple[int, str, str, str, bytes]]:
     """(frame, proto, msg_type, codec, uncompressed payload) for every record that has one."""
-    args = ["-n", "-q", "-r", ws.readable(str(capture)), *ONE_PASS_PREFS, "-z", "p2pc,payloads"]
+    opts = opts or TsharkOptions()
+    args = ["-n", "-q", "-r", ws.readable(str(capture)), *ONE_PASS_PREFS, *opts.args, "-z",
+            opts.tap("payloads")]
     proc = ws.popen("tshark", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     for line in proc.stdout:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .gather import analyze_file
+from .tsharkopts import TsharkOptions
 from .model import Aggregate
 from .records import CaptureUnreadable, P2pcError
 
@@ -229,9 +230,9 @@ def resolve_plugin(plugin: str | None) -> str | None:
         ws.cleanup()
 
 
-def analyze_shard(path: str, plugin: str | None) -> Aggregate:
+def analyze_shard(path: str, plugin: str | None, opts: TsharkOptions | None = None) -> Aggregate:
     """One shard's tshark pass (a worker process, local or on a Dask worker)."""
-    return analyze_file(path, plugin)
+    return analyze_file(path, plugin, opts)
 
 
 def default_shards(capture: str, jobs: int) -> int:
@@ -240,7 +241,7 @@ def default_shards(capture: str, jobs: int) -> int:
 
 
 def run_shards(paths: list[str], plugin: str | None, jobs: int,
-               scheduler: str | None = None) -> list[Aggregate]:
+               scheduler: str | None = None, opts: TsharkOptions | None = None) -> list[Aggregate]:
     """Analyze every shard: `jobs` local worker processes, or the Dask cluster at `scheduler`
     (tcp://HOST:PORT; its workers must see the shard paths and have tshark and the plugin)."""
     if scheduler:
@@ -249,17 +250,17 @@ def run_shards(paths: list[str], plugin: str | None, jobs: int,
         except ImportError:
             raise P2pcError("--scheduler needs Dask: pip install 'p2pc[cluster]'") from None
         with Client(scheduler) as client:
-            futures = client.map(analyze_shard, paths, plugin=plugin, pure=False)
+            futures = client.map(analyze_shard, paths, plugin=plugin, opts=opts, pure=False)
             return client.gather(futures)
     if jobs > 1 and len(paths) > 1:
         with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
-            return list(pool.map(analyze_shard, paths, [plugin] * len(paths)))
-    return [analyze_shard(p, plugin) for p in paths]
+            return list(pool.map(analyze_shard, paths, [plugin] * len(paths), [opts] * len(paths)))
+    return [analyze_shard(p, plugin, opts) for p in paths]
 
 
 def analyze_sharded(capture: str, shards: int, jobs: int, plugin: str | None = None,
                     workdir: str | None = None, scheduler: str | None = None,
-                    keep: str | None = None) -> Aggregate:
+                    keep: str | None = None, opts: TsharkOptions | None = None) -> Aggregate:
     """Split `capture` into `shards` by connection, analyze them in parallel, merge exactly.
     Shards go to a temporary folder in `workdir` (default: $TMPDIR), removed afterwards, or to
     `keep` (kept)."""
@@ -268,7 +269,7 @@ def analyze_sharded(capture: str, shards: int, jobs: int, plugin: str | None = N
     try:
         os.chmod(tmp, 0o755)
         sp = split(capture, tmp, shards)
-        parts = run_shards(sp.paths, plugin, jobs, scheduler)
+        parts = run_shards(sp.paths, plugin, jobs, scheduler, opts)
     finally:
         if not keep:
             shutil.rmtree(tmp, ignore_errors=True)

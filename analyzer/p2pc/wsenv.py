@@ -4,13 +4,16 @@ Wireshark loads personal plugins from ``$HOME/.local/lib/wireshark/plugins/<majo
 but ignores that folder (and ``WIRESHARK_PLUGIN_DIR``) when it runs as root.  So to load a given
 ``p2pc.so`` we build a private HOME holding just that plugin (and the Lua parts) and, as root,
 drop to the unprivileged ``nobody`` user with ``setpriv`` for the tshark process itself.
-Without an explicit plugin the user's own installation is used as it is.
+Without an explicit plugin the user's own installation is used as it is. The private HOME
+holds a copy of the invoking user's Wireshark configuration (their preferences and profiles, for
+-C; under sudo, SUDO_USER's), so it applies as root too.
 """
 from __future__ import annotations
 
 import functools
 import json
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -120,6 +123,22 @@ def built_plugin() -> Path | None:
     return builds[0] if builds else None
 
 
+def user_config_dir() -> Path | None:
+    """The invoking user's Wireshark configuration folder: SUDO_USER's under sudo, else the
+    running user's ($XDG_CONFIG_HOME/wireshark, else the older ~/.wireshark)."""
+    sudo_user = os.environ.get("SUDO_USER") if os.geteuid() == 0 else None
+    if sudo_user:
+        try:
+            home = Path(pwd.getpwnam(sudo_user).pw_dir)
+        except KeyError:
+            home = None
+        cands = [home / ".config/wireshark", home / ".wireshark"] if home else []
+    else:
+        xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+        cands = [Path(xdg) / "wireshark", Path.home() / ".wireshark"]
+    return next((c for c in cands if c.is_dir()), None)
+
+
 def _world_readable(path: Path) -> bool:
     try:
         if not os.stat(path).st_mode & 0o004:
@@ -127,6 +146,13 @@ def _world_readable(path: Path) -> bool:
         return all(os.stat(p).st_mode & 0o001 for p in path.parents)
     except OSError:
         return False
+
+
+def _copy_readable(src: str, dst: str) -> None:
+    try:
+        shutil.copy2(src, dst)
+    except OSError:
+        pass
 
 
 @dataclass
@@ -158,7 +184,13 @@ class Wireshark:
         if lua_dir.is_dir():
             for lua in lua_dir.glob("*.lua"):
                 shutil.copy2(lua, home / ".local/lib/wireshark/plugins" / lua.name)
-        (home / ".config/wireshark").mkdir(parents=True)
+        config = home / ".config/wireshark"
+        src = user_config_dir()
+        if src is not None:
+            # The user's preferences and profiles; files it cannot read are left out.
+            shutil.copytree(src, config, symlinks=False, ignore_dangling_symlinks=True,
+                            copy_function=_copy_readable)
+        config.mkdir(parents=True, exist_ok=True)
         for dirpath, dirnames, filenames in os.walk(home):
             os.chmod(dirpath, 0o755)
             for f in filenames:
@@ -170,6 +202,9 @@ class Wireshark:
         if not exe:
             raise ToolMissing(program)
         if self._home is None:
+            src = user_config_dir() if self.as_root and os.environ.get("SUDO_USER") else None
+            if src is not None and src.name == "wireshark":     # under sudo: SUDO_USER's prefs
+                return ["env", f"XDG_CONFIG_HOME={src.parent}", exe, *args]
             return [exe, *args]
         env = ["env", f"HOME={self._home}", "XDG_CONFIG_HOME=" + str(self._home / ".config")]
         if self.as_root:

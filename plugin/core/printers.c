@@ -2,6 +2,10 @@
  * The exact dumps of the "p2pc" tap that the analyzer reads (docs/tap-format.md):
  *   tshark -q -z p2pc,records[,FILTER]   one line per message, then TCP segment/ACK counts per
  *                                        connection direction
+ *   tshark -q -z p2pc,records,stream[,FILTER]   the same lines, each flushed as its packet is
+ *                                        dissected (p2pc live): a direction's T line, its
+ *                                        counts so far, after each of its frames; #RESET when
+ *                                        tshark's session reset (-M) restarts frame numbers
  *   tshark -q -z p2pc,payloads[,FILTER]  each record's uncompressed payload, in hex
  * Lines are tab-separated; every string field is escaped (escape_field()) so that no byte a
  * peer sent can split a line or a column.
@@ -71,12 +75,30 @@ typedef struct {
 typedef struct {
     GHashTable *dirs;           /* "stream\tsrc\tport" -> tcp_dir_stats_t */
     GPtrArray *order;           /* tcp_dir_stats_t, in order of first appearance */
+    gboolean stream;            /* p2pc,records,stream: print each line as it is known */
+    guint32 last_frame;         /* stream mode: a lower frame number means a session reset */
 } tcp_dirs_t;
 
 typedef struct {
     guint64 records;
     tcp_dirs_t tcp;
 } records_tap_t;
+
+static void print_tcp_dir(const tcp_dir_stats_t *d);
+
+/* Stream mode: tshark's session reset (-M) numbers frames from 1 again and restarts tcp.stream,
+ * so the directions counted so far are printed as they stand, #RESET tells the reader that
+ * later lines start over, and the counts start over with them. */
+static void
+stream_check_reset(tcp_dirs_t *t, guint32 frame)
+{
+    if (frame < t->last_frame) {
+        printf("#RESET\tframe=%u\n", t->last_frame);
+        g_ptr_array_set_size(t->order, 0);
+        g_hash_table_remove_all(t->dirs);
+    }
+    t->last_frame = frame;
+}
 
 static tap_packet_status
 records_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
@@ -87,6 +109,8 @@ records_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const voi
     gchar *src = address_to_str(NULL, &r->src);
     gchar *dst = address_to_str(NULL, &r->dst);
 
+    if (t->tcp.stream)
+        stream_check_reset(&t->tcp, r->frame);
     t->records++;
     printf("M\t%u\t%d\t%s\t%u\t%s\t%u\t", r->frame,
            r->stream == G_MAXUINT32 ? -1 : (int)r->stream, src, r->srcport, dst, r->dstport);
@@ -100,6 +124,8 @@ records_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const voi
     printf("\t%" G_GUINT64_FORMAT "\t%" G_GUINT64_FORMAT "\t%" G_GUINT64_FORMAT
            "\t%" G_GUINT64_FORMAT "\t%u\n",
            r->wire_len, r->header_len, r->payload_len, r->raw_len, r->batch_count);
+    if (t->tcp.stream)
+        fflush(stdout);
     wmem_free(NULL, src);
     wmem_free(NULL, dst);
     return TAP_PACKET_DONT_REDRAW;
@@ -111,12 +137,16 @@ records_tcp_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const
 {
     tcp_dirs_t *t = (tcp_dirs_t *)tapdata;
     const tcp_info_t *th = (const tcp_info_t *)p;
-    gchar *src = address_to_str(NULL, &th->ip_src);
-    gchar *key = g_strdup_printf("%u\t%s\t%u", th->th_stream, src, th->th_sport);
-    tcp_dir_stats_t *d = (tcp_dir_stats_t *)g_hash_table_lookup(t->dirs, key);
+    gchar *src, *key;
+    tcp_dir_stats_t *d;
     guint32 frame_len = pinfo->fd->pkt_len;
     guint32 seglen = th->th_have_seglen ? th->th_seglen : 0;
 
+    if (t->stream)
+        stream_check_reset(t, pinfo->num);
+    src = address_to_str(NULL, &th->ip_src);
+    key = g_strdup_printf("%u\t%s\t%u", th->th_stream, src, th->th_sport);
+    d = (tcp_dir_stats_t *)g_hash_table_lookup(t->dirs, key);
     if (!d) {
         d = g_new0(tcp_dir_stats_t, 1);
         d->src = g_strdup(src);
@@ -147,7 +177,33 @@ records_tcp_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const
         d->ctl_frames++;
         d->ctl_bytes += frame_len;
     }
+    if (t->stream) {
+        print_tcp_dir(d);
+        fflush(stdout);
+    }
     return TAP_PACKET_DONT_REDRAW;
+}
+
+static void
+print_tcp_header(void)
+{
+    printf("#T\tstream\tsrc\tsrcport\tdst\tdstport\tframes\tbytes\tdata_segs\tdata_bytes"
+           "\tdata_frame_bytes\tpure_acks\tpure_ack_bytes\tctl_frames\tctl_bytes\tmax_seg"
+           "\tfirst_time\tlast_time\n");
+}
+
+static void
+print_tcp_dir(const tcp_dir_stats_t *d)
+{
+    printf("T\t%u\t%s\t%u\t%s\t%u\t%u\t%" G_GUINT64_FORMAT "\t%u\t%" G_GUINT64_FORMAT
+           "\t%" G_GUINT64_FORMAT "\t%u\t%" G_GUINT64_FORMAT "\t%u\t%" G_GUINT64_FORMAT "\t%u\t",
+           d->stream, d->src, d->srcport, d->dst, d->dstport, d->frames, d->bytes,
+           d->data_segs, d->data_bytes, d->data_frame_bytes, d->pure_acks,
+           d->pure_ack_bytes, d->ctl_frames, d->ctl_bytes, d->max_seg);
+    print_ts(stdout, &d->first_ts);
+    putchar('\t');
+    print_ts(stdout, &d->last_ts);
+    putchar('\n');
 }
 
 static void
@@ -155,22 +211,14 @@ records_draw(void *tapdata)
 {
     records_tap_t *t = (records_tap_t *)tapdata;
 
-    printf("#T\tstream\tsrc\tsrcport\tdst\tdstport\tframes\tbytes\tdata_segs\tdata_bytes"
-           "\tdata_frame_bytes\tpure_acks\tpure_ack_bytes\tctl_frames\tctl_bytes\tmax_seg"
-           "\tfirst_time\tlast_time\n");
-    for (guint i = 0; i < t->tcp.order->len; i++) {
-        const tcp_dir_stats_t *d = (const tcp_dir_stats_t *)g_ptr_array_index(t->tcp.order, i);
-        printf("T\t%u\t%s\t%u\t%s\t%u\t%u\t%" G_GUINT64_FORMAT "\t%u\t%" G_GUINT64_FORMAT
-               "\t%" G_GUINT64_FORMAT "\t%u\t%" G_GUINT64_FORMAT "\t%u\t%" G_GUINT64_FORMAT "\t%u\t",
-               d->stream, d->src, d->srcport, d->dst, d->dstport, d->frames, d->bytes,
-               d->data_segs, d->data_bytes, d->data_frame_bytes, d->pure_acks,
-               d->pure_ack_bytes, d->ctl_frames, d->ctl_bytes, d->max_seg);
-        print_ts(stdout, &d->first_ts);
-        putchar('\t');
-        print_ts(stdout, &d->last_ts);
-        putchar('\n');
+    /* Stream mode printed every direction's counts as they changed. */
+    if (!t->tcp.stream) {
+        print_tcp_header();
+        for (guint i = 0; i < t->tcp.order->len; i++)
+            print_tcp_dir((const tcp_dir_stats_t *)g_ptr_array_index(t->tcp.order, i));
     }
     printf("#END\trecords=%" G_GUINT64_FORMAT "\n", t->records);
+    fflush(stdout);
 }
 
 static void
@@ -199,14 +247,22 @@ records_init(const char *opt_arg, void *userdata)
     const char *filter = NULL;
     GString *err;
 
-    if (!strncmp(opt_arg, "p2pc,records,", 13))
+    if (!strcmp(opt_arg, "p2pc,records,stream") || !strncmp(opt_arg, "p2pc,records,stream,", 20)) {
+        t->tcp.stream = TRUE;
+        filter = opt_arg[19] ? opt_arg + 20 : NULL;
+    } else if (!strncmp(opt_arg, "p2pc,records,", 13)) {
         filter = opt_arg + 13;
+    }
     t->tcp.dirs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     t->tcp.order = g_ptr_array_new_with_free_func(dir_stats_free);
 
     printf("#p2pc-records\t1\n");
     printf("#M\tframe\tstream\tsrc\tsrcport\tdst\tdstport\ttime\tproto\tmsg_type\tcodec"
            "\twire_len\theader_len\tpayload_len\traw_len\tbatch_count\n");
+    if (t->tcp.stream) {
+        print_tcp_header();
+        fflush(stdout);
+    }
     err = register_tap_listener("p2pc", t, filter, TL_REQUIRES_NOTHING, NULL,
                                 records_packet, records_draw, records_finish);
     if (err) {

@@ -1,0 +1,304 @@
+"""`p2pc live`: one continuous capture, decoded as it arrives.
+
+dumpcap captures without a restart for as long as p2pc runs and writes pcapng to a pipe; a
+thread copies those bytes to tshark's stdin (and to the -w file); tshark, with the plugin's
+streaming records tap (`-z p2pc,records,stream`), prints each record as its packet is
+dissected; the main thread folds the records into the same aggregate `p2pc analyze` builds.
+So every report is `p2pc analyze` of the packets captured so far.
+
+Memory stays bounded for days through tshark's session reset (-M): every N packets tshark
+forgets its connections. The plugin marks a reset with `#RESET`; bytes that connections open
+across a reset carry afterwards without a decoded message are counted as undecoded (a row of the
+report, a metric), never dropped silently.
+"""
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import signal
+import struct
+import subprocess
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from .records import (ONE_PASS_PREFS, InterfaceError, P2pcError, PluginMissing, option_error,
+                      parse_m, parse_t)
+from .series import SeriesAggregate
+from .wsenv import Wireshark
+
+
+class CapturePermission(P2pcError):
+    exit_code = 10
+
+
+class CaptureFilterError(P2pcError):
+    exit_code = 11
+
+
+class OutputError(P2pcError):
+    """The -w file cannot be written (a usage error)."""
+    exit_code = 2
+
+
+class TsharkFailed(P2pcError):
+    """tshark stopped reading the capture for a reason it names."""
+    exit_code = 5
+
+
+def capture_error(iface: str, bpf: str | None, stderr: str) -> P2pcError:
+    """dumpcap's failure as one line naming the cause and the fix."""
+    if "no device named" in stderr or "No such device" in stderr:
+        return InterfaceError(f"no interface named {iface!r} (dumpcap -D lists them)")
+    if "permission to capture" in stderr or "Operation not permitted" in stderr:
+        return CapturePermission(f"no permission to capture on {iface}: run as root, or see the "
+                                 "fix `p2pc doctor` prints")
+    if "capture filter" in stderr:
+        why = re.search(r"\(([^()]*)\)\.?\s*$", stderr.split("See the User's Guide")[0].strip())
+        return CaptureFilterError(f"invalid capture filter {bpf!r}"
+                                  + (f": {why.group(1)}" if why else ""))
+    lines = [l for l in stderr.strip().splitlines() if l.strip() and not l.startswith("Capturing on")]
+    return InterfaceError(f"cannot capture on {iface}: " + (lines[0] if lines else "dumpcap failed"))
+
+
+# The bandwidth figure keeps one sum per second and connection direction: past this many, the
+# oldest seconds go (the report says so), so days of capture keep memory bounded.
+BANDWIDTH_CELLS = 200_000
+
+
+@dataclass
+class LiveAggregate(SeriesAggregate):
+    """The analyze aggregate, its per-second bandwidth sums limited to the latest seconds."""
+    trimmed_before: int | None = None
+
+    def add_message(self, file: str, m) -> None:
+        super().add_message(file, m)
+        if len(self.bandwidth) > BANDWIDTH_CELLS:
+            seconds = sorted({t for t, _ in self.bandwidth})
+            cut = seconds[len(seconds) // 10 or 1]
+            for k in [k for k in self.bandwidth if k[0] < cut]:
+                del self.bandwidth[k]
+            self.trimmed_before = cut
+
+
+DROPS = re.compile(r"Packets received/dropped on interface '[^']*': (\d+)/(\d+)")
+
+
+@dataclass
+class LiveTotals:
+    """What the running capture adds up, shared with the metrics endpoint under `lock`."""
+    agg: LiveAggregate = field(default_factory=LiveAggregate)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    epoch: int = 0                 # tshark session resets so far
+    dropped: int = 0               # packets the capture itself dropped
+    # (src, srcport, dst, dstport) -> proto, for every direction that carried P2P messages
+    p2p_dirs: dict = field(default_factory=dict)
+    # 4-tuple -> {epoch: TCP payload bytes}, and 4-tuple -> decoded wire bytes (all epochs)
+    tcp_bytes: dict = field(default_factory=lambda: defaultdict(dict))
+    wire: dict = field(default_factory=lambda: defaultdict(int))
+    on_message: object = None      # callback(Message) for the metrics, called under lock
+
+    @property
+    def source(self) -> str:
+        return f"live#{self.epoch}"
+
+    def line(self, line: str) -> None:
+        tag = line[:2]
+        if tag == "M\t":
+            m = parse_m(line.rstrip("\n").split("\t"))
+            four = (m.src, m.srcport, m.dst, m.dstport)
+            with self.lock:
+                self.agg.add_message(self.source, m)
+                self.p2p_dirs.setdefault(four, m.proto)
+                self.wire[four] += m.wire_len
+                if self.on_message:
+                    self.on_message(m)
+        elif tag == "T\t":
+            t = parse_t(line.rstrip("\n").split("\t"))
+            four = (t.src, t.srcport, t.dst, t.dstport)
+            with self.lock:
+                self.agg.add_tcp(self.source, t)
+                self.tcp_bytes[four][self.epoch] = t.data_bytes
+        elif line.startswith("#RESET"):
+            with self.lock:
+                self.epoch += 1
+
+    def undecoded(self) -> dict[str, int]:
+        """Per protocol, for the P2P connection directions open across a session reset: the
+        TCP payload bytes they carried beyond the wire bytes of the messages decoded from them
+        (for TLS, its record overhead counts too)."""
+        out: dict = defaultdict(int)
+        for four, proto in self.p2p_dirs.items():
+            per_epoch = self.tcp_bytes.get(four, {})
+            if len(per_epoch) > 1:
+                lost = sum(per_epoch.values()) - self.wire[four]
+                if lost > 0:
+                    out[proto] += lost
+        return dict(out)
+
+
+@dataclass
+class LiveCapture:
+    """dumpcap → (tee to -w) → tshark; records streamed to `totals`."""
+    ws: Wireshark
+    interface: str
+    capture_filter: str | None
+    write: str | None
+    duration: int
+    reset_packets: int
+    tshark_options: list
+    tap_filter: str | None
+    totals: LiveTotals
+    buffer_mib: int = 64
+    dumpcap: subprocess.Popen | None = None
+    tshark: subprocess.Popen | None = None
+    stopping: bool = False
+    _stderr: dict = field(default_factory=dict)
+    _out: object = None             # the -w file
+
+    def start(self) -> None:
+        """tshark and the capture together: while tshark loads (it starts its taps once it
+        has read the capture's header), packets wait in the capture buffer (-B)."""
+        try:
+            self._out = open(self.write, "wb") if self.write else None
+        except OSError as e:
+            raise OutputError(f"cannot write {self.write}: {e.strerror}") from None
+        if self.tap_filter:
+            self._check_filter()
+        tap = "p2pc,records,stream" + (f",{self.tap_filter}" if self.tap_filter else "")
+        args = ["-n", "-q", "-r", "-", *ONE_PASS_PREFS, *self.tshark_options, "-z", tap]
+        if self.reset_packets:
+            args[:0] = ["-M", str(self.reset_packets)]
+        self.tshark = self.ws.popen("tshark", args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, start_new_session=True)
+        self._drainer("tshark", self.tshark)
+        self._start_capture()
+
+    def _check_filter(self) -> None:
+        """tshark checks the tap's filter only once packets come: check it now, on a capture
+        with no packets (an empty pcap's header)."""
+        empty = struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1)
+        res = self.ws.run("tshark", ["-n", "-q", "-r", "-", "-z", f"p2pc,records,{self.tap_filter}"],
+                          input=empty, text=False)
+        refused = option_error(res.stderr.decode("utf-8", "replace"))
+        if refused:
+            raise refused
+
+    def _start_capture(self) -> None:
+        cmd = ["dumpcap", "-q", "-i", self.interface, "-w", "-", "-B", str(self.buffer_mib)]
+        if self.capture_filter:
+            cmd += ["-f", self.capture_filter]
+        if self.duration:
+            cmd += ["-a", f"duration:{self.duration}"]
+        self.dumpcap = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, start_new_session=True)
+        self._drainer("dumpcap", self.dumpcap)
+        self._tee = threading.Thread(target=self._copy, daemon=True)
+        self._tee.start()
+
+    def _drainer(self, name: str, proc: subprocess.Popen) -> None:
+        threading.Thread(target=self._drain, args=(name, proc.stderr), daemon=True).start()
+
+    def _drain(self, name: str, pipe) -> None:
+        chunks = []
+        for chunk in iter(lambda: pipe.read(4096), b""):
+            chunks.append(chunk)
+            if len(chunks) > 64:            # "resetting session." lines, for days: keep the tail
+                chunks = chunks[-32:]
+        self._stderr[name] = b"".join(chunks).decode("utf-8", "replace")
+
+    def _copy(self) -> None:
+        """The capture's bytes to the -w file and to tshark, as they come."""
+        out = self._out
+        src, dst = self.dumpcap.stdout.fileno(), self.tshark.stdin
+        try:
+            while True:
+                chunk = os.read(src, 1 << 20)
+                if not chunk:
+                    break
+                if out:
+                    out.write(chunk)
+                    out.flush()
+                try:
+                    dst.write(chunk)
+                    dst.flush()
+                except BrokenPipeError:
+                    break
+        finally:
+            if out:
+                out.close()
+            try:
+                dst.close()
+            except BrokenPipeError:
+                pass
+
+    def stop(self) -> None:
+        """End the capture as dumpcap's own duration would: tshark reads to the end."""
+        self.stopping = True
+        if self.dumpcap and self.dumpcap.poll() is None:
+            self.dumpcap.send_signal(signal.SIGINT)
+
+    def kill(self) -> None:
+        """After an error: end both processes."""
+        for proc in (self.dumpcap, self.tshark):
+            if proc and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    def records(self, tick: float, on_tick) -> None:
+        """Feed tshark's lines to the totals until it ends; on_tick() every `tick` seconds."""
+        sel = selectors.DefaultSelector()
+        fd = self.tshark.stdout.fileno()
+        sel.register(fd, selectors.EVENT_READ)
+        rest = b""
+        header = False
+        next_tick = time.monotonic() + tick
+        while True:
+            timeout = max(0.0, next_tick - time.monotonic())
+            if sel.select(timeout):
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    break
+                lines = (rest + chunk).split(b"\n")
+                rest = lines.pop()
+                for raw in lines:
+                    line = raw.decode("utf-8", "replace")
+                    if line.startswith("#p2pc-records"):
+                        header = True
+                    self.totals.line(line)
+            if time.monotonic() >= next_tick:
+                on_tick()
+                next_tick += tick * (1 + int((time.monotonic() - next_tick) // tick))
+        sel.close()
+        if self.dumpcap.poll() is None:     # tshark ended first (it refused an option)
+            self.dumpcap.send_signal(signal.SIGINT)
+        self.finish(header)
+
+    def finish(self, header: bool) -> None:
+        drc = self.dumpcap.wait()
+        self._tee.join()
+        trc = self.tshark.wait()
+        for _ in range(50):                          # the stderr readers end with the pipes
+            if len(self._stderr) == 2:
+                break
+            time.sleep(0.05)
+        dstderr = self._stderr.get("dumpcap", "")
+        drops = DROPS.findall(dstderr)
+        with self.totals.lock:
+            self.totals.dropped = sum(int(d) for _, d in drops)
+        if drc != 0 and not self.stopping and not drops:
+            raise capture_error(self.interface, self.capture_filter, dstderr)
+        tstderr = self._stderr.get("tshark", "")
+        if trc != 0 or not header:
+            refused = option_error(tstderr)
+            if refused:
+                raise refused
+            if "p2pc,records" in tstderr or "invalid -z" in tstderr.lower():
+                raise PluginMissing("tshark did not load the p2pc plugin: run `p2pc doctor`")
+            lines = [l for l in tstderr.strip().splitlines() if l.strip() and "resetting session" not in l]
+            if drc != 0 and not drops:
+                raise capture_error(self.interface, self.capture_filter, dstderr)
+            raise TsharkFailed("tshark: " + (lines[0] if lines else f"exited {trc}"))
+

@@ -1,0 +1,369 @@
+"""`p2pc live` on real traffic: bundled captures replayed with tcpreplay onto a veth pair in a
+private network namespace, captured by live, checked against the offline analysis of the same
+packets (its -w file) and of the bundled captures; the metrics endpoint scraped over HTTP while
+the capture runs; each capture error one line with its own exit code."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import CAPTURES, REPO, p2pc_report, run_p2pc
+from p2pc.wsenv import built_plugin
+
+needs_netns = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("tcpreplay")
+    or not shutil.which("dumpcap"),
+    reason="needs root (network namespaces), ip, tcpreplay and dumpcap")
+
+BTC = CAPTURES / "bitcoin/btc-compressed.pcapng"
+ETH2 = CAPTURES / "eth2/eth2-yamux.pcapng"
+PORT = 9464
+
+
+@pytest.fixture(scope="module")
+def netns():
+    """A private namespace with a veth pair: tcpreplay sends on va, live captures on vb."""
+    name = f"p2pclive{os.getpid()}"
+    made = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot make a network namespace here: {made.stderr.strip()}")
+    try:
+        for cmd in (["link", "add", "va", "type", "veth", "peer", "name", "vb"],
+                    ["link", "set", "va", "up"], ["link", "set", "vb", "up"], ["link", "set", "lo", "up"]):
+            res = subprocess.run(["ip", "-n", name, *cmd], capture_output=True, text=True)
+            if res.returncode != 0:     # a chroot or container without veth
+                pytest.skip(f"cannot make a veth pair here: {res.stderr.strip()}")
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name])
+
+
+def in_ns(ns: str, *cmd: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", "netns", "exec", ns, *cmd], capture_output=True, text=True, **kw)
+
+
+def probe_pcap(path: Path) -> Path:
+    """One UDP datagram (not P2P) in a pcap: sent until the capture has begun."""
+    payload = b"p2pc live probe"
+    udp = struct.pack("!HHHH", 40000, 9, 8 + len(payload), 0) + payload
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0,
+                     bytes([198, 51, 100, 1]), bytes([198, 51, 100, 2]))
+    frame = b"\x02\x00\x00\x00\x00\x02" + b"\x02\x00\x00\x00\x00\x01" + b"\x08\x00" + ip + udp
+    path.write_bytes(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1)
+                     + struct.pack("<IIII", 1, 0, len(frame), len(frame)) + frame)
+    return path
+
+
+class Live:
+    """`p2pc live` running in the namespace, its report and -w file in tmp."""
+
+    def __init__(self, ns: str, tmp: Path, *extra: str):
+        self.ns, self.tmp = ns, tmp
+        self.pcap, self.report = tmp / "live.pcapng", tmp / "live.json"
+        env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
+        self.proc = subprocess.Popen(
+            ["ip", "netns", "exec", ns, sys.executable, "-m", "p2pc", "live", "-i", "vb",
+             "--interval", "1", "-w", str(self.pcap), "--format", "json", "--output", str(self.report),
+             *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        probe = probe_pcap(tmp / "probe.pcap")
+        for _ in range(300):            # the -w file gets its first bytes once dumpcap captures
+            assert self.proc.poll() is None, self.proc.communicate()
+            self.replay(probe)
+            if self.pcap.exists() and self.pcap.stat().st_size > 0:
+                return
+            time.sleep(0.2)
+        raise AssertionError("live never started capturing")
+
+    def replay(self, capture: Path) -> None:
+        res = in_ns(self.ns, "tcpreplay", "-q", "--mbps=50", "-i", "va", str(capture))
+        assert res.returncode == 0, res.stderr
+
+    def stop(self) -> tuple[int, str]:
+        self.proc.send_signal(signal.SIGINT)        # ^C: the final report, exit 0
+        out, err = self.proc.communicate(timeout=120)
+        return self.proc.returncode, err
+
+
+def rows_by_type(report: dict) -> dict:
+    return {(r["proto"], r["msg_type"]): r for r in report["rows"]}
+
+
+def scrape(ns: str) -> str:
+    res = in_ns(ns, "curl", "-sf", f"http://127.0.0.1:{PORT}/metrics")
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def metric_sum(text: str, name: str, **labels: str) -> float:
+    total = 0.0
+    for m in re.finditer(rf"^{name}\{{([^}}]*)\}} (\S+)$", text, re.M):
+        got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+        if all(got.get(k) == v for k, v in labels.items()):
+            total += float(m.group(2))
+    return total
+
+
+@needs_netns
+def test_live_equals_offline_analysis_and_serves_metrics(netns, tmp_path):
+    btc = p2pc_report("analyze", str(BTC))
+    eth2 = p2pc_report("analyze", str(ETH2))
+    live = Live(netns, tmp_path, "--metrics", f"127.0.0.1:{PORT}")
+    try:
+        live.replay(BTC)
+        # The endpoint while the capture runs: the Bitcoin capture's messages, bytes and
+        # savings, as the offline analysis of the bundled capture has them.
+        want = btc["totals"]
+        for _ in range(150):
+            text = scrape(netns)
+            if metric_sum(text, "p2pc_messages_total") >= want["messages"]:
+                break
+            time.sleep(0.2)
+        assert metric_sum(text, "p2pc_messages_total") == want["messages"]
+        assert metric_sum(text, "p2pc_wire_bytes_total") == want["wire_bytes"]
+        assert metric_sum(text, "p2pc_payload_bytes_total") == want["payload_bytes"]
+        assert metric_sum(text, "p2pc_raw_bytes_total") == want["raw_bytes"]
+        assert metric_sum(text, "p2pc_saved_bytes_total", kind="payload") == want["payload_saved"]
+        assert round(metric_sum(text, "p2pc_saved_bytes_total", kind="header")) == pytest.approx(
+            want["header_saved"], abs=1)
+        assert round(metric_sum(text, "p2pc_saved_bytes_total", kind="ack")) == pytest.approx(
+            want["ack_saved"], abs=1)
+        # Every metric the Grafana dashboard plots is one the endpoint serves.
+        dashboard = (REPO / "docs/grafana/p2pc.json").read_text()
+        served = set(re.findall(r"^(p2pc_\w+_total)[{ ]", text, re.M))
+        assert set(re.findall(r"p2pc_\w+_total", dashboard)) <= served
+        cblocks = metric_sum(text, "p2pc_messages_total", proto="bitcoin", msg_type="cblock", codec="lzo1x")
+        assert cblocks == rows_by_type(btc)[("bitcoin", "cblock")]["messages"]
+        assert metric_sum(text, "p2pc_capture_dropped_packets_total") == 0
+        assert metric_sum(text, "p2pc_undecoded_bytes_total", proto="bitcoin") == 0
+        assert 'p2pc_undecoded_bytes_total{proto="bitcoin"}' in text
+        live.replay(ETH2)                   # a second connection, later in the same capture
+        time.sleep(2)
+    finally:
+        rc, err = live.stop()
+    assert rc == 0, err
+    assert "Traceback" not in err
+    final = json.loads(live.report.read_text())
+    offline = p2pc_report("analyze", str(live.pcap))
+    for key in ("rows", "totals", "sections", "series", "warnings"):
+        assert final[key] == offline[key], key
+    # Every message of both bundled captures, once.
+    want = Counter()
+    for rep in (btc, eth2):
+        for r in rep["rows"]:
+            want[(r["proto"], r["msg_type"])] += r["messages"]
+    assert Counter({k: r["messages"] for k, r in rows_by_type(final).items()}) == want
+    # The generator's own record of what it sent: every one once, uncompressed size and all.
+    truth = json.loads((CAPTURES / "bitcoin/btc-compressed.truth.json").read_text())["messages"]
+    rows = rows_by_type(final)
+    for command in {m["command"] for m in truth}:
+        sent = [m["raw_len"] for m in truth if m["command"] == command]
+        assert rows[("bitcoin", command)]["messages"] == len(sent), command
+        assert rows[("bitcoin", command)]["raw_bytes"] == sum(sent), command
+
+
+@needs_netns
+def test_live_interval_reports_stream_before_the_end(netns, tmp_path):
+    """The report file is rewritten every --interval while the capture runs."""
+    live = Live(netns, tmp_path)
+    try:
+        live.replay(BTC)
+        for _ in range(100):
+            if live.report.exists() and json.loads(live.report.read_text() or "{}").get("totals", {}) \
+                    .get("messages") == p2pc_report("analyze", str(BTC))["totals"]["messages"]:
+                break
+            time.sleep(0.3)
+        running = json.loads(live.report.read_text())
+        assert "(final)" not in running["title"] and live.proc.poll() is None
+    finally:
+        rc, err = live.stop()
+    assert rc == 0, err
+    assert json.loads(live.report.read_text())["rows"] == running["rows"]
+
+
+@needs_netns
+@pytest.mark.parametrize("case, code, words", [
+    ("interface", 7, "no interface named 'nosuch0'"),
+    ("privileges", 10, "no permission to capture on vb"),
+    ("filter", 11, "invalid capture filter 'tcp prt 8333'"),
+    ("nothing", 6, "no P2P messages captured on vb"),
+    ("preference", 2, 'tshark: -o flag "nosuch.pref:1" specifies unknown preference'),
+    ("display filter", 2, "Couldn't register p2pc,records tap"),
+    ("write", 2, "cannot write /nonexistent/live.pcapng"),
+])
+def test_live_errors_are_one_line_with_their_own_exit_code(netns, case, code, words):
+    env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
+    live = [sys.executable, "-m", "p2pc", "live", "--duration", "2"]
+    cmd = {"interface": [*live, "-i", "nosuch0"],
+           # root without the capture capabilities, as in a container that lacks them
+           "privileges": ["setpriv", "--inh-caps=-net_raw,-net_admin",
+                          "--bounding-set=-net_raw,-net_admin", *live, "-i", "vb"],
+           "filter": [*live, "-i", "vb", "-f", "tcp prt 8333"],
+           "nothing": [*live, "-i", "vb"],
+           "preference": [*live, "-i", "vb", "-o", "nosuch.pref:1"],
+           "display filter": [*live, "-i", "vb", "-Y", "tcp.port=1"],
+           "write": [*live, "-i", "vb", "-w", "/nonexistent/live.pcapng"]}[case]
+    res = in_ns(netns, *cmd, env=env, timeout=120)
+    assert res.returncode == code, res.stderr
+    assert res.stderr.strip().splitlines() == [f"p2pc: {res.stderr.strip()[6:]}"], res.stderr
+    assert words in res.stderr
+
+
+def test_stream_tap_prints_the_records_tap_lines():
+    """-z p2pc,records,stream: the same M lines as -z p2pc,records, and T lines whose last one
+    per direction equals the end-of-run T line."""
+    from p2pc.wsenv import Wireshark
+    ws = Wireshark(plugin=built_plugin())
+    try:
+        lines = {}
+        for tap in ("p2pc,records", "p2pc,records,stream"):
+            res = ws.run("tshark", ["-n", "-q", "-r", str(BTC), "-o", "p2pc.keep_replay:FALSE", "-z", tap])
+            assert res.returncode == 0, res.stderr
+            lines[tap] = res.stdout.splitlines()
+    finally:
+        ws.cleanup()
+    m = {tap: [l for l in ls if l.startswith("M\t")] for tap, ls in lines.items()}
+    assert m["p2pc,records"] == m["p2pc,records,stream"] and m["p2pc,records"]
+    last = {}
+    for l in lines["p2pc,records,stream"]:
+        if l.startswith("T\t"):
+            last[tuple(l.split("\t")[1:4])] = l
+    assert sorted(last.values()) == sorted(l for l in lines["p2pc,records"] if l.startswith("T\t"))
+
+
+@needs_netns
+def test_session_reset_reports_undecoded_bytes(netns, tmp_path):
+    """With tshark forgetting its connections every 1000 packets (mid-connection), what the
+    lost state hides is the "undecoded" row and metric: decoded wire bytes plus undecoded bytes
+    equal the offline analysis's wire bytes, and the Bitcoin capture's messages are all either
+    decoded or inside those bytes."""
+    live = Live(netns, tmp_path, "--session-reset", "1000", "--metrics", f"127.0.0.1:{PORT + 1}")
+    try:
+        live.replay(BTC)
+        seen = []
+        for _ in range(150):                # until the replayed bytes are all read
+            res = in_ns(netns, "curl", "-sf", f"http://127.0.0.1:{PORT + 1}/metrics")
+            seen.append(metric_sum(res.stdout, "p2pc_undecoded_bytes_total", proto="bitcoin"))
+            if len(seen) > 3 and seen[-1] > 0 and len(set(seen[-4:])) == 1:
+                break
+            time.sleep(0.3)
+        undecoded_metric = seen[-1]
+    finally:
+        rc, err = live.stop()
+    assert rc == 0, err
+    final = json.loads(live.report.read_text())
+    offline = p2pc_report("analyze", str(live.pcap))
+    row = rows_by_type(final)[("bitcoin", "undecoded")]
+    assert row["wire_bytes"] == undecoded_metric > 0
+    assert final["totals"]["wire_bytes"] == offline["totals"]["wire_bytes"]
+    assert final["totals"]["messages"] < offline["totals"]["messages"]
+    assert any("not decoded" in w for w in final["warnings"])
+
+
+# ---- tshark's options on every command ----
+def pcapng_secrets(path: Path, bare: Path) -> bytes:
+    """The TLS key log a (little-endian) pcapng carries in its Decryption Secrets Blocks
+    (type 0x0A); `bare` gets the capture without them."""
+    data, keys, rest, off = path.read_bytes(), b"", b"", 0
+    while off + 12 <= len(data):
+        btype, blen = struct.unpack_from("<II", data, off)
+        if btype == 0x0A:
+            stype, slen = struct.unpack_from("<II", data, off + 8)
+            if stype == 0x544C534B:         # "TLSK": an NSS key log
+                keys += data[off + 16:off + 16 + slen]
+        else:
+            rest += data[off:off + blen]
+        off += blen
+    bare.write_bytes(rest)
+    return keys
+
+
+def test_keylog_decrypts_tls_as_the_embedded_secrets_do(tmp_path):
+    """--keylog FILE: the FISCO TLS capture, its secrets removed, decodes with the key log given
+    on the command line exactly as with the secrets inside it."""
+    cap = CAPTURES / "fisco/fisco-tls.pcapng"
+    keys, bare = tmp_path / "keys.log", tmp_path / "bare.pcapng"
+    keys.write_bytes(pcapng_secrets(cap, bare))
+    assert b"CLIENT_RANDOM" in keys.read_bytes() or b"TRAFFIC_SECRET" in keys.read_bytes()
+    bare.chmod(0o644)
+    keys.chmod(0o644)
+    tmp_path.chmod(0o755)
+    with_secrets = p2pc_report("analyze", str(cap))
+    res = run_p2pc("analyze", str(bare), "--format", "json")
+    without = json.loads(res.stdout)["totals"]["messages"] if res.returncode == 0 else 0
+    assert without < with_secrets["totals"]["messages"]
+    given = p2pc_report("analyze", "--keylog", str(keys), str(bare))
+    assert given["rows"] == with_secrets["rows"] and given["totals"] == with_secrets["totals"]
+
+
+def test_noise_keylog_goes_to_the_noise_preference():
+    """--keylog with a Noise key log (the generator's own key file): the connection decrypts, and
+    the eth2 messages inside it are reported; without it, only the encrypted frames."""
+    cap = CAPTURES / "eth2/eth2-noise-yamux.pcapng"
+    given = p2pc_report("analyze", "--keylog", str(CAPTURES / "eth2/eth2-noise-yamux.keys"), str(cap))
+    without = p2pc_report("analyze", str(cap))
+    types = lambda rep: {r["msg_type"] for r in rep["rows"]}  # noqa: E731
+    assert "beacon_blocks_by_range/2 response" in types(given)
+    assert types(without) == {"noise (encrypted)"}
+
+
+@pytest.mark.parametrize("option", [["-Y", "tcp.srcport=8333"], ["-o", "nosuch.pref:1"],
+                                    ["-C", "nosuch-profile"], ["-d", "tcp.port==1,nosuchproto"]])
+def test_tshark_options_tshark_refuses_are_one_line_exit_2(option):
+    res = run_p2pc("analyze", *option, str(BTC))
+    assert res.returncode == 2, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr, res.stderr
+
+
+def test_display_filter_and_decode_as_take_tshark_meanings():
+    """-Y keeps the messages of the frames it matches (here: the ones the server, port 8333,
+    sent); -d decodes a port as tshark's Decode As does (here: no Bitcoin at all on 8333 once
+    it is handed to another dissector)."""
+    every = p2pc_report("analyze", "--by-direction", str(BTC))
+    sent = [r for r in every["rows"] if r["direction"].split(">")[0].endswith(":8333")]
+    server = p2pc_report("analyze", "-Y", "tcp.srcport==8333", str(BTC))
+    assert server["totals"]["messages"] == sum(r["messages"] for r in sent) > 0
+    res = run_p2pc("analyze", "-d", "tcp.port==8333,http", "-o", "btcc.tcp.port:1", str(BTC))
+    assert res.returncode == 6 or json.loads(res.stdout or "{}").get("totals", {}).get("messages", 0) \
+        < every["totals"]["messages"], res.stderr
+
+
+def test_root_uses_its_own_profile(tmp_path):
+    """As root, tshark runs as nobody in a private HOME holding a copy of the invoking user's
+    Wireshark configuration: -C PROFILE finds the user's profile and its Decode As applies
+    (here it hands port 8333 to HTTP: no Bitcoin message is left)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    config = tmp_path / "config"
+    prof = config / "wireshark/profiles/p2pc-test"
+    prof.mkdir(parents=True)
+    (prof / "decode_as_entries").write_text("decode_as_entry: tcp.port,8333,(none),HTTP\n")
+    plain = p2pc_report("analyze", str(BTC))
+    assert any(r["proto"] == "bitcoin" for r in plain["rows"])
+    res = run_p2pc("analyze", "-C", "p2pc-test", "--format", "json", str(BTC),
+                   env_extra={"XDG_CONFIG_HOME": str(config)})
+    got = json.loads(res.stdout)["rows"] if res.returncode == 0 else []
+    assert res.returncode in (0, 6), res.stderr
+    assert not any(r["proto"] == "bitcoin" for r in got)
+
+
+def test_by_peer_rows_add_up_to_the_totals():
+    """--by-peer: one row per protocol, message type and remote address; they add up to the
+    same totals, and each peer is an address of the capture's connections."""
+    every = p2pc_report("analyze", "--by-direction", str(ETH2))
+    peers = p2pc_report("analyze", "--by-peer", str(ETH2))
+    assert peers["totals"] == every["totals"]
+    addrs = {e.rsplit(":", 1)[0] for r in every["rows"] for e in r["direction"].split(">")}
+    assert {r["peer"] for r in peers["rows"]} <= addrs
+    for key in ("messages", "wire_bytes", "raw_bytes"):
+        assert sum(r[key] for r in peers["rows"]) == every["totals"][key]
