@@ -159,9 +159,9 @@ def huge(gb: int) -> None:
     gib = cap.stat().st_size / (1 << 30)
     print(f"\n== {gib:.1f} GiB capture ({copies} copies of {len(sources())} captures) on "
           f"{os.cpu_count()} cores, {psutil.virtual_memory().total / (1 << 30):.0f} GiB ==", flush=True)
-    subprocess.run([*py, "analyze", str(one), "--format", "json", "-o", str(work / "one.json")],
+    subprocess.run([*py, "analyze", str(one), "--format", "json", "--output", str(work / "one.json")],
                    env=env, check=True)
-    cmd = [*py, "analyze", str(cap), "--format", "json", "-o", str(work / "huge.json")]
+    cmd = [*py, "analyze", str(cap), "--format", "json", "--output", str(work / "huge.json")]
     wall, peak_tree, peak_own, rc = tree_peak(cmd, env)
     if rc != 0:
         sys.exit(f"bench: {sh(cmd)} failed ({rc})")
@@ -238,12 +238,12 @@ def main() -> None:
 
     # 1. records scale exactly with the copies (one analyze of copy 0, one of all)
     one_json, all_json = work / "copy0.json", work / "unsharded.json"
-    subprocess.run([*py, "analyze", str(mixed1), "--format", "json", "-o", str(one_json)],
+    subprocess.run([*py, "analyze", str(mixed1), "--format", "json", "--output", str(one_json)],
                    env=env, check=False)
     split_cmd = [*py, "shard", str(mixed), "--shards", "2", "--out", str(work / "shards")]
-    shard_j1 = [*py, "analyze", "--shards", "2", "-j", "1", "--format", "json", "-o",
+    shard_j1 = [*py, "analyze", "--shards", "2", "-j", "1", "--format", "json", "--output",
                 str(work / "sharded-j1.json"), str(mixed)]
-    shard_j2 = [*py, "analyze", "--shards", "2", "-j", "2", "--format", "json", "-o",
+    shard_j2 = [*py, "analyze", "--shards", "2", "-j", "2", "--format", "json", "--output",
                 str(work / "sharded-j2.json"), str(mixed)]
     for i in range(repeat):
         r.run("stock tshark", dissect(stock, mixed))
@@ -251,14 +251,14 @@ def main() -> None:
         r.run("tshark + p2pc, keep_replay off", dissect(ws, mixed, *no_replay))
         r.run("tshark + p2pc -z p2pc,records", ws.command(
             "tshark", ["-n", "-q", "-r", str(mixed), "-z", "p2pc,records"]))
-        r.run("p2pc analyze", [*py, "analyze", str(mixed), "--format", "json", "-o", str(all_json)], env=env)
+        r.run("p2pc analyze", [*py, "analyze", str(mixed), "--format", "json", "--output", str(all_json)], env=env)
         # sharded: the split, then the shards' analysis with 1 and 2 workers
         shutil.rmtree(work / "shards", ignore_errors=True)
         r.run("p2pc shard (split, 2 shards)", split_cmd, env=env)
         shards = sorted(str(p) for p in (work / "shards").glob("*.shard*"))
-        r.run("shards analyzed, 1 worker", [*py, "analyze", "-j", "1", "--format", "json", "-o",
+        r.run("shards analyzed, 1 worker", [*py, "analyze", "-j", "1", "--format", "json", "--output",
                                             str(work / "shards-j1.json"), *shards], env=env)
-        r.run("shards analyzed, 2 workers", [*py, "analyze", "-j", "2", "--format", "json", "-o",
+        r.run("shards analyzed, 2 workers", [*py, "analyze", "-j", "2", "--format", "json", "--output",
                                              str(work / "shards-j2.json"), *shards], env=env)
         r.run("p2pc analyze --shards 2 -j 1", shard_j1, env=env)
         r.run("p2pc analyze --shards 2 -j 2", shard_j2, env=env)
