@@ -105,7 +105,8 @@ end
 -- header_len (0), payload_len (wire_len - header_len), raw_len (payload_len), batch_count (1),
 -- raw_output (a decompress() result's output: the payload -z p2pc,payloads prints; an
 -- uncompressed message's is its bytes after the header).
--- An incomplete or inconsistent record is an expert item and is not counted.
+-- Returns true when the record was added; an incomplete or inconsistent one is an expert item
+-- instead, and is not counted.
 local RECORD_INTS = { "wire_len", "header_len", "payload_len", "raw_len", "batch_count", "raw_output" }
 function p2pc.record(data, pinfo, tree, fields)
     local priv = pinfo.private
@@ -115,7 +116,8 @@ function p2pc.record(data, pinfo, tree, fields)
     for _, k in ipairs(RECORD_INTS) do
         if fields[k] ~= nil then priv["p2pc.record." .. k] = int(fields[k], k) end
     end
-    return handle("p2pc.record"):call(as_tvb(data), pinfo, tree) > 0
+    handle("p2pc.record"):call(as_tvb(data), pinfo, tree)
+    return pinfo.private["p2pc.record.status"] == "ok"
 end
 
 -- $P2PC_LUA: more Lua dissectors to load (files, ':'-separated), for runs whose plugin folders

@@ -263,15 +263,15 @@ dissect_decompress(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         expert_add_info_format(pinfo, ti, &ei_lua_arg, "Unknown p2pc codec \"%s\"", what);
         answer(pinfo, "p2pc.dc.status", "error");
         answer(pinfo, "p2pc.dc.detail", "unknown codec");
-        return 0;
+        return (int)in_len;
     }
     proto_item_append_text(ti, ": %s", p2pc_codec_name(codec));
     proto_tree_add_string(st, hf_lua_codec, tvb, 0, 0, p2pc_codec_name(codec));
-    proto_tree_add_uint(st, hf_lua_in_len, tvb, 0, -1, in_len);
+    proto_tree_add_uint(st, hf_lua_in_len, tvb, 0, in_len, in_len);
     if (!take_u64(pinfo, ti, "p2pc.dc.bound", LUA_DEFAULT_BOUND, &bound)) {
         answer(pinfo, "p2pc.dc.status", "error");
         answer(pinfo, "p2pc.dc.detail", "bad bound");
-        return 0;
+        return (int)in_len;
     }
     bound = p2pc_bound((size_t)MIN(bound, (guint64)G_MAXINT));
     if (!tab)
@@ -282,7 +282,7 @@ dissect_decompress(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         if (!r) {
             expert_add_info(pinfo, ti, &ei_lua_not_kept);
             answer(pinfo, "p2pc.dc.status", "not kept");
-            return 0;
+            return (int)in_len;
         }
         status = r->status;
         detail = r->detail;
@@ -306,9 +306,9 @@ dissect_decompress(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
                                p2pc_codec_name(codec), p2pc_dc_status_name(status),
                                detail ? ": " : "", detail ? detail : "");
     if (!out)
-        return status == P2PC_DC_OK ? (int)in_len : 0;
+        return (int)in_len;
 
-    proto_tree_add_uint(st, hf_lua_raw_len, out, 0, -1, tvb_reported_length(out));
+    proto_tree_add_uint(st, hf_lua_raw_len, out, 0, tvb_captured_length(out), tvb_reported_length(out));
     answer(pinfo, "p2pc.dc.raw_len", wmem_strdup_printf(pinfo->pool, "%u", tvb_reported_length(out)));
     answer(pinfo, "p2pc.dc.output", wmem_strdup_printf(pinfo->pool, "%u", output_add(pinfo, out)));
     proto_item_append_text(ti, ", %u -> %u bytes", in_len, tvb_reported_length(out));
@@ -365,13 +365,15 @@ dissect_lua_record(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     ok &= take_u64(pinfo, ti, "p2pc.record.raw_output", 0, &raw_output);
     if (!ok || !rec.proto || !rec.msg_type || !rec.codec) {
         proto_item_set_visible(ti);
-        return 0;
+        answer(pinfo, "p2pc.record.status", "error");
+        return (int)len;
     }
     if (rec.header_len > rec.wire_len) {
         expert_add_info_format(pinfo, ti, &ei_lua_record, "p2pc record: header_len %" G_GUINT64_FORMAT
                                " exceeds wire_len %" G_GUINT64_FORMAT, rec.header_len, rec.wire_len);
         proto_item_set_visible(ti);
-        return 0;
+        answer(pinfo, "p2pc.record.status", "error");
+        return (int)len;
     }
     if (rec.payload_len == G_MAXUINT64)
         rec.payload_len = rec.wire_len - rec.header_len;
@@ -380,7 +382,8 @@ dissect_lua_record(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     if (batch > G_MAXUINT32) {
         expert_add_info(pinfo, ti, &ei_lua_record);
         proto_item_set_visible(ti);
-        return 0;
+        answer(pinfo, "p2pc.record.status", "error");
+        return (int)len;
     }
     rec.batch_count = (guint32)batch;
     /* The uncompressed payload, for -z p2pc,payloads: a decompress call's output, else (an
@@ -391,6 +394,7 @@ dissect_lua_record(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
              rec.header_len + rec.payload_len <= tvb_captured_length(tvb))
         rec.raw_tvb = tvb_new_subset_length(tvb, (gint)rec.header_len, (gint)rec.payload_len);
     p2pc_record_add(tvb, 0, -1, pinfo, tree, &rec);
+    answer(pinfo, "p2pc.record.status", "ok");
     return (int)len;
 }
 
