@@ -10,7 +10,7 @@ import pytest
 from conftest import CAPTURES, p2pc_report
 
 CAPS = ["fisco3-on", "fisco3-off"]
-RECORD_FIELDS = ("msg_type", "codec", "wire_len", "header_len", "payload_len", "raw_len")
+RECORD_FIELDS = ("msg_type", "codec", "wire_len", "header_len", "payload_len", "raw_len", "batch_count")
 
 
 def truth(name: str) -> dict:
@@ -60,6 +60,21 @@ def test_header_fields(tshark, name):
              str(int(m["response"])), *((str(m["module"]), str(int(m["response"]))) if m["module"] else ()))
             for m in truth(name)["messages"]]
     assert [tuple(x for x in g if x != "") for g in flat] == want
+
+
+@pytest.mark.parametrize("name", CAPS)
+def test_module_payloads(tshark, name):
+    """TxsSync: the transactions in txsData's tars Block, the hashes of a status packet;
+    BlockSync: the blocks of a response."""
+    rows = tshark.fields(cap(name), ["fisco3.txs.count", "fisco3.txs.hashes", "fisco3.blocksync.blocks"],
+                         dfilter="fisco3.module")
+    got = [g for r in rows for g in zip(*(c.split("|") for c in r))]
+    want = [(str(m["batch_count"]) if m["msg_type"] == "TxsSync.TxsPacket" else "",
+             "60" if m["msg_type"] == "TxsSync.TxsStatusPacket" else "",
+             "1" if m["msg_type"] == "BlockSync.BlockResponsePacket" else
+             "0" if m["msg_type"] == "BlockSync.BlockStatusPacket" else "")
+            for m in truth(name)["messages"] if m["module"]]
+    assert got == want
 
 
 def test_zstd_larger_than_input_is_a_note(tshark):

@@ -136,10 +136,14 @@ class Msg:
     version: int = 2
     ext: int = 0            # before COMPRESS
     dst: int = 1            # dst nodeIDs in the options (0 for a broadcast)
+    packet: str | None = None   # the module's packet type (TxsSyncPacketType, BlockSyncPacketType)
+    batch: int = 1          # transactions a TxsPacket carries
 
     @property
     def msg_type(self) -> str:
-        return MODULES[self.module] if self.module is not None else GATEWAY_TYPES[self.ptype]
+        if self.module is None:
+            return GATEWAY_TYPES[self.ptype]
+        return f"{MODULES[self.module]}.{self.packet}" if self.packet else MODULES[self.module]
 
 
 class Node:
@@ -185,14 +189,16 @@ def session() -> list[Msg]:
             txs = [make_tx(rng, nonce + k) for k in range(n)]
             nonce += n
             pb = PB["TxsSyncMessage"](version=0, type=TXS_PACKET, txsData=tars_block(txs, 0, rng)).SerializeToString()
-            out.append(Msg("a", BROADCAST, front(TXSSYNC, pb), module=TXSSYNC, seq=seq, dst=0))
+            out.append(Msg("a", BROADCAST, front(TXSSYNC, pb), module=TXSSYNC, seq=seq, dst=0,
+                           packet="TxsPacket", batch=n))
             seq += 1
         hashes = [rng.randbytes(32) for _ in range(60)]
         pb = PB["TxsSyncMessage"](version=0, type=TXS_STATUS, txsHash=hashes).SerializeToString()
-        out.append(Msg("b", P2P, front(TXSSYNC, pb), module=TXSSYNC, seq=seq))
+        out.append(Msg("b", P2P, front(TXSSYNC, pb), module=TXSSYNC, seq=seq, packet="TxsStatusPacket"))
         pb = PB["BlockSyncMessage"](version=0, packetType=BLOCK_STATUS, number=100 + rnd, hash=rng.randbytes(32),
                                     genesisHash=genesis, time=1716800000000 + rnd).SerializeToString()
-        out.append(Msg("b", BROADCAST, front(BLOCKSYNC, pb), module=BLOCKSYNC, seq=seq + 1, dst=0))
+        out.append(Msg("b", BROADCAST, front(BLOCKSYNC, pb), module=BLOCKSYNC, seq=seq + 1, dst=0,
+                       packet="BlockStatusPacket"))
         blocks = [tars_block([make_tx(rng, nonce + k) for k in range(40)], 100 + rnd, rng)]
         nonce += 40
         pb = PB["BlockSyncMessage"](version=0, packetType=BLOCK_RESPONSE, number=100 + rnd, size=1,
@@ -200,7 +206,7 @@ def session() -> list[Msg]:
         uuid = "%08x-%04x-%04x-%04x-%012x" % (rng.getrandbits(32), rng.getrandbits(16), rng.getrandbits(16),
                                               rng.getrandbits(16), rng.getrandbits(48))
         out.append(Msg("b", P2P, front(BLOCKSYNC, pb, uuid, response=True), module=BLOCKSYNC, seq=seq + 2,
-                       ext=RESPONSE))
+                       ext=RESPONSE, packet="BlockResponsePacket"))
         out.append(Msg("a", HEARTBEAT, b"", seq=seq + 3))
         seq += 4
     return out

@@ -35,7 +35,8 @@ def make(name: str, spec: dict) -> None:
                     "module": m.module, "msg_type": m.msg_type, "compressed": compressed,
                     "codec": "zstd" if compressed else "none", "response": bool(m.ext & fisco3.RESPONSE),
                     "wire_len": len(wire), "header_len": hlen, "payload_len": len(sent),
-                    "raw_len": len(m.payload), "raw_sha256": hashlib.sha256(m.payload).hexdigest()})
+                    "raw_len": len(m.payload), "raw_sha256": hashlib.sha256(m.payload).hexdigest(),
+                    "batch_count": m.batch})
     truth = {"capture": cap.name, "description": spec["desc"],
              "link": {"delay_ms_each_way": DELAY_MS, "rate_kbit": RATE_KBIT, "mtu": 1500,
                       "addr_a": EmulatedLink.addr_a, "addr_b": EmulatedLink.addr_b, "port_b": PORT},

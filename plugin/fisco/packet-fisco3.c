@@ -16,6 +16,9 @@
  *    dst count u8 | dst nodeIDs (each srcNodeID's length) | moduleID u16]
  *   payload: zstd (one frame) when Ext has COMPRESS; for messages 5 and 6 a front message:
  *   moduleID u16 | uuid (u8 len) | ext u16 (Response 1) | the module's payload.
+ * Module payloads read here: TxsSync (bcos-txpool sync/protocol/proto/TxsSync.proto, packet types
+ * in sync/utilities/Common.h), whose txsData is a tars Block (bcos-tars-protocol tars/Block.tars)
+ * of the transactions; BlockSync (bcos-sync protocol/proto/BlockSync.proto, utilities/Common.h).
  *
  * All big-endian; Length covers the whole message.  FISCO compresses only the payload, only
  * over 1024 bytes and only from Version V2, and sends the zstd output even when it is larger.
@@ -67,6 +70,19 @@ static const value_string module_vals[] = {
     { 0, NULL }
 };
 
+enum { TXS_PACKET = 0, TXS_STATUS = 1, TXS_REQUEST = 2, TXS_RESPONSE = 3 };
+static const value_string txs_packet_vals[] = {
+    { TXS_PACKET, "TxsPacket" }, { TXS_STATUS, "TxsStatusPacket" }, { TXS_REQUEST, "TxsRequestPacket" },
+    { TXS_RESPONSE, "TxsResponsePacket" },
+    { 0, NULL }
+};
+static const value_string block_packet_vals[] = {
+    { 0, "BlockStatusPacket" }, { 1, "BlockRequestPacket" }, { 2, "BlockResponsePacket" },
+    { 0, NULL }
+};
+enum { MOD_BLOCKSYNC = 2000, MOD_TXSSYNC = 2001 };
+#define TARS_MAX_DEPTH 16
+
 static const value_string version_vals[] = {
     { 0, "V0" }, { 1, "V1" }, { 2, "V2" }, { 3, "V3 (short P2P IDs)" },
     { 0, NULL }
@@ -99,12 +115,19 @@ static int hf_front_uuid = -1;
 static int hf_front_ext = -1;
 static int hf_front_response = -1;
 static int hf_front_payload = -1;
+static int hf_txs_type = -1;
+static int hf_txs_count = -1;
+static int hf_txs_hashes = -1;
+static int hf_block_type = -1;
+static int hf_block_number = -1;
+static int hf_blocks = -1;
 
 static gint ett_fisco3 = -1;
 static gint ett_header = -1;
 static gint ett_ext = -1;
 static gint ett_options = -1;
 static gint ett_front = -1;
+static gint ett_module = -1;
 
 static expert_field ei_length = EI_INIT;
 static expert_field ei_header = EI_INIT;
@@ -114,6 +137,7 @@ static expert_field ei_larger = EI_INIT;
 static expert_field ei_old_version = EI_INIT;
 static expert_field ei_front = EI_INIT;
 static expert_field ei_unknown_module = EI_INIT;
+static expert_field ei_module_payload = EI_INIT;
 
 static dissector_handle_t fisco3_handle;
 
@@ -200,8 +224,8 @@ dissect_options(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item 
     return tvb_get_ntohs(tvb, *off - 2);
 }
 
-/* The front service's message (the payload of messages 5 and 6). */
-static void
+/* The front service's message (the payload of messages 5 and 6); the module's payload, or NULL. */
+static tvbuff_t *
 dissect_front(tvbuff_t *raw, packet_info *pinfo, proto_tree *tree, proto_item *ti, gint gw_module)
 {
     guint len = tvb_captured_length(raw);
@@ -211,7 +235,7 @@ dissect_front(tvbuff_t *raw, packet_info *pinfo, proto_tree *tree, proto_item *t
 
     if (len < FISCO3_FRONT_MIN_LEN || len < FISCO3_FRONT_MIN_LEN + (guint)tvb_get_uint8(raw, 2)) {
         expert_add_info(pinfo, ti, &ei_front);
-        return;
+        return NULL;
     }
     uuid_len = tvb_get_uint8(raw, 2);
     ft = proto_tree_add_subtree(tree, raw, 0, -1, ett_front, NULL, "Front message");
@@ -225,6 +249,221 @@ dissect_front(tvbuff_t *raw, packet_info *pinfo, proto_tree *tree, proto_item *t
     proto_tree_add_item(ft, hf_front_response, raw, 3 + uuid_len, 2, ENC_BIG_ENDIAN);
     if (len > FISCO3_FRONT_MIN_LEN + (guint)uuid_len)
         proto_tree_add_item(ft, hf_front_payload, raw, FISCO3_FRONT_MIN_LEN + uuid_len, -1, ENC_NA);
+    return tvb_new_subset_remaining(raw, FISCO3_FRONT_MIN_LEN + uuid_len);
+}
+
+/* ---- module payloads: protobuf messages, a tars block inside ---- */
+
+/* One protobuf field at *off: its number, wire type, and (varint) value or (length-delimited)
+ * the offset and length of its bytes.  FALSE when it runs past `end` or is not well formed. */
+static gboolean
+pb_field(tvbuff_t *tvb, guint *off, guint end, guint64 *field, guint *wire, guint64 *value, guint *data_off)
+{
+    guint64 key;
+    guint n = tvb_get_varint(tvb, *off, end - *off, &key, ENC_VARINT_PROTOBUF);
+    if (!n)
+        return FALSE;
+    *off += n;
+    *field = key >> 3;
+    *wire = (guint)(key & 7);
+    switch (*wire) {
+    case 0:
+        n = *off < end ? tvb_get_varint(tvb, *off, end - *off, value, ENC_VARINT_PROTOBUF) : 0;
+        if (!n)
+            return FALSE;
+        *off += n;
+        return TRUE;
+    case 1: case 5:
+        n = *wire == 1 ? 8 : 4;
+        break;
+    case 2:
+        n = *off < end ? tvb_get_varint(tvb, *off, end - *off, value, ENC_VARINT_PROTOBUF) : 0;
+        if (!n || *value > end - *off - n)
+            return FALSE;
+        *off += n;
+        *data_off = *off;
+        n = (guint)*value;
+        break;
+    default:
+        return FALSE;
+    }
+    if (n > end - *off)
+        return FALSE;
+    *off += n;
+    return TRUE;
+}
+
+/* A tars head (TarsOutputStream: tag << 4 | type, tag 15 followed by a tag byte). */
+static gboolean
+tars_head(tvbuff_t *tvb, guint *off, guint end, guint *tag, guint *type)
+{
+    guint8 b;
+    if (*off >= end)
+        return FALSE;
+    b = tvb_get_uint8(tvb, (*off)++);
+    *type = b & 0x0f;
+    *tag = b >> 4;
+    if (*tag == 15) {
+        if (*off >= end)
+            return FALSE;
+        *tag = tvb_get_uint8(tvb, (*off)++);
+    }
+    return TRUE;
+}
+
+static gboolean tars_skip(tvbuff_t *tvb, guint *off, guint end, guint type, guint depth);
+
+/* A tars integer (any width, or the zero tag) after its head. */
+static gboolean
+tars_int(tvbuff_t *tvb, guint *off, guint end, guint64 *v)
+{
+    guint tag, type, n;
+    if (!tars_head(tvb, off, end, &tag, &type))
+        return FALSE;
+    switch (type) {
+    case 0: n = 1; break;
+    case 1: n = 2; break;
+    case 2: n = 4; break;
+    case 3: n = 8; break;
+    case 12: *v = 0; return TRUE;
+    default: return FALSE;
+    }
+    if (n > end - *off)
+        return FALSE;
+    *v = n == 1 ? (guint64)(gint8)tvb_get_uint8(tvb, *off) : n == 2 ? (guint64)(gint16)tvb_get_ntohs(tvb, *off) :
+         n == 4 ? (guint64)(gint32)tvb_get_ntohl(tvb, *off) : tvb_get_ntoh64(tvb, *off);
+    *off += n;
+    return TRUE;
+}
+
+/* Skip a tars value of `type` whose head was read. */
+static gboolean
+tars_skip(tvbuff_t *tvb, guint *off, guint end, guint type, guint depth)
+{
+    static const guint8 fixed[] = { 1, 2, 4, 8, 4, 8 };
+    guint64 n = 0;
+    guint tag, t;
+    if (depth > TARS_MAX_DEPTH)
+        return FALSE;
+    switch (type) {
+    case 0: case 1: case 2: case 3: case 4: case 5:
+        n = fixed[type];
+        break;
+    case 6:
+        if (*off >= end)
+            return FALSE;
+        n = tvb_get_uint8(tvb, (*off)++);
+        break;
+    case 7:
+        if (end - *off < 4)
+            return FALSE;
+        n = tvb_get_ntohl(tvb, *off);
+        *off += 4;
+        break;
+    case 8: case 9: {
+        guint64 count;
+        if (!tars_int(tvb, off, end, &count) || count > end - *off)
+            return FALSE;
+        for (guint64 i = 0; i < count * (type == 8 ? 2 : 1); i++)
+            if (!tars_head(tvb, off, end, &tag, &t) || !tars_skip(tvb, off, end, t, depth + 1))
+                return FALSE;
+        return TRUE;
+    }
+    case 10:
+        for (;;) {
+            if (!tars_head(tvb, off, end, &tag, &t))
+                return FALSE;
+            if (t == 11)
+                return TRUE;
+            if (!tars_skip(tvb, off, end, t, depth + 1))
+                return FALSE;
+        }
+    case 11: case 12:
+        return TRUE;
+    case 13:
+        if (!tars_head(tvb, off, end, &tag, &t) || t != 0 || !tars_int(tvb, off, end, &n))
+            return FALSE;
+        break;
+    default:
+        return FALSE;
+    }
+    if (n > end - *off)
+        return FALSE;
+    *off += (guint)n;
+    return TRUE;
+}
+
+/* The transactions in a tars Block (its field 4, vector<Transaction>); -1 when it does not parse. */
+static gint64
+tars_block_tx_count(tvbuff_t *tvb, guint off, guint end)
+{
+    guint tag, type;
+    guint64 count;
+    while (off < end) {
+        if (!tars_head(tvb, &off, end, &tag, &type))
+            return -1;
+        if (tag == 4 && type == 9)
+            return tars_int(tvb, &off, end, &count) && count <= end - off ? (gint64)count : -1;
+        if (!tars_skip(tvb, &off, end, type, 0))
+            return -1;
+    }
+    return 0;
+}
+
+/* TxsSync and BlockSync payloads: the packet type's name into *type_name and the transactions
+ * a TxsPacket or TxsResponsePacket carries into *batch. */
+static void
+dissect_module(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *ti, gint module,
+               const char **type_name, guint32 *batch)
+{
+    guint off = 0, end = tvb_captured_length(tvb), wire, data_off = 0, txs_off = 0, txs_len = 0;
+    guint64 field, value, ptype = 0, hashes = 0, blocks = 0;
+    gboolean has_txs = FALSE;
+    proto_tree *mt;
+
+    if (module != MOD_TXSSYNC && module != MOD_BLOCKSYNC)
+        return;
+    mt = proto_tree_add_subtree(tree, tvb, 0, -1, ett_module, NULL,
+                                module == MOD_TXSSYNC ? "TxsSyncMessage" : "BlockSyncMessage");
+    while (off < end) {
+        guint start = off;
+        if (!pb_field(tvb, &off, end, &field, &wire, &value, &data_off)) {
+            expert_add_info_format(pinfo, ti, &ei_module_payload, "Protobuf field at byte %u does not parse", start);
+            return;
+        }
+        if (field == 2 && wire == 0) {
+            ptype = value;
+        } else if (module == MOD_TXSSYNC && field == 3 && wire == 2) {
+            has_txs = TRUE;
+            txs_off = data_off;
+            txs_len = (guint)value;
+        } else if (module == MOD_TXSSYNC && field == 4 && wire == 2) {
+            hashes++;
+        } else if (module == MOD_BLOCKSYNC && field == 3 && wire == 0) {
+            proto_tree_add_uint64(mt, hf_block_number, tvb, start, off - start, value);
+        } else if (module == MOD_BLOCKSYNC && field == 7 && wire == 2) {
+            blocks++;
+        }
+    }
+    if (module == MOD_BLOCKSYNC) {
+        proto_tree_add_uint64(mt, hf_block_type, tvb, 0, end, ptype);
+        proto_tree_add_uint64(mt, hf_blocks, tvb, 0, end, blocks);
+        *type_name = try_val_to_str((guint32)ptype, block_packet_vals);
+        return;
+    }
+    proto_tree_add_uint64(mt, hf_txs_type, tvb, 0, end, ptype);
+    *type_name = try_val_to_str((guint32)ptype, txs_packet_vals);
+    if (hashes)
+        proto_tree_add_uint64(mt, hf_txs_hashes, tvb, 0, end, hashes);
+    if (has_txs && (ptype == TXS_PACKET || ptype == TXS_RESPONSE)) {
+        gint64 n = tars_block_tx_count(tvb, txs_off, txs_off + txs_len);
+        if (n < 0) {
+            expert_add_info(pinfo, ti, &ei_module_payload);
+        } else {
+            proto_tree_add_uint64(mt, hf_txs_count, tvb, txs_off, txs_len, (guint64)n);
+            *batch = (guint32)MIN(n, G_MAXUINT32);
+        }
+    }
 }
 
 static int
@@ -237,7 +476,7 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     proto_item *ti, *li;
     proto_tree *ft, *ht;
     tvbuff_t *payload, *raw = NULL;
-    const char *msg_type;
+    const char *msg_type, *packet_name = NULL;
     p2pc_record_t rec;
     guint avail = tvb_captured_length(tvb);
 
@@ -312,12 +551,17 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         raw = payload;
     }
     rec.raw_tvb = raw;
-    if (raw && module >= 0)
-        dissect_front(raw, pinfo, ft, ti, module);
+    if (raw && module >= 0) {
+        tvbuff_t *mp = dissect_front(raw, pinfo, ft, ti, module);
+        if (mp)
+            dissect_module(mp, pinfo, ft, ti, module, &packet_name, &rec.batch_count);
+    }
 
-    if (module >= 0)
+    if (module >= 0) {
         msg_type = val_to_str_wmem(pinfo->pool, (guint32)module, module_vals, "Module%u");
-    else
+        if (packet_name)
+            msg_type = wmem_strdup_printf(pinfo->pool, "%s.%s", msg_type, packet_name);
+    } else
         msg_type = val_to_str_wmem(pinfo->pool, type, gateway_type_vals, "Type%u");
     rec.msg_type = msg_type;
     proto_item_append_text(ti, ", %s%s%s", msg_type, (ext & EXT_RESPONSE) ? " (response)" : "",
@@ -380,8 +624,20 @@ proto_register_fisco3(void)
         { &hf_front_response, { "Front response", "fisco3.front.response", FT_BOOLEAN, 16, NULL, 0x0001, NULL, HFILL } },
         { &hf_front_payload, { "Module payload", "fisco3.front.payload", FT_BYTES, BASE_NONE, NULL, 0x0,
             NULL, HFILL } },
+        { &hf_txs_type, { "TxsSync packet type", "fisco3.txs.type", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "TxsSyncPacketType", HFILL } },
+        { &hf_txs_count, { "Transactions", "fisco3.txs.count", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "Transactions in txsData's tars Block", HFILL } },
+        { &hf_txs_hashes, { "Transaction hashes", "fisco3.txs.hashes", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "txsHash entries (status and request packets)", HFILL } },
+        { &hf_block_type, { "BlockSync packet type", "fisco3.blocksync.type", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "BlockSyncPacketType", HFILL } },
+        { &hf_block_number, { "Block number", "fisco3.blocksync.number", FT_UINT64, BASE_DEC, NULL, 0x0,
+            NULL, HFILL } },
+        { &hf_blocks, { "Blocks", "fisco3.blocksync.blocks", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "blocksData entries", HFILL } },
     };
-    static gint *ett[] = { &ett_fisco3, &ett_header, &ett_ext, &ett_options, &ett_front };
+    static gint *ett[] = { &ett_fisco3, &ett_header, &ett_ext, &ett_options, &ett_front, &ett_module };
     static ei_register_info ei[] = {
         { &ei_length, { "fisco3.length.invalid", PI_MALFORMED, PI_ERROR, "Length out of range", EXPFILL } },
         { &ei_header, { "fisco3.header.truncated", PI_MALFORMED, PI_ERROR,
@@ -396,6 +652,8 @@ proto_register_fisco3(void)
             "Compressed below Version V2", EXPFILL } },
         { &ei_front, { "fisco3.front.bad", PI_MALFORMED, PI_ERROR, "Front message malformed", EXPFILL } },
         { &ei_unknown_module, { "fisco3.module.unknown", PI_PROTOCOL, PI_WARN, "Unknown module", EXPFILL } },
+        { &ei_module_payload, { "fisco3.module.payload", PI_MALFORMED, PI_ERROR,
+            "TxsSync/BlockSync payload (protobuf, tars block) does not parse", EXPFILL } },
     };
     expert_module_t *expert;
 
