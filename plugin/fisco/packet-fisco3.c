@@ -311,8 +311,6 @@ tars_head(tvbuff_t *tvb, guint *off, guint end, guint *tag, guint *type)
     return TRUE;
 }
 
-static gboolean tars_skip(tvbuff_t *tvb, guint *off, guint end, guint type, guint depth);
-
 /* A tars integer (any width, or the zero tag) after its head. */
 static gboolean
 tars_int(tvbuff_t *tvb, guint *off, guint end, guint64 *v)
@@ -558,11 +556,16 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     }
 
     if (module >= 0) {
-        msg_type = val_to_str_wmem(pinfo->pool, (guint32)module, module_vals, "Module%u");
+        msg_type = try_val_to_str((guint32)module, module_vals);
+        if (!msg_type)
+            msg_type = wmem_strdup_printf(pinfo->pool, "Module%d", module);
         if (packet_name)
             msg_type = wmem_strdup_printf(pinfo->pool, "%s.%s", msg_type, packet_name);
-    } else
-        msg_type = val_to_str_wmem(pinfo->pool, type, gateway_type_vals, "Type%u");
+    } else {
+        msg_type = try_val_to_str(type, gateway_type_vals);
+        if (!msg_type)
+            msg_type = wmem_strdup_printf(pinfo->pool, "Type%u", type);
+    }
     rec.msg_type = msg_type;
     proto_item_append_text(ti, ", %s%s%s", msg_type, (ext & EXT_RESPONSE) ? " (response)" : "",
                            (ext & EXT_COMPRESS) ? ", zstd" : "");
