@@ -407,9 +407,9 @@ proto_register_p2pc_lua(void)
         { &hf_lua_status, { "Status", "p2pc_lua.status", FT_STRING, BASE_NONE, NULL, 0x0,
             "How the decompression ended", HFILL } },
         { &hf_lua_in_len, { "Compressed bytes", "p2pc_lua.in_len", FT_UINT32, BASE_DEC, NULL, 0x0,
-            NULL, HFILL } },
+            "Bytes the Lua dissector passed in", HFILL } },
         { &hf_lua_raw_len, { "Decompressed bytes", "p2pc_lua.raw_len", FT_UINT32, BASE_DEC, NULL, 0x0,
-            NULL, HFILL } },
+            "Bytes the decoder produced", HFILL } },
     };
     static gint *ett[] = { &ett_lua };
     static ei_register_info ei[] = {
