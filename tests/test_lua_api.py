@@ -155,3 +155,12 @@ def test_corrupted_bytes_never_break_tshark(tshark, lumen_args, tmp_path):
                          check=False)
         assert res.returncode == 0, res.stderr[-2000:]
         assert "Dissector bug" not in res.stdout + res.stderr
+
+
+def test_stream_output_not_kept_is_a_note(tshark, lumen_args):
+    """With p2pc.keep_replay off a second pass cannot re-run a stream decoder: each deflate-stream
+    message then says so (a note), and the one-shot codecs decode as before."""
+    rows = tshark.fields(CAP, ["_ws.expert.message"], dfilter="_ws.expert", two_pass=True,
+                         extra=[*lumen_args, "-o", "p2pc.keep_replay:FALSE"])
+    notes = [x for row in rows for x in row[0].split("|") if x.startswith("This stream output was decoded")]
+    assert len(notes) == sum(m["codec"] == "deflate-stream" for m in TRUTH["messages"])
