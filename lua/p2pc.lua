@@ -60,7 +60,13 @@ function callback_proto.dissector(tvb, pinfo, tree)
     if cb then return cb(tvb, pinfo, tree) end
     return 0
 end
-DissectorTable.get("p2pc.payload"):add(CALLBACK_KEY, callback_proto)
+-- An older p2pc.so has no Lua bridge: loading stays silent, and calls say what is wrong.
+local bridge_ok = pcall(function() DissectorTable.get("p2pc.payload"):add(CALLBACK_KEY, callback_proto) end)
+local function need_bridge()
+    if not bridge_ok then
+        error("p2pc: the loaded p2pc.so has no Lua bridge (p2pc.payload): install this version's plugin", 3)
+    end
+end
 
 -- Decompress `data` (Tvb or TvbRange) with `codec`.  opts (all optional):
 --   bound   output bound in bytes (the p2pc.max_decompressed_mib preference caps it too)
@@ -72,6 +78,7 @@ DissectorTable.get("p2pc.payload"):add(CALLBACK_KEY, callback_proto)
 -- "ok", or a checksum/length mismatch with the output still given); output numbers it for
 -- record()'s raw_output.  Failures are expert items too.
 function p2pc.decompress(codec, data, pinfo, tree, opts)
+    need_bridge()
     opts = opts or {}
     local priv = pinfo.private
     priv["p2pc.dc.codec"] = tostring(codec)
@@ -109,6 +116,7 @@ end
 -- instead, and is not counted.
 local RECORD_INTS = { "wire_len", "header_len", "payload_len", "raw_len", "batch_count", "raw_output" }
 function p2pc.record(data, pinfo, tree, fields)
+    need_bridge()
     local priv = pinfo.private
     for _, k in ipairs({ "proto", "msg_type", "codec" }) do
         if fields[k] ~= nil then priv["p2pc.record." .. k] = tostring(fields[k]) end
