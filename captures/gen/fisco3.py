@@ -17,8 +17,9 @@ Wire format (FISCO-BCOS v3.16.4; docs/fisco.md), all big-endian:
   (status: number, hash, genesisHash; blocks: blocksData, tars Blocks); tars structs from
   bcos-tars-protocol/tars/{Block,Transaction,ProtocolInfo}.tars.  protobuf is Google's library;
   tars has no Python library, so TarsOutputStream's rules are written out below.
-- Handshake (packet type 2) goes first at Version V0 with a tars ProtocolInfo; both then use
-  the negotiated version (V2 here, the lowest that compresses).
+- Handshake (packet type 2) goes first at Version V0 with a tars ProtocolInfo; messages sent
+  through Service::sendMessageToSession then carry the negotiated version (V2 here, the lowest
+  that compresses); heartbeats (P2PSession::heartBeat) stay at V0.
 
     python3 fisco3.py SESSION a|b HOST PORT
 """
@@ -180,8 +181,10 @@ def session() -> list[Msg]:
     rng = random.Random(3016)
     nonce = 0
     hs = t_struct(0, t_int(1, 1) + t_int(2, 0) + t_int(3, 2))  # ProtocolInfo: gateway, V0..V2
+    # Heartbeats go straight to the session (P2PSession::heartBeat), not through
+    # Service::sendMessageToSession: they keep the factory's Version V0, like the handshake.
     out = [Msg("a", HANDSHAKE, hs, version=0, seq=1), Msg("b", HANDSHAKE, hs, version=0, seq=1),
-           Msg("a", HEARTBEAT, b"", seq=2), Msg("b", ROUTER_SEQ, struct.pack(">I", 7), seq=2)]
+           Msg("a", HEARTBEAT, b"", version=0, seq=2), Msg("b", ROUTER_SEQ, struct.pack(">I", 7), seq=2)]
     seq = 10
     genesis = rng.randbytes(32)
     for rnd in range(4):
@@ -207,7 +210,7 @@ def session() -> list[Msg]:
                                               rng.getrandbits(16), rng.getrandbits(48))
         out.append(Msg("b", P2P, front(BLOCKSYNC, pb, uuid, response=True), module=BLOCKSYNC, seq=seq + 2,
                        ext=RESPONSE, packet="BlockResponsePacket"))
-        out.append(Msg("a", HEARTBEAT, b"", seq=seq + 3))
+        out.append(Msg("a", HEARTBEAT, b"", version=0, seq=seq + 3))
         seq += 4
     return out
 
