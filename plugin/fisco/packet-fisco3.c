@@ -103,6 +103,8 @@ static int hf_ext_light = -1;
 static int hf_ttl = -1;
 static int hf_src_p2p = -1;
 static int hf_dst_p2p = -1;
+static int hf_src_p2p_short = -1;
+static int hf_dst_p2p_short = -1;
 static int hf_group = -1;
 static int hf_src_node = -1;
 static int hf_dst_count = -1;
@@ -501,8 +503,13 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     if (version >= 1) {
         proto_tree_add_item(ht, hf_ttl, tvb, off, 2, ENC_BIG_ENDIAN);
         off += 2;
-        if (off > length || !add_len16(ht, pinfo, ti, hf_src_p2p, tvb, &off, length, ENC_ASCII, NULL) ||
-            !add_len16(ht, pinfo, ti, hf_dst_p2p, tvb, &off, length, ENC_ASCII, NULL))
+        /* V1 and V2 carry the gateways' IDs as hex text, V3 as short binary IDs. */
+        gboolean short_ids = version >= 3;
+        if (off > length ||
+            !add_len16(ht, pinfo, ti, short_ids ? hf_src_p2p_short : hf_src_p2p, tvb, &off, length,
+                       short_ids ? ENC_NA : ENC_ASCII, NULL) ||
+            !add_len16(ht, pinfo, ti, short_ids ? hf_dst_p2p_short : hf_dst_p2p, tvb, &off, length,
+                       short_ids ? ENC_NA : ENC_ASCII, NULL))
             return avail;
     }
     if (type == GW_P2P || type == GW_BROADCAST) {
@@ -609,6 +616,10 @@ proto_register_fisco3(void)
             "The sending gateway (Version >= V1)", HFILL } },
         { &hf_dst_p2p, { "Destination P2P node ID", "fisco3.dst_p2p_id", FT_STRING, BASE_NONE, NULL, 0x0,
             "The receiving gateway, empty when direct (Version >= V1)", HFILL } },
+        { &hf_src_p2p_short, { "Source P2P node ID", "fisco3.src_p2p_id_short", FT_BYTES, BASE_NONE, NULL, 0x0,
+            "The sending gateway's short ID (Version V3)", HFILL } },
+        { &hf_dst_p2p_short, { "Destination P2P node ID", "fisco3.dst_p2p_id_short", FT_BYTES, BASE_NONE, NULL, 0x0,
+            "The receiving gateway's short ID, empty when direct (Version V3)", HFILL } },
         { &hf_group, { "Group ID", "fisco3.group", FT_STRING, BASE_NONE, NULL, 0x0, "The group the message is for", HFILL } },
         { &hf_src_node, { "Source node ID", "fisco3.src_node", FT_BYTES, BASE_NONE, NULL, 0x0,
             "The sending group node's public key", HFILL } },
