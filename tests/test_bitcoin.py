@@ -207,3 +207,72 @@ def test_one_pass_equals_two_pass(tshark, name):
     two = tshark.fields(BTC / name, fields, dfilter="bitcoin", two_pass=True, extra=prefs(name))
     assert one == two
     assert one
+
+
+# ---- BUIP010 Xtreme Thinblocks under BUIP017: cxthinblock and get_cxthin ----
+
+def test_xthin_records_match_what_was_sent(tshark):
+    """get_cxthin comes from B (the requester), cxthinblock from A; both LZO1X."""
+    t = truth("btc-xthin.pcapng")
+    side = {t["link"]["addr_a"]: "a", t["link"]["addr_b"]: "b"}
+    recs = [r for r in tshark.records(BTC / "btc-xthin.pcapng") if r["msg_type"] in ("get_cxthin", "cxthinblock")]
+    msgs = [m for m in t["messages"] if m["command"] in ("get_cxthin", "cxthinblock")]
+    assert [(side[r["src"]], r["msg_type"], r["codec"], int(r["payload_len"]), int(r["raw_len"]), r["batch_count"])
+            for r in recs] == [(m.get("side", "a"), m["command"], m["codec"], m["payload_len"], m["raw_len"], "1")
+                               for m in msgs]
+
+
+def test_cxthinblock_parsed(tshark):
+    """Header (block hash), every short ID (the first 8 bytes of each txid of the source block,
+    little-endian) and every missing transaction, from the source block itself."""
+    msgs = [m for m in truth("btc-xthin.pcapng")["messages"] if m["command"] == "cxthinblock"]
+    rows = tshark.fields(BTC / "btc-xthin.pcapng", ["btcc.block.hash", "btcc.xthin.short_id_count",
+                                                     "btcc.xthin.short_id", "btcc.xthin.missing_count",
+                                                     "btcc.tx.txid"],
+                         dfilter='bitcoin.command == "cxthinblock"')
+    assert len(rows) == len(msgs)
+    for row, m in zip(rows, msgs):
+        block = source_block(m["source"])
+        txs = block_txs(block)
+        assert row[0] == block_hash(block)
+        assert int(row[1]) == len(txs)
+        assert [int(v, 16) for v in row[2].split("|")] == \
+            [int.from_bytes(bytes.fromhex(tx.txid)[::-1][:8], "little") for tx in txs]
+        assert int(row[3]) == len(m["missing"])
+        assert row[4].split("|") == [txs[x["index"]].txid for x in m["missing"]]
+        assert m["missing"][0]["index"] == 0    # the coinbase is never in a mempool
+
+
+def test_get_cxthin_parsed(tshark):
+    msgs = [m for m in truth("btc-xthin.pcapng")["messages"] if m["command"] == "get_cxthin"]
+    blocks = [m for m in truth("btc-xthin.pcapng")["messages"] if m["command"] == "cxthinblock"]
+    rows = tshark.fields(BTC / "btc-xthin.pcapng", ["btcc.get_xthin.inv_type", "btcc.get_xthin.hash",
+                                                     "btcc.get_xthin.filter", "btcc.get_xthin.hash_funcs",
+                                                     "btcc.get_xthin.tweak", "btcc.get_xthin.flags"],
+                         dfilter='bitcoin.command == "get_cxthin"')
+    assert len(rows) == len(msgs)
+    for row, m, b in zip(rows, msgs, blocks):
+        assert row[0] == "5" and m["inv_type"] == 5                       # MSG_XTHINBLOCK
+        assert row[1] == block_hash(source_block(b["source"]))
+        assert len(bytes.fromhex(row[2].replace(":", ""))) == m["filter_bytes"]
+        assert (int(row[3]), int(row[4]), int(row[5], 16)) == (m["hash_funcs"], m["tweak"], m["flags"])
+
+
+def test_xthin_saves_against_the_block():
+    """An xthinblock is smaller than its block, and LZO1X shrinks it further."""
+    for m in (m for m in truth("btc-xthin.pcapng")["messages"] if m["command"] == "cxthinblock"):
+        assert m["payload_len"] < m["raw_len"] < len(source_block(m["source"]))
+
+
+def test_corrupted_xthin_never_breaks_tshark(tshark, tmp_path):
+    """Random bytes flipped in every frame of the xthin session: LZO1X, short ID lists, missing
+    transactions and bloom filters all stay within their bounds."""
+    import subprocess
+    for seed in (1, 2, 3):
+        out = tmp_path / f"xthin-{seed}.pcapng"
+        subprocess.run(["editcap", "-E", "0.01", "--seed", str(seed), str(BTC / "btc-xthin.pcapng"), str(out)],
+                       check=True, capture_output=True)
+        res = tshark.run(["-n", "-r", tshark.ws.readable(out), "-V", "-o", "tcp.check_checksum:FALSE",
+                          "-o", "btcc.verify_checksum:FALSE"], check=False)
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert "Dissector bug" not in res.stdout + res.stderr

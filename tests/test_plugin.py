@@ -36,7 +36,8 @@ def test_lua_savings_window_loads(tshark):
 
 
 OUR_PROTOCOLS = {"btcc", "p2pc", "fisco", "multistream", "libp2p", "libp2p_app", "libp2p_plaintext",
-                 "libp2p_noise", "libp2p_tls", "yamux", "mplex", "libp2p_compression", "eth2", "gossipsub"}
+                 "libp2p_noise", "libp2p_tls", "yamux", "mplex", "libp2p_compression", "eth2", "gossipsub",
+                 "fisco3", "p2pc_lua"}
 
 
 def _expert_abbrevs() -> set[str]:

@@ -13,6 +13,7 @@ generator's truth file and both peers agree on every byte.
 from __future__ import annotations
 
 import bz2
+import math
 import ctypes
 import hashlib
 import random
@@ -24,6 +25,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import mmh3
+
 from peerio import connect_retry, recv_exact as _recv_exact
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "bitcoin"
@@ -32,6 +35,7 @@ NODE_NETWORK = 1
 NODE_COMPRESS = 1 << 5          # BUIP017
 NODE_COMPRESS_2015 = 1 << 28    # the 2015 test builds (unverified, per the BIP draft thread)
 MSG_TX, MSG_BLOCK = 1, 2
+MSG_XTHINBLOCK = 5              # BUIP010 (MSG_THINBLOCK 4)
 
 # ---- LZO1X through liblzo2 ----
 _lzo = ctypes.CDLL("liblzo2.so.2")
@@ -189,6 +193,7 @@ class Step:
     inv: list[tuple[int, bytes]]
     messages: list[tuple[str, bytes, bytes | None]]   # command, payload, forced checksum
     truth: list[dict]
+    reply: tuple[str, bytes] | None = None   # what B answers the inv with instead of getdata
 
 
 @dataclass
@@ -324,6 +329,58 @@ def _malformed_steps() -> list[Step]:
     return steps
 
 
+# ---- BUIP010 Xtreme Thinblocks, compressed by BUIP017 (cxthinblock, get_cxthin) ----
+# Bitcoin Unlimited src/thinblock.h: CXThinBlock = header, vector<uint64_t> vTxHashes (each
+# txid's GetCheapHash(): its first 8 bytes, little-endian), vector<CTransaction> vMissingTx (the
+# transactions the requester's filter does not match).  get_xthin = CInv (MSG_XTHINBLOCK, block
+# hash) and the requester's mempool as a BIP 37 CBloomFilter (vData, nHashFuncs, nTweak, nFlags).
+def bloom_filter(items: list[bytes], n_elements: int, fp_rate: float, tweak: int) -> tuple[bytes, int]:
+    """A BIP 37 filter sized for n_elements holding `items`: vData and nHashFuncs (CBloomFilter's
+    sizing, capped at 36,000 bytes and 50 functions; MurmurHash3 from mmh3)."""
+    n_bytes = min(int(-1 / math.log(2) ** 2 * n_elements * math.log(fp_rate) / 8), 36000)
+    n_funcs = min(int(n_bytes * 8 / n_elements * math.log(2)), 50)
+    bits = bytearray(n_bytes)
+    for item in items:
+        for i in range(n_funcs):
+            b = mmh3.hash(item, (i * 0xFBA4C795 + tweak) & 0xFFFFFFFF, signed=False) % (n_bytes * 8)
+            bits[b >> 3] |= 1 << (b & 7)
+    return bytes(bits), n_funcs
+
+
+def bloom_contains(vdata: bytes, n_funcs: int, tweak: int, item: bytes) -> bool:
+    for i in range(n_funcs):
+        b = mmh3.hash(item, (i * 0xFBA4C795 + tweak) & 0xFFFFFFFF, signed=False) % (len(vdata) * 8)
+        if not vdata[b >> 3] & (1 << (b & 7)):
+            return False
+    return True
+
+
+def _xthin_step(source: str, block: bytes, every: int, tweak: int) -> Step:
+    """B has every transaction but the coinbase and every `every`-th in its mempool: it asks
+    for the block with get_cxthin (its mempool's filter), A answers with a cxthinblock.  The
+    filter is sized for 8 times the transactions it holds (a mempool with room to grow): a
+    filter at full density is random bits, which LZO1X cannot shrink, and BUIP017 would send
+    a plain get_xthin."""
+    h = sha256d(block[:80])
+    txs = split_txs(block)
+    ids = [txid(t) for t in txs]
+    mempool = [ids[i] for i in range(1, len(txs)) if i % every]
+    vdata, n_funcs = bloom_filter(mempool, 8 * len(mempool), 0.001, tweak)
+    get_xthin = struct.pack("<I", MSG_XTHINBLOCK) + h + varint(len(vdata)) + vdata + struct.pack("<IIB", n_funcs, tweak, 1)
+    missing = [i for i, t in enumerate(ids) if not bloom_contains(vdata, n_funcs, tweak, t)]
+    xthin = (block[:80] + varint(len(ids)) + b"".join(t[:8] for t in ids)
+             + varint(len(missing)) + b"".join(txs[i] for i in missing))
+    cg, cx = lzo1x_1(get_xthin), lzo1x_1(xthin)
+    assert len(cg) < len(get_xthin) and len(cx) < len(xthin)
+    truth = [{"side": "b", "command": "get_cxthin", "codec": "lzo1x", "payload_len": len(cg), "raw_len": len(get_xthin),
+              "inv_type": MSG_XTHINBLOCK, "block_hash": display(h), "filter_bytes": len(vdata),
+              "hash_funcs": n_funcs, "tweak": tweak, "flags": 1},
+             {"command": "cxthinblock", "codec": "lzo1x", "payload_len": len(cx), "raw_len": len(xthin),
+              "source": source, "block_hash": display(h), "short_ids": [t[:8][::-1].hex() for t in ids],
+              "missing": [{"index": i, "txid": display(ids[i])} for i in missing]}]
+    return Step("inv", [(MSG_BLOCK, h)], [("cxthinblock", cx, None)], truth, reply=("get_cxthin", cg))
+
+
 def sessions() -> dict[str, "callable"]:
     """Session builders by name (built on demand: each peer builds only its own)."""
     both = NODE_NETWORK | NODE_COMPRESS
@@ -344,6 +401,11 @@ def sessions() -> dict[str, "callable"]:
                                       _batch_step("block413567.raw", load_block("block413567.raw"), list(range(1, 11)), "lzo1x"),
                                       _ping_step(7)],
                                      "a small negotiated session for hand-checked analyzer figures"),
+        "btc-xthin": lambda: Session("btc-xthin", both, both,
+                                     [_xthin_step("block413567.raw", load_block("block413567.raw"), 3, 9),
+                                      _xthin_step("block702861_segwit.raw", load_block("block702861_segwit.raw"), 10, 5),
+                                      _ping_step(10)],
+                                     "BUIP010 thin blocks under BUIP017: B asks with get_cxthin, A sends cxthinblock"),
         "btc-malformed": lambda: Session("btc-malformed", both, both, _malformed_steps(),
                                  "negotiated connection carrying malformed BUIP017 messages"),
         "btc-not-negotiated": lambda: Session("btc-not-negotiated", NODE_NETWORK, NODE_NETWORK,
@@ -373,7 +435,11 @@ def peer_b(session: Session, port: int) -> None:
         while True:
             cmd, payload = recv_message(conn)
             if cmd == "inv":
-                conn.sendall(message("getdata", payload))
+                step = next((st for st in session.steps if st.kind == "inv" and inv_payload(st.inv) == payload), None)
+                if step is not None and step.reply:
+                    conn.sendall(message(*step.reply))
+                else:
+                    conn.sendall(message("getdata", payload))
             elif cmd == "ping":
                 conn.sendall(message("pong", payload))
     except (EOFError, ConnectionResetError):
@@ -391,7 +457,8 @@ def peer_a(session: Session, host: str, port: int) -> None:
     for step in session.steps:
         if step.kind == "inv":
             sock.sendall(message("inv", inv_payload(step.inv)))
-            while recv_message(sock)[0] != "getdata":
+            answer = step.reply[0] if step.reply else "getdata"
+            while recv_message(sock)[0] != answer:
                 pass
         for cmd, payload, ck in step.messages:
             sock.sendall(message(cmd, payload, ck))

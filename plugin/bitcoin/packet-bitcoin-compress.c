@@ -8,6 +8,12 @@
  *   txcat        uncompressed tx || tx || ...
  *   cxthinblock  LZO1X-compressed xthinblock;  get_cxthin  LZO1X-compressed get_xthin
  *
+ * Xthin (BUIP010, Bitcoin Unlimited src/thinblock.h and main.cpp): an xthinblock is the block
+ * header, a vector of 64-bit short transaction IDs (each txid's GetCheapHash(), its first 8
+ * bytes read little-endian) and a vector of the transactions the requester's filter missed;
+ * get_xthin is a CInv (MSG_XTHINBLOCK 5 or MSG_THINBLOCK 4) and a BIP 37 CBloomFilter
+ * (vData, nHashFuncs u32, nTweak u32, nFlags u8).
+ *
  * Negotiated by a service bit in both peers' `version` (NODE_COMPRESS = 1<<5; the 2015 test
  * builds reportedly used bit 28, so the bit is a preference).  The 2015 PR (bitcoin#6973) used
  * zlib instead of LZO: a payload that starts with a valid zlib header is decoded as zlib.
@@ -75,11 +81,22 @@ static int hf_btcc_tx_length = -1;
 static int hf_btcc_tx_txid = -1;
 static int hf_btcc_tx_segwit = -1;
 static int hf_btcc_trailing = -1;
+static int hf_btcc_xthin_short_id_count = -1;
+static int hf_btcc_xthin_short_id = -1;
+static int hf_btcc_xthin_missing_count = -1;
+static int hf_btcc_inv_type = -1;
+static int hf_btcc_inv_hash = -1;
+static int hf_btcc_bloom_data = -1;
+static int hf_btcc_bloom_hash_funcs = -1;
+static int hf_btcc_bloom_tweak = -1;
+static int hf_btcc_bloom_flags = -1;
 
 static gint ett_btcc = -1;
 static gint ett_btcc_bitcoin = -1;
 static gint ett_btcc_tx = -1;
 static gint ett_btcc_txs = -1;
+static gint ett_btcc_short_ids = -1;
+static gint ett_btcc_bloom = -1;
 
 static expert_field ei_btcc_decompress_failed = EI_INIT;
 static expert_field ei_btcc_bound = EI_INIT;
@@ -91,6 +108,7 @@ static expert_field ei_btcc_bad_checksum = EI_INIT;
 static expert_field ei_btcc_unknown_command = EI_INIT;
 static expert_field ei_btcc_bad_tx = EI_INIT;
 static expert_field ei_btcc_length = EI_INIT;
+static expert_field ei_btcc_xthin = EI_INIT;
 
 static dissector_handle_t btcc_handle;
 static dissector_table_t bitcoin_command_table;
@@ -111,6 +129,13 @@ static const value_string checksum_status_vals[] = {
     { 0, NULL }
 };
 
+/* CInv types a get_xthin may carry (protocol.h; BUIP010 adds 4 and 5). */
+static const value_string inv_type_vals[] = {
+    { 1, "MSG_TX" }, { 2, "MSG_BLOCK" }, { 3, "MSG_FILTERED_BLOCK" }, { 4, "MSG_THINBLOCK" },
+    { 5, "MSG_XTHINBLOCK" },
+    { 0, NULL }
+};
+
 /* Network magics as the bytes appear on the wire, read little-endian. */
 static const guint32 btc_magics[] = {
     0xD9B4BEF9,  /* main      f9 be b4 d9 */
@@ -128,7 +153,8 @@ typedef enum {
     CMD_CBLOCK,
     CMD_TXCAT,
     CMD_CTXCAT,
-    CMD_COMPRESSED_OPAQUE,  /* cxthinblock, get_cxthin: decompressed and shown */
+    CMD_CXTHINBLOCK,
+    CMD_GET_CXTHIN,
 } cmd_kind_t;
 
 typedef struct {
@@ -401,6 +427,91 @@ dissect_block_body(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
     return count;
 }
 
+/* An xthinblock: header, short transaction IDs, the missing transactions. */
+static void
+dissect_xthinblock_body(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+{
+    guint len = tvb_captured_length(tvb);
+    guint off = 80, start;
+    guint64 n_ids = 0, n_missing = 0;
+    guint32 count;
+    proto_tree *st;
+    guint8 h[32];
+
+    if (len < 80 || !read_varint(tvb, &off, len, &n_ids) || n_ids > (len - off) / 8) {
+        expert_add_info_format(pinfo, proto_tree_get_parent(tree), &ei_btcc_xthin,
+                               "xthinblock: header or short ID list runs past the payload");
+        return;
+    }
+    sha256d(tvb_get_ptr(tvb, 0, 80), 80, h);
+    proto_item_set_generated(proto_tree_add_string(tree, hf_btcc_block_hash, tvb, 0, 80,
+                                                   hash_to_display(pinfo->pool, h)));
+    start = off;
+    st = proto_tree_add_subtree_format(tree, tvb, 80, off - 80 + (guint)n_ids * 8, ett_btcc_short_ids, NULL,
+                                       "Short transaction IDs: %" G_GUINT64_FORMAT, n_ids);
+    proto_tree_add_uint64(st, hf_btcc_xthin_short_id_count, tvb, 80, start - 80, n_ids);
+    for (guint64 i = 0; i < n_ids; i++, off += 8)
+        proto_tree_add_item(st, hf_btcc_xthin_short_id, tvb, off, 8, ENC_LITTLE_ENDIAN);
+    start = off;
+    if (!read_varint(tvb, &off, len, &n_missing)) {
+        expert_add_info_format(pinfo, proto_tree_get_parent(tree), &ei_btcc_xthin,
+                               "xthinblock: the missing transaction count runs past the payload");
+        return;
+    }
+    proto_tree_add_uint64(tree, hf_btcc_xthin_missing_count, tvb, start, off - start, n_missing);
+    if (n_missing > n_ids)
+        expert_add_info_format(pinfo, proto_tree_get_parent(tree), &ei_btcc_xthin,
+                               "xthinblock: %" G_GUINT64_FORMAT " missing transactions of %" G_GUINT64_FORMAT,
+                               n_missing, n_ids);
+    /* Our walker only: the stock tx handler per transaction would nest a layer for each. */
+    count = n_missing ? dissect_tx_sequence(tvb, off, len, n_missing, pinfo, tree, FALSE) : 0;
+    if (count == n_missing) {
+        guint p = off;
+        for (guint32 i = 0; i < count; i++) {
+            tx_span_t tx;
+            if (!walk_tx(tvb, p, len, &tx))
+                break;
+            p += tx.length;
+        }
+        if (p < len) {
+            proto_item *ti = proto_tree_add_item(tree, hf_btcc_trailing, tvb, p, len - p, ENC_NA);
+            expert_add_info_format(pinfo, ti, &ei_btcc_trailing,
+                                   "%u bytes after the last missing transaction", len - p);
+        }
+    }
+}
+
+/* A get_xthin: the block's CInv and the requester's bloom filter. */
+static void
+dissect_get_xthin_body(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+{
+    guint len = tvb_captured_length(tvb);
+    guint off = 36;
+    guint64 n = 0;
+    guint8 h[32];
+    proto_tree *bt;
+
+    if (len < 36 || !read_varint(tvb, &off, len, &n) || n > len - off || len - off - (guint)n < 9) {
+        expert_add_info_format(pinfo, proto_tree_get_parent(tree), &ei_btcc_xthin,
+                               "get_xthin: inventory or bloom filter runs past the payload");
+        return;
+    }
+    proto_tree_add_item(tree, hf_btcc_inv_type, tvb, 0, 4, ENC_LITTLE_ENDIAN);
+    tvb_memcpy(tvb, h, 4, 32);
+    proto_tree_add_string(tree, hf_btcc_inv_hash, tvb, 4, 32, hash_to_display(pinfo->pool, h));
+    bt = proto_tree_add_subtree(tree, tvb, 36, len - 36, ett_btcc_bloom, NULL, "Bloom filter");
+    proto_tree_add_item(bt, hf_btcc_bloom_data, tvb, off, (gint)n, ENC_NA);
+    off += (guint)n;
+    proto_tree_add_item(bt, hf_btcc_bloom_hash_funcs, tvb, off, 4, ENC_LITTLE_ENDIAN);
+    proto_tree_add_item(bt, hf_btcc_bloom_tweak, tvb, off + 4, 4, ENC_LITTLE_ENDIAN);
+    proto_tree_add_item(bt, hf_btcc_bloom_flags, tvb, off + 8, 1, ENC_NA);
+    off += 9;
+    if (off < len) {
+        proto_item *ti = proto_tree_add_item(tree, hf_btcc_trailing, tvb, off, len - off, ENC_NA);
+        expert_add_info_format(pinfo, ti, &ei_btcc_trailing, "%u bytes after the bloom filter", len - off);
+    }
+}
+
 static btcc_conv_t *
 get_conv(packet_info *pinfo, int *dir)
 {
@@ -533,7 +644,7 @@ dissect_btcc_command(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *
     btcc_conv_t *bc;
     int dir;
     gboolean compressed = cmd->kind == CMD_CBLOCK || cmd->kind == CMD_CTXCAT ||
-                          cmd->kind == CMD_COMPRESSED_OPAQUE;
+                          cmd->kind == CMD_CXTHINBLOCK || cmd->kind == CMD_GET_CXTHIN;
 
     if (own_framing) {
         rec = (p2pc_record_t *)data;
@@ -590,8 +701,17 @@ dissect_btcc_command(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *
             proto_item_set_generated(proto_tree_add_uint(btree, hf_btcc_batch_count, tvb, 0, len, rec->batch_count));
         }
         break;
-    case CMD_COMPRESSED_OPAQUE:
-        rec->raw_tvb = decompress_payload(tvb, pinfo, btree, cmd->name, BTCC_BLOCK_BOUND, rec);
+    case CMD_CXTHINBLOCK:
+        raw = decompress_payload(tvb, pinfo, btree, cmd->name, BTCC_BLOCK_BOUND, rec);
+        rec->raw_tvb = raw;
+        if (raw)
+            dissect_xthinblock_body(raw, pinfo, btree);
+        break;
+    case CMD_GET_CXTHIN:
+        raw = decompress_payload(tvb, pinfo, btree, cmd->name, BTCC_BLOCK_BOUND, rec);
+        rec->raw_tvb = raw;
+        if (raw)
+            dissect_get_xthin_body(raw, pinfo, btree);
         break;
     case CMD_STOCK:
         call_stock(cmd->stock, tvb, pinfo, tree);
@@ -720,8 +840,8 @@ static cmd_entry_t btcc_commands[] = {
     { "cblock",      CMD_CBLOCK,            NULL },
     { "ctxcat",      CMD_CTXCAT,            NULL },
     { "txcat",       CMD_TXCAT,             NULL },
-    { "cxthinblock", CMD_COMPRESSED_OPAQUE, NULL },
-    { "get_cxthin",  CMD_COMPRESSED_OPAQUE, NULL },
+    { "cxthinblock", CMD_CXTHINBLOCK,       NULL },
+    { "get_cxthin",  CMD_GET_CXTHIN,        NULL },
 };
 
 /* Commands of later Bitcoin Core and Bitcoin Unlimited releases that the stock table lacks:
@@ -806,8 +926,27 @@ proto_register_btcc(void)
             "BIP 144 serialization with witness data", HFILL } },
         { &hf_btcc_trailing, { "Trailing bytes", "btcc.trailing_bytes", FT_BYTES, BASE_NONE, NULL, 0x0,
             "Bytes after the last transaction that parse as none", HFILL } },
+        { &hf_btcc_xthin_short_id_count, { "Short transaction IDs", "btcc.xthin.short_id_count", FT_UINT64,
+            BASE_DEC, NULL, 0x0, "Transactions in the block (xthinblock vTxHashes)", HFILL } },
+        { &hf_btcc_xthin_short_id, { "Short transaction ID", "btcc.xthin.short_id", FT_UINT64, BASE_HEX, NULL, 0x0,
+            "The txid's first 8 bytes, little-endian (GetCheapHash)", HFILL } },
+        { &hf_btcc_xthin_missing_count, { "Missing transactions", "btcc.xthin.missing_count", FT_UINT64, BASE_DEC,
+            NULL, 0x0, "Transactions sent whole: the requester's filter did not match them", HFILL } },
+        { &hf_btcc_inv_type, { "Inventory type", "btcc.get_xthin.inv_type", FT_UINT32, BASE_DEC,
+            VALS(inv_type_vals), 0x0, "CInv type of the block asked for (5: MSG_XTHINBLOCK)", HFILL } },
+        { &hf_btcc_inv_hash, { "Block hash", "btcc.get_xthin.hash", FT_STRING, BASE_NONE, NULL, 0x0,
+            "The block asked for (byte-reversed, as Bitcoin shows hashes)", HFILL } },
+        { &hf_btcc_bloom_data, { "Filter data", "btcc.get_xthin.filter", FT_BYTES, BASE_NONE, NULL, 0x0,
+            "The requester's mempool as a BIP 37 bloom filter", HFILL } },
+        { &hf_btcc_bloom_hash_funcs, { "Hash functions", "btcc.get_xthin.hash_funcs", FT_UINT32, BASE_DEC, NULL,
+            0x0, "Bloom filter nHashFuncs (MurmurHash3 seeds)", HFILL } },
+        { &hf_btcc_bloom_tweak, { "Tweak", "btcc.get_xthin.tweak", FT_UINT32, BASE_DEC, NULL, 0x0,
+            "Bloom filter nTweak (added to each hash function's seed)", HFILL } },
+        { &hf_btcc_bloom_flags, { "Flags", "btcc.get_xthin.flags", FT_UINT8, BASE_HEX, NULL, 0x0,
+            "Bloom filter nFlags (BIP 37 update mode)", HFILL } },
     };
-    static gint *ett[] = { &ett_btcc, &ett_btcc_bitcoin, &ett_btcc_tx, &ett_btcc_txs };
+    static gint *ett[] = { &ett_btcc, &ett_btcc_bitcoin, &ett_btcc_tx, &ett_btcc_txs, &ett_btcc_short_ids,
+                           &ett_btcc_bloom };
     static ei_register_info ei[] = {
         { &ei_btcc_decompress_failed, { "btcc.decompress_failed", PI_MALFORMED, PI_ERROR,
             "Decompression failed", EXPFILL } },
@@ -827,6 +966,8 @@ proto_register_btcc(void)
             "Unknown command", EXPFILL } },
         { &ei_btcc_bad_tx, { "btcc.bad_tx", PI_MALFORMED, PI_NOTE,
             "Transaction list problem", EXPFILL } },
+        { &ei_btcc_xthin, { "btcc.xthin", PI_MALFORMED, PI_ERROR,
+            "xthinblock or get_xthin does not parse", EXPFILL } },
         { &ei_btcc_length, { "btcc.length", PI_MALFORMED, PI_WARN,
             "Payload length out of range", EXPFILL } },
     };

@@ -45,6 +45,16 @@
 #define pletohu64 pletoh64
 #endif
 
+/* format_text() (a string made printable for the tree): epan/strutil.h taking a guchar * in
+ * 4.0, wsutil/str_util.h taking a char * from 4.2. */
+#if P2PC_WS_AT_LEAST(4, 2)
+#include <wsutil/str_util.h>
+#define p2pc_format_text(scope, s) format_text((scope), (s), strlen(s))
+#else
+#include <epan/strutil.h>
+#define p2pc_format_text(scope, s) format_text((scope), (const guchar *)(s), strlen(s))
+#endif
+
 /* Wireshark 4.4 parses segwit transactions in its own bitcoin `tx` handler; 4.0 does not
  * (a segwit tx ends in "Malformed Packet"), so there we show our own walker's view instead. */
 #define P2PC_STOCK_BITCOIN_SEGWIT P2PC_WS_AT_LEAST(4, 4)

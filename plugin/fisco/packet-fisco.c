@@ -31,6 +31,7 @@
 #include "core/codecs.h"
 #include "core/prefs.h"
 #include "core/record.h"
+#include "fisco/fisco3.h"
 
 #include <epan/conversation.h>
 #include <epan/expert.h>
@@ -130,6 +131,7 @@ static expert_field ei_fisco_rlp = EI_INIT;
 static dissector_handle_t fisco_handle;       /* TCP: plaintext, or TLS handed on */
 static dissector_handle_t fisco_tls_handle;   /* data the TLS dissector decrypted */
 static dissector_handle_t tls_handle;
+static dissector_handle_t fisco3_handle;    /* 3.x shares port 30300 */
 
 static p2pc_bool_t pref_rc1 = FALSE;
 static p2pc_bool_t pref_decompress = TRUE;
@@ -750,6 +752,13 @@ dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
         conversation_set_dissector(find_or_create_conversation(pinfo), tls_handle);
         return call_dissector(tls_handle, tvb, pinfo, tree);
     }
+    /* A connection whose first message is a 3.x gateway header (a Version of V1 to V3, or V0
+     * with no 2.x module) is 3.x's for good. */
+    if (!fc->header_len && !fc->plaintext && !PINFO_FD_VISITED(pinfo) && fisco3_handle &&
+        !plausible_header(tvb, 0) && fisco3_plausible(tvb, 0)) {
+        conversation_set_dissector(find_or_create_conversation(pinfo), fisco3_handle);
+        return call_dissector(fisco3_handle, tvb, pinfo, tree);
+    }
     /* Once a FISCO header starts a segment, later segments that happen to look like TLS
      * (payload bytes, when TCP reassembly is off) stay FISCO. */
     if (!PINFO_FD_VISITED(pinfo) && plausible_header(tvb, 0))
@@ -894,6 +903,7 @@ void
 proto_reg_handoff_fisco(void)
 {
     tls_handle = find_dissector("tls");
+    fisco3_handle = find_dissector("fisco3");
     /* Both give a range preference (fisco.tcp.port, fisco.tls.port) and Decode As. */
     dissector_add_uint_range_with_preference("tcp.port", FISCO_DEFAULT_PORTS, fisco_handle);
     dissector_add_uint_range_with_preference("tls.port", FISCO_DEFAULT_PORTS, fisco_tls_handle);

@@ -1,0 +1,257 @@
+"""FISCO BCOS 3.x P2P: message encoding, the session, and the peer that plays it.
+
+Wire format (FISCO-BCOS v3.16.4; docs/fisco.md), all big-endian:
+- bcos-gateway/libp2p/P2PMessage.cpp: Length u32 (the whole message) | Version u16 |
+  PacketType u16 | Seq u32 | Ext u16, then for PeerToPeerMessage (5) and BroadcastMessage (6)
+  the options: groupID (u16 length + bytes), src nodeID (u16 length + bytes), dst count u8 and
+  that many dst nodeIDs (each of the src's length), moduleID u16; then the payload.  With
+  compression on, a payload over c_compressThreshold (1024 B) of a message of Version >= V2 is
+  replaced by ZSTD_compress(level c_zstdCompressLevel = 1) output and Ext gets COMPRESS (0x10),
+  whatever the output's size.  Only the payload is compressed.
+- bcos-gateway/libp2p/P2PMessageV2.cpp: from Version V1 on, the 14-byte header is followed by
+  TTL i16 (10), srcP2PNodeID and dstP2PNodeID (u16 length + bytes each).
+- bcos-front/FrontMessage.cpp: the payload of messages 5 and 6 is moduleID u16 | uuid (u8
+  length + bytes) | ext u16 (Response 0x0001) | the module's payload.
+- Module payloads: bcos-txpool TxsSync.proto TxsSyncMessage{version, type, txsData, txsHash}
+  (txsData a tars Block of the transactions), bcos-sync BlockSync.proto BlockSyncMessage
+  (status: number, hash, genesisHash; blocks: blocksData, tars Blocks); tars structs from
+  bcos-tars-protocol/tars/{Block,Transaction,ProtocolInfo}.tars.  protobuf is Google's library;
+  tars has no Python library, so TarsOutputStream's rules are written out below.
+- Handshake (packet type 2) goes first at Version V0 with a tars ProtocolInfo; messages sent
+  through Service::sendMessageToSession then carry the negotiated version (V2 here, the lowest
+  that compresses); heartbeats (P2PSession::heartBeat) stay at V0.
+
+    python3 fisco3.py SESSION a|b HOST PORT
+"""
+from __future__ import annotations
+
+import random
+import socket
+import struct
+import sys
+from dataclasses import dataclass
+
+import zstandard
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from peerio import connect_retry, recv_exact
+
+HEADER = struct.Struct(">IHHIH")
+COMPRESS, RESPONSE = 0x10, 0x01
+THRESHOLD = 1024
+ZSTD_LEVEL = 1
+HEARTBEAT, HANDSHAKE, P2P, BROADCAST, ROUTER_SEQ = 0x1, 0x2, 0x5, 0x6, 0xa
+PBFT, BLOCKSYNC, TXSSYNC = 1000, 2000, 2001
+GATEWAY_TYPES = {0x1: "Heartbeat", 0x2: "Handshake", 0x3: "RequestNodeStatus", 0x4: "ResponseNodeStatus",
+                 0x5: "PeerToPeerMessage", 0x6: "BroadcastMessage", 0x7: "AMOPMessageType",
+                 0x8: "WSMessageType", 0x9: "SyncNodeSeq", 0xa: "RouterTableSyncSeq",
+                 0xb: "RouterTableResponse", 0xc: "RouterTableRequest", 0xd: "ForwardMessage"}
+MODULES = {PBFT: "PBFT", BLOCKSYNC: "BlockSync", TXSSYNC: "TxsSync"}
+GROUP = b"group0"
+TTL = 10
+
+
+# ---- tars (TarsOutputStream): head = tag << 4 | type (tag >= 15: 0xF0 | type, then tag) ----
+def _head(tag: int, typ: int) -> bytes:
+    return bytes([tag << 4 | typ]) if tag < 15 else bytes([0xF0 | typ, tag])
+
+
+def t_int(tag: int, v: int) -> bytes:
+    if v == 0:
+        return _head(tag, 12)
+    for typ, fmt, lo in ((0, ">b", -0x80), (1, ">h", -0x8000), (2, ">i", -0x80000000)):
+        if lo <= v < -lo:
+            return _head(tag, typ) + struct.pack(fmt, v)
+    return _head(tag, 3) + struct.pack(">q", v)
+
+
+def t_str(tag: int, s: str) -> bytes:
+    b = s.encode()
+    return (_head(tag, 6) + bytes([len(b)]) if len(b) <= 255 else _head(tag, 7) + struct.pack(">I", len(b))) + b
+
+
+def t_bytes(tag: int, b: bytes) -> bytes:
+    """vector<byte>: SimpleList (13), a char head, the length as int tag 0, the bytes."""
+    return _head(tag, 13) + _head(0, 0) + t_int(0, len(b)) + b
+
+
+def t_list(tag: int, items: list[bytes]) -> bytes:
+    """vector<T>: list (9), the count as int tag 0, each element written with tag 0."""
+    return _head(tag, 9) + t_int(0, len(items)) + b"".join(items)
+
+
+def t_struct(tag: int, body: bytes) -> bytes:
+    return _head(tag, 10) + body + _head(0, 11)
+
+
+# ---- protobuf messages, built from their .proto definitions ----
+def _proto_classes():
+    f = descriptor_pb2.FileDescriptorProto(name="fisco3.proto", package="bcos.sync", syntax="proto3")
+    T = descriptor_pb2.FieldDescriptorProto
+    specs = {"TxsSyncMessage": [("version", 1, T.TYPE_INT32, 1), ("type", 2, T.TYPE_INT32, 1),
+                                ("txsData", 3, T.TYPE_BYTES, 1), ("txsHash", 4, T.TYPE_BYTES, 3)],
+             "BlockSyncMessage": [("version", 1, T.TYPE_INT32, 1), ("packetType", 2, T.TYPE_INT32, 1),
+                                  ("number", 3, T.TYPE_INT64, 1), ("hash", 4, T.TYPE_BYTES, 1),
+                                  ("genesisHash", 5, T.TYPE_BYTES, 1), ("size", 6, T.TYPE_INT64, 1),
+                                  ("blocksData", 7, T.TYPE_BYTES, 3), ("time", 8, T.TYPE_INT64, 1)]}
+    for name, fields in specs.items():
+        m = f.message_type.add(name=name)
+        for fname, num, typ, label in fields:
+            m.field.add(name=fname, number=num, type=typ, label=label)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(f)
+    return {n: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"bcos.sync.{n}")) for n in specs}
+
+
+PB = _proto_classes()
+TXS_PACKET, TXS_STATUS = 0, 1
+BLOCK_STATUS, BLOCK_RESPONSE = 0, 2   # bcos-sync/utilities/Common.h BlockSyncPacketType
+
+
+def make_tx(rng: random.Random, nonce: int) -> bytes:
+    """A tars Transaction as the SDKs submit one: a transfer call to a Solidity contract."""
+    to = "0x%040x" % rng.getrandbits(160)
+    selector = bytes.fromhex("a9059cbb")  # transfer(address,uint256)
+    call = selector + bytes(12) + rng.getrandbits(160).to_bytes(20, "big") + rng.randrange(1, 10**6).to_bytes(32, "big")
+    data = (t_int(1, 1) + t_str(2, "chain0") + t_str(3, GROUP.decode()) + t_int(4, 500 + nonce // 50)
+            + t_str(5, str(rng.getrandbits(250))) + t_str(6, to) + t_bytes(7, call))
+    return t_struct(0, t_struct(1, data) + t_bytes(2, rng.randbytes(32)) + t_bytes(3, rng.randbytes(65))
+                    + t_int(4, 1716800000000 + nonce) + t_bytes(7, rng.randbytes(20)))
+
+
+def tars_block(txs: list[bytes], number: int, rng: random.Random) -> bytes:
+    """A tars Block: header (number, roots, timestamp, sealer) and the transactions."""
+    hdr = t_struct(1, t_int(2, 0x03100400) + t_bytes(4, rng.randbytes(32)) + t_bytes(5, rng.randbytes(32))
+                   + t_bytes(6, rng.randbytes(32)) + t_int(7, number) + t_int(9, 1716800000000 + number)
+                   + t_int(10, number % 4))
+    return t_int(1, 0x03100400) + t_struct(3, hdr + t_bytes(2, rng.randbytes(32))) + t_list(4, txs)
+
+
+@dataclass
+class Msg:
+    side: str
+    ptype: int
+    payload: bytes          # the gateway payload before compression (a front message for 5/6)
+    module: int | None = None
+    seq: int = 0
+    version: int = 2
+    ext: int = 0            # before COMPRESS
+    dst: int = 1            # dst nodeIDs in the options (0 for a broadcast)
+    packet: str | None = None   # the module's packet type (TxsSyncPacketType, BlockSyncPacketType)
+    batch: int = 1          # transactions a TxsPacket carries
+
+    @property
+    def msg_type(self) -> str:
+        if self.module is None:
+            return GATEWAY_TYPES[self.ptype]
+        return f"{MODULES[self.module]}.{self.packet}" if self.packet else MODULES[self.module]
+
+
+class Node:
+    def __init__(self, rng: random.Random):
+        self.node_id = rng.randbytes(64)          # the group node's public key
+        self.p2p_id = rng.randbytes(64).hex()     # the gateway's, as P2P node IDs are hex strings
+
+
+def front(module: int, payload: bytes, uuid: str = "", response: bool = False) -> bytes:
+    u = uuid.encode()
+    return struct.pack(">HB", module, len(u)) + u + struct.pack(">H", RESPONSE if response else 0) + payload
+
+
+def encode(m: Msg, src: Node, dst: Node, compress: bool) -> tuple[bytes, int, bytes]:
+    """The message on the wire, its header length (header, V2 fields, options) and the payload as sent."""
+    ext = m.ext
+    payload = m.payload
+    if compress and m.version >= 2 and len(payload) > THRESHOLD:
+        payload = zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(payload)
+        ext |= COMPRESS
+    extra = b""
+    if m.version >= 1:
+        sp, dp = src.p2p_id.encode(), dst.p2p_id.encode()
+        extra += struct.pack(">hH", TTL, len(sp)) + sp + struct.pack(">H", len(dp)) + dp
+    if m.ptype in (P2P, BROADCAST):
+        dsts = [dst.node_id] * m.dst
+        extra += (struct.pack(">H", len(GROUP)) + GROUP + struct.pack(">H", len(src.node_id)) + src.node_id
+                  + bytes([len(dsts)]) + b"".join(dsts) + struct.pack(">H", m.module))
+    hlen = HEADER.size + len(extra)
+    return HEADER.pack(hlen + len(payload), m.version, m.ptype, m.seq, ext) + extra + payload, hlen, payload
+
+
+def session() -> list[Msg]:
+    rng = random.Random(3016)
+    nonce = 0
+    hs = t_struct(0, t_int(1, 1) + t_int(2, 0) + t_int(3, 2))  # ProtocolInfo: gateway, V0..V2
+    # Heartbeats go straight to the session (P2PSession::heartBeat), not through
+    # Service::sendMessageToSession: they keep the factory's Version V0, like the handshake.
+    out = [Msg("a", HANDSHAKE, hs, version=0, seq=1), Msg("b", HANDSHAKE, hs, version=0, seq=1),
+           Msg("a", HEARTBEAT, b"", version=0, seq=2), Msg("b", ROUTER_SEQ, struct.pack(">I", 7), seq=2)]
+    seq = 10
+    genesis = rng.randbytes(32)
+    for rnd in range(4):
+        for n in (1, 3, 30 + 20 * rnd):
+            txs = [make_tx(rng, nonce + k) for k in range(n)]
+            nonce += n
+            pb = PB["TxsSyncMessage"](version=0, type=TXS_PACKET, txsData=tars_block(txs, 0, rng)).SerializeToString()
+            out.append(Msg("a", BROADCAST, front(TXSSYNC, pb), module=TXSSYNC, seq=seq, dst=0,
+                           packet="TxsPacket", batch=n))
+            seq += 1
+        hashes = [rng.randbytes(32) for _ in range(60)]
+        pb = PB["TxsSyncMessage"](version=0, type=TXS_STATUS, txsHash=hashes).SerializeToString()
+        out.append(Msg("b", P2P, front(TXSSYNC, pb), module=TXSSYNC, seq=seq, packet="TxsStatusPacket"))
+        pb = PB["BlockSyncMessage"](version=0, packetType=BLOCK_STATUS, number=100 + rnd, hash=rng.randbytes(32),
+                                    genesisHash=genesis, time=1716800000000 + rnd).SerializeToString()
+        out.append(Msg("b", BROADCAST, front(BLOCKSYNC, pb), module=BLOCKSYNC, seq=seq + 1, dst=0,
+                       packet="BlockStatusPacket"))
+        blocks = [tars_block([make_tx(rng, nonce + k) for k in range(40)], 100 + rnd, rng)]
+        nonce += 40
+        pb = PB["BlockSyncMessage"](version=0, packetType=BLOCK_RESPONSE, number=100 + rnd, size=1,
+                                    blocksData=blocks).SerializeToString()
+        uuid = "%08x-%04x-%04x-%04x-%012x" % (rng.getrandbits(32), rng.getrandbits(16), rng.getrandbits(16),
+                                              rng.getrandbits(16), rng.getrandbits(48))
+        out.append(Msg("b", P2P, front(BLOCKSYNC, pb, uuid, response=True), module=BLOCKSYNC, seq=seq + 2,
+                       ext=RESPONSE, packet="BlockResponsePacket"))
+        out.append(Msg("a", HEARTBEAT, b"", version=0, seq=seq + 3))
+        seq += 4
+    return out
+
+
+def nodes() -> dict[str, Node]:
+    rng = random.Random(33)
+    return {"a": Node(rng), "b": Node(rng)}
+
+
+def sessions() -> dict[str, dict]:
+    return {"fisco3-on": {"compress": True, "desc": "3.x gateway, enable_compress on: zstd over 1024 B"},
+            "fisco3-off": {"compress": False, "desc": "the same session with compression off"}}
+
+
+def wire_messages(compress: bool) -> list[tuple[Msg, bytes, int, bytes]]:
+    n = nodes()
+    return [(m, *encode(m, n[m.side], n["b" if m.side == "a" else "a"], compress)) for m in session()]
+
+
+def peer(name: str, side: str, host: str, port: int) -> None:
+    compress = sessions()[name]["compress"]
+    if side == "b":
+        srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        srv.bind(("0.0.0.0", port))
+        srv.listen(1)
+        sock, _ = srv.accept()
+    else:
+        sock = connect_retry(host, port)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    for m, wire, _, _ in wire_messages(compress):
+        if m.side == side:
+            sock.sendall(wire)
+        else:
+            length = HEADER.unpack(recv_exact(sock, HEADER.size))[0]
+            recv_exact(sock, length - HEADER.size)
+    sock.shutdown(socket.SHUT_WR)
+    while sock.recv(4096):
+        pass
+    sock.close()
+
+
+if __name__ == "__main__":
+    peer(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))
