@@ -61,7 +61,7 @@ DISSECT_CAPTURES = {  # capture -> harness port selector (fuzz_dissect.c: 0 8333
     "libp2p-compression/comp-gzip.pcapng": 2, "libp2p-compression/comp-deflate.pcapng": 2,
     "libp2p-compression/comp-cbrotli.pcapng": 2, "libp2p-compression/comp-fallback.pcapng": 2,
 }
-MAX_LEN = 65536         # the harnesses' -max_len (fuzz/Makefile)
+SEED_LEN = 16384        # a seed's bytes at most: short inputs run fast (-max_len is 65536)
 MAX_SEGMENT = 16000     # fuzz_dissect.c's MAX_SEGMENT: longer records are cut there
 
 Conn = list[tuple[int, bytes]]     # a TCP connection's segments: (0 client->server / 1 back, payload)
@@ -83,7 +83,7 @@ def tcp_connections(cap: str) -> list[Conn]:
     return [[(0 if port == pkts[0][0] else 1, data) for port, data in pkts] for pkts in streams.values()]
 
 
-def records(conn: Conn, head: bytes = b"", max_len: int = MAX_LEN) -> bytes:
+def records(conn: Conn, head: bytes = b"", max_len: int = SEED_LEN) -> bytes:
     """fuzz_dissect.c's input: head (the choice byte, if any), then [dir:1][len:2 BE][data]
     per segment, as many whole segments as fit in max_len."""
     seed = bytearray(head)
@@ -94,6 +94,60 @@ def records(conn: Conn, head: bytes = b"", max_len: int = MAX_LEN) -> bytes:
                 return bytes(seed)
             seed += bytes([d]) + len(piece).to_bytes(2, "big") + piece
     return bytes(seed)
+
+
+# A frame's length at data[off:] (0: incomplete), for cutting windows on frame boundaries.
+def yamux_frame(data: bytes, off: int) -> int:       # 12-byte header; Data (type 0) carries length bytes
+    if off + 12 > len(data):
+        return 0
+    return 12 + (int.from_bytes(data[off + 8:off + 12], "big") if data[off + 1] == 0 else 0)
+
+
+def noise_frame(data: bytes, off: int) -> int:       # u16 big-endian length
+    return 2 + int.from_bytes(data[off:off + 2], "big") if off + 2 <= len(data) else 0
+
+
+def bitcoin_frame(data: bytes, off: int) -> int:     # 24-byte header, payload length u32 LE at 16
+    return 24 + int.from_bytes(data[off + 16:off + 20], "little") if off + 24 <= len(data) else 0
+
+
+def fisco_frame(data: bytes, off: int) -> int:       # Length u32 BE covers the header
+    return int.from_bytes(data[off:off + 4], "big") if off + 4 <= len(data) else 0
+
+
+def windows(conn: Conn, frame_len, count: int) -> list[Conn]:
+    """`count` cuts of the connection from evenly spaced points on, each direction starting on
+    one of its frame boundaries (frame_len gives a frame's length; the walk stops where it
+    returns 0 or a frame claims more than the direction holds)."""
+    import bisect
+    bounds = {}
+    for d in (0, 1):
+        data = b"".join(x for dd, x in conn if dd == d)
+        b, off = [], 0
+        while off < len(data):
+            b.append(off)
+            n = frame_len(data, off)
+            if n <= 0:
+                break
+            off += n
+        bounds[d] = b
+    starts, seen = [], {0: 0, 1: 0}
+    for d, x in conn:
+        starts.append(seen[d])
+        seen[d] += len(x)
+    out = []
+    for w in range(1, count + 1):
+        k = len(conn) * w // (count + 1)
+        first = {}
+        for d in (0, 1):
+            later = [starts[i] for i in range(k, len(conn)) if conn[i][0] == d]
+            j = bisect.bisect_left(bounds[d], later[0]) if later else len(bounds[d])
+            first[d] = bounds[d][j] if j < len(bounds[d]) else None
+        cut = [(d, x[max(0, first[d] - starts[i]):]) for i, (d, x) in enumerate(conn[k:], k)
+               if first[d] is not None and starts[i] + len(x) > first[d]]
+        if cut:
+            out.append(cut)
+    return out
 
 
 def ms_line(text: str) -> bytes:
@@ -205,10 +259,10 @@ def dissect_seeds(per_target: int) -> dict[str, list[bytes]]:
             add("tcp", records(conn, bytes([sel])))
     for cap in sorted(conns):
         for conn in conns[cap]:
-            if cap.startswith("bitcoin/"):
-                add("bitcoin", records(conn))
-            elif cap.startswith("fisco/"):
-                add("fisco", records(conn))
+            for target, frame_len in (("bitcoin", bitcoin_frame), ("fisco", fisco_frame)):
+                if cap.startswith(target + "/"):
+                    for part in [conn] + windows(conn, frame_len, 3):
+                        add(target, records(part))
     for cap in LIBP2P_CAPTURES:
         for conn in conns[cap]:
             after_header = cut_after(conn, {0: ms_line("/multistream/1.0.0")})
@@ -221,7 +275,12 @@ def dissect_seeds(per_target: int) -> dict[str, list[bytes]]:
                     continue
                 mark = ms_line(protocols[i])
                 layer = cut_after(conn, {0: mark, 1: mark})
-                add(target, records(layer, bytes([i]) if len(protocols) > 1 else b""))
+                head = bytes([i]) if len(protocols) > 1 else b""
+                add(target, records(layer, head))
+                # Later parts of the connection, where a frame boundary allows.
+                for part in windows(layer, {"yamux": yamux_frame, "noise": noise_frame}.get(target), 6) \
+                        if target in ("yamux", "noise") else []:
+                    add(target, records(part, head))
                 if target != "yamux":
                     continue
                 # The muxed streams: eth2 req/resp and gossipsub, each stream a seed of its own.
