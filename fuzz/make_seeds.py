@@ -6,9 +6,13 @@ The captures' uncompressed payloads come from `tshark -q -z p2pc,payloads` with 
 libraries: zlib (zlib/deflate/gzip, and sync-flushed gzip/deflate streams of several
 payloads), python-snappy (block and framing format), brotli (one-shot and a flushed stream),
 zstandard, and liblzo2 through the analyzer's ctypes binding (lzo1x-1 and lzo1x-999).
+The dissect_* corpora are the captures' real TCP connections in fuzz_dissect.c's input
+format, cut after the multistream-select negotiation each harness's preamble replaces (yamux
+streams demultiplexed for the eth2 req/resp and gossipsub harnesses), at most 16 KiB each.
 The output is deterministic for a given set of captures and plugin.
 
-    python3 fuzz/make_seeds.py            # what `make -C fuzz seeds` runs
+    python3 fuzz/make_seeds.py                  # what `make -C fuzz seeds` runs
+    python3 fuzz/make_seeds.py --dissect-only   # just the dissect_* corpora (no plugin needed)
 """
 from __future__ import annotations
 
