@@ -1,15 +1,23 @@
-/* fuzz_dissect.c — a fuzzshark-like libFuzzer harness: the whole p2pc plugin (its sources,
- * compiled in, registered as the .so would be) inside libwireshark, fed one TCP connection
- * built from the fuzz input and dissected twice, as `tshark -2 -V` does (first pass without a
- * tree, second pass with visited frames and a printed tree).
+/* fuzz_dissect.c — fuzzshark-like libFuzzer harnesses: the whole p2pc plugin (its objects,
+ * registered as the .so would be) inside libwireshark, fed one TCP connection built from the
+ * fuzz input and dissected twice, as `tshark -2 -V` does (first pass without a tree, second
+ * pass with visited frames and a printed tree).
  *
- * Input: byte 0 picks the server port (0: 8333 Bitcoin, 1: 30300 FISCO, 2: 45678 where only
- * the heuristics — libp2p multistream, FISCO, Bitcoin — can claim the stream), then records
- *   [flags:1][length:2 BE][data:length]
- * flags bit 0: 0 client->server, 1 server->client; bit 7: the segment is lost (its sequence
- * space is skipped, no frame is sent).  Each record is one Ethernet/IPv4/TCP frame after a
- * SYN, SYN-ACK, ACK handshake.  fuzz/make_seeds.py writes real connections from the captures
- * in this format.  WIRESHARK_ABORT_ON_DISSECTOR_BUG makes a "Dissector bug" abort.
+ * One source, one harness per framing parser: -DFUZZ_TARGET=<name> picks a row of `targets`
+ * below, which fixes the server port and a preamble: real multistream-select lines (the
+ * header and a protocol ID, uvarint-length-prefixed, from both sides) that negotiate the
+ * connection down to the layer under test, so every input's bytes are that layer's.  Where a
+ * target has several protocol IDs (or, for dissect_tcp, ports), input byte 0 picks one.
+ *
+ * Input (after that byte): records [flags:1][length:2 BE][data:length]; flags bit 0: 0
+ * client->server, 1 server->client; bit 7: the segment is lost (its sequence space is
+ * skipped, no frame is sent).  Each record is one Ethernet/IPv4/TCP frame after a SYN,
+ * SYN-ACK, ACK handshake and the preamble's frames.  fuzz/make_seeds.py writes real
+ * connections from the captures in this format, cut after the same negotiation.
+ *
+ * Every decoder call the plugin makes is checked (ld --wrap): no output over its bound, no
+ * bytes in a NULL buffer, no failure without a detail.  WIRESHARK_ABORT_ON_DISSECTOR_BUG
+ * makes a "Dissector bug" abort.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -32,6 +40,9 @@
 #include <wsutil/report_message.h>
 #include <wsutil/wslog.h>
 
+#include "core/codecs.h"
+#include "libp2p/engine.h"
+
 void plugin_register(void);   /* the generated plugin.c (P2PC_PLUGIN_ENTRY) */
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -41,8 +52,59 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define HDR_LEN      (14 + 20 + 20)
 #define CLIENT_PORT  50123
 
+#ifndef FUZZ_TARGET
+#define FUZZ_TARGET tcp
+#endif
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 static const char *const p2pc_protos_expected[] = { "btcc", "fisco", "multistream", "yamux", "eth2" };
-static const guint16 server_ports[] = { 8333, 30300, 45678 };
+
+#define PORT_BITCOIN 8333
+#define PORT_FISCO   30300
+#define PORT_OTHER   45678      /* nobody's port: only the heuristics can claim the stream */
+#define MAX_CHOICES  19
+
+/* A harness: its server port(s) and the multistream-select negotiation its inputs follow. */
+typedef struct {
+    const char *name;
+    guint16 ports[3];               /* more than one: input byte 0 picks */
+    gboolean ms_header;             /* the client's "/multistream/1.0.0" (the heuristic's cue) */
+    const char *protocols[MAX_CHOICES];  /* negotiated by both sides; more than one: byte 0 picks */
+} target_t;
+
+static const target_t targets[] = {
+    /* The whole plugin, every entry point (the original harness). */
+    { "tcp", { PORT_BITCOIN, PORT_FISCO, PORT_OTHER }, FALSE, { NULL } },
+    /* The Bitcoin header and commands (stock dissector's framing replaced by btcc's). */
+    { "bitcoin", { PORT_BITCOIN }, FALSE, { NULL } },
+    /* The FISCO header, its Snappy payloads, BlockSync and PBFT. */
+    { "fisco", { PORT_FISCO }, FALSE, { NULL } },
+    /* multistream-select itself: proposals, na, ls, and whatever they select. */
+    { "multistream", { PORT_OTHER }, TRUE, { NULL } },
+    { "yamux", { PORT_OTHER }, TRUE, { "/yamux/1.0.0" } },
+    { "mplex", { PORT_OTHER }, TRUE, { "/mplex/6.7.0" } },
+    /* eth2 req/resp chunks: byte 0 picks the method (the protocol IDs packet-eth2.c registers). */
+    { "eth2_reqresp", { PORT_OTHER }, TRUE, {
+        "/eth2/beacon_chain/req/status/1/ssz_snappy", "/eth2/beacon_chain/req/status/2/ssz_snappy",
+        "/eth2/beacon_chain/req/goodbye/1/ssz_snappy", "/eth2/beacon_chain/req/ping/1/ssz_snappy",
+        "/eth2/beacon_chain/req/metadata/1/ssz_snappy", "/eth2/beacon_chain/req/metadata/2/ssz_snappy",
+        "/eth2/beacon_chain/req/metadata/3/ssz_snappy", "/eth2/beacon_chain/req/beacon_blocks_by_range/1/ssz_snappy",
+        "/eth2/beacon_chain/req/beacon_blocks_by_range/2/ssz_snappy", "/eth2/beacon_chain/req/beacon_blocks_by_root/1/ssz_snappy",
+        "/eth2/beacon_chain/req/beacon_blocks_by_root/2/ssz_snappy", "/eth2/beacon_chain/req/blob_sidecars_by_range/1/ssz_snappy",
+        "/eth2/beacon_chain/req/blob_sidecars_by_root/1/ssz_snappy", "/eth2/beacon_chain/req/data_column_sidecars_by_range/1/ssz_snappy",
+        "/eth2/beacon_chain/req/data_column_sidecars_by_root/1/ssz_snappy", "/eth2/beacon_chain/req/light_client_bootstrap/1/ssz_snappy",
+        "/eth2/beacon_chain/req/light_client_updates_by_range/1/ssz_snappy", "/eth2/beacon_chain/req/light_client_finality_update/1/ssz_snappy",
+        "/eth2/beacon_chain/req/light_client_optimistic_update/1/ssz_snappy" } },
+    { "gossipsub", { PORT_OTHER }, TRUE, { "/meshsub/1.1.0" } },
+    /* The compression transport: byte 0 picks the stream codec. */
+    { "compression", { PORT_OTHER }, TRUE, {
+        "/compression/gzip", "/compression/cbrotli", "/deflate/1.0.0", "/compression/none" } },
+    { "noise", { PORT_OTHER }, TRUE, { "/noise" } },
+};
+
+static const target_t *target;
+static guint n_ports, n_protocols;
 
 struct packet_provider_data {
     frame_data *frames;
@@ -53,7 +115,7 @@ static frame_data frames[MAX_FRAMES];
 static guint8 *bufs[MAX_FRAMES];
 static guint32 lens[MAX_FRAMES];
 static struct packet_provider_data prov = { frames, 0 };
-static print_stream_t *devnull;
+static print_stream_t *tree_out;
 /* epan_new() costs ~0.3 s (every protocol's init routine): one session serves SESSION_INPUTS
  * inputs, each on a connection of its own (client address and port from `conn`), with frame
  * numbers continuing from `base` — as fuzzshark keeps one session. */
@@ -79,6 +141,111 @@ static void quiet_cf(const char *n, int e, gchar *d) { (void)n; (void)e; (void)d
 static void quiet_cfd(const char *n, int e, gchar *d, int t) { (void)n; (void)e; (void)d; (void)t; }
 static void quiet_cfw(const char *a, const char *b, int e, gchar *d, guint32 f, int t)
 { (void)a; (void)b; (void)e; (void)d; (void)f; (void)t; }
+
+/* ---- every decoder call the plugin makes, checked (linked with -Wl,--wrap=NAME) ---- */
+
+#define CHECK(cond, ...) do { if (!(cond)) { fprintf(stderr, "fuzz_dissect: " __VA_ARGS__); \
+                                             fputc('\n', stderr); abort(); } } while (0)
+
+static void
+check_decoded(const char *fn, p2pc_dc_status_t st, const guint8 *out, size_t out_len, size_t bound,
+              const char *detail)
+{
+    CHECK(out_len <= bound, "%s returned %zu bytes over its bound %zu (status %s)", fn, out_len, bound,
+          p2pc_dc_status_name(st));
+    CHECK(out_len == 0 || out != NULL, "%s returned %zu bytes in a NULL buffer", fn, out_len);
+    if (st != P2PC_DC_OK)
+        CHECK(detail != NULL, "%s failed (%s) without a detail", fn, p2pc_dc_status_name(st));
+}
+
+tvbuff_t *__real_p2pc_decompress_tvb(tvbuff_t *, int, int, packet_info *, p2pc_codec_t, size_t, const char *,
+                                     p2pc_dc_status_t *, const char **);
+tvbuff_t *__wrap_p2pc_decompress_tvb(tvbuff_t *, int, int, packet_info *, p2pc_codec_t, size_t, const char *,
+                                     p2pc_dc_status_t *, const char **);
+tvbuff_t *
+__wrap_p2pc_decompress_tvb(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, p2pc_codec_t codec,
+                           size_t bound, const char *tab, p2pc_dc_status_t *status, const char **detail)
+{
+    tvbuff_t *out = __real_p2pc_decompress_tvb(tvb, offset, len, pinfo, codec, bound, tab, status, detail);
+    if (out)
+        CHECK(tvb_captured_length(out) <= bound, "p2pc_decompress_tvb returned %u bytes over its bound %zu",
+              tvb_captured_length(out), bound);
+    else
+        CHECK(*detail != NULL, "p2pc_decompress_tvb failed (%s) without a detail", p2pc_dc_status_name(*status));
+    return out;
+}
+
+p2pc_dc_status_t __real_p2pc_snappy_framed_decode(wmem_allocator_t *, const guint8 *, size_t, size_t, size_t,
+                                                  guint8 **, size_t *, size_t *, wmem_array_t *, const char **);
+p2pc_dc_status_t __wrap_p2pc_snappy_framed_decode(wmem_allocator_t *, const guint8 *, size_t, size_t, size_t,
+                                                  guint8 **, size_t *, size_t *, wmem_array_t *, const char **);
+p2pc_dc_status_t
+__wrap_p2pc_snappy_framed_decode(wmem_allocator_t *scope, const guint8 *in, size_t in_len, size_t stop_after,
+                                 size_t bound, guint8 **out, size_t *out_len, size_t *consumed,
+                                 wmem_array_t *chunks, const char **detail)
+{
+    p2pc_dc_status_t st;
+    *out = NULL;
+    *out_len = 0;
+    *consumed = 0;
+    *detail = NULL;
+    st = __real_p2pc_snappy_framed_decode(scope, in, in_len, stop_after, bound, out, out_len, consumed,
+                                          chunks, detail);
+    check_decoded("p2pc_snappy_framed_decode", st, *out, *out_len, bound, *detail);
+    CHECK(*consumed <= in_len, "p2pc_snappy_framed_decode consumed %zu of %zu bytes", *consumed, in_len);
+    return st;
+}
+
+p2pc_dc_status_t __real_p2pc_stream_feed(p2pc_stream_t *, const guint8 *, size_t, size_t, wmem_allocator_t *,
+                                         guint8 **, size_t *, const char **);
+p2pc_dc_status_t __wrap_p2pc_stream_feed(p2pc_stream_t *, const guint8 *, size_t, size_t, wmem_allocator_t *,
+                                         guint8 **, size_t *, const char **);
+p2pc_dc_status_t
+__wrap_p2pc_stream_feed(p2pc_stream_t *s, const guint8 *in, size_t in_len, size_t bound,
+                        wmem_allocator_t *scope, guint8 **out, size_t *out_len, const char **detail)
+{
+    p2pc_dc_status_t st;
+    *detail = NULL;
+    st = __real_p2pc_stream_feed(s, in, in_len, bound, scope, out, out_len, detail);
+    check_decoded("p2pc_stream_feed", st, *out, *out_len, bound, *detail);
+    return st;
+}
+
+/* ---- the preamble: the target's multistream-select negotiation ---- */
+
+static GByteArray *preamble;        /* sent by the client, then echoed by the server */
+
+/* One multistream-select message: uvarint(len(text) + 1) || text || '\n'. */
+static void
+ms_line(GByteArray *to, const char *text)
+{
+    size_t n = strlen(text) + 1;
+    guint8 len = (guint8)n;
+    CHECK(n < 0x80, "protocol ID %s too long for a one-byte length", text);
+    g_byte_array_append(to, &len, 1);
+    g_byte_array_append(to, (const guint8 *)text, (guint)n - 1);
+    g_byte_array_append(to, (const guint8 *)"\n", 1);
+}
+
+static void
+init_target(void)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(targets); i++)
+        if (!strcmp(targets[i].name, STR(FUZZ_TARGET)))
+            target = &targets[i];
+    CHECK(target, "no target %s", STR(FUZZ_TARGET));
+    while (n_ports < G_N_ELEMENTS(target->ports) && target->ports[n_ports])
+        n_ports++;
+    while (n_protocols < MAX_CHOICES && target->protocols[n_protocols])
+        n_protocols++;
+    for (guint i = 0; i < n_protocols; i++) {
+        /* Each protocol ID must reach its own dissector, not the catch-all. */
+        dissector_handle_t h = l2p_handle_for(target->protocols[i]);
+        CHECK(h && h != find_dissector("libp2p_app"), "%s: %s selects no dissector of its own",
+              target->name, target->protocols[i]);
+    }
+    preamble = g_byte_array_new();
+}
 
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -120,8 +287,10 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
             fprintf(stderr, "fuzz_dissect: protocol %s is not registered\n", p2pc_protos_expected[i]);
             abort();
         }
-    null = fopen("/dev/null", "w");
-    devnull = print_stream_text_stdio_new(null);
+    init_target();
+    /* FUZZ_PRINT=1: the second pass's trees go to stdout (to see what an input reaches). */
+    null = getenv("FUZZ_PRINT") ? stdout : fopen("/dev/null", "w");
+    tree_out = print_stream_text_stdio_new(null);
     return 0;
 }
 
@@ -208,7 +377,7 @@ dissect_all(epan_t *session, gboolean second_pass)
         epan_dissect_run(&edt, WTAP_FILE_TYPE_SUBTYPE_UNKNOWN, &rec,
                          tvb_new_real_data(bufs[i], lens[i], lens[i]), fd, NULL);
         if (second_pass)
-            proto_tree_print(print_dissections_expanded, TRUE, &edt, NULL, devnull);
+            proto_tree_print(print_dissections_expanded, TRUE, &edt, NULL, tree_out);
         else
             frame_data_set_after_dissect(fd, &cum_bytes);
         prev_dis = prev_cap = fd;
@@ -223,15 +392,33 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     guint16 sport = (guint16)(CLIENT_PORT + (conn & 0x3ff)), dport;
     guint32 seq[2] = { 1000, 500000 };
-    size_t pos = 1;
+    size_t pos = 0;
+    guint choice = 0;
 
-    if (size < 1)
-        return 0;
-    dport = server_ports[data[0] % G_N_ELEMENTS(server_ports)];
+    if (n_ports > 1 || n_protocols > 1) {
+        if (size < 1)
+            return 0;
+        choice = data[pos++];
+    }
+    dport = target->ports[choice % n_ports];
     prov.count = 0;
     add_frame(0, sport, dport, seq[0]++, 0, 0x02, NULL, 0);                 /* SYN */
     add_frame(1, dport, sport, seq[1]++, seq[0], 0x12, NULL, 0);            /* SYN-ACK */
     add_frame(0, sport, dport, seq[0], seq[1], 0x10, NULL, 0);              /* ACK */
+    if (target->ms_header) {
+        /* The client's header and proposal in one write (as go-libp2p sends them); the
+         * server's header and echo: the connection now speaks the proposed protocol. */
+        g_byte_array_set_size(preamble, 0);
+        ms_line(preamble, L2P_MULTISTREAM_HEADER);
+        if (n_protocols)
+            ms_line(preamble, target->protocols[choice % n_protocols]);
+        add_frame(0, sport, dport, seq[0], seq[1], 0x18, preamble->data, preamble->len);
+        seq[0] += preamble->len;
+        if (n_protocols) {
+            add_frame(1, dport, sport, seq[1], seq[0], 0x18, preamble->data, preamble->len);
+            seq[1] += preamble->len;
+        }
+    }
     while (pos + 3 <= size && prov.count < MAX_FRAMES) {
         guint8 flags = data[pos];
         guint32 len = (guint32)data[pos + 1] << 8 | data[pos + 2];

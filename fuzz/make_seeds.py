@@ -6,9 +6,13 @@ The captures' uncompressed payloads come from `tshark -q -z p2pc,payloads` with 
 libraries: zlib (zlib/deflate/gzip, and sync-flushed gzip/deflate streams of several
 payloads), python-snappy (block and framing format), brotli (one-shot and a flushed stream),
 zstandard, and liblzo2 through the analyzer's ctypes binding (lzo1x-1 and lzo1x-999).
+The dissect_* corpora are the captures' real TCP connections in fuzz_dissect.c's input
+format, cut after the multistream-select negotiation each harness's preamble replaces (yamux
+streams demultiplexed for the eth2 req/resp and gossipsub harnesses), at most 16 KiB each.
 The output is deterministic for a given set of captures and plugin.
 
-    python3 fuzz/make_seeds.py            # what `make -C fuzz seeds` runs
+    python3 fuzz/make_seeds.py                  # what `make -C fuzz seeds` runs
+    python3 fuzz/make_seeds.py --dissect-only   # just the dissect_* corpora (no plugin needed)
 """
 from __future__ import annotations
 
@@ -61,61 +65,260 @@ DISSECT_CAPTURES = {  # capture -> harness port selector (fuzz_dissect.c: 0 8333
     "libp2p-compression/comp-gzip.pcapng": 2, "libp2p-compression/comp-deflate.pcapng": 2,
     "libp2p-compression/comp-cbrotli.pcapng": 2, "libp2p-compression/comp-fallback.pcapng": 2,
 }
+SEED_LEN = 16384        # a seed's bytes at most: short inputs run fast (-max_len is 65536)
+MAX_SEGMENT = 16000     # fuzz_dissect.c's MAX_SEGMENT: longer records are cut there
+
+Conn = list[tuple[int, bytes]]     # a TCP connection's segments: (0 client->server / 1 back, payload)
 
 
-def connections(max_len: int, per_capture: int) -> list[bytes]:
-    """Real TCP connections in fuzz_dissect.c's input format: [port selector] then
-    [dir:1][len:2 BE][data] per segment, client first, cut at max_len bytes."""
+def tcp_connections(cap: str) -> list[Conn]:
+    """The capture's TCP connections, segments in capture order (retransmissions included),
+    direction 0 from the side that sent the first payload."""
     import subprocess
-    out = []
-    for cap, sel in DISSECT_CAPTURES.items():
-        r = subprocess.run(["tshark", "-n", "-r", str(REPO / "captures" / cap), "-T", "fields",
-                            "-e", "tcp.stream", "-e", "tcp.srcport", "-e", "tcp.payload"],
-                           capture_output=True, text=True, timeout=300)
-        streams: dict[str, list[tuple[str, bytes]]] = {}
-        for line in r.stdout.splitlines():
-            cols = line.split("\t")
-            if len(cols) < 3 or not cols[0]:
-                continue
-            streams.setdefault(cols[0], []).append((cols[1], bytes.fromhex(cols[2].replace(":", ""))))
-        kept = 0
-        for pkts in streams.values():
-            client = pkts[0][0]
-            seed = bytearray([sel])
-            for port, data in pkts:
-                data = data[:16000]
-                if not data:
-                    continue
-                if len(seed) + 3 + len(data) > max_len:
-                    break
-                seed += bytes([0 if port == client else 1]) + len(data).to_bytes(2, "big") + data
-            if len(seed) > 1:
-                out.append(bytes(seed))
-                kept += 1
-            if kept >= per_capture:
+    r = subprocess.run(["tshark", "-n", "-r", str(REPO / "captures" / cap), "-T", "fields",
+                        "-e", "tcp.stream", "-e", "tcp.srcport", "-e", "tcp.payload"],
+                       capture_output=True, text=True, timeout=300)   # a truncated capture exits 2
+    streams: dict[str, list[tuple[str, bytes]]] = {}
+    for line in r.stdout.splitlines():
+        cols = line.split("\t")
+        if len(cols) < 3 or not cols[0] or not cols[2]:
+            continue
+        streams.setdefault(cols[0], []).append((cols[1], bytes.fromhex(cols[2].replace(":", ""))))
+    return [[(0 if port == pkts[0][0] else 1, data) for port, data in pkts] for pkts in streams.values()]
+
+
+def records(conn: Conn, head: bytes = b"", max_len: int = SEED_LEN) -> bytes:
+    """fuzz_dissect.c's input: head (the choice byte, if any), then [dir:1][len:2 BE][data]
+    per segment, as many whole segments as fit in max_len."""
+    seed = bytearray(head)
+    for d, data in conn:
+        for i in range(0, len(data), MAX_SEGMENT):
+            piece = data[i:i + MAX_SEGMENT]
+            if len(seed) + 3 + len(piece) > max_len:
+                return bytes(seed)
+            seed += bytes([d]) + len(piece).to_bytes(2, "big") + piece
+    return bytes(seed)
+
+
+# A frame's length at data[off:] (0: incomplete), for cutting windows on frame boundaries.
+def yamux_frame(data: bytes, off: int) -> int:       # 12-byte header; Data (type 0) carries length bytes
+    if off + 12 > len(data):
+        return 0
+    return 12 + (int.from_bytes(data[off + 8:off + 12], "big") if data[off + 1] == 0 else 0)
+
+
+def noise_frame(data: bytes, off: int) -> int:       # u16 big-endian length
+    return 2 + int.from_bytes(data[off:off + 2], "big") if off + 2 <= len(data) else 0
+
+
+def bitcoin_frame(data: bytes, off: int) -> int:     # 24-byte header, payload length u32 LE at 16
+    return 24 + int.from_bytes(data[off + 16:off + 20], "little") if off + 24 <= len(data) else 0
+
+
+def fisco_frame(data: bytes, off: int) -> int:       # Length u32 BE covers the header
+    return int.from_bytes(data[off:off + 4], "big") if off + 4 <= len(data) else 0
+
+
+def windows(conn: Conn, frame_len, count: int) -> list[Conn]:
+    """`count` cuts of the connection from evenly spaced points on, each direction starting on
+    one of its frame boundaries (frame_len gives a frame's length; the walk stops where it
+    returns 0 or a frame claims more than the direction holds)."""
+    import bisect
+    bounds = {}
+    for d in (0, 1):
+        data = b"".join(x for dd, x in conn if dd == d)
+        b, off = [], 0
+        while off < len(data):
+            b.append(off)
+            n = frame_len(data, off)
+            if n <= 0:
                 break
-        print(f"make_seeds: {cap}: {kept} connections")
+            off += n
+        bounds[d] = b
+    starts, seen = [], {0: 0, 1: 0}
+    for d, x in conn:
+        starts.append(seen[d])
+        seen[d] += len(x)
+    out = []
+    for w in range(1, count + 1):
+        k = len(conn) * w // (count + 1)
+        first = {}
+        for d in (0, 1):
+            later = [starts[i] for i in range(k, len(conn)) if conn[i][0] == d]
+            j = bisect.bisect_left(bounds[d], later[0]) if later else len(bounds[d])
+            first[d] = bounds[d][j] if j < len(bounds[d]) else None
+        cut = [(d, x[max(0, first[d] - starts[i]):]) for i, (d, x) in enumerate(conn[k:], k)
+               if first[d] is not None and starts[i] + len(x) > first[d]]
+        if cut:
+            out.append(cut)
     return out
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--plugin", type=Path, default=REPO / "build/plugins/4.0/epan/p2pc.so")
-    ap.add_argument("--out", type=Path, default=REPO / "fuzz/corpus")
-    ap.add_argument("--max-bytes", type=int, default=8192)
-    ap.add_argument("--per-capture", type=int, default=6)
-    args = ap.parse_args()
+def ms_line(text: str) -> bytes:
+    """A multistream-select message as fuzz_dissect.c's preamble writes it: uvarint(len) text \\n
+    (every protocol ID here is under 127 bytes: a one-byte length)."""
+    body = text.encode() + b"\n"
+    assert len(body) < 0x80
+    return bytes([len(body)]) + body
 
+
+def cut_after(conn: Conn, marks: dict[int, bytes]) -> Conn | None:
+    """The connection from just after marks[d]'s first occurrence in direction d's bytes (a
+    direction without a mark is kept whole); None when a mark is missing."""
+    start = {}
+    for d, mark in marks.items():
+        at = b"".join(data for dd, data in conn if dd == d).find(mark)
+        if at < 0:
+            return None
+        start[d] = at + len(mark)
+    out, seen = [], {0: 0, 1: 0}
+    for d, data in conn:
+        skip = start.get(d, 0) - seen[d]
+        seen[d] += len(data)
+        if skip < len(data):
+            out.append((d, data[max(skip, 0):]))
+    return out
+
+
+def target_protocols(name: str) -> list[str]:
+    """The protocol IDs of a harness in fuzz_dissect.c's `targets` table, in its order (input
+    byte 0 picks one by index when there are several)."""
+    import re
+    src = (REPO / "fuzz" / "fuzz_dissect.c").read_text()
+    row = re.search(r'\{ "%s", \{[^}]*\}, \w+, \{(.*?)\} \},' % name, src, re.S)
+    assert row, name
+    return re.findall(r'"([^"]+)"', row.group(1))
+
+
+def yamux_streams(conn: Conn) -> list[Conn]:
+    """The data of each yamux stream in a connection cut after "/yamux/1.0.0", as connections
+    of their own (direction 0 from the side that opened the stream, SYN), frames in the order
+    the capture completed them.  hashicorp/yamux spec.md: a 12-byte header version, type,
+    flags, stream id, length (big-endian), then length bytes for Data (type 0) frames."""
+    import bisect
+    import struct
+    frames = []     # (record index that completed it, direction, stream id, flags, data)
+    for d in (0, 1):
+        idx = [i for i, (dd, _) in enumerate(conn) if dd == d]
+        ends, total = [], 0
+        for i in idx:
+            total += len(conn[i][1])
+            ends.append(total)
+        data = b"".join(conn[i][1] for i in idx)
+        off = 0
+        while off + 12 <= len(data):
+            _ver, typ, flags, sid, length = struct.unpack_from(">BBHII", data, off)
+            end = off + 12 + (length if typ == 0 else 0)
+            if end > len(data):
+                break
+            frames.append((idx[bisect.bisect_left(ends, end)], d, sid, flags, data[off + 12:end] if typ == 0 else b""))
+            off = end
+    frames.sort(key=lambda f: f[0])
+    opener: dict[int, int] = {}
+    streams: dict[int, Conn] = {}
+    for _, d, sid, flags, payload in frames:
+        if flags & 1:
+            opener.setdefault(sid, d)
+        if payload and sid in opener:
+            streams.setdefault(sid, []).append((0 if d == opener[sid] else 1, payload))
+    return list(streams.values())
+
+
+def agreed(conn: Conn, protocols: list[str]) -> int:
+    """The index of the first of `protocols` both directions sent (proposed and echoed), or -1."""
+    sent = [b"".join(data for d, data in conn if d == side) for side in (0, 1)]
+    for i, p in enumerate(protocols):
+        if all(ms_line(p) in s for s in sent):
+            return i
+    return -1
+
+
+LIBP2P_CAPTURES = ["eth2/eth2-yamux.pcapng", "eth2/eth2-mplex.pcapng", "eth2/eth2-noise.pcapng",
+                   "eth2/eth2-badcrc.pcapng", "eth2/eth2-broken.pcapng", "eth2/eth2-truncated.pcapng",
+                   "libp2p-compression/comp-gzip.pcapng", "libp2p-compression/comp-gzip-corrupt.pcapng",
+                   "libp2p-compression/comp-gzip-gap.pcapng", "libp2p-compression/comp-deflate.pcapng",
+                   "libp2p-compression/comp-cbrotli.pcapng", "libp2p-compression/comp-fallback.pcapng",
+                   "libp2p-compression/comp-none.pcapng"]
+
+
+def dissect_seeds(per_target: int) -> dict[str, list[bytes]]:
+    """Every dissect_* harness's seeds: real connections from the captures, cut after the
+    negotiation the harness's preamble replaces (so each seed holds that layer's real bytes)."""
+    from collections import Counter
+    seeds: dict[str, list[bytes]] = {}
+
+    def add(target: str, seed: bytes) -> None:
+        got = seeds.setdefault("dissect_" + target, [])
+        if len(got) < per_target and seed not in got and len(seed) > 3:
+            got.append(seed)
+
+    conns = {cap: tcp_connections(cap) for cap in sorted(
+        set(DISSECT_CAPTURES) | set(LIBP2P_CAPTURES) |
+        {str(p.relative_to(REPO / "captures")) for p in (REPO / "captures").glob("bitcoin/*.pcapng")} |
+        {str(p.relative_to(REPO / "captures")) for p in (REPO / "captures").glob("fisco/*.pcapng")
+         if "tls" not in p.name})}
+    # dissect_tcp: whole connections, byte 0 picking the port (2 per capture).
+    for cap, sel in DISSECT_CAPTURES.items():
+        for conn in conns[cap][:2]:
+            add("tcp", records(conn, bytes([sel])))
+    for cap in sorted(conns):
+        for conn in conns[cap]:
+            for target, frame_len in (("bitcoin", bitcoin_frame), ("fisco", fisco_frame)):
+                if cap.startswith(target + "/"):
+                    for part in [conn] + windows(conn, frame_len, 3):
+                        add(target, records(part))
+    for cap in LIBP2P_CAPTURES:
+        for conn in conns[cap]:
+            after_header = cut_after(conn, {0: ms_line("/multistream/1.0.0")})
+            if after_header:
+                add("multistream", records(after_header))
+            for target in ("yamux", "mplex", "noise", "compression"):
+                protocols = target_protocols(target)
+                i = agreed(conn, protocols)
+                if i < 0:
+                    continue
+                mark = ms_line(protocols[i])
+                layer = cut_after(conn, {0: mark, 1: mark})
+                head = bytes([i]) if len(protocols) > 1 else b""
+                add(target, records(layer, head))
+                # Later parts of the connection, where a frame boundary allows.
+                for part in windows(layer, {"yamux": yamux_frame, "noise": noise_frame}.get(target), 6) \
+                        if target in ("yamux", "noise") else []:
+                    add(target, records(part, head))
+                if target != "yamux":
+                    continue
+                # The muxed streams: eth2 req/resp and gossipsub, each stream a seed of its own.
+                for stream in yamux_streams(layer):
+                    for app in ("eth2_reqresp", "gossipsub"):
+                        ids = target_protocols(app)
+                        if app == "gossipsub":   # the harness negotiates 1.1.0; every version is the same RPC
+                            ids = ["/meshsub/1.3.0", "/meshsub/1.2.0", "/meshsub/1.1.0"]
+                        j = agreed(stream, ids)
+                        if j < 0:
+                            continue
+                        mark = ms_line(ids[j])
+                        body = cut_after(stream, {0: mark, 1: mark})
+                        if body:
+                            add(app, records(body, bytes([j]) if app == "eth2_reqresp" else b""))
+    for name, items in seeds.items():
+        print(f"make_seeds: {name}: {len(items)} connections "
+              f"({', '.join(f'{n} x {k}' for k, n in Counter(len(s) // 4096 * 4 for s in items).most_common(3))} KiB)")
+    return seeds
+
+
+CODEC_CORPORA = ("lzo1x", "zlib", "deflate", "gzip", "snappy", "snappy_framed", "brotli", "zstd",
+                 "gzip_stream", "deflate_stream", "brotli_stream")
+
+
+def codec_seeds(plugin: Path, max_bytes: int, per_capture: int) -> dict[str, list[bytes]]:
     import brotli
     import snappy
     import zstandard
     from p2pc.whatif import _lzo
 
-    texts = payloads(args.plugin, args.max_bytes, args.per_capture)
+    texts = payloads(plugin, max_bytes, per_capture)
     lzo = _lzo()
-    seeds: dict[str, list[bytes]] = {k: [] for k in (
-        "lzo1x", "zlib", "deflate", "gzip", "snappy", "snappy_framed", "brotli", "zstd",
-        "gzip_stream", "deflate_stream", "brotli_stream")}
+    seeds: dict[str, list[bytes]] = {k: [] for k in CODEC_CORPORA}
 
     def deflate(data: bytes, wbits: int) -> bytes:
         c = zlib.compressobj(6, zlib.DEFLATED, wbits)
@@ -138,7 +341,22 @@ def main() -> int:
             seeds[name].append(b"".join(c.compress(t) + c.flush(zlib.Z_SYNC_FLUSH) for t in group))
         b = brotli.Compressor()
         seeds["brotli_stream"].append(b"".join(b.process(t) + b.flush() for t in group))
-    seeds["dissect_tcp"] = connections(65536, 2)
+    return seeds
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--plugin", type=Path, default=REPO / "build/plugins/4.0/epan/p2pc.so")
+    ap.add_argument("--out", type=Path, default=REPO / "fuzz/corpus")
+    ap.add_argument("--max-bytes", type=int, default=8192)
+    ap.add_argument("--per-capture", type=int, default=6)
+    ap.add_argument("--per-target", type=int, default=40, help="dissect_* seeds per harness at most")
+    ap.add_argument("--dissect-only", action="store_true",
+                    help="only the dissect_* corpora (they need tshark, not the plugin)")
+    args = ap.parse_args()
+
+    seeds = {} if args.dissect_only else codec_seeds(args.plugin, args.max_bytes, args.per_capture)
+    seeds.update(dissect_seeds(args.per_target))
     for name, items in seeds.items():
         d = args.out / name
         shutil.rmtree(d, ignore_errors=True)
