@@ -66,29 +66,24 @@ def ensure_tools() -> None:
                    stdout=subprocess.DEVNULL)
 
 
-def free_display() -> str:
-    for n in range(90, 140):
-        if not Path(f"/tmp/.X11-unix/X{n}").exists() and not Path(f"/tmp/.X{n}-lock").exists():
-            return f":{n}"
-    raise GuiCheckFailed("no free X display number")
-
-
 class Gui:
     """One Xvfb and, at a time, one Wireshark in it."""
 
     def __init__(self, out: Path, suffix: str) -> None:
         self.out, self.suffix = out, suffix
-        self.display = free_display()
+        # -displayfd: Xvfb takes the first free display number itself (one a chroot's X server
+        # holds too: they share the abstract socket namespace) and writes it to the pipe.
         # -ac: the X server is private to this run and Wireshark runs as another user.
-        self.xvfb = subprocess.Popen(["Xvfb", self.display, "-screen", "0", f"{SCREEN[0]}x{SCREEN[1]}x24",
-                                      "-ac", "-nolisten", "tcp"], stderr=subprocess.DEVNULL)
-        sock = Path(f"/tmp/.X11-unix/X{self.display[1:]}")
-        for _ in range(100):
-            if sock.exists():
-                break
-            time.sleep(0.1)
-        else:
+        rfd, wfd = os.pipe()
+        self.xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(wfd), "-screen", "0",
+                                      f"{SCREEN[0]}x{SCREEN[1]}x24", "-ac", "-nolisten", "tcp"],
+                                     pass_fds=(wfd,), stderr=subprocess.DEVNULL)
+        os.close(wfd)
+        with os.fdopen(rfd) as r:
+            number = r.readline().strip()    # empty when Xvfb exits without a display
+        if not number.isdigit():
             raise GuiCheckFailed("Xvfb did not start")
+        self.display = f":{number}"
         self.env = dict(os.environ, DISPLAY=self.display)
         self.ws: Wireshark | None = None
         self.base: dict[str, str] = {}        # the windows before a menu entry is tried
