@@ -10,14 +10,15 @@ keystrokes, and takes screenshots:
   btc-cblock-tree.png       a BUIP017 cblock: Bitcoin and p2pc subtrees expanded, the
                             "Decompressed cblock" byte tab
   eth2-gossip-block.png     an eth2 gossipsub beacon_block (Snappy) with its tree expanded
-  stats-savings-menu.png    Statistics menu: the Lua savings window and P2P Compression
+  stats-savings-menu.png    the Statistics menu open at the savings entry (in its submenu
+                            on 4.6)
   stats-savings.png         the "Savings by message type" window (the analyzer's model)
 
 The savings window is found without knowing where a Wireshark version puts it: the Statistics
 menu is walked one entry at a time (Down, Return), each window an entry opens is closed again,
 until the window titled "savings by message type" appears; submenus are walked after the top
-level.  The walk runs on a small capture; the path is printed ("savings window at Statistics entry 13 > 1":
-the 13th entry's submenu, its 1st entry) and the menu screenshot shows it.
+level.  The walk runs on a small capture; the path is printed ("savings window at Statistics
+entry 13 > 1": the 13th entry's submenu, its 1st entry) and the menu screenshot shows it.
 
   tools/gui-check.py [--out DIR] [--suffix SUF]
       DIR (default docs/screenshots) gets the screenshots, each name ending in SUF (e.g. -4.4:
@@ -203,8 +204,8 @@ class Gui:
         self.xvfb.wait()
 
 
-# Screen positions for the 1280x1024 main window of Wireshark 4.0's default layout: the packet
-# details pane is the lower left quarter.
+# Screen positions for the 1280x1024 main window of the default layout (the same in 4.0, 4.4 and
+# 4.6): the packet details pane is the lower left quarter, Statistics is the 7th menu.
 DETAILS_EMPTY = (300, 1000)      # an empty spot of the details pane (gives it the focus)
 MENU_STATISTICS = (325, 10)
 
