@@ -100,5 +100,13 @@ check-bare:
 gui-check: build
 	$(PYTHON) tools/gui-check.py
 
+# The same GUI check on Wireshark 4.4 (Debian trixie) and 4.6 (sid), each in a chroot of its own
+# (tools/ws-versions.sh --gui; root): finds the savings window in each version's Statistics menu,
+# writes docs/screenshots/stats-savings*-4.4.png, -4.6.png and build/gui-versions/*.png. About 7 min
+# (4.6 has the entry in a submenu: its whole top level is walked first).
+.PHONY: gui-check-versions
+gui-check-versions:
+	tools/ws-versions.sh --gui trixie sid
+
 clean:
 	rm -rf $(BUILD)

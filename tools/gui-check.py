@@ -10,16 +10,27 @@ keystrokes, and takes screenshots:
   btc-cblock-tree.png       a BUIP017 cblock: Bitcoin and p2pc subtrees expanded, the
                             "Decompressed cblock" byte tab
   eth2-gossip-block.png     an eth2 gossipsub beacon_block (Snappy) with its tree expanded
-  stats-savings-menu.png    Statistics menu: the Lua savings window and P2P Compression
+  stats-savings-menu.png    the Statistics menu open at the savings entry (in its submenu
+                            on 4.6)
   stats-savings.png         the "Savings by message type" window (the analyzer's model)
 
-It fails when Wireshark does not start, a window it expects does not appear, or a screenshot is
-blank (one colour).  Missing tools (wireshark, Xvfb, xdotool, ImageMagick) are installed with
-apt-get when run as root.  Keystroke counts fit the Wireshark the machine has (4.0 here);
-another version may need them adjusted.
+The savings window is found without knowing where a Wireshark version puts it: the Statistics
+menu is walked one entry at a time (Down, Return), each window an entry opens is closed again,
+until the window titled "savings by message type" appears; submenus are walked after the top
+level.  The walk runs on a small capture; the path is printed ("savings window at Statistics
+entry 13 > 1": the 13th entry's submenu, its 1st entry) and the menu screenshot shows it.
+
+  tools/gui-check.py [--out DIR] [--suffix SUF]
+      DIR (default docs/screenshots) gets the screenshots, each name ending in SUF (e.g. -4.4:
+      stats-savings-4.4.png; make gui-check-versions takes one set per Wireshark version).
+
+It fails when Wireshark does not start, a window it expects does not appear, the savings entry is
+in no Statistics (sub)menu, or a screenshot is blank (one colour).  Missing tools (wireshark,
+Xvfb, xdotool, ImageMagick) are installed with apt-get when run as root.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import pwd
 import shutil
@@ -33,6 +44,9 @@ sys.path.insert(0, str(REPO / "analyzer"))
 from p2pc.wsenv import Wireshark, built_plugin  # noqa: E402
 
 OUT = REPO / "docs" / "screenshots"
+SAVINGS_TITLE = "savings by message type"
+MENU_TITLE = "Wireshark"     # Qt titles an open (sub)menu by the application's name only
+MENU_ENTRIES = 40            # more entries than any Statistics (sub)menu has
 SCREEN = (1280, 1024)
 NEEDS = {"wireshark": "wireshark", "Xvfb": "xvfb", "xdotool": "xdotool", "import": "imagemagick"}
 
@@ -53,30 +67,27 @@ def ensure_tools() -> None:
                    stdout=subprocess.DEVNULL)
 
 
-def free_display() -> str:
-    for n in range(90, 140):
-        if not Path(f"/tmp/.X11-unix/X{n}").exists() and not Path(f"/tmp/.X{n}-lock").exists():
-            return f":{n}"
-    raise GuiCheckFailed("no free X display number")
-
-
 class Gui:
     """One Xvfb and, at a time, one Wireshark in it."""
 
-    def __init__(self) -> None:
-        self.display = free_display()
+    def __init__(self, out: Path, suffix: str) -> None:
+        self.out, self.suffix = out, suffix
+        # -displayfd: Xvfb takes the first free display number itself (one a chroot's X server
+        # holds too: they share the abstract socket namespace) and writes it to the pipe.
         # -ac: the X server is private to this run and Wireshark runs as another user.
-        self.xvfb = subprocess.Popen(["Xvfb", self.display, "-screen", "0", f"{SCREEN[0]}x{SCREEN[1]}x24",
-                                      "-ac", "-nolisten", "tcp"], stderr=subprocess.DEVNULL)
-        sock = Path(f"/tmp/.X11-unix/X{self.display[1:]}")
-        for _ in range(100):
-            if sock.exists():
-                break
-            time.sleep(0.1)
-        else:
+        rfd, wfd = os.pipe()
+        self.xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(wfd), "-screen", "0",
+                                      f"{SCREEN[0]}x{SCREEN[1]}x24", "-ac", "-nolisten", "tcp"],
+                                     pass_fds=(wfd,), stderr=subprocess.DEVNULL)
+        os.close(wfd)
+        with os.fdopen(rfd) as r:
+            number = r.readline().strip()    # empty when Xvfb exits without a display
+        if not number.isdigit():
             raise GuiCheckFailed("Xvfb did not start")
+        self.display = f":{number}"
         self.env = dict(os.environ, DISPLAY=self.display)
         self.ws: Wireshark | None = None
+        self.base: dict[str, str] = {}        # the windows before a menu entry is tried
         self.proc: subprocess.Popen | None = None
         self.log = None
 
@@ -90,6 +101,22 @@ class Gui:
         for k in keys:
             self.xdo("key", k)
             time.sleep(pause)
+
+    def windows(self) -> dict[str, str]:
+        """The visible windows: id -> title."""
+        ids = self.xdo("search", "--onlyvisible", "--class", "").split()
+        return {w: self.xdo("getwindowname", w).strip() for w in ids}
+
+    def geometry(self, wid: str) -> tuple[int, int, int, int]:
+        """x, y, width, height of a window."""
+        g = dict(line.split("=", 1) for line in self.xdo("getwindowgeometry", "--shell", wid).split())
+        return int(g["X"]), int(g["Y"]), int(g["WIDTH"]), int(g["HEIGHT"])
+
+    def downs(self, n: int) -> None:
+        """Down n times in one xdotool run (a menu takes them as fast as that)."""
+        if n:
+            self.xdo("key", "--delay", "30", *(["Down"] * n))
+        time.sleep(0.2)
 
     def click(self, x: int, y: int) -> None:
         self.xdo("mousemove", str(x), str(y))
@@ -136,10 +163,10 @@ class Gui:
 
     def shot(self, name: str, crop: tuple[int, int, int, int] | None = None, width: int = 1000) -> Path:
         """The screen (or the crop w,h,x,y of it), scaled to `width`, as a small 8-bit-palette png."""
-        OUT.mkdir(parents=True, exist_ok=True)
+        self.out.mkdir(parents=True, exist_ok=True)
         raw = Path(self.ws._home if self.ws else "/tmp") / f"{name}.raw.png"
         subprocess.run(["import", "-display", self.display, "-window", "root", str(raw)], check=True)
-        dst = OUT / f"{name}.png"
+        dst = self.out / f"{name}{self.suffix}.png"
         args = ["convert", str(raw)]
         if crop:
             w, h, x, y = crop
@@ -151,7 +178,7 @@ class Gui:
                             capture_output=True, text=True, check=True).stdout.strip()
         if float(sd or 0) < 0.02:
             raise GuiCheckFailed(f"{dst} is blank (standard deviation {sd})")
-        print(f"gui-check: {dst.relative_to(REPO)} ({dst.stat().st_size // 1024} KiB)", flush=True)
+        print(f"gui-check: {dst} ({dst.stat().st_size // 1024} KiB)", flush=True)
         return dst
 
     def close(self) -> None:
@@ -177,8 +204,8 @@ class Gui:
         self.xvfb.wait()
 
 
-# Screen positions for the 1280x1024 main window of Wireshark 4.0's default layout: the packet
-# details pane is the lower left quarter.
+# Screen positions for the 1280x1024 main window of the default layout (the same in 4.0, 4.4 and
+# 4.6): the packet details pane is the lower left quarter, Statistics is the 7th menu.
 DETAILS_EMPTY = (300, 1000)      # an empty spot of the details pane (gives it the focus)
 MENU_STATISTICS = (325, 10)
 
@@ -191,11 +218,97 @@ def expand_details_item(gui: Gui, index: int) -> None:
     time.sleep(1)
 
 
+def open_entry(gui: Gui, path: tuple[int, ...]) -> dict[str, str]:
+    """Open the Statistics menu, go down to its entry path[0] (and into its submenu to entry
+    path[1], ...) and press Return there; the windows that are new afterwards (an entry that is
+    a submenu leaves its menus open, titled MENU_TITLE)."""
+    before = gui.windows()
+    gui.click(*MENU_STATISTICS)
+    if MENU_TITLE not in {t for w, t in gui.windows().items() if w not in before}:
+        raise GuiCheckFailed(f"clicking at {MENU_STATISTICS} opened no Statistics menu")
+    for level, n in enumerate(path):
+        if level:
+            gui.keys("Right", pause=0.3)     # a submenu opens with its first entry selected
+        gui.downs(n - (1 if level else 0))
+    gui.keys("Return", pause=1.0)
+    return {w: t for w, t in gui.windows().items() if w not in before}
+
+
+def close_all(gui: Gui, opened: dict[str, str]) -> None:
+    """Close what an entry opened: its window(s) with Escape, open menus with Escape."""
+    time.sleep(0.5)                          # a dialog that a retap delays
+    opened = {**opened, **{w: t for w, t in gui.windows().items() if w not in gui.base}}
+    for w, t in opened.items():
+        if t != MENU_TITLE:
+            gui.xdo("windowfocus", "--sync", w)
+            gui.keys("Escape", pause=0.3)
+    gui.keys("Escape", "Escape", "Escape", pause=0.15)
+    left = {w: t for w, t in gui.windows().items() if w not in gui.base}
+    for w in left:                           # out of the way of the menu bar and the screenshots
+        gui.xdo("windowmove", w, str(SCREEN[0] + 100), "0")
+
+
+def find_savings(gui: Gui) -> tuple[int, ...]:
+    """The path of the Statistics entry that opens the savings window (left open). The
+    top level first, then each submenu found there; Down wraps at a menu's end, so a menu ends
+    where its first entry's window (or submenu) comes again."""
+    gui.base = gui.windows()
+    menus: list[tuple[int, ...]] = [()]
+    tried: list[str] = []
+    while menus:
+        prefix = menus.pop(0)
+        first = None
+        for n in range(1, MENU_ENTRIES + 1):
+            path = prefix + (n,)
+            opened = open_entry(gui, path)
+            if any(SAVINGS_TITLE in t.lower() for t in opened.values()):
+                print(f"gui-check: savings window at Statistics entry {' > '.join(map(str, path))}",
+                      flush=True)
+                return path
+            titles = sorted(t for t in opened.values() if t != MENU_TITLE)
+            submenu = len([t for t in opened.values() if t == MENU_TITLE]) > len(prefix)
+            outcome = "submenu" if submenu and not titles else " | ".join(titles) or "-"
+            close_all(gui, opened)
+            if first is None:
+                first = outcome
+            elif outcome == first and outcome != "-":
+                break                        # wrapped round to the first entry
+            tried.append(f"{' > '.join(map(str, path))}: {outcome}")
+            if submenu and not titles:
+                menus.append(path)
+    raise GuiCheckFailed("no Statistics entry opens a window titled '*" + SAVINGS_TITLE +
+                         "*'; the entries:\n  " + "\n  ".join(tried))
+
+
+def menu_shot(gui: Gui, path: tuple[int, ...]) -> None:
+    """The Statistics menu (and submenus) open down to the savings entry, selected."""
+    before = gui.windows()
+    gui.click(*MENU_STATISTICS)
+    for level, n in enumerate(path):
+        if level:
+            gui.keys("Right", pause=0.3)
+        gui.downs(n - (1 if level else 0))
+    time.sleep(1)
+    menus = [gui.geometry(w) for w, t in gui.windows().items() if w not in before and t == MENU_TITLE]
+    if not menus:
+        raise GuiCheckFailed("the Statistics menu did not open for its screenshot")
+    # The menus and the menu bar above them.
+    x0 = max(0, min(x for x, _, _, _ in menus) - 60)
+    x1 = min(SCREEN[0], max(x + w for x, _, w, _ in menus) + 20)
+    y1 = min(SCREEN[1], max(y + h for _, y, _, h in menus) + 10)
+    gui.shot("stats-savings-menu", crop=(x1 - x0, y1, x0, 0), width=700)
+    gui.keys("Escape", "Escape", "Escape", pause=0.15)
+
+
 def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=OUT, help="where the screenshots go")
+    ap.add_argument("--suffix", default="", help="end of each screenshot's name, e.g. -4.4")
+    args = ap.parse_args()
     ensure_tools()
     if built_plugin() is None:
         raise GuiCheckFailed("no build/plugins/*/epan/p2pc.so: run make build")
-    gui = Gui()
+    gui = Gui(args.out, args.suffix)
     try:
         # 1. A BUIP017 cblock (frame 2513): Frame, Ethernet, IP, TCP, reassembly, Bitcoin, p2pc.
         #    Bitcoin expanded; a few rows down the selection is inside the decompressed payload, so
@@ -207,22 +320,22 @@ def main() -> int:
         time.sleep(1)
         gui.shot("btc-cblock-tree", crop=(1280, 480, 0, 530))
 
-        # 2. The Statistics menu: the Lua "Savings by message type" entry (MENU_STAT_UNSORTED) and
-        #    the C P2P Compression ▸ Messages and Bytes tree.
-        gui.click(*MENU_STATISTICS)
-        gui.keys("Up", "Right")
-        time.sleep(1)
-        gui.shot("stats-savings-menu", crop=(900, 830, 270, 0), width=700)
-        gui.keys("Escape", "Escape")
-
-        # 3. The savings window: Statistics, the 12th entry (after ONC-RPC Programs in 4.0).
-        gui.click(*MENU_STATISTICS)
-        gui.keys(*(["Down"] * 12), "Return")
-        win = gui.wait_window("savings by message type", timeout=30)
+        # 2. Where this Wireshark's Statistics menu has the savings window: walked on a small
+        #    capture (every entry tried opens its window, most of them retap the file).
+        gui.open(REPO / "captures" / "eth2" / "eth2-noise.pcapng", 1)
+        path = find_savings(gui)
+        gui.open(REPO / "captures" / "bitcoin" / "btc-compressed.pcapng", 2513)
+        win = next((w for w, t in open_entry(gui, path).items() if SAVINGS_TITLE in t.lower()), None)
+        if win is None:
+            raise GuiCheckFailed(f"Statistics entry {path} opened no savings window the second time")
         gui.xdo("windowmove", win, "0", "0")
         gui.xdo("windowsize", win, "1180", "420")
         time.sleep(4)                           # the retap fills it
         gui.shot("stats-savings", crop=(1180, 420, 0, 0))
+        close_all(gui, {win: SAVINGS_TITLE})
+
+        # 3. The Statistics menu with the savings entry selected.
+        menu_shot(gui, path)
 
         # 4. An eth2 gossipsub beacon_block (Snappy block) on yamux: gossipsub expanded.
         gui.open(REPO / "captures" / "eth2" / "eth2-yamux.pcapng", 1941)
