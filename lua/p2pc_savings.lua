@@ -188,5 +188,6 @@ end
 -- MENU_STAT_UNSORTED: Statistics, the group of the C "P2P Compression/Messages and Bytes" tree.
 -- Wireshark 4.0's Qt GUI shows a MENU_STAT_GENERIC item in no menu, and lists a Lua item of this
 -- group as one entry named by the whole path, "P2P Compression/Savings by message type" (only C
--- stats trees get submenus there); make gui-check opens it from that entry.
+-- stats trees get submenus there), and so does 4.4; 4.6 (Qt 6) makes the path a real submenu,
+-- Statistics > P2P Compression > Savings by message type.  make gui-check walks the menu to it.
 register_menu("P2P Compression/Savings by message type", open_window, MENU_STAT_UNSORTED)
