@@ -28,6 +28,16 @@ def cap(name: str):
     return COMP / f"{name}.pcapng"
 
 
+def assert_undecoded_from(tshark, capture, recs, sender: str, first: int) -> None:
+    """From frame `first` on, every record of `sender` is undecoded, and together they count
+    every TCP payload byte the sender sent from there (TCP's own tcp.len): none dropped."""
+    later = [r for r in recs if r["src"] == sender and int(r["frame"]) >= first]
+    assert later and {r["msg_type"] for r in later} == {"undecoded"}
+    sent = sum(int(n) for n, in tshark.fields(capture, ["tcp.len"],
+                                              dfilter=f"ip.src == {sender} && frame.number >= {first}"))
+    assert sum(int(r["wire_len"]) for r in later) == sent
+
+
 def app_bytes(tshark, name: str) -> dict[tuple[str, str], bytes]:
     """Decoded application bytes per (sender address, protocol ID), in capture order."""
     recs = [r for r in tshark.records(cap(name)) if r["msg_type"] != "undecoded"]   # no payload
@@ -153,11 +163,7 @@ def test_gap_stops_only_its_own_stream_and_is_counted(tshark):
     recs = tshark.records(c)
     # Nothing from A decodes after the hole: a deflate stream cannot resume after one.  Every
     # byte A sent from the hole on is counted as undecoded, none dropped.
-    later = [r for r in recs if r["src"] == a and int(r["frame"]) >= after]
-    assert later and {r["msg_type"] for r in later} == {"undecoded"}
-    sent_after = sum(int(n) for n, in tshark.fields(c, ["tcp.len"],
-                                                   dfilter=f"ip.src == {a} && frame.number >= {after}"))
-    assert sum(int(r["wire_len"]) for r in later) == sent_after
+    assert_undecoded_from(tshark, c, recs, a, after)
     # ... while B's direction goes on: all its replies, the later ones after the hole.
     got = app_bytes(tshark, "comp-gzip-gap")
     assert got[(b, FILE)].decode() == "".join(f["reply"] for f in t["transfers"])
@@ -178,11 +184,7 @@ def test_corrupt_stream_stops_its_direction_only(tshark):
     assert later and {r[0] for r in later if r[0]} == {str(bad["zlib_fails_in_frame"])}
     recs = tshark.records(c)
     # After it, A's bytes are counted as undecoded, every one of them.
-    later = [r for r in recs if r["src"] == a and int(r["frame"]) > bad["zlib_fails_in_frame"]]
-    assert later and {r["msg_type"] for r in later} == {"undecoded"}
-    sent_after = sum(int(n) for n, in tshark.fields(
-        c, ["tcp.len"], dfilter=f"ip.src == {a} && frame.number > {bad['zlib_fails_in_frame']}"))
-    assert sum(int(r["wire_len"]) for r in later) == sent_after
+    assert_undecoded_from(tshark, c, recs, a, bad["zlib_fails_in_frame"] + 1)
     got = app_bytes(tshark, "comp-gzip-corrupt")
     assert got[(b, FILE)].decode() == "".join(f["reply"] for f in t["transfers"])
 
