@@ -129,6 +129,15 @@ def mark(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
 
+def scale_check(one: dict, all_: dict, copies: int) -> tuple[int, int, bool]:
+    """One copy's and all copies' message counts (reports), and whether every proto/msg_type
+    row of all copies holds exactly `copies` times the one copy's messages."""
+    per_copy = {(x["proto"], x["msg_type"]): x["messages"] * copies for x in one["rows"]}
+    rows_ok = len(one["rows"]) == len(all_["rows"]) and all(
+        per_copy.get((y["proto"], y["msg_type"])) == y["messages"] for y in all_["rows"])
+    return one["totals"]["messages"], all_["totals"]["messages"], rows_ok
+
+
 def tree_peak(cmd: list[str], env: dict) -> tuple[float, int, int, int]:
     """Run cmd; wall time (s), the peak of the summed RSS of it and all its descendants, the
     peak RSS of cmd's own process (the splitter and the merge), and the exit status.  Sampled
@@ -166,10 +175,7 @@ def huge(gb: int) -> None:
     if rc != 0:
         sys.exit(f"bench: {sh(cmd)} failed ({rc})")
     one_r, all_r = (json.loads((work / n).read_text()) for n in ("one.json", "huge.json"))
-    n1, nall = one_r["totals"]["messages"], all_r["totals"]["messages"]
-    rows_ok = len(one_r["rows"]) == len(all_r["rows"]) and all(
-        {(x["proto"], x["msg_type"]): x["messages"] * copies for x in one_r["rows"]}.get(
-            (y["proto"], y["msg_type"])) == y["messages"] for y in all_r["rows"])
+    n1, nall, rows_ok = scale_check(one_r, all_r, copies)
     print(f"  {sh(cmd)}")
     print(f"  wall {wall:.0f} s ({gib * 1024 / wall:.0f} MiB/s); peak RSS of the whole process tree "
           f"{peak_tree / (1 << 30):.2f} GiB (target < 4 GB {mark(peak_tree < 4e9)}); of the "
@@ -301,11 +307,7 @@ def main() -> None:
 
     print("\n== records scale with the copies ==")
     one, allr = totals(one_json), totals(all_json)
-    n1, nall = one["totals"]["messages"], allr["totals"]["messages"]
-    per_type_ok = all(
-        {(x["proto"], x["msg_type"]): x["messages"] * copies for x in one["rows"]}.get(
-            (y["proto"], y["msg_type"])) == y["messages"] for y in allr["rows"]) and \
-        len(one["rows"]) == len(allr["rows"])
+    n1, nall, per_type_ok = scale_check(one, allr, copies)
     print(f"  one copy: {n1} records; {copies} copies: {nall} records; expected {n1 * copies}: "
           f"{mark(nall == n1 * copies and per_type_ok)} (every proto/msg_type row too: {per_type_ok})")
 
