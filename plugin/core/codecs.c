@@ -154,7 +154,7 @@ decompress_lzo1x(outbuf_t *ob, const guint8 *in, size_t in_len, const char **det
 
 static p2pc_dc_status_t
 inflate_into(z_stream *zs, outbuf_t *ob, const guint8 *in, size_t in_len, gboolean need_end,
-             const char **detail)
+             gboolean *ended, const char **detail)
 {
     int r;
     zs->next_in = (Bytef *)in;
@@ -168,6 +168,8 @@ inflate_into(z_stream *zs, outbuf_t *ob, const guint8 *in, size_t in_len, gboole
         zs->avail_out = (uInt)(ob->cap - ob->len);
         r = inflate(zs, Z_SYNC_FLUSH);
         ob->len = ob->cap - zs->avail_out;
+        if (r == Z_STREAM_END && ended)
+            *ended = TRUE;
         if (r == Z_STREAM_END)
             return zs->avail_in == 0 ? P2PC_DC_OK :
                 (*detail = "bytes follow the end of the deflate stream", P2PC_DC_CORRUPT);
@@ -198,7 +200,7 @@ decompress_zlib(outbuf_t *ob, int window_bits, const guint8 *in, size_t in_len, 
         *detail = "inflateInit2 failed";
         return P2PC_DC_CORRUPT;
     }
-    st = inflate_into(&zs, ob, in, in_len, TRUE, detail);
+    st = inflate_into(&zs, ob, in, in_len, TRUE, NULL, detail);
     inflateEnd(&zs);
     return st;
 }
@@ -517,9 +519,23 @@ p2pc_decompress_tvb(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, p2pc
 struct p2pc_stream {
     p2pc_codec_t codec;
     gboolean failed;
+    gboolean ended;             /* the compressed stream is complete: its state is released */
     z_stream zs;
     BrotliDecoderState *br;
 };
+
+/* Release the decoder's state (its window: 32 KiB for deflate, up to 16 MiB for brotli) once
+ * the stream has ended or failed: a capture holds thousands of finished connections. */
+static void
+stream_release(p2pc_stream_t *s)
+{
+    if (s->br) {
+        BrotliDecoderDestroyInstance(s->br);
+        s->br = NULL;
+    } else if (s->zs.state) {
+        inflateEnd(&s->zs);     /* clears zs.state */
+    }
+}
 
 p2pc_stream_t *
 p2pc_stream_new(p2pc_codec_t codec)
@@ -560,6 +576,11 @@ p2pc_stream_feed(p2pc_stream_t *s, const guint8 *in, size_t in_len, size_t bound
         *detail = "stream decoder stopped after an earlier error";
         return P2PC_DC_CORRUPT;
     }
+    if (s->ended) {
+        s->failed = TRUE;
+        *detail = "bytes follow the end of the compressed stream";
+        return P2PC_DC_CORRUPT;
+    }
     outbuf_init(&ob, scope, in_len * 4, bound);
     if (s->codec == P2PC_CODEC_BROTLI_STREAM) {
         const uint8_t *next_in = in;
@@ -589,10 +610,14 @@ p2pc_stream_feed(p2pc_stream_t *s, const guint8 *in, size_t in_len, size_t bound
             }
         }
     } else {
-        st = inflate_into(&s->zs, &ob, in, in_len, FALSE, detail);
+        st = inflate_into(&s->zs, &ob, in, in_len, FALSE, &s->ended, detail);
     }
+    if (s->codec == P2PC_CODEC_BROTLI_STREAM && st == P2PC_DC_OK && BrotliDecoderIsFinished(s->br))
+        s->ended = TRUE;
     if (st != P2PC_DC_OK)
         s->failed = TRUE;
+    if (s->failed || s->ended)
+        stream_release(s);
     outbuf_fit(&ob);
     *out = ob.data;
     *out_len = ob.len;
@@ -604,11 +629,6 @@ p2pc_stream_free(p2pc_stream_t *s)
 {
     if (!s)
         return;
-    if (s->codec == P2PC_CODEC_BROTLI_STREAM) {
-        if (s->br)
-            BrotliDecoderDestroyInstance(s->br);
-    } else if (!s->failed || s->zs.state) {
-        inflateEnd(&s->zs);
-    }
+    stream_release(s);
     g_free(s);
 }

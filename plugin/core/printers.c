@@ -12,6 +12,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "core/prefs.h"
 #include "core/record.h"
 
 #include <stdio.h>
@@ -217,7 +218,7 @@ records_draw(void *tapdata)
         for (guint i = 0; i < t->tcp.order->len; i++)
             print_tcp_dir((const tcp_dir_stats_t *)g_ptr_array_index(t->tcp.order, i));
     }
-    printf("#END\trecords=%" G_GUINT64_FORMAT "\n", t->records);
+    printf("#END\trecords=%" G_GUINT64_FORMAT "\treplay=%s\n", t->records, p2pc_replay_mode());
     fflush(stdout);
 }
 

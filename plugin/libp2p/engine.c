@@ -520,7 +520,9 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
     } else if (pos) {
         g_byte_array_remove_range(pipe->buf, 0, pos);
     }
-    if (pipe->closed || pipe->next) {
+    /* An empty buffer goes too: it keeps the capacity of the largest PDU it ever held, and
+     * a capture has thousands of idle pipes. */
+    if (pipe->closed || pipe->next || pipe->buf->len == 0) {
         g_byte_array_free(pipe->buf, TRUE);
         pipe->buf = NULL;
     }

@@ -44,12 +44,13 @@ static expert_field ei_libp2p_retrans_differs = EI_INIT;
 static dissector_handle_t libp2p_tcp_handle;
 static dissector_handle_t libp2p_tcp_noise_handle;
 
-/* A segment received ahead of the bytes expected (file scope: the frame that feeds it keeps it). */
+/* A segment received ahead of the bytes expected, its bytes after it in one allocation (file
+ * scope: the frame that feeds it keeps it, or frees it when nothing is kept for replay). */
 typedef struct held {
     guint32 seq;
     guint32 len;
     guint32 frame;
-    guint8 *data;
+    guint8 *data;               /* within the bytes that follow */
     struct held *next;          /* by seq */
 } held_t;
 
@@ -153,11 +154,12 @@ first_difference(const dir_t *d, guint32 seq, const guint8 *p, guint32 len)
 static void
 hold(dir_t *d, guint32 seq, const guint8 *p, guint32 len, guint32 frame)
 {
-    held_t *h = wmem_new0(wmem_file_scope(), held_t), **at = &d->held;
+    held_t *h = (held_t *)wmem_alloc(wmem_file_scope(), sizeof(held_t) + len), **at = &d->held;
     h->seq = seq;
     h->len = len;
     h->frame = frame;
-    h->data = (guint8 *)wmem_memdup(wmem_file_scope(), p, len);
+    h->data = (guint8 *)(h + 1);
+    memcpy(h->data, p, len);
     while (*at && (gint32)((*at)->seq - seq) < 0)
         at = &(*at)->next;
     h->next = *at;
@@ -175,8 +177,10 @@ drain_held(dir_t *d, held_t **tail)
         guint32 back = d->next_seq - h->seq;
         d->held = h->next;
         d->held_bytes -= h->len;
-        if (back >= h->len)
+        if (back >= h->len) {   /* all of it was fed already */
+            wmem_free(wmem_file_scope(), h);
             continue;
+        }
         h->data += back;
         h->seq += back;
         h->len -= back;
@@ -300,6 +304,16 @@ feed_held(l2p_pipe_t *root, const held_t *first, tvbuff_t *tvb, packet_info *pin
 }
 
 static void
+free_held(held_t *h)
+{
+    while (h) {
+        held_t *next = h->next;
+        wmem_free(wmem_file_scope(), h);
+        h = next;
+    }
+}
+
+static void
 swap_endpoints(packet_info *pinfo)
 {
     address a = pinfo->src;
@@ -335,12 +349,14 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
     guint len = tvb_captured_length(tvb);
     guint32 key = 100 + tvb_raw_offset(tvb);
     frame_t *fr = (frame_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_libp2p, key);
+    gboolean forget = FALSE;    /* nothing is kept for replay: the held copies go once fed */
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "libp2p");
     col_clear(pinfo->cinfo, COL_INFO);
     if (!fr && !PINFO_FD_VISITED(pinfo)) {
         fr = wmem_new0(p2pc_replay_scope(pinfo), frame_t);
-        if (p2pc_keep_replay(pinfo))
+        forget = !p2pc_keep_replay(pinfo);
+        if (!forget)
             p_add_proto_data(wmem_file_scope(), pinfo, proto_libp2p, key, fr);
         plan_frame(&c->dir[d], &c->dir[1 - d], fr, tcpi, tvb, pinfo);
     }
@@ -366,6 +382,10 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
     if (fr->len)
         l2p_pipe_call(c->root[d], tvb_new_subset_length(tvb, fr->skip, fr->len), pinfo, tree, FALSE);
     feed_held(c->root[d], fr->fed_held, tvb, pinfo, tree);
+    if (forget) {
+        free_held(fr->fed_other);
+        free_held(fr->fed_held);
+    }
     /* Most segments of a large message complete nothing: say so rather than leave Info empty. */
     {
         const gchar *info = col_get_text(pinfo->cinfo, COL_INFO);
