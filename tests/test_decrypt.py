@@ -35,6 +35,25 @@ def keyed(tshark, name: str, side: str = "dialer") -> list[str]:
     return keylog(tshark, ETH / truth(name)["keys"][side])
 
 
+def static_public(path) -> str:
+    """The X25519 public key (hex) of a key log's LOCAL_STATIC_PRIVATE_KEY."""
+    import base64
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+    line = next(l for l in path.read_text().splitlines() if l.startswith("LOCAL_STATIC_PRIVATE_KEY"))
+    key = X25519PrivateKey.from_private_bytes(base64.b64decode(line.split("=", 1)[1].strip()))
+    return key.public_key().public_bytes_raw().hex()
+
+
+@pytest.mark.parametrize("name", NOISE)
+def test_decrypted_static_keys_are_the_peers(tshark, name):
+    """Messages 2 and 3 carry each side's static key, encrypted: decrypted, it is the public key
+    of the static private key in that side's own key file, 32 bytes, nothing more."""
+    t = truth(name)
+    got = [v for v, in tshark.fields(ETH / f"{name}.pcapng", ["libp2p_noise.static"],
+                                     dfilter="libp2p_noise.static", extra=keyed(tshark, name))]
+    assert got == [static_public(ETH / t["keys"]["listener"]), static_public(ETH / t["keys"]["dialer"])]
+
+
 @pytest.mark.parametrize("side", ["dialer", "listener"])
 @pytest.mark.parametrize("name", NOISE)
 def test_either_sides_keys_decrypt_the_blocks_to_the_source(tshark, name, side):
