@@ -5,11 +5,10 @@
  */
 #include "core/prefs.h"
 
-#include <epan/column-utils.h>
-#include <epan/frame_data.h>
+#include <string.h>
+
 #include <epan/prefs.h>
 #include <epan/proto_data.h>
-#include <wsutil/wslog.h>
 
 /* Cap on any one decompression, in MiB (each protocol's own limit applies beneath it). */
 #define MAX_DECOMPRESSED_MIB_DEFAULT 128
@@ -23,49 +22,44 @@ static p2pc_bool_t pref_keep_replay = TRUE;
 static int prefs_proto = -1;
 #define P2PC_NO_REPLAY_KEY 1
 
-/* Whether the session re-dissects frames at all, found once per capture file. */
-static enum { FRAMES_UNKNOWN, FRAMES_KEPT, FRAMES_GONE } frames_state;
+/* Whether this process is tshark's one pass, in which no frame is dissected twice, found when
+ * the preferences register.  The frame store is the program's, and Wireshark's API does not say
+ * whether it keeps frames; tshark's command line does: -2 is the only way to a second pass.  Any
+ * argument that could be a cluster of short options holding -2 counts as -2 (a doubt keeps the
+ * replay state, which only costs memory), and any other program keeps it: Wireshark and sharkd
+ * dissect frames again when they are clicked or asked for. */
+static gboolean one_pass;
 
-/* Whether the session can still give frame `num`'s time stamp.  No API asks this directly
- * (epan_get_frame_ts is not exported); frame_data_compare's COL_DELTA_TIME reads it for the
- * frame before its first argument, and counts a missing one as a delta of 0: a probe stamped
- * far before any real frame has a delta of 0 only when the frame is gone. */
 static gboolean
-session_has_frame(packet_info *pinfo, guint32 num)
+tshark_one_pass(void)
 {
-    frame_data probe, first;
-    enum ws_log_level level = ws_log_get_level();
-    int order;
+    gchar *exe = g_file_read_link("/proc/self/exe", NULL);
+    gchar *name = exe ? g_path_get_basename(exe) : NULL;
+    gchar *args = NULL;
+    gsize len = 0;
+    gboolean found = FALSE;
 
-    memset(&probe, 0, sizeof probe);
-    memset(&first, 0, sizeof first);
-    probe.num = num + 1;
-    probe.abs_ts.secs = -((time_t)1 << 40);
-    first.num = 1;                  /* no frame before it: its delta is 0 */
-    /* 4.0 logs a warning for a frame that is gone (later versions a debug message): the
-     * answer is expected here, so the log hears nothing of it. */
-    ws_log_set_level(LOG_LEVEL_CRITICAL);
-    order = frame_data_compare(pinfo->epan, &probe, &first, COL_DELTA_TIME);
-    ws_log_set_level(level);
-    return order < 0;
-}
-
-/* Wireshark, sharkd and tshark -2 keep every frame, and dissect frames again (a click, the
- * second pass); tshark's one pass keeps none, only the reference, the previous captured and
- * the previous displayed frame.  So two earlier frames that are neither of those tell. */
-static gboolean
-frames_are_kept(packet_info *pinfo)
-{
-    if (frames_state == FRAMES_UNKNOWN && pinfo->num >= 5)
-        frames_state = session_has_frame(pinfo, pinfo->num - 2) && session_has_frame(pinfo, pinfo->num - 3) ?
-                       FRAMES_KEPT : FRAMES_GONE;
-    return frames_state != FRAMES_GONE;
+    if (name && !strcmp(name, "tshark") && g_file_get_contents("/proc/self/cmdline", &args, &len, NULL)) {
+        found = TRUE;
+        for (const gchar *a = args + strlen(args) + 1; a < args + len; a += strlen(a) + 1) {
+            if (!strcmp(a, "--"))
+                break;
+            if (a[0] == '-' && a[1] != '-' && strchr(a + 1, '2')) {
+                found = FALSE;
+                break;
+            }
+        }
+    }
+    g_free(args);
+    g_free(name);
+    g_free(exe);
+    return found;
 }
 
 gboolean
 p2pc_keep_replay(packet_info *pinfo)
 {
-    return pref_keep_replay && frames_are_kept(pinfo) &&
+    return pref_keep_replay && !one_pass &&
            !p_get_proto_data(pinfo->pool, pinfo, prefs_proto, P2PC_NO_REPLAY_KEY);
 }
 
@@ -74,7 +68,7 @@ p2pc_replay_mode(void)
 {
     if (!pref_keep_replay)
         return "off";
-    return frames_state == FRAMES_GONE ? "one-pass" : "kept";
+    return one_pass ? "one-pass" : "kept";
 }
 
 gboolean
@@ -128,12 +122,6 @@ p2pc_pref_pairs(const char *text, gboolean fold_case)
     return pairs;
 }
 
-static void
-forget_frames_state(void)
-{
-    frames_state = FRAMES_UNKNOWN;
-}
-
 void
 p2pc_prefs_register(int proto)
 {
@@ -150,7 +138,7 @@ p2pc_prefs_register(int proto)
         "Each frame keeps what the stateful layers (libp2p streams, the compression transport) "
         "decoded in it, so that re-dissecting it (the GUI, tshark -2) shows the same. Off, memory "
         "stays flat over any capture but only the first pass decodes: for tshark one-pass runs "
-        "(p2pc analyze turns it off). tshark's one pass, which keeps no frame, never keeps them",
+        "(p2pc analyze turns it off). tshark without -2 never keeps them: it dissects no frame twice",
         &pref_keep_replay);
-    register_init_routine(forget_frames_state);
+    one_pass = tshark_one_pass();
 }

@@ -17,12 +17,12 @@ size_t p2pc_bound(size_t protocol_bound);
 
 /* Whether this frame keeps what it decodes for re-dissection (the GUI, sharkd, tshark -2): TRUE
  * unless the p2pc.keep_replay preference is off (p2pc analyze turns it off for its one-pass
- * runs), the session keeps no frames to dissect again (tshark's one pass: found from the fifth
- * frame on), or replay is suspended in this frame. */
+ * runs), the process is tshark without -2 (no frame is dissected twice), or replay is suspended
+ * in this frame. */
 gboolean p2pc_keep_replay(packet_info *pinfo);
 
-/* "kept", "one-pass" (the session keeps no frames, so neither does p2pc) or "off" (the
- * preference): what the records tap's #END line reports. */
+/* "kept", "one-pass" (tshark without -2: nothing is dissected twice, so nothing is kept) or
+ * "off" (the preference): what the records tap's #END line reports. */
 const char *p2pc_replay_mode(void);
 
 /* Suspends (or resumes) replay for the rest of this frame's dissection, for layers whose input
