@@ -356,7 +356,7 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
             "direction goes on after them where its framing allows", fr->gap,
             fr->gap_other ? "the other" : "this", fr->gap_before);
         if (!PINFO_FD_VISITED(pinfo))
-            l2p_pipe_gap(c->root[hd]);
+            l2p_pipe_gap(c->root[hd], fr->gap);
     }
     if (fr->differs_at >= 0)
         proto_tree_add_expert_format(tree, pinfo, &ei_libp2p_retrans_differs, tvb, fr->differs_at, 1,

@@ -147,7 +147,7 @@ yamux_gap(l2p_pipe_t *pipe, const guint8 *held, guint held_len)
     if (held_len >= 12) {
         l2p_pipe_t *sp = stream_pipe(pipe, yc, pntohu32(held + 4), pipe->dir == 0, FALSE);
         if (sp)
-            l2p_pipe_gap(sp);
+            l2p_pipe_gap(sp, 0);
     }
     yc->windows = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
     return TRUE;
