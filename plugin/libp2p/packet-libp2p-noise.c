@@ -66,11 +66,12 @@ void proto_reg_handoff_libp2p_noise(void);
 #define NOISE_MAX_MSG (2 + 65535)
 /* Resynchronisation after a hole (see the top of this file).  The window: a hole of one lost
  * segment takes one frame of a bulk transfer (65535-byte frames) and at most a few dozen frames
- * of small messages (a 1448-byte segment of 36-byte frames, a yamux window update each, is 40
- * of them); 64 covers that, and a hole of more than 64 whole frames is more than a capture
+ * of small messages (a 1448-byte segment of 30-byte frames, a 12-byte yamux window update
+ * each, is 48 of them); 64 covers that, and a hole of more than 64 whole frames is more than a capture
  * defect.  The credit: 32 bytes of trial decryption per byte carried lets a hole in a bulk
- * transfer verify the frame after it and scan its neighbourhood, and keeps the cost of hostile
- * input within 32 decryptions of every byte; the cap keeps one hole within a few ms. */
+ * transfer verify the frame after it and scan its neighbourhood, and keeps the work hostile
+ * input causes within 32 bytes of decryption per byte of input; the cap keeps one hole within
+ * 16 MiB of it. */
 #define NOISE_WINDOW 64
 #define NOISE_CREDIT_PER_BYTE 32
 #define NOISE_CREDIT_MAX (16 * 1024 * 1024)
@@ -141,6 +142,7 @@ typedef struct {
                                    after the hole (-1: unknown, or tried) */
     guint64 skipped;            /* bytes skipped since the hole */
     guint64 first_nonce;        /* the nonce of the first frame after the cut one */
+    guint64 cut_plain;          /* the plaintext bytes of the frame the hole cut (0: unknown) */
     guint window;               /* nonces tried from first_nonce */
     guint64 lost;               /* set when found: frames the hole took (the next message shows it) */
 } noise_resync_t;
@@ -855,11 +857,11 @@ noise_gap(l2p_pipe_t *pipe, const guint8 *held, guint held_len)
     rs->first_nonce = c->nonce[role] + 1;
     rs->window = missing ? (guint)MIN(NOISE_WINDOW, 1 + missing / NOISE_FRAMING) : NOISE_WINDOW;
     rs->cut_end = -1;
-    if (held_len >= 2 && missing && 2 + (guint64)pntohu16(held) >= held_len + missing)
+    rs->cut_plain = 0;
+    if (held_len >= 2 && missing && 2 + (guint64)pntohu16(held) >= held_len + missing) {
         rs->cut_end = (gint64)(2 + pntohu16(held) - held_len - missing);
-    /* The plaintext lost its bytes too: the layer above resynchronises in turn. */
-    if (c->inner[role])
-        l2p_pipe_gap(c->inner[role], 0);
+        rs->cut_plain = pntohu16(held) >= NOISE_TAG ? pntohu16(held) - NOISE_TAG : 0;
+    }
     return TRUE;
 }
 
@@ -894,7 +896,7 @@ noise_resync(l2p_pipe_t *pipe, noise_conn_t *c, const guint8 *p, guint avail)
 {
     noise_resync_t *rs = &c->resync[pipe->dir];
     guint8 *scratch = (guint8 *)g_malloc(NOISE_MAX_MSG);
-    gboolean spent = FALSE, found = FALSE;
+    gboolean spent = FALSE, found = FALSE, at_cut_end = FALSE;
     guint64 nonce = 0;
     guint k = 0;
 
@@ -907,7 +909,7 @@ noise_resync(l2p_pipe_t *pipe, noise_conn_t *c, const guint8 *p, guint avail)
         }
         rs->cut_end = -1;
         if (pntohu16(p + e) >= NOISE_TAG && try_frame(c, pipe->dir, p + e, scratch, &nonce, &spent)) {
-            found = TRUE;
+            found = at_cut_end = TRUE;
             k = e;
         }
     }
@@ -925,6 +927,10 @@ noise_resync(l2p_pipe_t *pipe, noise_conn_t *c, const guint8 *p, guint avail)
         rs->lost = nonce - c->nonce[role];
         c->nonce[role] = nonce;
         pipe->resync = FALSE;
+        /* The plaintext lost the frames' bytes too (known when the hole took only the rest of
+         * the frame it cut): the layer above resynchronises in turn. */
+        if (c->inner[role])
+            l2p_pipe_gap(c->inner[role], rs->lost == 1 && at_cut_end ? rs->cut_plain : 0);
         if (k == 0)
             return 2 + (gint64)pntohu16(p);
     } else if (spent || rs->skipped + k >= NOISE_MAX_MSG) {
