@@ -82,6 +82,27 @@ def test_handshake_payload_names_both_peers(tshark, name):
         assert keys_of == "the initiator's"     # the dialer's key log
 
 
+@pytest.mark.parametrize("name", NOISE)
+def test_decrypted_static_keys_are_the_key_logs(tshark, name):
+    """The static key decrypted from message 2 (the listener's) and 3 (the dialer's) is the
+    X25519 public key of that side's LOCAL_STATIC_PRIVATE_KEY in its key log: 32 bytes."""
+    import base64
+
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    def static_public(side: str) -> bytes:
+        line = next(l for l in (ETH / truth(name)["keys"][side]).read_text().splitlines()
+                    if l.startswith("LOCAL_STATIC_PRIVATE_KEY"))
+        key = X25519PrivateKey.from_private_bytes(base64.b64decode(line.split("=", 1)[1].strip()))
+        return key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+    rows = tshark.fields(ETH / f"{name}.pcapng", ["libp2p_noise.handshake", "libp2p_noise.static"],
+                         dfilter="libp2p_noise.handshake >= 2", extra=keyed(tshark, name))
+    assert [(r[0], bytes.fromhex(r[1])) for r in rows] == [("2", static_public("listener")),
+                                                          ("3", static_public("dialer"))]
+
+
 def secp256k1_public(seed: int) -> bytes:
     """The generator's secp256k1 identity: crypto.GenerateSecp256k1Key over a reader of repeated
     `seed` bytes, i.e. the scalar whose 32 big-endian bytes are that byte; compressed point."""

@@ -670,7 +670,7 @@ draw_handshake(tvbuff_t *tvb, packet_info *pinfo, proto_tree *t, proto_item *ti,
     if (m->msg != 1 && len >= off + 48) {
         proto_tree_add_item(t, hf_noise_static_enc, tvb, off, 48, ENC_NA);
         if (m->s) {
-            pi = proto_tree_add_bytes(t, hf_noise_static, tvb, off, 48, m->s);
+            pi = proto_tree_add_bytes_with_length(t, hf_noise_static, tvb, off, 48, m->s, 32);
             proto_item_set_generated(pi);
         }
         off += 48;
