@@ -65,13 +65,13 @@ void proto_reg_handoff_libp2p_noise(void);
 #define NOISE_FRAMING (2 + NOISE_TAG)
 #define NOISE_MAX_MSG (2 + 65535)
 /* Resynchronisation after a hole (see the top of this file).  The window: a hole of one lost
- * segment takes one frame of a bulk transfer (65535-byte frames) and at most a few dozen frames
- * of small messages (a 1448-byte segment of 30-byte frames, a 12-byte yamux window update
- * each, is 48 of them); 64 covers that, and a hole of more than 64 whole frames is more than a capture
- * defect.  The credit: 32 bytes of trial decryption per byte carried lets a hole in a bulk
- * transfer verify the frame after it and scan its neighbourhood, and keeps the work hostile
- * input causes within 32 bytes of decryption per byte of input; the cap keeps one hole within
- * 16 MiB of it. */
+ * segment takes one frame of a bulk transfer (65535-byte frames) and at most a few dozen
+ * frames of small messages (a 1448-byte segment of 30-byte frames, a 12-byte yamux window
+ * update each, is 48 of them); 64 covers that, and a hole of more than 64 whole frames is more
+ * than a capture defect.  The credit: 32 bytes of trial decryption per byte carried lets a
+ * hole in a bulk transfer verify the frame after it and scan its neighbourhood, and keeps the
+ * work hostile input causes within 32 bytes of decryption per byte of input; the cap keeps one
+ * hole within 16 MiB of it. */
 #define NOISE_WINDOW 64
 #define NOISE_CREDIT_PER_BYTE 32
 #define NOISE_CREDIT_MAX (16 * 1024 * 1024)
@@ -165,7 +165,8 @@ typedef struct {
     l2p_pipe_t *inner[2];       /* the decrypted bytes, by role */
     guint64 unattributed[2];    /* framing bytes not yet given to a record, by role */
     noise_resync_t resync[2];   /* by pipe direction */
-    guint64 credit[2];          /* trial decryption bytes a direction may still spend, by pipe direction */
+    guint64 credit[2];          /* trial decryption bytes a direction may still spend, by pipe
+                                   direction */
 } noise_conn_t;
 
 /* One message (replay scope): set on the first pass, drawn on every pass. */
