@@ -11,7 +11,6 @@ import pytest
 
 from conftest import CAPTURES, REPO
 from conftest import run_p2pc as p2pc
-from p2pc.wsenv import ws_version
 
 REPRO = REPO / "tests" / "data" / "repro"
 ANALYZER_REPROS = ["analyzer-traceback-btc-command-tab-newline.pcapng.gz", "analyzer-traceback-indexerror.pcapng.gz"]
@@ -137,13 +136,15 @@ def test_a_retransmission_with_different_bytes_is_flagged_with_default_tcp_prefs
     assert [r[0] for r in tshark.fields(cap, ["frame.number"], dfilter="tcp.analysis.retransmission")] == \
         [str(same + 1), str(changed + 2)]
     # TCP kept both copies from every subdissector: p2pc's TCP layer (which names the Protocol
-    # column "libp2p") never ran on them.  With the two preferences that could let them through
-    # both off, only 4.0 hands them over.
-    withheld = [["TCP"]] * 2
-    assert tshark.fields(cap, ["_ws.col.Protocol"], dfilter="tcp.analysis.retransmission") == withheld
-    both_off = ["-o", "tcp.no_subdissector_on_error:FALSE", "-o", "tcp.desegment_tcp_streams:FALSE"]
-    let_through = tshark.fields(cap, ["_ws.col.Protocol"], dfilter="tcp.analysis.retransmission", extra=both_off)
-    assert let_through == (withheld if ws_version()[:2] >= (4, 4) else [["libp2p"]] * 2)
+    # column "libp2p") never ran on them.  It hands them over only with both of its preferences
+    # that withhold them off (and desegmentation off breaks other dissectors).
+    protocol = lambda extra: tshark.fields(cap, ["_ws.col.Protocol"], dfilter="tcp.analysis.retransmission",  # noqa: E731
+                                           extra=extra)
+    assert protocol([]) == [["TCP"]] * 2
+    prefs = ["tcp.no_subdissector_on_error:FALSE", "tcp.desegment_tcp_streams:FALSE"]
+    for pref in prefs:
+        assert protocol(["-o", pref]) == [["TCP"]] * 2
+    assert protocol(["-o", prefs[0], "-o", prefs[1]]) == [["libp2p"]] * 2
     on = ["-o", "libp2p.check_retransmissions:TRUE"]
     for two_pass in (False, True):
         assert tshark.fields(cap, ["frame.number"], dfilter="libp2p.retransmission_differs", extra=on,
