@@ -15,6 +15,10 @@
  * SYN-ACK, ACK handshake and the preamble's frames.  fuzz/make_seeds.py writes real
  * connections from the captures in this format, cut after the same negotiation.
  *
+ * A target may also set a Noise key log (noise_keyed: the keys of captures/eth2/eth2-noise-yamux,
+ * whose connection its seeds replay): then the transport messages decrypt, and a lost segment
+ * makes the direction resynchronise on the next message that decrypts (packet-libp2p-noise.c).
+ *
  * Every decoder call the plugin makes is checked (ld --wrap): no output over its bound, no
  * bytes in a NULL buffer, no failure without a detail.  WIRESHARK_ABORT_ON_DISSECTOR_BUG
  * makes a "Dissector bug" abort.
@@ -71,7 +75,12 @@ typedef struct {
     guint16 ports[3];               /* more than one: input byte 0 picks */
     gboolean ms_header;             /* the client's "/multistream/1.0.0" (the heuristic's cue) */
     const char *protocols[MAX_CHOICES];  /* negotiated by both sides; more than one: byte 0 picks */
+    const char *keylog;             /* libp2p_noise.keylog_file, or NULL */
 } target_t;
+
+#ifndef FUZZ_KEYLOG
+#define FUZZ_KEYLOG NULL
+#endif
 
 static const target_t targets[] = {
     /* The whole plugin, every entry point (the original harness). */
@@ -101,6 +110,8 @@ static const target_t targets[] = {
     { "compression", { PORT_OTHER }, TRUE, {
         "/compression/gzip", "/compression/cbrotli", "/deflate/1.0.0", "/compression/none" } },
     { "noise", { PORT_OTHER }, TRUE, { "/noise" } },
+    /* Noise with the keys of its seeds' connection: decryption, and resynchronisation after holes. */
+    { "noise_keyed", { PORT_OTHER }, TRUE, { "/noise" }, FUZZ_KEYLOG },
 };
 
 static const target_t *target;
@@ -245,6 +256,12 @@ init_target(void)
               target->name, target->protocols[i]);
     }
     preamble = g_byte_array_new();
+    if (target->keylog) {
+        char *pref = g_strdup_printf("libp2p_noise.keylog_file:%s", target->keylog), *err = NULL;
+        CHECK(prefs_set_pref(pref, &err) == PREFS_SET_OK, "%s: %s", pref, err ? err : "not set");
+        prefs_apply_all();
+        g_free(pref);
+    }
 }
 
 int

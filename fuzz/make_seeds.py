@@ -87,16 +87,17 @@ def tcp_connections(cap: str) -> list[Conn]:
     return [[(0 if port == pkts[0][0] else 1, data) for port, data in pkts] for pkts in streams.values()]
 
 
-def records(conn: Conn, head: bytes = b"", max_len: int = SEED_LEN) -> bytes:
+def records(conn: Conn, head: bytes = b"", max_len: int = SEED_LEN, lost: frozenset[int] = frozenset()) -> bytes:
     """fuzz_dissect.c's input: head (the choice byte, if any), then [dir:1][len:2 BE][data]
-    per segment, as many whole segments as fit in max_len."""
+    per segment, as many whole segments as fit in max_len; the segments numbered in `lost` are
+    marked lost (flag 0x80: missing from the capture)."""
     seed = bytearray(head)
-    for d, data in conn:
+    for n, (d, data) in enumerate(conn):
         for i in range(0, len(data), MAX_SEGMENT):
             piece = data[i:i + MAX_SEGMENT]
             if len(seed) + 3 + len(piece) > max_len:
                 return bytes(seed)
-            seed += bytes([d]) + len(piece).to_bytes(2, "big") + piece
+            seed += bytes([d | (0x80 if n in lost else 0)]) + len(piece).to_bytes(2, "big") + piece
     return bytes(seed)
 
 
@@ -241,6 +242,13 @@ LIBP2P_CAPTURES = ["eth2/eth2-yamux.pcapng", "eth2/eth2-mplex.pcapng", "eth2/eth
                    "libp2p-compression/comp-none.pcapng"]
 
 
+# dissect_noise_keyed's connection: fuzz_dissect.c sets its keys (eth2-noise-yamux.keys).  Its
+# seeds are as long as the harness's -max_len, so that they reach the bulk transfer, where a
+# lost segment cuts a Noise message in the middle.
+KEYED_NOISE = "eth2/eth2-noise-yamux.pcapng"
+KEYED_LEN = 65536
+
+
 def dissect_seeds(per_target: int) -> dict[str, list[bytes]]:
     """Every dissect_* harness's seeds: real connections from the captures, cut after the
     negotiation the harness's preamble replaces (so each seed holds that layer's real bytes)."""
@@ -253,7 +261,7 @@ def dissect_seeds(per_target: int) -> dict[str, list[bytes]]:
             got.append(seed)
 
     conns = {cap: tcp_connections(cap) for cap in sorted(
-        set(DISSECT_CAPTURES) | set(LIBP2P_CAPTURES) |
+        set(DISSECT_CAPTURES) | set(LIBP2P_CAPTURES) | {KEYED_NOISE} |
         {str(p.relative_to(REPO / "captures")) for p in (REPO / "captures").glob("bitcoin/*.pcapng")} |
         {str(p.relative_to(REPO / "captures")) for p in (REPO / "captures").glob("fisco/*.pcapng")
          if "tls" not in p.name})}
@@ -300,6 +308,21 @@ def dissect_seeds(per_target: int) -> dict[str, list[bytes]]:
                         body = cut_after(stream, {0: mark, 1: mark})
                         if body:
                             add(app, records(body, bytes([j]) if app == "eth2_reqresp" else b""))
+    # dissect_noise_keyed: the keyed connection from its handshake on, whole, and with one
+    # segment lost at seven places (the holes Noise resynchronises after).
+    for conn in conns[KEYED_NOISE]:
+        mark = ms_line("/noise")
+        layer = cut_after(conn, {0: mark, 1: mark})
+        if not layer:
+            continue
+        whole = records(layer, max_len=KEYED_LEN)
+        add("noise_keyed", whole)
+        fit, size = 0, 0
+        while fit < len(layer) and size + 3 + len(layer[fit][1]) <= KEYED_LEN:
+            size += 3 + len(layer[fit][1])
+            fit += 1
+        for i in range(1, 8):
+            add("noise_keyed", records(layer, max_len=KEYED_LEN, lost=frozenset({fit * i // 8})))
     for name, items in seeds.items():
         print(f"make_seeds: {name}: {len(items)} connections "
               f"({', '.join(f'{n} x {k}' for k, n in Counter(len(s) // 4096 * 4 for s in items).most_common(3))} KiB)")

@@ -35,25 +35,6 @@ def keyed(tshark, name: str, side: str = "dialer") -> list[str]:
     return keylog(tshark, ETH / truth(name)["keys"][side])
 
 
-def static_public(path) -> str:
-    """The X25519 public key (hex) of a key log's LOCAL_STATIC_PRIVATE_KEY."""
-    import base64
-    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-    line = next(l for l in path.read_text().splitlines() if l.startswith("LOCAL_STATIC_PRIVATE_KEY"))
-    key = X25519PrivateKey.from_private_bytes(base64.b64decode(line.split("=", 1)[1].strip()))
-    return key.public_key().public_bytes_raw().hex()
-
-
-@pytest.mark.parametrize("name", NOISE)
-def test_decrypted_static_keys_are_the_peers(tshark, name):
-    """Messages 2 and 3 carry each side's static key, encrypted: decrypted, it is the public key
-    of the static private key in that side's own key file, 32 bytes, nothing more."""
-    t = truth(name)
-    got = [v for v, in tshark.fields(ETH / f"{name}.pcapng", ["libp2p_noise.static"],
-                                     dfilter="libp2p_noise.static", extra=keyed(tshark, name))]
-    assert got == [static_public(ETH / t["keys"]["listener"]), static_public(ETH / t["keys"]["dialer"])]
-
-
 @pytest.mark.parametrize("side", ["dialer", "listener"])
 @pytest.mark.parametrize("name", NOISE)
 def test_either_sides_keys_decrypt_the_blocks_to_the_source(tshark, name, side):
@@ -99,6 +80,27 @@ def test_handshake_payload_names_both_peers(tshark, name):
         assert (key_type, bytes.fromhex(key), pid, valid) == ("1", pub, base58btc(peer_id(pub)), "1")
         assert pid.startswith("12D3KooW")
         assert keys_of == "the initiator's"     # the dialer's key log
+
+
+@pytest.mark.parametrize("name", NOISE)
+def test_decrypted_static_keys_are_the_key_logs(tshark, name):
+    """The static key decrypted from message 2 (the listener's) and 3 (the dialer's) is the
+    X25519 public key of that side's LOCAL_STATIC_PRIVATE_KEY in its key log: 32 bytes."""
+    import base64
+
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    def static_public(side: str) -> bytes:
+        line = next(l for l in (ETH / truth(name)["keys"][side]).read_text().splitlines()
+                    if l.startswith("LOCAL_STATIC_PRIVATE_KEY"))
+        key = X25519PrivateKey.from_private_bytes(base64.b64decode(line.split("=", 1)[1].strip()))
+        return key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+    rows = tshark.fields(ETH / f"{name}.pcapng", ["libp2p_noise.handshake", "libp2p_noise.static"],
+                         dfilter="libp2p_noise.handshake >= 2", extra=keyed(tshark, name))
+    assert [(r[0], bytes.fromhex(r[1])) for r in rows] == [("2", static_public("listener")),
+                                                          ("3", static_public("dialer"))]
 
 
 def secp256k1_public(seed: int) -> bytes:
@@ -218,6 +220,75 @@ def test_corrupted_ciphertext_stops_its_direction(tshark, tmp_path):
     # Nothing of the listener's direction is decoded above Noise after the failure.
     above = tshark.fields(bad, ["frame.number"], dfilter=f"ip.src == {t['link']['addr_b']} && ({ABOVE})", extra=extra)
     assert all(int(r[0]) <= int(frame) for r in above)
+
+
+def sender_stream(tshark, capture, src: str) -> tuple[bytes, dict[int, tuple[int, int]]]:
+    """The bytes one side sent, rebuilt from TCP's own fields (no p2pc layer), and where each
+    frame's segment lies in them: frame number -> (offset, length)."""
+    rows = tshark.fields(capture, ["frame.number", "tcp.seq_raw", "tcp.payload"],
+                         dfilter=f"ip.src == {src} && tcp.len > 0", extra=["-o", "tcp.desegment_tcp_streams:FALSE"])
+    isn = min(int(r[1]) for r in rows)
+    stream, where = bytearray(), {}
+    for frame, seq, payload in rows:
+        off, data = int(seq) - isn, bytes.fromhex(payload)
+        where[int(frame)] = (off, len(data))
+        stream += data[len(stream) - off:] if off + len(data) > len(stream) else b""
+    return bytes(stream), where
+
+
+def noise_messages(stream: bytes) -> list[tuple[int, int]]:
+    """(offset, size) of every Noise message of a dialer's stream: after the multistream-select
+    lines (uvarint length < 128, then the line) up to "/noise\n", each is a u16 length and its bytes."""
+    pos, line = 0, b""
+    while line != b"/noise\n":
+        line = stream[pos + 1:pos + 1 + stream[pos]]
+        pos += 1 + stream[pos]
+    out = []
+    while pos + 2 <= len(stream):
+        size = 2 + int.from_bytes(stream[pos:pos + 2], "big")
+        out.append((pos, size))
+        pos += size
+    return out
+
+
+def undecoded_on(messages: list[str], protocol: str) -> int:
+    return sum(int(m.split(" ")[0]) for m in messages if m.endswith(f"bytes p2pc cannot frame on {protocol}"))
+
+
+def test_noise_resynchronises_after_a_hole(tshark):
+    """A segment in the middle of a Noise message of A's gossip block is missing: with keys, the
+    bytes of that message left in the capture are exactly what is undecoded on /noise (computed
+    from the original capture's TCP bytes), the next message decrypts one nonce later, the
+    goodbye A sends afterwards decodes to its source value, and B's direction still hashes to
+    the source blocks.  Without keys the rest of A's direction is undecoded bytes, as before."""
+    gap, whole = truth("eth2-noise-yamux-gap"), truth("eth2-noise-yamux")
+    a = whole["link"]["addr_a"]
+    assert gap["removed_from"] == a
+    stream, where = sender_stream(tshark, ETH / gap["made_from"], a)
+    start, size = where[gap["removed_frame"]]
+    cut = [(o, n) for o, n in noise_messages(stream) if o < start + size and start < o + n]
+    assert len(cut) == 1 and cut[0][1] == 2 + 65535   # the hole lies inside one message
+    c = ETH / gap["capture"]
+    extra = keyed(tshark, "eth2-noise-yamux")
+    expert = [m for r in tshark.fields(c, ["_ws.expert.message"], dfilter="_ws.expert", extra=extra)
+              for m in r[0].split("|")]
+    assert undecoded_on(expert, "/noise") == cut[0][1] - size
+    assert [r[0] for r in tshark.fields(c, ["libp2p_noise.frames_lost"], dfilter="libp2p_noise.frames_lost",
+                                        extra=extra)] == ["1"]
+    # yamux resynchronises above it: the gossip stream gives up (its block is not decoded, its
+    # bytes are counted); the goodbye/1 request on a new stream decodes.
+    assert undecoded_on(expert, "/meshsub/1.3.0") > 200_000
+    pl = tshark.payloads(c, extra=extra)
+    assert not [m for _, m, _ in pl if m == "gossip beacon_block"]
+    bye = tshark.fields(c, ["eth2.goodbye_reason"], dfilter='eth2.method == "goodbye/1"', extra=extra)
+    assert bye == [[str(whole["ssz"]["goodbye_reason"])]]
+    blocks = [hashlib.sha256(raw).hexdigest() for _, m, raw in pl
+              if m == "beacon_blocks_by_range/2 response" and len(raw) > 1000]
+    assert blocks == [b["sha256"] for b in whole["blocks_by_range"]]
+    assert tshark.records(c, extra=extra) == tshark.records(c, two_pass=True, extra=extra)
+    # Without keys nothing is tried: from the cut message on, A's bytes in the capture are undecoded.
+    plain = tshark.expert(c)
+    assert undecoded_on(plain, "/noise") == len(stream) - cut[0][0] - size
 
 
 @pytest.mark.parametrize("name", NOISE)

@@ -4,6 +4,8 @@ number."""
 from __future__ import annotations
 
 import json
+import re
+import struct
 
 import pytest
 
@@ -87,6 +89,77 @@ def test_a_retransmission_with_different_bytes_is_flagged(tshark):
     flagged = tshark.fields(cap, ["frame.number"], dfilter="libp2p.retransmission_differs", extra=no_seq)
     retransmitted = tshark.fields(cap, ["frame.number"], dfilter="tcp.analysis.retransmission")
     assert flagged == retransmitted and len(flagged) == 1
+
+
+def with_duplicates(src, dst, dups: dict[int, bool]) -> None:
+    """Write src with each frame of `dups` repeated right after itself (a retransmission), its
+    TCP payload's middle byte flipped when dups[frame] is True.  Packets are pcapng Enhanced
+    Packet Blocks (type 6): caplen at byte 20, the frame from byte 28."""
+    raw = src.read_bytes()
+    out, pos, frame = bytearray(), 0, 0
+    while pos < len(raw):
+        btype, blen = struct.unpack_from("<II", raw, pos)
+        block = raw[pos:pos + blen]
+        out += block
+        if btype == 6:
+            frame += 1
+            if frame in dups:
+                copy = bytearray(block)
+                if dups[frame]:
+                    caplen = struct.unpack_from("<I", copy, 20)[0]
+                    copy[28 + caplen - tcp_payload_len(copy) // 2 - 1] ^= 0x01
+                out += copy
+        pos += blen
+    dst.write_bytes(bytes(out))
+
+
+def tcp_payload_len(block: bytes) -> int:
+    """The TCP payload length of an Ethernet/IPv4 frame in an Enhanced Packet Block."""
+    ip = 28 + 14
+    ihl = (block[ip] & 0x0F) * 4
+    total = struct.unpack_from(">H", block, ip + 2)[0]
+    return total - ihl - (block[ip + ihl + 12] >> 4) * 4
+
+
+def test_a_retransmission_with_different_bytes_is_flagged_with_default_tcp_prefs(tshark, tmp_path):
+    """eth2-yamux with two of A's data segments retransmitted: one identical (ignored), one with
+    a byte flipped.  TCP analyses sequence numbers (its default) and keeps both from p2pc; with
+    libp2p.check_retransmissions the changed one gets the expert item over the segment that
+    holds the flipped byte, the identical one none, and every record is the original's."""
+    src = CAPTURES / "eth2" / "eth2-yamux.pcapng"
+    a = json.loads((CAPTURES / "eth2" / "eth2-yamux.truth.json").read_text())["link"]["addr_a"]
+    data = [int(r[0]) for r in tshark.fields(src, ["frame.number", "tcp.len"], dfilter=f"ip.src == {a} && tcp.len > 100")]
+    same, changed = data[3], data[5]
+    cap = tmp_path / "retrans.pcapng"
+    with_duplicates(src, cap, {same: False, changed: True})
+    # The copies are frames same + 1 and changed + 2 (the first insertion shifts the second).
+    assert [r[0] for r in tshark.fields(cap, ["frame.number"], dfilter="tcp.analysis.retransmission")] == \
+        [str(same + 1), str(changed + 2)]
+    # TCP kept both copies from every subdissector: p2pc's TCP layer (which names the Protocol
+    # column "libp2p") never ran on them.  It hands them over only with both of its preferences
+    # that withhold them off (and desegmentation off breaks other dissectors).
+    protocol = lambda extra: tshark.fields(cap, ["_ws.col.Protocol"], dfilter="tcp.analysis.retransmission",  # noqa: E731
+                                           extra=extra)
+    assert protocol([]) == [["TCP"]] * 2
+    prefs = ["tcp.no_subdissector_on_error:FALSE", "tcp.desegment_tcp_streams:FALSE"]
+    for pref in prefs:
+        assert protocol(["-o", pref]) == [["TCP"]] * 2
+    assert protocol(["-o", prefs[0], "-o", prefs[1]]) == [["libp2p"]] * 2
+    on = ["-o", "libp2p.check_retransmissions:TRUE"]
+    for two_pass in (False, True):
+        assert tshark.fields(cap, ["frame.number"], dfilter="libp2p.retransmission_differs", extra=on,
+                             two_pass=two_pass) == [[str(changed + 2)]]
+    # The item covers the flipped byte: the middle of the copy's payload.
+    pdml = tshark.run(["-n", "-r", tshark.ws.readable(cap), "-Y", f"frame.number == {changed + 2}", "-T", "pdml",
+                       *on]).stdout
+    tcp_pos, tcp_size = (int(x) for x in re.search(r'<field name="tcp.payload"[^>]* size="(\d+)" pos="(\d+)"', pdml)
+                         .groups()[::-1])
+    pos, size = (int(x) for x in re.search(r'<proto name="libp2p"[^>]* size="(\d+)" pos="(\d+)"', pdml).groups()[::-1])
+    flipped = tcp_pos + tcp_size - tcp_size // 2 - 1
+    assert pos <= flipped < pos + size and tcp_pos <= pos and pos + size <= tcp_pos + tcp_size
+    assert not tshark.fields(cap, ["frame.number"], dfilter="libp2p.retransmission_differs")   # off by default
+    key = lambda r: (r["msg_type"], r["raw_len"], r["src"])  # noqa: E731
+    assert sorted(map(key, tshark.records(cap, extra=on))) == sorted(map(key, tshark.records(src)))
 
 
 def test_a_yamux_length_past_the_window_is_caught_where_it_is_claimed(tshark):

@@ -116,8 +116,10 @@ l2p_pipe_new(dissector_handle_t handle, int dir)
 }
 
 void
-l2p_pipe_gap(l2p_pipe_t *pipe)
+l2p_pipe_gap(l2p_pipe_t *pipe, guint64 missing)
 {
+    /* Holes before the pipe's next call add up; one of unknown size makes the sum unknown. */
+    pipe->gap_bytes = !missing ? 0 : !pipe->gap ? missing : pipe->gap_bytes ? pipe->gap_bytes + missing : 0;
     pipe->gap = TRUE;
 }
 
@@ -374,6 +376,7 @@ after_hole(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe
                        pipe->gap_fn(pipe, held_len ? pipe->buf->data : NULL, held_len);
 
     pipe->gap = FALSE;
+    pipe->gap_bytes = 0;
     if (held_len) {
         run_item(tvb, pinfo, tree, pipe, add_item(scope, f, IT_UNDECODED, NULL, 0, pipe->buf->data, held_len), pdu_fn);
         g_byte_array_set_size(pipe->buf, 0);
@@ -407,8 +410,10 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
     if (pipe->next) {
         pipe->next->overhead += pipe->overhead;     /* the framing that carried these bytes */
         pipe->overhead = 0;
-        pipe->next->gap |= pipe->gap;               /* and the hole before them */
+        if (pipe->gap)                              /* and the hole before them */
+            l2p_pipe_gap(pipe->next, pipe->gap_bytes);
         pipe->gap = FALSE;
+        pipe->gap_bytes = 0;
         it = add_item(scope, f, IT_FORWARD, in, inlen, in, inlen);
         it->to = pipe->next;
         it->fin = pipe->fin;

@@ -84,6 +84,8 @@ struct l2p_pipe {
      * undecoded bytes.  Layers that keep a stream state of their own (a decompressor) read
      * `gap` themselves.  Bytes the pipe held are shown as undecoded, with a record. */
     gboolean gap;
+    guint64 gap_bytes;          /* how many bytes the hole took, when the layer below knows (TCP
+                                   does; 0: unknown) */
     gboolean resync;
     gboolean (*gap_fn)(l2p_pipe_t *pipe, const guint8 *held, guint held_len);
 };
@@ -124,10 +126,10 @@ l2p_pipe_t *l2p_handoff(l2p_pipe_t *pipe, const char *protocol, dissector_handle
 l2p_pipe_t *l2p_pipe_new(dissector_handle_t handle, int dir);
 
 
-/* Bytes went missing before the next ones `pipe` gets (a hole in the capture): the pipe, or
- * the pipe its rest was handed to, resynchronises where its framing allows (gap_fn above).
- * First pass only. */
-void l2p_pipe_gap(l2p_pipe_t *pipe);
+/* `missing` bytes (0: an unknown number) went missing before the next ones `pipe` gets (a hole
+ * in the capture): the pipe, or the pipe its rest was handed to, resynchronises where its
+ * framing allows (gap_fn above).  First pass only. */
+void l2p_pipe_gap(l2p_pipe_t *pipe, guint64 missing);
 
 /* Call the pipe's dissector with tvb (may be empty when fin is set) and the pipe as data. */
 void l2p_pipe_call(l2p_pipe_t *pipe, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, gboolean fin);

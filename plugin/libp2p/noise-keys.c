@@ -44,6 +44,7 @@ add_line(noise_keys_t *k, const char *line)
         guchar *raw;
         gsize raw_len = 0;
         guint8 pub[NOISE_KEY_LEN];
+        char *b64;
 
         if (strncmp(p, names[eph], n))
             continue;
@@ -52,7 +53,9 @@ add_line(noise_keys_t *k, const char *line)
             p++;
         if (*p++ != '=')
             return;
-        raw = g_base64_decode(g_strstrip(g_strdup(p)), &raw_len);
+        b64 = g_strstrip(g_strdup(p));     /* strips in place: the same allocation */
+        raw = g_base64_decode(b64, &raw_len);
+        g_free(b64);
         if (raw_len == NOISE_KEY_LEN && crypto_scalarmult_curve25519_base(pub, raw) == 0)
             g_hash_table_replace(k->table[eph], g_bytes_new(pub, sizeof(pub)), g_bytes_new(raw, raw_len));
         g_free(raw);

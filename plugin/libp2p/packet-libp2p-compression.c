@@ -178,7 +178,7 @@ comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, pac
          * follows a hole refers to bytes that are gone, so the stream cannot resume. */
         pipe->gap = FALSE;
         if (cd->codec == P2PC_CODEC_NONE) {
-            l2p_pipe_gap(cd->inner);
+            l2p_pipe_gap(cd->inner, pipe->gap_bytes);   /* the same bytes, uncompressed */
         } else if (!cd->stopped_in) {
             fr->detail = "bytes before this frame are missing from the capture, and a stream "
                          "decoder cannot resume after a hole";

@@ -16,6 +16,22 @@
  * multistream-select, or straight to the muxer both sides listed in the handshake extensions
  * (the initiator's first choice the responder also lists, as go-libp2p's matchMuxers picks it).
  *
+ * After a hole in the capture (engine.h, l2p_pipe_gap) a decrypting direction resynchronises:
+ * frames were lost, an unknown number of them, so it looks for the next frame whose tag
+ * verifies under one of the next nonces.  First where the frame the hole cut must end (its
+ * length was held before the hole, and TCP says how many bytes the hole took), then at every
+ * byte from the hole on: a length of at least the tag, and a frame that decrypts under nonce
+ * n+1 .. n+W, n being the nonce of the frame the hole cut.  A forged frame verifying is as
+ * likely as a forged tag (2^-128 per try).  W covers every frame the hole can have taken
+ * (each takes at least 18 bytes: W = 1 + missing / 18), at most NOISE_WINDOW.  The scan is
+ * bounded: the next frame starts within one largest frame (2 + 65535 bytes) of the hole, and
+ * trial decryptions spend a credit each direction earns with its bytes (NOISE_CREDIT_PER_BYTE,
+ * at most NOISE_CREDIT_MAX): hostile input costs work linear in its size.  The bytes skipped
+ * are undecoded bytes (engine.h: an expert item and a record), the layers above get a hole of
+ * their own (the muxer resynchronises in turn), and the first frame after it shows
+ * libp2p_noise.frames_lost.  Without keys, or with a handshake not decrypted, the rest of the
+ * direction stays undecoded bytes, counted.
+ *
  * Decryption runs on the first pass, which keeps per message only what re-dissection needs:
  * the handshake payloads, and for a transport message its key and nonce (it is decrypted again
  * from the frame's bytes), so `tshark -2` and the GUI show the same as one pass.
@@ -47,6 +63,18 @@ void proto_reg_handoff_libp2p_noise(void);
 
 #define NOISE_TAG 16
 #define NOISE_FRAMING (2 + NOISE_TAG)
+#define NOISE_MAX_MSG (2 + 65535)
+/* Resynchronisation after a hole (see the top of this file).  The window: a hole of one lost
+ * segment takes one frame of a bulk transfer (65535-byte frames) and at most a few dozen
+ * frames of small messages (a 1448-byte segment of 30-byte frames, a 12-byte yamux window
+ * update each, is 48 of them); 64 covers that, and a hole of more than 64 whole frames is more
+ * than a capture defect.  The credit: 32 bytes of trial decryption per byte carried lets a
+ * hole in a bulk transfer verify the frame after it and scan its neighbourhood, and keeps the
+ * work hostile input causes within 32 bytes of decryption per byte of input; the cap keeps one
+ * hole within 16 MiB of it. */
+#define NOISE_WINDOW 64
+#define NOISE_CREDIT_PER_BYTE 32
+#define NOISE_CREDIT_MAX (16 * 1024 * 1024)
 #define NOISE_PROTOCOL_NAME "Noise_XX_25519_ChaChaPoly_SHA256"   /* 32 bytes: h starts as it */
 #define SIG_PREFIX "noise-libp2p-static-key:"
 
@@ -64,6 +92,7 @@ static int hf_noise_keys_of = -1;
 static int hf_noise_decrypted = -1;
 static int hf_noise_stopped_in = -1;
 static int hf_noise_framing_given = -1;
+static int hf_noise_frames_lost = -1;
 static int hf_noise_id_key_type = -1;
 static int hf_noise_id_key = -1;
 static int hf_noise_peer_id = -1;
@@ -107,6 +136,17 @@ typedef struct {
     guint64 n;
 } sym_t;
 
+/* A direction looking for its next frame after a hole (first pass). */
+typedef struct {
+    gint64 cut_end;             /* where the frame the hole cut ends, counted from the first byte
+                                   after the hole (-1: unknown, or tried) */
+    guint64 skipped;            /* bytes skipped since the hole */
+    guint64 first_nonce;        /* the nonce of the first frame after the cut one */
+    guint64 cut_plain;          /* the plaintext bytes of the frame the hole cut (0: unknown) */
+    guint window;               /* nonces tried from first_nonce */
+    guint64 lost;               /* set when found: frames the hole took (the next message shows it) */
+} noise_resync_t;
+
 /* One connection (file scope; first pass only).  Roles: 0 initiator -> responder, 1 back. */
 typedef struct {
     guint hs_msgs;              /* handshake messages seen (3: transport) */
@@ -124,6 +164,9 @@ typedef struct {
     const char *early_muxer;
     l2p_pipe_t *inner[2];       /* the decrypted bytes, by role */
     guint64 unattributed[2];    /* framing bytes not yet given to a record, by role */
+    noise_resync_t resync[2];   /* by pipe direction */
+    guint64 credit[2];          /* trial decryption bytes a direction may still spend, by pipe
+                                   direction */
 } noise_conn_t;
 
 /* One message (replay scope): set on the first pass, drawn on every pass. */
@@ -139,6 +182,7 @@ typedef struct {
     const char *early_muxer;    /* message 3: the muxer the extensions agreed on */
     const guint8 *key;          /* transport: the key (the connection's, file scope) */
     guint64 nonce;
+    guint64 lost;               /* transport: frames a hole took just before this one */
     l2p_pipe_t *inner;
     wmem_array_t *shares;       /* guint64 per record the layers above added */
 } noise_msg_t;
@@ -221,10 +265,13 @@ decrypt_and_hash(sym_t *ss, const guint8 *in, size_t len, guint8 *out, size_t *o
 
 /* ---- the handshake (first pass) ---- */
 
+static gboolean noise_gap(l2p_pipe_t *pipe, const guint8 *held, guint held_len);
+
 static noise_conn_t *
 conn_of(l2p_pipe_t *pipe)
 {
     noise_conn_t *c;
+    pipe->gap_fn = noise_gap;
     if (pipe->state)
         return (noise_conn_t *)pipe->state;
     if (pipe->peer && pipe->peer->state) {
@@ -452,6 +499,8 @@ process(noise_conn_t *c, l2p_pipe_t *pipe, packet_info *pinfo, const guint8 *p, 
     m->status = NS_DECRYPTED;
     m->key = c->key[m->role];
     m->nonce = c->nonce[m->role]++;
+    m->lost = c->resync[pipe->dir].lost;
+    c->resync[pipe->dir].lost = 0;
     m->inner = c->inner[m->role];
     return m;
 }
@@ -750,6 +799,10 @@ draw_transport(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_tree *
         pi = proto_tree_add_uint(t, hf_noise_stopped_in, tvb, 0, 0, m->stopped_in);
         proto_item_set_generated(pi);
     }
+    if (m->lost) {
+        pi = proto_tree_add_uint64(t, hf_noise_frames_lost, tvb, 0, 0, m->lost);
+        proto_item_set_generated(pi);
+    }
     draw_status(pinfo, ti, m);
     if (m->status != NS_DECRYPTED) {
         col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", "Noise (encrypted)");
@@ -787,11 +840,119 @@ draw_encrypted_only(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
     col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", "Noise");
 }
 
+/* ---- resynchronisation after a hole (first pass; see the top of this file) ---- */
+
+/* A hole took bytes of this direction: look for the next frame if this direction decrypts
+ * (else the rest is undecoded bytes).  held: the start of the frame the hole cut. */
+static gboolean
+noise_gap(l2p_pipe_t *pipe, const guint8 *held, guint held_len)
+{
+    noise_conn_t *c = conn_of(pipe);
+    noise_resync_t *rs = &c->resync[pipe->dir];
+    int role = c->role_of_dir[pipe->dir];
+    guint64 missing = pipe->gap_bytes;
+
+    if (role < 0 || c->hs_msgs < 3 || c->status != NS_DECRYPTED || c->stopped_in[role])
+        return FALSE;
+    rs->skipped = 0;
+    rs->lost = 0;
+    rs->first_nonce = c->nonce[role] + 1;
+    rs->window = missing ? (guint)MIN(NOISE_WINDOW, 1 + missing / NOISE_FRAMING) : NOISE_WINDOW;
+    rs->cut_end = -1;
+    rs->cut_plain = 0;
+    if (held_len >= 2 && missing && 2 + (guint64)pntohu16(held) >= held_len + missing) {
+        rs->cut_end = (gint64)(2 + pntohu16(held) - held_len - missing);
+        rs->cut_plain = pntohu16(held) >= NOISE_TAG ? pntohu16(held) - NOISE_TAG : 0;
+    }
+    return TRUE;
+}
+
+/* Whether the frame at p (complete: 2 + its length) decrypts under one of the window's nonces
+ * (*nonce gets it); FALSE too when the direction's credit is spent (*spent set). */
+static gboolean
+try_frame(noise_conn_t *c, int dir, const guint8 *p, guint8 *scratch, guint64 *nonce, gboolean *spent)
+{
+    noise_resync_t *rs = &c->resync[dir];
+    guint len = pntohu16(p);
+    const guint8 *key = c->key[c->role_of_dir[dir]];
+
+    for (guint i = 0; i < rs->window; i++) {
+        if (c->credit[dir] < len) {
+            *spent = TRUE;
+            return FALSE;
+        }
+        c->credit[dir] -= len;
+        if (aead_decrypt(key, rs->first_nonce + i, NULL, 0, p + 2, len, scratch)) {
+            *nonce = rs->first_nonce + i;
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+/* The framing after a hole, as a len_fn: the next frame found (its length), bytes to skip
+ * before it (-1, pipe->skip), more bytes needed (0), or no frame to be found (-1, skip 0: the
+ * rest of the direction is undecoded bytes). */
+static gint64
+noise_resync(l2p_pipe_t *pipe, noise_conn_t *c, const guint8 *p, guint avail)
+{
+    noise_resync_t *rs = &c->resync[pipe->dir];
+    guint8 *scratch = (guint8 *)g_malloc(NOISE_MAX_MSG);
+    gboolean spent = FALSE, found = FALSE, at_cut_end = FALSE;
+    guint64 nonce = 0;
+    guint k = 0;
+
+    if (rs->cut_end >= 0) {
+        /* Where the frame the hole cut ends (nothing is skipped before it is tried). */
+        guint e = (guint)rs->cut_end;
+        if (e + 2 > avail || e + 2 + pntohu16(p + e) > avail) {
+            g_free(scratch);
+            return 0;
+        }
+        rs->cut_end = -1;
+        if (pntohu16(p + e) >= NOISE_TAG && try_frame(c, pipe->dir, p + e, scratch, &nonce, &spent)) {
+            found = at_cut_end = TRUE;
+            k = e;
+        }
+    }
+    while (!found && !spent && rs->skipped + k < NOISE_MAX_MSG) {
+        if (k + 2 > avail || k + 2 + pntohu16(p + k) > avail)
+            break;      /* wait for the whole frame */
+        if (pntohu16(p + k) >= NOISE_TAG && try_frame(c, pipe->dir, p + k, scratch, &nonce, &spent))
+            found = TRUE;
+        else
+            k++;
+    }
+    g_free(scratch);
+    if (found) {
+        int role = c->role_of_dir[pipe->dir];
+        rs->lost = nonce - c->nonce[role];
+        c->nonce[role] = nonce;
+        pipe->resync = FALSE;
+        /* The plaintext lost the frames' bytes too (known when the hole took only the rest of
+         * the frame it cut): the layer above resynchronises in turn. */
+        if (c->inner[role])
+            l2p_pipe_gap(c->inner[role], rs->lost == 1 && at_cut_end ? rs->cut_plain : 0);
+        if (k == 0)
+            return 2 + (gint64)pntohu16(p);
+    } else if (spent || rs->skipped + k >= NOISE_MAX_MSG) {
+        pipe->skip = 0;     /* no frame within reach: the rest is undecoded */
+        return -1;
+    } else if (k == 0) {
+        return 0;
+    }
+    rs->skipped += k;
+    pipe->skip = k;
+    return -1;
+}
+
 static gint64
 noise_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
 {
     if (avail < 2)
         return 0;
+    if (pipe->resync)
+        return noise_resync(pipe, conn_of(pipe), p, avail);
     return 2 + (gint64)pntohu16(p);
 }
 
@@ -861,6 +1022,12 @@ dissect_noise(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
         return tvb_captured_length(tvb);
     }
     fin = pipe->fin;
+    if (!PINFO_FD_VISITED(pinfo)) {
+        /* Every byte a direction carries earns trial decryptions for a resynchronisation. */
+        noise_conn_t *c = conn_of(pipe);
+        c->credit[pipe->dir] = MIN(NOISE_CREDIT_MAX, c->credit[pipe->dir] +
+                                   (guint64)tvb_captured_length(tvb) * NOISE_CREDIT_PER_BYTE);
+    }
     l2p_dissect_pdus(tvb, pinfo, tree, pipe, noise_len, noise_pdu);
     if (fin)
         pass_fin(tvb, pinfo, tree, pipe);
@@ -904,6 +1071,9 @@ proto_register_libp2p_noise(void)
         { &hf_noise_framing_given, { "Noise framing given to messages", "libp2p_noise.framing_given", FT_UINT64, BASE_DEC, NULL, 0x0,
             "Noise framing bytes (18 per transport message since the last that completed a message) added to the "
             "header bytes of the messages this one completes", HFILL } },
+        { &hf_noise_frames_lost, { "Frames lost before this one", "libp2p_noise.frames_lost", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "Transport messages a hole in the capture took just before this one (its nonce minus the one expected): "
+            "decryption resynchronised here", HFILL } },
         { &hf_noise_id_key_type, { "Identity key type", "libp2p_noise.key_type", FT_UINT32, BASE_DEC, VALS(key_type_vals), 0x0,
             "Type of the sender's libp2p identity key", HFILL } },
         { &hf_noise_id_key, { "Identity public key", "libp2p_noise.key", FT_BYTES, BASE_NONE, NULL, 0x0,

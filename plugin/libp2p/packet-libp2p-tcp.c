@@ -3,8 +3,13 @@
  * multistream-select header "/multistream/1.0.0"), or Decode As "libp2p" on a TCP port.  Each
  * direction is a pipe (engine.h) that starts in multistream-select; this file feeds it every
  * byte of the direction once and in order, by TCP sequence number:
- *   - a retransmission repeats bytes already fed: skipped, and compared with what was fed (as
- *     far back as the last HOLD_RECENT bytes): different bytes get libp2p.retransmission_differs;
+ *   - a retransmission repeats bytes already fed: skipped, and compared with what was fed: each
+ *     direction keeps the CRC-32C of its last SENT_KEPT segments fed (ISA-L's crc32_iscsi), and
+ *     a retransmission covering one whole gets libp2p.retransmission_differs on its bytes when
+ *     they differ.  While TCP analyses sequence numbers (its default) it hands retransmissions to
+ *     no subdissector, so with libp2p.check_retransmissions the postdissector here compares them
+ *     from TCP's own tcp.payload and tcp.seq fields, which makes every frame build a protocol
+ *     tree (off by default: docs/libp2p-eth2.md);
  *   - a segment ahead of the bytes expected (reordered in the network, or after a hole) is held,
  *     copied, until the bytes before it arrive; then it is fed, in the frame that completed the
  *     sequence (its bytes show there as a tab of their own);
@@ -29,12 +34,19 @@
 #include <epan/prefs-int.h>
 #include <epan/proto_data.h>
 #include <epan/dissectors/packet-tcp.h>
+#include <isa-l/crc.h>
 
 void proto_register_libp2p_tcp(void);
 void proto_reg_handoff_libp2p_tcp(void);
 
 #define HOLD_MAX    (1024 * 1024)   /* bytes held ahead of a missing segment, per direction */
-#define HOLD_RECENT (64 * 1024)     /* bytes fed kept to check retransmissions against */
+#define SENT_KEPT   64              /* segments fed per direction whose CRC a retransmission is
+                                       checked against: 768 bytes a direction */
+
+/* Per-frame data keys: the first pass's findings (file scope), and whether the libp2p TCP
+ * dissector ran in this dissection of the frame (packet scope). */
+#define KEY_RETRANS 1
+#define KEY_SEEN    2
 
 static int proto_libp2p = -1;
 static int proto_libp2p_noise_tcp = -1;
@@ -43,6 +55,10 @@ static expert_field ei_libp2p_held = EI_INIT;
 static expert_field ei_libp2p_retrans_differs = EI_INIT;
 static dissector_handle_t libp2p_tcp_handle;
 static dissector_handle_t libp2p_tcp_noise_handle;
+static dissector_handle_t retrans_handle;
+static p2pc_bool_t pref_check_retransmissions = FALSE;
+static int hf_tcp_payload = -1;
+static int hf_tcp_seq = -1;
 
 /* A segment received ahead of the bytes expected, its bytes after it in one allocation (file
  * scope: the frame that feeds it keeps it, or frees it when nothing is kept for replay). */
@@ -54,6 +70,13 @@ typedef struct held {
     struct held *next;          /* by seq */
 } held_t;
 
+/* A segment fed: its sequence number, length and CRC-32C. */
+typedef struct {
+    guint32 seq;
+    guint32 len;
+    guint32 crc;
+} sent_t;
+
 /* One direction's bookkeeping (first pass only). */
 typedef struct {
     guint32 next_seq;           /* the next byte to feed */
@@ -62,8 +85,9 @@ typedef struct {
     gboolean seq_known;
     held_t *held;
     guint32 held_bytes;
-    GByteArray *recent;         /* the last bytes fed, ending at next_seq (NULL: TCP hands
-                                   retransmissions to no subdissector, nothing to compare) */
+    sent_t *sent;               /* SENT_KEPT segments fed, a ring (NULL: no retransmission of
+                                   this connection can be seen, nothing to compare) */
+    guint sent_next;            /* where the next goes in the ring */
 } dir_t;
 
 /* A TCP connection: the two directions' first pipes and bookkeeping. */
@@ -86,8 +110,21 @@ typedef struct {
     guint32 gap;                /* bytes missing from the capture in a direction, found here */
     guint32 gap_before;         /* ... before this frame */
     gboolean gap_other;         /* ... the other direction's (its receiver acknowledged past the hole) */
-    gint32 differs_at;          /* a retransmission's first differing byte (-1: none) */
+    gint32 differs_at;          /* a retransmission's segment whose bytes differ: its offset */
+    guint32 differs_len;        /* ... and length (0: none) */
 } frame_t;
+
+/* What the postdissector found in a retransmission TCP withheld (file scope, per frame). */
+typedef struct {
+    gint32 at;                  /* the differing bytes, in the frame */
+    guint32 len;
+} retrans_t;
+
+static guint32
+crc(const guint8 *p, guint32 len)
+{
+    return crc32_iscsi((unsigned char *)p, (int)len, 0xffffffffU);
+}
 
 static gboolean
 tcp_analyzes_sequence_numbers(void)
@@ -114,41 +151,46 @@ get_conn(packet_info *pinfo, dissector_handle_t root)
         c->root[0]->peer = c->root[1];
         c->root[1]->peer = c->root[0];
         /* While TCP analyses sequence numbers it flags retransmissions itself and hands their
-         * bytes to no subdissector: keep what was fed only when there is something to compare. */
-        if (!tcp_analyzes_sequence_numbers())
-            for (int i = 0; i < 2; i++) {
-                c->dir[i].recent = g_byte_array_new();
-                l2p_free_with_file(&c->dir[i].recent);
-            }
+         * bytes to no subdissector: keep the segments' CRCs when something will compare. */
+        if (!tcp_analyzes_sequence_numbers() || pref_check_retransmissions)
+            for (int i = 0; i < 2; i++)
+                c->dir[i].sent = wmem_alloc0_array(wmem_file_scope(), sent_t, SENT_KEPT);
         conversation_add_proto_data(conv, proto_libp2p, c);
     }
     return c;
 }
 
-/* Record that p[0, len) (starting at sequence number seq == d->next_seq) was fed. */
+/* Record that p[0, len) (starting at sequence number d->next_seq) was fed. */
 static void
 mark_fed(dir_t *d, const guint8 *p, guint32 len)
 {
-    if (d->recent) {
-        g_byte_array_append(d->recent, p, len);
-        if (d->recent->len > HOLD_RECENT)
-            g_byte_array_remove_range(d->recent, 0, d->recent->len - HOLD_RECENT);
+    if (d->sent && len) {
+        sent_t *s = &d->sent[d->sent_next++ % SENT_KEPT];
+        s->seq = d->next_seq;
+        s->len = len;
+        s->crc = crc(p, len);
     }
     d->next_seq += len;
 }
 
-/* The first byte of p[0, len) (at sequence number seq, before d->next_seq) that differs from what
- * was fed at that position, or -1 (also when that far back is no longer kept). */
+/* The first segment fed that p[0, len) (at sequence number seq) covers whole and whose bytes
+ * differ there: its offset in p (*dlen its length), or -1.  Segments fed are disjoint, so the
+ * CRCs computed cover at most len bytes. */
 static gint32
-first_difference(const dir_t *d, guint32 seq, const guint8 *p, guint32 len)
+first_difference(const dir_t *d, guint32 seq, const guint8 *p, guint32 len, guint32 *dlen)
 {
-    guint32 back = d->next_seq - seq, n = MIN(len, back);
-    if (!d->recent || back > d->recent->len)
-        return -1;
-    for (guint32 i = 0; i < n; i++)
-        if (p[i] != d->recent->data[d->recent->len - back + i])
-            return (gint32)i;
-    return -1;
+    gint32 at = -1;
+    for (guint i = 0; d->sent && i < SENT_KEPT; i++) {
+        const sent_t *s = &d->sent[i];
+        gint32 rel = (gint32)(s->seq - seq);
+        if (!s->len || rel < 0 || (guint32)rel + s->len > len || (at >= 0 && rel > at))
+            continue;
+        if (crc(p + rel, s->len) != s->crc) {
+            at = rel;
+            *dlen = s->len;
+        }
+    }
+    return at;
 }
 
 static void
@@ -201,8 +243,6 @@ skip_hole(dir_t *d, frame_t *fr, guint32 resume, guint32 frame)
         fr->gap_before = frame;
     fr->gap += resume - d->next_seq;
     d->next_seq = resume;
-    if (d->recent)
-        g_byte_array_set_size(d->recent, 0);    /* nothing before the hole to compare with */
 }
 
 /* First pass: decide what this frame feeds to direction d (the other is o). */
@@ -258,7 +298,7 @@ plan_frame(dir_t *d, dir_t *o, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t
     if ((gint32)(tcpi->seq - d->next_seq) < 0) {
         /* Repeats bytes already fed: check them, feed only what is new. */
         guint32 back = d->next_seq - tcpi->seq;
-        fr->differs_at = first_difference(d, tcpi->seq, p, len);
+        fr->differs_at = first_difference(d, tcpi->seq, p, len, &fr->differs_len);
         if (back >= len)
             return;
         fr->skip = back;
@@ -353,6 +393,7 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "libp2p");
     col_clear(pinfo->cinfo, COL_INFO);
+    p_add_proto_data(pinfo->pool, pinfo, proto_libp2p, KEY_SEEN, GUINT_TO_POINTER(1));
     if (!fr && !PINFO_FD_VISITED(pinfo)) {
         fr = wmem_new0(p2pc_replay_scope(pinfo), frame_t);
         forget = !p2pc_keep_replay(pinfo);
@@ -372,10 +413,10 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
             "direction goes on after them where its framing allows", fr->gap,
             fr->gap_other ? "the other" : "this", fr->gap_before);
         if (!PINFO_FD_VISITED(pinfo))
-            l2p_pipe_gap(c->root[hd]);
+            l2p_pipe_gap(c->root[hd], fr->gap);
     }
     if (fr->differs_at >= 0)
-        proto_tree_add_expert_format(tree, pinfo, &ei_libp2p_retrans_differs, tvb, fr->differs_at, 1,
+        proto_tree_add_expert_format(tree, pinfo, &ei_libp2p_retrans_differs, tvb, fr->differs_at, fr->differs_len,
             "This retransmission carries bytes that differ from those first sent: the first copy is decoded");
     if (fr->fed_other)
         feed_other_direction(c->root[1 - d], fr->fed_other, tvb, pinfo, tree);
@@ -393,6 +434,80 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
             col_set_str(pinfo->cinfo, COL_INFO, "[part of a libp2p message]");
     }
     return len;
+}
+
+/* The one field of `hf` TCP put in this frame's tree (a wanted field: primed), or NULL. */
+static field_info *
+tcp_field(proto_tree *tree, int hf)
+{
+    GPtrArray *fields = tree ? proto_get_finfo_ptr_array(tree, hf) : NULL;
+    return fields && fields->len == 1 ? (field_info *)g_ptr_array_index(fields, 0) : NULL;
+}
+
+/* First pass: a segment of a libp2p connection that TCP handed to no subdissector (a
+ * retransmission, while it analyses sequence numbers), compared with the segments fed. */
+static retrans_t *
+check_withheld(packet_info *pinfo, proto_tree *tree)
+{
+    conversation_t *conv = find_conversation_pinfo(pinfo, 0);
+    conn_t *c = conv ? (conn_t *)conversation_get_proto_data(conv, proto_libp2p) : NULL;
+    field_info *payload = tcp_field(tree, hf_tcp_payload), *seq = tcp_field(tree, hf_tcp_seq);
+    retrans_t *r;
+    dir_t *d;
+    guint32 s, dlen = 0;
+    gint32 at;
+
+    if (!c || !payload || !seq || payload->length <= 0)
+        return NULL;
+    d = &c->dir[(addresses_equal(&c->dialer_addr, &pinfo->src) && c->dialer_port == pinfo->srcport) ? 0 : 1];
+    s = p2pc_finfo_uint(seq);
+    if (!d->seq_known || (gint32)(s - d->next_seq) >= 0)
+        return NULL;
+    at = first_difference(d, s, tvb_get_ptr(payload->ds_tvb, payload->start, payload->length),
+                          (guint32)payload->length, &dlen);
+    if (at < 0)
+        return NULL;
+    r = wmem_new(wmem_file_scope(), retrans_t);
+    r->at = payload->start + at;
+    r->len = dlen;
+    return r;
+}
+
+/* The postdissector (registered with libp2p.check_retransmissions): the expert item of a
+ * retransmission TCP kept from p2pc whose bytes differ. */
+static int
+dissect_libp2p_retransmission(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
+{
+    retrans_t *r;
+    proto_item *ti;
+
+    if (!pref_check_retransmissions)
+        return 0;
+    r = (retrans_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_libp2p, KEY_RETRANS);
+    if (!r && !PINFO_FD_VISITED(pinfo) && pinfo->ptype == PT_TCP &&
+        !p_get_proto_data(pinfo->pool, pinfo, proto_libp2p, KEY_SEEN) && (r = check_withheld(pinfo, tree)))
+        p_add_proto_data(wmem_file_scope(), pinfo, proto_libp2p, KEY_RETRANS, r);
+    if (!r)
+        return 0;
+    ti = proto_tree_add_item(tree, proto_libp2p, tvb, r->at, r->len, ENC_NA);
+    expert_add_info_format(pinfo, ti, &ei_libp2p_retrans_differs,
+        "This retransmission carries bytes that differ from those first sent: the first copy is decoded");
+    return tvb_captured_length(tvb);
+}
+
+/* libp2p.check_retransmissions: the postdissector wants TCP's fields only when it is on (wanting
+ * them makes every frame build a tree). */
+static void
+apply_prefs(void)
+{
+    if (pref_check_retransmissions && hf_tcp_payload > 0 && hf_tcp_seq > 0) {
+        GArray *wanted = g_array_new(FALSE, FALSE, (guint)sizeof(int));
+        g_array_append_val(wanted, hf_tcp_payload);
+        g_array_append_val(wanted, hf_tcp_seq);
+        set_postdissector_wanted_hfids(retrans_handle, wanted);
+    } else if (retrans_handle) {
+        set_postdissector_wanted_hfids(retrans_handle, NULL);
+    }
 }
 
 static int
@@ -432,10 +547,16 @@ proto_register_libp2p_tcp(void)
             "A retransmission carries different bytes than first sent", EXPFILL } },
     };
     expert_module_t *expert;
+    module_t *module;
 
     proto_libp2p = proto_register_protocol("libp2p connection", "libp2p", "libp2p");
     expert = expert_register_protocol(proto_libp2p);
     expert_register_field_array(expert, ei, array_length(ei));
+    module = prefs_register_protocol(proto_libp2p, apply_prefs);
+    prefs_register_bool_preference(module, "check_retransmissions", "Check retransmissions TCP withholds",
+        "Compare the bytes of retransmitted segments with those first sent while TCP analyses sequence "
+        "numbers (it then hands retransmissions to no subdissector): reads TCP's tcp.payload, so every "
+        "frame builds a protocol tree (slower)", &pref_check_retransmissions);
     libp2p_tcp_handle = register_dissector("libp2p.tcp", dissect_libp2p_tcp, proto_libp2p);
     /* A protocol of its own: Decode As names its entries by protocol. */
     proto_libp2p_noise_tcp = proto_register_protocol("libp2p connection from its Noise layer (captured after "
@@ -450,4 +571,9 @@ proto_reg_handoff_libp2p_tcp(void)
                        proto_libp2p, HEURISTIC_ENABLE);
     dissector_add_for_decode_as("tcp.port", libp2p_tcp_handle);
     dissector_add_for_decode_as("tcp.port", libp2p_tcp_noise_handle);
+    hf_tcp_payload = proto_registrar_get_id_byname("tcp.payload");
+    hf_tcp_seq = proto_registrar_get_id_byname("tcp.seq");
+    retrans_handle = create_dissector_handle(dissect_libp2p_retransmission, proto_libp2p);
+    register_postdissector(retrans_handle);
+    apply_prefs();
 }

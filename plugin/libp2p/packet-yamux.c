@@ -137,17 +137,30 @@ resync(l2p_pipe_t *pipe, yamux_conn_t *yc, const guint8 *p, guint avail)
     return -1;
 }
 
+static void
+gap_stream(gpointer key, gpointer value, gpointer dir)
+{
+    l2p_pipe_t **pair = (l2p_pipe_t **)value;
+    gboolean from_dialer = GPOINTER_TO_INT(dir) == 0, opener_is_dialer = (GPOINTER_TO_UINT(key) & 1) == 1;
+    l2p_pipe_gap(pair[from_dialer == opener_is_dialer ? 0 : 1], 0);
+}
+
 /* A hole in the capture took bytes of this direction (engine.h): the stream of the frame it
- * cut lost bytes, and gives up; window updates may be in the hole, so flow-control bounds
- * start afresh.  Framing resumes at the next plausible header. */
+ * cut lost bytes, and gives up where its framing does not resume; so does every stream of this
+ * direction when the hole may have taken more than the rest of that frame (its size unknown,
+ * or larger, or the frame's header not held: whole frames of any stream may be in it).  Window
+ * updates may be in the hole, so flow-control bounds start afresh.  Framing resumes at the
+ * next plausible header. */
 static gboolean
 yamux_gap(l2p_pipe_t *pipe, const guint8 *held, guint held_len)
 {
     yamux_conn_t *yc = yamux_conn(pipe);
-    if (held_len >= 12) {
+    if (held_len >= 12 && pipe->gap_bytes && pipe->gap_bytes <= 12 + (guint64)pntohu32(held + 8) - held_len) {
         l2p_pipe_t *sp = stream_pipe(pipe, yc, pntohu32(held + 4), pipe->dir == 0, FALSE);
         if (sp)
-            l2p_pipe_gap(sp);
+            l2p_pipe_gap(sp, 0);
+    } else {
+        wmem_map_foreach(yc->streams, gap_stream, GINT_TO_POINTER(pipe->dir));
     }
     yc->windows = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
     return TRUE;
