@@ -144,16 +144,21 @@ def emit(report: dict, args) -> None:
             from .output.table import console_for, print_report
             print_report(console_for(sys.stdout), report, section)   # the terminal's width, colours
             return
-        text = render(report, args.format, section)
+        if args.format == "json":   # written as it is encoded: its aggregate can be large
+            from .output.jsonout import chunks
+            pieces = chunks(report)
+        else:
+            pieces = iter([render(report, args.format, section)])
     except UnknownSection as e:
         raise UsageError(str(e)) from None
     if args.output:
         try:
-            Path(args.output).write_text(text)
+            with open(args.output, "w") as out:
+                out.writelines(pieces)
         except OSError as e:
             raise UsageError(f"cannot write {args.output}: {e.strerror}") from None
     else:
-        sys.stdout.write(text)
+        sys.stdout.writelines(pieces)
 
 
 def cmd_analyze(args) -> int:
@@ -175,8 +180,8 @@ def cmd_analyze(args) -> int:
     agg.files = list(args.captures)
     report = analyze_report(agg, args.model, args.by_direction, args.explain, args.by_peer)
     if args.format == "json":   # the sums behind every figure: `p2pc merge` adds reports up exactly
-        from .merge import aggregate_to_json
-        report["aggregate"] = aggregate_to_json(agg)
+        from .merge import AggregateJSON
+        report["aggregate"] = AggregateJSON(agg)
     emit(report, args)
     return TRUNCATED_EXIT if agg.warnings else 0
 
@@ -197,8 +202,8 @@ def cmd_merge(args) -> int:
     model = args.model or reports[0].get("model", "capture")
     report = analyze_report(agg, model, args.by_direction, args.explain)
     if args.format == "json":
-        from .merge import aggregate_to_json
-        report["aggregate"] = aggregate_to_json(agg)
+        from .merge import AggregateJSON
+        report["aggregate"] = AggregateJSON(agg)
     emit(report, args)
     return TRUNCATED_EXIT if agg.warnings else 0
 

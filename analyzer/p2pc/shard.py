@@ -25,6 +25,7 @@ import zlib
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from .gather import analyze_file
 from .tsharkopts import TsharkOptions
@@ -241,9 +242,11 @@ def default_shards(capture: str, jobs: int) -> int:
 
 
 def run_shards(paths: list[str], plugin: str | None, jobs: int,
-               scheduler: str | None = None, opts: TsharkOptions | None = None) -> list[Aggregate]:
+               scheduler: str | None = None, opts: TsharkOptions | None = None) -> Iterator[Aggregate]:
     """Analyze every shard: `jobs` local worker processes, or the Dask cluster at `scheduler`
-    (tcp://HOST:PORT; its workers must see the shard paths and have tshark and the plugin)."""
+    (tcp://HOST:PORT; its workers must see the shard paths and have tshark and the plugin).
+    Yields the shards' Aggregates in the order of `paths`, each released once yielded, so the
+    caller holds one at a time (plus those finished ahead of their turn)."""
     if scheduler:
         try:
             from dask.distributed import Client
@@ -251,11 +254,25 @@ def run_shards(paths: list[str], plugin: str | None, jobs: int,
             raise P2pcError("--scheduler needs Dask: pip install 'p2pc[cluster]'") from None
         with Client(scheduler) as client:
             futures = client.map(analyze_shard, paths, plugin=plugin, opts=opts, pure=False)
-            return client.gather(futures)
+            yield from _in_order(futures, lambda f: f.release())
+        return
     if jobs > 1 and len(paths) > 1:
         with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
-            return list(pool.map(analyze_shard, paths, [plugin] * len(paths), [opts] * len(paths)))
-    return [analyze_shard(p, plugin, opts) for p in paths]
+            futures = [pool.submit(analyze_shard, p, plugin, opts) for p in paths]
+            yield from _in_order(futures, lambda f: None)
+        return
+    for p in paths:
+        yield analyze_shard(p, plugin, opts)
+
+
+def _in_order(futures: list, release) -> Iterator[Aggregate]:
+    """Each future's result in turn, the future dropped (and released) as soon as it is read."""
+    for i in range(len(futures)):
+        fut, futures[i] = futures[i], None
+        part = fut.result()
+        release(fut)
+        del fut
+        yield part
 
 
 def analyze_sharded(capture: str, shards: int, jobs: int, plugin: str | None = None,
@@ -266,19 +283,27 @@ def analyze_sharded(capture: str, shards: int, jobs: int, plugin: str | None = N
     `keep` (kept)."""
     plugin = resolve_plugin(plugin)
     tmp = keep or tempfile.mkdtemp(prefix="p2pc-shards-", dir=workdir)
+    from .merge import rename_files
+    agg: Aggregate | None = None
+    warnings: list[str] = []
     try:
         os.chmod(tmp, 0o755)
         sp = split(capture, tmp, shards)
-        parts = run_shards(sp.paths, plugin, jobs, scheduler, opts)
+        warnings += sp.warnings
+        # Each shard merged as it arrives and then dropped: the merge holds the sums, one per
+        # connection direction, and one shard's Aggregate at a time.
+        for i, part in enumerate(run_shards(sp.paths, plugin, jobs, scheduler, opts)):
+            if agg is None:
+                agg = type(part)()
+            warnings += part.warnings
+            # Name each shard's connections after the capture (`CAPTURE#i`): shards' stream
+            # numbers overlap.
+            agg.merge(rename_files(part, {f: f"{capture}#{i}" for f in part.files}))
+            del part
     finally:
         if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
-    from .merge import rename_files
-    agg = type(parts[0])() if parts else Aggregate()
-    for i, part in enumerate(parts):
-        # Name each shard's connections after the capture (`CAPTURE#i`): shards' stream
-        # numbers overlap.
-        agg.merge(rename_files(part, {f: f"{capture}#{i}" for f in part.files}))
+    agg = agg if agg is not None else Aggregate()
     agg.files = [capture]
-    agg.warnings = list(sp.warnings) + [w for p in parts for w in p.warnings]
+    agg.warnings = warnings
     return agg
