@@ -131,3 +131,145 @@ def test_shards_on_a_dask_cluster(tmp_path):
         assert len(cluster.scheduler.workers) == 2
     assert any("analyze_shard" in p for p in prefixes), prefixes
     assert figures(on_cluster) == figures(report("analyze", str(PARALLEL)))
+
+
+# ---- memory: the splitter keeps nothing per frame or connection; the merge one shard at a time
+def synthetic_capture(path, connections: int, frames: int) -> None:
+    """`connections` TCP connections (10.0.x.y:port <-> 10.1.x.y:8333) of `frames` frames each,
+    interleaved, both directions, written with dpkt's pcapng writer."""
+    import dpkt
+    with open(path, "wb") as f:
+        w = dpkt.pcapng.Writer(f, linktype=dpkt.pcap.DLT_EN10MB)
+        for n in range(frames):
+            for c in range(connections):
+                a, b = bytes([10, 0, c >> 8, c & 255]), bytes([10, 1, c >> 8, c & 255])
+                ports = (40000 + c % 20000, 8333)
+                if n % 2:
+                    a, b, ports = b, a, ports[::-1]
+                tcp = dpkt.tcp.TCP(sport=ports[0], dport=ports[1], seq=n, flags=dpkt.tcp.TH_ACK,
+                                   data=b"x" * 100)
+                ip = dpkt.ip.IP(src=a, dst=b, p=dpkt.ip.IP_PROTO_TCP, data=tcp)
+                w.writepkt(bytes(dpkt.ethernet.Ethernet(type=dpkt.ethernet.ETH_TYPE_IP, data=ip)),
+                           ts=n * connections + c)
+
+
+def split_peak(capture, out) -> tuple[int, list[int]]:
+    """The most memory split() held (tracemalloc: every Python allocation), and its frames per shard."""
+    import tracemalloc
+    from p2pc.shard import split
+    tracemalloc.start()
+    try:
+        res = split(capture, out, 4)
+        return tracemalloc.get_traced_memory()[1], res.frames
+    finally:
+        tracemalloc.stop()
+
+
+def test_splitter_memory_does_not_grow_with_the_capture(tmp_path):
+    """100 times the frames and the connections: the same memory (the 4 write buffers and one
+    frame), so nothing is kept per frame or per connection."""
+    small, large = tmp_path / "small.pcapng", tmp_path / "large.pcapng"
+    synthetic_capture(small, 4, 5)
+    synthetic_capture(large, 400, 5)
+    split_peak(small, tmp_path / "warm")        # dpkt's modules imported once
+    peak_small, frames_small = split_peak(small, tmp_path / "s")
+    peak_large, frames_large = split_peak(large, tmp_path / "l")
+    assert sum(frames_small) == 20 and sum(frames_large) == 2000
+    assert min(frames_large) > 0                 # the connections spread over every shard
+    assert peak_large - peak_small < 32 << 10, (peak_small, peak_large)
+
+
+def test_sharded_merge_holds_one_shard_at_a_time(monkeypatch, tmp_path):
+    """analyze_sharded merges each shard's Aggregate and drops it before the next one is read."""
+    import weakref
+    from p2pc import shard
+    from p2pc.records import Message
+    from p2pc.series import SeriesAggregate
+    refs: list = []
+    held = []
+
+    def one_shard(path, plugin, opts=None):
+        held.append(sum(r() is not None for r in refs))    # earlier shards still in memory
+        part = SeriesAggregate(files=[path])
+        part.add_message(path, Message(1, 0, "10.0.0.1", 40000, "10.0.0.2", 8333, 1.0, "bitcoin",
+                                       "tx", "none", 124, 24, 100, 100, 1))
+        refs.append(weakref.ref(part))
+        return part
+
+    monkeypatch.setattr(shard, "resolve_plugin", lambda plugin: None)
+    monkeypatch.setattr(shard, "analyze_shard", one_shard)
+    capture = tmp_path / "c.pcapng"
+    synthetic_capture(capture, 40, 2)
+    agg = shard.analyze_sharded(str(capture), 5, 1, workdir=str(tmp_path))
+    assert held == [0] * 5
+    assert sum(s.messages for types in agg.by_dir.values() for s in types.values()) == 5
+
+
+def test_parallel_shard_results_are_dropped_once_read():
+    """The worker processes' results: each released when the merge has read it."""
+    import weakref
+    from p2pc.shard import _in_order
+    from p2pc.series import SeriesAggregate
+
+    class Done:
+        def __init__(self, part):
+            self.part = part
+
+        def result(self):
+            return self.part
+
+    parts = [SeriesAggregate(files=[str(i)]) for i in range(4)]
+    refs = [weakref.ref(p) for p in parts]
+    futures = [Done(p) for p in parts]
+    del parts
+    for i, part in enumerate(_in_order(futures, lambda f: None)):
+        assert part is refs[i]()
+        assert all(r() is None for r in refs[:i])
+        del part
+
+
+def merged_aggregate(connections: int, file: str = "cap.pcapng#0"):
+    """An Aggregate of `connections` Bitcoin connections: per direction four message types in
+    two seconds, and the direction's TCP record."""
+    from p2pc.records import Message, TcpDirection
+    from p2pc.series import SeriesAggregate
+    agg = SeriesAggregate()
+    for c in range(connections):
+        a, b = f"10.0.{c >> 8}.{c & 255}", f"10.1.{c >> 8}.{c & 255}"
+        for src, sport, dst, dport in ((a, 40000, b, 8333), (b, 8333, a, 40000)):
+            for k, mtype in enumerate(("tx", "inv", "block", "cmpctblock")):
+                for sec in (0, 1):
+                    agg.add_message(file, Message(k, c, src, sport, dst, dport, 1000.0 + sec, "bitcoin",
+                                                  mtype, "zstd" if k % 2 else "none", 500, 24, 476, 900, 1))
+            agg.add_tcp(file, TcpDirection(c, src, sport, dst, dport, 100, 50000, 50, 40000, 45000,
+                                           30, 2000, 3, 200, 1448, 1000.0, 1001.0))
+    return agg
+
+
+def test_merged_sums_are_small_per_connection():
+    """What grows with the connections (one sum per direction and message type, the TCP record,
+    the per-second bandwidth): under 8 KiB per connection (5.3 KiB on Python 3.11)."""
+    import pickle
+    import tracemalloc
+    sent = pickle.dumps(merged_aggregate(2000))         # as it comes from a worker
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        agg = pickle.loads(sent)
+        per_connection = (tracemalloc.get_traced_memory()[0] - before) / 2000
+    finally:
+        tracemalloc.stop()
+    assert len(agg.tcp) == 4000 and len(agg.bandwidth) == 8000
+    assert per_connection < 8 << 10, per_connection
+
+
+def test_json_aggregate_is_written_piece_by_piece():
+    """A report's aggregate is encoded one connection direction at a time, and reads back whole."""
+    from p2pc.merge import AggregateJSON, aggregate_from_json
+    agg = merged_aggregate(300)
+    pieces = list(AggregateJSON(agg).chunks())
+    assert max(len(p) for p in pieces) < 2 << 10
+    back = aggregate_from_json(json.loads("".join(pieces)))
+    assert type(back) is type(agg)
+    for name in ("by_dir", "tcp", "sizes", "ratios", "bandwidth", "size_ratios"):
+        assert getattr(back, name) == getattr(agg, name), name

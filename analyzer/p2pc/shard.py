@@ -22,15 +22,16 @@ import shutil
 import struct
 import tempfile
 import zlib
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from .gather import analyze_file
 from .tsharkopts import TsharkOptions
-from .model import Aggregate
 from .records import CaptureUnreadable, P2pcError
+
+if TYPE_CHECKING:
+    from .model import Aggregate
 
 # Above this size `p2pc analyze` shards a capture on its own (P2PC_SHARD_ABOVE overrides).
 AUTO_SHARD_BYTES = int(os.environ.get("P2PC_SHARD_ABOVE", 2 << 30))
@@ -257,6 +258,7 @@ def run_shards(paths: list[str], plugin: str | None, jobs: int,
             yield from _in_order(futures, lambda f: f.release())
         return
     if jobs > 1 and len(paths) > 1:
+        from concurrent.futures import ProcessPoolExecutor
         with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
             futures = [pool.submit(analyze_shard, p, plugin, opts) for p in paths]
             yield from _in_order(futures, lambda f: None)
@@ -273,6 +275,7 @@ def _in_order(futures: list, release) -> Iterator[Aggregate]:
         release(fut)
         del fut
         yield part
+        del part        # not held while the next one is awaited
 
 
 def analyze_sharded(capture: str, shards: int, jobs: int, plugin: str | None = None,
@@ -284,15 +287,17 @@ def analyze_sharded(capture: str, shards: int, jobs: int, plugin: str | None = N
     plugin = resolve_plugin(plugin)
     tmp = keep or tempfile.mkdtemp(prefix="p2pc-shards-", dir=workdir)
     from .merge import rename_files
-    agg: Aggregate | None = None
+    agg = None      # every shard's type: split() makes at least one
     warnings: list[str] = []
     try:
         os.chmod(tmp, 0o755)
         sp = split(capture, tmp, shards)
         warnings += sp.warnings
         # Each shard merged as it arrives and then dropped: the merge holds the sums, one per
-        # connection direction, and one shard's Aggregate at a time.
-        for i, part in enumerate(run_shards(sp.paths, plugin, jobs, scheduler, opts)):
+        # connection direction, and one shard's Aggregate at a time (no enumerate(): it keeps
+        # its last item while the next shard is awaited).
+        i = 0
+        for part in run_shards(sp.paths, plugin, jobs, scheduler, opts):
             if agg is None:
                 agg = type(part)()
             warnings += part.warnings
@@ -300,10 +305,10 @@ def analyze_sharded(capture: str, shards: int, jobs: int, plugin: str | None = N
             # numbers overlap.
             agg.merge(rename_files(part, {f: f"{capture}#{i}" for f in part.files}))
             del part
+            i += 1
     finally:
         if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
-    agg = agg if agg is not None else Aggregate()
     agg.files = [capture]
     agg.warnings = warnings
     return agg
