@@ -17,23 +17,26 @@ import textwrap
 from collections import defaultdict
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from . import __version__
-from .model import (BATCHABLE, BIP_ACK_BYTES, PROTOCOL_HEADER, RATIO_BIN, Aggregate, compute_rows,
-                    family, family_measured, measured_tcp, pct, size_table, totals)
 from .output import ALL, FORMATS, SECTION_FORMATS, UnknownSection, render
-from .progress import CaptureProgress
-from .gather import gather
 from .records import (TRUNCATED_EXIT, InterfaceError, NoP2PTraffic, P2pcError, open_wireshark,
                       personal_plugin, read_capture, read_payloads, tshark_has_plugin)
-from .series import ratio_cdf_by_size
 from . import tsharkopts
 from .wsenv import Wireshark, built_plugin, version_mismatch, ws_version
 
+if TYPE_CHECKING:
+    from .model import Aggregate
+
+# The accounting and report modules (model, series, gather, progress) are imported where they
+# are used: `p2pc analyze` of one capture imports them while its tshark starts up.
 SCHEMA = "p2pc-report/1"
 
 
 # ---- report building ----
 def ratio_cdf(agg: Aggregate) -> dict:
+    from .model import RATIO_BIN
     per = defaultdict(lambda: defaultdict(int))
     for (proto, mtype, b), n in agg.ratios.items():
         per[f"{proto} {mtype}"][b] += n
@@ -61,6 +64,8 @@ def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool
                    by_peer: bool = False, local: set[str] | None = None, extra_rows: tuple = ()) -> dict:
     """The analyze report; by_peer: rows per remote address (`local`: the node's own
     addresses, else guessed); extra_rows: rows the records do not hold (live's undecoded bytes)."""
+    from .model import compute_rows, size_table, totals
+    from .series import ratio_cdf_by_size
     rows = compute_rows(agg, model=model, by_direction=by_direction, explain=explain) + list(extra_rows)
     tot = totals(rows).as_dict()
     if by_peer:
@@ -93,6 +98,7 @@ def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool
 
 
 def compare_report(base: Aggregate, comp: Aggregate) -> dict:
+    from .model import compute_rows, family, family_measured, measured_tcp, pct
     mb, mc = family_measured(base), family_measured(comp)
     model_rows = compute_rows(comp)
     modelled: dict = defaultdict(float)
@@ -162,6 +168,7 @@ def emit(report: dict, args) -> None:
 
 
 def cmd_analyze(args) -> int:
+    from .gather import gather
     from .shard import AUTO_SHARD_BYTES, analyze_sharded, default_shards
     sharded = [c for c in args.captures if args.shards > 1 or args.scheduler or (
         args.shards == 0 and os.path.isfile(c) and os.path.getsize(c) > AUTO_SHARD_BYTES)]
@@ -209,6 +216,7 @@ def cmd_merge(args) -> int:
 
 
 def cmd_compare(args) -> int:
+    from .gather import gather
     base = gather([args.baseline], args.plugin, 1, args.tshark)
     comp = gather([args.compressed], args.plugin, 1, args.tshark)
     emit(compare_report(base, comp), args)
@@ -216,6 +224,8 @@ def cmd_compare(args) -> int:
 
 
 def cmd_whatif(args) -> int:
+    from .model import BATCHABLE, BIP_ACK_BYTES, PROTOCOL_HEADER
+    from .progress import CaptureProgress
     from .whatif import WhatIf
     ws = open_wireshark(args.plugin)
     w = WhatIf(args.codecs)
@@ -273,6 +283,7 @@ def codec_series(w) -> list[dict]:
 
 def cmd_records(args) -> int:
     from .export import ParquetRecords
+    from .progress import CaptureProgress
     ws = open_wireshark(args.plugin)
     try:
         with CaptureProgress([args.capture]) as bar, ParquetRecords(args.output) as out:
