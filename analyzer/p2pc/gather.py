@@ -18,7 +18,7 @@ def analyze_file(capture: str, plugin: str | None, opts: TsharkOptions | None = 
     try:
         proc = start_capture(ws, capture, opts=opts)
         # The accounting is imported while tshark starts up (about 0.3 s before its first
-        # record, most of a small capture's run), not before: see docs/analyzer.md, fixed cost.
+        # record, most of a small capture's run), not before: part of the fixed cost per file.
         from .series import SeriesAggregate
         agg = SeriesAggregate(files=[capture])
         res = read_records(proc, capture, lambda m: agg.add_message(capture, m),
