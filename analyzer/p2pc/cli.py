@@ -744,7 +744,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--section applies to --format {', '.join(SECTION_FORMATS)}, not {args.format}")
     if section == ALL and args.format != "csv":
         ap.error(f"--section {ALL} applies to --format csv")
-    keys = tempfile.mkdtemp(prefix="p2pc-opts-")       # the --keylog parts tshark reads
+    # The --keylog parts tshark reads (no folder without a key log).
+    keys = tempfile.mkdtemp(prefix="p2pc-opts-") if getattr(args, "keylog", None) else None
     try:
         try:
             args.tshark = tsharkopts.from_args(args, keys)
@@ -757,7 +758,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     finally:
-        shutil.rmtree(keys, ignore_errors=True)
+        if keys:
+            shutil.rmtree(keys, ignore_errors=True)
 
 
 if __name__ == "__main__":
