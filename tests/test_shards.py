@@ -6,6 +6,7 @@ tshark's own ip/tcp fields, not with the splitter's."""
 from __future__ import annotations
 
 import json
+import struct
 import subprocess
 from collections import Counter
 
@@ -273,3 +274,50 @@ def test_json_aggregate_is_written_piece_by_piece():
     assert type(back) is type(agg)
     for name in ("by_dir", "tcp", "sizes", "ratios", "bandwidth", "size_ratios"):
         assert getattr(back, name) == getattr(agg, name), name
+
+
+@pytest.mark.parametrize("link", ["ethernet", "vlan", "sll", "sll2", "raw", "loopback"])
+@pytest.mark.parametrize("family", [4, 6])
+def test_both_directions_of_a_connection_get_one_key(link, family):
+    """The splitter's connection key, for frames built with dpkt: the sorted address:port ends
+    of the generator, the same both ways; by address pair for an IPv4 fragment past the first."""
+    import dpkt
+    from p2pc.connkey import frame_key
+    if family == 4:
+        a, b = bytes([192, 0, 2, 1]), bytes([192, 0, 2, 200])
+    else:
+        a, b = bytes(15) + b"\x01", bytes(15) + b"\x02"
+
+    def frame(src, dst, sport, dport, udp=False, fragment=False):
+        l4 = (dpkt.udp.UDP(sport=sport, dport=dport, data=b"hi") if udp else
+              dpkt.tcp.TCP(sport=sport, dport=dport, flags=dpkt.tcp.TH_ACK, data=b"hello"))
+        proto = dpkt.ip.IP_PROTO_UDP if udp else dpkt.ip.IP_PROTO_TCP
+        if family == 4:
+            net = dpkt.ip.IP(src=src, dst=dst, p=proto, data=l4, offset=64 if fragment else 0)
+            etype, fam = dpkt.ethernet.ETH_TYPE_IP, 2
+        else:
+            net = dpkt.ip6.IP6(src=src, dst=dst, nxt=proto, hlim=64, data=l4, plen=len(bytes(l4)))
+            etype, fam = dpkt.ethernet.ETH_TYPE_IP6, 30
+        raw = bytes(net)
+        if link == "ethernet":
+            return 1, bytes(dpkt.ethernet.Ethernet(type=etype, data=raw))
+        if link == "vlan":
+            tag = dpkt.ethernet.VLANtag8021Q(id=7, type=etype)
+            return 1, bytes(dpkt.ethernet.Ethernet(type=dpkt.ethernet.ETH_TYPE_8021Q)) + bytes(tag) + raw
+        if link == "sll":
+            return 113, bytes(dpkt.sll.SLL(ethtype=etype, data=raw))
+        if link == "sll2":
+            return 276, bytes(dpkt.sll2.SLL2(ethtype=etype, data=raw))
+        if link == "raw":
+            return 101, raw
+        return 0, struct.pack("=I", fam) + raw
+
+    for udp in (False, True):
+        lt, ab = frame(a, b, 40000, 8333, udp)
+        _, ba = frame(b, a, 8333, 40000, udp)
+        key = frame_key(lt)
+        ends = sorted([a + struct.pack("!H", 40000), b + struct.pack("!H", 8333)])
+        assert key(ab) == key(ba) == (b"U" if udp else b"T") + ends[0] + ends[1]
+    if family == 4:
+        lt, later = frame(a, b, 40000, 8333, fragment=True)
+        assert frame_key(lt)(later) == b"I" + a + b

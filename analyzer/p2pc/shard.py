@@ -10,7 +10,7 @@ capture: one frame at a time, and a write buffer per shard.
 The file framing is copied block by block, unchanged: every pcapng block that is not a packet
 (section and interface descriptions, name resolution, the TLS secrets of a Decryption Secrets
 Block, interface statistics) goes to every shard, packet blocks to their connection's shard.
-dpkt decodes the link, IP and TCP/UDP headers.
+connkey.py names each frame's connection (dpkt decodes it).
 
 `analyze_sharded()` splits, hands the shards to worker processes (or to a Dask cluster with
 `scheduler=`), each running the usual single tshark pass, and merges the Aggregates.
@@ -53,53 +53,22 @@ class SplitResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def _decoder(linktype: int):
-    """A function frame bytes -> the network-layer dpkt object, for one link type (None when
-    the link type is not one dpkt decodes: every frame of it goes to shard 0)."""
-    import dpkt
-    if linktype == 1:                       # Ethernet (with 802.1Q/QinQ tags)
-        return lambda b: dpkt.ethernet.Ethernet(b).data
-    if linktype == 113:                     # Linux cooked capture
-        return lambda b: dpkt.sll.SLL(b).data
-    if linktype == 276:                     # Linux cooked capture v2
-        return lambda b: dpkt.sll2.SLL2(b).data
-    if linktype in (0, 108):                # BSD loopback / OpenBSD loop
-        return lambda b: dpkt.loopback.Loopback(b).data
-    if linktype in (12, 14, 101, 228, 229):  # raw IP
-        return lambda b: (dpkt.ip.IP(b) if b and b[0] >> 4 == 4 else dpkt.ip6.IP6(b))
-    return None
-
-
-def connection_key(net) -> bytes | None:
-    """The same bytes for both directions of a connection: the sorted (address, port) ends."""
-    import dpkt
-    if not isinstance(net, (dpkt.ip.IP, dpkt.ip6.IP6)):
-        return None
-    l4 = net.data
-    if isinstance(l4, (dpkt.tcp.TCP, dpkt.udp.UDP)):
-        a = net.src + struct.pack("!H", l4.sport)
-        b = net.dst + struct.pack("!H", l4.dport)
-        proto = b"T" if isinstance(l4, dpkt.tcp.TCP) else b"U"
-    else:   # other IP, and IPv4 fragments past the first: by address pair
-        a, b, proto = net.src, net.dst, b"I"
-    return proto + (a + b if a <= b else b + a)
-
-
 class _Router:
     def __init__(self, n: int):
         self.n = n
-        self.decoders: dict[int, object] = {}
+        self.keys: dict[int, object] = {}       # one function per link type
 
     def shard(self, linktype: int, frame: bytes) -> int:
         if self.n == 1:
             return 0
-        if linktype not in self.decoders:
-            self.decoders[linktype] = _decoder(linktype)
-        dec = self.decoders[linktype]
-        if dec is None:
+        key_of = self.keys.get(linktype, False)
+        if key_of is False:
+            from .connkey import frame_key
+            key_of = self.keys[linktype] = frame_key(linktype)
+        if key_of is None:
             return 0
         try:
-            key = connection_key(dec(frame))
+            key = key_of(frame)
         except Exception:       # a frame dpkt cannot decode (cut short, malformed): shard 0
             return 0
         return 0 if key is None else zlib.crc32(key) % self.n
@@ -174,10 +143,18 @@ def _split_pcap(f, outs, router: _Router, res: SplitResult) -> None:
         res.bytes[i] += 16 + incl
 
 
+# Per byte order: a block's type and length; an Enhanced Packet Block's interface and captured
+# length; an (obsolete) Packet Block's; an Interface Description Block's link type.
+_PCAPNG_STRUCTS = {bo: (struct.Struct(bo + "II"), struct.Struct(bo + "I8xI"),
+                        struct.Struct(bo + "H10xI"), struct.Struct(bo + "H")) for bo in "<>"}
+_SHB_TYPE = struct.pack("<I", _SHB)     # the same bytes in either byte order
+
+
 def _split_pcapng(f, outs, router: _Router, res: SplitResult) -> None:
-    bo = "<"
+    head, epb, pb, idb = _PCAPNG_STRUCTS["<"]
     linktypes: list[int] = []
     read = f.read
+    shard = router.shard
     while True:
         bh = read(8)
         if not bh:
@@ -185,37 +162,36 @@ def _split_pcapng(f, outs, router: _Router, res: SplitResult) -> None:
         if len(bh) < 8:
             res.warnings.append("the capture is cut short; the shards hold what could be read")
             return
-        btype = struct.unpack("<I", bh[:4])[0]
-        if btype == _SHB:           # a new section: its own byte order and interfaces
+        if bh[:4] == _SHB_TYPE:     # a new section: its own byte order and interfaces
             bom = read(4)
-            bo = "<" if bom == b"\x4d\x3c\x2b\x1a" else ">"
-            blen = struct.unpack(bo + "I", bh[4:8])[0]
+            head, epb, pb, idb = _PCAPNG_STRUCTS["<" if bom == b"\x4d\x3c\x2b\x1a" else ">"]
+            btype, blen = head.unpack(bh)
             body = bom + read(blen - 12)
             linktypes = []
         else:
-            btype, blen = struct.unpack(bo + "II", bh)
+            btype, blen = head.unpack(bh)
             body = read(blen - 8)
         if blen < 12 or len(body) < blen - 8:
             res.warnings.append("the capture is cut short; the shards hold what could be read")
             return
-        block = bh + body
-        if btype == _IDB:
-            linktypes.append(struct.unpack(bo + "H", body[:2])[0])
         if btype == _EPB:
-            iface, caplen = struct.unpack(bo + "I", body[:4])[0], struct.unpack(bo + "I", body[12:16])[0]
+            iface, caplen = epb.unpack_from(body)
             frame = body[20:20 + caplen]
         elif btype == _SPB:
             iface, frame = 0, body[4:blen - 12]
         elif btype == _PB:
-            iface, caplen = struct.unpack(bo + "H", body[:2])[0], struct.unpack(bo + "I", body[12:16])[0]
+            iface, caplen = pb.unpack_from(body)
             frame = body[20:20 + caplen]
         else:                       # not a packet: every shard needs it
+            if btype == _IDB:
+                linktypes.append(idb.unpack_from(body)[0])
             for o in outs:
-                o.write(block)
+                o.write(bh)
+                o.write(body)
             continue
-        lt = linktypes[iface] if iface < len(linktypes) else -1
-        i = router.shard(lt, frame)
-        outs[i].write(block)
+        i = shard(linktypes[iface] if iface < len(linktypes) else -1, frame)
+        outs[i].write(bh)
+        outs[i].write(body)
         res.frames[i] += 1
         res.bytes[i] += blen
 
