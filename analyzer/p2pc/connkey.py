@@ -51,11 +51,23 @@ class _SLL2(dpkt.sll2.SLL2):
     _typesw = _Ethernet._typesw
 
 
+_IP_OVER_ETHERNET = {struct.pack("!H", dpkt.ethernet.ETH_TYPE_IP): _IP,
+                     struct.pack("!H", dpkt.ethernet.ETH_TYPE_IP6): _IP6}
+
+
+def _ethernet_key(frame: bytes) -> bytes | None:
+    # Most frames are Ethernet II carrying IP straight away (the type field, bytes 12-13, says
+    # so): the IP header is decoded without an Ethernet object; tags, MPLS and the rest go
+    # through dpkt's Ethernet.
+    ip = _IP_OVER_ETHERNET.get(frame[12:14])
+    return connection_key(ip(frame[14:]) if ip else _Ethernet(frame).data)
+
+
 def frame_key(linktype: int):
     """A function frame bytes -> its connection_key(), for one link type (None when the link
     type is not one dpkt decodes)."""
     if linktype == 1:                       # Ethernet
-        return lambda b: connection_key(_Ethernet(b).data)
+        return _ethernet_key
     if linktype == 113:                     # Linux cooked capture
         return lambda b: connection_key(_SLL(b).data)
     if linktype == 276:                     # Linux cooked capture v2
