@@ -190,8 +190,7 @@ def _split_pcapng(f, outs, router: _Router, res: SplitResult) -> None:
                 o.write(body)
             continue
         i = shard(linktypes[iface] if iface < len(linktypes) else -1, frame)
-        outs[i].write(bh)
-        outs[i].write(body)
+        outs[i].write(bh + body)        # one call: cheaper than two
         res.frames[i] += 1
         res.bytes[i] += blen
 
