@@ -321,3 +321,28 @@ def test_both_directions_of_a_connection_get_one_key(link, family):
     if family == 4:
         lt, later = frame(a, b, 40000, 8333, fragment=True)
         assert frame_key(lt)(later) == b"I" + a + b
+
+
+def test_bandwidth_bins_widen_for_long_captures(monkeypatch):
+    """A day of messages in three connection directions, at most 100 sums kept: the bins double
+    until under it, every byte is still counted, and the directions analyzed apart (as shards)
+    and merged in any order give the same bins as one pass."""
+    from p2pc import model
+    from p2pc.records import Message
+    from p2pc.series import SeriesAggregate
+    monkeypatch.setattr(model, "BANDWIDTH_CELLS", 100)
+    sent = [(d, t, 100 + d) for t in range(0, 86_400, 60) for d in range(3)]
+    one, parts = SeriesAggregate(), [SeriesAggregate() for _ in range(3)]
+    for d, t, n in sent:
+        m = Message(t, d, f"10.0.0.{d}", 40000, "10.0.1.1", 8333, 1.7e9 + t + 0.5, "bitcoin",
+                    "tx", "none", n, 24, n - 24, n - 24, 1)
+        one.add_message("c", m)
+        parts[d].add_message("c", m)
+    assert len(one.bandwidth) <= 100
+    assert one.bandwidth_bin > 1 and one.bandwidth_bin & (one.bandwidth_bin - 1) == 0
+    assert sum(one.bandwidth.values()) == sum(n for _, _, n in sent)
+    for order in ([0, 1, 2], [2, 0, 1]):
+        merged = SeriesAggregate()
+        for d in order:
+            merged.merge(parts[d])
+        assert (merged.bandwidth_bin, merged.bandwidth) == (one.bandwidth_bin, one.bandwidth)

@@ -51,13 +51,23 @@ def ratio_cdf(agg: Aggregate) -> dict:
 
 
 def bandwidth_series(agg: Aggregate) -> dict:
+    """Bytes per second of each connection direction, from its first bin: averages over the bins
+    when they are wider than a second (a long capture)."""
     if not agg.bandwidth:
         return {}
-    t0 = min(t for t, _ in agg.bandwidth)
+    t0, w = min(t for t, _ in agg.bandwidth), agg.bandwidth_bin
     series = defaultdict(list)
     for (t, d), v in sorted(agg.bandwidth.items()):
-        series[d].append((t - t0, v))
+        series[d].append((t - t0, v if w == 1 else v / w))
     return dict(series)
+
+
+def bandwidth_warning(agg: Aggregate) -> list[str]:
+    from .model import BANDWIDTH_CELLS
+    if agg.bandwidth_bin == 1:
+        return []
+    return [f"the bandwidth figure averages {agg.bandwidth_bin}-second bins (past "
+            f"{BANDWIDTH_CELLS:,} sums of a second and a connection direction)"]
 
 
 def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool,
@@ -77,7 +87,7 @@ def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool
     sizes = size_table(agg)
     report = {
         "schema": SCHEMA, "command": "analyze", "title": "p2pc: savings by protocol and message type",
-        "files": agg.files, "model": model, "warnings": agg.warnings,
+        "files": agg.files, "model": model, "warnings": agg.warnings + bandwidth_warning(agg),
         "rows": row_dicts, "totals": tot,
         "sections": [{"name": "size_ranges", "title": "Compression by message size range",
                       "columns": ["proto", "msg_type", "range", "messages", "avg_raw", "avg_sent",
