@@ -56,8 +56,8 @@ def family(proto: str, msg_type: str) -> str:
     return FAMILY.get(proto, {}).get(msg_type, msg_type)
 
 
-# One Sums per connection direction and message type: without a __dict__ (Python 3.10 and
-# later) each takes about 200 bytes instead of 550, most of a merged aggregate's memory.
+# One Sums per connection direction and message type, the most numerous object of a merged
+# aggregate: without a __dict__ (Python 3.10 and later) each is about 130 bytes smaller.
 _SLOTS = {"slots": True} if sys.version_info >= (3, 10) else {}
 
 
