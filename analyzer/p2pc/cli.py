@@ -17,23 +17,26 @@ import textwrap
 from collections import defaultdict
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from . import __version__
-from .model import (BATCHABLE, BIP_ACK_BYTES, PROTOCOL_HEADER, RATIO_BIN, Aggregate, compute_rows,
-                    family, family_measured, measured_tcp, pct, size_table, totals)
 from .output import ALL, FORMATS, SECTION_FORMATS, UnknownSection, render
-from .progress import CaptureProgress
-from .gather import gather
 from .records import (TRUNCATED_EXIT, InterfaceError, NoP2PTraffic, P2pcError, open_wireshark,
                       personal_plugin, read_capture, read_payloads, tshark_has_plugin)
-from .series import ratio_cdf_by_size
 from . import tsharkopts
 from .wsenv import Wireshark, built_plugin, version_mismatch, ws_version
 
+if TYPE_CHECKING:
+    from .model import Aggregate
+
+# The accounting and report modules (model, series, gather, progress) are imported where they
+# are used: `p2pc analyze` of one capture imports them while its tshark starts up.
 SCHEMA = "p2pc-report/1"
 
 
 # ---- report building ----
 def ratio_cdf(agg: Aggregate) -> dict:
+    from .model import RATIO_BIN
     per = defaultdict(lambda: defaultdict(int))
     for (proto, mtype, b), n in agg.ratios.items():
         per[f"{proto} {mtype}"][b] += n
@@ -48,19 +51,31 @@ def ratio_cdf(agg: Aggregate) -> dict:
 
 
 def bandwidth_series(agg: Aggregate) -> dict:
+    """Bytes per second of each connection direction, from its first bin: averages over the bins
+    when they are wider than a second (a long capture)."""
     if not agg.bandwidth:
         return {}
-    t0 = min(t for t, _ in agg.bandwidth)
+    t0, w = min(t for t, _ in agg.bandwidth), agg.bandwidth_bin
     series = defaultdict(list)
     for (t, d), v in sorted(agg.bandwidth.items()):
-        series[d].append((t - t0, v))
+        series[d].append((t - t0, v if w == 1 else v / w))
     return dict(series)
+
+
+def bandwidth_warning(agg: Aggregate) -> list[str]:
+    from .model import BANDWIDTH_CELLS
+    if agg.bandwidth_bin == 1:
+        return []
+    return [f"the bandwidth figure averages {agg.bandwidth_bin}-second bins (past "
+            f"{BANDWIDTH_CELLS:,} sums of a second and a connection direction)"]
 
 
 def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool,
                    by_peer: bool = False, local: set[str] | None = None, extra_rows: tuple = ()) -> dict:
     """The analyze report; by_peer: rows per remote address (`local`: the node's own
     addresses, else guessed); extra_rows: rows the records do not hold (live's undecoded bytes)."""
+    from .model import compute_rows, size_table, totals
+    from .series import ratio_cdf_by_size
     rows = compute_rows(agg, model=model, by_direction=by_direction, explain=explain) + list(extra_rows)
     tot = totals(rows).as_dict()
     if by_peer:
@@ -72,7 +87,7 @@ def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool
     sizes = size_table(agg)
     report = {
         "schema": SCHEMA, "command": "analyze", "title": "p2pc: savings by protocol and message type",
-        "files": agg.files, "model": model, "warnings": agg.warnings,
+        "files": agg.files, "model": model, "warnings": agg.warnings + bandwidth_warning(agg),
         "rows": row_dicts, "totals": tot,
         "sections": [{"name": "size_ranges", "title": "Compression by message size range",
                       "columns": ["proto", "msg_type", "range", "messages", "avg_raw", "avg_sent",
@@ -93,6 +108,7 @@ def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool
 
 
 def compare_report(base: Aggregate, comp: Aggregate) -> dict:
+    from .model import compute_rows, family, family_measured, measured_tcp, pct
     mb, mc = family_measured(base), family_measured(comp)
     model_rows = compute_rows(comp)
     modelled: dict = defaultdict(float)
@@ -144,19 +160,25 @@ def emit(report: dict, args) -> None:
             from .output.table import console_for, print_report
             print_report(console_for(sys.stdout), report, section)   # the terminal's width, colours
             return
-        text = render(report, args.format, section)
+        if args.format == "json":   # written as it is encoded: its aggregate can be large
+            from .output.jsonout import chunks
+            pieces = chunks(report)
+        else:
+            pieces = iter([render(report, args.format, section)])
     except UnknownSection as e:
         raise UsageError(str(e)) from None
     if args.output:
         try:
-            Path(args.output).write_text(text)
+            with open(args.output, "w") as out:
+                out.writelines(pieces)
         except OSError as e:
             raise UsageError(f"cannot write {args.output}: {e.strerror}") from None
     else:
-        sys.stdout.write(text)
+        sys.stdout.writelines(pieces)
 
 
 def cmd_analyze(args) -> int:
+    from .gather import gather
     from .shard import AUTO_SHARD_BYTES, analyze_sharded, default_shards
     sharded = [c for c in args.captures if args.shards > 1 or args.scheduler or (
         args.shards == 0 and os.path.isfile(c) and os.path.getsize(c) > AUTO_SHARD_BYTES)]
@@ -175,8 +197,8 @@ def cmd_analyze(args) -> int:
     agg.files = list(args.captures)
     report = analyze_report(agg, args.model, args.by_direction, args.explain, args.by_peer)
     if args.format == "json":   # the sums behind every figure: `p2pc merge` adds reports up exactly
-        from .merge import aggregate_to_json
-        report["aggregate"] = aggregate_to_json(agg)
+        from .merge import AggregateJSON
+        report["aggregate"] = AggregateJSON(agg)
     emit(report, args)
     return TRUNCATED_EXIT if agg.warnings else 0
 
@@ -197,13 +219,14 @@ def cmd_merge(args) -> int:
     model = args.model or reports[0].get("model", "capture")
     report = analyze_report(agg, model, args.by_direction, args.explain)
     if args.format == "json":
-        from .merge import aggregate_to_json
-        report["aggregate"] = aggregate_to_json(agg)
+        from .merge import AggregateJSON
+        report["aggregate"] = AggregateJSON(agg)
     emit(report, args)
     return TRUNCATED_EXIT if agg.warnings else 0
 
 
 def cmd_compare(args) -> int:
+    from .gather import gather
     base = gather([args.baseline], args.plugin, 1, args.tshark)
     comp = gather([args.compressed], args.plugin, 1, args.tshark)
     emit(compare_report(base, comp), args)
@@ -211,6 +234,8 @@ def cmd_compare(args) -> int:
 
 
 def cmd_whatif(args) -> int:
+    from .model import BATCHABLE, BIP_ACK_BYTES, PROTOCOL_HEADER
+    from .progress import CaptureProgress
     from .whatif import WhatIf
     ws = open_wireshark(args.plugin)
     w = WhatIf(args.codecs)
@@ -268,6 +293,7 @@ def codec_series(w) -> list[dict]:
 
 def cmd_records(args) -> int:
     from .export import ParquetRecords
+    from .progress import CaptureProgress
     ws = open_wireshark(args.plugin)
     try:
         with CaptureProgress([args.capture]) as bar, ParquetRecords(args.output) as out:
@@ -728,7 +754,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--section applies to --format {', '.join(SECTION_FORMATS)}, not {args.format}")
     if section == ALL and args.format != "csv":
         ap.error(f"--section {ALL} applies to --format csv")
-    keys = tempfile.mkdtemp(prefix="p2pc-opts-")       # the --keylog parts tshark reads
+    # The --keylog parts tshark reads (no folder without a key log).
+    keys = tempfile.mkdtemp(prefix="p2pc-opts-") if getattr(args, "keylog", None) else None
     try:
         try:
             args.tshark = tsharkopts.from_args(args, keys)
@@ -741,7 +768,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     finally:
-        shutil.rmtree(keys, ignore_errors=True)
+        if keys:
+            shutil.rmtree(keys, ignore_errors=True)
 
 
 if __name__ == "__main__":

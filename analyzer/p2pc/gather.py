@@ -2,22 +2,27 @@
 processes), several captures in parallel and merged exactly in the order given (gather)."""
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
+from typing import TYPE_CHECKING, Iterator
 
-from .model import Aggregate
 from .progress import CaptureProgress
-from .records import NoP2PTraffic, open_wireshark, read_capture
-from .series import SeriesAggregate
+from .records import NoP2PTraffic, open_wireshark, read_records, start_capture
 from .tsharkopts import TsharkOptions
+
+if TYPE_CHECKING:
+    from .model import Aggregate
 
 
 def analyze_file(capture: str, plugin: str | None, opts: TsharkOptions | None = None) -> Aggregate:
     """One tshark pass over one capture (runs in a worker process)."""
     ws = open_wireshark(plugin)
     try:
+        proc = start_capture(ws, capture, opts=opts)
+        # The accounting is imported while tshark starts up (about 0.3 s before its first
+        # record, most of a small capture's run), not before: part of the fixed cost per file.
+        from .series import SeriesAggregate
         agg = SeriesAggregate(files=[capture])
-        res = read_capture(ws, capture, lambda m: agg.add_message(capture, m),
-                           lambda t: agg.add_tcp(capture, t), opts=opts)
+        res = read_records(proc, capture, lambda m: agg.add_message(capture, m),
+                           lambda t: agg.add_tcp(capture, t))
         if res.truncated:
             agg.warnings.append(res.warning)
         return agg
@@ -25,21 +30,30 @@ def analyze_file(capture: str, plugin: str | None, opts: TsharkOptions | None = 
         ws.cleanup()
 
 
+def _parts(captures: list[str], plugin: str | None, jobs: int,
+           opts: TsharkOptions | None) -> Iterator[Aggregate]:
+    """Each capture's Aggregate, in the order given."""
+    if jobs > 1 and len(captures) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(analyze_file, c, plugin, opts) for c in captures]
+            for fut in futures:
+                yield fut.result()
+    else:
+        for c in captures:
+            yield analyze_file(c, plugin, opts)
+
+
 def gather(captures: list[str], plugin: str | None, jobs: int,
            opts: TsharkOptions | None = None) -> Aggregate:
-    agg = SeriesAggregate()
+    agg = None
     with CaptureProgress(captures) as bar:
-        if jobs > 1 and len(captures) > 1:
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
-                parts = [pool.submit(analyze_file, c, plugin, opts) for c in captures]
-                for c, part in zip(captures, parts):   # merged in the order given
-                    agg.merge(part.result())
-                    bar.done(c)
-        else:
-            for c in captures:
-                agg.merge(analyze_file(c, plugin, opts))
-                bar.done(c)
-    if not any(agg.by_dir.values()):
+        for c, part in zip(captures, _parts(captures, plugin, jobs, opts)):   # merged in the order given
+            if agg is None:
+                agg = type(part)()
+            agg.merge(part)
+            bar.done(c)
+    if agg is None or not any(agg.by_dir.values()):
         raise NoP2PTraffic("no P2P messages found in " + ", ".join(captures) +
                            ": check the capture holds Bitcoin/FISCO/libp2p traffic (`p2pc doctor` checks the plugin)")
     return agg

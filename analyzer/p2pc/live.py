@@ -72,6 +72,7 @@ BANDWIDTH_CELLS = 200_000
 class LiveAggregate(SeriesAggregate):
     """The analyze aggregate, its per-second bandwidth sums limited to the latest seconds."""
     trimmed_before: int | None = None
+    _widens = False
 
     def add_message(self, file: str, m) -> None:
         super().add_message(file, m)

@@ -10,8 +10,10 @@ and the two record types by name; nothing is executed.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from pathlib import Path
+from typing import Iterator
 
 from .model import Aggregate, Sums
 from .records import P2pcError, TcpDirection
@@ -45,9 +47,28 @@ def _enc(v):
     return v
 
 
-def aggregate_to_json(agg: Aggregate) -> dict:
-    return {"schema": AGGREGATE_SCHEMA, "class": type(agg).__name__,
-            "fields": {f.name: _enc(getattr(agg, f.name)) for f in dataclasses.fields(agg)}}
+class AggregateJSON:
+    """An Aggregate as a report's `aggregate` member (schema p2pc-aggregate/1), encoded compact
+    piece by piece as the report is written: one map entry (a connection direction, a tally)
+    at a time, so its text is never whole in memory."""
+
+    def __init__(self, agg: Aggregate):
+        self.agg = agg
+
+    def chunks(self) -> Iterator[str]:
+        dump = functools.partial(json.dumps, separators=(",", ":"))
+        yield dump({"schema": AGGREGATE_SCHEMA, "class": type(self.agg).__name__})[:-1] + ',"fields":{'
+        for i, f in enumerate(dataclasses.fields(self.agg)):
+            v = getattr(self.agg, f.name)
+            yield ("," if i else "") + dump(f.name) + ":"
+            if isinstance(v, dict):
+                yield '{"map":['
+                for j, (k, x) in enumerate(v.items()):
+                    yield ("," if j else "") + dump([list(k) if isinstance(k, tuple) else k, _enc(x)])
+                yield "]}"
+            else:
+                yield dump(_enc(v))
+        yield "}}"
 
 
 def _key(k):

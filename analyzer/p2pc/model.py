@@ -12,6 +12,7 @@ segment and their frame size.  `bip` is the BIP draft's flat 24 + 52 bytes per b
 """
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -55,7 +56,12 @@ def family(proto: str, msg_type: str) -> str:
     return FAMILY.get(proto, {}).get(msg_type, msg_type)
 
 
-@dataclass
+# One Sums per connection direction and message type, the most numerous object of a merged
+# aggregate: without a __dict__ (Python 3.10 and later) each is about 130 bytes smaller.
+_SLOTS = {"slots": True} if sys.version_info >= (3, 10) else {}
+
+
+@dataclass(**_SLOTS)
 class Sums:
     messages: int = 0
     wire: int = 0
@@ -88,6 +94,10 @@ class Sums:
 
 
 RATIO_BIN = 0.01
+# The bandwidth figure keeps one sum per connection direction and time bin.  Past this many sums
+# the bins double in width (the sums stay exact, the figure gets coarser), so hours or days of
+# traffic keep memory bounded: at most this many, or one bin per direction.
+BANDWIDTH_CELLS = 200_000
 
 
 # Module-level factories, so an Aggregate pickles across worker processes.
@@ -110,8 +120,10 @@ class Aggregate:
     sizes: dict = field(default_factory=lambda: defaultdict(_zero3))
     # (proto, msg_type, ratio bin) -> messages, ratio = raw / payload (compressed messages)
     ratios: dict = field(default_factory=lambda: defaultdict(int))
-    # (second, "src:port>dst:port") -> wire bytes
+    # (bin start, epoch second; "src:port>dst:port") -> wire bytes, in bins of bandwidth_bin s
     bandwidth: dict = field(default_factory=lambda: defaultdict(int))
+    bandwidth_bin: int = 1          # seconds, a power of two
+    span: list = field(default_factory=list)    # [first, last] second of the messages
     files: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
 
@@ -124,7 +136,33 @@ class Aggregate:
         s[2] += m.payload_len
         if m.codec != "none" and m.payload_len > 0:
             self.ratios[(m.proto, m.msg_type, int(m.raw_len / m.payload_len / RATIO_BIN))] += 1
-        self.bandwidth[(int(m.time), f"{m.src}:{m.srcport}>{m.dst}:{m.dstport}")] += m.wire_len
+        t, span = int(m.time), self.span
+        self.bandwidth[(t - t % self.bandwidth_bin, f"{m.src}:{m.srcport}>{m.dst}:{m.dstport}")] += m.wire_len
+        if not span:
+            span += [t, t]
+        elif t < span[0]:
+            span[0] = t
+        elif t > span[1]:
+            span[1] = t
+        if len(self.bandwidth) > BANDWIDTH_CELLS:
+            self._widen()
+
+    # No wider bins (live trims its oldest seconds instead).
+    _widens = True
+
+    def _widen(self) -> None:
+        """Double the bandwidth bins' width while there are more than BANDWIDTH_CELLS sums and
+        the bins still divide the messages' time span.  The width reached is the smallest for
+        which that holds, whatever the order of the messages, so shards merge to the same."""
+        while (self._widens and len(self.bandwidth) > BANDWIDTH_CELLS and self.span
+               and self.span[1] - self.span[0] >= self.bandwidth_bin):
+            self._rebin(2 * self.bandwidth_bin)
+
+    def _rebin(self, width: int) -> None:
+        out: defaultdict = defaultdict(int)
+        for (t, d), v in self.bandwidth.items():
+            out[(t - t % width, d)] += v
+        self.bandwidth, self.bandwidth_bin = out, width
 
     def add_tcp(self, file: str, t: TcpDirection) -> None:
         self.tcp[(file, *t.key)] = t
@@ -140,8 +178,14 @@ class Aggregate:
                 mine[i] += v[i]
         for k, v in o.ratios.items():
             self.ratios[k] += v
-        for k, v in o.bandwidth.items():
-            self.bandwidth[k] += v
+        if o.bandwidth_bin > self.bandwidth_bin:
+            self._rebin(o.bandwidth_bin)
+        w = self.bandwidth_bin
+        for (t, d), v in o.bandwidth.items():
+            self.bandwidth[(t - t % w, d)] += v
+        if o.span:
+            self.span[:] = [min(self.span[0], o.span[0]), max(self.span[1], o.span[1])] if self.span else o.span
+        self._widen()
         self.files += o.files
         self.warnings += o.warnings
 

@@ -272,11 +272,10 @@ def _classify_failure(capture: str, stderr: str) -> P2pcError:
 ONE_PASS_PREFS = ["-o", "p2pc.keep_replay:FALSE", "-o", "tcp.reassemble_out_of_order:TRUE"]
 
 
-def read_capture(ws: Wireshark, capture: str | os.PathLike, on_message, on_tcp,
-                 extra: list[str] | None = None, opts: TsharkOptions | None = None) -> ReadResult:
-    """Stream one capture's records: on_message(Message) per M line, on_tcp(TcpDirection) per
-    T line.  Raises P2pcError subclasses; a truncated capture returns what was read with
-    result.truncated set."""
+def start_capture(ws: Wireshark, capture: str | os.PathLike, extra: list[str] | None = None,
+                  opts: TsharkOptions | None = None) -> subprocess.Popen:
+    """Start one capture's tshark pass (read it with read_records).  Raises CaptureUnreadable
+    for a file that is missing or unreadable."""
     path = str(capture)
     if not os.path.exists(path):
         raise CaptureUnreadable(f"{path}: no such file")
@@ -285,20 +284,32 @@ def read_capture(ws: Wireshark, capture: str | os.PathLike, on_message, on_tcp,
     opts = opts or TsharkOptions()
     args = ["-n", "-q", "-r", ws.readable(path), *ONE_PASS_PREFS, *opts.args, "-z", opts.tap("records"),
             *(extra or [])]
-    proc = ws.popen("tshark", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    return ws.popen("tshark", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                     bufsize=1 << 16)
+
+
+def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message, on_tcp) -> ReadResult:
+    """Stream the records of a tshark pass start_capture started: on_message(Message) per M
+    line, on_tcp(TcpDirection) per T line.  Raises P2pcError subclasses; a truncated capture
+    returns what was read with result.truncated set."""
+    path = str(capture)
     result = ReadResult()
     header_seen = False
     assert proc.stdout is not None
-    for line in proc.stdout:
-        tag = line[:2]
-        if tag == "M\t":
-            on_message(parse_m(line.rstrip("\n").split("\t")))
-            result.messages += 1
-        elif tag == "T\t":
-            on_tcp(parse_t(line.rstrip("\n").split("\t")))
-        elif line.startswith("#p2pc-records"):
-            header_seen = True
+    try:
+        for line in proc.stdout:
+            tag = line[:2]
+            if tag == "M\t":
+                on_message(parse_m(line.rstrip("\n").split("\t")))
+                result.messages += 1
+            elif tag == "T\t":
+                on_tcp(parse_t(line.rstrip("\n").split("\t")))
+            elif line.startswith("#p2pc-records"):
+                header_seen = True
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
     stderr = proc.stderr.read() if proc.stderr else ""
     rc = proc.wait()
     if "cut short in the middle of a packet" in stderr or "truncated" in stderr.lower():
@@ -308,6 +319,12 @@ def read_capture(ws: Wireshark, capture: str | os.PathLike, on_message, on_tcp,
     if rc != 0 or not header_seen:
         raise _classify_failure(path, stderr)
     return result
+
+
+def read_capture(ws: Wireshark, capture: str | os.PathLike, on_message, on_tcp,
+                 extra: list[str] | None = None, opts: TsharkOptions | None = None) -> ReadResult:
+    """One capture's tshark pass, its records streamed as read_records does."""
+    return read_records(start_capture(ws, capture, extra, opts), capture, on_message, on_tcp)
 
 
 def read_payloads(ws: Wireshark, capture: str | os.PathLike,

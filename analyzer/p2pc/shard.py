@@ -10,7 +10,7 @@ capture: one frame at a time, and a write buffer per shard.
 The file framing is copied block by block, unchanged: every pcapng block that is not a packet
 (section and interface descriptions, name resolution, the TLS secrets of a Decryption Secrets
 Block, interface statistics) goes to every shard, packet blocks to their connection's shard.
-dpkt decodes the link, IP and TCP/UDP headers.
+connkey.py names each frame's connection (dpkt decodes it).
 
 `analyze_sharded()` splits, hands the shards to worker processes (or to a Dask cluster with
 `scheduler=`), each running the usual single tshark pass, and merges the Aggregates.
@@ -22,14 +22,16 @@ import shutil
 import struct
 import tempfile
 import zlib
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
 
 from .gather import analyze_file
 from .tsharkopts import TsharkOptions
-from .model import Aggregate
 from .records import CaptureUnreadable, P2pcError
+
+if TYPE_CHECKING:
+    from .model import Aggregate
 
 # Above this size `p2pc analyze` shards a capture on its own (P2PC_SHARD_ABOVE overrides).
 AUTO_SHARD_BYTES = int(os.environ.get("P2PC_SHARD_ABOVE", 2 << 30))
@@ -51,53 +53,22 @@ class SplitResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def _decoder(linktype: int):
-    """A function frame bytes -> the network-layer dpkt object, for one link type (None when
-    the link type is not one dpkt decodes: every frame of it goes to shard 0)."""
-    import dpkt
-    if linktype == 1:                       # Ethernet (with 802.1Q/QinQ tags)
-        return lambda b: dpkt.ethernet.Ethernet(b).data
-    if linktype == 113:                     # Linux cooked capture
-        return lambda b: dpkt.sll.SLL(b).data
-    if linktype == 276:                     # Linux cooked capture v2
-        return lambda b: dpkt.sll2.SLL2(b).data
-    if linktype in (0, 108):                # BSD loopback / OpenBSD loop
-        return lambda b: dpkt.loopback.Loopback(b).data
-    if linktype in (12, 14, 101, 228, 229):  # raw IP
-        return lambda b: (dpkt.ip.IP(b) if b and b[0] >> 4 == 4 else dpkt.ip6.IP6(b))
-    return None
-
-
-def connection_key(net) -> bytes | None:
-    """The same bytes for both directions of a connection: the sorted (address, port) ends."""
-    import dpkt
-    if not isinstance(net, (dpkt.ip.IP, dpkt.ip6.IP6)):
-        return None
-    l4 = net.data
-    if isinstance(l4, (dpkt.tcp.TCP, dpkt.udp.UDP)):
-        a = net.src + struct.pack("!H", l4.sport)
-        b = net.dst + struct.pack("!H", l4.dport)
-        proto = b"T" if isinstance(l4, dpkt.tcp.TCP) else b"U"
-    else:   # other IP, and IPv4 fragments past the first: by address pair
-        a, b, proto = net.src, net.dst, b"I"
-    return proto + (a + b if a <= b else b + a)
-
-
 class _Router:
     def __init__(self, n: int):
         self.n = n
-        self.decoders: dict[int, object] = {}
+        self.keys: dict[int, object] = {}       # one function per link type
 
     def shard(self, linktype: int, frame: bytes) -> int:
         if self.n == 1:
             return 0
-        if linktype not in self.decoders:
-            self.decoders[linktype] = _decoder(linktype)
-        dec = self.decoders[linktype]
-        if dec is None:
+        key_of = self.keys.get(linktype, False)
+        if key_of is False:
+            from .connkey import frame_key
+            key_of = self.keys[linktype] = frame_key(linktype)
+        if key_of is None:
             return 0
         try:
-            key = connection_key(dec(frame))
+            key = key_of(frame)
         except Exception:       # a frame dpkt cannot decode (cut short, malformed): shard 0
             return 0
         return 0 if key is None else zlib.crc32(key) % self.n
@@ -172,10 +143,18 @@ def _split_pcap(f, outs, router: _Router, res: SplitResult) -> None:
         res.bytes[i] += 16 + incl
 
 
+# Per byte order: a block's type and length; an Enhanced Packet Block's interface and captured
+# length; an (obsolete) Packet Block's; an Interface Description Block's link type.
+_PCAPNG_STRUCTS = {bo: (struct.Struct(bo + "II"), struct.Struct(bo + "I8xI"),
+                        struct.Struct(bo + "H10xI"), struct.Struct(bo + "H")) for bo in "<>"}
+_SHB_TYPE = struct.pack("<I", _SHB)     # the same bytes in either byte order
+
+
 def _split_pcapng(f, outs, router: _Router, res: SplitResult) -> None:
-    bo = "<"
+    head, epb, pb, idb = _PCAPNG_STRUCTS["<"]
     linktypes: list[int] = []
     read = f.read
+    shard = router.shard
     while True:
         bh = read(8)
         if not bh:
@@ -183,37 +162,35 @@ def _split_pcapng(f, outs, router: _Router, res: SplitResult) -> None:
         if len(bh) < 8:
             res.warnings.append("the capture is cut short; the shards hold what could be read")
             return
-        btype = struct.unpack("<I", bh[:4])[0]
-        if btype == _SHB:           # a new section: its own byte order and interfaces
+        if bh[:4] == _SHB_TYPE:     # a new section: its own byte order and interfaces
             bom = read(4)
-            bo = "<" if bom == b"\x4d\x3c\x2b\x1a" else ">"
-            blen = struct.unpack(bo + "I", bh[4:8])[0]
+            head, epb, pb, idb = _PCAPNG_STRUCTS["<" if bom == b"\x4d\x3c\x2b\x1a" else ">"]
+            btype, blen = head.unpack(bh)
             body = bom + read(blen - 12)
             linktypes = []
         else:
-            btype, blen = struct.unpack(bo + "II", bh)
+            btype, blen = head.unpack(bh)
             body = read(blen - 8)
         if blen < 12 or len(body) < blen - 8:
             res.warnings.append("the capture is cut short; the shards hold what could be read")
             return
-        block = bh + body
-        if btype == _IDB:
-            linktypes.append(struct.unpack(bo + "H", body[:2])[0])
         if btype == _EPB:
-            iface, caplen = struct.unpack(bo + "I", body[:4])[0], struct.unpack(bo + "I", body[12:16])[0]
+            iface, caplen = epb.unpack_from(body)
             frame = body[20:20 + caplen]
         elif btype == _SPB:
             iface, frame = 0, body[4:blen - 12]
         elif btype == _PB:
-            iface, caplen = struct.unpack(bo + "H", body[:2])[0], struct.unpack(bo + "I", body[12:16])[0]
+            iface, caplen = pb.unpack_from(body)
             frame = body[20:20 + caplen]
         else:                       # not a packet: every shard needs it
+            if btype == _IDB:
+                linktypes.append(idb.unpack_from(body)[0])
             for o in outs:
-                o.write(block)
+                o.write(bh)
+                o.write(body)
             continue
-        lt = linktypes[iface] if iface < len(linktypes) else -1
-        i = router.shard(lt, frame)
-        outs[i].write(block)
+        i = shard(linktypes[iface] if iface < len(linktypes) else -1, frame)
+        outs[i].write(bh + body)        # one call: cheaper than two
         res.frames[i] += 1
         res.bytes[i] += blen
 
@@ -241,9 +218,11 @@ def default_shards(capture: str, jobs: int) -> int:
 
 
 def run_shards(paths: list[str], plugin: str | None, jobs: int,
-               scheduler: str | None = None, opts: TsharkOptions | None = None) -> list[Aggregate]:
+               scheduler: str | None = None, opts: TsharkOptions | None = None) -> Iterator[Aggregate]:
     """Analyze every shard: `jobs` local worker processes, or the Dask cluster at `scheduler`
-    (tcp://HOST:PORT; its workers must see the shard paths and have tshark and the plugin)."""
+    (tcp://HOST:PORT; its workers must see the shard paths and have tshark and the plugin).
+    Yields the shards' Aggregates in the order of `paths`, each released once yielded, so the
+    caller holds one at a time (plus those finished ahead of their turn)."""
     if scheduler:
         try:
             from dask.distributed import Client
@@ -251,11 +230,27 @@ def run_shards(paths: list[str], plugin: str | None, jobs: int,
             raise P2pcError("--scheduler needs Dask: pip install 'p2pc[cluster]'") from None
         with Client(scheduler) as client:
             futures = client.map(analyze_shard, paths, plugin=plugin, opts=opts, pure=False)
-            return client.gather(futures)
+            yield from _in_order(futures, lambda f: f.release())
+        return
     if jobs > 1 and len(paths) > 1:
+        from concurrent.futures import ProcessPoolExecutor
         with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
-            return list(pool.map(analyze_shard, paths, [plugin] * len(paths), [opts] * len(paths)))
-    return [analyze_shard(p, plugin, opts) for p in paths]
+            futures = [pool.submit(analyze_shard, p, plugin, opts) for p in paths]
+            yield from _in_order(futures, lambda f: None)
+        return
+    for p in paths:
+        yield analyze_shard(p, plugin, opts)
+
+
+def _in_order(futures: list, release) -> Iterator[Aggregate]:
+    """Each future's result in turn, the future dropped (and released) as soon as it is read."""
+    for i in range(len(futures)):
+        fut, futures[i] = futures[i], None
+        part = fut.result()
+        release(fut)
+        del fut
+        yield part
+        del part        # not held while the next one is awaited
 
 
 def analyze_sharded(capture: str, shards: int, jobs: int, plugin: str | None = None,
@@ -266,19 +261,29 @@ def analyze_sharded(capture: str, shards: int, jobs: int, plugin: str | None = N
     `keep` (kept)."""
     plugin = resolve_plugin(plugin)
     tmp = keep or tempfile.mkdtemp(prefix="p2pc-shards-", dir=workdir)
+    from .merge import rename_files
+    agg = None      # every shard's type: split() makes at least one
+    warnings: list[str] = []
     try:
         os.chmod(tmp, 0o755)
         sp = split(capture, tmp, shards)
-        parts = run_shards(sp.paths, plugin, jobs, scheduler, opts)
+        warnings += sp.warnings
+        # Each shard merged as it arrives and then dropped: the merge holds the sums, one per
+        # connection direction, and one shard's Aggregate at a time (no enumerate(): it keeps
+        # its last item while the next shard is awaited).
+        i = 0
+        for part in run_shards(sp.paths, plugin, jobs, scheduler, opts):
+            if agg is None:
+                agg = type(part)()
+            warnings += part.warnings
+            # Name each shard's connections after the capture (`CAPTURE#i`): shards' stream
+            # numbers overlap.
+            agg.merge(rename_files(part, {f: f"{capture}#{i}" for f in part.files}))
+            del part
+            i += 1
     finally:
         if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
-    from .merge import rename_files
-    agg = type(parts[0])() if parts else Aggregate()
-    for i, part in enumerate(parts):
-        # Name each shard's connections after the capture (`CAPTURE#i`): shards' stream
-        # numbers overlap.
-        agg.merge(rename_files(part, {f: f"{capture}#{i}" for f in part.files}))
     agg.files = [capture]
-    agg.warnings = list(sp.warnings) + [w for p in parts for w in p.warnings]
+    agg.warnings = warnings
     return agg

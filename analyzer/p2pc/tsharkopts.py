@@ -11,8 +11,6 @@ import os
 from pathlib import Path
 from dataclasses import dataclass, field
 
-from .keylog import KeylogInvalid, split
-
 
 @dataclass(frozen=True)
 class TsharkOptions:
@@ -40,8 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "LOCAL_EPHEMERAL_PRIVATE_KEY = ...) secrets in one file")
 
 
-def from_args(args, folder: str) -> TsharkOptions:
-    """The options given on p2pc's command line; the key log's parts are written in `folder`."""
+def from_args(args, folder: str | None) -> TsharkOptions:
+    """The options given on p2pc's command line; the key log's parts are written in `folder`
+    (given when there is a key log)."""
     out: list[str] = []
     for d in getattr(args, "decode_as", []):
         out += ["-d", d]
@@ -50,6 +49,7 @@ def from_args(args, folder: str) -> TsharkOptions:
     if getattr(args, "profile", None):
         out += ["-C", args.profile]
     if getattr(args, "keylog", None):
+        from .keylog import KeylogInvalid, split
         try:
             files = split(Path(args.keylog), Path(folder))
         except KeylogInvalid as e:
