@@ -105,13 +105,18 @@ def scrape(ns: str) -> str:
     return res.stdout
 
 
-def metric_sum(text: str, name: str, **labels: str) -> float:
-    total = 0.0
+def samples(text: str, name: str, **labels: str) -> list[tuple[dict, float]]:
+    """The samples of metric `name` (labels, value) whose labels include `labels`."""
+    out = []
     for m in re.finditer(rf"^{name}\{{([^}}]*)\}} (\S+)$", text, re.M):
         got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
         if all(got.get(k) == v for k, v in labels.items()):
-            total += float(m.group(2))
-    return total
+            out.append((got, float(m.group(2))))
+    return out
+
+
+def metric_sum(text: str, name: str, **labels: str) -> float:
+    return sum(v for _, v in samples(text, name, **labels))
 
 
 @needs_netns
@@ -138,12 +143,30 @@ def test_live_equals_offline_analysis_and_serves_metrics(netns, tmp_path):
             want["header_saved"], abs=1)
         assert round(metric_sum(text, "p2pc_saved_bytes_total", kind="ack")) == pytest.approx(
             want["ack_saved"], abs=1)
-        # Every metric the Grafana dashboard plots is one the endpoint serves.
-        dashboard = (REPO / "docs/grafana/p2pc.json").read_text()
+        # Every metric the Grafana dashboard plots is one the endpoint serves, with every label
+        # the dashboard sums by.
+        dashboard = json.loads((REPO / "docs/grafana/p2pc.json").read_text())
         served = set(re.findall(r"^(p2pc_\w+_total)[{ ]", text, re.M))
-        assert set(re.findall(r"p2pc_\w+_total", dashboard)) <= served
-        cblocks = metric_sum(text, "p2pc_messages_total", proto="bitcoin", msg_type="cblock", codec="lzo1x")
-        assert cblocks == rows_by_type(btc)[("bitcoin", "cblock")]["messages"]
+        for expr in (t["expr"] for p in dashboard["panels"] for t in p["targets"]):
+            for by, names in re.findall(r"by \(([^)]*)\) \(([^{]*)", expr):
+                for name in re.findall(r"p2pc_\w+_total", names):
+                    assert name in served, expr
+                    assert {l.strip() for l in by.split(",")} <= set(samples(text, name)[0][0]), expr
+            assert set(re.findall(r"p2pc_\w+_total", expr)) <= served, expr
+        # The codec label: what the generator sent, per command and codec (its own record), in
+        # the message counters and the payload savings.
+        sent: dict = {}
+        for m in json.loads((CAPTURES / "bitcoin/btc-compressed.truth.json").read_text())["messages"]:
+            sent.setdefault((m["command"], m["codec"]), []).append(m)
+        for (command, codec), ms in sent.items():
+            got = lambda name, **kw: metric_sum(text, name, proto="bitcoin", msg_type=command, codec=codec, **kw)  # noqa: E731
+            assert got("p2pc_messages_total") == len(ms), (command, codec)
+            assert got("p2pc_raw_bytes_total") == sum(m["raw_len"] for m in ms), (command, codec)
+            assert got("p2pc_saved_bytes_total", kind="payload") == \
+                sum(m["raw_len"] - m["payload_len"] for m in ms), (command, codec)
+            for name in ("p2pc_messages_total", "p2pc_saved_bytes_total"):
+                assert {l["codec"] for l, _ in samples(text, name, proto="bitcoin", msg_type=command)} \
+                    == {c for k, c in sent if k == command}, (name, command)
         assert metric_sum(text, "p2pc_capture_dropped_packets_total") == 0
         assert metric_sum(text, "p2pc_undecoded_bytes_total", proto="bitcoin") == 0
         assert 'p2pc_undecoded_bytes_total{proto="bitcoin"}' in text

@@ -102,7 +102,7 @@ def _zero3() -> list:
 @dataclass
 class Aggregate:
     """Everything one or more captures contribute, as integer sums keyed by file-unique keys."""
-    # (file, stream, src, srcport) direction -> (proto, msg_type) -> Sums
+    # (file, stream, src, srcport) direction -> (proto, msg_type, codec) -> Sums
     by_dir: dict = field(default_factory=lambda: defaultdict(_type_map))
     # (file, stream, src, srcport) -> TcpDirection
     tcp: dict = field(default_factory=dict)
@@ -117,7 +117,7 @@ class Aggregate:
 
     def add_message(self, file: str, m: Message) -> None:
         d = (file, m.stream, m.src, m.srcport)
-        self.by_dir[d][(m.proto, m.msg_type)].add(m)
+        self.by_dir[d][(m.proto, m.msg_type, m.codec)].add(m)
         s = self.sizes[(m.proto, m.msg_type, size_range(m.raw_len))]
         s[0] += 1
         s[1] += m.raw_len
@@ -169,6 +169,7 @@ class Row:
     msg_type: str
     direction: str | None
     sums: Sums
+    codec: str | None = None     # compute_rows(by_codec=True)
     p2p_header_saved: float = 0.0
     tcp_header_saved: float = 0.0
     ack_saved: float = 0.0
@@ -189,7 +190,8 @@ class Row:
     def as_dict(self) -> dict:
         s = self.sums
         d = {
-            "proto": self.proto, "msg_type": self.msg_type, "messages": s.messages,
+            "proto": self.proto, "msg_type": self.msg_type, **({"codec": self.codec} if self.codec else {}),
+            "messages": s.messages,
             "items": s.items, "wire_bytes": s.wire, "header_bytes": s.header,
             "payload_bytes": s.payload, "raw_bytes": s.raw,
             "payload_saved": self.payload_saved,
@@ -221,7 +223,9 @@ def direction_savings(s: Sums, params: LinkParams | None, model: str = "capture"
 
 
 def compute_rows(agg: Aggregate, model: str = "capture", by_direction: bool = False,
-                 explain: bool = False) -> list[Row]:
+                 explain: bool = False, by_codec: bool = False) -> list[Row]:
+    """One row per protocol and message type (and direction, and codec, when asked).  The model
+    is linear in a direction's sums, so rows split by codec add up to the row of their type."""
     rows: dict = {}
     for d in sorted(agg.by_dir):
         file, stream, src, srcport = d
@@ -229,11 +233,14 @@ def compute_rows(agg: Aggregate, model: str = "capture", by_direction: bool = Fa
         rev = agg.tcp.get((file, *t.reverse_key)) if t else None
         params = LinkParams.from_tcp(t, rev)
         dir_label = f"{src}:{srcport}>{t.dst}:{t.dstport}" if t else f"{src}:{srcport}"
-        for (proto, mtype), s in sorted(agg.by_dir[d].items()):
-            key = (proto, mtype, dir_label if by_direction else None)
+        types: dict = defaultdict(Sums)
+        for (proto, mtype, codec), s in agg.by_dir[d].items():
+            types[(proto, mtype, codec if by_codec else None)].merge(s)
+        for (proto, mtype, codec), s in sorted(types.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
+            key = (proto, mtype, codec, dir_label if by_direction else None)
             row = rows.get(key)
             if row is None:
-                row = rows[key] = Row(proto, mtype, key[2], Sums())
+                row = rows[key] = Row(proto, mtype, key[3], Sums(), codec=codec)
             row.sums.merge(s)
             p2p, tcp, ack = direction_savings(s, params, model)
             row.p2p_header_saved += p2p
@@ -241,7 +248,7 @@ def compute_rows(agg: Aggregate, model: str = "capture", by_direction: bool = Fa
             row.ack_saved += ack
             if explain:
                 row.explain.append(explain_inputs(file, stream, dir_label, proto, s, params, model))
-    return [rows[k] for k in sorted(rows, key=lambda k: (k[0], k[1], k[2] or ""))]
+    return [rows[k] for k in sorted(rows, key=lambda k: (k[0], k[1], k[2] or "", k[3] or ""))]
 
 
 def explain_inputs(file: str, stream: int, dir_label: str, proto: str, s: Sums,
@@ -309,7 +316,7 @@ def family_measured(agg: Aggregate) -> dict:
         t = agg.tcp.get(d)
         rev = agg.tcp.get((d[0], *t.reverse_key)) if t else None
         total = sum(s.wire for s in types.values()) or 1
-        for (proto, mtype), s in types.items():
+        for (proto, mtype, _codec), s in types.items():
             f = out[(proto, family(proto, mtype))]
             share = s.wire / total
             f["messages"] += s.messages
