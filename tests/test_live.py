@@ -242,21 +242,24 @@ def test_live_errors_are_one_line_with_their_own_exit_code(netns, case, code, wo
     assert words in res.stderr
 
 
-def test_stream_tap_prints_the_records_tap_lines():
-    """-z p2pc,records,stream: the same M lines as -z p2pc,records, and T lines whose last one
-    per direction equals the end-of-run T line."""
+@pytest.mark.parametrize("capture", [BTC, CAPTURES / "eth2/eth2-mplex.pcapng"])
+def test_stream_tap_prints_the_records_tap_lines(capture):
+    """-z p2pc,records,stream: the same M and I lines as -z p2pc,records, and T lines whose
+    last one per direction equals the end-of-run T line."""
     from p2pc.wsenv import Wireshark
     ws = Wireshark(plugin=built_plugin())
     try:
         lines = {}
         for tap in ("p2pc,records", "p2pc,records,stream"):
-            res = ws.run("tshark", ["-n", "-q", "-r", str(BTC), "-o", "p2pc.keep_replay:FALSE", "-z", tap])
+            res = ws.run("tshark", ["-n", "-q", "-r", str(capture), "-o", "p2pc.keep_replay:FALSE", "-z", tap])
             assert res.returncode == 0, res.stderr
             lines[tap] = res.stdout.splitlines()
     finally:
         ws.cleanup()
-    m = {tap: [l for l in ls if l.startswith("M\t")] for tap, ls in lines.items()}
-    assert m["p2pc,records"] == m["p2pc,records,stream"] and m["p2pc,records"]
+    for kind in ("M\t", "I\t"):
+        got = {tap: [l for l in ls if l.startswith(kind)] for tap, ls in lines.items()}
+        assert got["p2pc,records"] == got["p2pc,records,stream"]
+        assert got["p2pc,records"] or (kind == "I\t" and capture == BTC)
     last = {}
     for l in lines["p2pc,records,stream"]:
         if l.startswith("T\t"):
@@ -390,3 +393,104 @@ def test_by_peer_rows_add_up_to_the_totals():
     assert {r["peer"] for r in peers["rows"]} <= addrs
     for key in ("messages", "wire_bytes", "raw_bytes"):
         assert sum(r[key] for r in peers["rows"]) == every["totals"][key]
+
+
+# ---- --by-peer: remote addresses and peer IDs ----
+# Captures whose handshakes state both peers' IDs: plaintext Exchange, Noise (decrypted with the
+# generator's key log), TLS (certificate extension; key log, or secrets inside the pcapng).
+PEER_CAPTURES = {"eth2-yamux": [], "eth2-mplex": [],
+                 "eth2-noise-yamux": ["--keylog", "eth2-noise-yamux.keys"],
+                 "eth2-noise-mplex": ["--keylog", "eth2-noise-mplex.keys"],
+                 "eth2-noise-secp256k1": ["--keylog", "eth2-noise-secp256k1.keys"],
+                 "eth2-tls-yamux": ["--keylog", "eth2-tls-yamux.keys"],
+                 "eth2-tls-embedded": []}
+
+
+def truth_peer_ids(name: str) -> dict:
+    """Address -> the peer ID of the generator's identity key for that side (its seed)."""
+    from test_decrypt import secp256k1_public
+    from test_libp2p import base58btc, ed25519_public
+    t = json.loads((CAPTURES / f"eth2/{name}.truth.json").read_text())
+    out = {}
+    for side in ("a", "b"):
+        if t.get("key_type") == "secp256k1":
+            pb = b"\x08\x02\x12\x21" + secp256k1_public(t["seeds"][side])
+        else:
+            pb = b"\x08\x01\x12\x20" + ed25519_public(t["seeds"][side])
+        out[t["link"][f"addr_{side}"]] = base58btc(b"\x00" + bytes([len(pb)]) + pb)
+    return out
+
+
+def by_peer_args(name: str) -> list[str]:
+    extra = PEER_CAPTURES[name]
+    return [*extra[:1], *(str(CAPTURES / "eth2" / x) for x in extra[1:]), str(CAPTURES / f"eth2/{name}.pcapng")]
+
+
+@pytest.mark.parametrize("name", sorted(PEER_CAPTURES))
+def test_by_peer_names_each_peer_by_the_id_its_handshake_states(name):
+    """Every --by-peer row of a libp2p capture carries its peer's ID: the one the generator's
+    seed for that address makes (12D3KooW... Ed25519, 16Uiu2... secp256k1), in JSON, CSV and
+    the table alike."""
+    import csv
+    import io
+    want = truth_peer_ids(name)
+    rep = p2pc_report("analyze", "--by-peer", *by_peer_args(name))
+    assert rep["rows"] and {r["peer"] for r in rep["rows"]} == set(want)
+    for r in rep["rows"]:
+        assert r["peer_id"] == want[r["peer"]], r
+    res = run_p2pc("analyze", "--by-peer", "--format", "csv", *by_peer_args(name))
+    assert res.returncode == 0, res.stderr
+    assert {(r["peer"], r["peer_id"]) for r in csv.DictReader(io.StringIO(res.stdout)) if r["proto"] != "ALL"} \
+        == set(want.items())
+    res = run_p2pc("analyze", "--by-peer", *by_peer_args(name), env_extra={"COLUMNS": "400"})
+    assert res.returncode == 0, res.stderr
+    for addr, pid in want.items():
+        assert re.search(rf"{re.escape(addr)}\s+{pid}\s", res.stdout), (addr, pid)
+
+
+def test_by_peer_has_no_peer_id_where_no_handshake_stated_one():
+    """Bitcoin states no libp2p identity, and undecrypted Noise hides it: those rows' peer_id
+    is null (an empty CSV cell)."""
+    for cap in (BTC, CAPTURES / "eth2/eth2-noise.pcapng"):
+        rep = p2pc_report("analyze", "--by-peer", str(cap))
+        assert rep["rows"] and all(r["peer_id"] is None for r in rep["rows"])
+
+
+def test_live_reads_the_peer_ids_of_the_stream_tap():
+    """What `p2pc live` does with the streaming tap's lines (I lines included), without a
+    capture interface: the by-peer report names each peer by its ID."""
+    from p2pc.cli import analyze_report
+    from p2pc.live import LiveTotals
+    from p2pc.wsenv import Wireshark
+    totals_ = LiveTotals()
+    ws = Wireshark(plugin=built_plugin())
+    try:
+        res = ws.run("tshark", ["-n", "-q", "-r", str(CAPTURES / "eth2/eth2-mplex.pcapng"),
+                                "-o", "p2pc.keep_replay:FALSE", "-z", "p2pc,records,stream"])
+    finally:
+        ws.cleanup()
+    assert res.returncode == 0, res.stderr
+    assert sum(l.startswith("I\t") for l in res.stdout.splitlines()) == 2
+    for line in res.stdout.splitlines():
+        totals_.line(line)
+    rows = analyze_report(totals_.agg, "capture", False, False, by_peer=True)["rows"]
+    want = truth_peer_ids("eth2-mplex")
+    assert rows and all(r["peer_id"] == want[r["peer"]] for r in rows)
+
+
+@pytest.mark.parametrize("line, why", [
+    ("I\t24\t0\t192.0.2.2\t9000\t192.0.2.1\t51298\tnoise", "8 columns, 9 expected"),
+    ("I\t24\tzero\t192.0.2.2\t9000\t192.0.2.1\t51298\tnoise\t12D3KooW", "invalid literal"),
+])
+def test_a_malformed_peer_line_is_a_one_line_error(line, why):
+    from p2pc.records import MalformedRecord, parse_i
+    with pytest.raises(MalformedRecord) as e:
+        parse_i(line.split("\t"))
+    assert e.value.exit_code == 9 and "frame 24" in str(e.value) and why in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_peer_line_strings_are_unescaped():
+    from p2pc.records import parse_i
+    p = parse_i("I\t7\t-1\t192.0.2.2\t9000\t192.0.2.1\t51298\tno\\tise\tid\\x0a\\\\".split("\t"))
+    assert (p.stream, p.via, p.peer_id, p.key) == (-1, "no\tise", "id\n\\", (-1, "192.0.2.2", 9000))

@@ -17,7 +17,8 @@ def analyze_file(capture: str, plugin: str | None, opts: TsharkOptions | None = 
     try:
         agg = SeriesAggregate(files=[capture])
         res = read_capture(ws, capture, lambda m: agg.add_message(capture, m),
-                           lambda t: agg.add_tcp(capture, t), opts=opts)
+                           lambda t: agg.add_tcp(capture, t), opts=opts,
+                           on_peer=lambda p: agg.add_peer(capture, p))
         if res.truncated:
             agg.warnings.append(res.warning)
         return agg

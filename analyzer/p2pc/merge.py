@@ -137,4 +137,5 @@ def rename_files(agg: Aggregate, names: dict) -> Aggregate:
     for (f, *rest), types in agg.by_dir.items():
         out.by_dir[(names.get(f, f), *rest)] = types
     out.tcp = {(names.get(f, f), *rest): t for (f, *rest), t in agg.tcp.items()}
+    out.peers = {(names.get(f, f), *rest): p for (f, *rest), p in agg.peers.items()}
     return out

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .records import Message, TcpDirection
+from .records import Message, PeerIdentity, TcpDirection
 
 # Per-message P2P header bytes that batching avoids for each item merged into a batch.
 PROTOCOL_HEADER = {"bitcoin": 24, "fisco": 16, "eth2": 0, "libp2p": 0}
@@ -112,6 +112,8 @@ class Aggregate:
     ratios: dict = field(default_factory=lambda: defaultdict(int))
     # (second, "src:port>dst:port") -> wire bytes
     bandwidth: dict = field(default_factory=lambda: defaultdict(int))
+    # (file, stream, src, srcport) endpoint -> the libp2p peer ID its handshake stated
+    peers: dict = field(default_factory=dict)
     files: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
 
@@ -129,11 +131,15 @@ class Aggregate:
     def add_tcp(self, file: str, t: TcpDirection) -> None:
         self.tcp[(file, *t.key)] = t
 
+    def add_peer(self, file: str, p: PeerIdentity) -> None:
+        self.peers[(file, *p.key)] = p.peer_id
+
     def merge(self, o: "Aggregate") -> None:
         for d, types in o.by_dir.items():
             for k, s in types.items():
                 self.by_dir[d][k].merge(s)
         self.tcp.update(o.tcp)
+        self.peers.update(o.peers)
         for k, v in o.sizes.items():
             mine = self.sizes[k]
             for i in range(3):
@@ -170,6 +176,7 @@ class Row:
     direction: str | None
     sums: Sums
     codec: str | None = None     # compute_rows(by_codec=True)
+    group: tuple | None = None   # compute_rows(group=...)
     p2p_header_saved: float = 0.0
     tcp_header_saved: float = 0.0
     ack_saved: float = 0.0
@@ -223,9 +230,10 @@ def direction_savings(s: Sums, params: LinkParams | None, model: str = "capture"
 
 
 def compute_rows(agg: Aggregate, model: str = "capture", by_direction: bool = False,
-                 explain: bool = False, by_codec: bool = False) -> list[Row]:
-    """One row per protocol and message type (and direction, and codec, when asked).  The model
-    is linear in a direction's sums, so rows split by codec add up to the row of their type."""
+                 explain: bool = False, by_codec: bool = False, group=None) -> list[Row]:
+    """One row per protocol and message type, and per direction, codec, or the tuple of strings
+    group(direction key, its TcpDirection or None) gives (e.g. the remote peer), when asked.
+    The model is linear in a direction's sums, so rows split by codec add up to their type's."""
     rows: dict = {}
     for d in sorted(agg.by_dir):
         file, stream, src, srcport = d
@@ -237,10 +245,10 @@ def compute_rows(agg: Aggregate, model: str = "capture", by_direction: bool = Fa
         for (proto, mtype, codec), s in agg.by_dir[d].items():
             types[(proto, mtype, codec if by_codec else None)].merge(s)
         for (proto, mtype, codec), s in sorted(types.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
-            key = (proto, mtype, codec, dir_label if by_direction else None)
+            key = (proto, mtype, codec, dir_label if by_direction else None, group(d, t) if group else None)
             row = rows.get(key)
             if row is None:
-                row = rows[key] = Row(proto, mtype, key[3], Sums(), codec=codec)
+                row = rows[key] = Row(proto, mtype, key[3], Sums(), codec=codec, group=key[4])
             row.sums.merge(s)
             p2p, tcp, ack = direction_savings(s, params, model)
             row.p2p_header_saved += p2p
@@ -248,7 +256,7 @@ def compute_rows(agg: Aggregate, model: str = "capture", by_direction: bool = Fa
             row.ack_saved += ack
             if explain:
                 row.explain.append(explain_inputs(file, stream, dir_label, proto, s, params, model))
-    return [rows[k] for k in sorted(rows, key=lambda k: (k[0], k[1], k[2] or "", k[3] or ""))]
+    return [rows[k] for k in sorted(rows, key=lambda k: (k[0], k[1], k[2] or "", k[3] or "", k[4] or ()))]
 
 
 def explain_inputs(file: str, stream: int, dir_label: str, proto: str, s: Sums,
