@@ -267,6 +267,67 @@ def test_stream_tap_prints_the_records_tap_lines(capture):
     assert sorted(last.values()) == sorted(l for l in lines["p2pc,records"] if l.startswith("T\t"))
 
 
+def pcapng_block_types(data: bytes) -> list[int]:
+    """The block types of a little-endian pcapng stream, whole blocks only."""
+    types, off = [], 0
+    while off + 12 <= len(data):
+        btype, blen = struct.unpack_from("<II", data, off)
+        if blen < 12 or off + blen > len(data):
+            break
+        types.append(btype)
+        off += blen
+    return types
+
+
+def sync_messages(data: bytes) -> list[tuple[str, bytes]]:
+    """dumpcap's sync-pipe messages (-Z): an indicator byte, a 24-bit length, the payload."""
+    out, off = [], 0
+    while off + 4 <= len(data):
+        n = int.from_bytes(data[off + 1:off + 4], "big")
+        out.append((chr(data[off]), data[off + 4:off + 4 + n]))
+        off += 4 + n
+    return out
+
+
+@needs_netns
+def test_dumpcap_tells_its_drops_only_when_it_stops(netns, tmp_path):
+    """Why p2pc_capture_dropped_packets_total reads 0 until the capture ends (docs/metrics.md):
+    while dumpcap captures into a pipe it sends packet counts every second on its sync pipe but
+    no drop count (SP_DROPS, 'D') and writes no Interface Statistics Block (type 5); both come
+    only as it stops."""
+    import threading
+    probe = probe_pcap(tmp_path / "probe.pcap")
+    proc = subprocess.Popen(["ip", "netns", "exec", netns, "dumpcap", "-i", "vb", "-w", "-", "-Z", "none"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    got = {"out": b"", "err": b""}
+
+    def read(name, pipe):
+        for chunk in iter(lambda: pipe.read1(65536), b""):
+            got[name] += chunk
+
+    readers = [threading.Thread(target=read, args=(n, p), daemon=True)
+               for n, p in (("out", proc.stdout), ("err", proc.stderr))]
+    for r in readers:
+        r.start()
+    try:
+        for _ in range(100):                        # until dumpcap has counted packets twice
+            in_ns(netns, "tcpreplay", "-q", "--mbps=50", "-i", "va", str(probe))
+            if sum(k == "P" for k, _ in sync_messages(got["err"])) >= 2:
+                break
+            time.sleep(0.3)
+        running = sync_messages(got["err"])
+        assert sum(k == "P" for k, _ in running) >= 2, got["err"]
+        assert "D" not in {k for k, _ in running}
+        assert 5 not in pcapng_block_types(got["out"]) and 6 in pcapng_block_types(got["out"])
+    finally:
+        proc.send_signal(signal.SIGINT)             # `ip netns exec` became dumpcap itself
+        proc.wait(timeout=30)
+        for r in readers:
+            r.join(timeout=10)
+    assert [k for k, _ in sync_messages(got["err"])][-1] == "D"
+    assert pcapng_block_types(got["out"])[-1] == 5
+
+
 @needs_netns
 def test_session_reset_reports_undecoded_bytes(netns, tmp_path):
     """With tshark forgetting its connections every 1000 packets (mid-connection), what the
