@@ -66,7 +66,8 @@ def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool
     tot = totals(rows).as_dict()
     if by_peer:
         from .peers import peer_rows
-        row_dicts = [{**r.as_dict(), "peer": addr, "peer_id": pid} for addr, pid, r in peer_rows(agg, model, local)]
+        row_dicts = [{**r.as_dict(), "peer": addr, "peer_id": pid}
+                     for addr, pid, r in peer_rows(agg, model, local)]
         row_dicts += [r.as_dict() for r in extra_rows]
     else:
         row_dicts = [r.as_dict() for r in rows]

@@ -47,7 +47,8 @@ class SavedCollector:
                                         "Bytes of P2P connections not decoded (state lost at a session reset)",
                                         labels=("proto",))
         dropped = CounterMetricFamily("p2pc_capture_dropped_packets",
-                                      "Packets the capture dropped (dumpcap's own counter, which it gives when the capture stops)")
+                                      "Packets the capture dropped (dumpcap's own counter, which "
+                                      "dumpcap gives when the capture stops)")
         with self.totals.lock:
             rows = compute_rows(self.totals.agg, model=self.model, by_direction=True, by_codec=True)
             und = self.totals.undecoded()

@@ -197,8 +197,7 @@ class Row:
     def as_dict(self) -> dict:
         s = self.sums
         d = {
-            "proto": self.proto, "msg_type": self.msg_type, **({"codec": self.codec} if self.codec else {}),
-            "messages": s.messages,
+            "proto": self.proto, "msg_type": self.msg_type, "messages": s.messages,
             "items": s.items, "wire_bytes": s.wire, "header_bytes": s.header,
             "payload_bytes": s.payload, "raw_bytes": s.raw,
             "payload_saved": self.payload_saved,
@@ -244,7 +243,7 @@ def compute_rows(agg: Aggregate, model: str = "capture", by_direction: bool = Fa
         types: dict = defaultdict(Sums)
         for (proto, mtype, codec), s in agg.by_dir[d].items():
             types[(proto, mtype, codec if by_codec else None)].merge(s)
-        for (proto, mtype, codec), s in sorted(types.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
+        for (proto, mtype, codec), s in sorted(types.items(), key=lambda kv: (*kv[0][:2], kv[0][2] or "")):
             key = (proto, mtype, codec, dir_label if by_direction else None, group(d, t) if group else None)
             row = rows.get(key)
             if row is None:
