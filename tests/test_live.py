@@ -509,6 +509,16 @@ def test_by_peer_names_each_peer_by_the_id_its_handshake_states(name):
         assert re.search(rf"{re.escape(addr)}\s+{pid}\s", res.stdout), (addr, pid)
 
 
+@pytest.mark.parametrize("name", ["comp-cbrotli", "comp-fallback", "comp-gzip", "comp-none"])
+def test_by_peer_names_the_compression_listener_by_its_recorded_id(name):
+    """The compression-transport captures' generator recorded the listener's peer ID itself
+    (truth `peers.b_id`): --by-peer names the listener's address with it."""
+    t = json.loads((CAPTURES / f"libp2p-compression/{name}.truth.json").read_text())
+    rep = p2pc_report("analyze", "--by-peer", str(CAPTURES / f"libp2p-compression/{name}.pcapng"))
+    listener = [r for r in rep["rows"] if r["peer"] == t["link"]["addr_b"]]
+    assert listener and {r["peer_id"] for r in listener} == {t["peers"]["b_id"]}
+
+
 def test_by_peer_has_no_peer_id_where_no_handshake_stated_one():
     """Bitcoin states no libp2p identity, and undecrypted Noise hides it: those rows' peer_id
     is null (an empty CSV cell)."""
