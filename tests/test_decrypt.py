@@ -421,3 +421,91 @@ def test_tls_without_keys_counts_every_encrypted_record(tshark):
         assert all(int(r["header_len"]) == 22 for r in enc)
     assert not [r for r in tshark.records(cap, extra=tls_extra(tshark, "eth2-tls-yamux"), two_pass=True)
                 if r["msg_type"] == "tls (encrypted)"]
+
+
+def noise_mix_key(ck: bytes, ikm: bytes) -> tuple[bytes, bytes]:
+    """Noise's MixKey: HKDF(ck, ikm) with HMAC-SHA256 -> (new ck, new k)."""
+    import hmac
+    temp = hmac.new(ck, ikm, hashlib.sha256).digest()
+    out1 = hmac.new(temp, b"\x01", hashlib.sha256).digest()
+    return out1, hmac.new(temp, out1 + b"\x02", hashlib.sha256).digest()
+
+
+def forge_dialer_signature(tshark, name: str, out) -> str:
+    """A copy of a Noise capture whose handshake message 3 carries the dialer's identity with
+    its signature's last byte flipped, re-encrypted with the handshake's own key (so the tag
+    still verifies and the transport keys, which the payload does not touch, still decrypt).
+    Worked from the dialer's key log and the Noise spec (XX, 25519, ChaChaPoly, SHA256), with
+    the cryptography library. Returns the dialer's address."""
+    import base64
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+    from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+    t = truth(name)
+    keys = dict(l.split(" = ") for l in (ETH / t["keys"]["dialer"]).read_text().splitlines() if " = " in l)
+    s_priv = X25519PrivateKey.from_private_bytes(base64.b64decode(keys["LOCAL_STATIC_PRIVATE_KEY"]))
+    e_priv = X25519PrivateKey.from_private_bytes(base64.b64decode(keys["LOCAL_EPHEMERAL_PRIVATE_KEY"]))
+    rows = tshark.fields(ETH / f"{name}.pcapng", ["ip.src", "libp2p_noise.handshake", "libp2p_noise.length",
+                                                  "libp2p_noise.ephemeral", "libp2p_noise.static_encrypted",
+                                                  "libp2p_noise.payload_encrypted"],
+                         dfilter="libp2p_noise.handshake", extra=keyed(tshark, name))
+    msgs = {int(r[1]): r for r in rows}
+    raw = lambda hexs: bytes.fromhex(hexs.replace(":", ""))  # noqa: E731
+    assert int(msgs[1][2]) == 32                        # message 1: e only, no payload
+    sha = lambda b: hashlib.sha256(b).digest()  # noqa: E731
+    pub = lambda k: k.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)  # noqa: E731
+    nonce = lambda n: b"\0" * 4 + struct.pack("<Q", n)  # noqa: E731
+    ck = h = b"Noise_XX_25519_ChaChaPoly_SHA256"
+    h = sha(h)                                          # the empty prologue
+    e_i = raw(msgs[1][3])
+    assert e_i == pub(e_priv)
+    h = sha(sha(h + e_i))                               # e, then message 1's empty payload
+    e_r = X25519PublicKey.from_public_bytes(raw(msgs[2][3]))
+    h = sha(h + raw(msgs[2][3]))
+    ck, k = noise_mix_key(ck, e_priv.exchange(e_r))    # ee
+    s_enc = raw(msgs[2][4])
+    s_r = X25519PublicKey.from_public_bytes(ChaCha20Poly1305(k).decrypt(nonce(0), s_enc, h))
+    h = sha(h + s_enc)
+    ck, k = noise_mix_key(ck, e_priv.exchange(s_r))    # es
+    h = sha(h + raw(msgs[2][5]))
+    s3 = raw(msgs[3][4])
+    assert ChaCha20Poly1305(k).encrypt(nonce(1), pub(s_priv), h) == s3
+    h = sha(h + s3)
+    ck, k = noise_mix_key(ck, s_priv.exchange(e_r))    # se
+    p3 = raw(msgs[3][5])
+    payload = bytearray(ChaCha20Poly1305(k).decrypt(nonce(0), p3, h))
+    # NoiseHandshakePayload { identity_key = 1; identity_sig = 2; ... }: the signature's last byte.
+    off = 0
+    while True:
+        tag, length = payload[off], payload[off + 1]
+        assert length < 0x80                            # one-byte lengths in these captures
+        if tag == 0x12:
+            payload[off + 1 + length] ^= 0x01
+            break
+        off += 2 + length
+    forged = ChaCha20Poly1305(k).encrypt(nonce(0), bytes(payload), h)
+    data = (ETH / f"{name}.pcapng").read_bytes()
+    assert data.count(p3) == 1
+    out.write_bytes(data.replace(p3, forged))
+    return msgs[3][0]
+
+
+def test_a_forged_identity_signature_names_no_peer(tshark, tmp_path):
+    """Message 3's identity signature altered (and re-encrypted): the signature check fails with
+    its expert item, the dialer's peer ID does not go to the records (no `I` line), the
+    listener's still does, and the transport still decrypts to the same messages."""
+    name = "eth2-noise-yamux"
+    forged = tmp_path / "forged.pcapng"
+    dialer = forge_dialer_signature(tshark, name, forged)
+    extra = keyed(tshark, name)
+    rows = tshark.fields(forged, ["ip.src", "libp2p_noise.signature_valid", "_ws.expert.message"],
+                         dfilter="libp2p_noise.handshake >= 2", extra=extra)
+    got = {r[0]: r[1:] for r in rows}
+    assert got[dialer][0] == "0" and "does not verify" in got[dialer][1]
+    assert [v[0] for a, v in got.items() if a != dialer] == ["1"]
+    lines = tshark.run(["-n", "-q", "-r", tshark.ws.readable(forged), "-z", "p2pc,records", *extra]).stdout
+    ids = [l.split("\t") for l in lines.splitlines() if l.startswith("I\t")]
+    want = {t: base58btc(peer_id(ed25519_public(truth(name)["seeds"][s])))
+            for s, t in (("a", truth(name)["link"]["addr_a"]), ("b", truth(name)["link"]["addr_b"]))}
+    assert [(i[3], i[7], i[8]) for i in ids] == [(a, "noise", want[a]) for a in want if a != dialer]
+    assert tshark.records(forged, extra=extra) == tshark.records(ETH / f"{name}.pcapng", extra=extra)

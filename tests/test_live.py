@@ -105,13 +105,18 @@ def scrape(ns: str) -> str:
     return res.stdout
 
 
-def metric_sum(text: str, name: str, **labels: str) -> float:
-    total = 0.0
+def samples(text: str, name: str, **labels: str) -> list[tuple[dict, float]]:
+    """The samples of metric `name` (labels, value) whose labels include `labels`."""
+    out = []
     for m in re.finditer(rf"^{name}\{{([^}}]*)\}} (\S+)$", text, re.M):
         got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
         if all(got.get(k) == v for k, v in labels.items()):
-            total += float(m.group(2))
-    return total
+            out.append((got, float(m.group(2))))
+    return out
+
+
+def metric_sum(text: str, name: str, **labels: str) -> float:
+    return sum(v for _, v in samples(text, name, **labels))
 
 
 @needs_netns
@@ -138,12 +143,30 @@ def test_live_equals_offline_analysis_and_serves_metrics(netns, tmp_path):
             want["header_saved"], abs=1)
         assert round(metric_sum(text, "p2pc_saved_bytes_total", kind="ack")) == pytest.approx(
             want["ack_saved"], abs=1)
-        # Every metric the Grafana dashboard plots is one the endpoint serves.
-        dashboard = (REPO / "docs/grafana/p2pc.json").read_text()
+        # Every metric the Grafana dashboard plots is one the endpoint serves, with every label
+        # the dashboard sums by.
+        dashboard = json.loads((REPO / "docs/grafana/p2pc.json").read_text())
         served = set(re.findall(r"^(p2pc_\w+_total)[{ ]", text, re.M))
-        assert set(re.findall(r"p2pc_\w+_total", dashboard)) <= served
-        cblocks = metric_sum(text, "p2pc_messages_total", proto="bitcoin", msg_type="cblock", codec="lzo1x")
-        assert cblocks == rows_by_type(btc)[("bitcoin", "cblock")]["messages"]
+        for expr in (t["expr"] for p in dashboard["panels"] for t in p["targets"]):
+            for by, names in re.findall(r"by \(([^)]*)\) \(([^{]*)", expr):
+                for name in re.findall(r"p2pc_\w+_total", names):
+                    assert name in served, expr
+                    assert {l.strip() for l in by.split(",")} <= set(samples(text, name)[0][0]), expr
+            assert set(re.findall(r"p2pc_\w+_total", expr)) <= served, expr
+        # The codec label: what the generator sent, per command and codec (its own record), in
+        # the message counters and the payload savings.
+        sent: dict = {}
+        for m in json.loads((CAPTURES / "bitcoin/btc-compressed.truth.json").read_text())["messages"]:
+            sent.setdefault((m["command"], m["codec"]), []).append(m)
+        for (command, codec), ms in sent.items():
+            got = lambda name, **kw: metric_sum(text, name, proto="bitcoin", msg_type=command, codec=codec, **kw)  # noqa: E731
+            assert got("p2pc_messages_total") == len(ms), (command, codec)
+            assert got("p2pc_raw_bytes_total") == sum(m["raw_len"] for m in ms), (command, codec)
+            assert got("p2pc_saved_bytes_total", kind="payload") == \
+                sum(m["raw_len"] - m["payload_len"] for m in ms), (command, codec)
+            for name in ("p2pc_messages_total", "p2pc_saved_bytes_total"):
+                assert {l["codec"] for l, _ in samples(text, name, proto="bitcoin", msg_type=command)} \
+                    == {c for k, c in sent if k == command}, (name, command)
         assert metric_sum(text, "p2pc_capture_dropped_packets_total") == 0
         assert metric_sum(text, "p2pc_undecoded_bytes_total", proto="bitcoin") == 0
         assert 'p2pc_undecoded_bytes_total{proto="bitcoin"}' in text
@@ -219,26 +242,90 @@ def test_live_errors_are_one_line_with_their_own_exit_code(netns, case, code, wo
     assert words in res.stderr
 
 
-def test_stream_tap_prints_the_records_tap_lines():
-    """-z p2pc,records,stream: the same M lines as -z p2pc,records, and T lines whose last one
-    per direction equals the end-of-run T line."""
+@pytest.mark.parametrize("capture", [BTC, CAPTURES / "eth2/eth2-mplex.pcapng"])
+def test_stream_tap_prints_the_records_tap_lines(capture):
+    """-z p2pc,records,stream: the same M and I lines as -z p2pc,records, and T lines whose
+    last one per direction equals the end-of-run T line."""
     from p2pc.wsenv import Wireshark
     ws = Wireshark(plugin=built_plugin())
     try:
         lines = {}
         for tap in ("p2pc,records", "p2pc,records,stream"):
-            res = ws.run("tshark", ["-n", "-q", "-r", str(BTC), "-o", "p2pc.keep_replay:FALSE", "-z", tap])
+            res = ws.run("tshark", ["-n", "-q", "-r", str(capture), "-o", "p2pc.keep_replay:FALSE", "-z", tap])
             assert res.returncode == 0, res.stderr
             lines[tap] = res.stdout.splitlines()
     finally:
         ws.cleanup()
-    m = {tap: [l for l in ls if l.startswith("M\t")] for tap, ls in lines.items()}
-    assert m["p2pc,records"] == m["p2pc,records,stream"] and m["p2pc,records"]
+    for kind in ("M\t", "I\t"):
+        got = {tap: [l for l in ls if l.startswith(kind)] for tap, ls in lines.items()}
+        assert got["p2pc,records"] == got["p2pc,records,stream"]
+        assert got["p2pc,records"] or (kind == "I\t" and capture == BTC)
     last = {}
     for l in lines["p2pc,records,stream"]:
         if l.startswith("T\t"):
             last[tuple(l.split("\t")[1:4])] = l
     assert sorted(last.values()) == sorted(l for l in lines["p2pc,records"] if l.startswith("T\t"))
+
+
+def pcapng_block_types(data: bytes) -> list[int]:
+    """The block types of a little-endian pcapng stream, whole blocks only."""
+    types, off = [], 0
+    while off + 12 <= len(data):
+        btype, blen = struct.unpack_from("<II", data, off)
+        if blen < 12 or off + blen > len(data):
+            break
+        types.append(btype)
+        off += blen
+    return types
+
+
+def sync_messages(data: bytes) -> list[tuple[str, bytes]]:
+    """dumpcap's sync-pipe messages (-Z): an indicator byte, a 24-bit length, the payload."""
+    out, off = [], 0
+    while off + 4 <= len(data):
+        n = int.from_bytes(data[off + 1:off + 4], "big")
+        out.append((chr(data[off]), data[off + 4:off + 4 + n]))
+        off += 4 + n
+    return out
+
+
+@needs_netns
+def test_dumpcap_tells_its_drops_only_when_it_stops(netns, tmp_path):
+    """Why p2pc_capture_dropped_packets_total reads 0 until the capture ends (docs/metrics.md):
+    while dumpcap captures into a pipe it sends packet counts every second on its sync pipe but
+    no drop count (SP_DROPS, 'D') and writes no Interface Statistics Block (type 5); both come
+    only as it stops."""
+    import threading
+    probe = probe_pcap(tmp_path / "probe.pcap")
+    proc = subprocess.Popen(["ip", "netns", "exec", netns, "dumpcap", "-i", "vb", "-w", "-", "-Z", "none"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    got = {"out": b"", "err": b""}
+
+    def read(name, pipe):
+        for chunk in iter(lambda: pipe.read1(65536), b""):
+            got[name] += chunk
+
+    readers = [threading.Thread(target=read, args=(n, p), daemon=True)
+               for n, p in (("out", proc.stdout), ("err", proc.stderr))]
+    for r in readers:
+        r.start()
+    try:
+        for _ in range(100):                        # until dumpcap has counted packets twice
+            in_ns(netns, "tcpreplay", "-q", "--mbps=50", "-i", "va", str(probe))
+            if sum(k == "P" for k, _ in sync_messages(got["err"])) >= 2:
+                break
+            time.sleep(0.3)
+        running = sync_messages(got["err"])
+        assert sum(k == "P" for k, _ in running) >= 2, got["err"]
+        assert "D" not in {k for k, _ in running}
+        assert 5 not in pcapng_block_types(got["out"]) and 6 in pcapng_block_types(got["out"])
+    finally:
+        proc.send_signal(signal.SIGINT)             # `ip netns exec` became dumpcap itself
+        proc.wait(timeout=30)
+        for r in readers:
+            r.join(timeout=10)
+    assert [k for k, _ in sync_messages(got["err"])][-1] == "D"
+    assert pcapng_block_types(got["out"])[-1] == 5
 
 
 @needs_netns
@@ -367,3 +454,114 @@ def test_by_peer_rows_add_up_to_the_totals():
     assert {r["peer"] for r in peers["rows"]} <= addrs
     for key in ("messages", "wire_bytes", "raw_bytes"):
         assert sum(r[key] for r in peers["rows"]) == every["totals"][key]
+
+
+# ---- --by-peer: remote addresses and peer IDs ----
+# Captures whose handshakes state both peers' IDs: plaintext Exchange, Noise (decrypted with the
+# generator's key log), TLS (certificate extension; key log, or secrets inside the pcapng).
+PEER_CAPTURES = {"eth2-yamux": [], "eth2-mplex": [],
+                 "eth2-noise-yamux": ["--keylog", "eth2-noise-yamux.keys"],
+                 "eth2-noise-mplex": ["--keylog", "eth2-noise-mplex.keys"],
+                 "eth2-noise-secp256k1": ["--keylog", "eth2-noise-secp256k1.keys"],
+                 "eth2-tls-yamux": ["--keylog", "eth2-tls-yamux.keys"],
+                 "eth2-tls-embedded": []}
+
+
+def truth_peer_ids(name: str) -> dict:
+    """Address -> the peer ID of the generator's identity key for that side (its seed)."""
+    from test_decrypt import secp256k1_public
+    from test_libp2p import base58btc, ed25519_public
+    t = json.loads((CAPTURES / f"eth2/{name}.truth.json").read_text())
+    out = {}
+    for side in ("a", "b"):
+        if t.get("key_type") == "secp256k1":
+            pb = b"\x08\x02\x12\x21" + secp256k1_public(t["seeds"][side])
+        else:
+            pb = b"\x08\x01\x12\x20" + ed25519_public(t["seeds"][side])
+        out[t["link"][f"addr_{side}"]] = base58btc(b"\x00" + bytes([len(pb)]) + pb)
+    return out
+
+
+def by_peer_args(name: str) -> list[str]:
+    extra = PEER_CAPTURES[name]
+    return [*extra[:1], *(str(CAPTURES / "eth2" / x) for x in extra[1:]), str(CAPTURES / f"eth2/{name}.pcapng")]
+
+
+@pytest.mark.parametrize("name", sorted(PEER_CAPTURES))
+def test_by_peer_names_each_peer_by_the_id_its_handshake_states(name):
+    """Every --by-peer row of a libp2p capture carries its peer's ID: the one the generator's
+    seed for that address makes (12D3KooW... Ed25519, 16Uiu2... secp256k1), in JSON, CSV and
+    the table alike."""
+    import csv
+    import io
+    want = truth_peer_ids(name)
+    rep = p2pc_report("analyze", "--by-peer", *by_peer_args(name))
+    assert rep["rows"] and {r["peer"] for r in rep["rows"]} == set(want)
+    for r in rep["rows"]:
+        assert r["peer_id"] == want[r["peer"]], r
+    res = run_p2pc("analyze", "--by-peer", "--format", "csv", *by_peer_args(name))
+    assert res.returncode == 0, res.stderr
+    assert {(r["peer"], r["peer_id"]) for r in csv.DictReader(io.StringIO(res.stdout)) if r["proto"] != "ALL"} \
+        == set(want.items())
+    res = run_p2pc("analyze", "--by-peer", *by_peer_args(name), env_extra={"COLUMNS": "400"})
+    assert res.returncode == 0, res.stderr
+    for addr, pid in want.items():
+        assert re.search(rf"{re.escape(addr)}\s+{pid}\s", res.stdout), (addr, pid)
+
+
+@pytest.mark.parametrize("name", ["comp-cbrotli", "comp-fallback", "comp-gzip", "comp-none"])
+def test_by_peer_names_the_compression_listener_by_its_recorded_id(name):
+    """The compression-transport captures' generator recorded the listener's peer ID itself
+    (truth `peers.b_id`): --by-peer names the listener's address with it."""
+    t = json.loads((CAPTURES / f"libp2p-compression/{name}.truth.json").read_text())
+    rep = p2pc_report("analyze", "--by-peer", str(CAPTURES / f"libp2p-compression/{name}.pcapng"))
+    listener = [r for r in rep["rows"] if r["peer"] == t["link"]["addr_b"]]
+    assert listener and {r["peer_id"] for r in listener} == {t["peers"]["b_id"]}
+
+
+def test_by_peer_has_no_peer_id_where_no_handshake_stated_one():
+    """Bitcoin states no libp2p identity, and undecrypted Noise hides it: those rows' peer_id
+    is null (an empty CSV cell)."""
+    for cap in (BTC, CAPTURES / "eth2/eth2-noise.pcapng"):
+        rep = p2pc_report("analyze", "--by-peer", str(cap))
+        assert rep["rows"] and all(r["peer_id"] is None for r in rep["rows"])
+
+
+def test_live_reads_the_peer_ids_of_the_stream_tap():
+    """What `p2pc live` does with the streaming tap's lines (I lines included), without a
+    capture interface: the by-peer report names each peer by its ID."""
+    from p2pc.cli import analyze_report
+    from p2pc.live import LiveTotals
+    from p2pc.wsenv import Wireshark
+    totals_ = LiveTotals()
+    ws = Wireshark(plugin=built_plugin())
+    try:
+        res = ws.run("tshark", ["-n", "-q", "-r", str(CAPTURES / "eth2/eth2-mplex.pcapng"),
+                                "-o", "p2pc.keep_replay:FALSE", "-z", "p2pc,records,stream"])
+    finally:
+        ws.cleanup()
+    assert res.returncode == 0, res.stderr
+    assert sum(l.startswith("I\t") for l in res.stdout.splitlines()) == 2
+    for line in res.stdout.splitlines():
+        totals_.line(line)
+    rows = analyze_report(totals_.agg, "capture", False, False, by_peer=True)["rows"]
+    want = truth_peer_ids("eth2-mplex")
+    assert rows and all(r["peer_id"] == want[r["peer"]] for r in rows)
+
+
+@pytest.mark.parametrize("line, why", [
+    ("I\t24\t0\t192.0.2.2\t9000\t192.0.2.1\t51298\tnoise", "8 columns, 9 expected"),
+    ("I\t24\tzero\t192.0.2.2\t9000\t192.0.2.1\t51298\tnoise\t12D3KooW", "invalid literal"),
+])
+def test_a_malformed_peer_line_is_a_one_line_error(line, why):
+    from p2pc.records import MalformedRecord, parse_i
+    with pytest.raises(MalformedRecord) as e:
+        parse_i(line.split("\t"))
+    assert e.value.exit_code == 9 and "frame 24" in str(e.value) and why in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_peer_line_strings_are_unescaped():
+    from p2pc.records import parse_i
+    p = parse_i("I\t7\t-1\t192.0.2.2\t9000\t192.0.2.1\t51298\tno\\tise\tid\\x0a\\\\".split("\t"))
+    assert (p.stream, p.via, p.peer_id, p.key) == (-1, "no\tise", "id\n\\", (-1, "192.0.2.2", 9000))

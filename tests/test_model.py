@@ -122,3 +122,31 @@ def test_gui_window_shows_what_analyze_reports(tshark, capture):
         assert [int(msgs), int(wire), int(payload_saved), int(header_saved), int(ack_saved), int(total_saved)] == \
             [r["messages"], r["wire_bytes"], r["payload_saved"], r["header_saved"], r["ack_saved"], r["total_saved"]]
         assert float(total_pct) == pytest.approx(r["total_saved_pct"], abs=0.01)
+
+
+def test_rows_per_codec_follow_the_generator_and_add_up_to_their_type():
+    """compute_rows(by_codec=True) (the metrics' codec label): on the FISCO 3.x capture, whose
+    gateway compresses only payloads over its threshold, a message type splits into its codecs
+    with the generator's own counts and byte sums; the model's header and ACK savings of a
+    type's codec rows add up to the type's row."""
+    from collections import defaultdict
+    from p2pc.gather import analyze_file
+    from p2pc.wsenv import built_plugin
+    import json
+    cap = CAPTURES / "fisco/fisco3-on.pcapng"
+    truth = json.loads(cap.with_suffix("").with_suffix(".truth.json").read_text())["messages"]
+    want = defaultdict(lambda: [0, 0, 0])
+    for m in truth:
+        w = want[(m["msg_type"], m["codec"])]
+        w[0] += 1
+        w[1] += m["payload_len"]
+        w[2] += m["raw_len"]
+    assert len({c for (t, c) in want if t == "TxsSync.TxsPacket"}) == 2     # the split tested
+    agg = analyze_file(str(cap), str(built_plugin()))
+    by_codec = compute_rows(agg, by_codec=True)
+    assert {(r.msg_type, r.codec): [r.sums.messages, r.sums.payload, r.sums.raw] for r in by_codec} == want
+    for r in compute_rows(agg):
+        parts = [c for c in by_codec if (c.proto, c.msg_type) == (r.proto, r.msg_type)]
+        assert sum(c.sums.wire for c in parts) == r.sums.wire
+        assert sum(c.header_saved for c in parts) == pytest.approx(r.header_saved, abs=1e-6)
+        assert sum(c.ack_saved for c in parts) == pytest.approx(r.ack_saved, abs=1e-6)

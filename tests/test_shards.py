@@ -111,6 +111,20 @@ def test_merge_of_two_captures_with_the_same_name_adds_up(tmp_path):
     assert [r["messages"] for r in double["rows"]] == [2 * r["messages"] for r in single["rows"]]
 
 
+def test_merge_reads_a_report_saved_before_codecs_were_kept(tmp_path):
+    """A p2pc-aggregate/1 report (a direction's sums keyed by protocol and message type, no
+    codec) merges to the same figures."""
+    a = tmp_path / "a.json"
+    assert p2pc("analyze", str(PARALLEL), "--format", "json", "--output", str(a)).returncode == 0
+    now = json.loads(a.read_text())
+    old = json.loads(a.read_text())
+    old["aggregate"]["schema"] = "p2pc-aggregate/1"
+    for _, types in old["aggregate"]["fields"]["by_dir"]["map"]:
+        types["map"] = [[key[:2], sums] for key, sums in types["map"]]
+    a.write_text(json.dumps(old))
+    assert figures(report("merge", str(a))) == figures(now)
+
+
 def test_merge_rejects_a_report_without_its_sums(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"schema": "p2pc-report/1", "command": "whatif"}))

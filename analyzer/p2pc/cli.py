@@ -72,15 +72,17 @@ def bandwidth_warning(agg: Aggregate) -> list[str]:
 
 def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool,
                    by_peer: bool = False, local: set[str] | None = None, extra_rows: tuple = ()) -> dict:
-    """The analyze report; by_peer: rows per remote address (`local`: the node's own
-    addresses, else guessed); extra_rows: rows the records do not hold (live's undecoded bytes)."""
+    """The analyze report; by_peer: rows per remote address and peer ID (`local`: the node's
+    own addresses, else guessed); extra_rows: rows the records do not hold (live's undecoded
+    bytes)."""
     from .model import compute_rows, size_table, totals
     from .series import ratio_cdf_by_size
     rows = compute_rows(agg, model=model, by_direction=by_direction, explain=explain) + list(extra_rows)
     tot = totals(rows).as_dict()
     if by_peer:
         from .peers import peer_rows
-        row_dicts = [{**r.as_dict(), "peer": peer} for peer, r in peer_rows(agg, model, local)]
+        row_dicts = [{**r.as_dict(), "peer": addr, "peer_id": pid}
+                     for addr, pid, r in peer_rows(agg, model, local)]
         row_dicts += [r.as_dict() for r in extra_rows]
     else:
         row_dicts = [r.as_dict() for r in rows]
@@ -532,7 +534,7 @@ EXAMPLES = {
   p2pc analyze --format csv --section all --output all.csv btc-compressed.pcapng
   p2pc analyze -Y 'ip.addr==192.0.2.2' -d 'tcp.port==18444,btcc' node.pcapng
   p2pc analyze --keylog keys.log -o fisco.rc1:TRUE fisco-tls.pcapng
-  p2pc analyze --by-peer node.pcapng                     # one row per remote address
+  p2pc analyze --by-peer node.pcapng                     # one row per remote address and peer ID
 
 sections (--section): main, size_ranges, explain (with --explain)""",
     "compare": """examples:
@@ -650,7 +652,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="capture: segments and ACKs from the capture itself (default); bip: the "
                         "draft's flat 24+52 B per batched message")
     p.add_argument("--explain", action="store_true", help="show the inputs each row is computed from")
-    p.add_argument("--by-peer", action="store_true", help="one row per remote address")
+    p.add_argument("--by-peer", action="store_true",
+                   help="one row per remote address and libp2p peer ID (where a handshake states it)")
     p.add_argument("-j", "--jobs", type=whole(1), default=min(4, os.cpu_count() or 1), metavar="N",
                    help="captures read in parallel (default: %(default)s)")
     p.add_argument("--shards", type=whole(0), default=0, metavar="N",
@@ -713,7 +716,8 @@ def main(argv: list[str] | None = None) -> int:
                         "stays bounded; bytes of connections open across a reset are reported "
                         "as undecoded (default: %(default)s; 0: never)")
     p.add_argument("--by-direction", action="store_true", help="one row per connection direction")
-    p.add_argument("--by-peer", action="store_true", help="one row per remote address")
+    p.add_argument("--by-peer", action="store_true",
+                   help="one row per remote address and libp2p peer ID (where a handshake states it)")
     p.add_argument("--model", choices=["capture", "bip"], default="capture",
                    help="how segments and ACKs are modelled, as for analyze")
     common(p)

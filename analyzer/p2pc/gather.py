@@ -22,7 +22,8 @@ def analyze_file(capture: str, plugin: str | None, opts: TsharkOptions | None = 
         from .series import SeriesAggregate
         agg = SeriesAggregate(files=[capture])
         res = read_records(proc, capture, lambda m: agg.add_message(capture, m),
-                           lambda t: agg.add_tcp(capture, t))
+                           lambda t: agg.add_tcp(capture, t),
+                           on_peer=lambda p: agg.add_peer(capture, p))
         if res.truncated:
             agg.warnings.append(res.warning)
         return agg

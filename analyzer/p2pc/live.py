@@ -25,7 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from .records import (ONE_PASS_PREFS, InterfaceError, P2pcError, PluginMissing, option_error,
-                      parse_m, parse_t)
+                      parse_i, parse_m, parse_t)
 from .series import SeriesAggregate
 from .wsenv import Wireshark
 
@@ -122,6 +122,10 @@ class LiveTotals:
             with self.lock:
                 self.agg.add_tcp(self.source, t)
                 self.tcp_bytes[four][self.epoch] = t.data_bytes
+        elif tag == "I\t":
+            p = parse_i(line.rstrip("\n").split("\t"))
+            with self.lock:
+                self.agg.add_peer(self.source, p)
         elif line.startswith("#RESET"):
             with self.lock:
                 self.epoch += 1

@@ -18,7 +18,11 @@ from typing import Iterator
 from .model import Aggregate, Sums
 from .records import P2pcError, TcpDirection
 
-AGGREGATE_SCHEMA = "p2pc-aggregate/1"
+AGGREGATE_SCHEMA = "p2pc-aggregate/2"
+# /1 keyed a direction's sums by (proto, msg_type); /2 by (proto, msg_type, codec).  A /1
+# aggregate still merges, its codec unknown.
+AGGREGATE_SCHEMAS = ("p2pc-aggregate/1", AGGREGATE_SCHEMA)
+UNKNOWN_CODEC = "unknown"
 _RECORDS = {"Sums": Sums, "TcpDirection": TcpDirection}
 
 
@@ -94,7 +98,7 @@ def _dec(v):
 
 
 def aggregate_from_json(d: dict) -> Aggregate:
-    if not isinstance(d, dict) or d.get("schema") != AGGREGATE_SCHEMA:
+    if not isinstance(d, dict) or d.get("schema") not in AGGREGATE_SCHEMAS:
         raise ReportUnmergeable("not a p2pc aggregate")
     classes = _aggregate_classes()
     cls = classes.get(d.get("class"), Aggregate)
@@ -108,6 +112,10 @@ def aggregate_from_json(d: dict) -> Aggregate:
             _fill(cur, v)
         else:
             setattr(agg, name, list(v) if isinstance(v, list) else v)
+    if d["schema"] != AGGREGATE_SCHEMA:
+        for types in agg.by_dir.values():
+            for k in [k for k in types if len(k) == 2]:
+                types[(*k, UNKNOWN_CODEC)] = types.pop(k)
     return agg
 
 
@@ -150,4 +158,5 @@ def rename_files(agg: Aggregate, names: dict) -> Aggregate:
     for (f, *rest), types in agg.by_dir.items():
         out.by_dir[(names.get(f, f), *rest)] = types
     out.tcp = {(names.get(f, f), *rest): t for (f, *rest), t in agg.tcp.items()}
+    out.peers = {(names.get(f, f), *rest): p for (f, *rest), p in agg.peers.items()}
     return out

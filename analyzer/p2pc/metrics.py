@@ -1,8 +1,9 @@
 """`p2pc live --metrics HOST:PORT`: the running totals as Prometheus metrics (docs/metrics.md).
 
-Message counters are counted per record, labelled proto, msg_type, codec and direction (in, out
-or transit, from the interface's own addresses). The saved bytes come from the savings model
-(model.compute_rows) over the records so far, computed at each scrape by a collector.
+Every counter is labelled proto, msg_type, codec and direction (in, out or transit, from the
+interface's own addresses). Message counters are counted per record; the saved bytes come from
+the savings model (model.compute_rows, per codec) over the records so far, computed at each
+scrape by a collector.
 """
 from __future__ import annotations
 
@@ -41,14 +42,15 @@ class SavedCollector:
 
     def collect(self):
         saved = CounterMetricFamily("p2pc_saved_bytes", "Bytes saved, by the savings model",
-                                    labels=("proto", "msg_type", "direction", "kind"))
+                                    labels=(*LABELS, "kind"))
         undecoded = CounterMetricFamily("p2pc_undecoded_bytes",
                                         "Bytes of P2P connections not decoded (state lost at a session reset)",
                                         labels=("proto",))
         dropped = CounterMetricFamily("p2pc_capture_dropped_packets",
-                                      "Packets the capture dropped (dumpcap's own counter)")
+                                      "Packets the capture dropped (dumpcap's own counter, which "
+                                      "dumpcap gives when the capture stops)")
         with self.totals.lock:
-            rows = compute_rows(self.totals.agg, model=self.model, by_direction=True)
+            rows = compute_rows(self.totals.agg, model=self.model, by_direction=True, by_codec=True)
             und = self.totals.undecoded()
             for proto in set(self.totals.p2p_dirs.values()):     # 0 for every protocol seen
                 und.setdefault(proto, 0)
@@ -57,13 +59,13 @@ class SavedCollector:
         for r in rows:
             src, dst = r.direction.split(">") if ">" in r.direction else (r.direction, "")
             d = direction_of(self.local, src.rsplit(":", 1)[0], dst.rsplit(":", 1)[0])
-            acc = sums.setdefault((r.proto, r.msg_type, d), [0.0, 0.0, 0.0])
+            acc = sums.setdefault((r.proto, r.msg_type, r.codec, d), [0.0, 0.0, 0.0])
             acc[0] += r.payload_saved
             acc[1] += r.header_saved
             acc[2] += r.ack_saved
-        for (proto, mtype, d), (payload, header, ack) in sorted(sums.items()):
+        for labels, (payload, header, ack) in sorted(sums.items()):
             for kind, v in (("payload", payload), ("header", header), ("ack", ack)):
-                saved.add_metric([proto, mtype, d, kind], max(0.0, v))
+                saved.add_metric([*labels, kind], max(0.0, v))
         for proto, n in sorted(und.items()):
             undecoded.add_metric([proto], n)
         dropped.add_metric([], drops)

@@ -16,7 +16,7 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .records import Message, TcpDirection
+from .records import Message, PeerIdentity, TcpDirection
 
 # Per-message P2P header bytes that batching avoids for each item merged into a batch.
 PROTOCOL_HEADER = {"bitcoin": 24, "fisco": 16, "eth2": 0, "libp2p": 0}
@@ -112,7 +112,7 @@ def _zero3() -> list:
 @dataclass
 class Aggregate:
     """Everything one or more captures contribute, as integer sums keyed by file-unique keys."""
-    # (file, stream, src, srcport) direction -> (proto, msg_type) -> Sums
+    # (file, stream, src, srcport) direction -> (proto, msg_type, codec) -> Sums
     by_dir: dict = field(default_factory=lambda: defaultdict(_type_map))
     # (file, stream, src, srcport) -> TcpDirection
     tcp: dict = field(default_factory=dict)
@@ -124,12 +124,14 @@ class Aggregate:
     bandwidth: dict = field(default_factory=lambda: defaultdict(int))
     bandwidth_bin: int = 1          # seconds, a power of two
     span: list = field(default_factory=list)    # [first, last] second of the messages
+    # (file, stream, src, srcport) endpoint -> the libp2p peer ID its handshake stated
+    peers: dict = field(default_factory=dict)
     files: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
 
     def add_message(self, file: str, m: Message) -> None:
         d = (file, m.stream, m.src, m.srcport)
-        self.by_dir[d][(m.proto, m.msg_type)].add(m)
+        self.by_dir[d][(m.proto, m.msg_type, m.codec)].add(m)
         s = self.sizes[(m.proto, m.msg_type, size_range(m.raw_len))]
         s[0] += 1
         s[1] += m.raw_len
@@ -167,11 +169,15 @@ class Aggregate:
     def add_tcp(self, file: str, t: TcpDirection) -> None:
         self.tcp[(file, *t.key)] = t
 
+    def add_peer(self, file: str, p: PeerIdentity) -> None:
+        self.peers[(file, *p.key)] = p.peer_id
+
     def merge(self, o: "Aggregate") -> None:
         for d, types in o.by_dir.items():
             for k, s in types.items():
                 self.by_dir[d][k].merge(s)
         self.tcp.update(o.tcp)
+        self.peers.update(o.peers)
         for k, v in o.sizes.items():
             mine = self.sizes[k]
             for i in range(3):
@@ -213,6 +219,8 @@ class Row:
     msg_type: str
     direction: str | None
     sums: Sums
+    codec: str | None = None     # compute_rows(by_codec=True)
+    group: tuple | None = None   # compute_rows(group=...)
     p2p_header_saved: float = 0.0
     tcp_header_saved: float = 0.0
     ack_saved: float = 0.0
@@ -265,7 +273,10 @@ def direction_savings(s: Sums, params: LinkParams | None, model: str = "capture"
 
 
 def compute_rows(agg: Aggregate, model: str = "capture", by_direction: bool = False,
-                 explain: bool = False) -> list[Row]:
+                 explain: bool = False, by_codec: bool = False, group=None) -> list[Row]:
+    """One row per protocol and message type, and per direction, codec, or the tuple of strings
+    group(direction key, its TcpDirection or None) gives (e.g. the remote peer), when asked.
+    The model is linear in a direction's sums, so rows split by codec add up to their type's."""
     rows: dict = {}
     for d in sorted(agg.by_dir):
         file, stream, src, srcport = d
@@ -273,11 +284,14 @@ def compute_rows(agg: Aggregate, model: str = "capture", by_direction: bool = Fa
         rev = agg.tcp.get((file, *t.reverse_key)) if t else None
         params = LinkParams.from_tcp(t, rev)
         dir_label = f"{src}:{srcport}>{t.dst}:{t.dstport}" if t else f"{src}:{srcport}"
-        for (proto, mtype), s in sorted(agg.by_dir[d].items()):
-            key = (proto, mtype, dir_label if by_direction else None)
+        types: dict = defaultdict(Sums)
+        for (proto, mtype, codec), s in agg.by_dir[d].items():
+            types[(proto, mtype, codec if by_codec else None)].merge(s)
+        for (proto, mtype, codec), s in sorted(types.items(), key=lambda kv: (*kv[0][:2], kv[0][2] or "")):
+            key = (proto, mtype, codec, dir_label if by_direction else None, group(d, t) if group else None)
             row = rows.get(key)
             if row is None:
-                row = rows[key] = Row(proto, mtype, key[2], Sums())
+                row = rows[key] = Row(proto, mtype, key[3], Sums(), codec=codec, group=key[4])
             row.sums.merge(s)
             p2p, tcp, ack = direction_savings(s, params, model)
             row.p2p_header_saved += p2p
@@ -285,7 +299,7 @@ def compute_rows(agg: Aggregate, model: str = "capture", by_direction: bool = Fa
             row.ack_saved += ack
             if explain:
                 row.explain.append(explain_inputs(file, stream, dir_label, proto, s, params, model))
-    return [rows[k] for k in sorted(rows, key=lambda k: (k[0], k[1], k[2] or ""))]
+    return [rows[k] for k in sorted(rows, key=lambda k: (k[0], k[1], k[2] or "", k[3] or "", k[4] or ()))]
 
 
 def explain_inputs(file: str, stream: int, dir_label: str, proto: str, s: Sums,
@@ -353,7 +367,7 @@ def family_measured(agg: Aggregate) -> dict:
         t = agg.tcp.get(d)
         rev = agg.tcp.get((d[0], *t.reverse_key)) if t else None
         total = sum(s.wire for s in types.values()) or 1
-        for (proto, mtype), s in types.items():
+        for (proto, mtype, _codec), s in types.items():
             f = out[(proto, family(proto, mtype))]
             share = s.wire / total
             f["messages"] += s.messages

@@ -1,18 +1,15 @@
-"""`--by-peer`: the savings rows per remote address.
+"""`--by-peer`: the savings rows per remote peer: its address, and its libp2p peer ID where a
+security handshake stated it (Noise, TLS, plaintext: the records' `I` lines).
 
 The node being audited is the capture's own address: given (live: the interface's addresses),
-else the address that takes part in the most connections. A row's peer is the other end of
-each of its connection directions; the rows are the model's per-direction rows added up.
+else the address that takes part in the most connections. A connection direction's peer is its
+other end; the rows are the model's per-direction rows added up per peer.
 """
 from __future__ import annotations
 
 from collections import Counter
 
-from .model import Aggregate, Row, Sums, compute_rows
-
-
-def _addr(endpoint: str) -> str:
-    return endpoint.rsplit(":", 1)[0]
+from .model import Aggregate, Row, compute_rows
 
 
 def local_addresses(agg: Aggregate) -> set[str]:
@@ -30,20 +27,13 @@ def local_addresses(agg: Aggregate) -> set[str]:
     return {a for a, n in conns.items() if n == top}
 
 
-def peer_rows(agg: Aggregate, model: str, local: set[str] | None = None) -> list[tuple[str, Row]]:
-    """(peer address, row) per protocol, message type and peer."""
+def peer_rows(agg: Aggregate, model: str, local: set[str] | None = None) -> list[tuple[str, str | None, Row]]:
+    """(peer address, its peer ID or None, row) per protocol, message type and peer."""
     local = local or local_addresses(agg)
-    out: dict = {}
-    for r in compute_rows(agg, model=model, by_direction=True):
-        src, _, dst = r.direction.partition(">")
-        src, dst = _addr(src), _addr(dst) if dst else ""
-        peer = dst if src in local and dst and dst not in local else src
-        key = (r.proto, r.msg_type, peer)
-        acc = out.get(key)
-        if acc is None:
-            acc = out[key] = Row(r.proto, r.msg_type, None, Sums())
-        acc.sums.merge(r.sums)
-        acc.p2p_header_saved += r.p2p_header_saved
-        acc.tcp_header_saved += r.tcp_header_saved
-        acc.ack_saved += r.ack_saved
-    return [(k[2], out[k]) for k in sorted(out)]
+
+    def remote(d: tuple, t) -> tuple[str, str]:
+        file, stream, src, _ = d
+        end = (file, stream, t.dst, t.dstport) if t and src in local and t.dst not in local else d
+        return end[2], agg.peers.get(end, "")
+
+    return [(r.group[0], r.group[1] or None, r) for r in compute_rows(agg, model=model, group=remote)]

@@ -1,8 +1,9 @@
 """Layer 1: run tshark with the p2pc plugin and stream its records.
 
 One tshark pass per capture reads the plugin's `-z p2pc,records` dump (format:
-docs/tap-format.md): `M` lines, one per P2P message, then `T` lines, one per TCP connection
-direction.  Lines are parsed as they arrive, so memory does not grow with the capture.
+docs/tap-format.md): `M` lines, one per P2P message, `I` lines, one per peer ID a security
+handshake states, then `T` lines, one per TCP connection direction.  Lines are parsed as they
+arrive, so memory does not grow with the capture.
 """
 from __future__ import annotations
 
@@ -111,6 +112,24 @@ class TcpDirection:
     @property
     def reverse_key(self) -> tuple[int, str, int]:
         return (self.stream, self.dst, self.dstport)
+
+
+@dataclass(frozen=True)
+class PeerIdentity:
+    """A security handshake's word on who sent it: the endpoint src:srcport of TCP connection
+    `stream` is the libp2p peer `peer_id`, learnt `via` noise, tls or plaintext."""
+    frame: int
+    stream: int
+    src: str
+    srcport: int
+    dst: str
+    dstport: int
+    via: str
+    peer_id: str
+
+    @property
+    def key(self) -> tuple[int, str, int]:
+        return (self.stream, self.src, self.srcport)
 
 
 def personal_plugin() -> Path | None:
@@ -231,6 +250,16 @@ def parse_t(parts: list[str]) -> TcpDirection:
         raise _malformed("TCP", parts, str(e)) from None
 
 
+def parse_i(parts: list[str]) -> PeerIdentity:
+    if len(parts) != 9:
+        raise _malformed("peer ID", parts, f"{len(parts)} columns, 9 expected")
+    try:
+        return PeerIdentity(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), parts[5], int(parts[6]),
+                            unescape(parts[7]), unescape(parts[8]))
+    except ValueError as e:
+        raise _malformed("peer ID", parts, str(e)) from None
+
+
 @dataclass
 class ReadResult:
     messages: int = 0
@@ -288,10 +317,11 @@ def start_capture(ws: Wireshark, capture: str | os.PathLike, extra: list[str] | 
                     bufsize=1 << 16)
 
 
-def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message, on_tcp) -> ReadResult:
+def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message, on_tcp,
+                 on_peer=None) -> ReadResult:
     """Stream the records of a tshark pass start_capture started: on_message(Message) per M
-    line, on_tcp(TcpDirection) per T line.  Raises P2pcError subclasses; a truncated capture
-    returns what was read with result.truncated set."""
+    line, on_tcp(TcpDirection) per T line, on_peer(PeerIdentity) per I line.  Raises
+    P2pcError subclasses; a truncated capture returns what was read with result.truncated set."""
     path = str(capture)
     result = ReadResult()
     header_seen = False
@@ -304,6 +334,10 @@ def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message,
                 result.messages += 1
             elif tag == "T\t":
                 on_tcp(parse_t(line.rstrip("\n").split("\t")))
+            elif tag == "I\t":
+                peer = parse_i(line.rstrip("\n").split("\t"))
+                if on_peer:
+                    on_peer(peer)
             elif line.startswith("#p2pc-records"):
                 header_seen = True
     except BaseException:

@@ -1,7 +1,8 @@
 /* printers.c
  * The exact dumps of the "p2pc" tap that the analyzer reads (docs/tap-format.md):
- *   tshark -q -z p2pc,records[,FILTER]   one line per message, then TCP segment/ACK counts per
- *                                        connection direction
+ *   tshark -q -z p2pc,records[,FILTER]   one line per message, one per peer ID a handshake
+ *                                        states (the "p2pc_peer" tap), then TCP segment/ACK
+ *                                        counts per connection direction
  *   tshark -q -z p2pc,records,stream[,FILTER]   the same lines, each flushed as its packet is
  *                                        dissected (p2pc live): a direction's T line, its
  *                                        counts so far, after each of its frames; #RESET when
@@ -80,9 +81,15 @@ typedef struct {
     guint32 last_frame;         /* stream mode: a lower frame number means a session reset */
 } tcp_dirs_t;
 
+/* The "p2pc_peer" listener's own state (its own tapdata pointer, as for "tcp"). */
+typedef struct {
+    tcp_dirs_t *tcp;
+} peers_tap_t;
+
 typedef struct {
     guint64 records;
     tcp_dirs_t tcp;
+    peers_tap_t peers;
 } records_tap_t;
 
 static void print_tcp_dir(const tcp_dir_stats_t *d);
@@ -126,6 +133,30 @@ records_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const voi
            "\t%" G_GUINT64_FORMAT "\t%u\n",
            r->wire_len, r->header_len, r->payload_len, r->raw_len, r->batch_count);
     if (t->tcp.stream)
+        fflush(stdout);
+    wmem_free(NULL, src);
+    wmem_free(NULL, dst);
+    return TAP_PACKET_DONT_REDRAW;
+}
+
+static tap_packet_status
+records_peer_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
+                    tap_flags_t flags)
+{
+    peers_tap_t *t = (peers_tap_t *)tapdata;
+    const p2pc_peer_t *r = (const p2pc_peer_t *)p;
+    gchar *src = address_to_str(NULL, &r->src);
+    gchar *dst = address_to_str(NULL, &r->dst);
+
+    if (t->tcp->stream)
+        stream_check_reset(t->tcp, r->frame);
+    printf("I\t%u\t%d\t%s\t%u\t%s\t%u\t", r->frame,
+           r->stream == G_MAXUINT32 ? -1 : (int)r->stream, src, r->srcport, dst, r->dstport);
+    print_field(stdout, r->via);
+    putchar('\t');
+    print_field(stdout, r->peer_id);
+    putchar('\n');
+    if (t->tcp->stream)
         fflush(stdout);
     wmem_free(NULL, src);
     wmem_free(NULL, dst);
@@ -260,6 +291,7 @@ records_init(const char *opt_arg, void *userdata)
     printf("#p2pc-records\t1\n");
     printf("#M\tframe\tstream\tsrc\tsrcport\tdst\tdstport\ttime\tproto\tmsg_type\tcodec"
            "\twire_len\theader_len\tpayload_len\traw_len\tbatch_count\n");
+    printf("#I\tframe\tstream\tsrc\tsrcport\tdst\tdstport\tvia\tpeer_id\n");
     if (t->tcp.stream) {
         print_tcp_header();
         fflush(stdout);
@@ -270,6 +302,15 @@ records_init(const char *opt_arg, void *userdata)
         fprintf(stderr, "tshark: Couldn't register p2pc,records tap: %s\n", err->str);
         g_string_free(err, TRUE);
         g_free(t);
+        exit(1);
+    }
+    /* The peer IDs handshakes state, whatever the filter: they name connections, not messages. */
+    t->peers.tcp = &t->tcp;
+    err = register_tap_listener("p2pc_peer", &t->peers, NULL, TL_REQUIRES_NOTHING, NULL,
+                                records_peer_packet, NULL, NULL);
+    if (err) {
+        fprintf(stderr, "tshark: Couldn't register the p2pc,records peer listener: %s\n", err->str);
+        g_string_free(err, TRUE);
         exit(1);
     }
     /* TCP segment and ACK counts per connection direction, for the header/ACK model. */

@@ -1,8 +1,9 @@
 /* record.c
  * The `p2pc` protocol: the common accounting record every p2pc dissector emits (its fields in
- * the packet tree and its "p2pc" tap), and the hold/release bracket of transports that learn
- * their messages' wire cost late.  Who reads the tap: stats-tree.c (-z p2pc,tree) and
- * printers.c (-z p2pc,records and -z p2pc,payloads, the analyzer's input).
+ * the packet tree and its "p2pc" tap), the hold/release bracket of transports that learn
+ * their messages' wire cost late, and the "p2pc_peer" tap of the peer IDs security handshakes
+ * state.  Who reads the taps: stats-tree.c (-z p2pc,tree) and printers.c (-z p2pc,records and
+ * -z p2pc,payloads, the analyzer's input).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -16,6 +17,7 @@ void proto_register_p2pc(void);
 
 static int proto_p2pc = -1;
 static int p2pc_tap = -1;
+static int p2pc_peer_tap = -1;
 
 static int hf_p2pc_proto = -1;
 static int hf_p2pc_msg_type = -1;
@@ -88,13 +90,22 @@ p2pc_record_release(packet_info *pinfo, p2pc_record_adjust_fn adjust, void *ctx)
     }
 }
 
+/* tcp.stream of the packet, or G_MAXUINT32 when it is not over TCP. */
+static guint32
+tcp_stream_of(packet_info *pinfo)
+{
+    struct tcp_analysis *tcpd = NULL;
+    if (pinfo->ptype == PT_TCP)
+        tcpd = get_tcp_conversation_data(NULL, pinfo);
+    return tcpd ? tcpd->stream : G_MAXUINT32;
+}
+
 proto_item *
 p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tree *tree,
                 const p2pc_record_t *rec)
 {
     proto_item *ti = NULL;
     p2pc_record_t *q;
-    struct tcp_analysis *tcpd = NULL;
     hold_t *h = (hold_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_HOLD_KEY);
 
     if (h) {
@@ -138,11 +149,7 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
     q = wmem_new(pinfo->pool, p2pc_record_t);
     *q = *rec;
     q->frame = pinfo->num;
-    q->stream = G_MAXUINT32;
-    if (pinfo->ptype == PT_TCP)
-        tcpd = get_tcp_conversation_data(NULL, pinfo);
-    if (tcpd)
-        q->stream = tcpd->stream;
+    q->stream = tcp_stream_of(pinfo);
     copy_address_shallow(&q->src, &pinfo->src);
     copy_address_shallow(&q->dst, &pinfo->dst);
     q->srcport = pinfo->srcport;
@@ -150,6 +157,21 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
     q->abs_ts = pinfo->abs_ts;
     tap_queue_packet(p2pc_tap, pinfo, q);
     return ti;
+}
+
+void
+p2pc_peer_add(packet_info *pinfo, const char *via, const char *peer_id)
+{
+    p2pc_peer_t *q = wmem_new0(pinfo->pool, p2pc_peer_t);
+    q->via = via;
+    q->peer_id = peer_id;
+    q->frame = pinfo->num;
+    q->stream = tcp_stream_of(pinfo);
+    copy_address_shallow(&q->src, &pinfo->src);
+    copy_address_shallow(&q->dst, &pinfo->dst);
+    q->srcport = pinfo->srcport;
+    q->dstport = pinfo->destport;
+    tap_queue_packet(p2pc_peer_tap, pinfo, q);
 }
 
 void
@@ -183,5 +205,6 @@ proto_register_p2pc(void)
     proto_register_field_array(proto_p2pc, hf, array_length(hf));
     proto_register_subtree_array(ett, array_length(ett));
     p2pc_tap = register_tap("p2pc");
+    p2pc_peer_tap = register_tap("p2pc_peer");
     p2pc_prefs_register(proto_p2pc);
 }

@@ -49,4 +49,24 @@ typedef void (*p2pc_record_adjust_fn)(packet_info *pinfo, p2pc_record_t **recs, 
 void p2pc_record_hold(packet_info *pinfo);
 void p2pc_record_release(packet_info *pinfo, p2pc_record_adjust_fn adjust, void *ctx);
 
+/* What a security handshake says of who is at one end of a connection: the sender of the
+ * packet (its address and port) is the libp2p peer `peer_id` (base58btc, as libp2p prints it),
+ * learnt `via` "noise" (the handshake payload, its signature verified), "tls" (the certificate's
+ * libp2p extension) or "plaintext" (the /plaintext/2.0.0 Exchange).  Not a message: it goes on
+ * the "p2pc_peer" tap, and -z p2pc,records prints it as an `I` line (docs/tap-format.md). */
+typedef struct {
+    const char *via;
+    const char *peer_id;
+    /* Filled by p2pc_peer_add() from the packet. */
+    guint32 frame;
+    guint32 stream;             /* tcp.stream, or G_MAXUINT32 when not over TCP */
+    address src;
+    address dst;
+    guint32 srcport;
+    guint32 dstport;
+} p2pc_peer_t;
+
+/* Queue the sender's peer ID.  Strings must outlive the packet (pinfo->pool will do). */
+void p2pc_peer_add(packet_info *pinfo, const char *via, const char *peer_id);
+
 #endif /* P2PC_RECORD_H */

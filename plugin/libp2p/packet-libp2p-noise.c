@@ -11,7 +11,8 @@
  * with a per-direction counter as nonce.  An ephemeral private key is found by the clear e of
  * message 1 or 2, a static one by the decrypted s; one side's two keys give ee, es and se.
  * The handshake payloads are shown: identity key, peer ID, the signature of the Noise static
- * key (verified with gcry_pk_verify for Ed25519 and secp256k1), the extensions.  The
+ * key (verified with gcry_pk_verify for Ed25519 and secp256k1), the extensions; the peer ID,
+ * unless its signature fails, goes to the records (p2pc_peer_add()) as the sender's.  The
  * decrypted transport bytes get their own tab and go on, on a pipe of their own (engine.h), to
  * multistream-select, or straight to the muxer both sides listed in the handshake extensions
  * (the initiator's first choice the responder also lists, as go-libp2p's matchMuxers picks it).
@@ -577,7 +578,8 @@ draw_payload(tvbuff_t *ptvb, packet_info *pinfo, proto_tree *tree, const guint8 
     int len = (int)tvb_captured_length(ptvb), off = 0, koff;
     l2p_pb_field_t f, k;
     guint32 key_type = G_MAXUINT32;
-    int key_off = -1, key_len = 0, pk_off = -1, sig_off = -1, sig_len = 0;
+    int key_off = -1, key_len = 0, pk_off = -1, sig_off = -1, sig_len = 0, ok = -1;
+    const char *peer_id = NULL;
     proto_item *ti;
 
     while (l2p_pb_next(ptvb, &off, len, &f)) {
@@ -596,8 +598,8 @@ draw_payload(tvbuff_t *ptvb, packet_info *pinfo, proto_tree *tree, const guint8 
                     proto_tree_add_item(tree, hf_noise_id_key, ptvb, k.start, k.len, ENC_NA);
                 }
             }
-            ti = proto_tree_add_string(tree, hf_noise_peer_id, ptvb, f.start, f.len,
-                                       peer_id_b58(pinfo, tvb_get_ptr(ptvb, f.start, f.len), f.len));
+            peer_id = peer_id_b58(pinfo, tvb_get_ptr(ptvb, f.start, f.len), f.len);
+            ti = proto_tree_add_string(tree, hf_noise_peer_id, ptvb, f.start, f.len, peer_id);
             proto_item_set_generated(ti);
             col_append_sep_str(pinfo->cinfo, COL_INFO, " ", proto_item_get_display_repr(pinfo->pool, ti));
         } else if (f.number == 2) {
@@ -616,8 +618,8 @@ draw_payload(tvbuff_t *ptvb, packet_info *pinfo, proto_tree *tree, const guint8 
         }
     }
     if (s && key_off >= 0 && sig_off >= 0 && pk_off >= 0) {
-        int ok = verify_sig(key_type, tvb_get_ptr(ptvb, key_off, key_len), key_len,
-                            tvb_get_ptr(ptvb, sig_off, sig_len), sig_len, s);
+        ok = verify_sig(key_type, tvb_get_ptr(ptvb, key_off, key_len), key_len,
+                        tvb_get_ptr(ptvb, sig_off, sig_len), sig_len, s);
         if (ok >= 0) {
             ti = proto_tree_add_boolean(tree, hf_noise_sig_valid, ptvb, sig_off, sig_len, ok);
             proto_item_set_generated(ti);
@@ -625,6 +627,9 @@ draw_payload(tvbuff_t *ptvb, packet_info *pinfo, proto_tree *tree, const guint8 
                 expert_add_info(pinfo, ti, &ei_noise_sig_bad);
         }
     }
+    /* The sender's identity, unless its signature of the Noise static key fails. */
+    if (peer_id && ok != 0)
+        p2pc_peer_add(pinfo, "noise", peer_id);
 }
 
 static const char *

@@ -4,12 +4,14 @@
  * PublicKey { KeyType Type = 1; bytes Data = 2 }).  A layer under multistream-select:
  * registered in "multistream.protocol", called with the connection direction's pipe.  After
  * the Exchange the direction negotiates its muxer, so the rest of the pipe goes back to
- * multistream-select.
+ * multistream-select.  The peer ID an Exchange states goes to the records (p2pc_peer_add()) as
+ * its sender's: the Exchange is not authenticated, it is what the peer says it is.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/p2pc-compat.h"
 #include "core/base58.h"
+#include "core/record.h"
 #include "libp2p/engine.h"
 
 #include <epan/expert.h>
@@ -50,11 +52,12 @@ draw_plaintext(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
     while (l2p_pb_next(tvb, &off, len, &f)) {
         if (f.number == 1 && f.wire_type == 2) {
             proto_item *pi;
+            const char *peer_id = p2pc_base58_encode(pinfo->pool, tvb_get_ptr(tvb, f.start, f.len),
+                                                     (size_t)f.len);
             proto_tree_add_item(t, hf_pt_peer_id, tvb, f.start, f.len, ENC_NA);
-            pi = proto_tree_add_string(t, hf_pt_peer_id_b58, tvb, f.start, f.len,
-                                       p2pc_base58_encode(pinfo->pool, tvb_get_ptr(tvb, f.start, f.len),
-                                                          (size_t)f.len));
+            pi = proto_tree_add_string(t, hf_pt_peer_id_b58, tvb, f.start, f.len, peer_id);
             proto_item_set_generated(pi);
+            p2pc_peer_add(pinfo, "plaintext", peer_id);
         } else if (f.number == 2 && f.wire_type == 2) {
             int koff = f.start;
             while (l2p_pb_next(tvb, &koff, f.start + f.len, &k)) {

@@ -15,7 +15,8 @@
  * lost sync).
  *
  * The libp2p certificate extension (OID 1.3.6.1.4.1.53594.1.1, SignedKey ::= SEQUENCE
- * { publicKey OCTET STRING, signature OCTET STRING }) is shown with the peer ID in base58.
+ * { publicKey OCTET STRING, signature OCTET STRING }) is shown with the peer ID in base58,
+ * which goes to the records (p2pc_peer_add()) as the certificate's sender's.
  *
  * Accounting, as for Noise (packet-libp2p-noise.c): the framing of a record that carried
  * application data (its 5-byte header, content type byte, padding and tag: the record's bytes
@@ -311,6 +312,7 @@ dissect_signed_key(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         guint8 *mh = (guint8 *)wmem_alloc(pinfo->pool, (size_t)key_len + 34);
         size_t mh_len;
         proto_item *pi;
+        const char *peer_id;
         if (key_len <= 42) {
             mh[0] = 0x00;
             mh[1] = (guint8)key_len;
@@ -322,9 +324,11 @@ dissect_signed_key(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
             gcry_md_hash_buffer(GCRY_MD_SHA256, mh + 2, tvb_get_ptr(tvb, key, key_len), (size_t)key_len);
             mh_len = 34;
         }
-        pi = proto_tree_add_string(t, hf_cert_peer_id, tvb, key, key_len, p2pc_base58_encode(pinfo->pool, mh, mh_len));
+        peer_id = p2pc_base58_encode(pinfo->pool, mh, mh_len);
+        pi = proto_tree_add_string(t, hf_cert_peer_id, tvb, key, key_len, peer_id);
         proto_item_set_generated(pi);
-        proto_item_append_text(ti, ": %s", p2pc_base58_encode(pinfo->pool, mh, mh_len));
+        proto_item_append_text(ti, ": %s", peer_id);
+        p2pc_peer_add(pinfo, "tls", peer_id);
     }
     proto_tree_add_item(t, hf_cert_sig, tvb, sig, sig_len, ENC_NA);
     return end;

@@ -20,8 +20,8 @@ SECTION_FORMATS = ("table", "csv", "markdown")
 # --section ALL (CSV only): every table in one long-format table.
 ALL = "all"
 
-MAIN_COLUMNS = ["proto", "msg_type", "direction", "peer", "messages", "wire_bytes", "payload_bytes",
-                "raw_bytes", "payload_saved", "header_saved", "ack_saved", "total_saved",
+MAIN_COLUMNS = ["proto", "msg_type", "direction", "peer", "peer_id", "messages", "wire_bytes",
+                "payload_bytes", "raw_bytes", "payload_saved", "header_saved", "ack_saved", "total_saved",
                 "payload_saved_pct", "total_saved_pct"]
 
 

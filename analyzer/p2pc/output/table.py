@@ -19,6 +19,7 @@ from rich.text import Text
 from . import pick
 
 HEAD = {"proto": "proto", "msg_type": "message type", "direction": "direction", "peer": "peer",
+        "peer_id": "peer ID",
         "messages": "msgs", "wire_bytes": "wire B", "payload_bytes": "payload B",
         "raw_bytes": "raw B", "payload_saved": "payload saved", "header_saved": "header saved",
         "ack_saved": "ACK saved", "total_saved": "total saved", "payload_saved_pct": "payload %",
