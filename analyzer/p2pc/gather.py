@@ -2,6 +2,7 @@
 processes), several captures in parallel and merged exactly in the order given (gather)."""
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Iterator
 
 from .progress import CaptureProgress
@@ -31,14 +32,28 @@ def analyze_file(capture: str, plugin: str | None, opts: TsharkOptions | None = 
         ws.cleanup()
 
 
+def submit_largest_first(pool, fn, captures: list[str], *args) -> list:
+    """fn(capture, *args) for each capture on `pool`, the largest files submitted first, so that
+    the last a worker starts is a small one and the workers finish together; the futures are
+    returned in the order of `captures`."""
+    def size(c: str) -> int:
+        try:
+            return os.path.getsize(c)
+        except OSError:
+            return 0
+    futures: list = [None] * len(captures)
+    for i in sorted(range(len(captures)), key=lambda i: -size(captures[i])):
+        futures[i] = pool.submit(fn, captures[i], *args)
+    return futures
+
+
 def _parts(captures: list[str], plugin: str | None, jobs: int,
            opts: TsharkOptions | None) -> Iterator[Aggregate]:
     """Each capture's Aggregate, in the order given."""
     if jobs > 1 and len(captures) > 1:
         from concurrent.futures import ProcessPoolExecutor
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(analyze_file, c, plugin, opts) for c in captures]
-            for fut in futures:
+            for fut in submit_largest_first(pool, analyze_file, captures, plugin, opts):
                 yield fut.result()
     else:
         for c in captures:

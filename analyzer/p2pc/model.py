@@ -130,7 +130,7 @@ class Aggregate:
     warnings: list = field(default_factory=list)
 
     def add_message(self, file: str, m: Message) -> None:
-        d = (file, m.stream, m.src, m.srcport)
+        d = (file, *m.key)
         self.by_dir[d][(m.proto, m.msg_type, m.codec)].add(m)
         s = self.sizes[(m.proto, m.msg_type, size_range(m.raw_len))]
         s[0] += 1
@@ -139,7 +139,7 @@ class Aggregate:
         if m.codec != "none" and m.payload_len > 0:
             self.ratios[(m.proto, m.msg_type, int(m.raw_len / m.payload_len / RATIO_BIN))] += 1
         t, span = int(m.time), self.span
-        self.bandwidth[(t - t % self.bandwidth_bin, f"{m.src}:{m.srcport}>{m.dst}:{m.dstport}")] += m.wire_len
+        self.bandwidth[(t - t % self.bandwidth_bin, m.endpoints)] += m.wire_len
         if not span:
             span += [t, t]
         elif t < span[0]:
@@ -283,7 +283,7 @@ def compute_rows(agg: Aggregate, model: str = "capture", by_direction: bool = Fa
         t = agg.tcp.get(d)
         rev = agg.tcp.get((file, *t.reverse_key)) if t else None
         params = LinkParams.from_tcp(t, rev)
-        dir_label = f"{src}:{srcport}>{t.dst}:{t.dstport}" if t else f"{src}:{srcport}"
+        dir_label = t.endpoints if t else f"{src}:{srcport}"
         types: dict = defaultdict(Sums)
         for (proto, mtype, codec), s in agg.by_dir[d].items():
             types[(proto, mtype, codec if by_codec else None)].merge(s)

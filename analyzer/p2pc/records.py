@@ -62,8 +62,30 @@ OPTION_ERRORS = ("Invalid -o flag", "isn't a valid display filter", "Couldn't re
 TRUNCATED_EXIT = 8
 
 
+class Directed:
+    """What the dump's M, I and T lines share: one direction of a connection, tcp.stream (-1: not
+    TCP) from src:srcport to dst:dstport.  `key` names that direction in the aggregates."""
+    stream: int
+    src: str
+    srcport: int
+    dst: str
+    dstport: int
+
+    @property
+    def key(self) -> tuple[int, str, int]:
+        return (self.stream, self.src, self.srcport)
+
+    @property
+    def reverse_key(self) -> tuple[int, str, int]:
+        return (self.stream, self.dst, self.dstport)
+
+    @property
+    def endpoints(self) -> str:
+        return f"{self.src}:{self.srcport}>{self.dst}:{self.dstport}"
+
+
 @dataclass(frozen=True)
-class Message:
+class Message(Directed):
     frame: int
     stream: int
     src: str
@@ -80,13 +102,9 @@ class Message:
     raw_len: int
     batch_count: int
 
-    @property
-    def direction(self) -> tuple[int, str, int]:
-        return (self.stream, self.src, self.srcport)
-
 
 @dataclass(frozen=True)
-class TcpDirection:
+class TcpDirection(Directed):
     stream: int
     src: str
     srcport: int
@@ -105,17 +123,9 @@ class TcpDirection:
     first_time: float
     last_time: float
 
-    @property
-    def key(self) -> tuple[int, str, int]:
-        return (self.stream, self.src, self.srcport)
-
-    @property
-    def reverse_key(self) -> tuple[int, str, int]:
-        return (self.stream, self.dst, self.dstport)
-
 
 @dataclass(frozen=True)
-class PeerIdentity:
+class PeerIdentity(Directed):
     """A security handshake's word on who sent it: the endpoint src:srcport of TCP connection
     `stream` is the libp2p peer `peer_id`, learnt `via` noise, tls or plaintext."""
     frame: int
@@ -126,10 +136,6 @@ class PeerIdentity:
     dstport: int
     via: str
     peer_id: str
-
-    @property
-    def key(self) -> tuple[int, str, int]:
-        return (self.stream, self.src, self.srcport)
 
 
 def personal_plugin() -> Path | None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from .gather import analyze_file
+from .gather import analyze_file, submit_largest_first
 from .tsharkopts import TsharkOptions
 from .records import CaptureUnreadable, P2pcError
 
@@ -213,8 +213,10 @@ def analyze_shard(path: str, plugin: str | None, opts: TsharkOptions | None = No
 
 
 def default_shards(capture: str, jobs: int) -> int:
+    """Shards of at most SHARD_TARGET_BYTES, and at least two per worker: connections differ in
+    size and cost, and the pool (largest shard first) evens out what one hash split does not."""
     size = os.path.getsize(capture)
-    return max(jobs, -(-size // SHARD_TARGET_BYTES))
+    return max(2 * jobs, -(-size // SHARD_TARGET_BYTES))
 
 
 def run_shards(paths: list[str], plugin: str | None, jobs: int,
@@ -235,7 +237,7 @@ def run_shards(paths: list[str], plugin: str | None, jobs: int,
     if jobs > 1 and len(paths) > 1:
         from concurrent.futures import ProcessPoolExecutor
         with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
-            futures = [pool.submit(analyze_shard, p, plugin, opts) for p in paths]
+            futures = submit_largest_first(pool, analyze_shard, paths, plugin, opts)
             yield from _in_order(futures, lambda f: None)
         return
     for p in paths:

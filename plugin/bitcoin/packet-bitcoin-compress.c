@@ -42,6 +42,7 @@
 #include <epan/show_exception.h>
 #include <epan/dissectors/packet-tcp.h>
 #include <wsutil/pint.h>
+#include <wsutil/to_str.h>
 #include <wsutil/wsgcrypt.h>
 
 void proto_register_btcc(void);
@@ -185,13 +186,11 @@ sha256d(const guint8 *data, size_t len, guint8 out[32])
 static const char *
 hash_to_display(wmem_allocator_t *scope, const guint8 h[32])
 {
-    static const char hex[] = "0123456789abcdef";
+    guint8 rev[32];
     char *s = (char *)wmem_alloc(scope, 65);
-    for (int i = 0; i < 32; i++) {
-        s[2 * i] = hex[h[31 - i] >> 4];
-        s[2 * i + 1] = hex[h[31 - i] & 0xf];
-    }
-    s[64] = '\0';
+    for (int i = 0; i < 32; i++)
+        rev[i] = h[31 - i];
+    *bytes_to_hexstr(s, rev, 32) = '\0';
     return s;
 }
 

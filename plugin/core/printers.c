@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <epan/stat_tap_ui.h>
 #include <epan/to_str.h>
+#include <wsutil/to_str.h>
 #include <epan/dissectors/packet-tcp.h>
 
 void register_tap_listener_p2pc_printers(void);
@@ -108,20 +109,30 @@ stream_check_reset(tcp_dirs_t *t, guint32 frame)
     t->last_frame = frame;
 }
 
+/* A line's kind and its where columns: frame, stream (-1: not TCP), src, srcport, dst, dstport. */
+static void
+print_where(char kind, const p2pc_where_t *at)
+{
+    gchar *src = address_to_str(NULL, &at->src);
+    gchar *dst = address_to_str(NULL, &at->dst);
+
+    printf("%c\t%u\t%d\t%s\t%u\t%s\t%u\t", kind, at->frame,
+           at->stream == G_MAXUINT32 ? -1 : (int)at->stream, src, at->srcport, dst, at->dstport);
+    wmem_free(NULL, src);
+    wmem_free(NULL, dst);
+}
+
 static tap_packet_status
 records_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
                tap_flags_t flags)
 {
     records_tap_t *t = (records_tap_t *)tapdata;
     const p2pc_record_t *r = (const p2pc_record_t *)p;
-    gchar *src = address_to_str(NULL, &r->src);
-    gchar *dst = address_to_str(NULL, &r->dst);
 
     if (t->tcp.stream)
-        stream_check_reset(&t->tcp, r->frame);
+        stream_check_reset(&t->tcp, r->at.frame);
     t->records++;
-    printf("M\t%u\t%d\t%s\t%u\t%s\t%u\t", r->frame,
-           r->stream == G_MAXUINT32 ? -1 : (int)r->stream, src, r->srcport, dst, r->dstport);
+    print_where('M', &r->at);
     print_ts(stdout, &r->abs_ts);
     putchar('\t');
     print_field(stdout, r->proto);
@@ -134,8 +145,6 @@ records_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const voi
            r->wire_len, r->header_len, r->payload_len, r->raw_len, r->batch_count);
     if (t->tcp.stream)
         fflush(stdout);
-    wmem_free(NULL, src);
-    wmem_free(NULL, dst);
     return TAP_PACKET_DONT_REDRAW;
 }
 
@@ -145,21 +154,16 @@ records_peer_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, cons
 {
     peers_tap_t *t = (peers_tap_t *)tapdata;
     const p2pc_peer_t *r = (const p2pc_peer_t *)p;
-    gchar *src = address_to_str(NULL, &r->src);
-    gchar *dst = address_to_str(NULL, &r->dst);
 
     if (t->tcp->stream)
-        stream_check_reset(t->tcp, r->frame);
-    printf("I\t%u\t%d\t%s\t%u\t%s\t%u\t", r->frame,
-           r->stream == G_MAXUINT32 ? -1 : (int)r->stream, src, r->srcport, dst, r->dstport);
+        stream_check_reset(t->tcp, r->at.frame);
+    print_where('I', &r->at);
     print_field(stdout, r->via);
     putchar('\t');
     print_field(stdout, r->peer_id);
     putchar('\n');
     if (t->tcp->stream)
         fflush(stdout);
-    wmem_free(NULL, src);
-    wmem_free(NULL, dst);
     return TAP_PACKET_DONT_REDRAW;
 }
 
@@ -331,22 +335,15 @@ payloads_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const vo
                 tap_flags_t flags)
 {
     const p2pc_record_t *r = (const p2pc_record_t *)p;
-    static const char hex[] = "0123456789abcdef";
     guint len;
-    const guint8 *data;
     char *line;
 
     if (!r->raw_tvb)
         return TAP_PACKET_DONT_REDRAW;
     len = tvb_captured_length(r->raw_tvb);
-    data = tvb_get_ptr(r->raw_tvb, 0, len);
     line = (char *)g_malloc((gsize)len * 2 + 1);
-    for (guint i = 0; i < len; i++) {
-        line[2 * i] = hex[data[i] >> 4];
-        line[2 * i + 1] = hex[data[i] & 0xf];
-    }
-    line[2 * len] = '\0';
-    printf("P\t%u\t", r->frame);
+    *(len ? bytes_to_hexstr(line, tvb_get_ptr(r->raw_tvb, 0, len), len) : line) = '\0';
+    printf("P\t%u\t", r->at.frame);
     print_field(stdout, r->proto);
     putchar('\t');
     print_field(stdout, r->msg_type);

@@ -90,14 +90,20 @@ p2pc_record_release(packet_info *pinfo, p2pc_record_adjust_fn adjust, void *ctx)
     }
 }
 
-/* tcp.stream of the packet, or G_MAXUINT32 when it is not over TCP. */
-static guint32
-tcp_stream_of(packet_info *pinfo)
+/* The packet's frame, TCP stream (G_MAXUINT32 when it is not over TCP) and endpoints; the
+ * addresses are shallow copies (the tap item lives in pinfo->pool). */
+static void
+where_of(packet_info *pinfo, p2pc_where_t *at)
 {
     struct tcp_analysis *tcpd = NULL;
     if (pinfo->ptype == PT_TCP)
         tcpd = get_tcp_conversation_data(NULL, pinfo);
-    return tcpd ? tcpd->stream : G_MAXUINT32;
+    at->frame = pinfo->num;
+    at->stream = tcpd ? tcpd->stream : G_MAXUINT32;
+    copy_address_shallow(&at->src, &pinfo->src);
+    copy_address_shallow(&at->dst, &pinfo->dst);
+    at->srcport = pinfo->srcport;
+    at->dstport = pinfo->destport;
 }
 
 proto_item *
@@ -148,12 +154,7 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
 
     q = wmem_new(pinfo->pool, p2pc_record_t);
     *q = *rec;
-    q->frame = pinfo->num;
-    q->stream = tcp_stream_of(pinfo);
-    copy_address_shallow(&q->src, &pinfo->src);
-    copy_address_shallow(&q->dst, &pinfo->dst);
-    q->srcport = pinfo->srcport;
-    q->dstport = pinfo->destport;
+    where_of(pinfo, &q->at);
     q->abs_ts = pinfo->abs_ts;
     tap_queue_packet(p2pc_tap, pinfo, q);
     return ti;
@@ -165,12 +166,7 @@ p2pc_peer_add(packet_info *pinfo, const char *via, const char *peer_id)
     p2pc_peer_t *q = wmem_new0(pinfo->pool, p2pc_peer_t);
     q->via = via;
     q->peer_id = peer_id;
-    q->frame = pinfo->num;
-    q->stream = tcp_stream_of(pinfo);
-    copy_address_shallow(&q->src, &pinfo->src);
-    copy_address_shallow(&q->dst, &pinfo->dst);
-    q->srcport = pinfo->srcport;
-    q->dstport = pinfo->destport;
+    where_of(pinfo, &q->at);
     tap_queue_packet(p2pc_peer_tap, pinfo, q);
 }
 

@@ -10,6 +10,16 @@
 
 #include "core/p2pc-compat.h"
 
+/* Where a tap item was seen, filled from the packet when it is queued. */
+typedef struct {
+    guint32 frame;
+    guint32 stream;             /* tcp.stream, or G_MAXUINT32 when not over TCP */
+    address src;
+    address dst;
+    guint32 srcport;
+    guint32 dstport;
+} p2pc_where_t;
+
 typedef struct {
     /* Filled by the dissector. */
     const char *proto;          /* "bitcoin", "fisco", "eth2", "libp2p", ... */
@@ -22,12 +32,7 @@ typedef struct {
     guint32 batch_count;        /* items carried (txs in a batch); 1 otherwise */
     tvbuff_t *raw_tvb;          /* optional: the uncompressed payload (for -z p2pc,payloads) */
     /* Filled by p2pc_record_add() from the packet. */
-    guint32 frame;
-    guint32 stream;             /* tcp.stream, or G_MAXUINT32 when not over TCP */
-    address src;
-    address dst;
-    guint32 srcport;
-    guint32 dstport;
+    p2pc_where_t at;
     nstime_t abs_ts;
 } p2pc_record_t;
 
@@ -57,13 +62,7 @@ void p2pc_record_release(packet_info *pinfo, p2pc_record_adjust_fn adjust, void 
 typedef struct {
     const char *via;
     const char *peer_id;
-    /* Filled by p2pc_peer_add() from the packet. */
-    guint32 frame;
-    guint32 stream;             /* tcp.stream, or G_MAXUINT32 when not over TCP */
-    address src;
-    address dst;
-    guint32 srcport;
-    guint32 dstport;
+    p2pc_where_t at;            /* filled by p2pc_peer_add() from the packet */
 } p2pc_peer_t;
 
 /* Queue the sender's peer ID.  Strings must outlive the packet (pinfo->pool will do). */
