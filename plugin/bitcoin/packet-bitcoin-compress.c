@@ -639,7 +639,7 @@ dissect_btcc_command(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *
     p2pc_record_t local, *rec;
     proto_item *bti;
     proto_tree *btree;
-    tvbuff_t *raw;
+    tvbuff_t *body;
     btcc_conv_t *bc;
     int dir;
     gboolean compressed = cmd->kind == CMD_CBLOCK || cmd->kind == CMD_CTXCAT ||
@@ -660,61 +660,49 @@ dissect_btcc_command(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *
     btree = proto_item_add_subtree(bti, ett_btcc);
     bc = get_conv(pinfo, &dir);
 
-    rec->raw_tvb = tvb;
-    switch (cmd->kind) {
-    case CMD_VERSION:
-        if (len >= 12 && !PINFO_FD_VISITED(pinfo) &&
-            (!bc->version_frame[dir] || bc->version_frame[dir] > pinfo->num)) {
-            bc->services[dir] = tvb_get_letoh64(tvb, 4);
-            bc->version_frame[dir] = pinfo->num;
-        }
-        call_stock(cmd->stock, tvb, pinfo, tree);
-        break;
-    case CMD_BLOCK:
-        /* A block is one item: its transactions were never separate messages. */
-        dissect_block_body(tvb, pinfo, btree);
-        break;
-    case CMD_TX:
-        dissect_tx_sequence(tvb, 0, len, 1, pinfo, btree, FALSE);
-        {
-            tx_span_t tx;
-            if (walk_tx(tvb, 0, len, &tx) && (!tx.segwit || P2PC_STOCK_BITCOIN_SEGWIT))
-                call_stock(cmd->stock, tvb, pinfo, tree);
-        }
-        break;
-    case CMD_TXCAT:
-        rec->batch_count = dissect_tx_sequence(tvb, 0, len, 0, pinfo, btree, TRUE);
-        proto_item_set_generated(proto_tree_add_uint(btree, hf_btcc_batch_count, tvb, 0, len, rec->batch_count));
-        break;
-    case CMD_CBLOCK:
-        raw = decompress_payload(tvb, pinfo, btree, cmd->name, BTCC_BLOCK_BOUND, rec);
-        rec->raw_tvb = raw;
-        if (raw)
-            dissect_block_body(raw, pinfo, btree);
-        break;
-    case CMD_CTXCAT:
-        raw = decompress_payload(tvb, pinfo, btree, cmd->name, BTCC_TXCAT_BOUND, rec);
-        rec->raw_tvb = raw;
-        if (raw) {
-            rec->batch_count = dissect_tx_sequence(raw, 0, tvb_captured_length(raw), 0, pinfo, btree, TRUE);
+    /* A compressed command's body is its decompressed payload; nothing is dissected in it when
+     * that fails (decompress_payload says why). */
+    rec->raw_tvb = !compressed ? tvb :
+        decompress_payload(tvb, pinfo, btree, cmd->name,
+                           cmd->kind == CMD_CTXCAT ? BTCC_TXCAT_BOUND : BTCC_BLOCK_BOUND, rec);
+    body = rec->raw_tvb;
+    if (body) {
+        switch (cmd->kind) {
+        case CMD_VERSION:
+            if (len >= 12 && !PINFO_FD_VISITED(pinfo) &&
+                (!bc->version_frame[dir] || bc->version_frame[dir] > pinfo->num)) {
+                bc->services[dir] = tvb_get_letoh64(tvb, 4);
+                bc->version_frame[dir] = pinfo->num;
+            }
+            call_stock(cmd->stock, tvb, pinfo, tree);
+            break;
+        case CMD_BLOCK:     /* a block is one item: its transactions were never separate messages */
+        case CMD_CBLOCK:
+            dissect_block_body(body, pinfo, btree);
+            break;
+        case CMD_TX:
+            dissect_tx_sequence(tvb, 0, len, 1, pinfo, btree, FALSE);
+            {
+                tx_span_t tx;
+                if (walk_tx(tvb, 0, len, &tx) && (!tx.segwit || P2PC_STOCK_BITCOIN_SEGWIT))
+                    call_stock(cmd->stock, tvb, pinfo, tree);
+            }
+            break;
+        case CMD_TXCAT:
+        case CMD_CTXCAT:
+            rec->batch_count = dissect_tx_sequence(body, 0, tvb_captured_length(body), 0, pinfo, btree, TRUE);
             proto_item_set_generated(proto_tree_add_uint(btree, hf_btcc_batch_count, tvb, 0, len, rec->batch_count));
+            break;
+        case CMD_CXTHINBLOCK:
+            dissect_xthinblock_body(body, pinfo, btree);
+            break;
+        case CMD_GET_CXTHIN:
+            dissect_get_xthin_body(body, pinfo, btree);
+            break;
+        case CMD_STOCK:
+            call_stock(cmd->stock, tvb, pinfo, tree);
+            break;
         }
-        break;
-    case CMD_CXTHINBLOCK:
-        raw = decompress_payload(tvb, pinfo, btree, cmd->name, BTCC_BLOCK_BOUND, rec);
-        rec->raw_tvb = raw;
-        if (raw)
-            dissect_xthinblock_body(raw, pinfo, btree);
-        break;
-    case CMD_GET_CXTHIN:
-        raw = decompress_payload(tvb, pinfo, btree, cmd->name, BTCC_BLOCK_BOUND, rec);
-        rec->raw_tvb = raw;
-        if (raw)
-            dissect_get_xthin_body(raw, pinfo, btree);
-        break;
-    case CMD_STOCK:
-        call_stock(cmd->stock, tvb, pinfo, tree);
-        break;
     }
     add_negotiation(tvb, pinfo, btree, bc, dir, compressed);
     proto_item_append_text(bti, ": %s, %s", cmd->name, rec->codec);
