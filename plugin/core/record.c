@@ -90,6 +90,39 @@ p2pc_record_release(packet_info *pinfo, p2pc_record_adjust_fn adjust, void *ctx)
     }
 }
 
+wmem_array_t *
+p2pc_record_shares(packet_info *pinfo, p2pc_record_t **recs, guint n, guint64 bytes, p2pc_share_by_t by)
+{
+    wmem_array_t *shares = wmem_array_sized_new(p2pc_replay_scope(pinfo), sizeof(guint64), n);
+    guint64 total = 0, given = 0;
+
+    for (guint i = 0; i < n; i++)
+        total += by == P2PC_SHARE_BY_RAW ? recs[i]->raw_len : recs[i]->wire_len;
+    for (guint i = 0; i < n; i++) {
+        guint64 weight = by == P2PC_SHARE_BY_RAW ? recs[i]->raw_len : recs[i]->wire_len;
+        /* bytes < 2^33 and a record's lengths < 2^25 (L2P_MAX_PDU): no overflow */
+        guint64 share = i == n - 1 ? bytes - given : total ? bytes * weight / total : 0;
+        given += share;
+        wmem_array_append_one(shares, share);
+    }
+    return shares;
+}
+
+guint64
+p2pc_record_share(wmem_array_t *shares, guint i)
+{
+    return shares && i < wmem_array_get_count(shares) ? *(guint64 *)wmem_array_index(shares, i) : 0;
+}
+
+guint64
+p2pc_record_shares_sum(wmem_array_t *shares)
+{
+    guint64 sum = 0;
+    for (guint i = 0; shares && i < wmem_array_get_count(shares); i++)
+        sum += *(guint64 *)wmem_array_index(shares, i);
+    return sum;
+}
+
 /* The packet's frame, TCP stream (G_MAXUINT32 when it is not over TCP) and endpoints; the
  * addresses are shallow copies (the tap item lives in pinfo->pool). */
 static void

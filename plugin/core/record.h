@@ -54,6 +54,17 @@ typedef void (*p2pc_record_adjust_fn)(packet_info *pinfo, p2pc_record_t **recs, 
 void p2pc_record_hold(packet_info *pinfo);
 void p2pc_record_release(packet_info *pinfo, p2pc_record_adjust_fn adjust, void *ctx);
 
+/* A transport's bytes (its framing, or all it sent) shared out over the n records the layers
+ * above it added in one frame, in proportion to each record's wire_len (P2PC_SHARE_BY_WIRE) or
+ * raw_len (P2PC_SHARE_BY_RAW); the last takes what the rounding left.  The shares are kept for
+ * re-dissection (p2pc_replay_scope), so that every pass gives each record the same; a record
+ * past the end of `shares` (or NULL) gets 0. */
+typedef enum { P2PC_SHARE_BY_WIRE, P2PC_SHARE_BY_RAW } p2pc_share_by_t;
+wmem_array_t *p2pc_record_shares(packet_info *pinfo, p2pc_record_t **recs, guint n, guint64 bytes,
+                                 p2pc_share_by_t by);
+guint64 p2pc_record_share(wmem_array_t *shares, guint i);
+guint64 p2pc_record_shares_sum(wmem_array_t *shares);
+
 /* What a security handshake says of who is at one end of a connection: the sender of the
  * packet (its address and port) is the libp2p peer `peer_id` (base58btc, as libp2p prints it),
  * learnt `via` "noise" (the handshake payload, its signature verified), "tls" (the certificate's

@@ -175,6 +175,22 @@ l2p_pipe_call(l2p_pipe_t *pipe, tvbuff_t *tvb, packet_info *pinfo, proto_tree *t
     pipe->fin = FALSE;
 }
 
+void
+l2p_pipe_call_held(l2p_pipe_t *pipe, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
+                   gboolean fin, p2pc_record_adjust_fn adjust, void *ctx)
+{
+    p2pc_record_hold(pinfo);
+    TRY {
+        l2p_pipe_call(pipe, tvb, pinfo, tree, fin);
+    }
+    CATCH_ALL {
+        p2pc_record_release(pinfo, adjust, ctx);
+        RETHROW;
+    }
+    ENDTRY;
+    p2pc_record_release(pinfo, adjust, ctx);
+}
+
 /* ---- the per-frame record of what a pipe cut ---- */
 
 typedef enum { IT_PDU, IT_FORWARD, IT_UNDECODED } item_kind_t;

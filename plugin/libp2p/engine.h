@@ -26,6 +26,7 @@
 #define P2PC_LIBP2P_ENGINE_H
 
 #include "core/p2pc-compat.h"
+#include "core/record.h"
 
 /* uvarint (multiformats unsigned-varint, at most 9 bytes) at the start of a pipe's raw buffer
  * (the length functions see bytes, not a tvb); FALSE when incomplete or too long.  In a tvb,
@@ -133,6 +134,12 @@ void l2p_pipe_gap(l2p_pipe_t *pipe, guint64 missing);
 
 /* Call the pipe's dissector with tvb (may be empty when fin is set) and the pipe as data. */
 void l2p_pipe_call(l2p_pipe_t *pipe, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, gboolean fin);
+
+/* l2p_pipe_call() for a layer that learns what the messages above it cost only once all that
+ * this call completes are known: their records are held back (p2pc_record_hold()) and passed to
+ * `adjust` when the call returns, or throws. */
+void l2p_pipe_call_held(l2p_pipe_t *pipe, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
+                        gboolean fin, p2pc_record_adjust_fn adjust, void *ctx);
 
 /* The handle for a protocol ID: the protocol_map preference first, then "multistream.protocol"
  * (exact, then the prefix entries such as "/noise"), else the generic application-data

@@ -245,28 +245,12 @@ comp_attribute(packet_info *pinfo, p2pc_record_t **recs, guint n, void *ctx)
     if (n == 0)
         return;
     if (!a->replay) {
-        guint64 budget = a->cd->unattributed, raw = 0, given = 0;
-        a->fr->attributed = wmem_array_new(p2pc_replay_scope(pinfo), sizeof(guint64));
-        for (guint i = 0; i < n; i++)
-            raw += recs[i]->raw_len;
-        for (guint i = 0; i < n; i++) {
-            guint64 share;
-            if (i == n - 1)
-                share = budget - given;
-            else if (raw)   /* budget < 2^33 and raw_len < 2^25 (L2P_MAX_PDU): no overflow */
-                share = budget * recs[i]->raw_len / raw;
-            else
-                share = 0;
-            given += share;
-            wmem_array_append_one(a->fr->attributed, share);
-        }
+        a->fr->attributed = p2pc_record_shares(pinfo, recs, n, a->cd->unattributed, P2PC_SHARE_BY_RAW);
         a->cd->unattributed = 0;
     }
     for (guint i = 0; i < n; i++) {
         p2pc_record_t *r = recs[i];
-        guint64 share = 0;
-        if (a->fr->attributed && i < wmem_array_get_count(a->fr->attributed))
-            share = *(guint64 *)wmem_array_index(a->fr->attributed, i);
+        guint64 share = p2pc_record_share(a->fr->attributed, i);
         r->codec = stacked_codec(pinfo, r->codec, a->cd->codec_name);
         /* The muxer and message headers were compressed with the payload: no byte on the
          * wire is header alone. */
@@ -327,25 +311,6 @@ draw(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, comp
                                cd->codec_name, fr->detail);
 }
 
-/* Hand the decompressed bytes to the layer above, holding the records of the messages this
- * frame completes until all of them are known, then attributing the compressed bytes to them.
- * (Its own function: the exception frame's setjmp stays away from the caller's locals.) */
-static void
-call_inner_attributed(l2p_pipe_t *inner, tvbuff_t *dtvb, packet_info *pinfo, proto_tree *tree,
-                      gboolean fin, attr_ctx_t *actx)
-{
-    p2pc_record_hold(pinfo);
-    TRY {
-        l2p_pipe_call(inner, dtvb, pinfo, tree, fin);
-    }
-    CATCH_ALL {
-        p2pc_record_release(pinfo, comp_attribute, actx);
-        RETHROW;
-    }
-    ENDTRY;
-    p2pc_record_release(pinfo, comp_attribute, actx);
-}
-
 static int
 dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
@@ -399,10 +364,10 @@ dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, 
         /* No later pass gets this output back: the layers above keep nothing for it either
          * (on an exception the suspension ends with the frame's pool). */
         gboolean was = p2pc_replay_suspend(pinfo, TRUE);
-        call_inner_attributed(cd->inner, dtvb, pinfo, tree, pipe->fin, &actx);
+        l2p_pipe_call_held(cd->inner, dtvb, pinfo, tree, pipe->fin, comp_attribute, &actx);
         p2pc_replay_suspend(pinfo, was);
     } else {
-        call_inner_attributed(cd->inner, dtvb, pinfo, tree, pipe->fin, &actx);
+        l2p_pipe_call_held(cd->inner, dtvb, pinfo, tree, pipe->fin, comp_attribute, &actx);
     }
     return tvb_captured_length(tvb);
 }

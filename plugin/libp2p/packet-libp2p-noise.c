@@ -731,52 +731,21 @@ noise_attribute(packet_info *pinfo, p2pc_record_t **recs, guint n, void *ctx)
     if (n == 0)
         return;
     if (a->c) {
-        guint64 budget = a->c->unattributed[a->m->role], wire = 0, given = 0;
-        a->m->shares = wmem_array_new(p2pc_replay_scope(pinfo), sizeof(guint64));
-        for (guint i = 0; i < n; i++)
-            wire += recs[i]->wire_len;
-        for (guint i = 0; i < n; i++) {
-            guint64 share = i == n - 1 ? budget - given : wire ? budget * recs[i]->wire_len / wire : 0;
-            given += share;
-            wmem_array_append_one(a->m->shares, share);
-        }
+        a->m->shares = p2pc_record_shares(pinfo, recs, n, a->c->unattributed[a->m->role], P2PC_SHARE_BY_WIRE);
         a->c->unattributed[a->m->role] = 0;
     }
     for (guint i = 0; i < n; i++) {
-        guint64 share = 0;
-        if (a->m->shares && i < wmem_array_get_count(a->m->shares))
-            share = *(guint64 *)wmem_array_index(a->m->shares, i);
+        guint64 share = p2pc_record_share(a->m->shares, i);
         recs[i]->header_len += share;
         recs[i]->wire_len += share;
     }
-}
-
-/* Hand the decrypted bytes up, holding the records they complete until all are known.  (Its
- * own function: the exception frame's setjmp stays away from the caller's locals.) */
-static void
-call_inner_attributed(l2p_pipe_t *inner, tvbuff_t *dtvb, packet_info *pinfo, proto_tree *tree, attr_ctx_t *actx)
-{
-    p2pc_record_hold(pinfo);
-    TRY {
-        l2p_pipe_call(inner, dtvb, pinfo, tree, FALSE);
-    }
-    CATCH_ALL {
-        p2pc_record_release(pinfo, noise_attribute, actx);
-        RETHROW;
-    }
-    ENDTRY;
-    p2pc_record_release(pinfo, noise_attribute, actx);
 }
 
 /* The framing this message gave to the records it completed (0: it completed none). */
 static void
 given_item(tvbuff_t *tvb, proto_tree *t, const noise_msg_t *m)
 {
-    guint64 given = 0;
-    proto_item *pi;
-    for (guint i = 0; m->shares && i < wmem_array_get_count(m->shares); i++)
-        given += *(guint64 *)wmem_array_index(m->shares, i);
-    pi = proto_tree_add_uint64(t, hf_noise_framing_given, tvb, 0, 0, given);
+    proto_item *pi = proto_tree_add_uint64(t, hf_noise_framing_given, tvb, 0, 0, p2pc_record_shares_sum(m->shares));
     proto_item_set_generated(pi);
 }
 
@@ -831,7 +800,7 @@ draw_transport(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_tree *
     add_new_data_source(pinfo, dtvb, "Decrypted Noise");
     actx.c = c;
     actx.m = m;
-    call_inner_attributed(m->inner, dtvb, pinfo, tree, &actx);
+    l2p_pipe_call_held(m->inner, dtvb, pinfo, tree, FALSE, noise_attribute, &actx);
     given_item(tvb, t, m);
 }
 

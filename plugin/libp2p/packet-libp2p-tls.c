@@ -113,21 +113,11 @@ tls_attribute(packet_info *pinfo, p2pc_record_t **recs, guint n, void *ctx)
     if (n == 0)
         return;
     if (!r->replay && c) {
-        guint64 budget = c->unattributed[r->pipe->dir], wire = 0, given = 0;
-        *r->shares = wmem_array_new(p2pc_replay_scope(pinfo), sizeof(guint64));
-        for (guint i = 0; i < n; i++)
-            wire += recs[i]->wire_len;
-        for (guint i = 0; i < n; i++) {
-            guint64 share = i == n - 1 ? budget - given : wire ? budget * recs[i]->wire_len / wire : 0;
-            given += share;
-            wmem_array_append_one(*r->shares, share);
-        }
+        *r->shares = p2pc_record_shares(pinfo, recs, n, c->unattributed[r->pipe->dir], P2PC_SHARE_BY_WIRE);
         c->unattributed[r->pipe->dir] = 0;
     }
     for (guint i = 0; i < n; i++) {
-        guint64 share = 0;
-        if (*r->shares && i < wmem_array_get_count(*r->shares))
-            share = *(guint64 *)wmem_array_index(*r->shares, i);
+        guint64 share = p2pc_record_share(*r->shares, i);
         recs[i]->header_len += share;
         recs[i]->wire_len += share;
     }
@@ -188,13 +178,11 @@ tls_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l
         return;
     }
     if (r.delivered) {
-        guint64 given = 0;
         proto_item *ti = proto_tree_add_item(tree, proto_l2p_tls, tvb, 0, -1, ENC_NA);
         proto_item *pi;
-        for (guint i = 0; *shares && i < wmem_array_get_count(*shares); i++)
-            given += *(guint64 *)wmem_array_index(*shares, i);
         proto_item_append_text(ti, ": record framing %u bytes", tvb_captured_length(tvb) - r.delivered);
-        pi = proto_tree_add_uint64(proto_item_add_subtree(ti, ett_tls), hf_tls_framing_given, tvb, 0, 0, given);
+        pi = proto_tree_add_uint64(proto_item_add_subtree(ti, ett_tls), hf_tls_framing_given, tvb, 0, 0,
+                                   p2pc_record_shares_sum(*shares));
         proto_item_set_generated(pi);
     }
 }
