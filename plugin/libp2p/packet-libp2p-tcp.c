@@ -515,18 +515,23 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
 static retrans_t *
 check_withheld(tvbuff_t *frame, packet_info *pinfo)
 {
-    conversation_t *conv = find_conversation_pinfo(pinfo, 0);
-    conn_t *c = conv ? (conn_t *)conversation_get_proto_data(conv, proto_libp2p) : NULL;
+    conversation_t *conv;
+    conn_t *c;
     segment_t seg;
     retrans_t *r;
     dir_t *d;
     guint32 s, dlen = 0;
     gint32 at;
 
+    /* Most frames p2pc did not get carry no bytes (acknowledgements): the cheaper test first. */
+    if (!find_segment(frame, pinfo, &seg) || !seg.len)
+        return NULL;
+    conv = find_conversation_pinfo(pinfo, 0);
+    c = conv ? (conn_t *)conversation_get_proto_data(conv, proto_libp2p) : NULL;
     if (!c)
         return NULL;
     d = &c->dir[(addresses_equal(&c->dialer_addr, &pinfo->src) && c->dialer_port == pinfo->srcport) ? 0 : 1];
-    if (!d->sent || !d->seq_base_known || !find_segment(frame, pinfo, &seg) || !seg.len)
+    if (!d->sent || !d->seq_base_known)
         return NULL;
     s = seg.seq - d->seq_base;
     if ((gint32)(s - d->next_seq) >= 0)
@@ -545,14 +550,14 @@ check_withheld(tvbuff_t *frame, packet_info *pinfo)
 static int
 dissect_libp2p_retransmission(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
 {
-    retrans_t *r;
+    retrans_t *r = NULL;
     proto_item *ti;
 
     if (!withheld_checked || pinfo->ptype != PT_TCP)
         return 0;
-    r = (retrans_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_libp2p, KEY_RETRANS);
-    if (!r && !PINFO_FD_VISITED(pinfo) && !p_get_proto_data(pinfo->pool, pinfo, proto_libp2p, KEY_SEEN) &&
-        (r = check_withheld(tvb, pinfo)))
+    if (PINFO_FD_VISITED(pinfo))
+        r = (retrans_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_libp2p, KEY_RETRANS);
+    else if (!p_get_proto_data(pinfo->pool, pinfo, proto_libp2p, KEY_SEEN) && (r = check_withheld(tvb, pinfo)))
         p_add_proto_data(wmem_file_scope(), pinfo, proto_libp2p, KEY_RETRANS, r);
     if (!r)
         return 0;
