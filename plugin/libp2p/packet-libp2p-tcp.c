@@ -61,7 +61,7 @@ static dissector_handle_t libp2p_tcp_handle;
 static dissector_handle_t libp2p_tcp_noise_handle;
 static p2pc_bool_t pref_check_retransmissions = TRUE;
 /* A connection of this capture keeps CRCs for the postdissector: until one does, it returns at
- * once (so a capture without libp2p pays nothing). */
+ * once (a capture without libp2p pays a call and a test a frame). */
 static gboolean withheld_checked;
 
 /* A segment received ahead of the bytes expected, its bytes after it in one allocation (file
@@ -546,7 +546,7 @@ check_withheld(tvbuff_t *frame, packet_info *pinfo)
 }
 
 /* The postdissector: the expert item of a retransmission TCP kept from p2pc whose bytes
- * differ.  It costs a frame nothing until a libp2p connection keeps CRCs for it. */
+ * differ.  No protocol tree needed. */
 static int
 dissect_libp2p_retransmission(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
 {
