@@ -227,24 +227,24 @@ find_segment(tvbuff_t *frame, const packet_info *pinfo, segment_t *seg)
         guint tcp, end, hlen;
         if (alen == 4) {
             if ((p[ip] >> 4) != 4 || ip + 20 > len || p[ip + 9] != IP_PROTO_TCP ||
-                (pntoh16(p + ip + 6) & 0x3FFF) != 0 ||             /* a fragment */
+                (pntohu16(p + ip + 6) & 0x3FFF) != 0 ||             /* a fragment */
                 memcmp(p + ip + 12, pinfo->src.data, 4) != 0 || memcmp(p + ip + 16, pinfo->dst.data, 4) != 0)
                 continue;
             tcp = ip + (p[ip] & 0x0F) * 4u;
-            end = ip + pntoh16(p + ip + 2);
+            end = ip + pntohu16(p + ip + 2);
         } else {
             if ((p[ip] >> 4) != 6 || ip + 40 > len || p[ip + 6] != IP_PROTO_TCP ||
                 memcmp(p + ip + 8, pinfo->src.data, 16) != 0 || memcmp(p + ip + 24, pinfo->dst.data, 16) != 0)
                 continue;
             tcp = ip + 40;
-            end = tcp + pntoh16(p + ip + 4);
+            end = tcp + pntohu16(p + ip + 4);
         }
-        if (tcp < ip + 20 || tcp + 20 > len || pntoh16(p + tcp) != pinfo->srcport || pntoh16(p + tcp + 2) != pinfo->destport)
+        if (tcp < ip + 20 || tcp + 20 > len || pntohu16(p + tcp) != pinfo->srcport || pntohu16(p + tcp + 2) != pinfo->destport)
             continue;
         hlen = (p[tcp + 12] >> 4) * 4u;
         if (hlen < 20 || tcp + hlen > end || end > len)
             continue;
-        seg->seq = pntoh32(p + tcp + 4);
+        seg->seq = pntohu32(p + tcp + 4);
         seg->at = tcp + hlen;
         seg->len = end - seg->at;
         return TRUE;
