@@ -188,7 +188,8 @@ def test_a_retransmission_with_different_bytes_is_flagged_with_default_tcp_prefs
         assert tshark.fields(cap, ["frame.number"], dfilter="libp2p.retransmission_differs",
                              two_pass=two_pass) == [[str(changed + 2)]]
     # The item covers the flipped byte: the middle of the copy's payload.
-    pdml = tshark.run(["-n", "-r", tshark.ws.readable(cap), "-Y", f"frame.number == {changed + 2}", "-T", "pdml"]).stdout
+    pdml = tshark.run(["-n", "-r", tshark.ws.readable(cap), "-Y", f"frame.number == {changed + 2}",
+                       "-T", "pdml"]).stdout
     tcp_pos, tcp_size = (int(x) for x in re.search(r'<field name="tcp.payload"[^>]* size="(\d+)" pos="(\d+)"', pdml)
                          .groups()[::-1])
     pos, size = (int(x) for x in re.search(r'<proto name="libp2p"[^>]* size="(\d+)" pos="(\d+)"', pdml).groups()[::-1])

@@ -239,7 +239,8 @@ find_segment(tvbuff_t *frame, const packet_info *pinfo, segment_t *seg)
             tcp = ip + 40;
             end = tcp + pntohu16(p + ip + 4);
         }
-        if (tcp < ip + 20 || tcp + 20 > len || pntohu16(p + tcp) != pinfo->srcport || pntohu16(p + tcp + 2) != pinfo->destport)
+        if (tcp < ip + 20 || tcp + 20 > len ||
+            pntohu16(p + tcp) != pinfo->srcport || pntohu16(p + tcp + 2) != pinfo->destport)
             continue;
         hlen = (p[tcp + 12] >> 4) * 4u;
         if (hlen < 20 || tcp + hlen > end || end > len)
