@@ -79,7 +79,8 @@ def test_reordered_segments_decode_every_record(tshark):
 def test_a_retransmission_with_different_bytes_is_flagged(tshark):
     """The first copy is decoded (every record as in the original capture). TCP hands a
     retransmission's bytes to no subdissector while it analyses sequence numbers (it flags the
-    frame itself); with that analysis off, p2pc sees the copy and flags the bytes that differ."""
+    frame itself): p2pc finds them in the frame; with that analysis off, p2pc sees the copy. Either
+    way the bytes that differ are flagged."""
     cap = REPRO / "gzip-retransmit-different-bytes.pcapng.gz"
     want = tshark.records(CAPTURES / "libp2p-compression" / "comp-gzip.pcapng")
     key = lambda r: (r["msg_type"], r["raw_len"], r["src"])
@@ -89,6 +90,7 @@ def test_a_retransmission_with_different_bytes_is_flagged(tshark):
     flagged = tshark.fields(cap, ["frame.number"], dfilter="libp2p.retransmission_differs", extra=no_seq)
     retransmitted = tshark.fields(cap, ["frame.number"], dfilter="tcp.analysis.retransmission")
     assert flagged == retransmitted and len(flagged) == 1
+    assert tshark.fields(cap, ["frame.number"], dfilter="libp2p.retransmission_differs") == retransmitted
 
 
 def with_duplicates(src, dst, dups: dict[int, bool]) -> None:
@@ -121,17 +123,54 @@ def tcp_payload_len(block: bytes) -> int:
     return total - ihl - (block[ip + ihl + 12] >> 4) * 4
 
 
-def test_a_retransmission_with_different_bytes_is_flagged_with_default_tcp_prefs(tshark, tmp_path):
+def over_ipv6_in_a_vlan(src, dst) -> None:
+    """Write src with its Ethernet/IPv4 frames made Ethernet/802.1Q/IPv6 (2001:db8::a.b.c.d for
+    a.b.c.d), their TCP segments unchanged: the headers in front of each segment grow by 24
+    bytes.  An Enhanced Packet Block (type 6): caplen and origlen at bytes 20 and 24, the frame
+    from byte 28, padded to 4, then options and the block's length again."""
+    raw = src.read_bytes()
+    out, pos = bytearray(), 0
+    while pos < len(raw):
+        btype, blen = struct.unpack_from("<II", raw, pos)
+        block = raw[pos:pos + blen]
+        pos += blen
+        if btype != 6 or block[40:42] != b"\x08\x00":
+            out += block
+            continue
+        caplen, origlen = struct.unpack_from("<II", block, 20)
+        frame = block[28:28 + caplen]
+        ihl = (frame[14] & 0x0F) * 4
+        total = struct.unpack_from(">H", frame, 16)[0]
+        prefix = bytes.fromhex("20010db8") + bytes(8)
+        ipv6 = struct.pack(">IHBB", 6 << 28, total - ihl, frame[23], frame[22]) + prefix + frame[26:30] + \
+            prefix + frame[30:34]
+        new = frame[:12] + bytes.fromhex("8100000786dd") + ipv6 + frame[14 + ihl:]
+        options = block[28 + (caplen + 3) // 4 * 4:blen - 4]
+        body = block[8:20] + struct.pack("<II", len(new), origlen + len(new) - caplen) + new + \
+            bytes(-len(new) % 4) + options
+        out += struct.pack("<II", 6, len(body) + 12) + body + struct.pack("<I", len(body) + 12)
+    dst.write_bytes(bytes(out))
+
+
+@pytest.mark.parametrize("ipv6_in_a_vlan", [False, True], ids=["ethernet-ipv4", "vlan-ipv6"])
+def test_a_retransmission_with_different_bytes_is_flagged_with_default_tcp_prefs(tshark, tmp_path, ipv6_in_a_vlan):
     """eth2-yamux with two of A's data segments retransmitted: one identical (ignored), one with
-    a byte flipped.  TCP analyses sequence numbers (its default) and keeps both from p2pc; with
-    libp2p.check_retransmissions the changed one gets the expert item over the segment that
-    holds the flipped byte, the identical one none, and every record is the original's."""
+    a byte flipped.  TCP analyses sequence numbers (its default) and keeps both from p2pc; by
+    default (libp2p.check_retransmissions) the changed one gets the expert item over the segment
+    that holds the flipped byte, the identical one none, and every record is the original's.
+    p2pc finds the copy's bytes behind whatever link and IP headers carry them: the same capture
+    with every frame rewritten as IPv6 in an 802.1Q VLAN gets the item on the same bytes."""
     src = CAPTURES / "eth2" / "eth2-yamux.pcapng"
     a = json.loads((CAPTURES / "eth2" / "eth2-yamux.truth.json").read_text())["link"]["addr_a"]
     data = [int(r[0]) for r in tshark.fields(src, ["frame.number", "tcp.len"], dfilter=f"ip.src == {a} && tcp.len > 100")]
     same, changed = data[3], data[5]
     cap = tmp_path / "retrans.pcapng"
     with_duplicates(src, cap, {same: False, changed: True})
+    if ipv6_in_a_vlan:
+        over_ipv6_in_a_vlan(cap, tmp_path / "retrans6.pcapng")
+        over_ipv6_in_a_vlan(src, tmp_path / "orig6.pcapng")
+        cap, src = tmp_path / "retrans6.pcapng", tmp_path / "orig6.pcapng"
+        assert {tuple(r) for r in tshark.fields(cap, ["vlan.id", "ipv6.nxt"], dfilter="tcp")} == {("7", "6")}
     # The copies are frames same + 1 and changed + 2 (the first insertion shifts the second).
     assert [r[0] for r in tshark.fields(cap, ["frame.number"], dfilter="tcp.analysis.retransmission")] == \
         [str(same + 1), str(changed + 2)]
@@ -145,21 +184,21 @@ def test_a_retransmission_with_different_bytes_is_flagged_with_default_tcp_prefs
     for pref in prefs:
         assert protocol(["-o", pref]) == [["TCP"]] * 2
     assert protocol(["-o", prefs[0], "-o", prefs[1]]) == [["libp2p"]] * 2
-    on = ["-o", "libp2p.check_retransmissions:TRUE"]
     for two_pass in (False, True):
-        assert tshark.fields(cap, ["frame.number"], dfilter="libp2p.retransmission_differs", extra=on,
+        assert tshark.fields(cap, ["frame.number"], dfilter="libp2p.retransmission_differs",
                              two_pass=two_pass) == [[str(changed + 2)]]
     # The item covers the flipped byte: the middle of the copy's payload.
-    pdml = tshark.run(["-n", "-r", tshark.ws.readable(cap), "-Y", f"frame.number == {changed + 2}", "-T", "pdml",
-                       *on]).stdout
+    pdml = tshark.run(["-n", "-r", tshark.ws.readable(cap), "-Y", f"frame.number == {changed + 2}",
+                       "-T", "pdml"]).stdout
     tcp_pos, tcp_size = (int(x) for x in re.search(r'<field name="tcp.payload"[^>]* size="(\d+)" pos="(\d+)"', pdml)
                          .groups()[::-1])
     pos, size = (int(x) for x in re.search(r'<proto name="libp2p"[^>]* size="(\d+)" pos="(\d+)"', pdml).groups()[::-1])
     flipped = tcp_pos + tcp_size - tcp_size // 2 - 1
     assert pos <= flipped < pos + size and tcp_pos <= pos and pos + size <= tcp_pos + tcp_size
-    assert not tshark.fields(cap, ["frame.number"], dfilter="libp2p.retransmission_differs")   # off by default
+    off = ["-o", "libp2p.check_retransmissions:FALSE"]
+    assert not tshark.fields(cap, ["frame.number"], dfilter="libp2p.retransmission_differs", extra=off)
     key = lambda r: (r["msg_type"], r["raw_len"], r["src"])  # noqa: E731
-    assert sorted(map(key, tshark.records(cap, extra=on))) == sorted(map(key, tshark.records(src)))
+    assert sorted(map(key, tshark.records(cap))) == sorted(map(key, tshark.records(src)))
 
 
 def test_a_yamux_length_past_the_window_is_caught_where_it_is_claimed(tshark):

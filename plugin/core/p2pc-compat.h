@@ -59,13 +59,6 @@
  * (a segwit tx ends in "Malformed Packet"), so there we show our own walker's view instead. */
 #define P2PC_STOCK_BITCOIN_SEGWIT P2PC_WS_AT_LEAST(4, 4)
 
-/* A field's value in the tree: field_info holds its fvalue_t in 4.0, a pointer to it from 4.2. */
-#if P2PC_WS_AT_LEAST(4, 2)
-#define p2pc_finfo_uint(fi) fvalue_get_uinteger((fi)->value)
-#else
-#define p2pc_finfo_uint(fi) fvalue_get_uinteger(&(fi)->value)
-#endif
-
 /* String dissector tables: 4.2+ name the case flag; 0 is case sensitive in every version. */
 #ifdef STRING_CASE_SENSITIVE
 #define P2PC_STRING_CASE_SENSITIVE STRING_CASE_SENSITIVE

@@ -7,9 +7,10 @@
  *     direction keeps the CRC-32C of its last SENT_KEPT segments fed (ISA-L's crc32_iscsi), and
  *     a retransmission covering one whole gets libp2p.retransmission_differs on its bytes when
  *     they differ.  While TCP analyses sequence numbers (its default) it hands retransmissions to
- *     no subdissector, so with libp2p.check_retransmissions the postdissector here compares them
- *     from TCP's own tcp.payload and tcp.seq fields, which makes every frame build a protocol
- *     tree (off by default: docs/libp2p-eth2.md);
+ *     no subdissector, so the postdissector here (libp2p.check_retransmissions, on by default)
+ *     finds the bytes of a segment of a libp2p connection that p2pc did not get in the frame
+ *     itself, behind the IP and TCP headers that carry the frame's addresses and ports
+ *     (docs/libp2p-eth2.md);
  *   - a segment ahead of the bytes expected (reordered in the network, or after a hole) is held,
  *     copied, until the bytes before it arrive; then it is fed, in the frame that completed the
  *     sequence (its bytes show there as a tab of their own);
@@ -30,10 +31,12 @@
 #include <epan/conversation.h>
 #include <epan/exceptions.h>
 #include <epan/expert.h>
+#include <epan/ipproto.h>
 #include <epan/prefs.h>
 #include <epan/prefs-int.h>
 #include <epan/proto_data.h>
 #include <epan/dissectors/packet-tcp.h>
+#include <wsutil/pint.h>
 #include <isa-l/crc.h>
 
 void proto_register_libp2p_tcp(void);
@@ -42,6 +45,7 @@ void proto_reg_handoff_libp2p_tcp(void);
 #define HOLD_MAX    (1024 * 1024)   /* bytes held ahead of a missing segment, per direction */
 #define SENT_KEPT   64              /* segments fed per direction whose CRC a retransmission is
                                        checked against: 768 bytes a direction */
+#define IP_AT_MAX   256             /* how far into a frame its IP header is looked for */
 
 /* Per-frame data keys: the first pass's findings (file scope), and whether the libp2p TCP
  * dissector ran in this dissection of the frame (packet scope). */
@@ -55,10 +59,10 @@ static expert_field ei_libp2p_held = EI_INIT;
 static expert_field ei_libp2p_retrans_differs = EI_INIT;
 static dissector_handle_t libp2p_tcp_handle;
 static dissector_handle_t libp2p_tcp_noise_handle;
-static dissector_handle_t retrans_handle;
-static p2pc_bool_t pref_check_retransmissions = FALSE;
-static int hf_tcp_payload = -1;
-static int hf_tcp_seq = -1;
+static p2pc_bool_t pref_check_retransmissions = TRUE;
+/* A connection of this capture keeps CRCs for the postdissector: until one does, it returns at
+ * once (a capture without libp2p pays a call and a test a frame). */
+static gboolean withheld_checked;
 
 /* A segment received ahead of the bytes expected, its bytes after it in one allocation (file
  * scope: the frame that feeds it keeps it, or frees it when nothing is kept for replay). */
@@ -88,6 +92,8 @@ typedef struct {
     sent_t *sent;               /* SENT_KEPT segments fed, a ring (NULL: no retransmission of
                                    this connection can be seen, nothing to compare) */
     guint sent_next;            /* where the next goes in the ring */
+    guint32 seq_base;           /* a sequence number in the TCP header less TCP's (relative) one */
+    gboolean seq_base_known;
 } dir_t;
 
 /* A TCP connection: the two directions' first pipes and bookkeeping. */
@@ -119,6 +125,13 @@ typedef struct {
     gint32 at;                  /* the differing bytes, in the frame */
     guint32 len;
 } retrans_t;
+
+/* A TCP segment as its headers in a frame give it. */
+typedef struct {
+    guint32 seq;                /* as in the header (absolute) */
+    guint32 at;                 /* its payload's offset in the frame */
+    guint32 len;                /* ... and length (from the IP header's) */
+} segment_t;
 
 static guint32
 crc(const guint8 *p, guint32 len)
@@ -152,9 +165,12 @@ get_conn(packet_info *pinfo, dissector_handle_t root)
         c->root[1]->peer = c->root[0];
         /* While TCP analyses sequence numbers it flags retransmissions itself and hands their
          * bytes to no subdissector: keep the segments' CRCs when something will compare. */
-        if (!tcp_analyzes_sequence_numbers() || pref_check_retransmissions)
+        if (!tcp_analyzes_sequence_numbers() || pref_check_retransmissions) {
             for (int i = 0; i < 2; i++)
                 c->dir[i].sent = wmem_alloc0_array(wmem_file_scope(), sent_t, SENT_KEPT);
+            if (tcp_analyzes_sequence_numbers())
+                withheld_checked = TRUE;
+        }
         conversation_add_proto_data(conv, proto_libp2p, c);
     }
     return c;
@@ -191,6 +207,62 @@ first_difference(const dir_t *d, guint32 seq, const guint8 *p, guint32 len, guin
         }
     }
     return at;
+}
+
+/* The TCP segment of this frame from pinfo's source address and port to its destination's: its
+ * IP header (version 4, unfragmented, or 6 with TCP next) is looked for in the first IP_AT_MAX
+ * bytes, as one that carries those addresses and is followed by a TCP header with those ports,
+ * and whose length ends within the bytes captured.  Whatever the link layer, without a protocol
+ * tree. */
+static gboolean
+find_segment(tvbuff_t *frame, const packet_info *pinfo, segment_t *seg)
+{
+    guint len = tvb_captured_length(frame);
+    const guint8 *p = len ? tvb_get_ptr(frame, 0, len) : NULL;
+    const int alen = pinfo->src.type == AT_IPv4 ? 4 : pinfo->src.type == AT_IPv6 ? 16 : 0;
+
+    if (!alen || pinfo->dst.type != pinfo->src.type)
+        return FALSE;
+    for (guint ip = 0; ip < len && ip < IP_AT_MAX; ip++) {
+        guint tcp, end, hlen;
+        if (alen == 4) {
+            if ((p[ip] >> 4) != 4 || ip + 20 > len || p[ip + 9] != IP_PROTO_TCP ||
+                (pntohu16(p + ip + 6) & 0x3FFF) != 0 ||             /* a fragment */
+                memcmp(p + ip + 12, pinfo->src.data, 4) != 0 || memcmp(p + ip + 16, pinfo->dst.data, 4) != 0)
+                continue;
+            tcp = ip + (p[ip] & 0x0F) * 4u;
+            end = ip + pntohu16(p + ip + 2);
+        } else {
+            if ((p[ip] >> 4) != 6 || ip + 40 > len || p[ip + 6] != IP_PROTO_TCP ||
+                memcmp(p + ip + 8, pinfo->src.data, 16) != 0 || memcmp(p + ip + 24, pinfo->dst.data, 16) != 0)
+                continue;
+            tcp = ip + 40;
+            end = tcp + pntohu16(p + ip + 4);
+        }
+        if (tcp < ip + 20 || tcp + 20 > len ||
+            pntohu16(p + tcp) != pinfo->srcport || pntohu16(p + tcp + 2) != pinfo->destport)
+            continue;
+        hlen = (p[tcp + 12] >> 4) * 4u;
+        if (hlen < 20 || tcp + hlen > end || end > len)
+            continue;
+        seg->seq = pntohu32(p + tcp + 4);
+        seg->at = tcp + hlen;
+        seg->len = end - seg->at;
+        return TRUE;
+    }
+    return FALSE;
+}
+
+/* The difference between the sequence numbers in a direction's TCP headers and those TCP gives
+ * (relative ones by default), from a segment fed whose payload is this frame's own. */
+static void
+learn_seq_base(dir_t *d, guint32 seq, tvbuff_t *tvb, packet_info *pinfo)
+{
+    segment_t seg;
+    if (find_segment(tvb_get_ds_tvb(tvb), pinfo, &seg) && seg.at == (guint32)tvb_raw_offset(tvb)) {
+        d->seq_base = seg.seq - seq;
+        d->seq_base_known = TRUE;
+    }
 }
 
 static void
@@ -280,6 +352,8 @@ plan_frame(dir_t *d, dir_t *o, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t
         d->seq_known = TRUE;
         d->next_seq = tcpi->seq;
     }
+    if (withheld_checked && d->sent && !d->seq_base_known)
+        learn_seq_base(d, tcpi->seq, tvb, pinfo);
     if ((gint32)(tcpi->seq - d->next_seq) > 0) {
         /* Ahead of the bytes expected: hold it.  Holding too much shows a hole: go on after it
          * with what is held (this segment among it). */
@@ -436,56 +510,55 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
     return len;
 }
 
-/* The one field of `hf` TCP put in this frame's tree (a wanted field: primed), or NULL. */
-static field_info *
-tcp_field(proto_tree *tree, int hf)
-{
-    GPtrArray *fields = tree ? proto_get_finfo_ptr_array(tree, hf) : NULL;
-    return fields && fields->len == 1 ? (field_info *)g_ptr_array_index(fields, 0) : NULL;
-}
-
 /* First pass: a segment of a libp2p connection that TCP handed to no subdissector (a
- * retransmission, while it analyses sequence numbers), compared with the segments fed. */
+ * retransmission, while it analyses sequence numbers), found in the frame and compared with the
+ * segments fed. */
 static retrans_t *
-check_withheld(packet_info *pinfo, proto_tree *tree)
+check_withheld(tvbuff_t *frame, packet_info *pinfo)
 {
-    conversation_t *conv = find_conversation_pinfo(pinfo, 0);
-    conn_t *c = conv ? (conn_t *)conversation_get_proto_data(conv, proto_libp2p) : NULL;
-    field_info *payload = tcp_field(tree, hf_tcp_payload), *seq = tcp_field(tree, hf_tcp_seq);
+    conversation_t *conv;
+    conn_t *c;
+    segment_t seg;
     retrans_t *r;
     dir_t *d;
     guint32 s, dlen = 0;
     gint32 at;
 
-    if (!c || !payload || !seq || payload->length <= 0)
+    /* Most frames p2pc did not get carry no bytes (acknowledgements): the cheaper test first. */
+    if (!find_segment(frame, pinfo, &seg) || !seg.len)
+        return NULL;
+    conv = find_conversation_pinfo(pinfo, 0);
+    c = conv ? (conn_t *)conversation_get_proto_data(conv, proto_libp2p) : NULL;
+    if (!c)
         return NULL;
     d = &c->dir[(addresses_equal(&c->dialer_addr, &pinfo->src) && c->dialer_port == pinfo->srcport) ? 0 : 1];
-    s = p2pc_finfo_uint(seq);
-    if (!d->seq_known || (gint32)(s - d->next_seq) >= 0)
+    if (!d->sent || !d->seq_base_known)
         return NULL;
-    at = first_difference(d, s, tvb_get_ptr(payload->ds_tvb, payload->start, payload->length),
-                          (guint32)payload->length, &dlen);
+    s = seg.seq - d->seq_base;
+    if ((gint32)(s - d->next_seq) >= 0)
+        return NULL;
+    at = first_difference(d, s, tvb_get_ptr(frame, seg.at, seg.len), seg.len, &dlen);
     if (at < 0)
         return NULL;
     r = wmem_new(wmem_file_scope(), retrans_t);
-    r->at = payload->start + at;
+    r->at = (gint32)seg.at + at;
     r->len = dlen;
     return r;
 }
 
-/* The postdissector (registered with libp2p.check_retransmissions): the expert item of a
- * retransmission TCP kept from p2pc whose bytes differ. */
+/* The postdissector: the expert item of a retransmission TCP kept from p2pc whose bytes
+ * differ.  No protocol tree needed. */
 static int
 dissect_libp2p_retransmission(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
 {
-    retrans_t *r;
+    retrans_t *r = NULL;
     proto_item *ti;
 
-    if (!pref_check_retransmissions)
+    if (!withheld_checked || pinfo->ptype != PT_TCP)
         return 0;
-    r = (retrans_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_libp2p, KEY_RETRANS);
-    if (!r && !PINFO_FD_VISITED(pinfo) && pinfo->ptype == PT_TCP &&
-        !p_get_proto_data(pinfo->pool, pinfo, proto_libp2p, KEY_SEEN) && (r = check_withheld(pinfo, tree)))
+    if (PINFO_FD_VISITED(pinfo))
+        r = (retrans_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_libp2p, KEY_RETRANS);
+    else if (!p_get_proto_data(pinfo->pool, pinfo, proto_libp2p, KEY_SEEN) && (r = check_withheld(tvb, pinfo)))
         p_add_proto_data(wmem_file_scope(), pinfo, proto_libp2p, KEY_RETRANS, r);
     if (!r)
         return 0;
@@ -495,19 +568,10 @@ dissect_libp2p_retransmission(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tre
     return tvb_captured_length(tvb);
 }
 
-/* libp2p.check_retransmissions: the postdissector wants TCP's fields only when it is on (wanting
- * them makes every frame build a tree). */
 static void
-apply_prefs(void)
+reset_withheld_checked(void)
 {
-    if (pref_check_retransmissions && hf_tcp_payload > 0 && hf_tcp_seq > 0) {
-        GArray *wanted = g_array_new(FALSE, FALSE, (guint)sizeof(int));
-        g_array_append_val(wanted, hf_tcp_payload);
-        g_array_append_val(wanted, hf_tcp_seq);
-        set_postdissector_wanted_hfids(retrans_handle, wanted);
-    } else if (retrans_handle) {
-        set_postdissector_wanted_hfids(retrans_handle, NULL);
-    }
+    withheld_checked = FALSE;
 }
 
 static int
@@ -552,11 +616,12 @@ proto_register_libp2p_tcp(void)
     proto_libp2p = proto_register_protocol("libp2p connection", "libp2p", "libp2p");
     expert = expert_register_protocol(proto_libp2p);
     expert_register_field_array(expert, ei, array_length(ei));
-    module = prefs_register_protocol(proto_libp2p, apply_prefs);
+    module = prefs_register_protocol(proto_libp2p, NULL);
     prefs_register_bool_preference(module, "check_retransmissions", "Check retransmissions TCP withholds",
-        "Compare the bytes of retransmitted segments with those first sent while TCP analyses sequence "
-        "numbers (it then hands retransmissions to no subdissector): reads TCP's tcp.payload, so every "
-        "frame builds a protocol tree (slower)", &pref_check_retransmissions);
+        "Compare the bytes of retransmitted segments of libp2p connections with those first sent while "
+        "TCP analyses sequence numbers (it then hands retransmissions to no subdissector): p2pc finds "
+        "them in the frame, behind the IP and TCP headers", &pref_check_retransmissions);
+    register_init_routine(reset_withheld_checked);
     libp2p_tcp_handle = register_dissector("libp2p.tcp", dissect_libp2p_tcp, proto_libp2p);
     /* A protocol of its own: Decode As names its entries by protocol. */
     proto_libp2p_noise_tcp = proto_register_protocol("libp2p connection from its Noise layer (captured after "
@@ -571,9 +636,5 @@ proto_reg_handoff_libp2p_tcp(void)
                        proto_libp2p, HEURISTIC_ENABLE);
     dissector_add_for_decode_as("tcp.port", libp2p_tcp_handle);
     dissector_add_for_decode_as("tcp.port", libp2p_tcp_noise_handle);
-    hf_tcp_payload = proto_registrar_get_id_byname("tcp.payload");
-    hf_tcp_seq = proto_registrar_get_id_byname("tcp.seq");
-    retrans_handle = create_dissector_handle(dissect_libp2p_retransmission, proto_libp2p);
-    register_postdissector(retrans_handle);
-    apply_prefs();
+    register_postdissector(create_dissector_handle(dissect_libp2p_retransmission, proto_libp2p));
 }
