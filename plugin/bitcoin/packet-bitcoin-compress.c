@@ -804,10 +804,10 @@ dissect_btcc_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
     return tvb_captured_length(tvb);
 }
 
-/* Whether the bytes at offset can begin a message header: a network magic, then a NUL-padded
- * printable ASCII command, as far as the captured bytes go. */
+/* Whether the bytes at offset can begin a message header: a network magic, then (with
+ * `command`) a NUL-padded printable ASCII command, as far as the captured bytes go. */
 static gboolean
-btc_header_at(tvbuff_t *tvb, int offset)
+btc_header_at(tvbuff_t *tvb, int offset, gboolean command)
 {
     gint avail = tvb_captured_length_remaining(tvb, offset);
 
@@ -815,7 +815,7 @@ btc_header_at(tvbuff_t *tvb, int offset)
         return avail >= 0;
     if (!is_btc_magic(tvb_get_letohl(tvb, offset)))
         return FALSE;
-    for (int i = 4; i < 16 && i < avail; i++) {
+    for (int i = 4; command && i < 16 && i < avail; i++) {
         guint8 c = tvb_get_uint8(tvb, offset + i);
         if (c == 0) {
             for (; i < 16 && i < avail; i++)
@@ -831,17 +831,18 @@ btc_header_at(tvbuff_t *tvb, int offset)
 
 /* TCP hands us bytes at a message boundary unless the stream was joined inside a message: a
  * capture that starts mid-connection, a gap, or tshark's session reset (-M, `p2pc live`) that
- * forgot the connection. The framing resumes at the next message header; the bytes before it
- * are shown as continuation bytes and are no message. */
+ * forgot the connection. The framing resumes at the next message header (a magic and a
+ * well-formed command, so that a magic inside a payload is unlikely to pass); the bytes before
+ * it are shown as continuation bytes and are no message. */
 static int
 dissect_btcc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
     gint len = (gint)tvb_captured_length(tvb), at = 0;
 
     col_clear(pinfo->cinfo, COL_INFO);
-    if (!btc_header_at(tvb, 0)) {
+    if (!btc_header_at(tvb, 0, FALSE)) {
         proto_item *ti;
-        for (at = 1; at + 4 <= len && !btc_header_at(tvb, at); at++)
+        for (at = 1; at + 4 <= len && !btc_header_at(tvb, at, TRUE); at++)
             ;
         if (at + 4 > len)
             at = len;
@@ -864,7 +865,7 @@ static p2pc_bool_t
 dissect_btcc_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
     conversation_t *conv;
-    if (tvb_captured_length(tvb) < 16 || !btc_header_at(tvb, 0))
+    if (tvb_captured_length(tvb) < 16 || !btc_header_at(tvb, 0, TRUE))
         return FALSE;
     conv = find_or_create_conversation(pinfo);
     conversation_set_dissector(conv, btcc_handle);
