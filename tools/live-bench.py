@@ -68,9 +68,10 @@ def peak_rss(pid: int) -> tuple[str, int] | None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size-mb", type=int, default=2100, help="capture size to replay (default: %(default)s)")
-    ap.add_argument("--mbps", type=float, default=40, help="replay rate (default: %(default)s Mbit/s)")
-    ap.add_argument("--session-reset", type=int, default=100_000,
-                    help="p2pc live --session-reset (default: %(default)s packets)")
+    ap.add_argument("--mbps", type=float, default=20,
+                    help="replay rate (default: %(default)s Mbit/s, what two shared cores keep up with)")
+    ap.add_argument("--session-reset", type=int, metavar="N",
+                    help="p2pc live --session-reset (default: p2pc live's own)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("live-bench: needs root (network namespaces)")
@@ -86,9 +87,9 @@ def main() -> None:
         for cmd in (["link", "add", "va", "type", "veth", "peer", "name", "vb"],
                     ["link", "set", "va", "up"], ["link", "set", "vb", "up"]):
             subprocess.run(["ip", "-n", NS, *cmd], check=True)
-        live_cmd = ns(sys.executable, "-m", "p2pc", "live", "-i", "vb", "--interval", "30",
-                      "--session-reset", str(args.session_reset), "--format", "json",
-                      "--output", str(report))
+        reset = ["--session-reset", str(args.session_reset)] if args.session_reset is not None else []
+        live_cmd = ns(sys.executable, "-m", "p2pc", "live", "-i", "vb", "--interval", "30", *reset,
+                      "--format", "json", "--output", str(report))
         print("$", " ".join(live_cmd), flush=True)
         live = subprocess.Popen(live_cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 text=True)
@@ -141,7 +142,7 @@ def main() -> None:
     print("\ntotals          live          offline")
     for k in ("messages", "wire_bytes", "raw_bytes", "payload_saved", "total_saved"):
         print(f"  {k:<14}{lt[k]:>12}  {ot[k]:>12}")
-    print(f"  undecoded     {undecoded:>12}")
+    print(f"  undecoded     {undecoded:>12}   ({100 * undecoded / ot['wire_bytes']:.1f} % of offline wire bytes)")
     print("  warnings:", "; ".join(live_rep["warnings"]) or "none")
     diff = lt["wire_bytes"] - ot["wire_bytes"]
     dropped = any(w.startswith("the capture dropped") for w in live_rep["warnings"])

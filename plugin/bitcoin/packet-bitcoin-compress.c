@@ -82,6 +82,7 @@ static int hf_btcc_tx_length = -1;
 static int hf_btcc_tx_txid = -1;
 static int hf_btcc_tx_segwit = -1;
 static int hf_btcc_trailing = -1;
+static int hf_btcc_continuation = -1;
 static int hf_btcc_xthin_short_id_count = -1;
 static int hf_btcc_xthin_short_id = -1;
 static int hf_btcc_xthin_missing_count = -1;
@@ -109,6 +110,7 @@ static expert_field ei_btcc_bad_checksum = EI_INIT;
 static expert_field ei_btcc_unknown_command = EI_INIT;
 static expert_field ei_btcc_bad_tx = EI_INIT;
 static expert_field ei_btcc_length = EI_INIT;
+static expert_field ei_btcc_resync = EI_INIT;
 static expert_field ei_btcc_xthin = EI_INIT;
 
 static dissector_handle_t btcc_handle;
@@ -789,32 +791,69 @@ dissect_btcc_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
     return tvb_captured_length(tvb);
 }
 
-static int
-dissect_btcc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+/* Whether the bytes at offset can begin a message header: a network magic, then (with
+ * `command`) a NUL-padded printable ASCII command, as far as the captured bytes go. */
+static gboolean
+btc_header_at(tvbuff_t *tvb, int offset, gboolean command)
 {
-    col_clear(pinfo->cinfo, COL_INFO);
-    tcp_dissect_pdus(tvb, pinfo, tree, TRUE, BTC_HEADER_LEN, get_btcc_pdu_len, dissect_btcc_pdu, data);
-    return tvb_captured_length(tvb);
-}
+    gint avail = tvb_captured_length_remaining(tvb, offset);
 
-static p2pc_bool_t
-dissect_btcc_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
-{
-    conversation_t *conv;
-    if (tvb_captured_length(tvb) < 16 || !is_btc_magic(tvb_get_letohl(tvb, 0)))
+    if (avail < 4)
+        return avail >= 0;
+    if (!is_btc_magic(tvb_get_letohl(tvb, offset)))
         return FALSE;
-    /* The command is NUL-padded printable ASCII. */
-    for (int i = 4; i < 16; i++) {
-        guint8 c = tvb_get_uint8(tvb, i);
+    for (int i = 4; command && i < 16 && i < avail; i++) {
+        guint8 c = tvb_get_uint8(tvb, offset + i);
         if (c == 0) {
-            for (; i < 16; i++)
-                if (tvb_get_uint8(tvb, i) != 0)
+            for (; i < 16 && i < avail; i++)
+                if (tvb_get_uint8(tvb, offset + i) != 0)
                     return FALSE;
             break;
         }
         if (c < 0x20 || c > 0x7e)
             return FALSE;
     }
+    return TRUE;
+}
+
+/* TCP hands us bytes at a message boundary unless the stream was joined inside a message: a
+ * capture that starts mid-connection, a gap, or tshark's session reset (-M, `p2pc live`) that
+ * forgot the connection. The framing resumes at the next message header (a magic and a
+ * well-formed command, so that a magic inside a payload is unlikely to pass); the bytes before
+ * it are shown as continuation bytes and are no message. */
+static int
+dissect_btcc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    gint len = (gint)tvb_captured_length(tvb), at = 0;
+
+    col_clear(pinfo->cinfo, COL_INFO);
+    if (!btc_header_at(tvb, 0, FALSE)) {
+        proto_item *ti;
+        for (at = 1; at + 4 <= len && !btc_header_at(tvb, at, TRUE); at++)
+            ;
+        if (at + 4 > len)
+            at = len;
+        col_set_str(pinfo->cinfo, COL_PROTOCOL, "Bitcoin");
+        col_set_str(pinfo->cinfo, COL_INFO, "[Continuation]");
+        ti = proto_tree_add_item(tree, hf_btcc_continuation, tvb, 0, at, ENC_NA);
+        expert_add_info_format(pinfo, ti, &ei_btcc_resync,
+                               "%d bytes before the next message header (stream joined mid-message)", at);
+        if (at == len)
+            return len;
+        tvb = tvb_new_subset_remaining(tvb, at);
+    }
+    tcp_dissect_pdus(tvb, pinfo, tree, TRUE, BTC_HEADER_LEN, get_btcc_pdu_len, dissect_btcc_pdu, data);
+    if (pinfo->desegment_len)           /* it counts from the header we resumed at */
+        pinfo->desegment_offset += at;
+    return len;
+}
+
+static p2pc_bool_t
+dissect_btcc_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    conversation_t *conv;
+    if (tvb_captured_length(tvb) < 16 || !btc_header_at(tvb, 0, TRUE))
+        return FALSE;
     conv = find_or_create_conversation(pinfo);
     conversation_set_dissector(conv, btcc_handle);
     dissect_btcc(tvb, pinfo, tree, data);
@@ -913,6 +952,8 @@ proto_register_btcc(void)
             "BIP 144 serialization with witness data", HFILL } },
         { &hf_btcc_trailing, { "Trailing bytes", "btcc.trailing_bytes", FT_BYTES, BASE_NONE, NULL, 0x0,
             "Bytes after the last transaction that parse as none", HFILL } },
+        { &hf_btcc_continuation, { "Continuation bytes", "btcc.continuation", FT_BYTES, BASE_NONE, NULL,
+            0x0, "The rest of a message whose start was not captured or not kept", HFILL } },
         { &hf_btcc_xthin_short_id_count, { "Short transaction IDs", "btcc.xthin.short_id_count", FT_UINT64,
             BASE_DEC, NULL, 0x0, "Transactions in the block (xthinblock vTxHashes)", HFILL } },
         { &hf_btcc_xthin_short_id, { "Short transaction ID", "btcc.xthin.short_id", FT_UINT64, BASE_HEX, NULL, 0x0,
@@ -957,6 +998,8 @@ proto_register_btcc(void)
             "xthinblock or get_xthin does not parse", EXPFILL } },
         { &ei_btcc_length, { "btcc.length", PI_MALFORMED, PI_WARN,
             "Payload length out of range", EXPFILL } },
+        { &ei_btcc_resync, { "btcc.resync", PI_SEQUENCE, PI_NOTE,
+            "Stream joined mid-message", EXPFILL } },
     };
     module_t *module;
     expert_module_t *expert;
