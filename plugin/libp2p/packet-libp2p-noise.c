@@ -458,6 +458,7 @@ static noise_msg_t *
 process(noise_conn_t *c, l2p_pipe_t *pipe, packet_info *pinfo, const guint8 *p, guint len, guint8 **plain)
 {
     noise_msg_t *m = wmem_new0(p2pc_replay_scope(pinfo), noise_msg_t);
+    p2pc_replay_charge(pinfo, sizeof(noise_msg_t));
     if (c->role_of_dir[pipe->dir] < 0) {
         /* The first to speak is the initiator. */
         c->role_of_dir[pipe->dir] = c->role_of_dir[!pipe->dir] < 0 ? 0 : 1;
@@ -732,7 +733,8 @@ noise_attribute(packet_info *pinfo, p2pc_record_t **recs, guint n, void *ctx)
         return;
     if (a->c) {
         guint64 budget = a->c->unattributed[a->m->role], wire = 0, given = 0;
-        a->m->shares = wmem_array_new(p2pc_replay_scope(pinfo), sizeof(guint64));
+        a->m->shares = wmem_array_sized_new(p2pc_replay_scope(pinfo), sizeof(guint64), n);
+        p2pc_replay_charge(pinfo, n * sizeof(guint64));
         for (guint i = 0; i < n; i++)
             wire += recs[i]->wire_len;
         for (guint i = 0; i < n; i++) {

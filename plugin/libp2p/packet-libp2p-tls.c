@@ -114,7 +114,8 @@ tls_attribute(packet_info *pinfo, p2pc_record_t **recs, guint n, void *ctx)
         return;
     if (!r->replay && c) {
         guint64 budget = c->unattributed[r->pipe->dir], wire = 0, given = 0;
-        *r->shares = wmem_array_new(p2pc_replay_scope(pinfo), sizeof(guint64));
+        *r->shares = wmem_array_sized_new(p2pc_replay_scope(pinfo), sizeof(guint64), n);
+        p2pc_replay_charge(pinfo, n * sizeof(guint64));
         for (guint i = 0; i < n; i++)
             wire += recs[i]->wire_len;
         for (guint i = 0; i < n; i++) {
@@ -166,8 +167,10 @@ tls_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l
         proto_tree_add_item(tree, hf_tls_record_len, tvb, 0, 0, ENC_NA);
         return;
     }
-    if (!PINFO_FD_VISITED(pinfo) && !pdu->info)
+    if (!PINFO_FD_VISITED(pinfo) && !pdu->info) {
         pdu->info = wmem_new0(p2pc_replay_scope(pinfo), wmem_array_t *);
+        p2pc_replay_charge(pinfo, sizeof(wmem_array_t *));
+    }
     shares = (wmem_array_t **)pdu->info;
     if (!shares)
         return;
