@@ -62,7 +62,7 @@ class TsharkOptionError(P2pcError):
 # What tshark says when it refuses an option given to it as it was typed.
 OPTION_ERRORS = ("Invalid -o flag", "isn't a valid display filter", "Couldn't register p2pc",
                  "Invalid -d flag", "bad -d", "Configuration Profile", "is not a valid preference",
-                 "Unknown preference", "unknown preference", "Unknown protocol", "not a valid protocol", "can't be used")
+                 "Unknown preference", "unknown preference", "obsolete preference", "Unknown protocol", "not a valid protocol", "can't be used")
 
 
 TRUNCATED_EXIT = 8

@@ -101,6 +101,14 @@ p2pc_replay_charge(packet_info *pinfo, size_t bytes)
         replay_cut = pinfo->num + 1;
 }
 
+void
+p2pc_replay_release(packet_info *pinfo, size_t bytes)
+{
+    if (PINFO_FD_VISITED(pinfo) || !p2pc_keep_replay(pinfo))
+        return;
+    replay_kept -= MIN(bytes, replay_kept);
+}
+
 guint32
 p2pc_replay_cut(void)
 {

@@ -35,6 +35,9 @@ wmem_allocator_t *p2pc_replay_scope(packet_info *pinfo);
  * counted when the frame keeps nothing. */
 void p2pc_replay_charge(packet_info *pinfo, size_t bytes);
 
+/* Gives back what p2pc_replay_charge counted for something this frame kept and then freed. */
+void p2pc_replay_release(packet_info *pinfo, size_t bytes);
+
 /* The first frame that kept nothing because the budget ran out (0: it has not), for the
  * records tap's #END line. */
 guint32 p2pc_replay_cut(void);

@@ -355,7 +355,7 @@ add_item(packet_info *pinfo, wmem_allocator_t *scope, feed_t *f, item_kind_t kin
  * many small frames) is kept as one: `last`, just run, joins the run `prev` (the item before
  * it) when nothing tells it apart (no overhead, no per-PDU info, not truncated). */
 static void
-merge_into_run(wmem_allocator_t *scope, feed_t *f, item_t *prev, item_t *last)
+merge_into_run(packet_info *pinfo, wmem_allocator_t *scope, feed_t *f, item_t *prev, item_t *last)
 {
     if (!prev || prev->kind != IT_PDU || prev->off < 0 || last->off < 0 || prev->len != last->len ||
         prev->off + (gint)(prev->count * prev->len) != last->off || prev->pdu.info || last->pdu.info ||
@@ -366,6 +366,7 @@ merge_into_run(wmem_allocator_t *scope, feed_t *f, item_t *prev, item_t *last)
     prev->next = NULL;
     f->last = prev;
     wmem_free(scope, last);
+    p2pc_replay_release(pinfo, sizeof(item_t));
 }
 
 /* First pass, the first bytes after a hole: the PDU the hole cut is undecoded (counted, none
@@ -485,7 +486,7 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
         pipe->overhead = 0;
         pos += (guint)n;
         run_item(tvb, pinfo, tree, pipe, it, pdu_fn);
-        merge_into_run(scope, f, prev, it);
+        merge_into_run(pinfo, scope, f, prev, it);
         if (pipe->next)
             break;
     }
