@@ -122,6 +122,17 @@ def test_the_default_budget_keeps_every_test_capture_whole(tshark):
     assert "not_kept_from" not in end_line(tshark, ETH2, ["-2", *SMALL, "-o", "p2pc.keep_replay:FALSE"])
 
 
+def test_the_budget_is_range_checked(tshark):
+    """Out of its range (1-65536, as its description says) the nearest limit applies: 0 cuts
+    where 1 MiB does, a huge value keeps everything."""
+    at_one = end_line(tshark, ETH2, ["-2", *SMALL])["not_kept_from"]
+    assert end_line(tshark, ETH2, ["-2", "-o", "p2pc.max_replay_mib:0"])["not_kept_from"] == at_one
+    assert "not_kept_from" not in end_line(tshark, ETH2, ["-2", "-o", "p2pc.max_replay_mib:4000000000"])
+    prefs = tshark.run(["-G", "defaultprefs"]).stdout.splitlines()
+    at = prefs.index("#p2pc.max_replay_mib: 256")
+    assert "(1-65536)" in prefs[at - 2]
+
+
 def test_sharkd_says_a_frame_past_the_budget_was_not_kept(tshark, ws):
     """sharkd with the budget set to 1 MiB (setconf, as the GUI's preferences): a click on the
     capture's last segment shows the expert item instead of an empty libp2p layer."""

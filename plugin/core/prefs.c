@@ -19,8 +19,8 @@ static guint pref_max_decompressed_mib = MAX_DECOMPRESSED_MIB_DEFAULT;
 static p2pc_bool_t pref_keep_replay = TRUE;
 
 /* Budget, in MiB, for everything every p2pc layer keeps for re-dissection over the whole file.
- * The default keeps a capture of a few hundred MB whole (its replay state is about its own size:
- * docs/analyzer.md) and bounds `tshark -2` or the GUI on anything larger. */
+ * The default keeps about 400 MB of P2P traffic whole (tools/bench.py's 1 GB mix: its first
+ * 433 MB) and bounds `tshark -2` or the GUI on anything larger. */
 #define MAX_REPLAY_MIB_DEFAULT 256
 #define MAX_REPLAY_MIB_MIN     1
 #define MAX_REPLAY_MIB_MAX     65536
