@@ -153,5 +153,6 @@ def test_the_analyzer_refuses_a_second_pass_missing_records(tshark, ws):
     cut = end_line(tshark, ETH2, ["-2", *SMALL])["not_kept_from"]
     proc = ws.popen("tshark", ["-n", "-q", "-r", ws.readable(ETH2), "-2", *SMALL, "-z", "p2pc,records"],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    with pytest.raises(RecordsIncomplete, match=f"records from frame {cut} on are missing"):
+    with pytest.raises(RecordsIncomplete, match=f"records from frame {cut} on are missing") as e:
         read_records(proc, ETH2, lambda m: None, lambda t: None)
+    assert e.value.exit_code == 12 and len(str(e.value).splitlines()) == 1
