@@ -382,7 +382,8 @@ after_hole(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe
     pipe->gap = FALSE;
     pipe->gap_bytes = 0;
     if (held_len) {
-        run_item(tvb, pinfo, tree, pipe, add_item(pinfo, scope, f, IT_UNDECODED, NULL, 0, pipe->buf->data, held_len), pdu_fn);
+        run_item(tvb, pinfo, tree, pipe,
+                 add_item(pinfo, scope, f, IT_UNDECODED, NULL, 0, pipe->buf->data, held_len), pdu_fn);
         g_byte_array_set_size(pipe->buf, 0);
     }
     pipe->skip = 0;
@@ -430,7 +431,8 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
         after_hole(tvb, pinfo, tree, pipe, f, scope, pdu_fn);
     if (pipe->undecodable) {
         if (inlen)
-            run_item(tvb, pinfo, tree, pipe, add_item(pinfo, scope, f, IT_UNDECODED, in, inlen, in, inlen), pdu_fn);
+            run_item(tvb, pinfo, tree, pipe,
+                     add_item(pinfo, scope, f, IT_UNDECODED, in, inlen, in, inlen), pdu_fn);
         return;
     }
     if (!pipe->buf) {
