@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from conftest import CAPTURES, REPO
+from conftest import CAPTURES, REPO, p2pc_report, run_p2pc
 
 COMP = CAPTURES / "libp2p-compression"
 NAMES = ["comp-gzip", "comp-cbrotli", "comp-none", "comp-fallback"]
@@ -232,21 +232,24 @@ def test_fallback_to_none_after_na(tshark):
     assert sum(int(r["header_len"]) for r in recs) > 0
 
 
-def test_kept_output_has_a_budget(tshark):
+def test_kept_output_counts_against_the_replay_budget(tshark):
     """512 MiB of zeros through one gzip stream (the first 1,500 frames, ~86 MiB of output), in
-    two passes: every frame is decoded once, but only the first libp2p_compression.max_kept_mib (24 MiB by
-    default) of output is kept for re-dissection, and the frames past it say so; with
-    p2pc.keep_replay off nothing is kept and nothing needs saying."""
+    two passes with p2pc.max_replay_mib at 24: every frame is decoded once, but what the second
+    pass shows of the output stops at the budget (overshot by at most the one frame that used it
+    up, 64 KiB of output), and the frames past it say so; with p2pc.keep_replay off nothing is
+    kept and nothing needs saying."""
     zeros = REPO / "tests" / "data" / "repro" / "gzip-stream-512MiB-zeros.pcapng.gz"
     first = ["-c", "1500"]
-    rows = tshark.fields(zeros, ["libp2p_compression.out", "libp2p_compression.not_kept"],
-                         dfilter="libp2p_compression.out", two_pass=True, extra=first)
-    kept = sum(int(out) for out, not_kept in rows if not not_kept)
+    budget = ["-o", "p2pc.max_replay_mib:24"]
+    rows = tshark.fields(zeros, ["libp2p_compression.out", "p2pc.replay_not_kept"],
+                         dfilter="libp2p_compression.out || p2pc.replay_not_kept", two_pass=True,
+                         extra=first + budget)
+    kept = sum(int(out) for out, _ in rows if out)
     assert any(not_kept for _, not_kept in rows)
-    assert 24 * 2**20 <= kept < 24 * 2**20 + 65548     # the budget, overshot by at most one frame
+    assert 22 * 2**20 <= kept < 24 * 2**20 + 65548     # the rest: the frames' own state (~1.5 MiB)
     off = ["-o", "p2pc.keep_replay:FALSE"]
-    assert not tshark.fields(zeros, ["frame.number"], dfilter="libp2p_compression.not_kept",
-                             two_pass=True, extra=first + off)
+    assert not tshark.fields(zeros, ["frame.number"], dfilter="p2pc.replay_not_kept",
+                             two_pass=True, extra=first + budget + off)
     # The messages are comp-gzip's, every one; the flood past the stream's flow-control window
     # is counted as undecoded.
     recs = tshark.records(zeros, extra=first + off)
@@ -254,6 +257,22 @@ def test_kept_output_has_a_budget(tshark):
     want = sorted(map(key, tshark.records(cap("comp-gzip"))))
     assert sorted(map(key, (r for r in recs if r["msg_type"] != "undecoded"))) == want
     assert any(r["msg_type"] == "undecoded" for r in recs)
+
+
+def test_the_old_kept_output_preference_still_loads(tmp_path):
+    """libp2p_compression.max_kept_mib became p2pc.max_replay_mib: a preferences file that still
+    sets it (here a profile's, given with -C) loads without a complaint and changes nothing."""
+    config = tmp_path / "config"
+    prof = config / "wireshark/profiles/p2pc-old"
+    prof.mkdir(parents=True)
+    (prof / "preferences").write_text("libp2p_compression.max_kept_mib: 24\n")
+    res = run_p2pc("analyze", "-C", "p2pc-old", "--format", "json", str(cap("comp-gzip")),
+                   env_extra={"XDG_CONFIG_HOME": str(config)})
+    assert res.returncode == 0 and "max_kept_mib" not in res.stderr, res.stderr
+    assert json.loads(res.stdout)["totals"] == p2pc_report("analyze", str(cap("comp-gzip")))["totals"]
+    # On the command line tshark refuses it, naming it obsolete: a usage error.
+    res = run_p2pc("analyze", "-o", "libp2p_compression.max_kept_mib:24", str(cap("comp-gzip")))
+    assert res.returncode == 2 and "obsolete preference" in res.stderr, res.stderr
 
 
 @pytest.mark.parametrize("name", ["comp-gzip", "comp-cbrotli", "comp-deflate"])

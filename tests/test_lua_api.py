@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 from collections import defaultdict
 
 import pytest
@@ -146,7 +147,6 @@ def test_the_module_alone_changes_nothing(tshark):
 def test_corrupted_bytes_never_break_tshark(tshark, lumen_args, tmp_path):
     """Random bytes flipped in every frame reach the C decoders through Lua: expert items and
     Lua's own errors at most, never a crash or a dissector bug."""
-    import subprocess
     for seed in (1, 2, 3):
         out = tmp_path / f"lumen-{seed}.pcapng"
         subprocess.run(["editcap", "-E", "0.02", "--seed", str(seed), str(CAP), str(out)],
@@ -164,3 +164,28 @@ def test_stream_output_not_kept_is_a_note(tshark, lumen_args):
                          extra=[*lumen_args, "-o", "p2pc.keep_replay:FALSE"])
     notes = [x for row in rows for x in row[0].split("|") if x.startswith("This stream output was decoded")]
     assert len(notes) == sum(m["codec"] == "deflate-stream" for m in TRUTH["messages"])
+
+
+def test_stream_output_past_the_replay_budget_says_where_it_ran_out(tshark, lumen_args, tmp_path):
+    """Sixty copies of the capture (each on its own addresses: 25 KB of deflate-stream output a
+    copy, from the truth file), with p2pc.max_replay_mib at its 1 MiB minimum: the output counts
+    against it, and once it is used up a second
+    pass's stream messages say why they are not kept (the p2pc.replay_not_kept warning, from the
+    frame #END names on) instead of the per-direction note."""
+    parts = []
+    assert sum(m["raw_len"] for m in TRUTH["messages"] if m["codec"] == "deflate-stream") * 60 > 2**20
+    for k in range(60):
+        part = tmp_path / f"{k}.pcap"
+        subprocess.run(["tcprewrite", f"--pnat=192.0.2.0/24:10.9.{k}.0/24", f"--infile={CAP}",
+                        f"--outfile={part}"], check=True, capture_output=True)
+        parts.append(str(part))
+    copies = tmp_path / "lumen-x60.pcapng"
+    subprocess.run(["mergecap", "-F", "pcapng", "-w", str(copies), *parts], check=True, capture_output=True)
+    budget = [*lumen_args, "-o", "p2pc.max_replay_mib:1"]
+    out = tshark.run(["-n", "-q", "-r", tshark.ws.readable(copies), "-2", "-z", "p2pc,records", *budget]).stdout
+    end = dict(kv.split("=", 1) for kv in out.splitlines()[-1].split("\t")[1:])
+    cut = int(end["not_kept_from"])
+    rows = tshark.fields(copies, ["frame.number", "_ws.expert.message"], dfilter="p2pc.replay_not_kept",
+                         two_pass=True, extra=budget)
+    assert rows and all(int(f) >= cut for f, _ in rows)
+    assert not any("This stream output was decoded" in msg for _, msg in rows)

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
 
+import pytest
 from conftest import CAPTURES
+from p2pc.records import RecordsIncomplete, read_records
 
 ETH2 = CAPTURES / "eth2" / "eth2-yamux.pcapng"
 GZIP = CAPTURES / "libp2p-compression" / "comp-gzip.pcapng"
@@ -75,3 +78,81 @@ def test_sharkd_redissects_the_kept_stream_output(tshark, ws):
                     if ds["name"].startswith("Decompressed gzip stream"))
     for f in t["transfers"]:
         assert f["reply"].encode() in tabs, f["name"]
+
+
+# ---- the budget: p2pc.max_replay_mib ----
+SMALL = ["-o", "p2pc.max_replay_mib:1"]
+
+
+def end_line(tshark, capture, extra: list[str]) -> dict[str, str]:
+    out = tshark.run(["-n", "-q", "-r", tshark.ws.readable(capture), "-z", "p2pc,records", *extra]).stdout
+    end = [line for line in out.splitlines() if line.startswith("#END")]
+    assert len(end) == 1, out[-500:]
+    return dict(kv.split("=", 1) for kv in end[0].split("\t")[1:])
+
+
+def test_a_used_up_budget_cuts_replay_at_a_frame_and_says_so(tshark):
+    """With 1 MiB for all replay state, eth2-yamux (2.5 MB) keeps its first frames whole and
+    the rest not at all: the #END line names the first frame not kept; on the second pass every
+    frame from it on that TCP handed to p2pc (payload, not a retransmission: TCP's own fields)
+    carries p2pc.replay_not_kept naming the budget and that frame, and no frame before it does.
+    The frames kept replay their records exactly as one pass makes them; the others have none."""
+    end = end_line(tshark, ETH2, ["-2", *SMALL])
+    assert end["replay"] == "kept"
+    cut = int(end["not_kept_from"])
+    fed = [int(r[0]) for r in tshark.fields(ETH2, ["frame.number"],
+                                            dfilter="tcp.len > 0 && !tcp.analysis.retransmission")]
+    assert fed[0] < cut <= fed[-1]
+    rows = tshark.fields(ETH2, ["frame.number", "_ws.expert.message"], dfilter="p2pc.replay_not_kept",
+                         two_pass=True, extra=SMALL)
+    assert [int(r[0]) for r in rows] == [f for f in fed if f >= cut]
+    assert f"p2pc.max_replay_mib budget (1 MiB) ran out in frame {cut - 1}" in rows[0][1]
+    one_pass = tshark.records(ETH2, extra=SMALL)
+    assert one_pass == tshark.records(ETH2)
+    assert tshark.records(ETH2, two_pass=True, extra=SMALL) == [r for r in one_pass if int(r["frame"]) < cut]
+
+
+def test_the_default_budget_keeps_every_test_capture_whole(tshark):
+    """No #END cut, and no p2pc.replay_not_kept, for the captures the other replay tests click
+    through; and none where nothing is kept at all (one pass, p2pc.keep_replay off)."""
+    for capture in (ETH2, GZIP):
+        assert "not_kept_from" not in end_line(tshark, capture, ["-2"])
+        assert not tshark.fields(capture, ["frame.number"], dfilter="p2pc.replay_not_kept", two_pass=True)
+    assert "not_kept_from" not in end_line(tshark, ETH2, SMALL)
+    assert "not_kept_from" not in end_line(tshark, ETH2, ["-2", *SMALL, "-o", "p2pc.keep_replay:FALSE"])
+
+
+def test_the_budget_is_range_checked(tshark):
+    """Out of its range (1-65536, as its description says) the nearest limit applies: 0 cuts
+    where 1 MiB does, a huge value keeps everything."""
+    at_one = end_line(tshark, ETH2, ["-2", *SMALL])["not_kept_from"]
+    assert end_line(tshark, ETH2, ["-2", "-o", "p2pc.max_replay_mib:0"])["not_kept_from"] == at_one
+    assert "not_kept_from" not in end_line(tshark, ETH2, ["-2", "-o", "p2pc.max_replay_mib:4000000000"])
+    prefs = tshark.run(["-G", "defaultprefs"]).stdout.splitlines()
+    at = prefs.index("#p2pc.max_replay_mib: 256")
+    assert "(1-65536)" in prefs[at - 2]
+
+
+def test_sharkd_says_a_frame_past_the_budget_was_not_kept(tshark, ws):
+    """sharkd with the budget set to 1 MiB (setconf, as the GUI's preferences): a click on the
+    capture's last segment shows the expert item instead of an empty libp2p layer."""
+    last = int(tshark.fields(ETH2, ["frame.number"], dfilter="tcp.len > 0")[-1][0])
+    reqs = [{"jsonrpc": "2.0", "id": 1, "method": "setconf",
+             "params": {"name": "p2pc.max_replay_mib", "value": "1"}},
+            {"jsonrpc": "2.0", "id": 2, "method": "load", "params": {"file": ws.readable(ETH2)}},
+            {"jsonrpc": "2.0", "id": 3, "method": "frame", "params": {"frame": last, "proto": True}}]
+    res = ws.run("sharkd", ["-"], input="".join(json.dumps(r) + "\n" for r in reqs))
+    answers = {a["id"]: a for a in map(json.loads, (l for l in res.stdout.splitlines() if l.startswith("{")))}
+    assert answers[2]["result"]["status"] == "OK", res.stdout[:500] + res.stderr
+    assert "p2pc.replay_not_kept" in filters(answers[3]["result"]["tree"])
+
+
+def test_the_analyzer_refuses_a_second_pass_missing_records(tshark, ws):
+    """A record dump whose #END says frames were not kept is an error naming the frame, not a
+    report whose totals silently miss them."""
+    cut = end_line(tshark, ETH2, ["-2", *SMALL])["not_kept_from"]
+    proc = ws.popen("tshark", ["-n", "-q", "-r", ws.readable(ETH2), "-2", *SMALL, "-z", "p2pc,records"],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with pytest.raises(RecordsIncomplete, match=f"records from frame {cut} on are missing") as e:
+        read_records(proc, ETH2, lambda m: None, lambda t: None)
+    assert e.value.exit_code == 12 and len(str(e.value).splitlines()) == 1

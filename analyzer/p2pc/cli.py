@@ -2,7 +2,8 @@
 
 Exit codes: 0 ok, 2 usage, 3 tshark missing, 4 plugin missing, 5 capture unreadable,
 6 no P2P traffic, 7 interface cannot be opened, 8 capture truncated (report printed),
-9 the plugin printed a malformed record, 10 no permission to capture, 11 bad capture filter.
+9 the plugin printed a malformed record, 10 no permission to capture, 11 bad capture filter,
+12 records of a second pass missing (p2pc.max_replay_mib ran out).
 """
 from __future__ import annotations
 
@@ -513,7 +514,8 @@ EXIT_CODES = """exit codes:
   8  a capture is cut short: the report covers what could be read, with a warning
   9  the plugin printed a malformed record (is it this analyzer's version? p2pc doctor)
  10  no permission to capture (live: run as root, or the fix p2pc doctor prints)
- 11  the capture filter (-f) is invalid (live)"""
+ 11  the capture filter (-f) is invalid (live)
+ 12  records of a tshark second pass (-2) are missing: p2pc.max_replay_mib ran out"""
 
 EXAMPLES = {
     "p2pc": """examples:

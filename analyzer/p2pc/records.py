@@ -48,6 +48,12 @@ class InterfaceError(P2pcError):
     exit_code = 7
 
 
+class RecordsIncomplete(P2pcError):
+    """A second pass (tshark -2) found nothing kept for a frame's re-dissection: the records
+    from that frame on are missing, so any total would be wrong."""
+    exit_code = 12
+
+
 class TsharkOptionError(P2pcError):
     """tshark refused an option p2pc handed it as given (-Y, -d, -o, -C): a usage error."""
     exit_code = 2
@@ -56,7 +62,7 @@ class TsharkOptionError(P2pcError):
 # What tshark says when it refuses an option given to it as it was typed.
 OPTION_ERRORS = ("Invalid -o flag", "isn't a valid display filter", "Couldn't register p2pc",
                  "Invalid -d flag", "bad -d", "Configuration Profile", "is not a valid preference",
-                 "Unknown preference", "unknown preference", "Unknown protocol", "not a valid protocol", "can't be used")
+                 "Unknown preference", "unknown preference", "obsolete preference", "Unknown protocol", "not a valid protocol", "can't be used")
 
 
 TRUNCATED_EXIT = 8
@@ -346,6 +352,13 @@ def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message,
                     on_peer(peer)
             elif line.startswith("#p2pc-records"):
                 header_seen = True
+            elif line.startswith("#END"):
+                end = dict(kv.split("=", 1) for kv in line.rstrip("\n").split("\t")[1:] if "=" in kv)
+                if "not_kept_from" in end:
+                    raise RecordsIncomplete(
+                        f"{path}: records from frame {end['not_kept_from']} on are missing: tshark's "
+                        "second pass (-2) found nothing kept for them (p2pc.max_replay_mib ran out); "
+                        "run one pass (no -2) or raise p2pc.max_replay_mib")
     except BaseException:
         proc.kill()
         proc.wait()

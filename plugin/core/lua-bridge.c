@@ -231,6 +231,7 @@ stream_decode(tvbuff_t *tvb, packet_info *pinfo, p2pc_codec_t codec, const char 
                                  &r->out, &r->out_len, &r->detail);
     if (scope != pinfo->pool) {
         s->kept += r->out_len;
+        p2pc_replay_charge(pinfo, sizeof(lua_result_t) + r->out_len);
         p_add_proto_data(wmem_file_scope(), pinfo, proto_p2pc_lua, idx, r);
     }
     return r;
@@ -280,7 +281,8 @@ dissect_decompress(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     if (is_stream_codec(codec)) {
         lua_result_t *r = stream_decode(tvb, pinfo, codec, key, (size_t)bound);
         if (!r) {
-            expert_add_info(pinfo, ti, &ei_lua_not_kept);
+            if (!p2pc_replay_missing(tvb, pinfo, st))
+                expert_add_info(pinfo, ti, &ei_lua_not_kept);
             answer(pinfo, "p2pc.dc.status", "not kept");
             return (int)in_len;
         }

@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include <epan/expert.h>
 #include <epan/prefs.h>
 #include <epan/proto_data.h>
 
@@ -17,10 +18,24 @@
 static guint pref_max_decompressed_mib = MAX_DECOMPRESSED_MIB_DEFAULT;
 static p2pc_bool_t pref_keep_replay = TRUE;
 
-/* The "p2pc" protocol (record.c's) the preferences hang on; its packet data key 1 marks a frame
- * whose replay is suspended (key 0 is record.c's hold). */
+/* Budget, in MiB, for everything every p2pc layer keeps for re-dissection over the whole file.
+ * The default keeps about 400 MB of P2P traffic whole (tools/bench.py's 1 GB mix: its first
+ * 433 MB) and bounds `tshark -2` or the GUI on anything larger. */
+#define MAX_REPLAY_MIB_DEFAULT 256
+#define MAX_REPLAY_MIB_MIN     1
+#define MAX_REPLAY_MIB_MAX     65536
+static guint pref_max_replay_mib = MAX_REPLAY_MIB_DEFAULT;
+
+/* What the file's frames have kept so far, and the first frame that keeps nothing because the
+ * budget ran out in the frame before it (0: it has not).  The first pass visits frames in
+ * order, so every frame before it keeps all its layers' state, and every frame from it on none:
+ * a frame is replayed whole or not at all. */
+static guint64 replay_kept;
+static guint32 replay_cut;
+
+/* The "p2pc" protocol (record.c's) the preferences hang on. */
 static int prefs_proto = -1;
-#define P2PC_NO_REPLAY_KEY 1
+static expert_field ei_replay_not_kept = EI_INIT;
 
 /* Whether this process is tshark's one pass, in which no frame is dissected twice, found when
  * the preferences register.  The frame store is the program's, and Wireshark's API does not say
@@ -59,8 +74,7 @@ tshark_one_pass(void)
 gboolean
 p2pc_keep_replay(packet_info *pinfo)
 {
-    return pref_keep_replay && !one_pass &&
-           !p_get_proto_data(pinfo->pool, pinfo, prefs_proto, P2PC_NO_REPLAY_KEY);
+    return pref_keep_replay && !one_pass && (!replay_cut || pinfo->num < replay_cut);
 }
 
 const char *
@@ -71,23 +85,53 @@ p2pc_replay_mode(void)
     return one_pass ? "one-pass" : "kept";
 }
 
-gboolean
-p2pc_replay_suspend(packet_info *pinfo, gboolean suspend)
-{
-    gboolean was = p_get_proto_data(pinfo->pool, pinfo, prefs_proto, P2PC_NO_REPLAY_KEY) != NULL;
-    if (suspend != was) {
-        if (suspend)
-            p_add_proto_data(pinfo->pool, pinfo, prefs_proto, P2PC_NO_REPLAY_KEY, GUINT_TO_POINTER(1));
-        else
-            p_remove_proto_data(pinfo->pool, pinfo, prefs_proto, P2PC_NO_REPLAY_KEY);
-    }
-    return was;
-}
-
 wmem_allocator_t *
 p2pc_replay_scope(packet_info *pinfo)
 {
     return p2pc_keep_replay(pinfo) ? wmem_file_scope() : pinfo->pool;
+}
+
+void
+p2pc_replay_charge(packet_info *pinfo, size_t bytes)
+{
+    if (PINFO_FD_VISITED(pinfo) || !p2pc_keep_replay(pinfo))
+        return;
+    replay_kept += bytes;
+    if (!replay_cut && replay_kept >= (guint64)pref_max_replay_mib * 1024 * 1024)
+        replay_cut = pinfo->num + 1;
+}
+
+void
+p2pc_replay_release(packet_info *pinfo, size_t bytes)
+{
+    if (PINFO_FD_VISITED(pinfo) || !p2pc_keep_replay(pinfo))
+        return;
+    replay_kept -= MIN(bytes, replay_kept);
+}
+
+guint32
+p2pc_replay_cut(void)
+{
+    return replay_cut;
+}
+
+gboolean
+p2pc_replay_missing(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+{
+    if (!PINFO_FD_VISITED(pinfo) || !replay_cut || pinfo->num < replay_cut)
+        return FALSE;
+    proto_tree_add_expert_format(tree, pinfo, &ei_replay_not_kept, tvb, 0, 0,
+        "Not kept for re-dissection: the p2pc.max_replay_mib budget (%u MiB) ran out in frame %u, "
+        "so from frame %u on p2pc decoded each frame in the first pass only", pref_max_replay_mib,
+        replay_cut - 1, replay_cut);
+    return TRUE;
+}
+
+static void
+replay_reset(void)
+{
+    replay_kept = 0;
+    replay_cut = 0;
 }
 
 size_t
@@ -104,6 +148,7 @@ apply_prefs(void)
 {
     pref_max_decompressed_mib = CLAMP(pref_max_decompressed_mib, MAX_DECOMPRESSED_MIB_MIN,
                                       MAX_DECOMPRESSED_MIB_MAX);
+    pref_max_replay_mib = CLAMP(pref_max_replay_mib, MAX_REPLAY_MIB_MIN, MAX_REPLAY_MIB_MAX);
 }
 
 GHashTable *
@@ -125,9 +170,14 @@ p2pc_pref_pairs(const char *text, gboolean fold_case)
 void
 p2pc_prefs_register(int proto)
 {
+    static ei_register_info ei[] = {
+        { &ei_replay_not_kept, { "p2pc.replay_not_kept", PI_UNDECODED, PI_WARN,
+            "Not kept for re-dissection: the p2pc.max_replay_mib budget ran out", EXPFILL } },
+    };
     module_t *module;
 
     prefs_proto = proto;
+    expert_register_field_array(expert_register_protocol(proto), ei, array_length(ei));
     module = prefs_register_protocol(proto, apply_prefs);
     prefs_register_uint_preference(module, "max_decompressed_mib",
         "Maximum decompressed size (MiB)",
@@ -140,5 +190,11 @@ p2pc_prefs_register(int proto)
         "stays flat over any capture but only the first pass decodes: for tshark one-pass runs "
         "(p2pc analyze turns it off). tshark without -2 never keeps them: it dissects no frame twice",
         &pref_keep_replay);
+    prefs_register_uint_preference(module, "max_replay_mib", "Kept for re-dissection (MiB)",
+        "Budget, over the whole capture and every p2pc layer, for what is kept for re-dissection "
+        "(" G_STRINGIFY(MAX_REPLAY_MIB_MIN) "-" G_STRINGIFY(MAX_REPLAY_MIB_MAX) "). Once it is used "
+        "up, the frames that follow are decoded in the first pass only, and say so when dissected "
+        "again (p2pc.replay_not_kept)", 10, &pref_max_replay_mib);
+    register_init_routine(replay_reset);
     one_pass = tshark_one_pass();
 }

@@ -253,7 +253,11 @@ records_draw(void *tapdata)
         for (guint i = 0; i < t->tcp.order->len; i++)
             print_tcp_dir((const tcp_dir_stats_t *)g_ptr_array_index(t->tcp.order, i));
     }
-    printf("#END\trecords=%" G_GUINT64_FORMAT "\treplay=%s\n", t->records, p2pc_replay_mode());
+    printf("#END\trecords=%" G_GUINT64_FORMAT "\treplay=%s", t->records, p2pc_replay_mode());
+    /* A second pass finds nothing kept from this frame on: its records are missing. */
+    if (p2pc_replay_cut())
+        printf("\tnot_kept_from=%u", p2pc_replay_cut());
+    putchar('\n');
     fflush(stdout);
 }
 

@@ -96,6 +96,8 @@ p2pc_record_shares(packet_info *pinfo, p2pc_record_t **recs, guint n, guint64 by
     wmem_array_t *shares = wmem_array_sized_new(p2pc_replay_scope(pinfo), sizeof(guint64), n);
     guint64 total = 0, given = 0;
 
+    p2pc_replay_charge(pinfo, n * sizeof(guint64));
+
     for (guint i = 0; i < n; i++)
         total += by == P2PC_SHARE_BY_RAW ? recs[i]->raw_len : recs[i]->wire_len;
     for (guint i = 0; i < n; i++) {

@@ -263,6 +263,7 @@ l2p_frame_slot(packet_info *pinfo, l2p_pipe_t *pipe, size_t size, gboolean *repl
     slot.call = call;
     slot.state = wmem_alloc0(wmem_file_scope(), size);
     wmem_array_append_one(slots, slot);
+    p2pc_replay_charge(pinfo, sizeof(slot) + size);
     return slot.state;
 }
 
@@ -334,10 +335,11 @@ run_item(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, 
     }
 }
 
-/* Record p[0, len) as an item (in `scope`); `fresh` is this frame's tvb data (fresh_len bytes). */
+/* Record p[0, len) as an item (in `scope`, counted against the replay budget when kept);
+ * `fresh` is this frame's tvb data (fresh_len bytes). */
 static item_t *
-add_item(wmem_allocator_t *scope, feed_t *f, item_kind_t kind, const guint8 *fresh, guint fresh_len,
-         const guint8 *p, guint len)
+add_item(packet_info *pinfo, wmem_allocator_t *scope, feed_t *f, item_kind_t kind,
+         const guint8 *fresh, guint fresh_len, const guint8 *p, guint len)
 {
     item_t *it = wmem_new0(scope, item_t);
     it->kind = kind;
@@ -356,6 +358,7 @@ add_item(wmem_allocator_t *scope, feed_t *f, item_kind_t kind, const guint8 *fre
         it->shown = fresh && p + len > fresh ? (guint)(p + len - fresh) : 0;
     } else
         it->data = (guint8 *)wmem_memdup(scope, p, len);
+    p2pc_replay_charge(pinfo, sizeof(item_t) + (it->data ? len : 0));
     if (f->last)
         f->last->next = it;
     else
@@ -368,7 +371,7 @@ add_item(wmem_allocator_t *scope, feed_t *f, item_kind_t kind, const guint8 *fre
  * many small frames) is kept as one: `last`, just run, joins the run `prev` (the item before
  * it) when nothing tells it apart (no overhead, no per-PDU info, not truncated). */
 static void
-merge_into_run(wmem_allocator_t *scope, feed_t *f, item_t *prev, item_t *last)
+merge_into_run(packet_info *pinfo, wmem_allocator_t *scope, feed_t *f, item_t *prev, item_t *last)
 {
     if (!prev || prev->kind != IT_PDU || prev->off < 0 || last->off < 0 || prev->len != last->len ||
         prev->off + (gint)(prev->count * prev->len) != last->off || prev->pdu.info || last->pdu.info ||
@@ -379,6 +382,7 @@ merge_into_run(wmem_allocator_t *scope, feed_t *f, item_t *prev, item_t *last)
     prev->next = NULL;
     f->last = prev;
     wmem_free(scope, last);
+    p2pc_replay_release(pinfo, sizeof(item_t));
 }
 
 /* First pass, the first bytes after a hole: the PDU the hole cut is undecoded (counted, none
@@ -394,7 +398,8 @@ after_hole(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe
     pipe->gap = FALSE;
     pipe->gap_bytes = 0;
     if (held_len) {
-        run_item(tvb, pinfo, tree, pipe, add_item(scope, f, IT_UNDECODED, NULL, 0, pipe->buf->data, held_len), pdu_fn);
+        run_item(tvb, pinfo, tree, pipe,
+                 add_item(pinfo, scope, f, IT_UNDECODED, NULL, 0, pipe->buf->data, held_len), pdu_fn);
         g_byte_array_set_size(pipe->buf, 0);
     }
     pipe->skip = 0;
@@ -430,7 +435,7 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
             l2p_pipe_gap(pipe->next, pipe->gap_bytes);
         pipe->gap = FALSE;
         pipe->gap_bytes = 0;
-        it = add_item(scope, f, IT_FORWARD, in, inlen, in, inlen);
+        it = add_item(pinfo, scope, f, IT_FORWARD, in, inlen, in, inlen);
         it->to = pipe->next;
         it->fin = pipe->fin;
         run_item(tvb, pinfo, tree, pipe, it, pdu_fn);
@@ -442,7 +447,8 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
         after_hole(tvb, pinfo, tree, pipe, f, scope, pdu_fn);
     if (pipe->undecodable) {
         if (inlen)
-            run_item(tvb, pinfo, tree, pipe, add_item(scope, f, IT_UNDECODED, in, inlen, in, inlen), pdu_fn);
+            run_item(tvb, pinfo, tree, pipe,
+                     add_item(pinfo, scope, f, IT_UNDECODED, in, inlen, in, inlen), pdu_fn);
         return;
     }
     if (!pipe->buf) {
@@ -466,7 +472,7 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
     }
     /* In `work`, the bytes from this frame start at fresh_at. */
 #define FRESH_AT (direct ? 0 : worklen - inlen)
-#define ADD(kind, p, l) add_item(scope, f, kind, work + FRESH_AT, inlen, p, l)
+#define ADD(kind, p, l) add_item(pinfo, scope, f, kind, work + FRESH_AT, inlen, p, l)
     while (pos < worklen) {
         gint64 n = len_fn(pipe, work + pos, worklen - pos);
         if (pipe->next)
@@ -498,7 +504,7 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
         pipe->overhead = 0;
         pos += (guint)n;
         run_item(tvb, pinfo, tree, pipe, it, pdu_fn);
-        merge_into_run(scope, f, prev, it);
+        merge_into_run(pinfo, scope, f, prev, it);
         if (pipe->next)
             break;
     }

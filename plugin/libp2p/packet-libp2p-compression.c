@@ -64,7 +64,6 @@ static int hf_comp_stopped_in = -1;
 static int hf_comp_data = -1;
 static gint ett_comp = -1;
 static expert_field ei_comp_failed = EI_INIT;
-static expert_field ei_comp_not_kept = EI_INIT;
 
 static dissector_handle_t comp_handle;
 static p2pc_bool_t pref_decompress = TRUE;
@@ -101,29 +100,8 @@ typedef struct {
     guint64 out_total;
     const char *detail;         /* why decoding stopped in this frame */
     guint32 stopped_in;         /* decoding had stopped before this frame (in that frame) */
-    gboolean not_kept;          /* the output was not kept for re-dissection: over the budget */
     wmem_array_t *attributed;   /* guint64 per record the frame's inner layers added */
 } comp_frame_t;
-
-/* Decompressed output kept for re-dissection, over every stream of the file, and its budget. */
-#define MAX_KEPT_MIB_DEFAULT 24
-#define MAX_KEPT_MIB_MAX     65536
-static guint pref_max_kept_mib = MAX_KEPT_MIB_DEFAULT;
-static guint64 kept_total;
-
-/* Where this frame's output goes: kept (file scope) while the budget lasts and p2pc keeps
- * decoded data for re-dissection at all; otherwise the packet's pool. */
-static wmem_allocator_t *
-keep_scope(packet_info *pinfo, comp_frame_t *fr)
-{
-    if (!p2pc_keep_replay(pinfo))
-        return pinfo->pool;
-    if (kept_total >= (guint64)pref_max_kept_mib * 1024 * 1024) {
-        fr->not_kept = TRUE;
-        return pinfo->pool;
-    }
-    return wmem_file_scope();
-}
 
 static p2pc_bool_t
 free_decoder_cb(wmem_allocator_t *allocator, wmem_cb_event_t event, void *user_data)
@@ -199,7 +177,7 @@ comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, pac
             st = P2PC_DC_BOUND;
             detail = "the decompressed output reached its bound";
         } else {
-            st = p2pc_stream_feed(cd->dec, tvb_get_ptr(tvb, 0, len), len, bound, keep_scope(pinfo, fr),
+            st = p2pc_stream_feed(cd->dec, tvb_get_ptr(tvb, 0, len), len, bound, p2pc_replay_scope(pinfo),
                                   &out, &out_len, &detail);
         }
         if (st != P2PC_DC_OK) {
@@ -213,8 +191,7 @@ comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, pac
         cd->out_total += out_len;
         cd->unattributed += len;
     }
-    if (out && !fr->not_kept && p2pc_keep_replay(pinfo))
-        kept_total += out_len;
+    p2pc_replay_charge(pinfo, out_len);
     fr->out = out;
     fr->out_len = (guint32)out_len;
     fr->in_total = cd->in_total;
@@ -301,10 +278,6 @@ draw(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, comp
     /* Three decimals on screen; the field keeps the exact value for filters. */
     pi = proto_tree_add_double_format_value(t, hf_comp_ratio, tvb, 0, 0, ratio, "%.3f", ratio);
     proto_item_set_generated(pi);
-    if (fr->not_kept)
-        expert_add_info_format(pinfo, ti, &ei_comp_not_kept,
-                               "This frame's decompressed output is not kept for re-dissection: the "
-                               "libp2p_compression.max_kept_mib budget (%u MiB) is used up", pref_max_kept_mib);
     if (fr->detail)
         expert_add_info_format(pinfo, ti, &ei_comp_failed,
                                "%s does not decode (%s): decoding of this direction stops here",
@@ -333,8 +306,6 @@ dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, 
     if (!replay)
         comp_feed(pipe, cd, fr, tvb, pinfo);
     draw(tvb, pinfo, tree, pipe, cd, fr);
-    if (replay && fr->not_kept)
-        return tvb_captured_length(tvb);    /* its output is gone: only the first pass decoded it */
     if (fr->stopped_in || (!fr->out_len && !pipe->fin))
         return tvb_captured_length(tvb);
 
@@ -360,28 +331,8 @@ dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, 
     actx.cd = cd;
     actx.fr = fr;
     actx.replay = replay;
-    if (fr->not_kept) {
-        /* No later pass gets this output back: the layers above keep nothing for it either
-         * (on an exception the suspension ends with the frame's pool). */
-        gboolean was = p2pc_replay_suspend(pinfo, TRUE);
-        l2p_pipe_call_held(cd->inner, dtvb, pinfo, tree, pipe->fin, comp_attribute, &actx);
-        p2pc_replay_suspend(pinfo, was);
-    } else {
-        l2p_pipe_call_held(cd->inner, dtvb, pinfo, tree, pipe->fin, comp_attribute, &actx);
-    }
+    l2p_pipe_call_held(cd->inner, dtvb, pinfo, tree, pipe->fin, comp_attribute, &actx);
     return tvb_captured_length(tvb);
-}
-
-static void
-apply_prefs(void)
-{
-    pref_max_kept_mib = CLAMP(pref_max_kept_mib, 1, MAX_KEPT_MIB_MAX);
-}
-
-static void
-reset_kept(void)
-{
-    kept_total = 0;
 }
 
 void
@@ -410,8 +361,6 @@ proto_register_libp2p_compression(void)
     static ei_register_info ei[] = {
         { &ei_comp_failed, { "libp2p_compression.failed", PI_MALFORMED, PI_ERROR,
             "The compressed stream does not decode: decoding of this direction stops", EXPFILL } },
-        { &ei_comp_not_kept, { "libp2p_compression.not_kept", PI_UNDECODED, PI_WARN,
-            "Decompressed output not kept for re-dissection (budget used up)", EXPFILL } },
     };
     module_t *module;
     expert_module_t *expert;
@@ -422,15 +371,12 @@ proto_register_libp2p_compression(void)
     proto_register_subtree_array(ett, array_length(ett));
     expert = expert_register_protocol(proto_comp);
     expert_register_field_array(expert, ei, array_length(ei));
-    module = prefs_register_protocol(proto_comp, apply_prefs);
+    module = prefs_register_protocol(proto_comp, NULL);
     prefs_register_bool_preference(module, "decompress", "Decompress the stream",
         "Decode each direction's gzip/brotli/deflate stream and dissect what is inside "
         "(takes effect when the capture is read again)", &pref_decompress);
-    prefs_register_uint_preference(module, "max_kept_mib", "Decompressed output kept (MiB)",
-        "Budget, over every stream of the capture, for the decompressed output kept so that "
-        "re-dissecting a frame (the GUI, tshark -2) shows it again (1-" G_STRINGIFY(MAX_KEPT_MIB_MAX)
-        "); beyond it frames are decoded once and say so", 10, &pref_max_kept_mib);
-    register_init_routine(reset_kept);
+    /* Its own budget for kept output became p2pc.max_replay_mib, over every layer. */
+    prefs_register_obsolete_preference(module, "max_kept_mib");
     comp_handle = register_dissector("libp2p_compression", dissect_libp2p_compression, proto_comp);
 }
 

@@ -458,6 +458,7 @@ static noise_msg_t *
 process(noise_conn_t *c, l2p_pipe_t *pipe, packet_info *pinfo, const guint8 *p, guint len, guint8 **plain)
 {
     noise_msg_t *m = wmem_new0(p2pc_replay_scope(pinfo), noise_msg_t);
+    p2pc_replay_charge(pinfo, sizeof(noise_msg_t));
     if (c->role_of_dir[pipe->dir] < 0) {
         /* The first to speak is the initiator. */
         c->role_of_dir[pipe->dir] = c->role_of_dir[!pipe->dir] < 0 ? 0 : 1;

@@ -427,6 +427,16 @@ free_held(held_t *h)
     }
 }
 
+/* What a list of held copies costs the frame that keeps it. */
+static size_t
+held_size(const held_t *h)
+{
+    size_t n = 0;
+    for (; h; h = h->next)
+        n += sizeof(held_t) + h->len;
+    return n;
+}
+
 static void
 swap_endpoints(packet_info *pinfo)
 {
@@ -474,9 +484,13 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
         if (!forget)
             p_add_proto_data(wmem_file_scope(), pinfo, proto_libp2p, key, fr);
         plan_frame(&c->dir[d], &c->dir[1 - d], fr, tcpi, tvb, pinfo);
+        if (!forget)
+            p2pc_replay_charge(pinfo, sizeof(frame_t) + held_size(fr->fed_held) + held_size(fr->fed_other));
     }
-    if (!fr)
+    if (!fr) {
+        p2pc_replay_missing(tvb, pinfo, tree);
         return len;
+    }
     if (fr->held)
         proto_tree_add_expert_format(tree, pinfo, &ei_libp2p_held, tvb, 0, 0,
             "%u bytes before this segment have not arrived: it is held until they do", fr->held);

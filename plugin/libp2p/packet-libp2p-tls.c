@@ -156,8 +156,10 @@ tls_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l
         proto_tree_add_item(tree, hf_tls_record_len, tvb, 0, 0, ENC_NA);
         return;
     }
-    if (!PINFO_FD_VISITED(pinfo) && !pdu->info)
+    if (!PINFO_FD_VISITED(pinfo) && !pdu->info) {
         pdu->info = wmem_new0(p2pc_replay_scope(pinfo), wmem_array_t *);
+        p2pc_replay_charge(pinfo, sizeof(wmem_array_t *));
+    }
     shares = (wmem_array_t **)pdu->info;
     if (!shares)
         return;
