@@ -108,10 +108,10 @@ def test_a_retransmission_with_different_bytes_is_flagged(tshark):
     assert sorted(map(key, tshark.records(cap))) == sorted(map(key, want))
     no_seq = ["-o", "tcp.analyze_sequence_numbers:FALSE"]
     assert sorted(map(key, tshark.records(cap, extra=no_seq))) == sorted(map(key, want))
-    flagged = tshark.fields(cap, ["frame.number"], dfilter="libp2p.retransmission_differs", extra=no_seq)
+    flagged = tshark.fields(cap, ["frame.number"], dfilter="p2pc.retransmission_differs", extra=no_seq)
     retransmitted = tshark.fields(cap, ["frame.number"], dfilter="tcp.analysis.retransmission")
     assert flagged == retransmitted and len(flagged) == 1
-    assert tshark.fields(cap, ["frame.number"], dfilter="libp2p.retransmission_differs") == retransmitted
+    assert tshark.fields(cap, ["frame.number"], dfilter="p2pc.retransmission_differs") == retransmitted
 
 
 def with_duplicates(src, dst, dups: dict[int, bool]) -> None:
@@ -173,11 +173,23 @@ def over_ipv6_in_a_vlan(src, dst) -> None:
     dst.write_bytes(bytes(out))
 
 
+def assert_item_covers_the_flipped_byte(tshark, cap, frame: int, extra: list[str] | None = None) -> None:
+    """p2pc.retransmission_differs in `frame` (a copy written by with_duplicates) covers the byte
+    flipped in the middle of its TCP payload, and nothing outside the payload."""
+    pdml = tshark.run(["-n", "-r", tshark.ws.readable(cap), "-Y", f"frame.number == {frame}", "-T", "pdml",
+                       *(extra or [])]).stdout
+    tcp_pos, tcp_size = (int(x) for x in re.search(r'<field name="tcp.payload"[^>]* size="(\d+)" pos="(\d+)"', pdml)
+                         .groups()[::-1])
+    pos, size = (int(x) for x in re.search(r'<proto name="p2pc"[^>]* size="(\d+)" pos="(\d+)"', pdml).groups()[::-1])
+    flipped = tcp_pos + tcp_size - tcp_size // 2 - 1
+    assert pos <= flipped < pos + size and tcp_pos <= pos and pos + size <= tcp_pos + tcp_size
+
+
 @pytest.mark.parametrize("ipv6_in_a_vlan", [False, True], ids=["ethernet-ipv4", "vlan-ipv6"])
 def test_a_retransmission_with_different_bytes_is_flagged_with_default_tcp_prefs(tshark, tmp_path, ipv6_in_a_vlan):
     """eth2-yamux with two of A's data segments retransmitted: one identical (ignored), one with
     a byte flipped.  TCP analyses sequence numbers (its default) and keeps both from p2pc; by
-    default (libp2p.check_retransmissions) the changed one gets the expert item over the segment
+    default (p2pc.check_retransmissions) the changed one gets the expert item over the segment
     that holds the flipped byte, the identical one none, and every record is the original's.
     p2pc finds the copy's bytes behind whatever link and IP headers carry them: the same capture
     with every frame rewritten as IPv6 in an 802.1Q VLAN gets the item on the same bytes."""
@@ -206,20 +218,66 @@ def test_a_retransmission_with_different_bytes_is_flagged_with_default_tcp_prefs
         assert protocol(["-o", pref]) == [["TCP"]] * 2
     assert protocol(["-o", prefs[0], "-o", prefs[1]]) == [["libp2p"]] * 2
     for two_pass in (False, True):
-        assert tshark.fields(cap, ["frame.number"], dfilter="libp2p.retransmission_differs",
+        assert tshark.fields(cap, ["frame.number"], dfilter="p2pc.retransmission_differs",
                              two_pass=two_pass) == [[str(changed + 2)]]
-    # The item covers the flipped byte: the middle of the copy's payload.
-    pdml = tshark.run(["-n", "-r", tshark.ws.readable(cap), "-Y", f"frame.number == {changed + 2}",
-                       "-T", "pdml"]).stdout
-    tcp_pos, tcp_size = (int(x) for x in re.search(r'<field name="tcp.payload"[^>]* size="(\d+)" pos="(\d+)"', pdml)
-                         .groups()[::-1])
-    pos, size = (int(x) for x in re.search(r'<proto name="libp2p"[^>]* size="(\d+)" pos="(\d+)"', pdml).groups()[::-1])
-    flipped = tcp_pos + tcp_size - tcp_size // 2 - 1
-    assert pos <= flipped < pos + size and tcp_pos <= pos and pos + size <= tcp_pos + tcp_size
-    off = ["-o", "libp2p.check_retransmissions:FALSE"]
-    assert not tshark.fields(cap, ["frame.number"], dfilter="libp2p.retransmission_differs", extra=off)
+    assert_item_covers_the_flipped_byte(tshark, cap, changed + 2)
+    off = ["-o", "p2pc.check_retransmissions:FALSE"]
+    assert not tshark.fields(cap, ["frame.number"], dfilter="p2pc.retransmission_differs", extra=off)
     key = lambda r: (r["msg_type"], r["raw_len"], r["src"])  # noqa: E731
     assert sorted(map(key, tshark.records(cap))) == sorted(map(key, tshark.records(src)))
+
+
+# Protocols that frame with tcp_dissect_pdus: (protocol, capture and truth file, preferences).
+# fisco-tls is FISCO inside TLS on port 30300 (the FISCO dissector hands the connection to TLS),
+# then the same through the TLS heuristic on a port FISCO does not know (it sees decrypted data
+# only).
+TCP_PDUS = {
+    "bitcoin": ("bitcoin", "bitcoin/btc-compressed", []),
+    "fisco": ("fisco", "fisco/fisco-serial-on", []),
+    "fisco3": ("fisco3", "fisco/fisco3-on", []),
+    "fisco-tls": ("fisco", "fisco/fisco-tls", []),
+    "fisco-tls-heuristic": ("fisco", "fisco/fisco-tls", ["-o", "fisco.tcp.port:1", "-o", "fisco.tls.port:1",
+                                                         "-d", "tcp.port==30300,tls"]),
+}
+
+
+def messages_sent(recs: list[dict], proto: str, truth: dict) -> int:
+    """The records of the truth file's messages: FISCO's every one; Bitcoin's, what peer A sent
+    after the handshake (tests/test_bitcoin.py's sent_records)."""
+    if proto == "bitcoin":
+        return sum(r["src"] == truth["link"]["addr_a"] and r["msg_type"] not in {"version", "verack", "inv"}
+                   for r in recs)
+    return sum(r["proto"] == proto for r in recs)
+
+
+@pytest.mark.parametrize("case", TCP_PDUS)
+def test_a_retransmission_with_different_bytes_is_flagged_in_tcp_dissect_pdus_protocols(tshark, tmp_path, case):
+    """Bitcoin and FISCO 2.x and 3.x (tcp_dissect_pdus) with two of A's data segments retransmitted, both in
+    the middle of a message (segments TCP hands to no subdissector even the first time): one
+    identical, one with a byte flipped.  Only the changed copy gets p2pc.retransmission_differs,
+    over the flipped byte, in one pass and two, and not with p2pc.check_retransmissions off; every
+    record is the original capture's, one per message of the truth file."""
+    proto, name, extra = TCP_PDUS[case]
+    src = CAPTURES / f"{name}.pcapng"
+    truth = json.loads((CAPTURES / f"{name}.truth.json").read_text())
+    a = truth["link"]["addr_a"]
+    data = [int(r[0]) for r in tshark.fields(src, ["frame.number"], extra=extra,
+                                             dfilter=f"ip.src == {a} && tcp.len > 100 && !{proto}")]
+    same, changed = data[len(data) // 3], data[len(data) // 3 + 2]
+    cap = tmp_path / "retrans.pcapng"
+    with_duplicates(src, cap, {same: False, changed: True})
+    assert [r[0] for r in tshark.fields(cap, ["frame.number"], dfilter="tcp.analysis.retransmission")] == \
+        [str(same + 1), str(changed + 2)]
+    for two_pass in (False, True):
+        assert tshark.fields(cap, ["frame.number"], dfilter="p2pc.retransmission_differs",
+                             two_pass=two_pass, extra=extra) == [[str(changed + 2)]]
+    assert_item_covers_the_flipped_byte(tshark, cap, changed + 2, extra)
+    off = ["-o", "p2pc.check_retransmissions:FALSE"]
+    assert not tshark.fields(cap, ["frame.number"], dfilter="p2pc.retransmission_differs", extra=extra + off)
+    key = lambda r: (r["proto"], r["msg_type"], r["raw_len"], r["src"])  # noqa: E731
+    recs = tshark.records(cap, extra=extra)
+    assert sorted(map(key, recs)) == sorted(map(key, tshark.records(src, extra=extra)))
+    assert messages_sent(recs, proto, truth) == len(truth["messages"])
 
 
 def test_a_yamux_length_past_the_window_is_caught_where_it_is_claimed(tshark):

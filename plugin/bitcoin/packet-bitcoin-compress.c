@@ -34,6 +34,7 @@
 #include "core/codecs.h"
 #include "core/prefs.h"
 #include "core/record.h"
+#include "core/retrans.h"
 
 #include <epan/conversation.h>
 #include <epan/exceptions.h>
@@ -826,6 +827,7 @@ dissect_btcc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
     gint len = (gint)tvb_captured_length(tvb), at = 0;
 
+    p2pc_retrans_watch(pinfo);
     col_clear(pinfo->cinfo, COL_INFO);
     if (!btc_header_at(tvb, 0, FALSE)) {
         proto_item *ti;

@@ -167,7 +167,7 @@ p2pc_pref_pairs(const char *text, gboolean fold_case)
     return pairs;
 }
 
-void
+module_t *
 p2pc_prefs_register(int proto)
 {
     static ei_register_info ei[] = {
@@ -197,4 +197,5 @@ p2pc_prefs_register(int proto)
         "again (p2pc.replay_not_kept)", 10, &pref_max_replay_mib);
     register_init_routine(replay_reset);
     one_pass = tshark_one_pass();
+    return module;
 }

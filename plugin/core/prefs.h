@@ -8,8 +8,10 @@
 
 #include "core/p2pc-compat.h"
 
-/* Registers the shared preferences under `proto` (record.c's "p2pc"). */
-void p2pc_prefs_register(int proto);
+#include <epan/prefs.h>
+
+/* Registers the shared preferences under `proto` (record.c's "p2pc"); returns their module. */
+module_t *p2pc_prefs_register(int proto);
 
 /* min(protocol_bound, the p2pc.max_decompressed_mib cap): the output bound every dissector
  * passes to a decoder. */

@@ -3,12 +3,14 @@
  * the packet tree and its "p2pc" tap), the hold/release bracket of transports that learn
  * their messages' wire cost late, and the "p2pc_peer" tap of the peer IDs security handshakes
  * state.  Who reads the taps: stats-tree.c (-z p2pc,tree) and printers.c (-z p2pc,records and
- * -z p2pc,payloads, the analyzer's input).
+ * -z p2pc,payloads, the analyzer's input).  The protocol also carries the shared preferences
+ * (prefs.c) and the retransmission check (retrans.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/record.h"
 #include "core/prefs.h"
+#include "core/retrans.h"
 
 #include <epan/proto_data.h>
 #include <epan/dissectors/packet-tcp.h>
@@ -237,5 +239,5 @@ proto_register_p2pc(void)
     proto_register_subtree_array(ett, array_length(ett));
     p2pc_tap = register_tap("p2pc");
     p2pc_peer_tap = register_tap("p2pc_peer");
-    p2pc_prefs_register(proto_p2pc);
+    p2pc_retrans_register(proto_p2pc, p2pc_prefs_register(proto_p2pc));
 }

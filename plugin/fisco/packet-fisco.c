@@ -31,6 +31,7 @@
 #include "core/codecs.h"
 #include "core/prefs.h"
 #include "core/record.h"
+#include "core/retrans.h"
 #include "fisco/fisco3.h"
 
 #include <epan/conversation.h>
@@ -748,6 +749,9 @@ static int
 dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
     fisco_conv_t *fc = fisco_get_conv(pinfo);
+
+    /* TLS too: its retransmissions are TCP's, below it. */
+    p2pc_retrans_watch(pinfo);
     if (!fc->plaintext && tls_handle && looks_like_tls(tvb)) {
         conversation_set_dissector(find_or_create_conversation(pinfo), tls_handle);
         return call_dissector(tls_handle, tvb, pinfo, tree);
@@ -770,6 +774,7 @@ dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 static int
 dissect_fisco_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
+    p2pc_retrans_watch(pinfo);
     fisco_dissect_stream(tvb, pinfo, tree, data);
     return tvb_captured_length(tvb);
 }

@@ -31,6 +31,7 @@
 #include "core/codecs.h"
 #include "core/prefs.h"
 #include "core/record.h"
+#include "core/retrans.h"
 #include "fisco/fisco3.h"
 
 #include <epan/conversation.h>
@@ -584,6 +585,7 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
 static int
 dissect_fisco3(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
+    p2pc_retrans_watch(pinfo);
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "FISCO3");
     col_clear(pinfo->cinfo, COL_INFO);
     tcp_dissect_pdus(tvb, pinfo, tree, TRUE, FISCO3_HEADER_LEN, get_fisco3_pdu_len, dissect_fisco3_pdu, data);

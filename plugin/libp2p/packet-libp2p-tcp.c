@@ -3,14 +3,8 @@
  * multistream-select header "/multistream/1.0.0"), or Decode As "libp2p" on a TCP port.  Each
  * direction is a pipe (engine.h) that starts in multistream-select; this file feeds it every
  * byte of the direction once and in order, by TCP sequence number:
- *   - a retransmission repeats bytes already fed: skipped, and compared with what was fed: each
- *     direction keeps the CRC-32C of its last SENT_KEPT segments fed (ISA-L's crc32_iscsi), and
- *     a retransmission covering one whole gets libp2p.retransmission_differs on its bytes when
- *     they differ.  While TCP analyses sequence numbers (its default) it hands retransmissions to
- *     no subdissector, so the postdissector here (libp2p.check_retransmissions, on by default)
- *     finds the bytes of a segment of a libp2p connection that p2pc did not get in the frame
- *     itself, behind the IP and TCP headers that carry the frame's addresses and ports
- *     (docs/libp2p-eth2.md);
+ *   - a retransmission repeats bytes already fed: skipped (the connection is watched by
+ *     core/retrans.c, which flags one whose bytes differ from those first sent);
  *   - a segment ahead of the bytes expected (reordered in the network, or after a hole) is held,
  *     copied, until the bytes before it arrive; then it is fed, in the frame that completed the
  *     sequence (its bytes show there as a tab of their own);
@@ -26,43 +20,27 @@
  */
 #include "core/p2pc-compat.h"
 #include "core/prefs.h"
+#include "core/retrans.h"
 #include "libp2p/engine.h"
 
 #include <epan/conversation.h>
 #include <epan/exceptions.h>
 #include <epan/expert.h>
-#include <epan/ipproto.h>
 #include <epan/prefs.h>
-#include <epan/prefs-int.h>
 #include <epan/proto_data.h>
 #include <epan/dissectors/packet-tcp.h>
-#include <wsutil/pint.h>
-#include <isa-l/crc.h>
 
 void proto_register_libp2p_tcp(void);
 void proto_reg_handoff_libp2p_tcp(void);
 
 #define HOLD_MAX    (1024 * 1024)   /* bytes held ahead of a missing segment, per direction */
-#define SENT_KEPT   64              /* segments fed per direction whose CRC a retransmission is
-                                       checked against: 768 bytes a direction */
-#define IP_AT_MAX   256             /* how far into a frame its IP header is looked for */
-
-/* Per-frame data keys: the first pass's findings (file scope), and whether the libp2p TCP
- * dissector ran in this dissection of the frame (packet scope). */
-#define KEY_RETRANS 1
-#define KEY_SEEN    2
 
 static int proto_libp2p = -1;
 static int proto_libp2p_noise_tcp = -1;
 static expert_field ei_libp2p_gap = EI_INIT;
 static expert_field ei_libp2p_held = EI_INIT;
-static expert_field ei_libp2p_retrans_differs = EI_INIT;
 static dissector_handle_t libp2p_tcp_handle;
 static dissector_handle_t libp2p_tcp_noise_handle;
-static p2pc_bool_t pref_check_retransmissions = TRUE;
-/* A connection of this capture keeps CRCs for the postdissector: until one does, it returns at
- * once (a capture without libp2p pays a call and a test a frame). */
-static gboolean withheld_checked;
 
 /* A segment received ahead of the bytes expected, its bytes after it in one allocation (file
  * scope: the frame that feeds it keeps it, or frees it when nothing is kept for replay). */
@@ -74,13 +52,6 @@ typedef struct held {
     struct held *next;          /* by seq */
 } held_t;
 
-/* A segment fed: its sequence number, length and CRC-32C. */
-typedef struct {
-    guint32 seq;
-    guint32 len;
-    guint32 crc;
-} sent_t;
-
 /* One direction's bookkeeping (first pass only). */
 typedef struct {
     guint32 next_seq;           /* the next byte to feed */
@@ -89,11 +60,6 @@ typedef struct {
     gboolean seq_known;
     held_t *held;
     guint32 held_bytes;
-    sent_t *sent;               /* SENT_KEPT segments fed, a ring (NULL: no retransmission of
-                                   this connection can be seen, nothing to compare) */
-    guint sent_next;            /* where the next goes in the ring */
-    guint32 seq_base;           /* a sequence number in the TCP header less TCP's (relative) one */
-    gboolean seq_base_known;
 } dir_t;
 
 /* A TCP connection: the two directions' first pipes and bookkeeping. */
@@ -116,36 +82,7 @@ typedef struct {
     guint32 gap;                /* bytes missing from the capture in a direction, found here */
     guint32 gap_before;         /* ... before this frame */
     gboolean gap_other;         /* ... the other direction's (its receiver acknowledged past the hole) */
-    gint32 differs_at;          /* a retransmission's segment whose bytes differ: its offset */
-    guint32 differs_len;        /* ... and length (0: none) */
 } frame_t;
-
-/* What the postdissector found in a retransmission TCP withheld (file scope, per frame). */
-typedef struct {
-    gint32 at;                  /* the differing bytes, in the frame */
-    guint32 len;
-} retrans_t;
-
-/* A TCP segment as its headers in a frame give it. */
-typedef struct {
-    guint32 seq;                /* as in the header (absolute) */
-    guint32 at;                 /* its payload's offset in the frame */
-    guint32 len;                /* ... and length (from the IP header's) */
-} segment_t;
-
-static guint32
-crc(const guint8 *p, guint32 len)
-{
-    return crc32_iscsi((unsigned char *)p, (int)len, 0xffffffffU);
-}
-
-static gboolean
-tcp_analyzes_sequence_numbers(void)
-{
-    module_t *tcp = prefs_find_module("tcp");
-    pref_t *pref = tcp ? prefs_find_preference(tcp, "analyze_sequence_numbers") : NULL;
-    return !pref || prefs_get_bool_value(pref, pref_current);
-}
 
 /* root: where each direction starts (multistream-select; Noise for a connection captured
  * after its start, with Decode As "libp2p.tcp.noise"). */
@@ -163,106 +100,10 @@ get_conn(packet_info *pinfo, dissector_handle_t root)
         c->root[1] = l2p_pipe_new(root, 1);
         c->root[0]->peer = c->root[1];
         c->root[1]->peer = c->root[0];
-        /* While TCP analyses sequence numbers it flags retransmissions itself and hands their
-         * bytes to no subdissector: keep the segments' CRCs when something will compare. */
-        if (!tcp_analyzes_sequence_numbers() || pref_check_retransmissions) {
-            for (int i = 0; i < 2; i++)
-                c->dir[i].sent = wmem_alloc0_array(wmem_file_scope(), sent_t, SENT_KEPT);
-            if (tcp_analyzes_sequence_numbers())
-                withheld_checked = TRUE;
-        }
         conversation_add_proto_data(conv, proto_libp2p, c);
+        p2pc_retrans_watch(pinfo);
     }
     return c;
-}
-
-/* Record that p[0, len) (starting at sequence number d->next_seq) was fed. */
-static void
-mark_fed(dir_t *d, const guint8 *p, guint32 len)
-{
-    if (d->sent && len) {
-        sent_t *s = &d->sent[d->sent_next++ % SENT_KEPT];
-        s->seq = d->next_seq;
-        s->len = len;
-        s->crc = crc(p, len);
-    }
-    d->next_seq += len;
-}
-
-/* The first segment fed that p[0, len) (at sequence number seq) covers whole and whose bytes
- * differ there: its offset in p (*dlen its length), or -1.  Segments fed are disjoint, so the
- * CRCs computed cover at most len bytes. */
-static gint32
-first_difference(const dir_t *d, guint32 seq, const guint8 *p, guint32 len, guint32 *dlen)
-{
-    gint32 at = -1;
-    for (guint i = 0; d->sent && i < SENT_KEPT; i++) {
-        const sent_t *s = &d->sent[i];
-        gint32 rel = (gint32)(s->seq - seq);
-        if (!s->len || rel < 0 || (guint32)rel + s->len > len || (at >= 0 && rel > at))
-            continue;
-        if (crc(p + rel, s->len) != s->crc) {
-            at = rel;
-            *dlen = s->len;
-        }
-    }
-    return at;
-}
-
-/* The TCP segment of this frame from pinfo's source address and port to its destination's: its
- * IP header (version 4, unfragmented, or 6 with TCP next) is looked for in the first IP_AT_MAX
- * bytes, as one that carries those addresses and is followed by a TCP header with those ports,
- * and whose length ends within the bytes captured.  Whatever the link layer, without a protocol
- * tree. */
-static gboolean
-find_segment(tvbuff_t *frame, const packet_info *pinfo, segment_t *seg)
-{
-    guint len = tvb_captured_length(frame);
-    const guint8 *p = len ? tvb_get_ptr(frame, 0, len) : NULL;
-    const int alen = pinfo->src.type == AT_IPv4 ? 4 : pinfo->src.type == AT_IPv6 ? 16 : 0;
-
-    if (!alen || pinfo->dst.type != pinfo->src.type)
-        return FALSE;
-    for (guint ip = 0; ip < len && ip < IP_AT_MAX; ip++) {
-        guint tcp, end, hlen;
-        if (alen == 4) {
-            if ((p[ip] >> 4) != 4 || ip + 20 > len || p[ip + 9] != IP_PROTO_TCP ||
-                (pntohu16(p + ip + 6) & 0x3FFF) != 0 ||             /* a fragment */
-                memcmp(p + ip + 12, pinfo->src.data, 4) != 0 || memcmp(p + ip + 16, pinfo->dst.data, 4) != 0)
-                continue;
-            tcp = ip + (p[ip] & 0x0F) * 4u;
-            end = ip + pntohu16(p + ip + 2);
-        } else {
-            if ((p[ip] >> 4) != 6 || ip + 40 > len || p[ip + 6] != IP_PROTO_TCP ||
-                memcmp(p + ip + 8, pinfo->src.data, 16) != 0 || memcmp(p + ip + 24, pinfo->dst.data, 16) != 0)
-                continue;
-            tcp = ip + 40;
-            end = tcp + pntohu16(p + ip + 4);
-        }
-        if (tcp < ip + 20 || tcp + 20 > len ||
-            pntohu16(p + tcp) != pinfo->srcport || pntohu16(p + tcp + 2) != pinfo->destport)
-            continue;
-        hlen = (p[tcp + 12] >> 4) * 4u;
-        if (hlen < 20 || tcp + hlen > end || end > len)
-            continue;
-        seg->seq = pntohu32(p + tcp + 4);
-        seg->at = tcp + hlen;
-        seg->len = end - seg->at;
-        return TRUE;
-    }
-    return FALSE;
-}
-
-/* The difference between the sequence numbers in a direction's TCP headers and those TCP gives
- * (relative ones by default), from a segment fed whose payload is this frame's own. */
-static void
-learn_seq_base(dir_t *d, guint32 seq, tvbuff_t *tvb, packet_info *pinfo)
-{
-    segment_t seg;
-    if (find_segment(tvb_get_ds_tvb(tvb), pinfo, &seg) && seg.at == (guint32)tvb_raw_offset(tvb)) {
-        d->seq_base = seg.seq - seq;
-        d->seq_base_known = TRUE;
-    }
 }
 
 static void
@@ -299,7 +140,7 @@ drain_held(dir_t *d, held_t **tail)
         h->seq += back;
         h->len -= back;
         h->next = NULL;
-        mark_fed(d, h->data, h->len);
+        d->next_seq += h->len;
         *tail = h;
         tail = &h->next;
     }
@@ -324,7 +165,6 @@ plan_frame(dir_t *d, dir_t *o, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t
     guint len = tvb_captured_length(tvb);
     const guint8 *p = len ? tvb_get_ptr(tvb, 0, len) : NULL;
 
-    fr->differs_at = -1;
     if (tcpi && (tcpi->flags & TH_ACK)) {
         if (!d->ack_known || (gint32)(tcpi->lastackseq - d->acked) > 0)
             d->acked = tcpi->lastackseq;
@@ -352,8 +192,6 @@ plan_frame(dir_t *d, dir_t *o, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t
         d->seq_known = TRUE;
         d->next_seq = tcpi->seq;
     }
-    if (withheld_checked && d->sent && !d->seq_base_known)
-        learn_seq_base(d, tcpi->seq, tvb, pinfo);
     if ((gint32)(tcpi->seq - d->next_seq) > 0) {
         /* Ahead of the bytes expected: hold it.  Holding too much shows a hole: go on after it
          * with what is held (this segment among it). */
@@ -370,15 +208,14 @@ plan_frame(dir_t *d, dir_t *o, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t
         return;
     }
     if ((gint32)(tcpi->seq - d->next_seq) < 0) {
-        /* Repeats bytes already fed: check them, feed only what is new. */
+        /* Repeats bytes already fed: feed only what is new. */
         guint32 back = d->next_seq - tcpi->seq;
-        fr->differs_at = first_difference(d, tcpi->seq, p, len, &fr->differs_len);
         if (back >= len)
             return;
         fr->skip = back;
     }
     fr->len = len - fr->skip;
-    mark_fed(d, p + fr->skip, fr->len);
+    d->next_seq += fr->len;
     drain_held(d, &fr->fed_held);      /* the held segments this completes, in order */
 }
 
@@ -477,7 +314,6 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "libp2p");
     col_clear(pinfo->cinfo, COL_INFO);
-    p_add_proto_data(pinfo->pool, pinfo, proto_libp2p, KEY_SEEN, GUINT_TO_POINTER(1));
     if (!fr && !PINFO_FD_VISITED(pinfo)) {
         fr = wmem_new0(p2pc_replay_scope(pinfo), frame_t);
         forget = !p2pc_keep_replay(pinfo);
@@ -503,9 +339,6 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
         if (!PINFO_FD_VISITED(pinfo))
             l2p_pipe_gap(c->root[hd], fr->gap);
     }
-    if (fr->differs_at >= 0)
-        proto_tree_add_expert_format(tree, pinfo, &ei_libp2p_retrans_differs, tvb, fr->differs_at, fr->differs_len,
-            "This retransmission carries bytes that differ from those first sent: the first copy is decoded");
     if (fr->fed_other)
         feed_other_direction(c->root[1 - d], fr->fed_other, tvb, pinfo, tree);
     if (fr->len)
@@ -522,70 +355,6 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
             col_set_str(pinfo->cinfo, COL_INFO, "[part of a libp2p message]");
     }
     return len;
-}
-
-/* First pass: a segment of a libp2p connection that TCP handed to no subdissector (a
- * retransmission, while it analyses sequence numbers), found in the frame and compared with the
- * segments fed. */
-static retrans_t *
-check_withheld(tvbuff_t *frame, packet_info *pinfo)
-{
-    conversation_t *conv;
-    conn_t *c;
-    segment_t seg;
-    retrans_t *r;
-    dir_t *d;
-    guint32 s, dlen = 0;
-    gint32 at;
-
-    /* Most frames p2pc did not get carry no bytes (acknowledgements): the cheaper test first. */
-    if (!find_segment(frame, pinfo, &seg) || !seg.len)
-        return NULL;
-    conv = find_conversation_pinfo(pinfo, 0);
-    c = conv ? (conn_t *)conversation_get_proto_data(conv, proto_libp2p) : NULL;
-    if (!c)
-        return NULL;
-    d = &c->dir[(addresses_equal(&c->dialer_addr, &pinfo->src) && c->dialer_port == pinfo->srcport) ? 0 : 1];
-    if (!d->sent || !d->seq_base_known)
-        return NULL;
-    s = seg.seq - d->seq_base;
-    if ((gint32)(s - d->next_seq) >= 0)
-        return NULL;
-    at = first_difference(d, s, tvb_get_ptr(frame, seg.at, seg.len), seg.len, &dlen);
-    if (at < 0)
-        return NULL;
-    r = wmem_new(wmem_file_scope(), retrans_t);
-    r->at = (gint32)seg.at + at;
-    r->len = dlen;
-    return r;
-}
-
-/* The postdissector: the expert item of a retransmission TCP kept from p2pc whose bytes
- * differ.  No protocol tree needed. */
-static int
-dissect_libp2p_retransmission(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
-{
-    retrans_t *r = NULL;
-    proto_item *ti;
-
-    if (!withheld_checked || pinfo->ptype != PT_TCP)
-        return 0;
-    if (PINFO_FD_VISITED(pinfo))
-        r = (retrans_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_libp2p, KEY_RETRANS);
-    else if (!p_get_proto_data(pinfo->pool, pinfo, proto_libp2p, KEY_SEEN) && (r = check_withheld(tvb, pinfo)))
-        p_add_proto_data(wmem_file_scope(), pinfo, proto_libp2p, KEY_RETRANS, r);
-    if (!r)
-        return 0;
-    ti = proto_tree_add_item(tree, proto_libp2p, tvb, r->at, r->len, ENC_NA);
-    expert_add_info_format(pinfo, ti, &ei_libp2p_retrans_differs,
-        "This retransmission carries bytes that differ from those first sent: the first copy is decoded");
-    return tvb_captured_length(tvb);
-}
-
-static void
-reset_withheld_checked(void)
-{
-    withheld_checked = FALSE;
 }
 
 static int
@@ -621,8 +390,6 @@ proto_register_libp2p_tcp(void)
             "Bytes missing from the capture: decoding of this direction stops", EXPFILL } },
         { &ei_libp2p_held, { "libp2p.held", PI_SEQUENCE, PI_NOTE,
             "Out of order: held until the bytes before it arrive", EXPFILL } },
-        { &ei_libp2p_retrans_differs, { "libp2p.retransmission_differs", PI_SEQUENCE, PI_WARN,
-            "A retransmission carries different bytes than first sent", EXPFILL } },
     };
     expert_module_t *expert;
     module_t *module;
@@ -631,11 +398,8 @@ proto_register_libp2p_tcp(void)
     expert = expert_register_protocol(proto_libp2p);
     expert_register_field_array(expert, ei, array_length(ei));
     module = prefs_register_protocol(proto_libp2p, NULL);
-    prefs_register_bool_preference(module, "check_retransmissions", "Check retransmissions TCP withholds",
-        "Compare the bytes of retransmitted segments of libp2p connections with those first sent while "
-        "TCP analyses sequence numbers (it then hands retransmissions to no subdissector): p2pc finds "
-        "them in the frame, behind the IP and TCP headers", &pref_check_retransmissions);
-    register_init_routine(reset_withheld_checked);
+    /* Now p2pc.check_retransmissions, over every p2pc protocol (core/retrans.c). */
+    prefs_register_obsolete_preference(module, "check_retransmissions");
     libp2p_tcp_handle = register_dissector("libp2p.tcp", dissect_libp2p_tcp, proto_libp2p);
     /* A protocol of its own: Decode As names its entries by protocol. */
     proto_libp2p_noise_tcp = proto_register_protocol("libp2p connection from its Noise layer (captured after "
@@ -650,5 +414,4 @@ proto_reg_handoff_libp2p_tcp(void)
                        proto_libp2p, HEURISTIC_ENABLE);
     dissector_add_for_decode_as("tcp.port", libp2p_tcp_handle);
     dissector_add_for_decode_as("tcp.port", libp2p_tcp_noise_handle);
-    register_postdissector(create_dissector_handle(dissect_libp2p_retransmission, proto_libp2p));
 }

@@ -1,0 +1,23 @@
+/* retrans.h
+ * Retransmissions whose bytes differ from those first sent, in the TCP connections of every p2pc
+ * protocol: the p2pc.check_retransmissions preference and the p2pc.retransmission_differs
+ * expert item.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef P2PC_RETRANS_H
+#define P2PC_RETRANS_H
+
+#include "core/p2pc-compat.h"
+
+#include <epan/prefs.h>
+
+/* Registers the preference in `module` and the expert item and postdissector under `proto`
+ * (record.c's "p2pc"). */
+void p2pc_retrans_register(int proto, module_t *module);
+
+/* Called by a protocol's TCP entry point: from this frame on, the segments of pinfo's TCP
+ * connection are checked (nothing on a later pass, or with the preference off). */
+void p2pc_retrans_watch(packet_info *pinfo);
+
+#endif /* P2PC_RETRANS_H */
