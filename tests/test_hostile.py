@@ -223,6 +223,10 @@ def test_a_retransmission_with_different_bytes_is_flagged_with_default_tcp_prefs
     assert_item_covers_the_flipped_byte(tshark, cap, changed + 2)
     off = ["-o", "p2pc.check_retransmissions:FALSE"]
     assert not tshark.fields(cap, ["frame.number"], dfilter="p2pc.retransmission_differs", extra=off)
+    # The libp2p-only preference it replaced is obsolete: tshark's -o says so.
+    old = tshark.run(["-n", "-q", "-r", tshark.ws.readable(src), "-o", "libp2p.check_retransmissions:FALSE"],
+                     check=False)
+    assert old.returncode != 0 and "obsolete" in old.stderr
     key = lambda r: (r["msg_type"], r["raw_len"], r["src"])  # noqa: E731
     assert sorted(map(key, tshark.records(cap))) == sorted(map(key, tshark.records(src)))
 
