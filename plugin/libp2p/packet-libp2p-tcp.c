@@ -10,7 +10,9 @@
  *     no subdissector, so the postdissector here (libp2p.check_retransmissions, on by default)
  *     finds the bytes of a segment of a libp2p connection that p2pc did not get in the frame
  *     itself, behind the IP and TCP headers that carry the frame's addresses and ports
- *     (docs/libp2p-eth2.md);
+ *     (docs/libp2p-eth2.md), and feeds the direction those it has not had: TCP also keeps back
+ *     the earlier of two swapped segments (4.0, as a retransmission) and, with out-of-order
+ *     reassembly, every segment after a hole the capture never fills;
  *   - a segment ahead of the bytes expected (reordered in the network, or after a hole) is held,
  *     copied, until the bytes before it arrive; then it is fed, in the frame that completed the
  *     sequence (its bytes show there as a tab of their own);
@@ -49,7 +51,7 @@ void proto_reg_handoff_libp2p_tcp(void);
 
 /* Per-frame data keys: the first pass's findings (file scope), and whether the libp2p TCP
  * dissector ran in this dissection of the frame (packet scope). */
-#define KEY_RETRANS 1
+#define KEY_WITHHELD 1
 #define KEY_SEEN    2
 
 static int proto_libp2p = -1;
@@ -120,11 +122,14 @@ typedef struct {
     guint32 differs_len;        /* ... and length (0: none) */
 } frame_t;
 
-/* What the postdissector found in a retransmission TCP withheld (file scope, per frame). */
+/* What the postdissector found in a segment TCP withheld (file scope, per frame): bytes the
+ * connection has not had, fed to it here, or a retransmission whose bytes differ. */
 typedef struct {
-    gint32 at;                  /* the differing bytes, in the frame */
+    gboolean feed;
+    guint32 at;                 /* feed: the segment's payload in the frame; else the differing bytes */
     guint32 len;
-} retrans_t;
+    guint32 seq;                /* feed: the segment's sequence number, as TCP gives them */
+} withheld_t;
 
 /* A TCP segment as its headers in a frame give it. */
 typedef struct {
@@ -524,16 +529,19 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
     return len;
 }
 
-/* First pass: a segment of a libp2p connection that TCP handed to no subdissector (a
- * retransmission, while it analyses sequence numbers), found in the frame and compared with the
- * segments fed. */
-static retrans_t *
+/* First pass: a segment of a libp2p connection that TCP handed to no subdissector, found in
+ * the frame.  Bytes the direction has not had are fed here: TCP withholds, as a retransmission
+ * or in its out-of-order queue, the earlier of two swapped segments (without out-of-order
+ * reassembly) and every segment after a hole the capture never fills (with it), and the
+ * direction does its own reordering and finds its own holes.  Bytes it has had are compared
+ * with the segments fed. */
+static withheld_t *
 check_withheld(tvbuff_t *frame, packet_info *pinfo)
 {
     conversation_t *conv;
     conn_t *c;
     segment_t seg;
-    retrans_t *r;
+    withheld_t *w;
     dir_t *d;
     guint32 s, dlen = 0;
     gint32 at;
@@ -549,34 +557,46 @@ check_withheld(tvbuff_t *frame, packet_info *pinfo)
     if (!d->sent || !d->seq_base_known)
         return NULL;
     s = seg.seq - d->seq_base;
-    if ((gint32)(s - d->next_seq) >= 0)
-        return NULL;
+    if ((gint32)(s + seg.len - d->next_seq) > 0) {
+        w = wmem_new(wmem_file_scope(), withheld_t);
+        w->feed = TRUE;
+        w->at = seg.at;
+        w->len = seg.len;
+        w->seq = s;
+        return w;
+    }
     at = first_difference(d, s, tvb_get_ptr(frame, seg.at, seg.len), seg.len, &dlen);
     if (at < 0)
         return NULL;
-    r = wmem_new(wmem_file_scope(), retrans_t);
-    r->at = (gint32)seg.at + at;
-    r->len = dlen;
-    return r;
+    w = wmem_new(wmem_file_scope(), withheld_t);
+    w->feed = FALSE;
+    w->at = seg.at + (guint32)at;
+    w->len = dlen;
+    return w;
 }
 
-/* The postdissector: the expert item of a retransmission TCP kept from p2pc whose bytes
- * differ.  No protocol tree needed. */
+/* The postdissector: a segment TCP kept from p2pc, fed to its connection or, when it repeats
+ * bytes with others, flagged.  No protocol tree needed to find it. */
 static int
-dissect_libp2p_retransmission(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
+dissect_libp2p_withheld(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
 {
-    retrans_t *r = NULL;
+    withheld_t *w = NULL;
     proto_item *ti;
 
     if (!withheld_checked || pinfo->ptype != PT_TCP)
         return 0;
     if (PINFO_FD_VISITED(pinfo))
-        r = (retrans_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_libp2p, KEY_RETRANS);
-    else if (!p_get_proto_data(pinfo->pool, pinfo, proto_libp2p, KEY_SEEN) && (r = check_withheld(tvb, pinfo)))
-        p_add_proto_data(wmem_file_scope(), pinfo, proto_libp2p, KEY_RETRANS, r);
-    if (!r)
+        w = (withheld_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_libp2p, KEY_WITHHELD);
+    else if (!p_get_proto_data(pinfo->pool, pinfo, proto_libp2p, KEY_SEEN) && (w = check_withheld(tvb, pinfo)))
+        p_add_proto_data(wmem_file_scope(), pinfo, proto_libp2p, KEY_WITHHELD, w);
+    if (!w)
         return 0;
-    ti = proto_tree_add_item(tree, proto_libp2p, tvb, r->at, r->len, ENC_NA);
+    if (w->feed) {
+        /* As TCP would have handed it over, less the acknowledgement (later frames carry it). */
+        struct tcpinfo tcpi = { .seq = w->seq, .nxtseq = w->seq + w->len };
+        return dissect_libp2p_tcp_from(tvb_new_subset_length(tvb, w->at, w->len), pinfo, tree, &tcpi, NULL);
+    }
+    ti = proto_tree_add_item(tree, proto_libp2p, tvb, w->at, w->len, ENC_NA);
     expert_add_info_format(pinfo, ti, &ei_libp2p_retrans_differs,
         "This retransmission carries bytes that differ from those first sent: the first copy is decoded");
     return tvb_captured_length(tvb);
@@ -650,5 +670,5 @@ proto_reg_handoff_libp2p_tcp(void)
                        proto_libp2p, HEURISTIC_ENABLE);
     dissector_add_for_decode_as("tcp.port", libp2p_tcp_handle);
     dissector_add_for_decode_as("tcp.port", libp2p_tcp_noise_handle);
-    register_postdissector(create_dissector_handle(dissect_libp2p_retransmission, proto_libp2p));
+    register_postdissector(create_dissector_handle(dissect_libp2p_withheld, proto_libp2p));
 }
