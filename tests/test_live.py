@@ -329,11 +329,12 @@ def test_dumpcap_tells_its_drops_only_when_it_stops(netns, tmp_path):
 
 
 @needs_netns
-def test_session_reset_reports_undecoded_bytes(netns, tmp_path):
+def test_session_reset_reports_undecoded_bytes(netns, tmp_path, tshark):
     """With tshark forgetting its connections every 1000 packets (mid-connection), what the
     lost state hides is the "undecoded" row and metric: decoded wire bytes plus undecoded bytes
     equal the offline analysis's wire bytes, and the Bitcoin capture's messages are all either
-    decoded or inside those bytes."""
+    decoded or inside those bytes.  The "undecoded" section names each direction cut, with its
+    TCP payload bytes (those of the packets captured)."""
     live = Live(netns, tmp_path, "--session-reset", "1000", "--metrics", f"127.0.0.1:{PORT + 1}")
     try:
         live.replay(BTC)
@@ -355,6 +356,13 @@ def test_session_reset_reports_undecoded_bytes(netns, tmp_path):
     assert final["totals"]["wire_bytes"] == offline["totals"]["wire_bytes"]
     assert final["totals"]["messages"] < offline["totals"]["messages"]
     assert any("not decoded" in w for w in final["warnings"])
+    cut = next(s["rows"] for s in final["sections"] if s["name"] == "undecoded")
+    assert cut and sum(d["undecoded_bytes"] for d in cut) == row["wire_bytes"]
+    for d in cut:
+        sent = tshark.fields(live.pcap, ["tcp.len"], dfilter=f"ip.src == {d['src']} && tcp.srcport == {d['srcport']} "
+                                                             f"&& ip.dst == {d['dst']} && tcp.dstport == {d['dstport']}")
+        assert d["proto"] == "bitcoin" and d["tcp_bytes"] == sum(int(n) for n, in sent)
+        assert d["tcp_bytes"] == d["decoded_bytes"] + d["undecoded_bytes"]
 
 
 # ---- tshark's options on every command ----

@@ -346,10 +346,19 @@ def cmd_live(args) -> int:
                     raise NoP2PTraffic(f"no P2P messages captured on {args.interface}")
                 print(f"p2pc live: {args.interface}: no P2P messages yet", file=sys.stderr)
                 return
+            cut = totals_.undecoded_directions()
+            per_proto: dict = defaultdict(int)
+            for d in cut:
+                per_proto[d["proto"]] += d["undecoded_bytes"]
             undecoded = [Row(proto, "undecoded", None, Sums(wire=n, payload=n, raw=n))
-                         for proto, n in sorted(totals_.undecoded().items())]
+                         for proto, n in sorted(per_proto.items())]
             rep = analyze_report(totals_.agg, args.model, args.by_direction, False, args.by_peer,
                                  local, tuple(undecoded))
+            rep["sections"].append({
+                "name": "undecoded", "title": "Connection directions whose state a session reset dropped",
+                "columns": ["proto", "src", "srcport", "dst", "dstport", "tcp_bytes", "decoded_bytes",
+                            "undecoded_bytes"],
+                "rows": sorted(cut, key=lambda d: -d["undecoded_bytes"])})
             dropped = totals_.dropped
         rep["files"] = [f"live:{args.interface}"]
         rep["warnings"] = list(rep["warnings"])          # the aggregate's own list stays as it is
@@ -562,7 +571,10 @@ frame, stream, src, srcport, dst, dstport, time (docs/tap-format.md)""",
   p2pc live -i lo --duration 60 --interval 5 --format json --output live.json
   p2pc analyze node.pcapng          # the same report as live's final one, from the -w file
 
-The final report is printed at ^C or after --duration; --output holds the latest report.""",
+The final report is printed at ^C or after --duration; --output holds the latest report.
+
+sections (--section): main, size_ranges, undecoded (connection directions whose state a
+--session-reset dropped: their TCP payload bytes, decoded bytes and undecoded bytes)""",
     "doctor": """examples:
   p2pc doctor
   p2pc doctor --plugin build/plugins/4.0/epan/p2pc.so""",

@@ -157,17 +157,26 @@ class LiveTotals:
             with self.lock:
                 self.epoch += 1
 
-    def undecoded(self) -> dict[str, int]:
-        """Per protocol, for the P2P connection directions open across a session reset: the
-        TCP payload bytes they carried beyond the wire bytes of the messages decoded from them
-        (for TLS, its record overhead counts too)."""
-        out: dict = defaultdict(int)
-        for four, proto in self.p2p_dirs.items():
-            per_epoch = self.tcp_bytes.get(four, {})
+    def undecoded_directions(self) -> list[dict]:
+        """The P2P connection directions open across a session reset that carried TCP payload
+        bytes beyond the wire bytes of the messages decoded from them: those bytes are their
+        undecoded ones (for TLS, its record overhead counts too; for libp2p, its framing)."""
+        out = []
+        for (src, srcport, dst, dstport), proto in self.p2p_dirs.items():
+            per_epoch = self.tcp_bytes.get((src, srcport, dst, dstport), {})
             if len(per_epoch) > 1:
-                lost = sum(per_epoch.values()) - self.wire[four]
-                if lost > 0:
-                    out[proto] += lost
+                tcp, decoded = sum(per_epoch.values()), self.wire[(src, srcport, dst, dstport)]
+                if tcp > decoded:
+                    out.append({"proto": proto, "src": src, "srcport": srcport, "dst": dst,
+                                "dstport": dstport, "tcp_bytes": tcp, "decoded_bytes": decoded,
+                                "undecoded_bytes": tcp - decoded})
+        return out
+
+    def undecoded(self) -> dict[str, int]:
+        """Per protocol, the undecoded bytes of undecoded_directions()."""
+        out: dict = defaultdict(int)
+        for d in self.undecoded_directions():
+            out[d["proto"]] += d["undecoded_bytes"]
         return dict(out)
 
 

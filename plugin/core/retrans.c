@@ -63,13 +63,6 @@ typedef struct {
     guint32 len;
 } differs_t;
 
-/* A TCP segment as its headers in a frame give it. */
-typedef struct {
-    guint32 seq;                /* as in the header (absolute) */
-    guint32 at;                 /* its payload's offset in the frame */
-    guint32 len;                /* ... and length (from the IP header's) */
-} segment_t;
-
 static guint32
 crc(const guint8 *p, guint32 len)
 {
@@ -94,12 +87,11 @@ p2pc_retrans_watch(packet_info *pinfo)
     watching = TRUE;
 }
 
-/* The TCP segment of this frame from pinfo's source address and port to its destination's: its
- * IP header (version 4, unfragmented, or 6 with TCP next) is looked for in the first IP_AT_MAX
+/* The segment's IP header (version 4, unfragmented, or 6 with TCP next) is looked for in the first IP_AT_MAX
  * bytes, as one that carries those addresses and is followed by a TCP header with those ports,
  * and whose length ends within the bytes captured. */
-static gboolean
-find_segment(tvbuff_t *frame, const packet_info *pinfo, segment_t *seg)
+gboolean
+p2pc_find_segment(tvbuff_t *frame, const packet_info *pinfo, p2pc_segment_t *seg)
 {
     guint len = tvb_captured_length(frame);
     const guint8 *p = len ? tvb_get_ptr(frame, 0, len) : NULL;
@@ -210,13 +202,13 @@ check_frame(tvbuff_t *frame, packet_info *pinfo)
 {
     conversation_t *conv;
     conn_t *c;
-    segment_t seg;
+    p2pc_segment_t seg;
     differs_t *r;
     guint32 dlen = 0;
     gint32 at;
 
     /* Most frames carry no bytes (acknowledgements): the cheaper test first. */
-    if (!find_segment(frame, pinfo, &seg) || !seg.len)
+    if (!p2pc_find_segment(frame, pinfo, &seg) || !seg.len)
         return NULL;
     conv = find_conversation_pinfo(pinfo, 0);
     c = conv ? (conn_t *)conversation_get_proto_data(conv, proto_p2pc) : NULL;

@@ -5,6 +5,11 @@
  * byte of the direction once and in order, by TCP sequence number:
  *   - a retransmission repeats bytes already fed: skipped (the connection is watched by
  *     core/retrans.c, which flags one whose bytes differ from those first sent);
+ *   - a segment TCP hands to no subdissector gets here all the same: TCP keeps back the earlier
+ *     of two swapped segments (4.0, as a retransmission) and, with tcp.reassemble_out_of_order,
+ *     every segment after a hole the capture never fills (queued for the missing bytes to the
+ *     end of the capture).  A postdissector finds the bytes in the frame (p2pc_find_segment)
+ *     and feeds them when the direction has not had them;
  *   - a segment ahead of the bytes expected (reordered in the network, or after a hole) is held,
  *     copied, until the bytes before it arrive; then it is fed, in the frame that completed the
  *     sequence (its bytes show there as a tab of their own);
@@ -35,12 +40,19 @@ void proto_reg_handoff_libp2p_tcp(void);
 
 #define HOLD_MAX    (1024 * 1024)   /* bytes held ahead of a missing segment, per direction */
 
+/* Per-frame data keys: a segment TCP withheld, fed by the postdissector (file scope), and
+ * whether the libp2p TCP dissector ran in this dissection of the frame (packet scope). */
+#define KEY_WITHHELD 1
+#define KEY_SEEN     2
+
 static int proto_libp2p = -1;
 static int proto_libp2p_noise_tcp = -1;
 static expert_field ei_libp2p_gap = EI_INIT;
 static expert_field ei_libp2p_held = EI_INIT;
 static dissector_handle_t libp2p_tcp_handle;
 static dissector_handle_t libp2p_tcp_noise_handle;
+/* A libp2p connection is in this capture: until one is, the postdissector returns at once. */
+static gboolean have_conns;
 
 /* A segment received ahead of the bytes expected, its bytes after it in one allocation (file
  * scope: the frame that feeds it keeps it, or frees it when nothing is kept for replay). */
@@ -60,6 +72,8 @@ typedef struct {
     gboolean seq_known;
     held_t *held;
     guint32 held_bytes;
+    guint32 seq_base;           /* a sequence number in the TCP header less TCP's (relative) one */
+    gboolean seq_base_known;
 } dir_t;
 
 /* A TCP connection: the two directions' first pipes and bookkeeping. */
@@ -84,6 +98,13 @@ typedef struct {
     gboolean gap_other;         /* ... the other direction's (its receiver acknowledged past the hole) */
 } frame_t;
 
+/* A segment TCP handed to no subdissector, fed by the postdissector (file scope, per frame). */
+typedef struct {
+    guint32 at;                 /* its payload in the frame */
+    guint32 len;
+    guint32 seq;                /* its sequence number as TCP gives them */
+} withheld_t;
+
 /* root: where each direction starts (multistream-select; Noise for a connection captured
  * after its start, with Decode As "libp2p.tcp.noise"). */
 static conn_t *
@@ -102,6 +123,7 @@ get_conn(packet_info *pinfo, dissector_handle_t root)
         c->root[1]->peer = c->root[0];
         conversation_add_proto_data(conv, proto_libp2p, c);
         p2pc_retrans_watch(pinfo);
+        have_conns = TRUE;
     }
     return c;
 }
@@ -158,6 +180,18 @@ skip_hole(dir_t *d, frame_t *fr, guint32 resume, guint32 frame)
     d->next_seq = resume;
 }
 
+/* The difference between the sequence numbers in a direction's TCP headers and those TCP gives
+ * (relative ones by default), from a segment fed whose payload is this frame's own. */
+static void
+learn_seq_base(dir_t *d, guint32 seq, tvbuff_t *tvb, packet_info *pinfo)
+{
+    p2pc_segment_t seg;
+    if (p2pc_find_segment(tvb_get_ds_tvb(tvb), pinfo, &seg) && seg.at == (guint32)tvb_raw_offset(tvb)) {
+        d->seq_base = seg.seq - seq;
+        d->seq_base_known = TRUE;
+    }
+}
+
 /* First pass: decide what this frame feeds to direction d (the other is o). */
 static void
 plan_frame(dir_t *d, dir_t *o, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t *tvb, packet_info *pinfo)
@@ -192,6 +226,8 @@ plan_frame(dir_t *d, dir_t *o, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t
         d->seq_known = TRUE;
         d->next_seq = tcpi->seq;
     }
+    if (!d->seq_base_known)
+        learn_seq_base(d, tcpi->seq, tvb, pinfo);
     if ((gint32)(tcpi->seq - d->next_seq) > 0) {
         /* Ahead of the bytes expected: hold it.  Holding too much shows a hole: go on after it
          * with what is held (this segment among it). */
@@ -314,6 +350,7 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "libp2p");
     col_clear(pinfo->cinfo, COL_INFO);
+    p_add_proto_data(pinfo->pool, pinfo, proto_libp2p, KEY_SEEN, GUINT_TO_POINTER(1));
     if (!fr && !PINFO_FD_VISITED(pinfo)) {
         fr = wmem_new0(p2pc_replay_scope(pinfo), frame_t);
         forget = !p2pc_keep_replay(pinfo);
@@ -370,6 +407,63 @@ dissect_libp2p_tcp_noise(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, vo
     return dissect_libp2p_tcp_from(tvb, pinfo, tree, data, find_dissector("libp2p_noise"));
 }
 
+/* First pass: the segment of a libp2p connection in a frame TCP handed to no subdissector, when
+ * it carries bytes its direction has not had. */
+static withheld_t *
+find_withheld(tvbuff_t *frame, packet_info *pinfo)
+{
+    conversation_t *conv;
+    conn_t *c;
+    p2pc_segment_t seg;
+    withheld_t *w;
+    dir_t *d;
+    guint32 s;
+
+    /* Most frames p2pc did not get carry no bytes (acknowledgements): the cheaper test first. */
+    if (!p2pc_find_segment(frame, pinfo, &seg) || !seg.len)
+        return NULL;
+    conv = find_conversation_pinfo(pinfo, 0);
+    c = conv ? (conn_t *)conversation_get_proto_data(conv, proto_libp2p) : NULL;
+    if (!c)
+        return NULL;
+    d = &c->dir[(addresses_equal(&c->dialer_addr, &pinfo->src) && c->dialer_port == pinfo->srcport) ? 0 : 1];
+    s = seg.seq - d->seq_base;
+    if (!d->seq_base_known || (gint32)(s + seg.len - d->next_seq) <= 0)
+        return NULL;
+    w = wmem_new(wmem_file_scope(), withheld_t);
+    w->at = seg.at;
+    w->len = seg.len;
+    w->seq = s;
+    return w;
+}
+
+/* The postdissector: a segment TCP kept from p2pc, fed to its direction as TCP would have
+ * handed it over (less the acknowledgement: later frames carry it).  No protocol tree needed. */
+static int
+dissect_libp2p_withheld(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
+{
+    withheld_t *w = NULL;
+    struct tcpinfo tcpi = { 0 };
+
+    if (!have_conns || pinfo->ptype != PT_TCP)
+        return 0;
+    if (PINFO_FD_VISITED(pinfo))
+        w = (withheld_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_libp2p, KEY_WITHHELD);
+    else if (!p_get_proto_data(pinfo->pool, pinfo, proto_libp2p, KEY_SEEN) && (w = find_withheld(tvb, pinfo)))
+        p_add_proto_data(wmem_file_scope(), pinfo, proto_libp2p, KEY_WITHHELD, w);
+    if (!w)
+        return 0;
+    tcpi.seq = w->seq;
+    tcpi.nxtseq = w->seq + w->len;
+    return dissect_libp2p_tcp_from(tvb_new_subset_length(tvb, w->at, w->len), pinfo, tree, &tcpi, NULL);
+}
+
+static void
+reset_have_conns(void)
+{
+    have_conns = FALSE;
+}
+
 static p2pc_bool_t
 dissect_libp2p_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
@@ -405,6 +499,8 @@ proto_register_libp2p_tcp(void)
     proto_libp2p_noise_tcp = proto_register_protocol("libp2p connection from its Noise layer (captured after "
                                                      "the security negotiation)", "libp2p (Noise)", "libp2p_noise_tcp");
     libp2p_tcp_noise_handle = register_dissector("libp2p_noise_tcp", dissect_libp2p_tcp_noise, proto_libp2p_noise_tcp);
+    register_init_routine(reset_have_conns);
+    register_postdissector(create_dissector_handle(dissect_libp2p_withheld, proto_libp2p));
 }
 
 void
