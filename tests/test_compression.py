@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 import zlib
 from collections import Counter, defaultdict
 
@@ -146,7 +147,35 @@ def test_one_pass_equals_two_pass(tshark, name):
     assert tshark.records(cap(name)) == tshark.records(cap(name), two_pass=True)
 
 
-def test_gap_stops_only_its_own_stream_and_is_counted(tshark):
+def skipped_to_sync_flush(tshark, capture, sender: str) -> int:
+    """The compressed bytes `sender` sent after the hole in its direction, up to and including
+    the first sync-flush marker (00 00 ff ff) after it: from the capture's own TCP segments."""
+    rows = tshark.fields(capture, ["tcp.seq", "tcp.payload"], dfilter=f"ip.src == {sender} && tcp.len > 0")
+    segs = sorted((int(seq), bytes.fromhex(p)) for seq, p in rows)
+    end = segs[0][0]
+    for i, (seq, p) in enumerate(segs):
+        if seq > end:
+            rest = b"".join(p for _, p in segs[i:])
+            return rest.index(b"\x00\x00\xff\xff") + 4
+        end = max(end, seq + len(p))
+    raise AssertionError("no hole")
+
+
+def without_frame(tshark, name: str, frame: int, sender: str, tmp_path):
+    """The capture `name` with one of `sender`'s data segments (frame `frame`) removed."""
+    assert tshark.fields(cap(name), ["ip.src"], dfilter=f"frame.number == {frame} && tcp.len > 0") == [[sender]]
+    out = tmp_path / f"{name}-without-{frame}.pcapng"
+    subprocess.run(["editcap", str(cap(name)), str(out), str(frame)], check=True)
+    return out
+
+
+def test_gap_resumes_at_a_sync_flush_point_and_is_counted(tshark):
+    """comp-gzip-gap: one of A's segments removed, in the SSZ block.  A's stream resumes at the
+    next sync-flush point (one expert item, naming the compressed bytes skipped up to it), but
+    nothing of A decodes after it: the SSZ data copies bytes of the lost window, and copies of
+    those, to the end of the connection (the yamux headers of the last file's stream too), and
+    no byte that depends on the lost window goes up.  Every byte A sent is counted all the
+    same, and B's direction goes on."""
     gap = truth("comp-gzip-gap")
     t = truth("comp-gzip")
     a, b = t["link"]["addr_a"], t["link"]["addr_b"]
@@ -160,15 +189,89 @@ def test_gap_stops_only_its_own_stream_and_is_counted(tshark):
     assert f"the other direction are missing from the capture (before frame {after})" in gaps[0][1]
     held = tshark.fields(c, ["frame.number", "ip.src"], dfilter="libp2p.held")
     assert held[0] == [str(after), a]
+    resync = tshark.fields(c, ["_ws.expert.message"], dfilter="libp2p_compression.resync")
+    skipped = skipped_to_sync_flush(tshark, c, a)
+    assert len(resync) == 1
+    assert f"gzip-stream resynchronised at a sync-flush point after {skipped} compressed bytes skipped" in resync[0][0]
+    assert not tshark.fields(c, ["frame.number"], dfilter="libp2p_compression.failed")
     recs = tshark.records(c)
-    # Nothing from A decodes after the hole: a deflate stream cannot resume after one.  Every
-    # byte A sent from the hole on is counted as undecoded, none dropped.
-    assert_undecoded_from(tshark, c, recs, a, after)
+    assert {r["msg_type"] for r in recs if r["src"] == a and int(r["frame"]) >= after} == {"undecoded"}
+    # Counted: A's records add up to those of the whole capture less the removed segment.
+    removed = int(tshark.fields(cap("comp-gzip"), ["tcp.len"], dfilter=f"frame.number == {gap['removed_frame']}")[0][0])
+    whole = tshark.records(cap("comp-gzip"))
+    assert sum(int(r["wire_len"]) for r in recs if r["src"] == a) == \
+        sum(int(r["wire_len"]) for r in whole if r["src"] == a) - removed
     # ... while B's direction goes on: all its replies, the later ones after the hole.
     got = app_bytes(tshark, "comp-gzip-gap")
     assert got[(b, FILE)].decode() == "".join(f["reply"] for f in t["transfers"])
     assert max(int(r["frame"]) for r in recs if r["src"] == b) > after
     assert tshark.run(["-n", "-r", tshark.ws.readable(c)]).returncode == 0
+
+
+def test_gap_early_in_a_gzip_stream_recovers_the_streams_that_copy_nothing_lost(tshark, tmp_path):
+    """One of A's segments removed inside the first file (the Bitcoin block).  The stream resumes
+    at the next sync-flush point, and of what follows only the bytes that do not depend on the
+    lost window go up: the rest of the Bitcoin block, the testnet block and the SSZ block keep
+    copying lost bytes (their streams give up), but the last file's stream copies nothing from
+    before it and decodes whole, byte for byte.  Before, A's direction stopped at the hole."""
+    t = truth("comp-gzip")
+    a, b = t["link"]["addr_a"], t["link"]["addr_b"]
+    cut = 100   # a full segment of A inside the Bitcoin block
+    c = without_frame(tshark, "comp-gzip", cut, a, tmp_path)
+    assert tshark.fields(cap("comp-gzip"), ["tcp.len"], dfilter=f"frame.number == {cut}") == [["1448"]]
+    resync = tshark.fields(c, ["ip.src", "_ws.expert.message"], dfilter="libp2p_compression.resync")
+    skipped = skipped_to_sync_flush(tshark, c, a)
+    assert len(resync) == 1
+    assert f"gzip-stream resynchronised at a sync-flush point after {skipped} compressed bytes skipped" in resync[0][1]
+    # The skipped bytes are shown, and counted in undecoded records.
+    assert sum(int(n) for n, in tshark.fields(c, ["libp2p_compression.skipped"],
+                                              dfilter="libp2p_compression.skipped")) == skipped
+    recs = tshark.records(c)
+    whole = tshark.records(cap("comp-gzip"))
+    key = lambda r: (r["msg_type"], r["raw_len"])
+    # B's direction is untouched; A's is as before up to the hole.
+    assert [key(r) for r in recs if r["src"] == b] == [key(r) for r in whole if r["src"] == b]
+    assert [key(r) for r in recs if r["src"] == a and int(r["frame"]) < cut] == \
+        [key(r) for r in whole if r["src"] == a and int(r["frame"]) < cut]
+    # After it: messages decode again, and every one is the truth's: together, the last file.
+    decoded = [r for r in recs if r["msg_type"] != "undecoded"]
+    pays = tshark.payloads(c)
+    assert len(decoded) == len(pays)
+    later = [(r, raw) for r, (frame, mtype, raw) in zip(decoded, pays)
+             if r["src"] == a and int(r["frame"]) >= cut]
+    assert later and {r["msg_type"] for r, _ in later} == {FILE}
+    last = t["transfers"][-1]
+    sent = b"".join(raw for _, raw in later)
+    assert len(sent) == last["bytes"] and hashlib.sha256(sent).hexdigest() == last["sha256"]
+    # Every byte A sent is counted: the records add up to the whole capture's less the segment.
+    assert sum(int(r["wire_len"]) for r in recs if r["src"] == a) == \
+        sum(int(r["wire_len"]) for r in whole if r["src"] == a) - 1448
+    # What each frame kept replays the same (two passes, and no replay state at all).
+    assert tshark.records(c, two_pass=True) == recs
+    assert tshark.records(c, extra=["-o", "p2pc.keep_replay:FALSE"]) == recs
+
+
+def test_a_brotli_stream_stops_at_a_hole(tshark, tmp_path):
+    """brotli cannot resume: its state (distance ring, context) carries across meta-blocks,
+    flushed or not.  A hole in A's direction stops it there, with the expert item saying why;
+    every byte A sends from there on is counted as undecoded, and B's direction decodes to the
+    end."""
+    t = truth("comp-cbrotli")
+    a, b = t["link"]["addr_a"], t["link"]["addr_b"]
+    data = [int(f) for f, in tshark.fields(cap("comp-cbrotli"), ["frame.number"],
+                                           dfilter=f"ip.src == {a} && tcp.len > 0")]
+    cut = data[len(data) // 2]
+    c = without_frame(tshark, "comp-cbrotli", cut, a, tmp_path)
+    failed = tshark.fields(c, ["_ws.expert.message"], dfilter="libp2p_compression.failed")
+    assert len(failed) == 1 and "a brotli stream cannot resume after a hole" in failed[0][0]
+    assert not tshark.fields(c, ["frame.number"], dfilter="libp2p_compression.resync")
+    recs = tshark.records(c)
+    assert_undecoded_from(tshark, c, recs, a, cut)
+    decoded = [r for r in recs if r["msg_type"] != "undecoded"]
+    pays = tshark.payloads(c)
+    assert len(decoded) == len(pays)
+    replies = b"".join(raw for r, (_, _, raw) in zip(decoded, pays) if r["src"] == b and r["msg_type"] == FILE)
+    assert replies.decode() == "".join(f["reply"] for f in t["transfers"])
 
 
 def test_corrupt_stream_stops_its_direction_only(tshark):
@@ -291,9 +394,10 @@ def test_decompression_can_be_switched_off(tshark):
 
 
 def test_sync_flush_points_do_not_reset_the_window(tshark):
-    """Why a gzip stream cannot resume after a hole (docs/libp2p-compression.md): Go's
-    compress/flate refers back across its sync-flush points (00 00 ff ff), so restarting a raw
-    inflate at each of them, in the last two thirds of A's stream, recovers almost nothing."""
+    """Why a gzip stream resumes after a hole with two windows, not one fresh inflate
+    (docs/libp2p-compression.md): Go's compress/flate refers back across its sync-flush points
+    (00 00 ff ff), so restarting a raw inflate at each of them, in the last two thirds of A's
+    stream, recovers almost nothing."""
     out = tshark.run(["-n", "-q", "-r", tshark.ws.readable(cap("comp-gzip")), "-z", "follow,tcp,raw,0"]).stdout
     rows = [line for line in out.splitlines() if line and set(line.strip()) <= set("0123456789abcdef")]
     stream = b"".join(bytes.fromhex(r) for r in rows if not r.startswith("\t"))   # node 0: A

@@ -516,12 +516,21 @@ p2pc_decompress_tvb(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, p2pc
 
 /* ---- stateful streams ---- */
 
+enum { RESYNC_NONE, RESYNC_SEEK, RESYNC_DUAL };
+
 struct p2pc_stream {
     p2pc_codec_t codec;
     gboolean failed;
     gboolean ended;             /* the compressed stream is complete: its state is released */
     z_stream zs;
     BrotliDecoderState *br;
+    /* After a hole (p2pc_stream_gap): */
+    int resync;                 /* looking for a sync-flush point, or decoding with two windows */
+    guint marker;               /* bytes of 00 00 ff ff the last input ended with */
+    z_stream *alt;              /* the inflater whose lost window is all 0xff (zs: all 0x00) */
+    size_t known;               /* determined output bytes since the last undetermined one */
+    guint trailer;              /* bytes that may follow the end: a gzip stream decoded raw
+                                   since a gap ends with its 8-byte trailer */
 };
 
 /* Release the decoder's state (its window: 32 KiB for deflate, up to 16 MiB for brotli) once
@@ -535,6 +544,25 @@ stream_release(p2pc_stream_t *s)
     } else if (s->zs.state) {
         inflateEnd(&s->zs);     /* clears zs.state */
     }
+    if (s->alt) {
+        inflateEnd(s->alt);
+        g_free(s->alt);
+        s->alt = NULL;
+    }
+}
+
+/* inflate_into() for a stream: a gzip stream decoded raw since a gap may end with its trailer,
+ * unchecked (the bytes its CRC and length sum are gone). */
+static p2pc_dc_status_t
+stream_inflate(z_stream *zs, outbuf_t *ob, const guint8 *in, size_t in_len, guint *trailer,
+               gboolean *ended, const char **detail)
+{
+    p2pc_dc_status_t st = inflate_into(zs, ob, in, in_len, FALSE, ended, detail);
+    if (st == P2PC_DC_CORRUPT && *ended && zs->avail_in <= *trailer) {
+        *trailer -= zs->avail_in;
+        st = P2PC_DC_OK;
+    }
+    return st;
 }
 
 p2pc_stream_t *
@@ -577,6 +605,10 @@ p2pc_stream_feed(p2pc_stream_t *s, const guint8 *in, size_t in_len, size_t bound
         return P2PC_DC_CORRUPT;
     }
     if (s->ended) {
+        if (in_len <= s->trailer) {
+            s->trailer -= (guint)in_len;
+            return P2PC_DC_OK;
+        }
         s->failed = TRUE;
         *detail = "bytes follow the end of the compressed stream";
         return P2PC_DC_CORRUPT;
@@ -610,12 +642,184 @@ p2pc_stream_feed(p2pc_stream_t *s, const guint8 *in, size_t in_len, size_t bound
             }
         }
     } else {
-        st = inflate_into(&s->zs, &ob, in, in_len, FALSE, &s->ended, detail);
+        st = stream_inflate(&s->zs, &ob, in, in_len, &s->trailer, &s->ended, detail);
     }
     if (s->codec == P2PC_CODEC_BROTLI_STREAM && st == P2PC_DC_OK && BrotliDecoderIsFinished(s->br))
         s->ended = TRUE;
     if (st != P2PC_DC_OK)
         s->failed = TRUE;
+    if (s->failed || s->ended)
+        stream_release(s);
+    outbuf_fit(&ob);
+    *out = ob.data;
+    *out_len = ob.len;
+    return st;
+}
+
+gboolean
+p2pc_stream_gap(p2pc_stream_t *s)
+{
+    if (s->codec == P2PC_CODEC_BROTLI_STREAM || s->failed || s->ended)
+        return FALSE;
+    stream_release(s);
+    s->resync = RESYNC_SEEK;
+    s->marker = 0;
+    /* Decoded raw from here on: the gzip header is behind, its trailer may come. */
+    s->trailer = s->codec == P2PC_CODEC_GZIP_STREAM ? 8 : 0;
+    return TRUE;
+}
+
+/* Look for the end of a sync-flush marker (00 00 ff ff) in p[0, len), continuing the match of
+ * *matched bytes the previous input ended with.  *used: the bytes up to and including the
+ * marker, or all of them when there is none. */
+static gboolean
+find_sync_flush(const guint8 *p, size_t len, guint *matched, size_t *used)
+{
+    static const guint8 marker[4] = { 0x00, 0x00, 0xff, 0xff };
+    guint m = *matched;
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] == marker[m])
+            m++;
+        else if (p[i] == 0x00)
+            m = m == 2 ? 2 : 1;     /* 00 00 00: still two; 00 00 ff 00: one */
+        else
+            m = 0;
+        if (m == 4) {
+            *matched = 0;
+            *used = i + 1;
+            return TRUE;
+        }
+    }
+    *matched = m;
+    *used = len;
+    return FALSE;
+}
+
+/* Two raw inflaters from a sync-flush point on, one with a lost window of 0x00, one of 0xff. */
+static gboolean
+dual_start(p2pc_stream_t *s)
+{
+    static const guint8 zeros[32768];
+    static guint8 ones[32768];
+
+    if (!ones[0])
+        memset(ones, 0xff, sizeof ones);
+    memset(&s->zs, 0, sizeof s->zs);
+    s->alt = g_new0(z_stream, 1);
+    s->known = 0;
+    s->resync = RESYNC_DUAL;
+    return inflateInit2(&s->zs, -MAX_WBITS) == Z_OK &&
+           inflateSetDictionary(&s->zs, zeros, sizeof zeros) == Z_OK &&
+           inflateInit2(s->alt, -MAX_WBITS) == Z_OK &&
+           inflateSetDictionary(s->alt, ones, sizeof ones) == Z_OK;
+}
+
+/* Keep the bytes both inflaters agree on, back to back in ob, and note the runs. */
+static void
+keep_determined(p2pc_stream_t *s, outbuf_t *ob, const guint8 *alt, p2pc_stream_gap_t *gap)
+{
+    size_t i = 0, j, k, w = 0;
+    guint32 n;
+
+    while (i < ob->len) {
+        for (j = i; j < ob->len && ob->data[j] == alt[j]; j++)
+            ;
+        for (k = j; k < ob->len && ob->data[k] != alt[k]; k++)
+            ;
+        if (k > j && !gap->runs)
+            gap->runs = wmem_array_new(NULL, sizeof(guint32));
+        if (gap->runs) {
+            n = (guint32)(j - i);
+            wmem_array_append_one(gap->runs, n);
+            if (k > j) {
+                n = (guint32)(k - j);
+                wmem_array_append_one(gap->runs, n);
+            }
+        }
+        memmove(ob->data + w, ob->data + i, j - i);
+        w += j - i;
+        gap->undetermined += k - j;
+        s->known = k > j ? 0 : s->known + (j - i);
+        i = k;
+    }
+    ob->len = w;
+}
+
+p2pc_dc_status_t
+p2pc_stream_feed_gap(p2pc_stream_t *s, const guint8 *in, size_t in_len, size_t bound,
+                     wmem_allocator_t *scope, guint8 **out, size_t *out_len, p2pc_stream_gap_t *gap,
+                     const char **detail)
+{
+    outbuf_t ob, alt;
+    size_t pos = 0, used, retry = 0;
+    p2pc_dc_status_t st = P2PC_DC_OK, alt_st;
+    gboolean alt_ended;
+    guint alt_trailer;
+
+    memset(gap, 0, sizeof *gap);
+    if (s->resync == RESYNC_NONE || s->ended) {
+        gap->in_sync = TRUE;
+        return p2pc_stream_feed(s, in, in_len, bound, scope, out, out_len, detail);
+    }
+    *out = NULL;
+    *out_len = 0;
+    outbuf_init(&ob, scope, s->resync == RESYNC_DUAL ? in_len * 4 : 0, bound);
+    while (pos < in_len) {
+        if (s->resync == RESYNC_SEEK) {
+            gboolean found = find_sync_flush(in + pos, in_len - pos, &s->marker, &used);
+            gap->skipped += used;
+            pos += used;
+            if (!found)
+                break;
+            if (!dual_start(s)) {
+                *detail = "inflateInit2 failed";
+                st = P2PC_DC_CORRUPT;
+                break;
+            }
+            gap->resumed = TRUE;
+            retry = pos;    /* a false marker: look again from here */
+        }
+        /* Both inflaters read the same bits, so they produce as many bytes. */
+        outbuf_init(&alt, NULL, in_len * 4, bound);
+        alt_ended = FALSE;
+        alt_trailer = s->trailer;
+        st = stream_inflate(&s->zs, &ob, in + pos, in_len - pos, &s->trailer, &s->ended, detail);
+        alt_st = stream_inflate(s->alt, &alt, in + pos, in_len - pos, &alt_trailer, &alt_ended, detail);
+        if (st == P2PC_DC_OK && alt_st == P2PC_DC_OK && alt.len == ob.len) {
+            keep_determined(s, &ob, alt.data, gap);
+            wmem_free(NULL, alt.data);
+            break;
+        }
+        wmem_free(NULL, alt.data);
+        if (st == P2PC_DC_BOUND || alt_st == P2PC_DC_BOUND) {
+            st = P2PC_DC_BOUND;
+            break;
+        }
+        /* 00 00 ff ff inside compressed data, not a sync-flush point: what it decoded in this
+         * input is dropped, and the search goes on after it (the bytes it read count as
+         * skipped as the search passes over them again). */
+        stream_release(s);
+        s->ended = FALSE;
+        s->resync = RESYNC_SEEK;
+        s->marker = 0;
+        s->trailer = s->codec == P2PC_CODEC_GZIP_STREAM ? 8 : 0;
+        ob.len = 0;
+        gap->resumed = FALSE;
+        pos = retry;
+        st = P2PC_DC_OK;
+    }
+    if (st != P2PC_DC_OK)
+        s->failed = TRUE;
+    else if (s->ended || (s->resync == RESYNC_DUAL && s->known >= 32768)) {
+        /* The last 32 KiB of output are known: so is the window. */
+        if (s->alt) {
+            inflateEnd(s->alt);
+            g_free(s->alt);
+            s->alt = NULL;
+        }
+        s->resync = RESYNC_NONE;
+        gap->in_sync = TRUE;
+    }
     if (s->failed || s->ended)
         stream_release(s);
     outbuf_fit(&ob);

@@ -91,4 +91,34 @@ p2pc_dc_status_t p2pc_stream_feed(p2pc_stream_t *stream, const guint8 *in, size_
                                   guint8 **out, size_t *out_len, const char **detail);
 void p2pc_stream_free(p2pc_stream_t *stream);
 
+/* After a hole in a stream's input.  A gzip or deflate stream sync-flushed after every write
+ * (an empty stored block ending 00 00 ff ff) resumes at the next sync-flush point: from there
+ * two raw inflaters decode it, their lost 32 KiB window taken as all 0x00 in one and all 0xff
+ * in the other.  Literals come out equal in both; a copy from the lost window, or from a byte
+ * that came from it, differs: the bytes equal in both are exactly the ones the stream
+ * determines.  Once the last 32 KiB of output are all determined the window is known again
+ * and the stream is back in sync.  A 00 00 ff ff inside compressed data that fails to inflate
+ * is passed over for the next one.  Returns FALSE for a stream that cannot resume: brotli
+ * (its state, the distance ring and context, carries across meta-blocks, flushed or not), or
+ * one that has ended or failed. */
+gboolean p2pc_stream_gap(p2pc_stream_t *stream);
+
+/* What p2pc_stream_feed_gap() did with one input. */
+typedef struct {
+    size_t skipped;             /* input bytes passed over before the sync-flush point */
+    gboolean resumed;           /* decoding resumed at a sync-flush point in this input */
+    wmem_array_t *runs;         /* guint32 output run lengths, alternately determined and not,
+                                   starting with determined (NULL when all are determined;
+                                   the caller frees it with wmem_destroy_array()) */
+    size_t undetermined;        /* output bytes the stream does not determine (not in *out) */
+    gboolean in_sync;           /* the window is known again: p2pc_stream_feed() from here on */
+} p2pc_stream_gap_t;
+
+/* p2pc_stream_feed() after p2pc_stream_gap(), until in_sync: *out holds the determined bytes
+ * only, back to back; `gap` says where the others were.  Each inflater's output stays within
+ * `bound`. */
+p2pc_dc_status_t p2pc_stream_feed_gap(p2pc_stream_t *stream, const guint8 *in, size_t in_len,
+                                      size_t bound, wmem_allocator_t *scope, guint8 **out,
+                                      size_t *out_len, p2pc_stream_gap_t *gap, const char **detail);
+
 #endif /* P2PC_CODECS_H */

@@ -27,9 +27,18 @@
  * their decompressed size, the rounding remainder to the last.  Per direction the sums add up
  * to the compressed bytes on the wire up to the last message.
  *
- * A hole in a direction (a segment missing from the capture) cannot be bridged by a stateful
- * decoder: packet-libp2p-tcp.c stops feeding that direction and says so; the other direction
- * goes on.  A stream that does not decode stops its direction here, with an expert item.
+ * A hole in a direction (a segment missing from the capture) stops only that direction, and a
+ * deflate stream resumes where the format allows: gzip and /deflate/1.0.0 sync-flush after
+ * every write (an empty stored block ending 00 00 ff ff), so the byte after a flush starts a
+ * new deflate block.  Sync-flush points do not reset the window, so what follows a hole may
+ * copy bytes that are gone; the decoder (codecs.h, p2pc_stream_gap) tells exactly which output
+ * bytes do.  The compressed bytes before the first sync-flush point are skipped (counted as
+ * undecoded); of the output, the determined runs go up, and each undetermined run is a hole
+ * for the pipe above (l2p_pipe_gap), whose muxer resynchronises at its next frame header.
+ * Once the last 32 KiB of output are determined the stream is whole again.  A brotli stream
+ * cannot resume: its state (distance ring, context) carries across meta-blocks, flushed or
+ * not; after a hole its direction stops.  A stream that does not decode stops its direction
+ * here, with an expert item.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -51,6 +60,14 @@ void proto_reg_handoff_libp2p_compression(void);
  * global p2pc.max_decompressed_mib), and from one connection direction in all. */
 #define COMP_FRAME_BOUND (64 * 1024 * 1024)
 #define COMP_DIR_BOUND   (G_GUINT64_CONSTANT(4) * 1024 * 1024 * 1024)
+/* After a hole, the determined runs of output that go up (choose_runs()): each is one call of
+ * the layers above, and the layers of one frame are bounded (gui.max_tree_depth), so at most
+ * COMP_MAX_RUNS per frame, the longest.  A shorter run than COMP_MIN_RUN between undetermined
+ * bytes is withheld too: copies of the lost window stay scattered through compressible data
+ * for as long as it goes on, and the short runs between them are fragments of the streams the
+ * hole broke, in which a muxer looking for its next frame header finds false ones by chance. */
+#define COMP_MAX_RUNS 32
+#define COMP_MIN_RUN 512
 
 static int proto_comp = -1;
 static int hf_comp_protocol = -1;
@@ -61,9 +78,12 @@ static int hf_comp_in_total = -1;
 static int hf_comp_out_total = -1;
 static int hf_comp_ratio = -1;
 static int hf_comp_stopped_in = -1;
+static int hf_comp_skipped = -1;
+static int hf_comp_withheld = -1;
 static int hf_comp_data = -1;
 static gint ett_comp = -1;
 static expert_field ei_comp_failed = EI_INIT;
+static expert_field ei_comp_resync = EI_INIT;
 
 static dissector_handle_t comp_handle;
 static p2pc_bool_t pref_decompress = TRUE;
@@ -89,6 +109,8 @@ typedef struct {
     guint64 out_total;          /* decompressed bytes produced */
     guint64 unattributed;       /* compressed bytes fed and not yet attributed to a message */
     guint32 stopped_in;         /* the frame where decoding stopped (0: it goes on) */
+    gboolean resyncing;         /* after a hole, until the decoder's window is known again */
+    guint64 skipped;            /* compressed bytes skipped since the hole */
 } comp_dir_t;
 
 /* What one frame did to one direction (file scope; replayed on later passes). */
@@ -101,6 +123,11 @@ typedef struct {
     const char *detail;         /* why decoding stopped in this frame */
     guint32 stopped_in;         /* decoding had stopped before this frame (in that frame) */
     wmem_array_t *attributed;   /* guint64 per record the frame's inner layers added */
+    /* After a hole (see the top of this file): */
+    guint32 skipped;            /* compressed bytes of this frame before the sync-flush point */
+    guint64 resumed_after;      /* decoding resumed in this frame after this many skipped */
+    guint32 withheld;           /* output bytes not handed up: they depend on the lost window */
+    wmem_array_t *runs;         /* guint32 output runs, handed up (in out) and not, in turn */
 } comp_frame_t;
 
 static p2pc_bool_t
@@ -140,6 +167,63 @@ comp_dir(l2p_pipe_t *pipe)
     return cd;
 }
 
+static int
+cmp_desc(const void *a, const void *b)
+{
+    guint32 x = *(const guint32 *)a, y = *(const guint32 *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* First pass: the determined runs that go up (see COMP_MAX_RUNS), into fr->runs (in `scope`);
+ * the others are withheld with the undetermined bytes around them, and out is compacted. */
+static void
+choose_runs(comp_frame_t *fr, wmem_array_t *runs, guint8 *out, size_t *out_len, wmem_allocator_t *scope)
+{
+    guint n = wmem_array_get_count(runs), det = (n + 1) / 2, ties = 0;
+    const guint32 *r = (const guint32 *)wmem_array_get_raw(runs);
+    guint32 *lens, cut, gap = 0, zero = 0, *last;
+    size_t src = 0, dst = 0;
+    wmem_array_t *kept;
+
+    if (det <= COMP_MAX_RUNS) {
+        cut = 0;
+    } else {
+        lens = g_new(guint32, det);
+        for (guint i = 0; i < det; i++)
+            lens[i] = r[2 * i];
+        qsort(lens, det, sizeof(guint32), cmp_desc);
+        cut = lens[COMP_MAX_RUNS - 1];
+        for (guint i = 0; i < COMP_MAX_RUNS; i++)
+            ties += lens[i] == cut; /* runs as long as the shortest kept one that still go up */
+        g_free(lens);
+    }
+    kept = wmem_array_new(scope, sizeof(guint32));
+    wmem_array_append_one(kept, zero);
+    for (guint i = 0; i < n; i++) {
+        gboolean up = i % 2 == 0 && r[i] >= COMP_MIN_RUN && (r[i] > cut || (r[i] == cut && ties && ties--));
+        if (i % 2 == 0)
+            src += r[i];
+        if (!up) {
+            gap += r[i];
+            fr->withheld += i % 2 == 0 ? r[i] : 0;
+            continue;
+        }
+        if (gap) {
+            wmem_array_append_one(kept, gap);
+            wmem_array_append_one(kept, zero);
+            gap = 0;
+        }
+        last = (guint32 *)wmem_array_index(kept, wmem_array_get_count(kept) - 1);
+        *last += r[i];
+        memmove(out + dst, out + src - r[i], r[i]);
+        dst += r[i];
+    }
+    if (gap)
+        wmem_array_append_one(kept, gap);
+    fr->runs = kept;
+    *out_len = dst;
+}
+
 /* First pass: feed this frame's compressed bytes to the direction's decoder. */
 static void
 comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, packet_info *pinfo)
@@ -152,14 +236,21 @@ comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, pac
 
     fr->in_len = len;
     if (pipe->gap) {
-        /* Sync-flush points do not reset the deflate window (nor does brotli's flush): what
-         * follows a hole refers to bytes that are gone, so the stream cannot resume. */
         pipe->gap = FALSE;
         if (cd->codec == P2PC_CODEC_NONE) {
             l2p_pipe_gap(cd->inner, pipe->gap_bytes);   /* the same bytes, uncompressed */
-        } else if (!cd->stopped_in) {
-            fr->detail = "bytes before this frame are missing from the capture, and a stream "
-                         "decoder cannot resume after a hole";
+        } else if (cd->stopped_in) {
+            /* Stopped already. */
+        } else if (cd->dec && p2pc_stream_gap(cd->dec)) {
+            /* Resumes at the next sync-flush point; the hole cut what the pipe above held. */
+            cd->resyncing = TRUE;
+            cd->skipped = 0;
+            l2p_pipe_gap(cd->inner, 0);
+        } else {
+            fr->detail = cd->codec == P2PC_CODEC_BROTLI_STREAM ?
+                "bytes before this frame are missing from the capture, and a brotli stream cannot "
+                "resume after a hole" :
+                "bytes before this frame are missing from the capture";
             cd->stopped_in = pinfo->num;
         }
     }
@@ -176,6 +267,23 @@ comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, pac
         if (bound == 0) {
             st = P2PC_DC_BOUND;
             detail = "the decompressed output reached its bound";
+        } else if (cd->resyncing) {
+            p2pc_stream_gap_t gap;
+            st = p2pc_stream_feed_gap(cd->dec, tvb_get_ptr(tvb, 0, len), len, bound, p2pc_replay_scope(pinfo),
+                                      &out, &out_len, &gap, &detail);
+            cd->skipped += gap.skipped;
+            fr->skipped = (guint32)gap.skipped;
+            if (gap.resumed)
+                fr->resumed_after = cd->skipped;
+            fr->withheld = (guint32)gap.undetermined;
+            if (gap.runs) {
+                choose_runs(fr, gap.runs, out, &out_len, p2pc_replay_scope(pinfo));
+                wmem_destroy_array(gap.runs);
+                out = (guint8 *)wmem_realloc(p2pc_replay_scope(pinfo), out, out_len ? out_len : 1);
+                p2pc_replay_charge(pinfo, wmem_array_get_count(fr->runs) * sizeof(guint32));
+            }
+            cd->out_total += gap.undetermined;
+            cd->resyncing = !gap.in_sync;
         } else {
             st = p2pc_stream_feed(cd->dec, tvb_get_ptr(tvb, 0, len), len, bound, p2pc_replay_scope(pinfo),
                                   &out, &out_len, &detail);
@@ -189,7 +297,7 @@ comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, pac
     if (!fr->stopped_in) {
         cd->in_total += len;
         cd->out_total += out_len;
-        cd->unattributed += len;
+        cd->unattributed += len - fr->skipped;  /* the skipped bytes have a record of their own */
     }
     p2pc_replay_charge(pinfo, out_len);
     fr->out = out;
@@ -265,6 +373,23 @@ draw(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, comp
         p2pc_record_add(tvb, 0, -1, pinfo, tree, &rec);
         return;
     }
+    if (fr->skipped) {
+        /* Compressed bytes after a hole, before the sync-flush point where decoding resumes:
+         * counted, not lost. */
+        p2pc_record_t rec;
+        proto_tree_add_uint(t, hf_comp_skipped, tvb, 0, fr->skipped, fr->skipped);
+        p2pc_record_init(&rec, "libp2p", "undecoded");
+        rec.wire_len = rec.payload_len = rec.raw_len = fr->skipped;
+        p2pc_record_add(tvb, 0, fr->skipped, pinfo, tree, &rec);
+    }
+    if (fr->resumed_after)
+        expert_add_info_format(pinfo, ti, &ei_comp_resync,
+                               "%s resynchronised at a sync-flush point after %" G_GUINT64_FORMAT
+                               " compressed bytes skipped", cd->codec_name, fr->resumed_after);
+    if (fr->runs) {
+        pi = proto_tree_add_uint(t, hf_comp_withheld, tvb, 0, 0, fr->withheld);
+        proto_item_set_generated(pi);
+    }
     proto_item_append_text(ti, ": %s, %u bytes in, %u bytes out", cd->codec_name, fr->in_len, fr->out_len);
     pi = proto_tree_add_uint(t, hf_comp_in, tvb, 0, 0, fr->in_len);
     proto_item_set_generated(pi);
@@ -282,6 +407,46 @@ draw(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, comp
         expert_add_info_format(pinfo, ti, &ei_comp_failed,
                                "%s does not decode (%s): decoding of this direction stops here",
                                cd->codec_name, fr->detail);
+}
+
+/* After a hole: the determined runs of the output go up, and each undetermined run is a hole
+ * for the pipe above (recorded on the first pass, replayed as the runs it cut). */
+static void
+call_runs(tvbuff_t *dtvb, packet_info *pinfo, proto_tree *tree, gboolean fin, const attr_ctx_t *a)
+{
+    comp_dir_t *cd = a->cd;
+    const comp_frame_t *fr = a->fr;
+    guint n = wmem_array_get_count(fr->runs), off = 0;
+    for (guint i = 0; i < n; i++) {
+        guint32 len = *(guint32 *)wmem_array_index(fr->runs, i);
+        gboolean last = i + 1 == n;
+        if (i % 2 == 0) {
+            if (len || (last && fin))
+                l2p_pipe_call(cd->inner, tvb_new_subset_length(dtvb, off, len), pinfo, tree, last && fin);
+            off += len;
+        } else {
+            if (!a->replay)
+                l2p_pipe_gap(cd->inner, len);
+            if (last && fin)
+                l2p_pipe_call(cd->inner, tvb_new_subset_length(dtvb, off, 0), pinfo, tree, TRUE);
+        }
+    }
+}
+
+/* call_runs() with the records held, as l2p_pipe_call_held() does for one call. */
+static void
+call_runs_held(tvbuff_t *dtvb, packet_info *pinfo, proto_tree *tree, gboolean fin, attr_ctx_t *a)
+{
+    p2pc_record_hold(pinfo);
+    TRY {
+        call_runs(dtvb, pinfo, tree, fin, a);
+    }
+    CATCH_ALL {
+        p2pc_record_release(pinfo, comp_attribute, a);
+        RETHROW;
+    }
+    ENDTRY;
+    p2pc_record_release(pinfo, comp_attribute, a);
 }
 
 static int
@@ -306,7 +471,7 @@ dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, 
     if (!replay)
         comp_feed(pipe, cd, fr, tvb, pinfo);
     draw(tvb, pinfo, tree, pipe, cd, fr);
-    if (fr->stopped_in || (!fr->out_len && !pipe->fin))
+    if (fr->stopped_in || (!fr->out_len && !fr->runs && !pipe->fin))
         return tvb_captured_length(tvb);
 
     if (cd->codec == P2PC_CODEC_NONE) {
@@ -331,7 +496,10 @@ dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, 
     actx.cd = cd;
     actx.fr = fr;
     actx.replay = replay;
-    l2p_pipe_call_held(cd->inner, dtvb, pinfo, tree, pipe->fin, comp_attribute, &actx);
+    if (fr->runs)
+        call_runs_held(dtvb, pinfo, tree, pipe->fin, &actx);
+    else
+        l2p_pipe_call_held(cd->inner, dtvb, pinfo, tree, pipe->fin, comp_attribute, &actx);
     return tvb_captured_length(tvb);
 }
 
@@ -355,12 +523,19 @@ proto_register_libp2p_compression(void)
             "Decompressed / compressed bytes of this direction so far", HFILL } },
         { &hf_comp_stopped_in, { "Decoding stopped in", "libp2p_compression.stopped_in", FT_FRAMENUM, BASE_NONE, NULL, 0x0,
             "The frame where this direction's stream stopped decoding", HFILL } },
+        { &hf_comp_skipped, { "Skipped bytes", "libp2p_compression.skipped", FT_UINT32, BASE_DEC, NULL, 0x0,
+            "Compressed bytes after a hole in the capture, before the sync-flush point where decoding resumes", HFILL } },
+        { &hf_comp_withheld, { "Withheld bytes out", "libp2p_compression.withheld", FT_UINT32, BASE_DEC, NULL, 0x0,
+            "Decompressed bytes of this frame not handed up after a hole: they copy bytes the hole took, or lie "
+            "between such bytes in a run too short to resume in; each run of them is a hole for the layer above", HFILL } },
         { &hf_comp_data, { "Compressed data", "libp2p_compression.data", FT_BYTES, BASE_NONE, NULL, 0x0, "Bytes of the compressed stream in this frame", HFILL } },
     };
     static gint *ett[] = { &ett_comp };
     static ei_register_info ei[] = {
         { &ei_comp_failed, { "libp2p_compression.failed", PI_MALFORMED, PI_ERROR,
             "The compressed stream does not decode: decoding of this direction stops", EXPFILL } },
+        { &ei_comp_resync, { "libp2p_compression.resync", PI_SEQUENCE, PI_NOTE,
+            "The compressed stream resumes at a sync-flush point after a hole", EXPFILL } },
     };
     module_t *module;
     expert_module_t *expert;
