@@ -166,7 +166,7 @@ def main() -> None:
     # Undecoded bytes are TCP payload bytes; the offline analysis counts message wire bytes,
     # which leave out framing (libp2p's multistream and muxer headers): for the directions live
     # cut, that framing, from one offline pass of the records tap.
-    cut = next(s["rows"] for s in live_rep["sections"] if s["name"] == "undecoded")
+    cut = next((s["rows"] for s in live_rep["sections"] if s["name"] == "undecoded"), [])
     tcp, wire = offline_directions(cap, env)
     framing = sum(tcp[k] - wire[k] for k in
                   ((d["src"], d["srcport"], d["dst"], d["dstport"]) for d in cut))

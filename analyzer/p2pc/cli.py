@@ -354,11 +354,12 @@ def cmd_live(args) -> int:
                          for proto, n in sorted(per_proto.items())]
             rep = analyze_report(totals_.agg, args.model, args.by_direction, False, args.by_peer,
                                  local, tuple(undecoded))
-            rep["sections"].append({
-                "name": "undecoded", "title": "Connection directions whose state a session reset dropped",
-                "columns": ["proto", "src", "srcport", "dst", "dstport", "tcp_bytes", "decoded_bytes",
-                            "undecoded_bytes"],
-                "rows": sorted(cut, key=lambda d: -d["undecoded_bytes"])})
+            if cut:                                 # else the report is analyze's, exactly
+                rep["sections"].append({
+                    "name": "undecoded", "title": "Connection directions whose state a session reset dropped",
+                    "columns": ["proto", "src", "srcport", "dst", "dstport", "tcp_bytes", "decoded_bytes",
+                                "undecoded_bytes"],
+                    "rows": sorted(cut, key=lambda d: -d["undecoded_bytes"])})
             dropped = totals_.dropped
         rep["files"] = [f"live:{args.interface}"]
         rep["warnings"] = list(rep["warnings"])          # the aggregate's own list stays as it is
@@ -573,8 +574,8 @@ frame, stream, src, srcport, dst, dstport, time (docs/tap-format.md)""",
 
 The final report is printed at ^C or after --duration; --output holds the latest report.
 
-sections (--section): main, size_ranges, undecoded (connection directions whose state a
---session-reset dropped: their TCP payload bytes, decoded bytes and undecoded bytes)""",
+sections (--section): main, size_ranges, undecoded (once a --session-reset cut a connection:
+each direction cut, its TCP payload bytes, decoded bytes and undecoded bytes)""",
     "doctor": """examples:
   p2pc doctor
   p2pc doctor --plugin build/plugins/4.0/epan/p2pc.so""",
