@@ -283,8 +283,8 @@ def test_corrupted_xthin_never_breaks_tshark(tshark, tmp_path):
 def test_a_stream_joined_mid_message_resumes_at_the_next_header(tshark, tmp_path, cut):
     """A capture that starts inside the connections (as tshark's session reset leaves `p2pc
     live`): each direction resumes at its next message header, the bytes before it are
-    continuation bytes with their expert item, and every later message decodes exactly as in
-    the whole capture. Lost: at most the message each direction was inside at the cut."""
+    continuation bytes with their expert item and an undecoded record, and every later message
+    decodes exactly as in the whole capture. Lost: at most the message each direction was inside at the cut."""
     import subprocess
     name = "btc-baseline.pcapng"
     tail = tmp_path / f"from-{cut}.pcapng"
@@ -292,8 +292,12 @@ def test_a_stream_joined_mid_message_resumes_at_the_next_header(tshark, tmp_path
                    capture_output=True)
     key = ("src", "srcport", "msg_type", "wire_len", "payload_len", "raw_len")
     whole = [r for r in tshark.records(BTC / name) if int(r["frame"]) > cut]
-    joined = tshark.records(tail)
-    assert tshark.fields(tail, ["frame.number"], dfilter="btcc.resync")
+    records = tshark.records(tail)
+    joined = [r for r in records if r["msg_type"] != "undecoded"]
+    resync = [row[0] for row in tshark.fields(tail, ["frame.number"], dfilter="btcc.resync")]
+    assert resync
+    # The continuation bytes are counted: an undecoded record where each direction resumes.
+    assert [r["frame"] for r in records if r["msg_type"] == "undecoded"] == resync
     want = Counter((int(r["frame"]) - cut, *(r[k] for k in key)) for r in whole)
     got = Counter((int(r["frame"]), *(r[k] for k in key)) for r in joined)
     assert not got - want

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import re
 import struct
+import subprocess
+from collections import Counter
 
 import pytest
 
-from conftest import CAPTURES, REPO
+from conftest import CAPTURES, REPO, p2pc_report
 from conftest import run_p2pc as p2pc
 
 REPRO = REPO / "tests" / "data" / "repro"
@@ -313,3 +315,65 @@ def test_a_yamux_length_past_the_window_is_caught_where_it_is_claimed(tshark):
     intact = sorted(map(key, tshark.records(CAPTURES / "eth2" / "eth2-yamux.pcapng")))
     decoded = sorted(map(key, (r for r in recs if r["msg_type"] != "undecoded")))
     assert set(decoded) <= set(intact) and len(decoded) == len(intact) - 1
+
+
+# A capture with one data segment dropped (editcap), the nth carrying over 1000 bytes: the
+# records of every direction still add up to the TCP payload the capture holds.
+HOLES = {
+    "bitcoin": ("bitcoin/btc-compressed", 20),
+    "fisco": ("fisco/fisco-sync-on", 5),
+    "fisco3": ("fisco/fisco3-on", 5),
+}
+
+
+def tcp_payload_by_direction(tshark, cap) -> Counter:
+    """Sum of tcp.len per (src, srcport), from TCP's own fields."""
+    got: Counter = Counter()
+    for src, port, n in tshark.fields(cap, ["ip.src", "tcp.srcport", "tcp.len"], dfilter="tcp.len > 0"):
+        got[(src, port)] += int(n)
+    return got
+
+
+def wire_by_direction(recs: list[dict]) -> Counter:
+    got: Counter = Counter()
+    for r in recs:
+        got[(r["src"], r["srcport"])] += int(r["wire_len"])
+    return got
+
+
+@pytest.mark.parametrize("case", HOLES)
+def test_bytes_after_a_hole_are_counted_as_undecoded(tshark, tmp_path, case):
+    """A segment the capture missed: TCP keeps the message it cut (and, with out-of-order
+    reassembly, every later segment) waiting for it.  Those bytes are an undecoded record, so
+    that per direction the records' wire bytes equal the TCP payload the capture holds, in one
+    pass and two, with out-of-order reassembly and without; p2pc.hole marks the hole once, in
+    the frame where the receiver acknowledges past the bytes never captured; the records
+    before the hole are the whole capture's; `p2pc analyze` counts every byte."""
+    name, nth = HOLES[case]
+    src = CAPTURES / f"{name}.pcapng"
+    big = tshark.fields(src, ["frame.number", "ip.src", "ip.dst", "tcp.srcport", "tcp.dstport", "tcp.seq"],
+                        dfilter="tcp.len > 1000")
+    drop, sender, receiver, sport, dport, seq = big[nth - 1]
+    drop = int(drop)
+    cap = tmp_path / "hole.pcapng"
+    subprocess.run(["editcap", str(src), str(cap), str(drop)], check=True, capture_output=True)
+    want = tcp_payload_by_direction(tshark, cap)
+    # The first frame where the receiver acknowledges the missing bytes (frames after the
+    # dropped one are numbered one less).
+    acks = tshark.fields(cap, ["frame.number"], dfilter=f"ip.src == {receiver} && tcp.srcport == {dport} && "
+                         f"ip.dst == {sender} && tcp.ack > {seq} && frame.number >= {drop}")
+    whole = [r for r in tshark.records(src) if int(r["frame"]) < drop]
+    p2p = {(r["src"], r["srcport"]) for r in tshark.records(src)}
+    for extra in ([], OOO):
+        one_pass = tshark.records(cap, extra=extra)
+        for two_pass in (False, True):
+            recs = tshark.records(cap, two_pass=two_pass, extra=extra)
+            assert recs == one_pass
+            got = wire_by_direction(recs)
+            assert {k: got[k] for k in p2p} == {k: want[k] for k in p2p}, (extra, two_pass)
+            assert any(r["msg_type"] == "undecoded" for r in recs)
+            assert [r for r in recs if int(r["frame"]) < drop] == whole
+            assert tshark.fields(cap, ["frame.number"], dfilter="p2pc.hole", two_pass=two_pass,
+                                 extra=extra) == [acks[0]], (extra, two_pass)
+    totals = p2pc_report("analyze", str(cap))["totals"]
+    assert totals["wire_bytes"] == sum(want[k] for k in p2p)

@@ -32,6 +32,7 @@
  */
 #include "core/p2pc-compat.h"
 #include "core/codecs.h"
+#include "core/holes.h"
 #include "core/prefs.h"
 #include "core/record.h"
 #include "core/retrans.h"
@@ -821,13 +822,15 @@ btc_header_at(tvbuff_t *tvb, int offset, gboolean command)
  * capture that starts mid-connection, a gap, or tshark's session reset (-M, `p2pc live`) that
  * forgot the connection. The framing resumes at the next message header (a magic and a
  * well-formed command, so that a magic inside a payload is unlikely to pass); the bytes before
- * it are shown as continuation bytes and are no message. */
+ * it are shown as continuation bytes, counted in an undecoded record.  core/holes.c counts the
+ * bytes TCP never hands over. */
 static int
 dissect_btcc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
     gint len = (gint)tvb_captured_length(tvb), at = 0;
 
     p2pc_retrans_watch(pinfo);
+    p2pc_holes_enter(tvb, pinfo, data, "bitcoin");
     col_clear(pinfo->cinfo, COL_INFO);
     if (!btc_header_at(tvb, 0, FALSE)) {
         proto_item *ti;
@@ -840,13 +843,15 @@ dissect_btcc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
         ti = proto_tree_add_item(tree, hf_btcc_continuation, tvb, 0, at, ENC_NA);
         expert_add_info_format(pinfo, ti, &ei_btcc_resync,
                                "%d bytes before the next message header (stream joined mid-message)", at);
-        if (at == len)
-            return len;
-        tvb = tvb_new_subset_remaining(tvb, at);
+        p2pc_record_undecoded(tvb, 0, at, pinfo, tree, "bitcoin", (guint64)at);
     }
-    tcp_dissect_pdus(tvb, pinfo, tree, TRUE, BTC_HEADER_LEN, get_btcc_pdu_len, dissect_btcc_pdu, data);
-    if (pinfo->desegment_len)           /* it counts from the header we resumed at */
-        pinfo->desegment_offset += at;
+    if (at < len) {
+        tcp_dissect_pdus(at ? tvb_new_subset_remaining(tvb, at) : tvb, pinfo, tree, TRUE, BTC_HEADER_LEN,
+                         get_btcc_pdu_len, dissect_btcc_pdu, data);
+        if (pinfo->desegment_len)       /* it counts from the header we resumed at */
+            pinfo->desegment_offset += at;
+    }
+    p2pc_holes_leave(tvb, pinfo, data);
     return len;
 }
 

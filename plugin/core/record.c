@@ -4,11 +4,13 @@
  * their messages' wire cost late, and the "p2pc_peer" tap of the peer IDs security handshakes
  * state.  Who reads the taps: stats-tree.c (-z p2pc,tree) and printers.c (-z p2pc,records and
  * -z p2pc,payloads, the analyzer's input).  The protocol also carries the shared preferences
- * (prefs.c) and the retransmission check (retrans.c).
+ * (prefs.c), the retransmission check (retrans.c) and the count of bytes lost to holes in the
+ * capture (holes.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/record.h"
+#include "core/holes.h"
 #include "core/prefs.h"
 #include "core/retrans.h"
 
@@ -42,6 +44,16 @@ p2pc_record_init(p2pc_record_t *rec, const char *proto, const char *msg_type)
     rec->msg_type = msg_type;
     rec->codec = "none";
     rec->batch_count = 1;
+}
+
+void
+p2pc_record_undecoded(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tree *tree,
+                      const char *proto, guint64 bytes)
+{
+    p2pc_record_t rec;
+    p2pc_record_init(&rec, proto, "undecoded");
+    rec.wire_len = rec.payload_len = rec.raw_len = bytes;
+    p2pc_record_add(tvb, offset, len, pinfo, tree, &rec);
 }
 
 /* Records held back by p2pc_record_hold(): where each was to be added, and the record. */
@@ -240,4 +252,5 @@ proto_register_p2pc(void)
     p2pc_tap = register_tap("p2pc");
     p2pc_peer_tap = register_tap("p2pc_peer");
     p2pc_retrans_register(proto_p2pc, p2pc_prefs_register(proto_p2pc));
+    p2pc_holes_register(proto_p2pc);
 }

@@ -44,6 +44,11 @@ proto_item *p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pin
 /* Set a record's defaults: codec "none", batch_count 1. */
 void p2pc_record_init(p2pc_record_t *rec, const char *proto, const char *msg_type);
 
+/* Add a record of `bytes` bytes of `proto` that are no message it could decode (msg_type
+ * "undecoded"), its subtree covering tvb[offset, offset+len). */
+void p2pc_record_undecoded(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tree *tree,
+                           const char *proto, guint64 bytes);
+
 /* A transport that re-encodes every byte above it (the libp2p compression transport) learns
  * what the messages inside cost on the wire only once all the messages a frame completes are
  * known.  It brackets its call to the layers above with p2pc_record_hold() and

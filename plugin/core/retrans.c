@@ -122,6 +122,8 @@ p2pc_find_segment(tvbuff_t *frame, const packet_info *pinfo, p2pc_segment_t *seg
         if (hlen < 20 || tcp + hlen > end || end > len)
             continue;
         seg->seq = pntohu32(p + tcp + 4);
+        seg->ack = pntohu32(p + tcp + 8);
+        seg->flags = p[tcp + 13];
         seg->at = tcp + hlen;
         seg->len = end - seg->at;
         return TRUE;

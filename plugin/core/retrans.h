@@ -21,6 +21,8 @@ typedef struct {
     guint32 seq;                /* as in the header (absolute) */
     guint32 at;                 /* its payload's offset in the frame */
     guint32 len;                /* ... and length (from the IP header's) */
+    guint32 ack;                /* the acknowledgement number (absolute) */
+    guint8 flags;               /* the TCP flags' low byte (TH_ACK 0x10) */
 } p2pc_segment_t;
 
 /* The TCP segment of this frame from pinfo's source address and port to its destination's,

@@ -29,6 +29,7 @@
  */
 #include "core/p2pc-compat.h"
 #include "core/codecs.h"
+#include "core/holes.h"
 #include "core/prefs.h"
 #include "core/record.h"
 #include "core/retrans.h"
@@ -767,7 +768,9 @@ dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
      * (payload bytes, when TCP reassembly is off) stay FISCO. */
     if (!PINFO_FD_VISITED(pinfo) && plausible_header(tvb, 0))
         fc->plaintext = TRUE;
+    p2pc_holes_enter(tvb, pinfo, data, "fisco");
     fisco_dissect_stream(tvb, pinfo, tree, data);
+    p2pc_holes_leave(tvb, pinfo, data);
     return tvb_captured_length(tvb);
 }
 

@@ -29,6 +29,7 @@
  */
 #include "core/p2pc-compat.h"
 #include "core/codecs.h"
+#include "core/holes.h"
 #include "core/prefs.h"
 #include "core/record.h"
 #include "core/retrans.h"
@@ -586,9 +587,11 @@ static int
 dissect_fisco3(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
     p2pc_retrans_watch(pinfo);
+    p2pc_holes_enter(tvb, pinfo, data, "fisco3");
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "FISCO3");
     col_clear(pinfo->cinfo, COL_INFO);
     tcp_dissect_pdus(tvb, pinfo, tree, TRUE, FISCO3_HEADER_LEN, get_fisco3_pdu_len, dissect_fisco3_pdu, data);
+    p2pc_holes_leave(tvb, pinfo, data);
     return tvb_captured_length(tvb);
 }
 
