@@ -78,7 +78,14 @@ def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool
     bytes)."""
     from .model import compute_rows, size_table, totals
     from .series import ratio_cdf_by_size
-    rows = compute_rows(agg, model=model, by_direction=by_direction, explain=explain) + list(extra_rows)
+    rows = compute_rows(agg, model=model, by_direction=by_direction, explain=explain)
+    for extra in extra_rows:                # into the records' own row of that kind, if any
+        same = next((r for r in rows if (r.proto, r.msg_type, r.direction) ==
+                     (extra.proto, extra.msg_type, extra.direction)), None)
+        if same:
+            same.sums.merge(extra.sums)
+        else:
+            rows.append(extra)
     tot = totals(rows).as_dict()
     if by_peer:
         from .peers import peer_rows

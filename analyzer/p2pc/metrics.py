@@ -44,7 +44,8 @@ class SavedCollector:
         saved = CounterMetricFamily("p2pc_saved_bytes", "Bytes saved, by the savings model",
                                     labels=(*LABELS, "kind"))
         undecoded = CounterMetricFamily("p2pc_undecoded_bytes",
-                                        "Bytes of P2P connections not decoded (state lost at a session reset)",
+                                        "Bytes of P2P connections not decoded (state lost at a session reset, "
+                                        "bytes after a hole in the capture, bytes that do not decode)",
                                         labels=("proto",))
         dropped = CounterMetricFamily("p2pc_capture_dropped_packets",
                                       "Packets the capture dropped (dumpcap's own counter, which "
@@ -57,6 +58,8 @@ class SavedCollector:
             drops = self.totals.dropped
         sums: dict = {}
         for r in rows:
+            if r.msg_type == "undecoded":   # the plugin's records of bytes it could not decode
+                und[r.proto] = und.get(r.proto, 0) + r.sums.wire
             src, dst = r.direction.split(">") if ">" in r.direction else (r.direction, "")
             d = direction_of(self.local, src.rsplit(":", 1)[0], dst.rsplit(":", 1)[0])
             acc = sums.setdefault((r.proto, r.msg_type, r.codec, d), [0.0, 0.0, 0.0])
