@@ -3,7 +3,8 @@
  * One-shot codecs (lzo1x, zlib, deflate, gzip, snappy, snappy-framed, brotli, zstd): the input
  * is the compressed payload, decoded under a large and a small bound.  Stream codecs
  * (gzip-stream, deflate-stream, brotli-stream): the input is fed in chunks whose sizes follow
- * a fixed pseudo-random sequence, and again in one piece: both runs must give the same bytes.
+ * a fixed pseudo-random sequence, and again in one piece: both runs must give the same bytes;
+ * then across a hole, resuming at a sync-flush point (p2pc_stream_feed_gap).
  * Every call aborts when a decoder returns more than its bound (or a NULL buffer with bytes).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -107,6 +108,58 @@ feed_all(const uint8_t *data, size_t size, gboolean chunked, size_t bound, size_
 }
 #endif
 
+#ifdef FUZZ_STREAM
+/* A hole after the first data[0]/256 of the input, of data[1] % 64 bytes: the stream is told
+ * (p2pc_stream_gap) and the rest goes through p2pc_stream_feed_gap() in chunks until it is back
+ * in sync.  Every call stays within its bound, and its runs add up to the bytes it gave and the
+ * bytes it withheld.  Brotli cannot resume. */
+static void
+feed_across_a_hole(const uint8_t *data, size_t size, size_t bound)
+{
+    p2pc_stream_t *s = p2pc_stream_new(FUZZ_CODEC);
+    size_t off = size < 2 ? size : (size_t)data[0] * size / 256, hole = size < 2 ? 0 : data[1] % 64u;
+    guint32 rng = 0x7f4a7c15u ^ (guint32)size;
+    guint8 *out = NULL;
+    size_t out_len = 0;
+    const char *detail = NULL;
+    p2pc_dc_status_t st = p2pc_stream_feed(s, data, off, bound, pool, &out, &out_len, &detail);
+    gboolean in_sync = FALSE;
+
+    check_result(st, out, out_len, bound, detail);
+    if (st == P2PC_DC_OK && p2pc_stream_gap(s)) {
+        CHECK(FUZZ_CODEC != P2PC_CODEC_BROTLI_STREAM, "a brotli stream cannot resume after a hole");
+        for (off += hole; off < size && st == P2PC_DC_OK; ) {
+            p2pc_stream_gap_t gap;
+            size_t n = size - off, given = 0, withheld = 0;
+            rng = rng * 1103515245u + 12345u;
+            if (1 + (rng >> 16) % 97 < n)
+                n = 1 + (rng >> 16) % 97;
+            detail = NULL;
+            if (in_sync) {
+                st = p2pc_stream_feed(s, data + off, n, bound, pool, &out, &out_len, &detail);
+            } else {
+                st = p2pc_stream_feed_gap(s, data + off, n, bound, pool, &out, &out_len, &gap, &detail);
+                CHECK(gap.skipped <= n, "skipped %zu of %zu input bytes", gap.skipped, n);
+                if (gap.runs) {
+                    for (guint i = 0; i < wmem_array_get_count(gap.runs); i++)
+                        *(i % 2 ? &withheld : &given) += *(guint32 *)wmem_array_index(gap.runs, i);
+                    wmem_destroy_array(gap.runs);
+                    CHECK(given == out_len && withheld == gap.undetermined,
+                          "runs: %zu given, %zu withheld; out_len %zu, undetermined %zu",
+                          given, withheld, out_len, gap.undetermined);
+                } else {
+                    CHECK(gap.undetermined == 0, "%zu bytes undetermined without runs", gap.undetermined);
+                }
+                in_sync = gap.in_sync;
+            }
+            check_result(st, out, out_len, bound, detail);
+            off += n;
+        }
+    }
+    p2pc_stream_free(s);
+}
+#endif
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -127,6 +180,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         p2pc_dc_status_t st_small;
         g_free(feed_all(data, size, TRUE, SMALL_BOUND, &n_small, &st_small));
     }
+    feed_across_a_hole(data, size, BIG_BOUND);
+    feed_across_a_hole(data, size, SMALL_BOUND);
 #else
     static const size_t bounds[] = { BIG_BOUND, SMALL_BOUND, 0 };
     for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++) {
