@@ -377,3 +377,27 @@ def test_bytes_after_a_hole_are_counted_as_undecoded(tshark, tmp_path, case):
                                  extra=extra) == [acks[0]], (extra, two_pass)
     totals = p2pc_report("analyze", str(cap))["totals"]
     assert totals["wire_bytes"] == sum(want[k] for k in p2p)
+
+
+def test_a_hole_in_a_capture_of_one_direction_is_counted(tshark, tmp_path):
+    """A capture of the Bitcoin sender's direction only (no acknowledgements to show a hole)
+    and a segment dropped early: with out-of-order reassembly TCP keeps everything after the
+    hole; once 1 MiB is captured past it, the hole counts as confirmed (p2pc.hole, once) and
+    every byte is in a record, in one pass and two."""
+    src = CAPTURES / "bitcoin" / "btc-compressed.pcapng"
+    big = tshark.fields(src, ["frame.number", "ip.src"], dfilter="tcp.len > 1000")
+    sender = big[19][1]
+    one_way = tmp_path / "one-way.pcapng"
+    subprocess.run(["tshark", "-r", str(src), "-Y", f"ip.src == {sender}", "-w", str(one_way)],
+                   check=True, capture_output=True)
+    kept = [n for n, in tshark.fields(one_way, ["frame.number"], dfilter="tcp.len > 1000")]
+    cap = tmp_path / "hole.pcapng"
+    subprocess.run(["editcap", str(one_way), str(cap), kept[19]], check=True, capture_output=True)
+    want = tcp_payload_by_direction(tshark, cap)
+    assert len(want) == 1 and sum(want.values()) > 1024 * 1024 + sum(
+        int(n) for n, in tshark.fields(cap, ["tcp.len"], dfilter=f"tcp.len > 0 && frame.number < {kept[19]}"))
+    for two_pass in (False, True):
+        recs = tshark.records(cap, two_pass=two_pass, extra=OOO)
+        got = wire_by_direction(recs)
+        assert {k: got[k] for k in want} == dict(want), two_pass
+        assert len(tshark.fields(cap, ["frame.number"], dfilter="p2pc.hole", two_pass=two_pass, extra=OOO)) == 1

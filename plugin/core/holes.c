@@ -13,7 +13,8 @@
  *   - in a postdissector, every segment of the connection from the frame's own IP and TCP
  *     headers (p2pc_find_segment): the highest byte captured, and the holes before it.
  * A hole is in the capture, not in the network, once the receiver acknowledges bytes past it
- * (or TCP itself hands over bytes after it).  There it gets p2pc.hole, and the bytes TCP will
+ * (or TCP itself hands over bytes after it, or HOLD_MAX bytes were captured after it: a capture
+ * of one direction has no acknowledgements).  There it gets p2pc.hole, and the bytes TCP will
  * never hand over are counted in an "undecoded" record of their direction: the message the
  * hole cut, and the segments after it TCP keeps (those already captured in that frame, each
  * later one in its own).  Bytes TCP skips before the ones it hands over are counted the same
@@ -35,6 +36,9 @@
 
 #define KEY_EVENTS  2               /* file-scope frame data: the frame's event_t list */
 #define KEY_FRAME   3               /* packet-scope frame data: a frame_t */
+
+#define HOLD_MAX    (1024 * 1024)   /* bytes captured past a hole that confirm it without an
+                                       acknowledgement (as packet-libp2p-tcp.c's) */
 
 #define SEQ_LT(a, b) ((gint32)((a) - (b)) < 0)
 #define SEQ_GT(a, b) ((gint32)((a) - (b)) > 0)
@@ -237,6 +241,17 @@ count_through(side_t *s, guint32 to)
     return n;
 }
 
+/* A capture without the acknowledgements (of one direction only): HOLD_MAX bytes captured
+ * past a hole confirm it too, and those before it.  The bytes missed, or 0. */
+static guint32
+confirm_holes_held_past(side_t *s)
+{
+    for (const hole_t *h = s->holes; h; h = h->next)
+        if (!h->confirmed)
+            return SEQ_GT(s->cap_end - HOLD_MAX, h->end) ? confirm_holes(s, s->cap_end) : 0;
+    return 0;
+}
+
 /* What TCP holds back for good once a hole of side s is confirmed. */
 static guint32
 count_held_back(side_t *s)
@@ -429,9 +444,9 @@ dissect_holes(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U
         add_event(pinfo, &ev);
     }
     /* A segment of a direction TCP holds back for good, which the protocol did not get. */
-    if (f->have_seg && f->seg.len && !(f->seen & (1u << d))) {
+    if (f->have_seg && f->seg.len && !(f->seen & (1u << d)) && l->side[d].started) {
         ev.other = FALSE;
-        ev.missing = 0;
+        ev.missing = confirm_holes_held_past(&l->side[d]);
         ev.undecoded = count_held_back(&l->side[d]);
         add_event(pinfo, &ev);
     }
