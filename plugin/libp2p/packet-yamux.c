@@ -56,7 +56,6 @@ typedef struct {
     wmem_map_t *streams;        /* stream id -> l2p_pipe_t *[2] ([0]: opener -> other) */
     wmem_map_t *windows;        /* stream id -> guint64[2]: what the dialer (0) / listener (1)
                                    may still send; only for streams whose SYN was captured */
-    guint32 last_id[2];         /* the highest stream id the dialer (0) / listener (1) opened */
 } yamux_conn_t;
 
 static const value_string yamux_type_vals[] = {
@@ -101,19 +100,12 @@ stream_pipe(l2p_pipe_t *conn, yamux_conn_t *yc, guint32 id, gboolean from_dialer
         pair[0]->peer = pair[1];
         pair[1]->peer = pair[0];
         wmem_map_insert(yc->streams, GUINT_TO_POINTER(id), pair);
-        if (id > yc->last_id[opener_is_dialer ? 0 : 1])
-            yc->last_id[opener_is_dialer ? 0 : 1] = id;
     }
     return pair[from_dialer == opener_is_dialer ? 0 : 1];
 }
 
-/* Stream ids a SYN found while resynchronising may open: one of the next this many ids of its
- * sender (each side counts up by two). */
-#define YAMUX_RESYNC_NEW_IDS 64
-
 /* Whether a frame header at p could be real: what resynchronisation looks for after bytes that
- * cannot be (a stream already seen, or one of the next its sender opens; a length within its
- * window). */
+ * cannot be (a stream already seen, or being opened; a length within its window). */
 static gboolean
 plausible_header(yamux_conn_t *yc, int dir, const guint8 *p)
 {
@@ -121,27 +113,13 @@ plausible_header(yamux_conn_t *yc, int dir, const guint8 *p)
     guint16 flags = pntohu16(p + 2);
     guint32 id = pntohu32(p + 4), len = pntohu32(p + 8);
     const guint64 *window;
-    l2p_pipe_t *sp;
 
     if (p[0] != 0 || type > 3 || (flags & ~0xf))
         return FALSE;
     if (type > YAMUX_TYPE_WINDOW)
         return id == 0;
-    if (id == 0)
+    if (id == 0 || (!wmem_map_lookup(yc->streams, GUINT_TO_POINTER(id)) && !(flags & YAMUX_FLAG_SYN)))
         return FALSE;
-    sp = stream_pipe(NULL, yc, id, dir == 0, FALSE);
-    if (!sp) {
-        int opener = (id & 1) ? 0 : 1;
-        if (!(flags & YAMUX_FLAG_SYN) || opener != dir || id <= yc->last_id[opener] ||
-            id - yc->last_id[opener] > 2 * YAMUX_RESYNC_NEW_IDS)
-            return FALSE;
-    } else {
-        /* Nothing follows a direction's FIN (the layers it was handed to closed with it). */
-        while (sp->next)
-            sp = sp->next;
-        if (sp->closed)
-            return FALSE;
-    }
     window = (const guint64 *)wmem_map_lookup(yc->windows, GUINT_TO_POINTER(id));
     return type != YAMUX_TYPE_DATA || len <= (window ? window[dir] : YAMUX_INITIAL_WINDOW);
 }
