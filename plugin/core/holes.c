@@ -262,17 +262,6 @@ count_held_back(side_t *s)
 }
 
 static void
-swap_endpoints(packet_info *pinfo)
-{
-    address a = pinfo->src;
-    guint32 port = pinfo->srcport;
-    pinfo->src = pinfo->dst;
-    pinfo->dst = a;
-    pinfo->srcport = pinfo->destport;
-    pinfo->destport = port;
-}
-
-static void
 show_event(const event_t *ev, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
     if (ev->missing)
@@ -284,10 +273,10 @@ show_event(const event_t *ev, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tre
         return;
     /* The record names its own direction's endpoints. */
     if (ev->other)
-        swap_endpoints(pinfo);
+        p2pc_swap_endpoints(pinfo);
     p2pc_record_undecoded(tvb, 0, 0, pinfo, tree, ev->proto, ev->undecoded);
     if (ev->other)
-        swap_endpoints(pinfo);
+        p2pc_swap_endpoints(pinfo);
 }
 
 /* First pass: keep the event for the postdissector, on this pass and later ones. */

@@ -254,3 +254,14 @@ proto_register_p2pc(void)
     p2pc_retrans_register(proto_p2pc, p2pc_prefs_register(proto_p2pc));
     p2pc_holes_register(proto_p2pc);
 }
+
+void
+p2pc_swap_endpoints(packet_info *pinfo)
+{
+    address a = pinfo->src;
+    guint32 port = pinfo->srcport;
+    pinfo->src = pinfo->dst;
+    pinfo->dst = a;
+    pinfo->srcport = pinfo->destport;
+    pinfo->destport = port;
+}

@@ -84,4 +84,8 @@ typedef struct {
 /* Queue the sender's peer ID.  Strings must outlive the packet (pinfo->pool will do). */
 void p2pc_peer_add(packet_info *pinfo, const char *via, const char *peer_id);
 
+/* Swap pinfo's source and destination (addresses and ports): a record made for the other
+ * direction of the frame's connection names that direction's endpoints; swap back after. */
+void p2pc_swap_endpoints(packet_info *pinfo);
+
 #endif /* P2PC_RECORD_H */

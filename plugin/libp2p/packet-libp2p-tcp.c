@@ -310,29 +310,18 @@ held_size(const held_t *h)
     return n;
 }
 
-static void
-swap_endpoints(packet_info *pinfo)
-{
-    address a = pinfo->src;
-    guint32 port = pinfo->srcport;
-    pinfo->src = pinfo->dst;
-    pinfo->dst = a;
-    pinfo->srcport = pinfo->destport;
-    pinfo->destport = port;
-}
-
 /* The other direction's held segments, fed in this frame because it showed the hole before
  * them: while they are dissected the endpoints are theirs, so their records name their own
  * sender. */
 static void
 feed_other_direction(l2p_pipe_t *root, const held_t *h, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
-    swap_endpoints(pinfo);
+    p2pc_swap_endpoints(pinfo);
     TRY {
         feed_held(root, h, tvb, pinfo, tree);
     }
     FINALLY {
-        swap_endpoints(pinfo);
+        p2pc_swap_endpoints(pinfo);
     }
     ENDTRY;
 }
