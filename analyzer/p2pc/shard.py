@@ -213,10 +213,10 @@ def analyze_shard(path: str, plugin: str | None, opts: TsharkOptions | None = No
 
 
 def default_shards(capture: str, jobs: int) -> int:
-    """Shards of at most SHARD_TARGET_BYTES, and at least two per worker: connections differ in
+    """Shards of at most SHARD_TARGET_BYTES, and at least four per worker: connections differ in
     size and cost, and the pool (largest shard first) evens out what one hash split does not."""
     size = os.path.getsize(capture)
-    return max(2 * jobs, -(-size // SHARD_TARGET_BYTES))
+    return max(4 * jobs, -(-size // SHARD_TARGET_BYTES))
 
 
 def run_shards(paths: list[str], plugin: str | None, jobs: int,
