@@ -329,45 +329,57 @@ def test_dumpcap_tells_its_drops_only_when_it_stops(netns, tmp_path):
 
 
 @needs_netns
-def test_session_reset_reports_undecoded_bytes(netns, tmp_path, tshark):
-    """With tshark forgetting its connections every 1000 packets (mid-connection), what the
-    lost state hides is the "undecoded" row and metric: decoded wire bytes plus undecoded bytes
-    equal the offline analysis's wire bytes, and the Bitcoin capture's messages are all either
-    decoded or inside those bytes (or the plugin's undecoded records of the continuation bytes
-    where a direction resumed).  The "undecoded" section names each direction cut, with its
-    TCP payload bytes (those of the packets captured)."""
+def live_with_resets(netns, tmp_path, capture: Path, proto: str) -> tuple[dict, float, Path]:
+    """`p2pc live --session-reset 1000` over a replay of `capture`: the final report, the last
+    p2pc_undecoded_bytes_total{proto} scraped once the replayed bytes are all read, and the
+    capture live wrote."""
     live = Live(netns, tmp_path, "--session-reset", "1000", "--metrics", f"127.0.0.1:{PORT + 1}")
     try:
-        live.replay(BTC)
+        live.replay(capture)
         seen = []
         for _ in range(150):                # until the replayed bytes are all read
             res = in_ns(netns, "curl", "-sf", f"http://127.0.0.1:{PORT + 1}/metrics")
-            seen.append(metric_sum(res.stdout, "p2pc_undecoded_bytes_total", proto="bitcoin"))
+            seen.append(metric_sum(res.stdout, "p2pc_undecoded_bytes_total", proto=proto))
             if len(seen) > 3 and seen[-1] > 0 and len(set(seen[-4:])) == 1:
                 break
             time.sleep(0.3)
-        undecoded_metric = seen[-1]
     finally:
         rc, err = live.stop()
     assert rc == 0, err
-    final = json.loads(live.report.read_text())
-    offline = p2pc_report("analyze", str(live.pcap))
+    return json.loads(live.report.read_text()), seen[-1], live.pcap
+
+
+def test_a_session_reset_in_a_bitcoin_stream_is_counted_by_the_plugin(netns, tmp_path):
+    """tshark forgetting its connections every 1000 packets (mid-connection): what TCP held at
+    each reset (the message it cut) is printed as the session's tails before the reset, and
+    Bitcoin resumes after it (its continuation bytes an undecoded record too).  So every byte
+    is in a record: the undecoded row equals the metric, the totals equal the offline
+    analysis's, fewer messages decode, and no direction is left for the "undecoded" section."""
+    final, undecoded_metric, pcap = live_with_resets(netns, tmp_path, BTC, "bitcoin")
+    offline = p2pc_report("analyze", str(pcap))
     row = rows_by_type(final)[("bitcoin", "undecoded")]
     assert row["wire_bytes"] == undecoded_metric > 0
     assert final["totals"]["wire_bytes"] == offline["totals"]["wire_bytes"]
-    # Messages decoded (the plugin's undecoded records, of continuation bytes where a direction
-    # resumed, count bytes, not messages): fewer than offline, where nothing was forgotten.
     decoded = final["totals"]["messages"] - sum(r["messages"] for r in final["rows"] if r["msg_type"] == "undecoded")
     assert decoded < offline["totals"]["messages"]
+    assert not [s for s in final["sections"] if s["name"] == "undecoded"]
+
+
+def test_a_session_reset_in_a_libp2p_stream_reports_the_directions_it_cut(netns, tmp_path, tshark):
+    """libp2p connections are not decoded again after a reset: what the lost state hides is
+    the "undecoded" row and warning (and metric), and the "undecoded" section names each direction
+    cut, with its TCP payload bytes (those of the packets captured) = decoded + undecoded."""
+    final, undecoded_metric, pcap = live_with_resets(netns, tmp_path, ETH2, "libp2p")
+    row = rows_by_type(final)[("libp2p", "undecoded")]
+    assert row["wire_bytes"] > 0 and undecoded_metric > 0
     assert any("not decoded" in w for w in final["warnings"])
-    # One undecoded row: the bytes the reset cut (the section's) and the plugin's records.
-    assert [(r["proto"], r["msg_type"]) for r in final["rows"]].count(("bitcoin", "undecoded")) == 1
+    assert [(r["proto"], r["msg_type"]) for r in final["rows"]].count(("libp2p", "undecoded")) == 1
     cut = next(s["rows"] for s in final["sections"] if s["name"] == "undecoded")
     assert cut and 0 < sum(d["undecoded_bytes"] for d in cut) <= row["wire_bytes"]
     for d in cut:
-        sent = tshark.fields(live.pcap, ["tcp.len"], dfilter=f"ip.src == {d['src']} && tcp.srcport == {d['srcport']} "
-                                                             f"&& ip.dst == {d['dst']} && tcp.dstport == {d['dstport']}")
-        assert d["proto"] == "bitcoin" and d["tcp_bytes"] == sum(int(n) for n, in sent)
+        sent = tshark.fields(pcap, ["tcp.len"], dfilter=f"ip.src == {d['src']} && tcp.srcport == {d['srcport']} "
+                                                        f"&& ip.dst == {d['dst']} && tcp.dstport == {d['dstport']}")
+        assert d["proto"] == "libp2p" and d["tcp_bytes"] == sum(int(n) for n, in sent)
         assert d["tcp_bytes"] == d["decoded_bytes"] + d["undecoded_bytes"]
 
 

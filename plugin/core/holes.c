@@ -18,8 +18,10 @@
  * never hand over are counted in an "undecoded" record of their direction: the message the
  * hole cut, and the segments after it TCP keeps (those already captured in that frame, each
  * later one in its own).  Bytes TCP skips before the ones it hands over are counted the same
- * way in the frame where it does.  So the records of a direction add up to the TCP payload the capture
- * holds.  The first pass decides; each frame keeps what it added for later passes.
+ * way in the frame where it does.  What a direction still holds when the capture ends (the
+ * message the capture cut short, segments behind a hole nothing confirmed) is its tail record
+ * (record.h, p2pc_tail_register).  So the records of a direction add up to the TCP payload the
+ * capture holds.  The first pass decides; each frame keeps what it added for later passes.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -67,6 +69,7 @@ typedef struct {
     gboolean dead_all;          /* ... nor any byte after the hole (out-of-order reassembly) */
     guint32 dead_end;
     hole_t *holes;
+    p2pc_record_t last;         /* where and when its last segment was captured */
 } side_t;
 
 /* A TCP connection: side 0 sends the first segment the protocol was handed. */
@@ -201,8 +204,10 @@ note_frame(ledger_t *l, packet_info *pinfo, frame_t *f)
     frame = frame_tvb(pinfo);
     f->have_seg = frame && p2pc_find_segment(frame, pinfo, &f->seg);
     s = &l->side[side_of(l, pinfo)];
-    if (f->have_seg && f->seg.len && s->started)
+    if (f->have_seg && f->seg.len && s->started) {
         note_segment(s, f->seg.seq - s->base, f->seg.seq - s->base + f->seg.len);
+        p2pc_where_keep(pinfo, &s->last);
+    }
 }
 
 /* The holes of side s before `upto` are in the capture: the bytes they missed, 0 if none
@@ -443,6 +448,44 @@ dissect_holes(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U
     return 0;
 }
 
+typedef struct {
+    p2pc_tail_emit_fn emit;
+    void *ud;
+} tail_ctx_t;
+
+/* At the end of the capture: what each direction sent after its last record, captured and
+ * never handed over (the message the capture cut short, segments behind an unconfirmed hole). */
+static void
+ledger_tails(gpointer key _U_, gpointer value, gpointer ud)
+{
+    const ledger_t *l = (const ledger_t *)value;
+    const tail_ctx_t *c = (const tail_ctx_t *)ud;
+
+    for (int d = 0; d < 2; d++) {
+        const side_t *s = &l->side[d];
+        p2pc_record_t rec;
+        guint32 bytes;
+
+        if (!s->started || !SEQ_GT(s->cap_end, s->done) || s->last.at.src.type == AT_NONE)
+            continue;
+        bytes = captured_in(s, s->done, s->cap_end);
+        if (!bytes)
+            continue;
+        p2pc_record_init(&rec, l->proto, "undecoded");
+        rec.wire_len = rec.payload_len = rec.raw_len = bytes;
+        rec.at = s->last.at;
+        rec.abs_ts = s->last.abs_ts;
+        c->emit(&rec, c->ud);
+    }
+}
+
+static void
+holes_tails(p2pc_tail_emit_fn emit, void *ud)
+{
+    tail_ctx_t c = { emit, ud };
+    wmem_map_foreach(ledgers, ledger_tails, &c);
+}
+
 void
 p2pc_holes_register(int proto)
 {
@@ -455,4 +498,5 @@ p2pc_holes_register(int proto)
     expert_register_field_array(expert_register_protocol(proto), ei, array_length(ei));
     ledgers = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), g_direct_hash, g_direct_equal);
     register_postdissector(create_dissector_handle(dissect_holes, proto));
+    p2pc_tail_register(holes_tails);
 }

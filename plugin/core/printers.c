@@ -89,9 +89,14 @@ typedef struct {
 
 typedef struct {
     guint64 records;
+    gboolean filtered;          /* a display filter chooses the records: no tails */
+    gboolean ended;             /* the tails of the last session are printed */
     tcp_dirs_t tcp;
     peers_tap_t peers;
 } records_tap_t;
+
+/* The stream-mode records tap, for its session's tails at a session reset. */
+static records_tap_t *stream_tap;
 
 static void print_tcp_dir(const tcp_dir_stats_t *d);
 
@@ -122,15 +127,9 @@ print_where(char kind, const p2pc_where_t *at)
     wmem_free(NULL, dst);
 }
 
-static tap_packet_status
-records_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
-               tap_flags_t flags)
+static void
+print_record(records_tap_t *t, const p2pc_record_t *r)
 {
-    records_tap_t *t = (records_tap_t *)tapdata;
-    const p2pc_record_t *r = (const p2pc_record_t *)p;
-
-    if (t->tcp.stream)
-        stream_check_reset(&t->tcp, r->at.frame);
     t->records++;
     print_where('M', &r->at);
     print_ts(stdout, &r->abs_ts);
@@ -143,9 +142,47 @@ records_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const voi
     printf("\t%" G_GUINT64_FORMAT "\t%" G_GUINT64_FORMAT "\t%" G_GUINT64_FORMAT
            "\t%" G_GUINT64_FORMAT "\t%u\n",
            r->wire_len, r->header_len, r->payload_len, r->raw_len, r->batch_count);
+}
+
+static tap_packet_status
+records_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
+               tap_flags_t flags)
+{
+    records_tap_t *t = (records_tap_t *)tapdata;
+    const p2pc_record_t *r = (const p2pc_record_t *)p;
+
+    if (t->tcp.stream)
+        stream_check_reset(&t->tcp, r->at.frame);
+    print_record(t, r);
     if (t->tcp.stream)
         fflush(stdout);
     return TAP_PACKET_DONT_REDRAW;
+}
+
+static void
+print_tail(const p2pc_record_t *r, void *ud)
+{
+    print_record((records_tap_t *)ud, r);
+}
+
+/* What the dissectors still hold, in no record (record.h, p2pc_tail_register): printed once
+ * the session's packets are read, unless a display filter chose the records. */
+static void
+print_tails(records_tap_t *t)
+{
+    if (!t->filtered)
+        p2pc_tail_foreach(print_tail, t);
+}
+
+/* tshark's session reset (-M) forgets the dissectors' state, tails included: print them first.
+ * (A cleanup routine runs before the file scope ends.) */
+static void
+records_session_end(void)
+{
+    if (stream_tap && !stream_tap->ended) {
+        print_tails(stream_tap);
+        fflush(stdout);
+    }
 }
 
 static tap_packet_status
@@ -253,6 +290,8 @@ records_draw(void *tapdata)
         for (guint i = 0; i < t->tcp.order->len; i++)
             print_tcp_dir((const tcp_dir_stats_t *)g_ptr_array_index(t->tcp.order, i));
     }
+    print_tails(t);
+    t->ended = TRUE;
     printf("#END\trecords=%" G_GUINT64_FORMAT "\treplay=%s", t->records, p2pc_replay_mode());
     /* A second pass finds nothing kept from this frame on: its records are missing. */
     if (p2pc_replay_cut())
@@ -275,6 +314,8 @@ records_finish(void *tapdata)
 {
     records_tap_t *t = (records_tap_t *)tapdata;
     /* Called once at exit: the tcp listener gets no packets after this. */
+    if (stream_tap == t)
+        stream_tap = NULL;
     g_ptr_array_free(t->tcp.order, TRUE);
     g_hash_table_destroy(t->tcp.dirs);
     g_free(t);
@@ -293,6 +334,9 @@ records_init(const char *opt_arg, void *userdata)
     } else if (!strncmp(opt_arg, "p2pc,records,", 13)) {
         filter = opt_arg + 13;
     }
+    t->filtered = filter && *filter;
+    if (t->tcp.stream)
+        stream_tap = t;
     t->tcp.dirs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     t->tcp.order = g_ptr_array_new_with_free_func(dir_stats_free);
 
@@ -398,5 +442,6 @@ void
 register_tap_listener_p2pc_printers(void)
 {
     register_stat_tap_ui(&records_ui, NULL);
+    register_cleanup_routine(records_session_end);
     register_stat_tap_ui(&payloads_ui, NULL);
 }

@@ -14,6 +14,7 @@
 #include "core/prefs.h"
 #include "core/retrans.h"
 
+#include <epan/exceptions.h>
 #include <epan/proto_data.h>
 #include <epan/dissectors/packet-tcp.h>
 
@@ -104,6 +105,22 @@ p2pc_record_release(packet_info *pinfo, p2pc_record_adjust_fn adjust, void *ctx)
     }
 }
 
+void
+p2pc_record_call_held(packet_info *pinfo, p2pc_record_call_fn call, void *call_ctx,
+                      p2pc_record_adjust_fn adjust, void *ctx)
+{
+    p2pc_record_hold(pinfo);
+    TRY {
+        call(call_ctx);
+    }
+    CATCH_ALL {
+        p2pc_record_release(pinfo, adjust, ctx);
+        RETHROW;
+    }
+    ENDTRY;
+    p2pc_record_release(pinfo, adjust, ctx);
+}
+
 wmem_array_t *
 p2pc_record_shares(packet_info *pinfo, p2pc_record_t **recs, guint n, guint64 bytes, p2pc_share_by_t by)
 {
@@ -153,6 +170,34 @@ where_of(packet_info *pinfo, p2pc_where_t *at)
     copy_address_shallow(&at->dst, &pinfo->dst);
     at->srcport = pinfo->srcport;
     at->dstport = pinfo->destport;
+}
+
+void
+p2pc_where_keep(packet_info *pinfo, p2pc_record_t *rec)
+{
+    if (rec->at.src.type == AT_NONE) {
+        where_of(pinfo, &rec->at);
+        copy_address_wmem(wmem_file_scope(), &rec->at.src, &pinfo->src);
+        copy_address_wmem(wmem_file_scope(), &rec->at.dst, &pinfo->dst);
+    }
+    rec->at.frame = pinfo->num;
+    rec->abs_ts = pinfo->abs_ts;
+}
+
+/* The dissectors' tail functions (registration time: epan scope). */
+static GSList *tails;
+
+void
+p2pc_tail_register(p2pc_tail_fn fn)
+{
+    tails = g_slist_append(tails, (gpointer)fn);
+}
+
+void
+p2pc_tail_foreach(p2pc_tail_emit_fn emit, void *ud)
+{
+    for (GSList *l = tails; l; l = l->next)
+        ((p2pc_tail_fn)l->data)(emit, ud);
 }
 
 proto_item *

@@ -58,6 +58,10 @@ void p2pc_record_undecoded(tvbuff_t *tvb, int offset, int len, packet_info *pinf
 typedef void (*p2pc_record_adjust_fn)(packet_info *pinfo, p2pc_record_t **recs, guint n, void *ctx);
 void p2pc_record_hold(packet_info *pinfo);
 void p2pc_record_release(packet_info *pinfo, p2pc_record_adjust_fn adjust, void *ctx);
+/* call(call_ctx) between the two, the records released also when it throws (then rethrown). */
+typedef void (*p2pc_record_call_fn)(void *call_ctx);
+void p2pc_record_call_held(packet_info *pinfo, p2pc_record_call_fn call, void *call_ctx,
+                           p2pc_record_adjust_fn adjust, void *ctx);
 
 /* A transport's bytes (its framing, or all it sent) shared out over the n records the layers
  * above it added in one frame, in proportion to each record's wire_len (P2PC_SHARE_BY_WIRE) or
@@ -83,6 +87,22 @@ typedef struct {
 
 /* Queue the sender's peer ID.  Strings must outlive the packet (pinfo->pool will do). */
 void p2pc_peer_add(packet_info *pinfo, const char *via, const char *peer_id);
+
+/* What a protocol still holds when the capture ends, in no record: the message the capture
+ * cut short, the segments TCP keeps behind a hole nothing confirmed, the compressed bytes no
+ * message completed.  A dissector registers (at proto_register) a function that emits one
+ * "undecoded" record per direction holding such bytes, named after the direction's last frame
+ * (p2pc_where_keep); the records tap prints them after the capture's own records, so that the
+ * records of a direction add up to what it sent (docs/tap-format.md). */
+typedef void (*p2pc_tail_emit_fn)(const p2pc_record_t *rec, void *ud);
+typedef void (*p2pc_tail_fn)(p2pc_tail_emit_fn emit, void *ud);
+void p2pc_tail_register(p2pc_tail_fn fn);
+void p2pc_tail_foreach(p2pc_tail_emit_fn emit, void *ud);
+
+/* Keep the packet's frame and time in rec->at and rec->abs_ts; the first call also keeps its
+ * TCP stream and endpoints (file scope: a direction's endpoints do not change).  For a tail
+ * record: call it with each frame of the direction (first pass). */
+void p2pc_where_keep(packet_info *pinfo, p2pc_record_t *rec);
 
 /* Swap pinfo's source and destination (addresses and ports): a record made for the other
  * direction of the frame's connection names that direction's endpoints; swap back after. */

@@ -595,6 +595,8 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
                                length, hlen, FISCO_MAX_LENGTH);
         col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", "[bad Length]");
         col_set_fence(pinfo->cinfo, COL_INFO);
+        /* Counted, not lost: the bytes dropped with this header. */
+        p2pc_record_undecoded(tvb, 0, -1, pinfo, tree, "fisco", avail);
         return avail;
     }
     if (rc1) {

@@ -492,6 +492,8 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
                                FISCO3_HEADER_LEN, FISCO3_MAX_LENGTH);
         col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", "[bad Length]");
         col_set_fence(pinfo->cinfo, COL_INFO);
+        /* Counted, not lost: the bytes dropped with this header. */
+        p2pc_record_undecoded(tvb, 0, -1, pinfo, tree, "fisco3", avail);
         return avail;
     }
     version = tvb_get_ntohs(tvb, 4);

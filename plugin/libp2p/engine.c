@@ -175,20 +175,27 @@ l2p_pipe_call(l2p_pipe_t *pipe, tvbuff_t *tvb, packet_info *pinfo, proto_tree *t
     pipe->fin = FALSE;
 }
 
+typedef struct {
+    l2p_pipe_t *pipe;
+    tvbuff_t *tvb;
+    packet_info *pinfo;
+    proto_tree *tree;
+    gboolean fin;
+} pipe_call_t;
+
+static void
+pipe_call(void *ctx)
+{
+    const pipe_call_t *c = (const pipe_call_t *)ctx;
+    l2p_pipe_call(c->pipe, c->tvb, c->pinfo, c->tree, c->fin);
+}
+
 void
 l2p_pipe_call_held(l2p_pipe_t *pipe, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
                    gboolean fin, p2pc_record_adjust_fn adjust, void *ctx)
 {
-    p2pc_record_hold(pinfo);
-    TRY {
-        l2p_pipe_call(pipe, tvb, pinfo, tree, fin);
-    }
-    CATCH_ALL {
-        p2pc_record_release(pinfo, adjust, ctx);
-        RETHROW;
-    }
-    ENDTRY;
-    p2pc_record_release(pinfo, adjust, ctx);
+    pipe_call_t c = { pipe, tvb, pinfo, tree, fin };
+    p2pc_record_call_held(pinfo, pipe_call, &c, adjust, ctx);
 }
 
 /* ---- the per-frame record of what a pipe cut ---- */

@@ -100,7 +100,7 @@ static const struct {
 };
 
 /* One connection direction (the pipe's state; file scope, first pass only). */
-typedef struct {
+typedef struct comp_dir {
     p2pc_codec_t codec;
     const char *codec_name;
     p2pc_stream_t *dec;         /* NULL for none, or with decompression off */
@@ -111,7 +111,12 @@ typedef struct {
     guint32 stopped_in;         /* the frame where decoding stopped (0: it goes on) */
     gboolean resyncing;         /* after a hole, until the decoder's window is known again */
     guint64 skipped;            /* compressed bytes skipped since the hole */
+    p2pc_record_t last;         /* where and when it was last fed */
+    struct comp_dir *next;      /* every direction of the file (dirs) */
 } comp_dir_t;
+
+/* Every direction of the file, for what they hold at its end (comp_tails). */
+static comp_dir_t *dirs;
 
 /* What one frame did to one direction (file scope; replayed on later passes). */
 typedef struct {
@@ -164,7 +169,34 @@ comp_dir(l2p_pipe_t *pipe)
         other->inner->peer = cd->inner;
     }
     pipe->state = cd;
+    cd->next = dirs;
+    dirs = cd;
     return cd;
+}
+
+static void
+comp_init(void)
+{
+    dirs = NULL;    /* the last file's went with its scope */
+}
+
+/* At the end of the capture: the compressed bytes each direction received after the frame of
+ * its last message (closing window updates, the gzip trailer, or all a hole left undecodable),
+ * in its last frame. */
+static void
+comp_tails(p2pc_tail_emit_fn emit, void *ud)
+{
+    for (const comp_dir_t *cd = dirs; cd; cd = cd->next) {
+        p2pc_record_t rec;
+        if (!cd->unattributed || cd->last.at.src.type == AT_NONE)
+            continue;
+        p2pc_record_init(&rec, "libp2p", "undecoded");
+        rec.codec = cd->codec_name;     /* bytes of that stream, which no message claimed */
+        rec.wire_len = rec.payload_len = rec.raw_len = cd->unattributed;
+        rec.at = cd->last.at;
+        rec.abs_ts = cd->last.abs_ts;
+        emit(&rec, ud);
+    }
 }
 
 static int
@@ -294,10 +326,12 @@ comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, pac
             cd->stopped_in = pinfo->num;
         }
     }
-    if (!fr->stopped_in) {
+    if (!fr->stopped_in && (cd->dec || cd->codec == P2PC_CODEC_NONE)) {
         cd->in_total += len;
         cd->out_total += out_len;
         cd->unattributed += len - fr->skipped;  /* the skipped bytes have a record of their own */
+        if (len)
+            p2pc_where_keep(pinfo, &cd->last);
     }
     p2pc_replay_charge(pinfo, out_len);
     fr->out = out;
@@ -433,20 +467,19 @@ call_runs(tvbuff_t *dtvb, packet_info *pinfo, proto_tree *tree, gboolean fin, co
     }
 }
 
-/* call_runs() with the records held, as l2p_pipe_call_held() does for one call. */
+typedef struct {
+    tvbuff_t *dtvb;
+    packet_info *pinfo;
+    proto_tree *tree;
+    gboolean fin;
+    const attr_ctx_t *a;
+} runs_call_t;
+
 static void
-call_runs_held(tvbuff_t *dtvb, packet_info *pinfo, proto_tree *tree, gboolean fin, attr_ctx_t *a)
+runs_call(void *ctx)
 {
-    p2pc_record_hold(pinfo);
-    TRY {
-        call_runs(dtvb, pinfo, tree, fin, a);
-    }
-    CATCH_ALL {
-        p2pc_record_release(pinfo, comp_attribute, a);
-        RETHROW;
-    }
-    ENDTRY;
-    p2pc_record_release(pinfo, comp_attribute, a);
+    const runs_call_t *c = (const runs_call_t *)ctx;
+    call_runs(c->dtvb, c->pinfo, c->tree, c->fin, c->a);
 }
 
 static int
@@ -496,9 +529,10 @@ dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, 
     actx.cd = cd;
     actx.fr = fr;
     actx.replay = replay;
-    if (fr->runs)
-        call_runs_held(dtvb, pinfo, tree, pipe->fin, &actx);
-    else
+    if (fr->runs) {
+        runs_call_t c = { dtvb, pinfo, tree, pipe->fin, &actx };
+        p2pc_record_call_held(pinfo, runs_call, &c, comp_attribute, &actx);
+    } else
         l2p_pipe_call_held(cd->inner, dtvb, pinfo, tree, pipe->fin, comp_attribute, &actx);
     return tvb_captured_length(tvb);
 }
@@ -553,6 +587,8 @@ proto_register_libp2p_compression(void)
     /* Its own budget for kept output became p2pc.max_replay_mib, over every layer. */
     prefs_register_obsolete_preference(module, "max_kept_mib");
     comp_handle = register_dissector("libp2p_compression", dissect_libp2p_compression, proto_comp);
+    register_init_routine(comp_init);
+    p2pc_tail_register(comp_tails);
 }
 
 void
