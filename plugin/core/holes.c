@@ -11,7 +11,7 @@
  *     hands over, and of those the bytes its records cover (all but what it asks TCP to
  *     reassemble further);
  *   - in a postdissector, every segment of the connection from the frame's own IP and TCP
- *     headers (p2pc_find_segment): the highest byte captured, and the holes before it.
+ *     headers (p2pc_frame_segment): the highest byte captured, and the holes before it.
  * A hole is in the capture, not in the network, once the receiver acknowledges bytes past it
  * (or TCP itself hands over bytes after it, or HOLD_MAX bytes were captured after it: a capture
  * of one direction has no acknowledgements).  There it gets p2pc.hole, and the bytes TCP will
@@ -27,7 +27,7 @@
  */
 #include "core/holes.h"
 #include "core/record.h"
-#include "core/retrans.h"
+#include "core/segment.h"
 
 #include <epan/conversation.h>
 #include <epan/expert.h>
@@ -116,13 +116,6 @@ side_of(const ledger_t *l, const packet_info *pinfo)
     return (addresses_equal(&l->addr0, &pinfo->src) && l->port0 == pinfo->srcport) ? 0 : 1;
 }
 
-/* The frame's own bytes: the first data source. */
-static tvbuff_t *
-frame_tvb(const packet_info *pinfo)
-{
-    return pinfo->data_src ? get_data_source_tvb((const struct data_source *)pinfo->data_src->data) : NULL;
-}
-
 /* Whether TCP keeps every segment after a hole (packet-tcp.c: reassemble_ooo). */
 static gboolean
 tcp_keeps_all_after_holes(void)
@@ -195,14 +188,12 @@ note_segment(side_t *s, guint32 a, guint32 b)
 static void
 note_frame(ledger_t *l, packet_info *pinfo, frame_t *f)
 {
-    tvbuff_t *frame;
     side_t *s;
 
     if (f->noted)
         return;
     f->noted = TRUE;
-    frame = frame_tvb(pinfo);
-    f->have_seg = frame && p2pc_find_segment(frame, pinfo, &f->seg);
+    f->have_seg = p2pc_frame_segment(pinfo, &f->seg);
     s = &l->side[side_of(l, pinfo)];
     if (f->have_seg && f->seg.len && s->started) {
         note_segment(s, f->seg.seq - s->base, f->seg.seq - s->base + f->seg.len);
@@ -319,16 +310,8 @@ show_events(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 static gboolean
 start_side(side_t *s, tvbuff_t *tvb, packet_info *pinfo, guint32 seq)
 {
-    tvbuff_t *frame = frame_tvb(pinfo);
-    p2pc_segment_t seg;
-    guint at;
-
-    if (!frame || tvb_get_ds_tvb(tvb) != frame || !p2pc_find_segment(frame, pinfo, &seg))
+    if (!p2pc_seq_base(tvb, pinfo, seq, &s->base))
         return FALSE;
-    at = (guint)tvb_raw_offset(tvb);
-    if (at < seg.at || at > seg.at + seg.len)
-        return FALSE;
-    s->base = seg.seq + (at - seg.at) - seq;
     s->started = TRUE;
     s->done = s->cap_end = s->pdu_end = seq;
     return TRUE;

@@ -5,7 +5,7 @@
  * state.  Who reads the taps: stats-tree.c (-z p2pc,tree) and printers.c (-z p2pc,records and
  * -z p2pc,payloads, the analyzer's input).  The protocol also carries the shared preferences
  * (prefs.c), the retransmission check (retrans.c) and the count of bytes lost to holes in the
- * capture (holes.c).
+ * capture (holes.c), which read a frame's TCP segment from its own headers (segment.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -13,6 +13,7 @@
 #include "core/holes.h"
 #include "core/prefs.h"
 #include "core/retrans.h"
+#include "core/segment.h"
 
 #include <epan/exceptions.h>
 #include <epan/proto_data.h>
@@ -297,6 +298,7 @@ proto_register_p2pc(void)
     p2pc_tap = register_tap("p2pc");
     p2pc_peer_tap = register_tap("p2pc_peer");
     p2pc_retrans_register(proto_p2pc, p2pc_prefs_register(proto_p2pc));
+    p2pc_segment_register(proto_p2pc);
     p2pc_holes_register(proto_p2pc);
 }
 

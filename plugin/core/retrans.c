@@ -15,16 +15,15 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/retrans.h"
+#include "core/segment.h"
 
 #include <epan/conversation.h>
 #include <epan/expert.h>
-#include <epan/ipproto.h>
 #include <epan/proto_data.h>
 #include <isa-l/crc.h>
 
 #define SENT_KEPT   64              /* segments per direction a retransmission is checked
                                        against: 768 bytes a direction */
-#define IP_AT_MAX   256             /* how far into a frame its IP header is looked for */
 #define KEY_DIFFERS 1               /* file-scope frame data: a differs_t */
 
 static int proto_p2pc = -1;
@@ -85,50 +84,6 @@ p2pc_retrans_watch(packet_info *pinfo)
     c->port0 = pinfo->srcport;
     conversation_add_proto_data(conv, proto_p2pc, c);
     watching = TRUE;
-}
-
-/* The segment's IP header (version 4, unfragmented, or 6 with TCP next) is looked for in the first IP_AT_MAX
- * bytes, as one that carries those addresses and is followed by a TCP header with those ports,
- * and whose length ends within the bytes captured. */
-gboolean
-p2pc_find_segment(tvbuff_t *frame, const packet_info *pinfo, p2pc_segment_t *seg)
-{
-    guint len = tvb_captured_length(frame);
-    const guint8 *p = len ? tvb_get_ptr(frame, 0, len) : NULL;
-    const int alen = pinfo->src.type == AT_IPv4 ? 4 : pinfo->src.type == AT_IPv6 ? 16 : 0;
-
-    if (!alen || pinfo->dst.type != pinfo->src.type)
-        return FALSE;
-    for (guint ip = 0; ip < len && ip < IP_AT_MAX; ip++) {
-        guint tcp, end, hlen;
-        if (alen == 4) {
-            if ((p[ip] >> 4) != 4 || ip + 20 > len || p[ip + 9] != IP_PROTO_TCP ||
-                (pntohu16(p + ip + 6) & 0x3FFF) != 0 ||             /* a fragment */
-                memcmp(p + ip + 12, pinfo->src.data, 4) != 0 || memcmp(p + ip + 16, pinfo->dst.data, 4) != 0)
-                continue;
-            tcp = ip + (p[ip] & 0x0F) * 4u;
-            end = ip + pntohu16(p + ip + 2);
-        } else {
-            if ((p[ip] >> 4) != 6 || ip + 40 > len || p[ip + 6] != IP_PROTO_TCP ||
-                memcmp(p + ip + 8, pinfo->src.data, 16) != 0 || memcmp(p + ip + 24, pinfo->dst.data, 16) != 0)
-                continue;
-            tcp = ip + 40;
-            end = tcp + pntohu16(p + ip + 4);
-        }
-        if (tcp < ip + 20 || tcp + 20 > len ||
-            pntohu16(p + tcp) != pinfo->srcport || pntohu16(p + tcp + 2) != pinfo->destport)
-            continue;
-        hlen = (p[tcp + 12] >> 4) * 4u;
-        if (hlen < 20 || tcp + hlen > end || end > len)
-            continue;
-        seg->seq = pntohu32(p + tcp + 4);
-        seg->ack = pntohu32(p + tcp + 8);
-        seg->flags = p[tcp + 13];
-        seg->at = tcp + hlen;
-        seg->len = end - seg->at;
-        return TRUE;
-    }
-    return FALSE;
 }
 
 /* The first segment kept that p[0, len) (at sequence number seq) covers whole and whose bytes
@@ -210,7 +165,7 @@ check_frame(tvbuff_t *frame, packet_info *pinfo)
     gint32 at;
 
     /* Most frames carry no bytes (acknowledgements): the cheaper test first. */
-    if (!p2pc_find_segment(frame, pinfo, &seg) || !seg.len)
+    if (!p2pc_frame_segment(pinfo, &seg) || !seg.len)
         return NULL;
     conv = find_conversation_pinfo(pinfo, 0);
     c = conv ? (conn_t *)conversation_get_proto_data(conv, proto_p2pc) : NULL;

@@ -8,7 +8,7 @@
  *   - a segment TCP hands to no subdissector gets here all the same: TCP keeps back the earlier
  *     of two swapped segments (4.0, as a retransmission) and, with tcp.reassemble_out_of_order,
  *     every segment after a hole the capture never fills (queued for the missing bytes to the
- *     end of the capture).  A postdissector finds the bytes in the frame (p2pc_find_segment)
+ *     end of the capture).  A postdissector finds the bytes in the frame (p2pc_frame_segment)
  *     and feeds them when the direction has not had them;
  *   - a segment ahead of the bytes expected (reordered in the network, or after a hole) is held,
  *     copied, until the bytes before it arrive; then it is fed, in the frame that completed the
@@ -26,6 +26,7 @@
 #include "core/p2pc-compat.h"
 #include "core/prefs.h"
 #include "core/retrans.h"
+#include "core/segment.h"
 #include "libp2p/engine.h"
 
 #include <epan/conversation.h>
@@ -180,18 +181,6 @@ skip_hole(dir_t *d, frame_t *fr, guint32 resume, guint32 frame)
     d->next_seq = resume;
 }
 
-/* The difference between the sequence numbers in a direction's TCP headers and those TCP gives
- * (relative ones by default), from a segment fed whose payload is this frame's own. */
-static void
-learn_seq_base(dir_t *d, guint32 seq, tvbuff_t *tvb, packet_info *pinfo)
-{
-    p2pc_segment_t seg;
-    if (p2pc_find_segment(tvb_get_ds_tvb(tvb), pinfo, &seg) && seg.at == (guint32)tvb_raw_offset(tvb)) {
-        d->seq_base = seg.seq - seq;
-        d->seq_base_known = TRUE;
-    }
-}
-
 /* First pass: decide what this frame feeds to direction d (the other is o). */
 static void
 plan_frame(dir_t *d, dir_t *o, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t *tvb, packet_info *pinfo)
@@ -227,7 +216,7 @@ plan_frame(dir_t *d, dir_t *o, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t
         d->next_seq = tcpi->seq;
     }
     if (!d->seq_base_known)
-        learn_seq_base(d, tcpi->seq, tvb, pinfo);
+        d->seq_base_known = p2pc_seq_base(tvb, pinfo, tcpi->seq, &d->seq_base);
     if ((gint32)(tcpi->seq - d->next_seq) > 0) {
         /* Ahead of the bytes expected: hold it.  Holding too much shows a hole: go on after it
          * with what is held (this segment among it). */
@@ -409,7 +398,7 @@ find_withheld(tvbuff_t *frame, packet_info *pinfo)
     guint32 s;
 
     /* Most frames p2pc did not get carry no bytes (acknowledgements): the cheaper test first. */
-    if (!p2pc_find_segment(frame, pinfo, &seg) || !seg.len)
+    if (!p2pc_frame_segment(pinfo, &seg) || !seg.len)
         return NULL;
     conv = find_conversation_pinfo(pinfo, 0);
     c = conv ? (conn_t *)conversation_get_proto_data(conv, proto_libp2p) : NULL;
