@@ -388,6 +388,9 @@ def main() -> int:
     seeds = parse_seeds(args.seeds) if args.seeds else list(prof["seeds"])
     max_packets = prof["max_packets"] if args.max_packets is None else args.max_packets
     timeout = args.timeout or prof["timeout"]
+    # The profile's name, or what the options made of it.
+    profile = args.profile if not (args.rates or args.seeds or args.max_packets is not None or args.timeout) \
+        else f"{args.profile}+options"
     caps = [c.resolve() for c in args.captures] or sorted((REPO / "captures").glob("**/*.pcapng"))
     if not caps:
         sys.exit("fuzz: no captures")
@@ -422,7 +425,7 @@ def main() -> int:
             jobs += [Job(cap, prep, keyfile, r, s, max_packets) for r in rates for s in seeds]
         # Biggest captures first so the pool ends evenly.
         jobs.sort(key=lambda j: -j.prepared.stat().st_size)
-        log(f"fuzz: profile {args.profile}: {len(caps)} captures x {len(rates)} rates x "
+        log(f"fuzz: profile {profile}: {len(caps)} captures x {len(rates)} rates x "
             f"{len(seeds)} seeds = {len(jobs)} mutants x 3 consumers, {args.jobs} jobs, "
             f"timeout {timeout:.0f} s, plugin {rel(env.plugin)}")
         done = 0
@@ -460,7 +463,7 @@ def main() -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     secs = time.monotonic() - t0
     seed_txt = f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else ",".join(map(str, seeds))
-    print(f"fuzz summary: profile={args.profile} runs={runs} mutants={mutants} captures={len(caps)} "
+    print(f"fuzz summary: profile={profile} runs={runs} mutants={mutants} captures={len(caps)} "
           f"rates={','.join(map(str, rates))} seeds={seed_txt} failures={len(failures)} "
           f"upstream={len(upstreams)} seconds={secs:.0f}", flush=True)
     if failures:
