@@ -95,8 +95,6 @@ typedef struct {
     ledger_t *ledger;           /* the protocol's entry ran in this frame */
     guint seen;                 /* bit d: the protocol was handed bytes of side d */
     gboolean noted;             /* the frame's segment is in the ledger */
-    gboolean have_seg;
-    p2pc_segment_t seg;
 } frame_t;
 
 static frame_t *
@@ -189,14 +187,14 @@ static void
 note_frame(ledger_t *l, packet_info *pinfo, frame_t *f)
 {
     side_t *s;
+    p2pc_segment_t seg;
 
     if (f->noted)
         return;
     f->noted = TRUE;
-    f->have_seg = p2pc_frame_segment(pinfo, &f->seg);
     s = &l->side[side_of(l, pinfo)];
-    if (f->have_seg && f->seg.len && s->started) {
-        note_segment(s, f->seg.seq - s->base, f->seg.seq - s->base + f->seg.len);
+    if (p2pc_frame_segment(pinfo, &seg) && seg.len && s->started) {
+        note_segment(s, seg.seq - s->base, seg.seq - s->base + seg.len);
         p2pc_where_keep(pinfo, &s->last);
     }
 }
@@ -391,6 +389,8 @@ dissect_holes(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U
     ledger_t *l;
     frame_t *f;
     int d;
+    p2pc_segment_t seg;
+    gboolean have_seg;
     event_t ev = { 0 };
 
     if (pinfo->ptype != PT_TCP || !wmem_map_size(ledgers))
@@ -409,19 +409,20 @@ dissect_holes(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U
         f = frame_of(pinfo);
     }
     note_frame(l, pinfo, f);
+    have_seg = p2pc_frame_segment(pinfo, &seg);
     d = side_of(l, pinfo);
     ev.proto = l->proto;
     /* The sender has the other direction's bytes up to its acknowledgement. */
-    if (f->have_seg && (f->seg.flags & TH_ACK) && l->side[1 - d].started) {
+    if (have_seg && (seg.flags & TH_ACK) && l->side[1 - d].started) {
         side_t *o = &l->side[1 - d];
         ev.other = TRUE;
-        ev.missing = confirm_holes(o, f->seg.ack - o->base);
+        ev.missing = confirm_holes(o, seg.ack - o->base);
         if (ev.missing)
             ev.undecoded = count_held_back(o);
         add_event(pinfo, &ev);
     }
     /* A segment of a direction TCP holds back for good, which the protocol did not get. */
-    if (f->have_seg && f->seg.len && !(f->seen & (1u << d)) && l->side[d].started) {
+    if (have_seg && seg.len && !(f->seen & (1u << d)) && l->side[d].started) {
         ev.other = FALSE;
         ev.missing = confirm_holes_held_past(&l->side[d]);
         ev.undecoded = count_held_back(&l->side[d]);
@@ -446,19 +447,9 @@ ledger_tails(gpointer key _U_, gpointer value, gpointer ud)
 
     for (int d = 0; d < 2; d++) {
         const side_t *s = &l->side[d];
-        p2pc_record_t rec;
-        guint32 bytes;
-
-        if (!s->started || !SEQ_GT(s->cap_end, s->done) || s->last.at.src.type == AT_NONE)
-            continue;
-        bytes = captured_in(s, s->done, s->cap_end);
-        if (!bytes)
-            continue;
-        p2pc_record_init(&rec, l->proto, "undecoded");
-        rec.wire_len = rec.payload_len = rec.raw_len = bytes;
-        rec.at = s->last.at;
-        rec.abs_ts = s->last.abs_ts;
-        c->emit(&rec, c->ud);
+        if (s->started && SEQ_GT(s->cap_end, s->done))
+            p2pc_tail_undecoded(c->emit, c->ud, &s->last, l->proto, "none",
+                                captured_in(s, s->done, s->cap_end));
     }
 }
 

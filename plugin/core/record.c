@@ -201,6 +201,21 @@ p2pc_tail_foreach(p2pc_tail_emit_fn emit, void *ud)
         ((p2pc_tail_fn)l->data)(emit, ud);
 }
 
+void
+p2pc_tail_undecoded(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *last,
+                    const char *proto, const char *codec, guint64 bytes)
+{
+    p2pc_record_t rec;
+    if (!bytes || last->at.src.type == AT_NONE)
+        return;
+    p2pc_record_init(&rec, proto, "undecoded");
+    rec.codec = codec;
+    rec.wire_len = rec.payload_len = rec.raw_len = bytes;
+    rec.at = last->at;
+    rec.abs_ts = last->abs_ts;
+    emit(&rec, ud);
+}
+
 proto_item *
 p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tree *tree,
                 const p2pc_record_t *rec)

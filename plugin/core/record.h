@@ -98,6 +98,10 @@ typedef void (*p2pc_tail_emit_fn)(const p2pc_record_t *rec, void *ud);
 typedef void (*p2pc_tail_fn)(p2pc_tail_emit_fn emit, void *ud);
 void p2pc_tail_register(p2pc_tail_fn fn);
 void p2pc_tail_foreach(p2pc_tail_emit_fn emit, void *ud);
+/* For a tail function: emit an "undecoded" record of `bytes` bytes of `proto` (its `codec`)
+ * where and when `last` was kept (p2pc_where_keep); nothing when bytes is 0 or nothing was. */
+void p2pc_tail_undecoded(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *last,
+                         const char *proto, const char *codec, guint64 bytes);
 
 /* Keep the packet's frame and time in rec->at and rec->abs_ts; the first call also keeps its
  * TCP stream and endpoints (file scope: a direction's endpoints do not change).  For a tail

@@ -186,17 +186,9 @@ comp_init(void)
 static void
 comp_tails(p2pc_tail_emit_fn emit, void *ud)
 {
-    for (const comp_dir_t *cd = dirs; cd; cd = cd->next) {
-        p2pc_record_t rec;
-        if (!cd->unattributed || cd->last.at.src.type == AT_NONE)
-            continue;
-        p2pc_record_init(&rec, "libp2p", "undecoded");
-        rec.codec = cd->codec_name;     /* bytes of that stream, which no message claimed */
-        rec.wire_len = rec.payload_len = rec.raw_len = cd->unattributed;
-        rec.at = cd->last.at;
-        rec.abs_ts = cd->last.abs_ts;
-        emit(&rec, ud);
-    }
+    /* The codec: bytes of that stream, which no message claimed. */
+    for (const comp_dir_t *cd = dirs; cd; cd = cd->next)
+        p2pc_tail_undecoded(emit, ud, &cd->last, "libp2p", cd->codec_name, cd->unattributed);
 }
 
 static int
