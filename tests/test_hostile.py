@@ -4,14 +4,22 @@ number."""
 from __future__ import annotations
 
 import json
+import os
+import pwd
 import re
+import shutil
 import struct
 import subprocess
+import sys
+import tempfile
+import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from conftest import CAPTURES, REPO, p2pc_report
+from p2pc.wsenv import built_plugin
 from conftest import run_p2pc as p2pc
 
 REPRO = REPO / "tests" / "data" / "repro"
@@ -462,3 +470,73 @@ def test_records_add_up_to_the_tcp_payload_at_the_end(tshark, tmp_path, case):
     filtered = [l for l in tshark.run(args).stdout.splitlines() if l.startswith("M\t")]
     assert len(filtered) == len(recs) - len(tails)
     assert p2pc_report("analyze", str(cap))["totals"]["wire_bytes"] == sum(want.values())
+
+
+# ---- wave 3, finding 1: what p2pc writes stays private ----
+def _readable_by(user: str, path: str, extra_group: str | None = None) -> bool:
+    """Whether `user` (with `extra_group` as its only supplementary group) can open `path`."""
+    groups = [f"--groups={extra_group}"] if extra_group else ["--clear-groups"]
+    res = subprocess.run(["setpriv", f"--reuid={user}", f"--regid={pwd.getpwnam(user).pw_gid}", *groups,
+                          "head", "-c", "1", path], capture_output=True, text=True)
+    assert "setpriv" not in res.stderr, res.stderr
+    return res.returncode == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: runs as other users with setpriv")
+def test_nothing_p2pc_writes_is_readable_by_another_user_and_a_killed_runs_files_go(tmp_path):
+    """As root, a private capture (0600) and a key log with Noise private keys: while tshark runs
+    (a stand-in that waits), no other user, nobody without p2pc's private group included, can
+    read anything p2pc wrote; after a SIGKILL, the next run removes what was left."""
+    # A temporary folder like /tmp: anyone may enter it (so modes alone must protect the files).
+    tmp = Path(tempfile.mkdtemp(dir="/tmp", prefix="hostile-tmp-"))
+    tools = Path(tempfile.mkdtemp(dir="/tmp", prefix="hostile-bin-"))
+    try:
+        os.chmod(tmp, 0o1777)
+        os.chmod(tools, 0o755)
+        name = "eth2-noise-yamux"
+        cap, keys = tmp_path / f"{name}.pcapng", tmp_path / "node.keys"
+        shutil.copyfile(CAPTURES / "eth2" / f"{name}.pcapng", cap)
+        shutil.copyfile(CAPTURES / "eth2" / f"{name}.keys", keys)
+        os.chmod(cap, 0o600)
+        os.chmod(keys, 0o600)
+        real = shutil.which("tshark")
+        stand_in = tools / "tshark"
+        stand_in.write_text(f'#!/bin/sh\ncase " $* " in *" -r "*) exec sleep 600;; esac\nexec {real} "$@"\n')
+        os.chmod(stand_in, 0o755)
+        env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()),
+                   TMPDIR=str(tmp), PATH=f"{tools}:{os.environ['PATH']}", XDG_CACHE_HOME=str(tmp_path))
+        env.pop("P2PC_RUNNER_GID", None)
+        run = subprocess.Popen([sys.executable, "-m", "p2pc", "analyze", "--keylog", str(keys), str(cap)],
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                written = [p for p in tmp.rglob("*") if p.is_file()]
+                names = {p.name for p in written}
+                if {"noise.keys", cap.name, "p2pc.so"} <= names:
+                    break
+                assert run.poll() is None, run.stderr.read()
+                time.sleep(0.05)
+            else:
+                pytest.fail(f"p2pc never wrote its key parts and capture copy: {sorted(names)}")
+            assert _readable_by("daemon", str(stand_in))      # the check itself works
+            for p in written:
+                assert p.stat().st_mode & 0o007 == 0, f"{p} is world-accessible"
+                for user in ("daemon", "nobody"):
+                    assert not _readable_by(user, str(p)), f"{user} can read {p}"
+            # ...but the tshark p2pc runs (nobody in the run's private group) can.
+            gid = (tmp / next(p for p in os.listdir(tmp) if p.startswith("p2pc-"))).stat().st_gid
+            assert _readable_by("nobody", str(next(p for p in written if p.name == "noise.keys")), str(gid))
+        finally:
+            run.kill()
+            run.wait()
+            subprocess.run(["pkill", "-f", f"sleep 600"], check=False)
+        left = [p for p in os.listdir(tmp) if p.startswith("p2pc-")]
+        assert left, "a SIGKILLed run leaves its folders (the next run is what must remove them)"
+        res = subprocess.run([sys.executable, "-m", "p2pc", "analyze", "--keylog", str(keys), str(cap)],
+                             env=dict(env, PATH=os.environ["PATH"]), capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        assert [p for p in os.listdir(tmp) if p.startswith("p2pc-")] == []
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tools, ignore_errors=True)

@@ -13,8 +13,8 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
+import threading
 from collections import defaultdict
 from pathlib import Path
 
@@ -24,7 +24,7 @@ from . import __version__
 from .output import ALL, FORMATS, SECTION_FORMATS, UnknownSection, render
 from .records import (TRUNCATED_EXIT, InterfaceError, NoP2PTraffic, P2pcError, open_wireshark,
                       personal_plugin, read_capture, read_payloads, tshark_has_plugin)
-from . import tsharkopts
+from . import private, tsharkopts
 from .wsenv import Wireshark, built_plugin, version_mismatch, ws_version
 
 if TYPE_CHECKING:
@@ -636,6 +636,10 @@ def codec_list(text: str) -> list[str]:
     return names
 
 
+def _terminate(signum, frame) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = Parser(prog="p2pc", description="Measure what compression and batching save in P2P traffic\n"
                 "(reads captures with tshark and the p2pc Wireshark plugin).",
@@ -780,8 +784,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--section applies to --format {', '.join(SECTION_FORMATS)}, not {args.format}")
     if section == ALL and args.format != "csv":
         ap.error(f"--section {ALL} applies to --format csv")
+    # SIGTERM unwinds like ^C, so that every temporary file is removed on the way out.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     # The --keylog parts tshark reads (no folder without a key log).
-    keys = tempfile.mkdtemp(prefix="p2pc-opts-") if getattr(args, "keylog", None) else None
+    keys = private.make_dir("keys") if getattr(args, "keylog", None) else None
     try:
         try:
             args.tshark = tsharkopts.from_args(args, keys)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from . import private
+
 NOISE_LABELS = ("LOCAL_STATIC_PRIVATE_KEY", "LOCAL_EPHEMERAL_PRIVATE_KEY")
 # NSS key log labels (Wireshark's TLS dissector reads all of them).
 NSS_LABELS = ("CLIENT_RANDOM", "RSA", "PMS_CLIENT_RANDOM", "CLIENT_EARLY_TRAFFIC_SECRET",
@@ -57,7 +59,7 @@ def _noise_line(line: str, where: str) -> str:
 
 def split(path: Path, workdir: Path) -> KeylogFiles:
     """Read the key log at `path`; write its Noise lines to workdir/noise.keys and its NSS
-    lines to workdir/tls.keys (only those it has)."""
+    lines to workdir/tls.keys (only those it has), readable by p2pc's tshark only (private.py)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
@@ -80,9 +82,7 @@ def split(path: Path, workdir: Path) -> KeylogFiles:
     files = KeylogFiles(None, None)
     workdir = Path(workdir)
     if noise:
-        files.noise = workdir / "noise.keys"
-        files.noise.write_text("".join(noise))
+        files.noise = private.write_text(workdir / "noise.keys", "".join(noise))
     if tls:
-        files.tls = workdir / "tls.keys"
-        files.tls.write_text("".join(tls))
+        files.tls = private.write_text(workdir / "tls.keys", "".join(tls))
     return files

@@ -20,12 +20,12 @@ import shutil
 import signal
 import struct
 import subprocess
-import tempfile
 import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from . import private
 from .records import (ONE_PASS_PREFS, InterfaceError, P2pcError, PluginMissing, option_error,
                       parse_i, parse_m, parse_t)
 from .series import SeriesAggregate
@@ -82,8 +82,7 @@ def lean_data_dir(ws: Wireshark) -> str | None:
     if not found or not os.path.isdir(found.group(1).strip()):
         return None
     src = found.group(1).strip()
-    lean = tempfile.mkdtemp(prefix="p2pc-wsdata-")
-    os.chmod(lean, 0o755)                  # tshark may run as nobody (wsenv)
+    lean = private.make_dir("wsdata")      # tshark may run as nobody (wsenv, private.py)
     for name in os.listdir(src):
         if name not in NAME_FILES:
             os.symlink(os.path.join(src, name), os.path.join(lean, name))

@@ -20,12 +20,12 @@ from __future__ import annotations
 import os
 import shutil
 import struct
-import tempfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
+from . import private
 from .gather import analyze_file, submit_largest_first
 from .tsharkopts import TsharkOptions
 from .records import CaptureUnreadable, P2pcError
@@ -86,6 +86,8 @@ def split(capture: str | os.PathLike, out_dir: str | os.PathLike, n: int,
         raise CaptureUnreadable(f"{capture}: no such file") from None
     except PermissionError:
         raise CaptureUnreadable(f"{capture}: permission denied (check the file's permissions)") from None
+    except IsADirectoryError:
+        raise CaptureUnreadable(f"{capture}: a folder, not a capture file") from None
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = prefix or Path(capture).name.split(".")[0]
@@ -99,7 +101,8 @@ def split(capture: str | os.PathLike, out_dir: str | os.PathLike, n: int,
             raise CaptureUnreadable(f"{capture}: not a pcap or pcapng capture (convert it with "
                                     f"`editcap -F pcapng {capture} OUT.pcapng`)")
         paths = [str(out_dir / f"{stem}.shard{i:03d}.{ext}") for i in range(n)]
-        outs = [open(p, "wb", buffering=_BUF) for p in paths]
+        # The shards hold the capture's traffic: private files (private.py), as the capture may be.
+        outs = [private.open_file(p, "wb", buffering=_BUF) for p in paths]
         res = SplitResult(paths, [0] * n, [0] * n)
         try:
             f.seek(0)
@@ -107,8 +110,6 @@ def split(capture: str | os.PathLike, out_dir: str | os.PathLike, n: int,
         finally:
             for o in outs:
                 o.close()
-    for p in paths:
-        os.chmod(p, 0o644)
     if res.warnings:
         res.warnings = [f"{capture}: {w}" for w in res.warnings]
     return res
@@ -262,12 +263,11 @@ def analyze_sharded(capture: str, shards: int, jobs: int, plugin: str | None = N
     Shards go to a temporary folder in `workdir` (default: $TMPDIR), removed afterwards, or to
     `keep` (kept)."""
     plugin = resolve_plugin(plugin)
-    tmp = keep or tempfile.mkdtemp(prefix="p2pc-shards-", dir=workdir)
+    tmp = keep or private.make_dir("shards", dir=workdir)
     from .merge import rename_files
     agg = None      # every shard's type: split() makes at least one
     warnings: list[str] = []
     try:
-        os.chmod(tmp, 0o755)
         sp = split(capture, tmp, shards)
         warnings += sp.warnings
         # Each shard merged as it arrives and then dropped: the merge holds the sums, one per

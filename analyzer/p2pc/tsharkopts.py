@@ -7,7 +7,6 @@ handed to tshark as they are. The options travel to worker processes, so they ar
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from dataclasses import dataclass, field
 
@@ -54,11 +53,5 @@ def from_args(args, folder: str | None) -> TsharkOptions:
             files = split(Path(args.keylog), Path(folder))
         except KeylogInvalid as e:
             raise argparse.ArgumentTypeError(f"--keylog: {e}") from None
-        # tshark may run as another user (nobody, when p2pc runs as root): the parts are
-        # world-readable in a world-readable folder.
-        os.chmod(folder, 0o755)
-        for part in (files.noise, files.tls):
-            if part:
-                part.chmod(0o644)
         out += files.options()
     return TsharkOptions(getattr(args, "display_filter", None), tuple(out))

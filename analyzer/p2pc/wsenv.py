@@ -6,7 +6,8 @@ but ignores that folder (and ``WIRESHARK_PLUGIN_DIR``) when it runs as root.  So
 drop to the unprivileged ``nobody`` user with ``setpriv`` for the tshark process itself.
 Without an explicit plugin the user's own installation is used as it is. The private HOME
 holds a copy of the invoking user's Wireshark configuration (their preferences and profiles, for
--C; under sudo, SUDO_USER's), so it applies as root too.
+-C; under sudo, SUDO_USER's), so it applies as root too. Only the tshark it runs can read it
+(see private.py).
 """
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ import pwd
 import re
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from . import private
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -148,13 +150,6 @@ def _world_readable(path: Path) -> bool:
         return False
 
 
-def _copy_readable(src: str, dst: str) -> None:
-    try:
-        shutil.copy2(src, dst)
-    except OSError:
-        pass
-
-
 @dataclass
 class Wireshark:
     """Command prefix for running tshark/dumpcap with a specific p2pc plugin."""
@@ -176,25 +171,20 @@ class Wireshark:
 
     def _make_home(self) -> Path:
         major, minor, _ = ws_version()
-        home = Path(tempfile.mkdtemp(prefix="p2pc-wshome-"))
-        epan = home / ".local/lib/wireshark/plugins" / f"{major}.{minor}" / "epan"
-        epan.mkdir(parents=True)
-        shutil.copy2(self.plugin, epan / "p2pc.so")
+        home = private.make_dir("wshome")
+        plugins = home / ".local/lib/wireshark/plugins"
+        epan = private.make_subdirs(plugins / f"{major}.{minor}" / "epan")
+        private.copy_file(self.plugin, epan / "p2pc.so")
         lua_dir = self.lua_dir or (REPO / "lua")
         if lua_dir.is_dir():
             for lua in lua_dir.glob("*.lua"):
-                shutil.copy2(lua, home / ".local/lib/wireshark/plugins" / lua.name)
+                private.copy_file(lua, plugins / lua.name)
         config = home / ".config/wireshark"
         src = user_config_dir()
         if src is not None:
             # The user's preferences and profiles; files it cannot read are left out.
-            shutil.copytree(src, config, symlinks=False, ignore_dangling_symlinks=True,
-                            copy_function=_copy_readable)
-        config.mkdir(parents=True, exist_ok=True)
-        for dirpath, dirnames, filenames in os.walk(home):
-            os.chmod(dirpath, 0o755)
-            for f in filenames:
-                os.chmod(os.path.join(dirpath, f), 0o644)
+            private.copy_tree(src, config)
+        private.make_subdirs(config)
         return home
 
     def command(self, program: str, args: list[str]) -> list[str]:
@@ -208,22 +198,21 @@ class Wireshark:
             return [exe, *args]
         env = ["env", f"HOME={self._home}", "XDG_CONFIG_HOME=" + str(self._home / ".config")]
         if self.as_root:
-            # Root ignores personal plugins: run the tool itself as nobody.
-            return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-                    *env, exe, *args]
+            # Root ignores personal plugins: run the tool itself as nobody, in the private group
+            # that alone may read p2pc's temporary files.
+            return ["setpriv", "--reuid=nobody", "--regid=nogroup",
+                    f"--groups={private.runner_gid()}", *env, exe, *args]
         return [*env, exe, *args]
 
     def readable(self, path: str | os.PathLike) -> str:
         """A path to `path` that the tool can open: as root the tool runs as nobody, so a file
-        in a private folder (pytest's tmp_path, say) is copied into the private HOME first."""
+        it could not read (in pytest's tmp_path, say, or mode 0600) is copied into the private
+        HOME first, readable by the private group only."""
         path = Path(path).resolve()
         if self._home is None or not self.as_root or _world_readable(path):
             return str(path)
-        dst = Path(tempfile.mkdtemp(prefix="in-", dir=self._home))
-        os.chmod(dst, 0o755)
-        shutil.copy2(path, dst / path.name)
-        os.chmod(dst / path.name, 0o644)
-        return str(dst / path.name)
+        dst = private.make_dir("in", dir=self._home)
+        return str(private.copy_file(path, dst / path.name))
 
     def run(self, program: str, args: list[str], **kw) -> subprocess.CompletedProcess:
         kw.setdefault("capture_output", True)
