@@ -15,7 +15,8 @@ from conftest import CAPTURES, DATA
 from test_libp2p import base58btc, ed25519_public, peer_id
 
 ETH = CAPTURES / "eth2"
-NOISE = ["eth2-noise-yamux", "eth2-noise-mplex"]
+# eth2-noise-yamux-lf: captured where the listener's multistream header is the first payload.
+NOISE = ["eth2-noise-yamux", "eth2-noise-mplex", "eth2-noise-yamux-lf"]
 ABOVE = "multistream || yamux || mplex || eth2 || gossipsub || libp2p_app"
 
 

@@ -12,7 +12,8 @@ import pytest
 from conftest import CAPTURES, DATA
 
 ETH = CAPTURES / "eth2"
-MUXED = ["eth2-yamux", "eth2-mplex"]
+# eth2-yamux-lf: captured where the listener's multistream header is the first payload.
+MUXED = ["eth2-yamux", "eth2-mplex", "eth2-yamux-lf"]
 ANY = "multistream || yamux || mplex || eth2 || gossipsub || libp2p_app"
 
 
@@ -261,3 +262,42 @@ def test_yamux_resynchronises_after_a_hole(tshark):
     full = tshark.records(ETH / "eth2-yamux.pcapng")
     assert [key(r) for r in recs if r["src"] == b] == [key(r) for r in full if r["src"] == b]
     assert tshark.records(c) == tshark.records(c, two_pass=True)
+
+
+def roles(t: dict) -> tuple[str, str]:
+    """(dialer, listener) addresses; captures made before the generator named them had A dial."""
+    link = t["link"]
+    return link.get("dialer", link["addr_a"]), link.get("listener", link["addr_b"])
+
+
+ROLE_CASES = [("eth2-yamux", None), ("eth2-mplex", None), ("eth2-yamux-lf", None),
+              ("eth2-noise-yamux", "dialer"), ("eth2-noise-yamux-lf", "dialer"), ("eth2-noise-yamux-lf", "listener"),
+              ("eth2-tls-yamux", "dialer")]
+
+
+@pytest.mark.parametrize("two_pass", [False, True])
+@pytest.mark.parametrize("name,keys", ROLE_CASES)
+def test_requests_are_the_dialers_whoever_speaks_first(tshark, name, keys, two_pass):
+    """Roles come from facts (the TCP SYN, the multistream proposal, the Noise initiator), never
+    from the first side to send: every request is the dialer's, every response the listener's,
+    each block response decompresses to its source block, and no role is left unknown."""
+    t = truth(name)
+    cap = ETH / f"{name}.pcapng"
+    dialer, listener = roles(t)
+    first = tshark.fields(cap, ["ip.src"], dfilter="tcp.len > 0")[0][0]
+    assert first == (listener if t["link"].get("captured_at") == "listener" else dialer)
+    extra = []
+    if keys:
+        path = ETH / t["keys"][keys]
+        extra = ["-o", f"{'tls' if 'tls' in name else 'libp2p_noise'}.keylog_file:{tshark.ws.readable(path)}"]
+    recs = [r for r in tshark.records(cap, two_pass=two_pass, extra=extra) if r["proto"] == "eth2"]
+    reqs = [r for r in recs if r["msg_type"].endswith(" request")]
+    resps = [r for r in recs if r["msg_type"].endswith(" response")]
+    assert {r["msg_type"].split()[0] for r in reqs} == set(t["requests"]) - {"metadata/2"}   # no body
+    assert reqs and all(r["src"] == dialer for r in reqs)
+    assert resps and all(r["src"] == listener for r in resps)
+    blocks = [int(r["raw_len"]) for r in resps if r["msg_type"] == "beacon_blocks_by_range/2 response"]
+    if "blocks_by_range" in t:
+        assert blocks[:3] == [len(source(b["file"])) for b in t["blocks_by_range"]]
+    rows = tshark.fields(cap, ["frame.number"], dfilter="libp2p.role.unknown || libp2p.role.conflict", extra=extra)
+    assert rows == []

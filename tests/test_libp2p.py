@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import struct
+
 import pytest
 
 from conftest import CAPTURES
@@ -280,3 +282,101 @@ def test_plaintext_peer_ids_print_in_base58(tshark, name):
         want = base58btc(peer_id(ed25519_public(t["seeds"][side])))
         assert want.startswith("12D3KooW")
         assert got[addr] == want
+
+
+# ---- which side dialed: facts, never who spoke first (engine.h, l2p_role_t) ----
+def ms(text: str) -> bytes:
+    """One multistream-select message: uvarint length, text, newline."""
+    body = text.encode() + b"\n"
+    return bytes([len(body)]) + body
+
+
+def yamux(flags: int, stream: int, data: bytes = b"", type_: int = 0) -> bytes:
+    return struct.pack(">BBHII", 0, type_, flags, stream, len(data)) + data
+
+
+def tcp_capture(path, segments, syn: str | None = None, ports: tuple[int, int] = (40001, 40002)) -> None:
+    """A pcap of one TCP connection carrying `segments`, (sender "a" or "b", payload) in order;
+    with `syn`, that side's SYN opens it, else it is captured after its handshake (no TCP fact
+    says who dialed)."""
+    addr = {"a": (bytes([192, 0, 2, 1]), ports[0]), "b": (bytes([192, 0, 2, 2]), ports[1])}
+    seq = {"a": 1000, "b": 5000}
+    frames = []
+
+    def segment(side: str, flags: int, payload: bytes = b"") -> None:
+        other = "b" if side == "a" else "a"
+        (src, sport), (dst, dport) = addr[side], addr[other]
+        tcp = struct.pack(">HHIIBBHHH", sport, dport, seq[side], seq[other], 5 << 4, flags, 65535, 0, 0)
+        ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + len(payload), 1, 0, 64, 6, 0, src, dst)
+        frames.append(b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp + payload)
+        seq[side] += len(payload) + (1 if flags & 0x02 else 0)
+
+    if syn:
+        other = "b" if syn == "a" else "a"
+        segment(syn, 0x02)
+        segment(other, 0x12)
+        segment(syn, 0x10)
+    for side, payload in segments:
+        segment(side, 0x18, payload)
+    out = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+    for i, f in enumerate(frames):
+        out += struct.pack("<IIII", 1, i, len(f), len(f)) + f
+    path.write_bytes(out)
+
+
+def simopen_capture(path, initiator: str, opener: str) -> None:
+    """Both sides propose /libp2p/simultaneous-connect (a first), `initiator` wins the select,
+    then yamux; `opener` opens stream 1 (odd: the yamux client's) with an eth2 ping request and
+    the other answers."""
+    import snappy
+    responder = "b" if initiator == "a" else "a"
+    other = "b" if opener == "a" else "a"
+    body = struct.pack("<Q", 7)
+    req = bytes([len(body)]) + snappy.StreamCompressor().add_chunk(body)
+    resp = b"\x00" + req
+    tcp_capture(path, [
+        ("a", ms("/multistream/1.0.0") + ms("/libp2p/simultaneous-connect")),
+        ("b", ms("/multistream/1.0.0") + ms("/libp2p/simultaneous-connect")),
+        ("a", ms("select:12")), ("b", ms("select:99")),
+        (initiator, ms("initiator")), (responder, ms("responder")),
+        (initiator, ms("/yamux/1.0.0")), (responder, ms("/yamux/1.0.0")),
+        (opener, yamux(1, 1, ms("/multistream/1.0.0") + ms(PING) + req)),
+        (other, yamux(2, 1, ms("/multistream/1.0.0") + ms(PING) + resp)),
+    ])
+
+
+@pytest.mark.parametrize("two_pass", [False, True])
+def test_simultaneous_open_makes_the_initiator_the_dialer(tshark, tmp_path, two_pass):
+    """The side that says "initiator" (here the second to send) dials from then on: its stream
+    1 carries the request, and no fact contradicts it."""
+    path = tmp_path / "simopen.pcap"
+    simopen_capture(path, initiator="b", opener="b")
+    msgs = [m for r in tshark.fields(path, ["multistream.message"], dfilter="multistream") for m in split(r[0])]
+    assert ["select:12", "select:99", "initiator", "responder"] == [m for m in msgs if not m.startswith("/")]
+    recs = [r for r in tshark.records(path, two_pass=two_pass) if r["proto"] == "eth2"]
+    assert [(r["src"], r["msg_type"], r["raw_len"]) for r in recs] == \
+        [("192.0.2.2", "ping/1 request", "8"), ("192.0.2.1", "ping/1 response", "8")]
+    assert tshark.fields(path, ["frame.number"],
+                         dfilter="libp2p.role.conflict || libp2p.role.unknown || multistream.undecoded") == []
+
+
+def test_a_fact_that_contradicts_a_stronger_one_is_flagged(tshark, tmp_path):
+    """"initiator" names A, but B opens odd stream 1 (the yamux client's): the simultaneous
+    open's word is kept, and the frame says the two disagree."""
+    path = tmp_path / "simopen-conflict.pcap"
+    simopen_capture(path, initiator="a", opener="b")
+    rows = tshark.fields(path, ["frame.number"], dfilter="libp2p.role.conflict")
+    assert [r[0] for r in rows] == ["9"]
+
+
+@pytest.mark.parametrize("ports", [(13000, 13000), (40001, 9000)])
+def test_the_syn_says_who_dialed_even_from_the_listening_port(tshark, tmp_path, ports):
+    """A sends the SYN, B speaks first and then proposes too, breaking the rule that the listener
+    only answers: the SYN's word is kept and the proposal is flagged.  With both ports alike, as
+    when Prysm dials from the port it listens on, the SYN still says who dialed."""
+    path = tmp_path / "syn.pcap"
+    tcp_capture(path, [("b", ms("/multistream/1.0.0")),
+                       ("a", ms("/multistream/1.0.0")),
+                       ("b", ms("/yamux/1.0.0"))], syn="a", ports=ports)
+    rows = tshark.fields(path, ["frame.number"], dfilter="libp2p.role.conflict")
+    assert [r[0] for r in rows] == ["6"]

@@ -10,7 +10,9 @@ hosts run in two network namespaces over netem.py's emulated link.  Needs root a
 Sessions: eth2-yamux and eth2-mplex (the full workload), eth2-broken (the listener's answers to
 eight pings each break one rule of the encoding, a request for a protocol the listener does not
 serve is refused with "na", a gossip message is not Snappy), eth2-noise (status, ping and
-goodbye over /noise).  eth2-noise-secp256k1 (status, ping and goodbye over /noise between
+goodbye over /noise).  eth2-yamux-lf and eth2-noise-yamux-lf are eth2-yamux and eth2-noise-yamux
+captured on the listener's side, where its multistream header is the first payload on the wire
+(the dialer then runs on node B).  eth2-noise-secp256k1 (status, ping and goodbye over /noise between
 secp256k1 identities, keys kept).  eth2-noise-yamux (the full workload over /noise, yamux agreed in the
 handshake's extensions), eth2-noise-mplex (the full workload over /noise, mplex agreed by
 multistream-select inside), eth2-tls-yamux (the full workload over /tls/1.0.0, yamux agreed by ALPN):
@@ -39,11 +41,17 @@ DELAY_MS, RATE_KBIT, PORT = 60, 20000, 9000
 SESSIONS = {"eth2-yamux": ("yamux", 2, "full", "plaintext"), "eth2-mplex": ("mplex", 1, "full", "plaintext"),
             "eth2-broken": ("yamux", 0, "broken", "plaintext"), "eth2-noise": ("yamux", 0, "short", "noise"),
             "eth2-noise-yamux": ("yamux", 1, "full", "noise"), "eth2-noise-mplex": ("mplex", 1, "full", "noise-ms"),
-            "eth2-tls-yamux": ("yamux", 1, "full", "tls"), "eth2-noise-secp256k1": ("yamux", 0, "short", "noise")}
+            "eth2-tls-yamux": ("yamux", 1, "full", "tls"), "eth2-noise-secp256k1": ("yamux", 0, "short", "noise"),
+            "eth2-yamux-lf": ("yamux", 1, "full", "plaintext"), "eth2-noise-yamux-lf": ("yamux", 1, "full", "noise")}
+# Sessions captured on the listener's side (node A listens, B dials): the listener's multistream
+# header, sent as it accepts, is on the wire a round trip before the dialer's proposal, as real
+# go-libp2p listeners on a LAN are.  The others are captured on the dialer's side, where the
+# dialer's proposal goes out before the listener's header arrives.
+LISTENER_FIRST = {"eth2-yamux-lf", "eth2-noise-yamux-lf"}
 # Sessions whose identities are secp256k1 keys (as Ethereum clients'), not Ed25519.
 SECP256K1 = {"eth2-noise-secp256k1"}
 # Sessions that write their keys (the key log beside the capture); eth2-noise keeps none.
-KEYED = {"eth2-noise-yamux", "eth2-noise-mplex", "eth2-tls-yamux", "eth2-noise-secp256k1"}
+KEYED = {"eth2-noise-yamux", "eth2-noise-mplex", "eth2-tls-yamux", "eth2-noise-secp256k1", "eth2-noise-yamux-lf"}
 GO_LIBP2P = "github.com/libp2p/go-libp2p@v0.39.1"
 PATCHES = [(GO_LIBP2P, "p2p/security/noise/handshake.go", HERE / "libp2p" / "keylog" / "noise-handshake.go.patch"),
            (GO_LIBP2P, "p2p/security/tls/transport.go", HERE / "libp2p" / "keylog" / "tls-transport.go.patch")]
@@ -72,20 +80,22 @@ def make(name: str, muxer: str, gossip: int, session: str, security: str, exes: 
     exe = exes[1] if name in KEYED else exes[0]
     # The dialer's keys beside the capture (<name>.keys), the listener's too (<name>.listener.keys):
     # the keys of either side decrypt a connection.
-    keys = {"a": OUT / f"{name}.keys", "b": OUT / f"{name}.listener.keys"}
+    dialer, listener = ("b", "a") if name in LISTENER_FIRST else ("a", "b")
+    keys = {dialer: OUT / f"{name}.keys", listener: OUT / f"{name}.listener.keys"}
     env = {}
     for side, path in keys.items():
         path.unlink(missing_ok=True)
         env[side] = dict(os.environ, LIBP2P_NOISE_KEYLOG=str(path), SSLKEYLOGFILE=str(path)) if name in KEYED else None
+    addrs = {"a": EmulatedLink.addr_a, "b": EmulatedLink.addr_b}
     with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
         common = ["-muxer", muxer, "-blocks", str(BLOCKS), "-gossip", str(gossip), "-session", session,
                   "-security", security, "-keytype", "secp256k1" if name in SECP256K1 else "ed25519"]
-        b = link.popen("b", [str(exe), "-role", "listen", *common, "-idfile", str(idfile),
-                             "-seed", str(SEEDS["b"]), "-listen", f"/ip4/0.0.0.0/tcp/{PORT}"], env=env["b"])
-        addr = listener_addr(idfile, link.addr_b)
-        link.run("a", [str(exe), "-role", "dial", *common, "-peer", addr, "-seed", str(SEEDS["a"])], timeout=180,
-                 env=env["a"])
-        b.wait(60)
+        lp = link.popen(listener, [str(exe), "-role", "listen", *common, "-idfile", str(idfile),
+                                   "-seed", str(SEEDS["b"]), "-listen", f"/ip4/0.0.0.0/tcp/{PORT}"], env=env[listener])
+        addr = listener_addr(idfile, addrs[listener])
+        link.run(dialer, [str(exe), "-role", "dial", *common, "-peer", addr, "-seed", str(SEEDS["a"])], timeout=180,
+                 env=env[dialer])
+        lp.wait(60)
     for path in keys.values():
         if path.exists():
             os.chmod(path, 0o644)
@@ -95,7 +105,9 @@ def make(name: str, muxer: str, gossip: int, session: str, security: str, exes: 
         "security": SECURITY_IDS[security], "seeds": SEEDS,
         "key_type": "secp256k1" if name in SECP256K1 else "ed25519",
         "link": {"delay_ms_each_way": DELAY_MS, "rate_kbit": RATE_KBIT, "mtu": 1500,
-                 "addr_a": EmulatedLink.addr_a, "addr_b": EmulatedLink.addr_b, "port_b": PORT},
+                 "addr_a": EmulatedLink.addr_a, "addr_b": EmulatedLink.addr_b, f"port_{listener}": PORT,
+                 "dialer": addrs[dialer], "listener": addrs[listener], "listener_port": PORT,
+                 "captured_at": "listener" if name in LISTENER_FIRST else "dialer"},
         "requests": ["status/1", "ping/1", "metadata/2", "beacon_blocks_by_range/2", "goodbye/1"],
         "blocks_by_range": [{"file": p.name, "sha256": hashlib.sha256(p.read_bytes()).hexdigest(),
                              "fork": "bellatrix" if "bellatrix" in p.name else "capella"} for p in blocks],

@@ -115,6 +115,55 @@ l2p_pipe_new(dissector_handle_t handle, int dir)
     return p;
 }
 
+static expert_field ei_role_unknown = EI_INIT;
+static expert_field ei_role_conflict = EI_INIT;
+
+/* Per frame (file scope): what l2p_draw_roles() shows. */
+#define KEY_ROLE_NOTE 2
+typedef enum { ROLE_NOTE_NONE, ROLE_NOTE_UNKNOWN, ROLE_NOTE_CONFLICT } role_note_t;
+
+static void
+note_role(packet_info *pinfo, role_note_t note)
+{
+    if (!p_get_proto_data(wmem_file_scope(), pinfo, l2p_proto, KEY_ROLE_NOTE))
+        p_add_proto_data(wmem_file_scope(), pinfo, l2p_proto, KEY_ROLE_NOTE, GINT_TO_POINTER(note));
+}
+
+void
+l2p_learn_role(l2p_pipe_t *pipe, packet_info *pinfo, gboolean dialer, l2p_role_t how)
+{
+    int dir = dialer ? 0 : 1;
+    if (pipe->role != L2P_ROLE_GUESSED && pipe->dir != dir && how <= pipe->role) {
+        note_role(pinfo, ROLE_NOTE_CONFLICT);
+        return;
+    }
+    if (how < pipe->role)
+        return;
+    pipe->dir = dir;
+    pipe->role = how;
+    if (pipe->peer) {
+        pipe->peer->dir = 1 - dir;
+        pipe->peer->role = how;
+    }
+}
+
+void
+l2p_role_needed(l2p_pipe_t *pipe, packet_info *pinfo)
+{
+    if (pipe->role == L2P_ROLE_GUESSED)
+        note_role(pinfo, ROLE_NOTE_UNKNOWN);
+}
+
+void
+l2p_draw_roles(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+{
+    role_note_t note = (role_note_t)GPOINTER_TO_INT(p_get_proto_data(wmem_file_scope(), pinfo, l2p_proto, KEY_ROLE_NOTE));
+    if (note == ROLE_NOTE_UNKNOWN)
+        proto_tree_add_expert(tree, pinfo, &ei_role_unknown, tvb, 0, 0);
+    else if (note == ROLE_NOTE_CONFLICT)
+        proto_tree_add_expert(tree, pinfo, &ei_role_conflict, tvb, 0, 0);
+}
+
 void
 l2p_pipe_gap(l2p_pipe_t *pipe, guint64 missing)
 {
@@ -154,6 +203,7 @@ l2p_pipe_t *
 l2p_handoff(l2p_pipe_t *pipe, const char *protocol, dissector_handle_t handle)
 {
     l2p_pipe_t *n = l2p_pipe_new(handle ? handle : l2p_handle_for(protocol), pipe->dir);
+    n->role = pipe->role;
     n->protocol = wmem_strdup(wmem_file_scope(), protocol);
     n->muxer = pipe->muxer;
     n->stream_id = pipe->stream_id;
@@ -572,6 +622,14 @@ l2p_register_engine(int proto)
     };
     static ei_register_info ei[] = {
         { &ei_undecoded, { "multistream.undecoded.expert", PI_MALFORMED, PI_WARN, "Bytes p2pc cannot frame", EXPFILL } },
+        { &ei_role_unknown, { "libp2p.role.unknown", PI_ASSUMPTION, PI_WARN,
+            "Which side dialed is not in the capture (no TCP SYN, multistream-select proposal, "
+            "Noise initiator, TLS ClientHello or yamux stream opening): this stream's direction "
+            "(request or response) takes the first side to send bytes as the dialer", EXPFILL } },
+        { &ei_role_conflict, { "libp2p.role.conflict", PI_PROTOCOL, PI_WARN,
+            "This fact about which side dialed contradicts an earlier, stronger one (the TCP SYN, "
+            "the security handshake or the multistream-select proposal): the earlier one is kept",
+            EXPFILL } },
     };
     expert_module_t *expert;
     proto_register_field_array(proto, hf, array_length(hf));

@@ -52,11 +52,24 @@ gboolean l2p_pb_next(tvbuff_t *tvb, int *off, int end, l2p_pb_field_t *field);
 
 typedef struct l2p_pipe l2p_pipe_t;
 
+/* How a connection pipe's `dir` (which side dialed) was learnt, weakest first.  Never from who
+ * spoke first: go-libp2p listeners send their multistream header as soon as they accept, and
+ * whose bytes reach the wire first is a race. */
+typedef enum {
+    L2P_ROLE_GUESSED,   /* no fact yet: the first side to send bytes stands in for the dialer */
+    L2P_ROLE_MUXER,     /* yamux: the side opening odd stream ids is the client (the dialer) */
+    L2P_ROLE_PROPOSAL,  /* the side that proposed in multistream-select (the other echoes) */
+    L2P_ROLE_SECURITY,  /* the Noise initiator (message 1 is e alone), the TLS client */
+    L2P_ROLE_SYN,       /* the side that sent the TCP SYN */
+    L2P_ROLE_SIMOPEN    /* simultaneous open: the side multistream's "initiator" message names */
+} l2p_role_t;
+
 
 /* One direction of one byte stream at one layer.  Allocated in file scope, never freed. */
 struct l2p_pipe {
     guint32 id;                 /* unique in the capture: the per-frame cache key */
     int dir;                    /* 0: dialer -> listener (connection) or opener -> other (stream) */
+    l2p_role_t role;            /* a connection pipe: how dir was learnt (l2p_learn_role()) */
     l2p_pipe_t *peer;           /* the other direction at the same layer, if known */
     dissector_handle_t handle;  /* the dissector this pipe's bytes go to */
     const char *protocol;       /* the protocol ID these bytes carry ("" while negotiating) */
@@ -125,6 +138,21 @@ l2p_pipe_t *l2p_handoff(l2p_pipe_t *pipe, const char *protocol, dissector_handle
 
 /* A new pipe (file scope). */
 l2p_pipe_t *l2p_pipe_new(dissector_handle_t handle, int dir);
+
+/* A fact (`how`) shows whether `pipe`'s sender is the dialer: dir of the pipe and of its peer
+ * follow it when no stronger fact was learnt before.  A fact that contradicts one as strong or
+ * stronger changes nothing and marks this frame (shown by l2p_draw_roles()): a peer broke the
+ * rule the fact rests on.  First pass only; before the pipe hands off, so the pipes above
+ * inherit the roles. */
+void l2p_learn_role(l2p_pipe_t *pipe, packet_info *pinfo, gboolean dialer, l2p_role_t how);
+
+/* First pass: the sender of this frame's bytes on `pipe` opened a stream whose direction
+ * depends on which side dialed, while no fact said so (pipe->role is L2P_ROLE_GUESSED): the
+ * frame is marked, and l2p_draw_roles() says so instead of guessing silently. */
+void l2p_role_needed(l2p_pipe_t *pipe, packet_info *pinfo);
+
+/* The expert items of this frame's role facts (every pass): unknown, or contradicted. */
+void l2p_draw_roles(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
 
 
 /* `missing` bytes (0: an unknown number) went missing before the next ones `pipe` gets (a hole

@@ -340,7 +340,10 @@ split(noise_conn_t *c, l2p_pipe_t *pipe)
     h = c->early_muxer ? l2p_handle_for(c->early_muxer) : l2p_multistream_handle();
     for (int dir = 0; dir < 2; dir++) {
         int role = c->role_of_dir[dir];     /* both sides have spoken by message 3 */
-        c->inner[role] = l2p_pipe_new(h, dir);
+        /* The layers above take the initiator as the dialer (yamux: its stream ids are odd),
+         * whoever sent the connection's first bytes. */
+        c->inner[role] = l2p_pipe_new(h, role);
+        c->inner[role]->role = L2P_ROLE_SECURITY;
         c->inner[role]->protocol = c->early_muxer ? c->early_muxer : "";
         c->inner[role]->muxer = pipe->muxer;
         c->inner[role]->stream_id = pipe->stream_id;
@@ -469,6 +472,9 @@ process(noise_conn_t *c, l2p_pipe_t *pipe, packet_info *pinfo, const guint8 *p, 
          * is no Noise XX).  Nothing of it can be decrypted. */
         c->hs_msgs = 3;
         c->status = NS_MALFORMED;
+    } else if (c->hs_msgs == 0) {
+        /* Message 1: its sender is the initiator, the connection's dialer. */
+        l2p_learn_role(pipe, pinfo, TRUE, L2P_ROLE_SECURITY);
     }
     if (c->hs_msgs < 3 && (c->hs_msgs % 2) == (guint)m->role) {
         m->msg = ++c->hs_msgs;

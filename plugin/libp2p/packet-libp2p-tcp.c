@@ -77,10 +77,11 @@ typedef struct {
     gboolean seq_base_known;
 } dir_t;
 
-/* A TCP connection: the two directions' first pipes and bookkeeping. */
+/* A TCP connection: the two directions' first pipes and bookkeeping, [0] the direction of the
+ * first side to send bytes (whether it dialed is its pipe's dir). */
 typedef struct {
-    address dialer_addr;
-    guint32 dialer_port;
+    address first_addr;
+    guint32 first_port;
     l2p_pipe_t *root[2];
     dir_t dir[2];
 } conn_t;
@@ -106,6 +107,23 @@ typedef struct {
     guint32 seq;                /* its sequence number as TCP gives them */
 } withheld_t;
 
+/* Whether this frame's sender dialed, from the TCP handshake: 1 yes, 0 no, -1 the handshake is
+ * not in the capture.  TCP keeps the port its SYN (or SYN-ACK) named as the server's; when both
+ * ports are alike (Prysm dials from the port it listens on), the conversation TCP made at the
+ * SYN is keyed from the SYN's sender. */
+static int
+sender_dialed(packet_info *pinfo, conversation_t *conv)
+{
+    struct tcp_analysis *tcpd = get_tcp_conversation_data(conv, pinfo);
+    if (!tcpd || !tcpd->server_port)
+        return -1;
+    if (pinfo->srcport != pinfo->destport)
+        return pinfo->destport == tcpd->server_port;
+    if (nstime_is_zero(&tcpd->ts_mru_syn) || !conv->key_ptr)
+        return -1;          /* a SYN-ACK alone: it does not say which address sent it */
+    return addresses_equal(conversation_key_addr1(conv->key_ptr), &pinfo->src);
+}
+
 /* root: where each direction starts (multistream-select; Noise for a connection captured
  * after its start, with Decode As "libp2p.tcp.noise"). */
 static conn_t *
@@ -114,14 +132,18 @@ get_conn(packet_info *pinfo, dissector_handle_t root)
     conversation_t *conv = find_or_create_conversation(pinfo);
     conn_t *c = (conn_t *)conversation_get_proto_data(conv, proto_libp2p);
     if (!c) {
+        int dialed = sender_dialed(pinfo, conv);
         c = wmem_new0(wmem_file_scope(), conn_t);
-        /* The side that sends the first multistream header is the dialer. */
-        copy_address_wmem(wmem_file_scope(), &c->dialer_addr, &pinfo->src);
-        c->dialer_port = pinfo->srcport;
+        copy_address_wmem(wmem_file_scope(), &c->first_addr, &pinfo->src);
+        c->first_port = pinfo->srcport;
         c->root[0] = l2p_pipe_new(root, 0);
         c->root[1] = l2p_pipe_new(root, 1);
         c->root[0]->peer = c->root[1];
         c->root[1]->peer = c->root[0];
+        /* Until a fact says otherwise (engine.h, l2p_role_t), the first side to send stands in
+         * for the dialer. */
+        if (dialed >= 0)
+            l2p_learn_role(c->root[0], pinfo, dialed, L2P_ROLE_SYN);
         conversation_add_proto_data(conv, proto_libp2p, c);
         p2pc_retrans_watch(pinfo);
         have_conns = TRUE;
@@ -320,7 +342,7 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
 {
     struct tcpinfo *tcpi = (struct tcpinfo *)data;
     conn_t *c = get_conn(pinfo, root);
-    int d = (addresses_equal(&c->dialer_addr, &pinfo->src) && c->dialer_port == pinfo->srcport) ? 0 : 1;
+    int d = (addresses_equal(&c->first_addr, &pinfo->src) && c->first_port == pinfo->srcport) ? 0 : 1;
     guint len = tvb_captured_length(tvb);
     guint32 key = 100 + tvb_raw_offset(tvb);
     frame_t *fr = (frame_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_libp2p, key);
@@ -359,6 +381,7 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
     if (fr->len)
         l2p_pipe_call(c->root[d], tvb_new_subset_length(tvb, fr->skip, fr->len), pinfo, tree, FALSE);
     feed_held(c->root[d], fr->fed_held, tvb, pinfo, tree);
+    l2p_draw_roles(tvb, pinfo, tree);
     if (forget) {
         free_held(fr->fed_other);
         free_held(fr->fed_held);
@@ -404,7 +427,7 @@ find_withheld(tvbuff_t *frame, packet_info *pinfo)
     c = conv ? (conn_t *)conversation_get_proto_data(conv, proto_libp2p) : NULL;
     if (!c)
         return NULL;
-    d = &c->dir[(addresses_equal(&c->dialer_addr, &pinfo->src) && c->dialer_port == pinfo->srcport) ? 0 : 1];
+    d = &c->dir[(addresses_equal(&c->first_addr, &pinfo->src) && c->first_port == pinfo->srcport) ? 0 : 1];
     s = seg.seq - d->seq_base;
     if (!d->seq_base_known || (gint32)(s + seg.len - d->next_seq) <= 0)
         return NULL;

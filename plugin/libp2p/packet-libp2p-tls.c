@@ -46,6 +46,8 @@ void proto_reg_handoff_libp2p_tls(void);
 #define LIBP2P_TLS_OID "1.3.6.1.4.1.53594.1.1"
 #define TLS_MAX_RECORD (5 + 16384 + 256)
 #define TLS_APPLICATION_DATA 23
+#define TLS_HANDSHAKE 22
+#define TLS_CLIENT_HELLO 1
 #define TLS_AEAD_FRAMING (5 + 1 + 16)   /* TLS 1.3: header, content type, tag */
 #define KEY_RECORD 0    /* packet-scope proto data: the record TLS is dissecting (rec_ctx_t) */
 
@@ -156,6 +158,9 @@ tls_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l
         proto_tree_add_item(tree, hf_tls_record_len, tvb, 0, 0, ENC_NA);
         return;
     }
+    if (!PINFO_FD_VISITED(pinfo) && tvb_captured_length(tvb) > 5 &&
+        tvb_get_uint8(tvb, 0) == TLS_HANDSHAKE && tvb_get_uint8(tvb, 5) == TLS_CLIENT_HELLO)
+        l2p_learn_role(pipe, pinfo, TRUE, L2P_ROLE_SECURITY);   /* the client dialed */
     if (!PINFO_FD_VISITED(pinfo) && !pdu->info) {
         pdu->info = wmem_new0(p2pc_replay_scope(pinfo), wmem_array_t *);
         p2pc_replay_charge(pinfo, sizeof(wmem_array_t *));

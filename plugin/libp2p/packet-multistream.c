@@ -2,6 +2,8 @@
  * multistream-select 1.0 (libp2p/specs connections; multiformats/multistream-select): each
  * message is uvarint(len including '\n') || UTF-8 text || '\n'.  The header
  * "/multistream/1.0.0", then a protocol proposal, echoed to accept or answered "na"; "ls" lists.
+ * On a connection, the side that proposes is the dialer (engine.h, l2p_learn_role()); the
+ * simultaneous-open extension's "select:", "initiator" and "responder" say so when both dial.
  *
  * This file owns the string dissector table "multistream.protocol" (the TCP entry point is
  * packet-libp2p-tcp.c): once a side has proposed or echoed a protocol ID and its next bytes
@@ -42,10 +44,35 @@ static expert_field ei_ms_na = EI_INIT;
 static dissector_handle_t ms_handle;
 static const char *pref_protocol_map = "";
 
-/* Per pipe: the protocol this side proposed or echoed and may switch to. */
+/* Per pipe: the protocol this side proposed or echoed and may switch to, and how many of its
+ * proposals the other side has not answered yet (a proposal may follow another unanswered:
+ * "/libp2p/simultaneous-connect" then the security protocol, in one write). */
 typedef struct {
     const char *proposed;
+    guint32 pending;
 } ms_state_t;
+
+/* The simultaneous-open extension (libp2p/specs connections/simopen.md): both sides propose
+ * it, each sends "select:<random 64-bit integer>", the higher says "initiator" and acts as the
+ * dialer from then on, the other "responder". */
+#define MS_SIMOPEN "/libp2p/simultaneous-connect"
+#define MS_SELECT "select:"
+
+/* The messages that are no protocol ID ("/..."), with their newline. */
+static const char *const ms_words[] = { "na\n", "ls\n", "initiator\n", "responder\n" };
+
+/* Whether the n bytes at p[0, have) can be the message `word` (of `len` bytes, or a prefix
+ * of it when `prefix`): 1 yes, 0 no, 2 cannot tell yet. */
+static int
+ms_word_at(const guint8 *p, guint have, guint64 n, const char *word, gboolean prefix)
+{
+    guint len = (guint)strlen(word);
+    if (prefix ? n <= len : n != len)
+        return 0;
+    if (have < len)
+        return memcmp(p, word, have) ? 0 : 2;
+    return memcmp(p, word, len) ? 0 : 1;
+}
 
 /* 1: a multistream message starts at p; 0: it does not; 2: cannot tell yet. */
 static int
@@ -53,6 +80,7 @@ looks_like_ms(const guint8 *p, guint avail)
 {
     guint64 n;
     guint used;
+    int r;
     if (avail == 0)
         return 2;
     if (!l2p_uvarint(p, avail, &n, &used))
@@ -63,9 +91,11 @@ looks_like_ms(const guint8 *p, guint avail)
         return 2;
     if (p[used] == '/')
         return 1;
-    if (n == 3 && (p[used] == 'n' || p[used] == 'l'))
-        return 1;
-    return 0;
+    for (guint i = 0; i < G_N_ELEMENTS(ms_words); i++)
+        if ((r = ms_word_at(p + used, avail - used, n, ms_words[i], FALSE)) != 0)
+            return r;
+    /* "select:" and up to 20 digits (a 64-bit integer in base 10) and the newline */
+    return n <= strlen(MS_SELECT) + 21 ? ms_word_at(p + used, avail - used, n, MS_SELECT, TRUE) : 0;
 }
 
 static gint64
@@ -138,6 +168,7 @@ ms_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2
 
     if (!PINFO_FD_VISITED(pinfo) && text) {
         ms_state_t *st = (ms_state_t *)pipe->state;
+        ms_state_t *other = pipe->peer ? (ms_state_t *)pipe->peer->state : NULL;
         /* Negotiation is no message of its own in the accounting: the muxer framing that
          * carried it goes to the stream's first application message. */
         pipe->overhead += pdu->overhead;
@@ -145,11 +176,30 @@ ms_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2
         if (!st)
             pipe->state = st = wmem_new0(wmem_file_scope(), ms_state_t);
         if (!strcmp(text, "na")) {
-            /* The other side's proposal is refused: it will propose again. */
-            if (pipe->peer && pipe->peer->state)
-                ((ms_state_t *)pipe->peer->state)->proposed = NULL;
+            /* The other side's oldest proposal is refused: it goes on with its next, or
+             * proposes again. */
+            if (other && other->pending && --other->pending == 0)
+                other->proposed = NULL;
             st->proposed = NULL;
+        } else if (!strcmp(text, "initiator") || !strcmp(text, "responder") ||
+                   g_str_has_prefix(text, MS_SELECT)) {
+            /* Simultaneous open: what either side proposed before is void, and the side that
+             * says "initiator" negotiates from now on as the dialer. */
+            st->proposed = NULL;
+            st->pending = 0;
+            if (!pipe->muxer && text[0] != 's')
+                l2p_learn_role(pipe, pinfo, text[0] == 'i', L2P_ROLE_SIMOPEN);
         } else if (text[0] == '/' && strcmp(text, L2P_MULTISTREAM_HEADER)) {
+            if (other && other->pending && !strcmp(text, other->proposed)) {
+                other->pending = 0;     /* the echo that accepts it */
+            } else {
+                /* A proposal.  On a connection, the side proposing while the other has
+                 * nothing to answer is the dialer (its listener only answers); a listener's
+                 * header may well reach the wire first. */
+                if (!pipe->muxer && !(other && other->pending))
+                    l2p_learn_role(pipe, pinfo, TRUE, L2P_ROLE_PROPOSAL);
+                st->pending++;
+            }
             st->proposed = wmem_strdup(wmem_file_scope(), text);
         }
         pdu->info = st->proposed ? (void *)st->proposed : NULL;

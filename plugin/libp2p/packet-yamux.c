@@ -228,8 +228,14 @@ yamux_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
     fin = (flags & (YAMUX_FLAG_FIN | YAMUX_FLAG_RST)) != 0;
     if (id == 0 || (type != YAMUX_TYPE_DATA && type != YAMUX_TYPE_WINDOW))
         return;     /* session pings and go-away */
-    if (!PINFO_FD_VISITED(pinfo))
+    if (!PINFO_FD_VISITED(pinfo)) {
+        /* The client (the dialer) opens odd stream ids: a SYN says who sent it. */
+        if (flags & YAMUX_FLAG_SYN)
+            l2p_learn_role(pipe, pinfo, (id & 1) == 1, L2P_ROLE_MUXER);
+        else if (!wmem_map_contains(yc->streams, GUINT_TO_POINTER(id)))
+            l2p_role_needed(pipe, pinfo);
         track_window(yc, pipe->dir, type, flags, id, tvb_get_ntohl(tvb, 8));
+    }
     sp = stream_pipe(pipe, yc, id, pipe->dir == 0, !PINFO_FD_VISITED(pinfo));
     if (!sp)
         return;
