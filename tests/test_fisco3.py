@@ -9,7 +9,7 @@ import pytest
 
 from conftest import CAPTURES, p2pc_report
 
-CAPS = ["fisco3-on", "fisco3-off"]
+CAPS = ["fisco3-on", "fisco3-off", "fisco3-v0", "fisco3-v1", "fisco3-v3"]
 RECORD_FIELDS = ("msg_type", "codec", "wire_len", "header_len", "payload_len", "raw_len", "batch_count")
 
 
