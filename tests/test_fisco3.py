@@ -7,6 +7,8 @@ import hashlib
 import json
 import subprocess
 
+import struct
+
 import pytest
 
 from conftest import CAPTURES, p2pc_report
@@ -147,7 +149,7 @@ def test_without_the_handshakes(tshark, tmp_path, version):
     got = _p2p_ids(tshark, cut)
     assert got["short" if version >= 3 else "raw"] == [(m["src_p2p_id"], m["dst_p2p_id"]) for m in later
                                                       if m["version"] >= 1]
-    notes = [x for x in tshark.expert(cut) if "handshakes are not in the capture" in x]
+    notes = [x for x in tshark.expert(cut) if x.startswith("No negotiation seen")]
     assert len(notes) == sum(1 for m in later if m["version"] >= 1)
     assert tshark.records(cut) == tshark.records(cut, two_pass=True)
 
@@ -208,3 +210,57 @@ def test_corrupted_bytes_never_break_tshark(tshark, tmp_path):
         res = tshark.run(["-n", "-r", tshark.ws.readable(out), "-V", "-o", "tcp.check_checksum:FALSE"], check=False)
         assert res.returncode == 0, res.stderr[-2000:]
         assert "Dissector bug" not in res.stdout + res.stderr
+
+
+def _patched(tmp_path, name: str, index: int, at: int, new: bytes):
+    """The capture with bytes `at` bytes into message `index` (found by its 14-byte header, the
+    messages in capture order) replaced: what a broken peer could have sent, TCP left as it was."""
+    def header(m):
+        return struct.pack(">IHHIH", m["wire_len"], m["version"], m["packet_type"], m["seq"],
+                           (0x10 if m["compressed"] else 0) | (1 if m["response"] else 0))
+    msgs = truth(name)["messages"]
+    data = bytearray(cap(name).read_bytes())
+    pos = -1
+    for m in msgs[:index + 1]:
+        if header(m) == header(msgs[index]):
+            pos = data.find(header(m), pos + 1)
+    assert pos >= 0 and data.count(header(msgs[index])) == sum(header(m) == header(msgs[index]) for m in msgs)
+    data[pos + at:pos + at + len(new)] = new
+    out = tmp_path / f"{name}-{index}-{at}.pcapng"
+    out.write_bytes(bytes(data))
+    return out
+
+
+def test_unexpected_version_is_flagged(tshark, tmp_path):
+    """A message at neither V0 nor the negotiated version still decodes by its own Version (as
+    P2PMessageV2::decodeHeader does) and says so."""
+    msgs = truth("fisco3-v1")["messages"]
+    assert msgs[3]["version"] == 1 and msgs[3]["msg_type"] == "RouterTableSyncSeq"
+    bad = _patched(tmp_path, "fisco3-v1", 3, 4, b"\x00\x02")
+    assert [x for x in tshark.expert(bad) if "negotiated at" in x] == \
+        ["Version V2 on a session negotiated at V1: FISCO sends only V0 and the negotiated version"]
+    assert [{k: r[k] for k in RECORD_FIELDS} for r in tshark.records(bad)] == \
+        [{k: str(m[k]) for k in RECORD_FIELDS} for m in msgs]
+
+
+def test_bad_handshake_is_flagged(tshark, tmp_path):
+    """A handshake payload that is no tars ProtocolInfo (a head of type 14) is malformed, and
+    with it the connection has no negotiation: each V1+ message notes it."""
+    msgs = truth("fisco3-v1")["messages"]
+    bad = _patched(tmp_path, "fisco3-v1", 0, 14, b"\x1e")
+    expert = tshark.expert(bad)
+    assert expert.count("Handshake payload is no tars ProtocolInfo") == 1
+    assert sum(x.startswith("No negotiation seen") for x in expert) == sum(m["version"] >= 1 for m in msgs)
+
+
+def test_fields_past_length_are_counted(tshark, tmp_path):
+    """A source P2P ID claiming more bytes than its message holds: that message is one undecoded
+    record of its Length (never dropped), and every other message decodes as before."""
+    msgs = truth("fisco3-v1")["messages"]
+    bad = _patched(tmp_path, "fisco3-v1", 3, 16, b"\x0f\xff")
+    recs = tshark.records(bad)
+    assert len(recs) == len(msgs)
+    assert (recs[3]["msg_type"], recs[3]["wire_len"]) == ("undecoded", str(msgs[3]["wire_len"]))
+    assert [{k: r[k] for k in RECORD_FIELDS} for i, r in enumerate(recs) if i != 3] == \
+        [{k: str(m[k]) for k in RECORD_FIELDS} for i, m in enumerate(msgs) if i != 3]
+    assert "Header fields run past the message's Length" in tshark.expert(bad)

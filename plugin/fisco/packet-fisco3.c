@@ -56,7 +56,6 @@ void proto_reg_handoff_fisco3(void);
 #define FISCO3_MAX_VERSION         3
 #define FISCO3_FRONT_MIN_LEN       5
 #define FISCO3_HASH_NODEID_MAX     33   /* HASH_NODEID_MAX_SIZE: a longer P2P ID is raw (hex text) */
-#define FISCO3_SHORT_ID_VERSION    3    /* ProtocolVersion::V3: resetP2pID sends short P2P IDs */
 
 enum { EXT_RESPONSE = 0x01, EXT_CONSENSUS = 0x02, EXT_OBSERVER = 0x04, EXT_FREE = 0x08,
        EXT_COMPRESS = 0x10, EXT_LIGHT = 0x20, EXT_ALL = 0x3f };
@@ -157,10 +156,8 @@ static expert_field ei_front = EI_INIT;
 static expert_field ei_unknown_module = EI_INIT;
 static expert_field ei_module_payload = EI_INIT;
 static expert_field ei_handshake = EI_INIT;
-static expert_field ei_negotiation_failed = EI_INIT;
 static expert_field ei_not_negotiated = EI_INIT;
 static expert_field ei_version = EI_INIT;
-static expert_field ei_id_fallback = EI_INIT;
 
 static dissector_handle_t fisco3_handle;
 
@@ -172,7 +169,7 @@ typedef struct {
     guint32 port[2];
     gboolean seen[2];
     guint32 frame[2];
-    guint64 min[2], max[2];
+    guint64 max[2];
 } fisco3_conv_t;
 
 static int * const ext_fields[] = {
@@ -449,11 +446,10 @@ tars_block_tx_count(tvbuff_t *tvb, guint off, guint end)
 }
 
 /* The handshake's payload, a tars ProtocolInfo written field by field (ProtocolInfoCodecImpl::
- * encode: moduleID 1, minVersion 2, maxVersion 3, no struct head): its versions into *min and
- * *max; FALSE (and an expert item) when it does not parse. */
+ * encode: moduleID 1, minVersion 2, maxVersion 3, no struct head): its maxVersion into *max;
+ * FALSE (and an expert item) when it does not parse. */
 static gboolean
-dissect_protocol_info(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *ti, guint64 *min,
-                      guint64 *max)
+dissect_protocol_info(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *ti, guint64 *max)
 {
     static int * const hfs[] = { NULL, &hf_hs_module, &hf_hs_min, &hf_hs_max };
     guint off = 0, end = tvb_captured_length(tvb), tag, type, found = 0;
@@ -477,7 +473,6 @@ dissect_protocol_info(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto
         expert_add_info(pinfo, ti, &ei_handshake);
         return FALSE;
     }
-    *min = vals[2];
     *max = vals[3];
     return TRUE;
 }
@@ -510,23 +505,16 @@ negotiated_version(const fisco3_conv_t *fc, packet_info *pinfo)
 }
 
 /* A P2P node ID of the V1 fields, raw (the public key as hex text) when longer than
- * HASH_NODEID_MAX_SIZE, else short (ServiceV2.cpp isRawP2pID).  resetP2pID picks the form by
- * the negotiated version, and falls back to the other when it does not know the peer's. */
+ * HASH_NODEID_MAX_SIZE, else short (ServiceV2.cpp isRawP2pID).  The length decides, not the
+ * version: resetP2pID sends raw IDs below V3 and short ones from V3, but falls back to the
+ * other form when it does not know the peer's. */
 static gboolean
 add_p2p_id(proto_tree *tree, packet_info *pinfo, proto_item *ti, gboolean src, tvbuff_t *tvb, guint *off,
-           guint end, gint negotiated)
+           guint end)
 {
     gboolean raw = *off + 2 <= end && tvb_get_ntohs(tvb, *off) > FISCO3_HASH_NODEID_MAX;
     int hf = raw ? (src ? hf_src_p2p : hf_dst_p2p) : (src ? hf_src_p2p_short : hf_dst_p2p_short);
-    guint16 len;
-
-    if (!add_len16(tree, pinfo, ti, hf, tvb, off, end, raw ? ENC_ASCII : ENC_NA, &len))
-        return FALSE;
-    if (negotiated >= 0 && len && raw != (negotiated < FISCO3_SHORT_ID_VERSION))
-        expert_add_info_format(pinfo, ti, &ei_id_fallback, "%s P2P ID is %s on a session negotiated at V%d: "
-                               "resetP2pID fell back (the %s ID unknown)", src ? "Source" : "Destination",
-                               raw ? "raw" : "short", negotiated, raw ? "short" : "raw");
-    return TRUE;
+    return add_len16(tree, pinfo, ti, hf, tvb, off, end, raw ? ENC_ASCII : ENC_NA, NULL);
 }
 
 /* TxsSync and BlockSync payloads: the packet type's name into *type_name and the transactions
@@ -641,8 +629,8 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         proto_tree_add_item(ht, hf_ttl, tvb, off, 2, ENC_BIG_ENDIAN);
         off += 2;
         /* A message whose fields run past its Length is framed all the same: counted, not lost. */
-        if (!add_p2p_id(ht, pinfo, ti, TRUE, tvb, &off, length, negotiated) ||
-            !add_p2p_id(ht, pinfo, ti, FALSE, tvb, &off, length, negotiated)) {
+        if (!add_p2p_id(ht, pinfo, ti, TRUE, tvb, &off, length) ||
+            !add_p2p_id(ht, pinfo, ti, FALSE, tvb, &off, length)) {
             p2pc_record_undecoded(tvb, 0, length, pinfo, tree, "fisco3", length);
             return avail;
         }
@@ -694,19 +682,12 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     }
     rec.raw_tvb = raw;
     if (raw && type == GW_HANDSHAKE) {
-        guint64 min, max;
-        if (dissect_protocol_info(raw, pinfo, ft, ti, &min, &max) && !PINFO_FD_VISITED(pinfo) && !fc->seen[side]) {
+        guint64 max;
+        if (dissect_protocol_info(raw, pinfo, ft, ti, &max) && !PINFO_FD_VISITED(pinfo) && !fc->seen[side]) {
             fc->seen[side] = TRUE;
             fc->frame[side] = pinfo->num;
-            fc->min[side] = min;
             fc->max[side] = max;
         }
-        /* Said once, at the second handshake. */
-        if (fc->seen[0] && fc->seen[1] && MAX(fc->frame[0], fc->frame[1]) == pinfo->num &&
-            (fc->min[0] > fc->max[1] || fc->min[1] > fc->max[0]))
-            expert_add_info_format(pinfo, ti, &ei_negotiation_failed, "Version ranges V%" PRIu64 "-V%" PRIu64
-                                   " and V%" PRIu64 "-V%" PRIu64 " do not meet: FISCO disconnects",
-                                   fc->min[0], fc->max[0], fc->min[1], fc->max[1]);
     }
     if (raw && module >= 0) {
         tvbuff_t *mp = dissect_front(raw, pinfo, ft, ti, module);
@@ -836,14 +817,10 @@ proto_register_fisco3(void)
             "TxsSync/BlockSync payload (protobuf, tars block) does not parse", EXPFILL } },
         { &ei_handshake, { "fisco3.handshake.bad", PI_MALFORMED, PI_ERROR,
             "Handshake payload is no tars ProtocolInfo", EXPFILL } },
-        { &ei_negotiation_failed, { "fisco3.handshake.failed", PI_PROTOCOL, PI_WARN,
-            "The two version ranges do not meet", EXPFILL } },
         { &ei_not_negotiated, { "fisco3.version.not_negotiated", PI_SEQUENCE, PI_NOTE,
-            "The connection's handshakes are not in the capture: P2P IDs told apart by their length", EXPFILL } },
+            "No negotiation seen (both handshakes before this frame): P2P IDs told apart by their length", EXPFILL } },
         { &ei_version, { "fisco3.version.unexpected", PI_PROTOCOL, PI_WARN,
             "Version neither V0 nor the negotiated one", EXPFILL } },
-        { &ei_id_fallback, { "fisco3.p2p_id.fallback", PI_PROTOCOL, PI_NOTE,
-            "P2P ID form other than the negotiated version's", EXPFILL } },
     };
     expert_module_t *expert;
 
