@@ -1,15 +1,21 @@
 """FISCO BCOS 3.x (plugin/fisco/packet-fisco3.c) against the generator's truth
-(captures/gen/make_fisco3.py): real TCP, payloads encoded as v3.16.4 encodes them, zstd on/off."""
+(captures/gen/make_fisco3.py): real TCP, payloads encoded as v3.16.4 encodes them, zstd on/off,
+a session negotiated at each protocol version (V0, V1, V2, V3)."""
 from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+
+import struct
 
 import pytest
 
 from conftest import CAPTURES, p2pc_report
 
-CAPS = ["fisco3-on", "fisco3-off"]
+CAPS = ["fisco3-on", "fisco3-off", "fisco3-v0", "fisco3-v1", "fisco3-v3"]
+# The capture of each negotiated version (fisco3-on is V2).
+BY_VERSION = {0: "fisco3-v0", 1: "fisco3-v1", 2: "fisco3-on", 3: "fisco3-v3"}
 RECORD_FIELDS = ("msg_type", "codec", "wire_len", "header_len", "payload_len", "raw_len", "batch_count")
 
 
@@ -40,12 +46,112 @@ def test_decompressed_payloads_are_the_generator_s(tshark, name):
         [(m["msg_type"], m["raw_sha256"]) for m in msgs]
 
 
-def test_compression_follows_fisco_s_rule():
-    """On: exactly the payloads over 1024 bytes of V2 messages are zstd; off: none."""
-    on = truth("fisco3-on")["messages"]
-    assert [m["compressed"] for m in on] == [m["raw_len"] > 1024 and m["version"] >= 2 for m in on]
-    assert any(m["compressed"] for m in on)
-    assert not any(m["compressed"] for m in truth("fisco3-off")["messages"])
+@pytest.mark.parametrize("name", CAPS)
+def test_compression_follows_fisco_s_rule(name):
+    """With compression on, exactly the payloads over 1024 bytes of messages at V2 or later are
+    zstd (so none on a V0 or V1 session, nor in the V0 PBFT broadcasts); off: none."""
+    t = truth(name)
+    msgs = t["messages"]
+    assert [m["compressed"] for m in msgs] == [t["compress"] and m["raw_len"] > 1024 and m["version"] >= 2
+                                               for m in msgs]
+    assert any(m["compressed"] for m in msgs) == (t["compress"] and t["negotiated_version"] >= 2)
+
+
+def test_every_version_has_its_capture():
+    """Each capture is negotiated at the version it stands for, and carries every message kind:
+    options with and without destination node IDs, V0 messages (handshakes, heartbeats, and on
+    the V0/V1/V3 captures PBFT broadcasts) next to the negotiated version's."""
+    for v, name in BY_VERSION.items():
+        t = truth(name)
+        assert t["negotiated_version"] == v == min(t["max_version"].values())
+        msgs = t["messages"]
+        assert {m["version"] for m in msgs} == {0, v}
+        assert {m["dst_count"] for m in msgs if m["module"]} == {0, 1}
+    assert {m["msg_type"] for m in truth("fisco3-v1")["messages"] if m["version"] == 0} == \
+        {"Handshake", "Heartbeat", "PBFT"}
+
+
+@pytest.mark.parametrize("name", CAPS)
+def test_one_pass_equals_two(tshark, name):
+    """The negotiation is per connection state: tshark's one pass and -2's second agree."""
+    fields = ["fisco3.version", "fisco3.negotiated_version", "fisco3.src_p2p_id", "fisco3.src_p2p_id_short",
+              "fisco3.dst_p2p_id", "fisco3.dst_p2p_id_short", "_ws.expert.message"]
+    assert tshark.records(cap(name)) == tshark.records(cap(name), two_pass=True)
+    assert tshark.fields(cap(name), fields, dfilter="fisco3") == \
+        tshark.fields(cap(name), fields, dfilter="fisco3", two_pass=True)
+
+
+def _occurrences(rows, i):
+    return [v for r in rows for v in r[i].split("|") if v]
+
+
+@pytest.mark.parametrize("name", CAPS)
+def test_negotiated_version(tshark, name):
+    """Both handshakes' ProtocolInfo, and every message after them knows the session's version
+    (the lower maxVersion); no message is flagged."""
+    t = truth(name)
+    rows = tshark.fields(cap(name), ["fisco3.handshake.module", "fisco3.handshake.min_version",
+                                     "fisco3.handshake.max_version", "fisco3.negotiated_version"], dfilter="fisco3")
+    hs = [m for m in t["messages"] if m["msg_type"] == "Handshake"]
+    assert _occurrences(rows, 0) == ["1"] * len(hs) and _occurrences(rows, 1) == ["0"] * len(hs)
+    assert _occurrences(rows, 2) == [str(m["max_version"]) for m in hs] == \
+        [str(t["max_version"][m["side"]]) for m in hs]
+    # Every message after the two handshakes, and none before.
+    assert _occurrences(rows, 3) == [str(t["negotiated_version"])] * (len(t["messages"]) - len(hs))
+    bad = [x for x in tshark.expert(cap(name)) if "negotiated" in x or "handshake" in x.lower()]
+    assert bad == []
+
+
+def _p2p_ids(tshark, capture):
+    """Per message at V1 or later: (source, destination) as (form, hex of the bytes)."""
+    rows = tshark.fields(capture, ["fisco3.src_p2p_id", "fisco3.dst_p2p_id", "fisco3.src_p2p_id_short",
+                                   "fisco3.dst_p2p_id_short", "fisco3.version"], dfilter="fisco3.ttl")
+    out = {"raw": [], "short": []}
+    for r in rows:
+        raw = list(zip(*(c.split("|") for c in r[0:2]))) if r[0] else []
+        short = list(zip(*(c.split("|") for c in r[2:4]))) if r[2] else []
+        out["raw"] += [(s.encode().hex(), d.encode().hex()) for s, d in raw]
+        out["short"] += [(s.replace(":", ""), d.replace(":", "")) for s, d in short]
+    return out
+
+
+@pytest.mark.parametrize("name", CAPS)
+def test_p2p_ids(tshark, name):
+    """Below V3 the V1 fields carry raw P2P IDs (128 hex characters of the public key), from V3
+    the 32-byte short ones: each message's, as the generator wrote them."""
+    t = truth(name)
+    want = [(m["src_p2p_id"], m["dst_p2p_id"]) for m in t["messages"] if m["version"] >= 1]
+    got = _p2p_ids(tshark, cap(name))
+    form = "short" if t["negotiated_version"] >= 3 else "raw"
+    assert got[form] == want and not got["raw" if form == "short" else "short"]
+    assert all(len(bytes.fromhex(s)) == (32 if form == "short" else 128) for s, _ in want)
+    assert len(want) == (0 if t["negotiated_version"] == 0 else
+                         sum(1 for m in t["messages"] if m["version"] >= 1))
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_without_the_handshakes(tshark, tmp_path, version):
+    """A capture that starts after the handshakes: every later message still decodes to its
+    truth, the ID forms read from their lengths, and each V1+ message says the negotiation is
+    not in the capture."""
+    name = BY_VERSION[version]
+    frames = [int(r[0]) for r in tshark.fields(cap(name), ["frame.number"], dfilter="fisco3.packet_type == 2")]
+    assert len(frames) == 2
+    last = len(tshark.fields(cap(name), ["frame.number"]))
+    cut = tmp_path / f"{name}-cut.pcapng"
+    subprocess.run(["editcap", "-r", str(cap(name)), str(cut), f"{max(frames) + 1}-{last}"], check=True,
+                   capture_output=True)
+    t = truth(name)
+    later = t["messages"][2:]
+    recs = tshark.records(cut)
+    assert [{k: rec[k] for k in RECORD_FIELDS} for rec in recs] == \
+        [{k: str(m[k]) for k in RECORD_FIELDS} for m in later]
+    got = _p2p_ids(tshark, cut)
+    assert got["short" if version >= 3 else "raw"] == [(m["src_p2p_id"], m["dst_p2p_id"]) for m in later
+                                                      if m["version"] >= 1]
+    notes = [x for x in tshark.expert(cut) if x.startswith("No negotiation seen")]
+    assert len(notes) == sum(1 for m in later if m["version"] >= 1)
+    assert tshark.records(cut) == tshark.records(cut, two_pass=True)
 
 
 @pytest.mark.parametrize("name", CAPS)
@@ -97,7 +203,6 @@ def test_analyze_savings_match_truth():
 def test_corrupted_bytes_never_break_tshark(tshark, tmp_path):
     """editcap -E flips random bytes in every frame: headers, options, zstd frames, protobuf
     and tars all go through the dissector's bounds checks without an error."""
-    import subprocess
     for seed in (1, 2, 3):
         out = tmp_path / f"fisco3-{seed}.pcapng"
         subprocess.run(["editcap", "-E", "0.02", "--seed", str(seed), str(cap("fisco3-on")), str(out)],
@@ -105,3 +210,57 @@ def test_corrupted_bytes_never_break_tshark(tshark, tmp_path):
         res = tshark.run(["-n", "-r", tshark.ws.readable(out), "-V", "-o", "tcp.check_checksum:FALSE"], check=False)
         assert res.returncode == 0, res.stderr[-2000:]
         assert "Dissector bug" not in res.stdout + res.stderr
+
+
+def _patched(tmp_path, name: str, index: int, at: int, new: bytes):
+    """The capture with bytes `at` bytes into message `index` (found by its 14-byte header, the
+    messages in capture order) replaced: what a broken peer could have sent, TCP left as it was."""
+    def header(m):
+        return struct.pack(">IHHIH", m["wire_len"], m["version"], m["packet_type"], m["seq"],
+                           (0x10 if m["compressed"] else 0) | (1 if m["response"] else 0))
+    msgs = truth(name)["messages"]
+    data = bytearray(cap(name).read_bytes())
+    pos = -1
+    for m in msgs[:index + 1]:
+        if header(m) == header(msgs[index]):
+            pos = data.find(header(m), pos + 1)
+    assert pos >= 0 and data.count(header(msgs[index])) == sum(header(m) == header(msgs[index]) for m in msgs)
+    data[pos + at:pos + at + len(new)] = new
+    out = tmp_path / f"{name}-{index}-{at}.pcapng"
+    out.write_bytes(bytes(data))
+    return out
+
+
+def test_unexpected_version_is_flagged(tshark, tmp_path):
+    """A message at neither V0 nor the negotiated version still decodes by its own Version (as
+    P2PMessageV2::decodeHeader does) and says so."""
+    msgs = truth("fisco3-v1")["messages"]
+    assert msgs[3]["version"] == 1 and msgs[3]["msg_type"] == "RouterTableSyncSeq"
+    bad = _patched(tmp_path, "fisco3-v1", 3, 4, b"\x00\x02")
+    assert [x for x in tshark.expert(bad) if "negotiated at" in x] == \
+        ["Version V2 on a session negotiated at V1: FISCO sends only V0 and the negotiated version"]
+    assert [{k: r[k] for k in RECORD_FIELDS} for r in tshark.records(bad)] == \
+        [{k: str(m[k]) for k in RECORD_FIELDS} for m in msgs]
+
+
+def test_bad_handshake_is_flagged(tshark, tmp_path):
+    """A handshake payload that is no tars ProtocolInfo (a head of type 14) is malformed, and
+    with it the connection has no negotiation: each V1+ message notes it."""
+    msgs = truth("fisco3-v1")["messages"]
+    bad = _patched(tmp_path, "fisco3-v1", 0, 14, b"\x1e")
+    expert = tshark.expert(bad)
+    assert expert.count("Handshake payload is no tars ProtocolInfo") == 1
+    assert sum(x.startswith("No negotiation seen") for x in expert) == sum(m["version"] >= 1 for m in msgs)
+
+
+def test_fields_past_length_are_counted(tshark, tmp_path):
+    """A source P2P ID claiming more bytes than its message holds: that message is one undecoded
+    record of its Length (never dropped), and every other message decodes as before."""
+    msgs = truth("fisco3-v1")["messages"]
+    bad = _patched(tmp_path, "fisco3-v1", 3, 16, b"\x0f\xff")
+    recs = tshark.records(bad)
+    assert len(recs) == len(msgs)
+    assert (recs[3]["msg_type"], recs[3]["wire_len"]) == ("undecoded", str(msgs[3]["wire_len"]))
+    assert [{k: r[k] for k in RECORD_FIELDS} for i, r in enumerate(recs) if i != 3] == \
+        [{k: str(m[k]) for k in RECORD_FIELDS} for i, m in enumerate(msgs) if i != 3]
+    assert "Header fields run past the message's Length" in tshark.expert(bad)

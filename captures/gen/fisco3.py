@@ -9,7 +9,11 @@ Wire format (FISCO-BCOS v3.16.4; docs/fisco.md), all big-endian:
   replaced by ZSTD_compress(level c_zstdCompressLevel = 1) output and Ext gets COMPRESS (0x10),
   whatever the output's size.  Only the payload is compressed.
 - bcos-gateway/libp2p/P2PMessageV2.cpp: from Version V1 on, the 14-byte header is followed by
-  TTL i16 (10), srcP2PNodeID and dstP2PNodeID (u16 length + bytes each).
+  TTL i16 (10), srcP2PNodeID and dstP2PNodeID (u16 length + bytes each).  Which IDs go there is
+  ServiceV2::resetP2pID's choice, by the session's negotiated version: below V3 the raw P2P ID
+  (the gateway's public key as hex text, 128 characters), from V3 the short one
+  (GatewayConfig::calculateShortNodeID: the 32-byte hash of that text; SM3 here, the national-
+  crypto hash, which Python's hashlib has; keccak256 otherwise).
 - bcos-front/FrontMessage.cpp: the payload of messages 5 and 6 is moduleID u16 | uuid (u8
   length + bytes) | ext u16 (Response 0x0001) | the module's payload.
 - Module payloads: bcos-txpool TxsSync.proto TxsSyncMessage{version, type, txsData, txsHash}
@@ -17,14 +21,19 @@ Wire format (FISCO-BCOS v3.16.4; docs/fisco.md), all big-endian:
   (status: number, hash, genesisHash; blocks: blocksData, tars Blocks); tars structs from
   bcos-tars-protocol/tars/{Block,Transaction,ProtocolInfo}.tars.  protobuf is Google's library;
   tars has no Python library, so TarsOutputStream's rules are written out below.
-- Handshake (packet type 2) goes first at Version V0 with a tars ProtocolInfo; messages sent
-  through Service::sendMessageToSession then carry the negotiated version (V2 here, the lowest
-  that compresses); heartbeats (P2PSession::heartBeat) stay at V0.
+- Handshake (packet type 2) goes first at Version V0 with a tars ProtocolInfo{moduleID,
+  minVersion, maxVersion}; Service::onReceiveProtocol negotiates min(local max, peer's max)
+  (v3.16.4's gateway: V0..V3, GlobalConfig.h; older gateways stop at V1 or V2).  Messages sent
+  through Service::sendMessageToSession then carry the negotiated version; heartbeats
+  (P2PSession::heartBeat) stay at V0, and so do PBFT broadcasts (Gateway::broadcastMessage, the
+  coroutine path: a fresh V0 message, Ext = the node type, never compressed, sent through
+  Session::fastSendMessage).
 
     python3 fisco3.py SESSION a|b HOST PORT
 """
 from __future__ import annotations
 
+import hashlib
 import random
 import socket
 import struct
@@ -37,7 +46,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from peerio import connect_retry, recv_exact
 
 HEADER = struct.Struct(">IHHIH")
-COMPRESS, RESPONSE = 0x10, 0x01
+COMPRESS, RESPONSE, CONSENSUS_NODE = 0x10, 0x01, 0x02
 THRESHOLD = 1024
 ZSTD_LEVEL = 1
 HEARTBEAT, HANDSHAKE, P2P, BROADCAST, ROUTER_SEQ = 0x1, 0x2, 0x5, 0x6, 0xa
@@ -49,6 +58,8 @@ GATEWAY_TYPES = {0x1: "Heartbeat", 0x2: "Handshake", 0x3: "RequestNodeStatus", 0
 MODULES = {PBFT: "PBFT", BLOCKSYNC: "BlockSync", TXSSYNC: "TxsSync"}
 GROUP = b"group0"
 TTL = 10
+GATEWAY_SERVICE = 1       # ProtocolModuleID::GatewayService
+HASH_NODEID_MAX_SIZE = 33  # GatewayTypeDef.h: longer P2P IDs are raw (ServiceV2 isRawP2pID)
 
 
 # ---- tars (TarsOutputStream): head = tag << 4 | type (tag >= 15: 0xF0 | type, then tag) ----
@@ -139,6 +150,7 @@ class Msg:
     dst: int = 1            # dst nodeIDs in the options (0 for a broadcast)
     packet: str | None = None   # the module's packet type (TxsSyncPacketType, BlockSyncPacketType)
     batch: int = 1          # transactions a TxsPacket carries
+    max_version: int | None = None  # a handshake's ProtocolInfo maxVersion
 
     @property
     def msg_type(self) -> str:
@@ -151,6 +163,11 @@ class Node:
     def __init__(self, rng: random.Random):
         self.node_id = rng.randbytes(64)          # the group node's public key
         self.p2p_id = rng.randbytes(64).hex()     # the gateway's, as P2P node IDs are hex strings
+        self.short_p2p_id = hashlib.new("sm3", self.p2p_id.encode()).digest()
+
+    def p2p_id_for(self, negotiated: int) -> bytes:
+        """ServiceV2::resetP2pID: the raw ID below V3, the short one from V3."""
+        return self.short_p2p_id if negotiated >= 3 else self.p2p_id.encode()
 
 
 def front(module: int, payload: bytes, uuid: str = "", response: bool = False) -> bytes:
@@ -158,8 +175,8 @@ def front(module: int, payload: bytes, uuid: str = "", response: bool = False) -
     return struct.pack(">HB", module, len(u)) + u + struct.pack(">H", RESPONSE if response else 0) + payload
 
 
-def encode(m: Msg, src: Node, dst: Node, compress: bool) -> tuple[bytes, int, bytes]:
-    """The message on the wire, its header length (header, V2 fields, options) and the payload as sent."""
+def encode(m: Msg, src: Node, dst: Node, compress: bool, negotiated: int) -> tuple[bytes, int, bytes]:
+    """The message on the wire, its header length (header, V1 fields, options) and the payload as sent."""
     ext = m.ext
     payload = m.payload
     if compress and m.version >= 2 and len(payload) > THRESHOLD:
@@ -167,7 +184,7 @@ def encode(m: Msg, src: Node, dst: Node, compress: bool) -> tuple[bytes, int, by
         ext |= COMPRESS
     extra = b""
     if m.version >= 1:
-        sp, dp = src.p2p_id.encode(), dst.p2p_id.encode()
+        sp, dp = src.p2p_id_for(negotiated), dst.p2p_id_for(negotiated)
         extra += struct.pack(">hH", TTL, len(sp)) + sp + struct.pack(">H", len(dp)) + dp
     if m.ptype in (P2P, BROADCAST):
         dsts = [dst.node_id] * m.dst
@@ -177,14 +194,24 @@ def encode(m: Msg, src: Node, dst: Node, compress: bool) -> tuple[bytes, int, by
     return HEADER.pack(hlen + len(payload), m.version, m.ptype, m.seq, ext) + extra + payload, hlen, payload
 
 
-def session() -> list[Msg]:
+def protocol_info(max_version: int) -> bytes:
+    """The handshake's payload: tars ProtocolInfo{moduleID, minVersion, maxVersion} (ProtocolInfo.tars),
+    its fields written straight into the stream (ProtocolInfoCodecImpl::encode: writeTo, no struct head)."""
+    return t_int(1, GATEWAY_SERVICE) + t_int(2, 0) + t_int(3, max_version)
+
+
+def session(max_a: int, max_b: int, pbft: bool) -> list[Msg]:
+    """Both handshakes, then the session at the negotiated version; with `pbft`, a PBFT broadcast
+    per round the way v3.16.4 sends one (Version V0, Ext CONSENSUS_NODE, never compressed)."""
     rng = random.Random(3016)
+    pbft_rng = random.Random(1000)
     nonce = 0
-    hs = t_struct(0, t_int(1, 1) + t_int(2, 0) + t_int(3, 2))  # ProtocolInfo: gateway, V0..V2
+    v = min(max_a, max_b)
     # Heartbeats go straight to the session (P2PSession::heartBeat), not through
     # Service::sendMessageToSession: they keep the factory's Version V0, like the handshake.
-    out = [Msg("a", HANDSHAKE, hs, version=0, seq=1), Msg("b", HANDSHAKE, hs, version=0, seq=1),
-           Msg("a", HEARTBEAT, b"", version=0, seq=2), Msg("b", ROUTER_SEQ, struct.pack(">I", 7), seq=2)]
+    out = [Msg("a", HANDSHAKE, protocol_info(max_a), version=0, seq=1, max_version=max_a),
+           Msg("b", HANDSHAKE, protocol_info(max_b), version=0, seq=1, max_version=max_b),
+           Msg("a", HEARTBEAT, b"", version=0, seq=2), Msg("b", ROUTER_SEQ, struct.pack(">I", 7), version=v, seq=2)]
     seq = 10
     genesis = rng.randbytes(32)
     for rnd in range(4):
@@ -193,15 +220,15 @@ def session() -> list[Msg]:
             nonce += n
             pb = PB["TxsSyncMessage"](version=0, type=TXS_PACKET, txsData=tars_block(txs, 0, rng)).SerializeToString()
             out.append(Msg("a", BROADCAST, front(TXSSYNC, pb), module=TXSSYNC, seq=seq, dst=0,
-                           packet="TxsPacket", batch=n))
+                           packet="TxsPacket", batch=n, version=v))
             seq += 1
         hashes = [rng.randbytes(32) for _ in range(60)]
         pb = PB["TxsSyncMessage"](version=0, type=TXS_STATUS, txsHash=hashes).SerializeToString()
-        out.append(Msg("b", P2P, front(TXSSYNC, pb), module=TXSSYNC, seq=seq, packet="TxsStatusPacket"))
+        out.append(Msg("b", P2P, front(TXSSYNC, pb), module=TXSSYNC, seq=seq, packet="TxsStatusPacket", version=v))
         pb = PB["BlockSyncMessage"](version=0, packetType=BLOCK_STATUS, number=100 + rnd, hash=rng.randbytes(32),
                                     genesisHash=genesis, time=1716800000000 + rnd).SerializeToString()
         out.append(Msg("b", BROADCAST, front(BLOCKSYNC, pb), module=BLOCKSYNC, seq=seq + 1, dst=0,
-                       packet="BlockStatusPacket"))
+                       packet="BlockStatusPacket", version=v))
         blocks = [tars_block([make_tx(rng, nonce + k) for k in range(40)], 100 + rnd, rng)]
         nonce += 40
         pb = PB["BlockSyncMessage"](version=0, packetType=BLOCK_RESPONSE, number=100 + rnd, size=1,
@@ -209,9 +236,13 @@ def session() -> list[Msg]:
         uuid = "%08x-%04x-%04x-%04x-%012x" % (rng.getrandbits(32), rng.getrandbits(16), rng.getrandbits(16),
                                               rng.getrandbits(16), rng.getrandbits(48))
         out.append(Msg("b", P2P, front(BLOCKSYNC, pb, uuid, response=True), module=BLOCKSYNC, seq=seq + 2,
-                       ext=RESPONSE, packet="BlockResponsePacket"))
+                       ext=RESPONSE, packet="BlockResponsePacket", version=v))
         out.append(Msg("a", HEARTBEAT, b"", version=0, seq=seq + 3))
         seq += 4
+        if pbft:
+            out.append(Msg("a", BROADCAST, front(PBFT, pbft_rng.randbytes(600 + 700 * rnd)), module=PBFT,
+                           seq=seq, dst=0, ext=CONSENSUS_NODE, version=0))
+            seq += 1
     return out
 
 
@@ -221,17 +252,30 @@ def nodes() -> dict[str, Node]:
 
 
 def sessions() -> dict[str, dict]:
-    return {"fisco3-on": {"compress": True, "desc": "3.x gateway, enable_compress on: zstd over 1024 B"},
-            "fisco3-off": {"compress": False, "desc": "the same session with compression off"}}
+    """Each capture: compression, the two gateways' ProtocolInfo maxVersion, PBFT broadcasts."""
+    return {"fisco3-on": {"compress": True, "max": (2, 2), "pbft": False,
+                          "desc": "3.x gateways at V2, enable_compress on: zstd over 1024 B"},
+            "fisco3-off": {"compress": False, "max": (2, 2), "pbft": False,
+                           "desc": "the same session with compression off"},
+            "fisco3-v0": {"compress": True, "max": (3, 0), "pbft": True,
+                          "desc": "a v3.16.4 gateway (V0..V3) and one that speaks V0 only: negotiated V0, "
+                                  "no P2P IDs, no compression"},
+            "fisco3-v1": {"compress": True, "max": (3, 1), "pbft": True,
+                          "desc": "a v3.16.4 gateway and one that stops at V1: negotiated V1, raw P2P IDs "
+                                  "(128 hex characters), no compression"},
+            "fisco3-v3": {"compress": True, "max": (3, 3), "pbft": True,
+                          "desc": "two v3.16.4 gateways: negotiated V3, short P2P IDs (32-byte SM3), zstd"}}
 
 
-def wire_messages(compress: bool) -> list[tuple[Msg, bytes, int, bytes]]:
+def wire_messages(name: str) -> list[tuple[Msg, bytes, int, bytes]]:
+    spec = sessions()[name]
     n = nodes()
-    return [(m, *encode(m, n[m.side], n["b" if m.side == "a" else "a"], compress)) for m in session()]
+    max_a, max_b = spec["max"]
+    return [(m, *encode(m, n[m.side], n["b" if m.side == "a" else "a"], spec["compress"], min(max_a, max_b)))
+            for m in session(max_a, max_b, spec["pbft"])]
 
 
 def peer(name: str, side: str, host: str, port: int) -> None:
-    compress = sessions()[name]["compress"]
     if side == "b":
         srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -241,7 +285,7 @@ def peer(name: str, side: str, host: str, port: int) -> None:
     else:
         sock = connect_retry(host, port)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    for m, wire, _, _ in wire_messages(compress):
+    for m, wire, _, _ in wire_messages(name):
         if m.side == side:
             sock.sendall(wire)
         else:

@@ -4,6 +4,10 @@
  * Sources: FISCO-BCOS/FISCO-BCOS v3.16.4 (docs/fisco.md):
  *   bcos-gateway/bcos-gateway/libp2p/P2PMessage.{h,cpp}   header, options, COMPRESS, zstd
  *   bcos-gateway/bcos-gateway/libp2p/P2PMessageV2.cpp     TTL and P2P node IDs from Version V1
+ *   bcos-gateway/bcos-gateway/libp2p/Service.cpp          the handshake: min of the two maxVersions
+ *   bcos-gateway/bcos-gateway/libp2p/ServiceV2.cpp        resetP2pID: raw IDs below V3, short from V3
+ *   bcos-framework/bcos-framework/gateway/GatewayTypeDef.h HASH_NODEID_MAX_SIZE (a raw ID is longer)
+ *   bcos-tars-protocol/bcos-tars-protocol/tars/ProtocolInfo.tars  the handshake's payload
  *   bcos-gateway/bcos-gateway/libp2p/Common.h             c_compressThreshold 1024, zstd level 1
  *   bcos-gateway/bcos-gateway/Common.h                    MAX_MESSAGE_LENGTH 32 MiB
  *   bcos-framework/bcos-framework/gateway/GatewayTypeDef.h GatewayMessageType (packet types)
@@ -22,6 +26,10 @@
  *
  * All big-endian; Length covers the whole message.  FISCO compresses only the payload, only
  * over 1024 bytes and only from Version V2, and sends the zstd output even when it is larger.
+ * Each side's V0 handshake states its ProtocolInfo; the session then runs at the lower of the two
+ * maxVersions, kept per connection here.  A message's own Version decides its framing (as
+ * P2PMessageV2::decodeHeader does): heartbeats and PBFT broadcasts (Gateway::broadcastMessage)
+ * stay at V0 on any session.
  * Both generations use port 30300: packet-fisco.c hands a connection whose first message is a
  * 3.x header here (fisco3_plausible()).
  *
@@ -47,10 +55,11 @@ void proto_reg_handoff_fisco3(void);
 #define FISCO3_COMPRESS_THRESHOLD  1024
 #define FISCO3_MAX_VERSION         3
 #define FISCO3_FRONT_MIN_LEN       5
+#define FISCO3_HASH_NODEID_MAX     33   /* HASH_NODEID_MAX_SIZE: a longer P2P ID is raw (hex text) */
 
 enum { EXT_RESPONSE = 0x01, EXT_CONSENSUS = 0x02, EXT_OBSERVER = 0x04, EXT_FREE = 0x08,
        EXT_COMPRESS = 0x10, EXT_LIGHT = 0x20, EXT_ALL = 0x3f };
-enum { GW_P2P = 0x5, GW_BROADCAST = 0x6, GW_LAST = 0xd };
+enum { GW_HANDSHAKE = 0x2, GW_P2P = 0x5, GW_BROADCAST = 0x6, GW_LAST = 0xd };
 
 static const value_string gateway_type_vals[] = {
     { 0x1, "Heartbeat" }, { 0x2, "Handshake" }, { 0x3, "RequestNodeStatus" },
@@ -125,6 +134,10 @@ static int hf_txs_hashes = -1;
 static int hf_block_type = -1;
 static int hf_block_number = -1;
 static int hf_blocks = -1;
+static int hf_hs_module = -1;
+static int hf_hs_min = -1;
+static int hf_hs_max = -1;
+static int hf_negotiated = -1;
 
 static gint ett_fisco3 = -1;
 static gint ett_header = -1;
@@ -142,8 +155,22 @@ static expert_field ei_old_version = EI_INIT;
 static expert_field ei_front = EI_INIT;
 static expert_field ei_unknown_module = EI_INIT;
 static expert_field ei_module_payload = EI_INIT;
+static expert_field ei_handshake = EI_INIT;
+static expert_field ei_not_negotiated = EI_INIT;
+static expert_field ei_version = EI_INIT;
 
 static dissector_handle_t fisco3_handle;
+
+/* A connection's handshakes: each side's ProtocolInfo and the frame it came in (the first pass
+ * fills it; a message sees the negotiation only in a frame after both, so one pass and two
+ * agree).  Side 0 is the side of the connection's first message. */
+typedef struct {
+    address addr[2];
+    guint32 port[2];
+    gboolean seen[2];
+    guint32 frame[2];
+    guint64 max[2];
+} fisco3_conv_t;
 
 static int * const ext_fields[] = {
     &hf_ext_response, &hf_ext_consensus, &hf_ext_observer, &hf_ext_free, &hf_ext_compress,
@@ -315,13 +342,11 @@ tars_head(tvbuff_t *tvb, guint *off, guint end, guint *tag, guint *type)
     return TRUE;
 }
 
-/* A tars integer (any width, or the zero tag) after its head. */
+/* A tars integer's value (any width, or the zero tag) whose head, of `type`, was read. */
 static gboolean
-tars_int(tvbuff_t *tvb, guint *off, guint end, guint64 *v)
+tars_int_value(tvbuff_t *tvb, guint *off, guint end, guint type, guint64 *v)
 {
-    guint tag, type, n;
-    if (!tars_head(tvb, off, end, &tag, &type))
-        return FALSE;
+    guint n;
     switch (type) {
     case 0: n = 1; break;
     case 1: n = 2; break;
@@ -336,6 +361,14 @@ tars_int(tvbuff_t *tvb, guint *off, guint end, guint64 *v)
          n == 4 ? (guint64)(gint32)tvb_get_ntohl(tvb, *off) : tvb_get_ntoh64(tvb, *off);
     *off += n;
     return TRUE;
+}
+
+/* A tars integer, its head then its value. */
+static gboolean
+tars_int(tvbuff_t *tvb, guint *off, guint end, guint64 *v)
+{
+    guint tag, type;
+    return tars_head(tvb, off, end, &tag, &type) && tars_int_value(tvb, off, end, type, v);
 }
 
 /* Skip a tars value of `type` whose head was read. */
@@ -412,6 +445,78 @@ tars_block_tx_count(tvbuff_t *tvb, guint off, guint end)
     return 0;
 }
 
+/* The handshake's payload, a tars ProtocolInfo written field by field (ProtocolInfoCodecImpl::
+ * encode: moduleID 1, minVersion 2, maxVersion 3, no struct head): its maxVersion into *max;
+ * FALSE (and an expert item) when it does not parse. */
+static gboolean
+dissect_protocol_info(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *ti, guint64 *max)
+{
+    static int * const hfs[] = { NULL, &hf_hs_module, &hf_hs_min, &hf_hs_max };
+    guint off = 0, end = tvb_captured_length(tvb), tag, type, found = 0;
+    guint64 v, vals[4] = { 0 };
+
+    while (off < end) {
+        guint start = off;
+        if (!tars_head(tvb, &off, end, &tag, &type))
+            break;
+        if (tag >= 1 && tag <= 3) {
+            if (!tars_int_value(tvb, &off, end, type, &v))
+                break;
+            proto_tree_add_uint64(tree, *hfs[tag], tvb, start, off - start, v);
+            vals[tag] = v;
+            found |= 1u << tag;
+        } else if (!tars_skip(tvb, &off, end, type, 0)) {
+            break;
+        }
+    }
+    if (off < end || found != 0xe) {
+        expert_add_info(pinfo, ti, &ei_handshake);
+        return FALSE;
+    }
+    *max = vals[3];
+    return TRUE;
+}
+
+static fisco3_conv_t *
+fisco3_get_conv(packet_info *pinfo, guint *side)
+{
+    conversation_t *conv = find_or_create_conversation(pinfo);
+    fisco3_conv_t *fc = (fisco3_conv_t *)conversation_get_proto_data(conv, proto_fisco3);
+    if (!fc) {
+        fc = wmem_new0(wmem_file_scope(), fisco3_conv_t);
+        copy_address_wmem(wmem_file_scope(), &fc->addr[0], &pinfo->src);
+        fc->port[0] = pinfo->srcport;
+        copy_address_wmem(wmem_file_scope(), &fc->addr[1], &pinfo->dst);
+        fc->port[1] = pinfo->destport;
+        conversation_add_proto_data(conv, proto_fisco3, fc);
+    }
+    *side = (addresses_equal(&fc->addr[0], &pinfo->src) && fc->port[0] == pinfo->srcport) ? 0 : 1;
+    return fc;
+}
+
+/* The version the connection negotiated before this frame (Service::onReceiveProtocol: the
+ * lower of the two maxVersions), or -1 when its handshakes are not both in the capture before it. */
+static gint
+negotiated_version(const fisco3_conv_t *fc, packet_info *pinfo)
+{
+    if (!fc->seen[0] || !fc->seen[1] || fc->frame[0] >= pinfo->num || fc->frame[1] >= pinfo->num)
+        return -1;
+    return (gint)MIN(fc->max[0], fc->max[1]);
+}
+
+/* A P2P node ID of the V1 fields, raw (the public key as hex text) when longer than
+ * HASH_NODEID_MAX_SIZE, else short (ServiceV2.cpp isRawP2pID).  The length decides, not the
+ * version: resetP2pID sends raw IDs below V3 and short ones from V3, but falls back to the
+ * other form when it does not know the peer's. */
+static gboolean
+add_p2p_id(proto_tree *tree, packet_info *pinfo, proto_item *ti, gboolean src, tvbuff_t *tvb, guint *off,
+           guint end)
+{
+    gboolean raw = *off + 2 <= end && tvb_get_ntohs(tvb, *off) > FISCO3_HASH_NODEID_MAX;
+    int hf = raw ? (src ? hf_src_p2p : hf_dst_p2p) : (src ? hf_src_p2p_short : hf_dst_p2p_short);
+    return add_len16(tree, pinfo, ti, hf, tvb, off, end, raw ? ENC_ASCII : ENC_NA, NULL);
+}
+
 /* TxsSync and BlockSync payloads: the packet type's name into *type_name and the transactions
  * a TxsPacket or TxsResponsePacket carries into *batch. */
 static void
@@ -481,6 +586,9 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     const char *msg_type, *packet_name = NULL;
     p2pc_record_t rec;
     guint avail = tvb_captured_length(tvb);
+    guint side;
+    fisco3_conv_t *fc = fisco3_get_conv(pinfo, &side);
+    gint negotiated = negotiated_version(fc, pinfo);
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "FISCO3");
     ti = proto_tree_add_item(tree, proto_fisco3, tvb, 0, -1, ENC_NA);
@@ -503,23 +611,36 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     proto_tree_add_item(ht, hf_packet_type, tvb, 6, 2, ENC_BIG_ENDIAN);
     proto_tree_add_item(ht, hf_seq, tvb, 8, 4, ENC_BIG_ENDIAN);
     proto_tree_add_bitmask(ht, tvb, 12, hf_ext, ett_ext, ext_fields, ENC_BIG_ENDIAN);
+    if (negotiated >= 0)
+        proto_item_set_generated(proto_tree_add_uint(ht, hf_negotiated, tvb, 4, 2, (guint32)negotiated));
 
     if (version >= 1) {
+        if (negotiated < 0)
+            expert_add_info(pinfo, ti, &ei_not_negotiated);
+        else if (version != negotiated)
+            expert_add_info_format(pinfo, ti, &ei_version, "Version V%u on a session negotiated at V%d: FISCO "
+                                   "sends only V0 and the negotiated version", version, negotiated);
+        /* The ttl is inside the message: a Length of 14 leaves no room for it. */
+        if (off + 2 > length) {
+            expert_add_info(pinfo, ti, &ei_header);
+            p2pc_record_undecoded(tvb, 0, length, pinfo, tree, "fisco3", length);
+            return avail;
+        }
         proto_tree_add_item(ht, hf_ttl, tvb, off, 2, ENC_BIG_ENDIAN);
         off += 2;
-        /* V1 and V2 carry the gateways' IDs as hex text, V3 as short binary IDs. */
-        gboolean short_ids = version >= 3;
-        if (off > length ||
-            !add_len16(ht, pinfo, ti, short_ids ? hf_src_p2p_short : hf_src_p2p, tvb, &off, length,
-                       short_ids ? ENC_NA : ENC_ASCII, NULL) ||
-            !add_len16(ht, pinfo, ti, short_ids ? hf_dst_p2p_short : hf_dst_p2p, tvb, &off, length,
-                       short_ids ? ENC_NA : ENC_ASCII, NULL))
+        /* A message whose fields run past its Length is framed all the same: counted, not lost. */
+        if (!add_p2p_id(ht, pinfo, ti, TRUE, tvb, &off, length) ||
+            !add_p2p_id(ht, pinfo, ti, FALSE, tvb, &off, length)) {
+            p2pc_record_undecoded(tvb, 0, length, pinfo, tree, "fisco3", length);
             return avail;
+        }
     }
     if (type == GW_P2P || type == GW_BROADCAST) {
         module = dissect_options(tvb, pinfo, ft, ti, &off, length);
-        if (module < 0)
+        if (module < 0) {
+            p2pc_record_undecoded(tvb, 0, length, pinfo, tree, "fisco3", length);
             return avail;
+        }
         if (!try_val_to_str((guint32)module, module_vals))
             expert_add_info_format(pinfo, ti, &ei_unknown_module, "Unknown module %d", module);
     }
@@ -560,6 +681,14 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         raw = payload;
     }
     rec.raw_tvb = raw;
+    if (raw && type == GW_HANDSHAKE) {
+        guint64 max;
+        if (dissect_protocol_info(raw, pinfo, ft, ti, &max) && !PINFO_FD_VISITED(pinfo) && !fc->seen[side]) {
+            fc->seen[side] = TRUE;
+            fc->frame[side] = pinfo->num;
+            fc->max[side] = max;
+        }
+    }
     if (raw && module >= 0) {
         tvbuff_t *mp = dissect_front(raw, pinfo, ft, ti, module);
         if (mp)
@@ -660,6 +789,14 @@ proto_register_fisco3(void)
             "BlockSyncMessage number", HFILL } },
         { &hf_blocks, { "Blocks", "fisco3.blocksync.blocks", FT_UINT64, BASE_DEC, NULL, 0x0,
             "blocksData entries", HFILL } },
+        { &hf_hs_module, { "Protocol module ID", "fisco3.handshake.module", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "ProtocolInfo moduleID (1: GatewayService)", HFILL } },
+        { &hf_hs_min, { "Min version", "fisco3.handshake.min_version", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "ProtocolInfo minVersion: the lowest protocol version the sender speaks", HFILL } },
+        { &hf_hs_max, { "Max version", "fisco3.handshake.max_version", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "ProtocolInfo maxVersion: the highest protocol version the sender speaks", HFILL } },
+        { &hf_negotiated, { "Negotiated version", "fisco3.negotiated_version", FT_UINT16, BASE_DEC,
+            VALS(version_vals), 0x0, "The lower of the two handshakes' maxVersions", HFILL } },
     };
     static gint *ett[] = { &ett_fisco3, &ett_header, &ett_ext, &ett_options, &ett_front, &ett_module };
     static ei_register_info ei[] = {
@@ -678,6 +815,12 @@ proto_register_fisco3(void)
         { &ei_unknown_module, { "fisco3.module.unknown", PI_PROTOCOL, PI_WARN, "Unknown module", EXPFILL } },
         { &ei_module_payload, { "fisco3.module.payload", PI_MALFORMED, PI_ERROR,
             "TxsSync/BlockSync payload (protobuf, tars block) does not parse", EXPFILL } },
+        { &ei_handshake, { "fisco3.handshake.bad", PI_MALFORMED, PI_ERROR,
+            "Handshake payload is no tars ProtocolInfo", EXPFILL } },
+        { &ei_not_negotiated, { "fisco3.version.not_negotiated", PI_SEQUENCE, PI_NOTE,
+            "No negotiation seen (both handshakes before this frame): P2P IDs told apart by their length", EXPFILL } },
+        { &ei_version, { "fisco3.version.unexpected", PI_PROTOCOL, PI_WARN,
+            "Version neither V0 nor the negotiated one", EXPFILL } },
     };
     expert_module_t *expert;
 
