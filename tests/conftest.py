@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from p2pc.wsenv import Wireshark, built_plugin
-
 REPO = Path(__file__).resolve().parents[1]
+# This checkout's analyzer, whatever another checkout installed (pip install -e) for the user.
+sys.path.insert(0, str(REPO / "analyzer"))
+
+from p2pc.wsenv import Wireshark, built_plugin  # noqa: E402
 
 
 def run_p2pc(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:

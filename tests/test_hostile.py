@@ -540,3 +540,17 @@ def test_nothing_p2pc_writes_is_readable_by_another_user_and_a_killed_runs_files
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(tools, ignore_errors=True)
+
+
+def test_libp2p_layers_nest_only_as_deep_as_p2pc_decodes(tshark):
+    """yamux inside yamux, 2,000 deep: p2pc stops at its own bound (libp2p.depth), before
+    Wireshark's depth check calls it a dissector bug, and counts the deeper bytes as undecoded."""
+    cap = REPRO / "nest-yamux-2000.pcap.gz"
+    res = subprocess.run(tshark.ws.command("tshark", ["-n", "-q", "-r", tshark.ws.readable(cap), "-z", "p2pc,records"]),
+                         capture_output=True, text=True, env=dict(os.environ, WIRESHARK_ABORT_ON_DISSECTOR_BUG="1"))
+    assert res.returncode == 0 and "Dissector bug" not in res.stderr, res.stderr
+    rows = tshark.fields(cap, ["frame.number"], dfilter="libp2p.depth")
+    assert len(rows) == 1
+    undecoded = [l.split("\t") for l in res.stdout.splitlines() if l.startswith("M\t") and "\tundecoded\t" in l]
+    payload = sum(int(n) for r in tshark.fields(cap, ["tcp.len"], dfilter="tcp.len > 0") for n in r[0].split("|"))
+    assert len(undecoded) == 1 and 0.9 * payload < int(undecoded[0][11]) < payload

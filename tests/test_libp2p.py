@@ -380,3 +380,22 @@ def test_the_syn_says_who_dialed_even_from_the_listening_port(tshark, tmp_path, 
                        ("b", ms("/yamux/1.0.0"))], syn="a", ports=ports)
     rows = tshark.fields(path, ["frame.number"], dfilter="libp2p.role.conflict")
     assert [r[0] for r in rows] == ["6"]
+
+
+def test_non_canonical_varints_are_flagged_and_decoded(tshark, tmp_path):
+    """A multistream length and an eth2 SSZ length each sent in two bytes where one does (the
+    top byte 0x00): each is flagged (p2pc.spec.varint) and the messages decode all the same."""
+    import snappy
+    body = struct.pack("<Q", 7)
+    req = bytes([len(body) | 0x80, 0x00]) + snappy.StreamCompressor().add_chunk(body)
+    proposal = b"/yamux/1.0.0\n"
+    path = tmp_path / "varint.pcap"
+    tcp_capture(path, [
+        ("a", ms("/multistream/1.0.0") + bytes([len(proposal) | 0x80, 0x00]) + proposal),
+        ("b", ms("/multistream/1.0.0") + ms("/yamux/1.0.0")),
+        ("a", yamux(1, 1, ms("/multistream/1.0.0") + ms(PING) + req)),
+    ], syn="a")
+    rows = tshark.fields(path, ["frame.number", "_ws.expert.message"], dfilter="p2pc.spec.varint")
+    assert [r[0] for r in rows] == ["4", "6"]
+    recs = [r for r in tshark.records(path) if r["proto"] == "eth2"]
+    assert [(r["msg_type"], r["raw_len"]) for r in recs] == [("ping/1 request", "8")]

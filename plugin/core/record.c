@@ -9,6 +9,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "core/spec.h"
 #include "core/record.h"
 #include "core/holes.h"
 #include "core/prefs.h"
@@ -315,6 +316,7 @@ proto_register_p2pc(void)
     p2pc_retrans_register(proto_p2pc, p2pc_prefs_register(proto_p2pc));
     p2pc_segment_register(proto_p2pc);
     p2pc_holes_register(proto_p2pc);
+    p2pc_spec_register(proto_p2pc);
 }
 
 void

@@ -21,6 +21,7 @@
 #include "core/p2pc-compat.h"
 #include "core/codecs.h"
 #include "core/prefs.h"
+#include "core/spec.h"
 #include "libp2p/engine.h"
 #include "core/record.h"
 
@@ -360,7 +361,7 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
     if (len <= off || !(used = tvb_get_varint(tvb, off, MIN(FT_VARINT_MAX_LEN, len - off), &ssz_len,
                                                ENC_VARINT_PROTOBUF)))
         goto record;
-    proto_tree_add_uint64(t, hf_eth2_ssz_length, tvb, off, used, ssz_len);
+    p2pc_spec_varint(tvb, off, used, pinfo, proto_tree_add_uint64(t, hf_eth2_ssz_length, tvb, off, used, ssz_len));
     off += used;
     li = proto_tree_get_parent(t);
     if (ssz_len > ETH2_MAX_PAYLOAD) {

@@ -116,6 +116,7 @@ l2p_pipe_new(dissector_handle_t handle, int dir)
 }
 
 static expert_field ei_role_unknown = EI_INIT;
+static expert_field ei_depth = EI_INIT;
 static expert_field ei_role_conflict = EI_INIT;
 
 /* Per frame (file scope): what l2p_draw_roles() shows. */
@@ -164,6 +165,30 @@ l2p_draw_roles(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
         proto_tree_add_expert(tree, pinfo, &ei_role_conflict, tvb, 0, 0);
 }
 
+l2p_pipe_t *
+l2p_pipe_inside(dissector_handle_t handle, int dir, const l2p_pipe_t *below)
+{
+    l2p_pipe_t *p = l2p_pipe_new(handle, dir);
+    p->depth = below->depth + 1;
+    p->undecodable = p->depth > L2P_MAX_DEPTH;
+    return p;
+}
+
+l2p_pipe_t **
+l2p_stream_pair_new(const l2p_pipe_t *conn, const char *muxer, guint64 id)
+{
+    l2p_pipe_t **pair = wmem_alloc_array(wmem_file_scope(), l2p_pipe_t *, 2);
+    for (int d = 0; d < 2; d++) {
+        pair[d] = l2p_pipe_inside(l2p_multistream_handle(), d, conn);
+        pair[d]->muxer = muxer;
+        pair[d]->stream_id = id;
+        pair[d]->role = L2P_ROLE_MUXER;     /* the muxer says who opened the stream */
+    }
+    pair[0]->peer = pair[1];
+    pair[1]->peer = pair[0];
+    return pair;
+}
+
 void
 l2p_pipe_gap(l2p_pipe_t *pipe, guint64 missing)
 {
@@ -204,6 +229,7 @@ l2p_handoff(l2p_pipe_t *pipe, const char *protocol, dissector_handle_t handle)
 {
     l2p_pipe_t *n = l2p_pipe_new(handle ? handle : l2p_handle_for(protocol), pipe->dir);
     n->role = pipe->role;
+    n->depth = pipe->depth;
     n->protocol = wmem_strdup(wmem_file_scope(), protocol);
     n->muxer = pipe->muxer;
     n->stream_id = pipe->stream_id;
@@ -381,8 +407,12 @@ run_item(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, 
     case IT_UNDECODED: {
         proto_item *ti = proto_tree_add_item(tree, hf_undecoded, t, 0, -1, ENC_NA);
         p2pc_record_t rec;
-        expert_add_info_format(pinfo, ti, &ei_undecoded, "%u bytes p2pc cannot frame%s%s", it->len,
-                               *pipe->protocol ? " on " : "", pipe->protocol);
+        if (pipe->depth > L2P_MAX_DEPTH)
+            expert_add_info_format(pinfo, ti, &ei_depth, "%u bytes of a layer nested %u deep (p2pc "
+                                   "decodes %u): counted as undecoded", it->len, pipe->depth, L2P_MAX_DEPTH);
+        else
+            expert_add_info_format(pinfo, ti, &ei_undecoded, "%u bytes p2pc cannot frame%s%s", it->len,
+                                   *pipe->protocol ? " on " : "", pipe->protocol);
         /* Counted, not lost: the bytes get a record of their own. */
         p2pc_record_init(&rec, "libp2p", "undecoded");
         rec.wire_len = rec.payload_len = rec.raw_len = it->len;
@@ -622,6 +652,9 @@ l2p_register_engine(int proto)
     };
     static ei_register_info ei[] = {
         { &ei_undecoded, { "multistream.undecoded.expert", PI_MALFORMED, PI_WARN, "Bytes p2pc cannot frame", EXPFILL } },
+        { &ei_depth, { "libp2p.depth", PI_MALFORMED, PI_WARN,
+            "libp2p layers nest deeper than p2pc decodes (L2P_MAX_DEPTH, a muxer inside a muxed "
+            "stream and so on): the deeper layer's bytes are counted as undecoded", EXPFILL } },
         { &ei_role_unknown, { "libp2p.role.unknown", PI_ASSUMPTION, PI_WARN,
             "Which side dialed is not in the capture (no TCP SYN, multistream-select proposal, "
             "Noise initiator, TLS ClientHello or yamux stream opening): this stream's direction "

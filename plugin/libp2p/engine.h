@@ -49,6 +49,10 @@ gboolean l2p_pb_next(tvbuff_t *tvb, int *off, int end, l2p_pb_field_t *field);
 #define L2P_MULTISTREAM_HEADER "/multistream/1.0.0"
 #define L2P_MAX_PDU (16 * 1024 * 1024)
 #define L2P_PIPE_BUDGET (2 * L2P_MAX_PDU)  /* bytes a pipe may hold waiting for one PDU */
+/* Layers carried inside others (muxed streams, decrypted or decompressed streams) a connection
+ * may stack: a relayed connection (circuit relay v2) inside a muxed stream is 3 or 4.  Past it
+ * the bytes are counted as undecoded, before Wireshark's own depth check stops the dissection. */
+#define L2P_MAX_DEPTH 8
 
 typedef struct l2p_pipe l2p_pipe_t;
 
@@ -57,7 +61,8 @@ typedef struct l2p_pipe l2p_pipe_t;
  * whose bytes reach the wire first is a race. */
 typedef enum {
     L2P_ROLE_GUESSED,   /* no fact yet: the first side to send bytes stands in for the dialer */
-    L2P_ROLE_MUXER,     /* yamux: the side opening odd stream ids is the client (the dialer) */
+    L2P_ROLE_MUXER,     /* the muxer: a muxed stream's opener; yamux's client (the dialer) opens
+                           odd stream ids */
     L2P_ROLE_PROPOSAL,  /* the side that proposed in multistream-select (the other echoes) */
     L2P_ROLE_SECURITY,  /* the Noise initiator (message 1 is e alone), the TLS client */
     L2P_ROLE_SYN,       /* the side that sent the TCP SYN */
@@ -70,6 +75,7 @@ struct l2p_pipe {
     guint32 id;                 /* unique in the capture: the per-frame cache key */
     int dir;                    /* 0: dialer -> listener (connection) or opener -> other (stream) */
     l2p_role_t role;            /* a connection pipe: how dir was learnt (l2p_learn_role()) */
+    guint depth;                /* layers it is carried inside (l2p_pipe_inside()) */
     l2p_pipe_t *peer;           /* the other direction at the same layer, if known */
     dissector_handle_t handle;  /* the dissector this pipe's bytes go to */
     const char *protocol;       /* the protocol ID these bytes carry ("" while negotiating) */
@@ -138,6 +144,14 @@ l2p_pipe_t *l2p_handoff(l2p_pipe_t *pipe, const char *protocol, dissector_handle
 
 /* A new pipe (file scope). */
 l2p_pipe_t *l2p_pipe_new(dissector_handle_t handle, int dir);
+
+/* A new pipe carried inside `below`'s bytes (a decrypted or decompressed stream): one layer
+ * deeper.  Past L2P_MAX_DEPTH its bytes are undecoded, with the expert item libp2p.depth. */
+l2p_pipe_t *l2p_pipe_inside(dissector_handle_t handle, int dir, const l2p_pipe_t *below);
+
+/* A muxed stream's two directions inside the connection pipe `conn`, linked to each other
+ * ([0]: opener -> other), starting in multistream-select (file scope). */
+l2p_pipe_t **l2p_stream_pair_new(const l2p_pipe_t *conn, const char *muxer, guint64 id);
 
 /* A fact (`how`) shows whether `pipe`'s sender is the dialer: dir of the pipe and of its peer
  * follow it when no stronger fact was learnt before.  A fact that contradicts one as strong or

@@ -342,7 +342,7 @@ split(noise_conn_t *c, l2p_pipe_t *pipe)
         int role = c->role_of_dir[dir];     /* both sides have spoken by message 3 */
         /* The layers above take the initiator as the dialer (yamux: its stream ids are odd),
          * whoever sent the connection's first bytes. */
-        c->inner[role] = l2p_pipe_new(h, role);
+        c->inner[role] = l2p_pipe_inside(h, role, pipe);
         c->inner[role]->role = L2P_ROLE_SECURITY;
         c->inner[role]->protocol = c->early_muxer ? c->early_muxer : "";
         c->inner[role]->muxer = pipe->muxer;

@@ -12,6 +12,7 @@
 #include "core/p2pc-compat.h"
 #include "core/base58.h"
 #include "core/record.h"
+#include "core/spec.h"
 #include "libp2p/engine.h"
 
 #include <epan/expert.h>
@@ -47,7 +48,7 @@ draw_plaintext(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
     used = tvb_get_varint(tvb, 0, MIN(FT_VARINT_MAX_LEN, len), &n, ENC_VARINT_PROTOBUF);
     if (!used)
         return ti;
-    proto_tree_add_uint64(t, hf_pt_length, tvb, 0, used, n);
+    p2pc_spec_varint(tvb, 0, used, pinfo, proto_tree_add_uint64(t, hf_pt_length, tvb, 0, used, n));
     off = (int)used;
     while (l2p_pb_next(tvb, &off, len, &f)) {
         if (f.number == 1 && f.wire_type == 2) {

@@ -226,7 +226,7 @@ dissect_alpn(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, size_t i)
     pipe->state = c;
     if (!c->inner[pipe->dir] && !PINFO_FD_VISITED(pinfo)) {
         for (int dir = 0; dir < 2; dir++) {
-            c->inner[dir] = l2p_pipe_new(h, dir);
+            c->inner[dir] = l2p_pipe_inside(h, dir, pipe);
             c->inner[dir]->protocol = protocol;
         }
         c->inner[0]->peer = c->inner[1];

@@ -14,6 +14,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/p2pc-compat.h"
+#include "core/spec.h"
 #include "libp2p/engine.h"
 
 void proto_register_mplex(void);
@@ -76,14 +77,7 @@ stream_pair(l2p_pipe_t *conn, mplex_conn_t *mc, guint64 id, gboolean opener_is_d
     if (!pair && create) {
         guint64 *k = wmem_new(wmem_file_scope(), guint64);
         *k = key;
-        pair = wmem_alloc_array(wmem_file_scope(), l2p_pipe_t *, 2);
-        for (int d = 0; d < 2; d++) {
-            pair[d] = l2p_pipe_new(l2p_multistream_handle(), d);
-            pair[d]->muxer = "mplex";
-            pair[d]->stream_id = id;
-        }
-        pair[0]->peer = pair[1];
-        pair[1]->peer = pair[0];
+        pair = l2p_stream_pair_new(conn, "mplex", id);
         wmem_map_insert(mc->streams, k, pair);
     }
     return pair;
@@ -170,9 +164,9 @@ draw_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 
     if (!read_header(tvb, &hdr, &dlen, &u1, &u2))
         return;
-    proto_tree_add_uint64(t, hf_mplex_stream, tvb, 0, u1, hdr >> 3);
+    p2pc_spec_varint(tvb, 0, u1, pinfo, proto_tree_add_uint64(t, hf_mplex_stream, tvb, 0, u1, hdr >> 3));
     proto_tree_add_uint(t, hf_mplex_flag, tvb, 0, u1, (guint32)(hdr & 7));
-    proto_tree_add_uint64(t, hf_mplex_length, tvb, u1, u2, dlen);
+    p2pc_spec_varint(tvb, u1, u2, pinfo, proto_tree_add_uint64(t, hf_mplex_length, tvb, u1, u2, dlen));
     if (dlen)
         proto_tree_add_item(t, hf_mplex_data, tvb, u1 + u2, -1, ENC_NA);
     proto_item_append_text(ti, ": %s, stream %" G_GUINT64_FORMAT,

@@ -21,6 +21,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/p2pc-compat.h"
+#include "core/spec.h"
 #include "libp2p/engine.h"
 
 #include <epan/decode_as.h>
@@ -149,7 +150,7 @@ draw_ms(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, gboolean in_stream,
         *text_out = text;
     if (!text)
         return ti;
-    proto_tree_add_uint64(t, hf_ms_length, tvb, 0, used, n);
+    p2pc_spec_varint(tvb, 0, used, pinfo, proto_tree_add_uint64(t, hf_ms_length, tvb, 0, used, n));
     proto_tree_add_string(t, hf_ms_message, tvb, used, (gint)n, text);
     if (in_stream)
         proto_item_set_generated(proto_tree_add_uint64(t, hf_ms_stream, tvb, 0, 0, stream_id));

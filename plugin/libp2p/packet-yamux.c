@@ -91,14 +91,7 @@ stream_pipe(l2p_pipe_t *conn, yamux_conn_t *yc, guint32 id, gboolean from_dialer
     if (!pair) {
         if (!create)
             return NULL;
-        pair = wmem_alloc_array(wmem_file_scope(), l2p_pipe_t *, 2);
-        for (int d = 0; d < 2; d++) {
-            pair[d] = l2p_pipe_new(l2p_multistream_handle(), d);
-            pair[d]->muxer = "yamux";
-            pair[d]->stream_id = id;
-        }
-        pair[0]->peer = pair[1];
-        pair[1]->peer = pair[0];
+        pair = l2p_stream_pair_new(conn, "yamux", id);
         wmem_map_insert(yc->streams, GUINT_TO_POINTER(id), pair);
     }
     return pair[from_dialer == opener_is_dialer ? 0 : 1];
