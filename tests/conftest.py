@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +30,21 @@ def p2pc_report(*args: str) -> dict:
 
 CAPTURES = REPO / "captures"
 DATA = CAPTURES / "data"
+
+
+def tcp_pcap(path, payloads: list[bytes], dport: int) -> None:
+    """A pcap of one TCP direction, 192.0.2.1:40000 to 192.0.2.2:dport, one payload per segment
+    (no handshake: the protocols' heuristics and ports pick it up)."""
+    out = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+    seq = 1
+    for i, data in enumerate(payloads):
+        tcp = struct.pack(">HHIIBBHHH", 40000, dport, seq, 1, 5 << 4, 0x18, 65535, 0, 0)
+        ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + len(data), i + 1, 0, 64, 6, 0,
+                         bytes([192, 0, 2, 1]), bytes([192, 0, 2, 2]))
+        frame = b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp + data
+        out += struct.pack("<IIII", 1 + i, 0, len(frame), len(frame)) + frame
+        seq += len(data)
+    path.write_bytes(out)
 
 
 class Tshark:
