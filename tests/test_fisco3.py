@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 
+import struct
+
 import pytest
 
-from conftest import CAPTURES, p2pc_report
+from conftest import CAPTURES, p2pc_report, tcp_pcap
 
 CAPS = ["fisco3-on", "fisco3-off"]
 RECORD_FIELDS = ("msg_type", "codec", "wire_len", "header_len", "payload_len", "raw_len", "batch_count")
@@ -105,3 +107,13 @@ def test_corrupted_bytes_never_break_tshark(tshark, tmp_path):
         res = tshark.run(["-n", "-r", tshark.ws.readable(out), "-V", "-o", "tcp.check_checksum:FALSE"], check=False)
         assert res.returncode == 0, res.stderr[-2000:]
         assert "Dissector bug" not in res.stdout + res.stderr
+
+
+def test_a_packet_type_fisco_does_not_define_is_counted_as_unknown(tshark, tmp_path):
+    """Heartbeat is its own msg_type; packet type 0x77 is `unknown` (it was Type119, one label
+    per number a peer sends), with the note, its number in fisco3.packet_type."""
+    cap = tmp_path / "fisco3-types.pcap"
+    msg = lambda ptype: struct.pack(">IHHIH", 14, 0, ptype, 2, 0)  # noqa: E731
+    tcp_pcap(cap, [msg(1), msg(0x77)], 30300)
+    assert [r["msg_type"] for r in tshark.records(cap)] == ["Heartbeat", "unknown"]
+    assert "Packet type 119 is not a message type of the protocol: counted as unknown" in tshark.expert(cap)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import struct
+
 import pytest
 
 from conftest import CAPTURES
@@ -280,3 +282,22 @@ def test_plaintext_peer_ids_print_in_base58(tshark, name):
         want = base58btc(peer_id(ed25519_public(t["seeds"][side])))
         assert want.startswith("12D3KooW")
         assert got[addr] == want
+
+
+def test_a_protocol_id_nobody_named_is_counted_as_unknown(tshark, tmp_path):
+    """identify is libp2p's own protocol: its msg_type is its ID. The same streams under an ID
+    nobody defines (rewritten in place) are `unknown`, with the note, the ID as negotiated in
+    libp2p_app.protocol; named by the user (multistream.protocol_map), it is its own again."""
+    src = CAPTURES / "eth2" / "eth2-yamux.pcapng"
+    made_up = tmp_path / "eth2-made-up-id.pcapng"
+    made_up.write_bytes(src.read_bytes().replace(b"/ipfs/id/1.0.0", b"/made/up/1.0.0"))
+    libp2p = lambda c, extra=None: [r["msg_type"] for r in tshark.records(c, extra=extra)  # noqa: E731
+                                    if r["proto"] == "libp2p"]
+    assert libp2p(src) == ["/ipfs/id/1.0.0"] * 2
+    assert libp2p(made_up) == ["unknown"] * 2
+    assert [r[0] for r in tshark.fields(made_up, ["libp2p_app.protocol"], dfilter="libp2p_app")] == \
+        ["/made/up/1.0.0"] * 2
+    assert tshark.expert(made_up).count(
+        '"/made/up/1.0.0" is not a message type of the protocol: counted as unknown') == 2
+    named = ["-o", "multistream.protocol_map:/made/up/1.0.0=libp2p_app"]
+    assert libp2p(made_up, named) == ["/made/up/1.0.0"] * 2
