@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 
 from btcdata import block_hash, block_txs
-from conftest import CAPTURES, DATA
+from conftest import CAPTURES, DATA, tcp_pcap
 
 BTC = CAPTURES / "bitcoin"
 ALL = sorted(p.name for p in BTC.glob("*.pcapng"))
@@ -303,3 +303,14 @@ def test_a_stream_joined_mid_message_resumes_at_the_next_header(tshark, tmp_path
     assert not got - want
     directions = {(r["src"], r["srcport"]) for r in whole}
     assert sum(got.values()) >= sum(want.values()) - len(directions)
+
+
+def test_a_command_not_bitcoins_is_counted_as_unknown(tshark, tmp_path):
+    """A command of Bitcoin's is its own msg_type; one a peer made up is `unknown`, with the
+    note, and stays in bitcoin.command as sent."""
+    cap = tmp_path / "btc-commands.pcap"
+    msg = lambda cmd: struct.pack("<I12sI", 0xD9B4BEF9, cmd, 0) + bytes.fromhex("5df6e0e2")  # noqa: E731
+    tcp_pcap(cap, [("a", msg(c)) for c in (b"verack", b"sendtxrcncl", b"cblocks")], (40000, 8333))
+    assert [r["msg_type"] for r in tshark.records(cap)] == ["verack", "sendtxrcncl", "unknown"]
+    assert [r[0] for r in tshark.fields(cap, ["bitcoin.command"])] == ["verack", "sendtxrcncl", "cblocks"]
+    assert tshark.expert(cap) == ['"cblocks" is not a message type of the protocol: counted as unknown']

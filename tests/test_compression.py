@@ -19,6 +19,9 @@ NAMES = ["comp-gzip", "comp-cbrotli", "comp-none", "comp-fallback"]
 COMPRESSED = ["comp-gzip", "comp-cbrotli"]
 FILE = "/p2pc/file/1.0.0"
 ECHO = "/echo/1.0.0"
+# The captures' application protocols are the generator's, no ID libp2p defines: named here as a
+# user names theirs, so that their records carry their IDs rather than "unknown".
+NAMED = ["-o", f"multistream.protocol_map:{FILE}=libp2p_app,{ECHO}=libp2p_app"]
 
 
 def truth(name: str) -> dict:
@@ -41,8 +44,8 @@ def assert_undecoded_from(tshark, capture, recs, sender: str, first: int) -> Non
 
 def app_bytes(tshark, name: str) -> dict[tuple[str, str], bytes]:
     """Decoded application bytes per (sender address, protocol ID), in capture order."""
-    recs = [r for r in tshark.records(cap(name)) if r["msg_type"] != "undecoded"]   # no payload
-    pays = tshark.payloads(cap(name))
+    recs = [r for r in tshark.records(cap(name), extra=NAMED) if r["msg_type"] != "undecoded"]   # no payload
+    pays = tshark.payloads(cap(name), extra=NAMED)
     assert len(recs) == len(pays)
     out: dict[tuple[str, str], bytes] = defaultdict(bytes)
     for (frame, mtype, raw), r in zip(pays, recs):
@@ -86,7 +89,7 @@ def layers(tshark, name: str):
                 msgs[src].append(x)
     streams = sorted({int(s) for r in rows for s in r[2].split("|") if s})
     raw = Counter()
-    for r in tshark.records(cap(name)):
+    for r in tshark.records(cap(name), extra=NAMED):
         if r["msg_type"] != "undecoded":    # compressed bytes after the last message
             raw[(r["src"], r["msg_type"])] += int(r["raw_len"])
     return dict(msgs), streams, raw
@@ -108,7 +111,7 @@ def test_inner_layers_decode_as_in_the_uncompressed_twin(tshark, name):
 @pytest.mark.parametrize("name", COMPRESSED)
 def test_records_carry_the_stream_codec_and_add_up_to_the_wire(tshark, name):
     t = truth(name)
-    recs = tshark.records(cap(name))
+    recs = tshark.records(cap(name), extra=NAMED)
     assert recs and {r["codec"] for r in recs} == {t["codec"]}
     rows = tshark.fields(cap(name), ["frame.number", "ip.src", "libp2p_compression.in",
                                      "libp2p_compression.in_total"], dfilter="libp2p_compression.in")
@@ -150,7 +153,7 @@ def test_one_pass_equals_two_pass(tshark, name):
     two = tshark.fields(cap(name), fields, dfilter="multistream || libp2p_compression || libp2p_app",
                         two_pass=True)
     assert one and one == two
-    assert tshark.records(cap(name)) == tshark.records(cap(name), two_pass=True)
+    assert tshark.records(cap(name), extra=NAMED) == tshark.records(cap(name), two_pass=True, extra=NAMED)
 
 
 def skipped_to_sync_flush(tshark, capture, sender: str) -> int:
@@ -200,11 +203,11 @@ def test_gap_resumes_at_a_sync_flush_point_and_is_counted(tshark):
     assert len(resync) == 1
     assert f"gzip-stream resynchronised at a sync-flush point after {skipped} compressed bytes skipped" in resync[0][0]
     assert not tshark.fields(c, ["frame.number"], dfilter="libp2p_compression.failed")
-    recs = tshark.records(c)
+    recs = tshark.records(c, extra=NAMED)
     assert {r["msg_type"] for r in recs if r["src"] == a and int(r["frame"]) >= after} == {"undecoded"}
     # Counted: A's records add up to those of the whole capture less the removed segment.
     removed = int(tshark.fields(cap("comp-gzip"), ["tcp.len"], dfilter=f"frame.number == {gap['removed_frame']}")[0][0])
-    whole = tshark.records(cap("comp-gzip"))
+    whole = tshark.records(cap("comp-gzip"), extra=NAMED)
     assert sum(int(r["wire_len"]) for r in recs if r["src"] == a) == \
         sum(int(r["wire_len"]) for r in whole if r["src"] == a) - removed
     # ... while B's direction goes on: all its replies, the later ones after the hole.
@@ -230,8 +233,8 @@ def test_gap_early_in_a_gzip_stream_resumes_at_a_sync_flush_point(tshark, tmp_pa
     # The skipped bytes are shown, and counted in undecoded records.
     assert sum(int(n) for n, in tshark.fields(c, ["libp2p_compression.skipped"],
                                               dfilter="libp2p_compression.skipped")) == skipped
-    recs = tshark.records(c)
-    whole = tshark.records(cap("comp-gzip"))
+    recs = tshark.records(c, extra=NAMED)
+    whole = tshark.records(cap("comp-gzip"), extra=NAMED)
     key = lambda r: (r["msg_type"], r["raw_len"])
     # B's direction is untouched; A's is as before up to the hole.
     assert [key(r) for r in recs if r["src"] == b] == [key(r) for r in whole if r["src"] == b]
@@ -239,7 +242,7 @@ def test_gap_early_in_a_gzip_stream_resumes_at_a_sync_flush_point(tshark, tmp_pa
         [key(r) for r in whole if r["src"] == a and int(r["frame"]) < cut]
     # After it: messages decode again, and every one is the truth's: together, the last file.
     decoded = [r for r in recs if r["msg_type"] != "undecoded"]
-    pays = tshark.payloads(c)
+    pays = tshark.payloads(c, extra=NAMED)
     assert len(decoded) == len(pays)
     later = [r for r in decoded if r["src"] == a and int(r["frame"]) >= cut]
     assert {r["msg_type"] for r in later} <= {FILE}
@@ -250,8 +253,8 @@ def test_gap_early_in_a_gzip_stream_resumes_at_a_sync_flush_point(tshark, tmp_pa
                if src == a for x in n.split("|"))
     assert sum(int(r["wire_len"]) for r in recs if r["src"] == a) == sent - 1448
     # What each frame kept replays the same (two passes, and no replay state at all).
-    assert tshark.records(c, two_pass=True) == recs
-    assert tshark.records(c, extra=["-o", "p2pc.keep_replay:FALSE"]) == recs
+    assert tshark.records(c, two_pass=True, extra=NAMED) == recs
+    assert tshark.records(c, extra=NAMED + ["-o", "p2pc.keep_replay:FALSE"]) == recs
 
 
 def test_a_brotli_stream_stops_at_a_hole(tshark, tmp_path):
@@ -268,10 +271,10 @@ def test_a_brotli_stream_stops_at_a_hole(tshark, tmp_path):
     failed = tshark.fields(c, ["_ws.expert.message"], dfilter="libp2p_compression.failed")
     assert len(failed) == 1 and "a brotli stream cannot resume after a hole" in failed[0][0]
     assert not tshark.fields(c, ["frame.number"], dfilter="libp2p_compression.resync")
-    recs = tshark.records(c)
+    recs = tshark.records(c, extra=NAMED)
     assert_undecoded_from(tshark, c, recs, a, cut)
     decoded = [r for r in recs if r["msg_type"] != "undecoded"]
-    pays = tshark.payloads(c)
+    pays = tshark.payloads(c, extra=NAMED)
     assert len(decoded) == len(pays)
     replies = b"".join(raw for r, (_, _, raw) in zip(decoded, pays) if r["src"] == b and r["msg_type"] == FILE)
     assert replies.decode() == "".join(f["reply"] for f in t["transfers"])
@@ -288,7 +291,7 @@ def test_corrupt_stream_stops_its_direction_only(tshark):
     assert "does not decode" in failed[0][2]
     later = tshark.fields(c, ["libp2p_compression.stopped_in"], dfilter=f"ip.src == {a} && libp2p_compression")
     assert later and {r[0] for r in later if r[0]} == {str(bad["zlib_fails_in_frame"])}
-    recs = tshark.records(c)
+    recs = tshark.records(c, extra=NAMED)
     # After it, A's bytes are counted as undecoded, every one of them.
     assert_undecoded_from(tshark, c, recs, a, bad["zlib_fails_in_frame"] + 1)
     got = app_bytes(tshark, "comp-gzip-corrupt")
@@ -306,14 +309,14 @@ def test_rust_libp2p_deflate(tshark):
     at = seq.index((a, "/deflate/1.0.0"))
     assert (b, "/deflate/1.0.0") in seq[at:at + 3]
     assert (a, "/yamux/1.0.0") in seq and (b, "/yamux/1.0.0") in seq
-    pings = [(r["src"], raw) for (_, mtype, raw), r in zip(tshark.payloads(c), tshark.records(c))]
+    pings = [(r["src"], raw) for (_, mtype, raw), r in zip(tshark.payloads(c, extra=NAMED), tshark.records(c, extra=NAMED))]
     assert all(len(raw) == t["ping"]["payload_bytes"] for _, raw in pings)
     seen = Counter(raw for _, raw in pings)
     pairs = [raw for raw, n in seen.items() if n == 2]
     assert len(pairs) >= 4 and all(n <= 2 for n in seen.values())
     for raw in pairs:
         assert {src for src, r in pings if r == raw} == {a, b}
-    recs = tshark.records(c)
+    recs = tshark.records(c, extra=NAMED)
     assert {r["codec"] for r in recs} == {"deflate-stream"}
     totals = {(int(f), src): int(tot) for f, src, tot in tshark.fields(
         c, ["frame.number", "ip.src", "libp2p_compression.in_total"], dfilter="libp2p_compression.in")}
@@ -332,7 +335,7 @@ def test_fallback_to_none_after_na(tshark):
     assert seq[at:at + 5] == [(a, "/compression/gzip"), (b, "/multistream/1.0.0"), (b, "na"),
                               (a, "/compression/none"), (b, "/compression/none")]
     # Nothing is compressed: the records count the muxer framing as usual.
-    recs = tshark.records(cap("comp-fallback"))
+    recs = tshark.records(cap("comp-fallback"), extra=NAMED)
     assert recs and {r["codec"] for r in recs} == {"none"}
     assert all(int(r["payload_len"]) == int(r["raw_len"]) for r in recs)
     assert sum(int(r["header_len"]) for r in recs) > 0
@@ -358,9 +361,9 @@ def test_kept_output_counts_against_the_replay_budget(tshark):
                              two_pass=True, extra=first + budget + off)
     # The messages are comp-gzip's, every one; the flood past the stream's flow-control window
     # is counted as undecoded.
-    recs = tshark.records(zeros, extra=first + off)
+    recs = tshark.records(zeros, extra=NAMED + first + off)
     key = lambda r: (r["msg_type"], r["raw_len"], r["src"])
-    want = sorted(map(key, (r for r in tshark.records(cap("comp-gzip")) if r["msg_type"] != "undecoded")))
+    want = sorted(map(key, (r for r in tshark.records(cap("comp-gzip"), extra=NAMED) if r["msg_type"] != "undecoded")))
     assert sorted(map(key, (r for r in recs if r["msg_type"] != "undecoded"))) == want
     assert any(r["msg_type"] == "undecoded" for r in recs)
 
@@ -386,12 +389,12 @@ def test_one_pass_without_replay_state_decodes_the_same(tshark, name):
     """p2pc analyze runs tshark once with p2pc.keep_replay off (flat memory): the records are
     those of the default mode."""
     off = ["-o", "p2pc.keep_replay:FALSE"]
-    assert tshark.records(cap(name), extra=off) == tshark.records(cap(name))
+    assert tshark.records(cap(name), extra=NAMED + off) == tshark.records(cap(name), extra=NAMED)
 
 
 def test_decompression_can_be_switched_off(tshark):
     off = ["-o", "libp2p_compression.decompress:FALSE"]
-    assert not tshark.records(cap("comp-gzip"), extra=off)
+    assert not tshark.records(cap("comp-gzip"), extra=NAMED + off)
     assert not tshark.fields(cap("comp-gzip"), ["frame.number"], dfilter="yamux", extra=off)
     assert tshark.fields(cap("comp-gzip"), ["frame.number"], dfilter="libp2p_compression.data", extra=off)
 

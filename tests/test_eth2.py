@@ -301,3 +301,33 @@ def test_requests_are_the_dialers_whoever_speaks_first(tshark, name, keys, two_p
         assert blocks[:3] == [len(source(b["file"])) for b in t["blocks_by_range"]]
     rows = tshark.fields(cap, ["frame.number"], dfilter="libp2p.role.unknown || libp2p.role.conflict", extra=extra)
     assert rows == []
+
+
+
+GOSSIP_TOPIC = b"/eth2/bba4da96/beacon_block/ssz_snappy"
+
+
+@pytest.mark.parametrize("topic,msg_type", [
+    (b"/eth2/00000000/beacon_block/ssz_snappy", "gossip beacon_block"),      # another fork digest
+    (b"/eth2/bba4da96/beacon_attestation_7/ss", "gossip beacon_attestation"),  # a subnet
+    (b"/eth2/bba4da96/beacon_bl_ck/ssz_snappy", "unknown"),                  # no topic of eth2's
+])
+def test_a_gossip_topic_is_counted_by_its_name(tshark, tmp_path, topic, msg_type):
+    """A topic is counted under its name, whatever its fork digest and subnet; a name eth2 does
+    not define is `unknown`, with the note, and stays in gossipsub.topic as sent.  (The topic is
+    rewritten in place, at the same length, in eth2-yamux's gossip messages.)"""
+    src = CAPTURES / "eth2" / "eth2-yamux.pcapng"
+    data = src.read_bytes()
+    assert len(topic) == len(GOSSIP_TOPIC) and GOSSIP_TOPIC in data
+    cap = tmp_path / "eth2-topic.pcapng"
+    cap.write_bytes(data.replace(GOSSIP_TOPIC, topic))
+    want = [r["msg_type"] for r in tshark.records(src)]
+    got = [r["msg_type"] for r in tshark.records(cap)]
+    assert got == [msg_type if t == "gossip beacon_block" else t for t in want]
+    assert "gossip beacon_block" in want
+    sent = {t for r in tshark.fields(cap, ["gossipsub.topic"], dfilter="gossipsub.topic") for t in r[0].split("|")}
+    assert topic.decode() in sent
+    noted = [t for t in tshark.expert(cap) if "counted as unknown" in t]
+    assert noted == ([f'Topic "{topic.decode()}" is not a message type of the protocol: counted as unknown']
+                     * want.count("gossip beacon_block") if msg_type == "unknown" else [])
+

@@ -8,9 +8,11 @@ from __future__ import annotations
 import hashlib
 import json
 
+import struct
+
 import pytest
 
-from conftest import CAPTURES
+from conftest import CAPTURES, tcp_pcap
 
 FISCO = CAPTURES / "fisco"
 WORKLOADS = ["serial", "parallel", "sync", "topic"]
@@ -287,3 +289,14 @@ def test_corrupted_bytes_never_break_tshark(tshark, name, tmp_path):
         res = tshark.run(["-n", "-r", tshark.ws.readable(out), "-V", "-o", "tcp.check_checksum:FALSE"],
                          check=False)
         assert res.returncode == 0, res.stderr[-2000:]
+
+
+def test_a_module_fisco_does_not_define_is_counted_as_unknown(tshark, tmp_path):
+    """Topic.SendTopicSeq is its own msg_type; module 77 is `unknown`, with the note, its number
+    in fisco.module."""
+    cap = tmp_path / "fisco-modules.pcap"
+    msg = lambda module, ptype, body: struct.pack(">IHhHHI", 16 + len(body), 0, 1, module, ptype, 2) + body  # noqa: E731
+    tcp_pcap(cap, [("a", msg(2, 1, b"7")), ("a", msg(77, 1, b"7"))], (40000, 30300))
+    assert [r["msg_type"] for r in tshark.records(cap)] == ["Topic.SendTopicSeq", "unknown"]
+    assert [r[0] for r in tshark.fields(cap, ["fisco.module"])] == ["2", "77"]
+    assert "Module 77 is not a message type of the protocol: counted as unknown" in tshark.expert(cap)

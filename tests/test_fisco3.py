@@ -11,7 +11,7 @@ import struct
 
 import pytest
 
-from conftest import CAPTURES, p2pc_report
+from conftest import CAPTURES, p2pc_report, tcp_pcap
 
 CAPS = ["fisco3-on", "fisco3-off", "fisco3-v0", "fisco3-v1", "fisco3-v3"]
 # The capture of each negotiated version (fisco3-on is V2).
@@ -264,3 +264,14 @@ def test_fields_past_length_are_counted(tshark, tmp_path):
     assert [{k: r[k] for k in RECORD_FIELDS} for i, r in enumerate(recs) if i != 3] == \
         [{k: str(m[k]) for k in RECORD_FIELDS} for i, m in enumerate(msgs) if i != 3]
     assert "Header fields run past the message's Length" in tshark.expert(bad)
+
+
+
+def test_a_packet_type_fisco_does_not_define_is_counted_as_unknown(tshark, tmp_path):
+    """Heartbeat is its own msg_type; packet type 0x77 is `unknown` (it was Type119, one label
+    per number a peer sends), with the note, its number in fisco3.packet_type."""
+    cap = tmp_path / "fisco3-types.pcap"
+    msg = lambda ptype: struct.pack(">IHHIH", 14, 0, ptype, 2, 0)  # noqa: E731
+    tcp_pcap(cap, [("a", msg(1)), ("a", msg(0x77))], (40000, 30300))
+    assert [r["msg_type"] for r in tshark.records(cap)] == ["Heartbeat", "unknown"]
+    assert "Packet type 119 is not a message type of the protocol: counted as unknown" in tshark.expert(cap)

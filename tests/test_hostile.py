@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CAPTURES, REPO, p2pc_report
+from conftest import CAPTURES, REPO, p2pc_report, tcp_pcap
 from p2pc.wsenv import built_plugin
 from conftest import run_p2pc as p2pc
 
@@ -31,12 +31,7 @@ def btc_command_capture(path) -> None:
     """A pcap of one Bitcoin message (mainnet magic, empty payload) to port 8333 whose command
     holds a TAB and a LF: a peer chooses its command bytes."""
     msg = struct.pack("<I12sI", 0xD9B4BEF9, b"in\tv\nx", 0) + bytes.fromhex("5df6e0e2")
-    tcp = struct.pack(">HHIIBBHHH", 40000, 8333, 1, 1, 5 << 4, 0x18, 65535, 0, 0)
-    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + len(msg), 1, 0, 64, 6, 0,
-                     bytes([192, 0, 2, 1]), bytes([192, 0, 2, 2]))
-    frame = b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp + msg
-    path.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
-                     + struct.pack("<IIII", 1, 0, len(frame), len(frame)) + frame)
+    tcp_pcap(path, [("a", msg)], (40000, 8333))
 
 
 @pytest.mark.parametrize("name", ANALYZER_REPROS)
@@ -47,15 +42,15 @@ def test_records_never_split_whatever_the_peer_sent(tshark, name):
     assert m_lines and all(len(p) == 16 for p in m_lines)
 
 
-def test_a_command_with_control_characters_is_escaped(tshark, tmp_path):
-    """Strings a peer controls (a Bitcoin command) are escaped by the printer: the record line
-    keeps its 16 columns."""
+def test_a_command_with_control_characters_keeps_its_record_whole(tshark, tmp_path):
+    """A command a peer made up, holding TAB and LF: its record line keeps its 16 columns and
+    names it unknown; the bytes as sent are in bitcoin.command."""
     cap = tmp_path / "btc-command-tab-newline.pcap"
     btc_command_capture(cap)
     out = tshark.run(["-n", "-q", "-r", tshark.ws.readable(cap), "-z", "p2pc,records"]).stdout
     m_lines = [l.split("\t") for l in out.splitlines() if l.startswith("M\t")]
-    assert len(m_lines) == 1 and len(m_lines[0]) == 16
-    assert "\\t" in m_lines[0][9] and "\\n" in m_lines[0][9]
+    assert len(m_lines) == 1 and len(m_lines[0]) == 16 and m_lines[0][9] == "unknown"
+    assert tshark.fields(cap, ["bitcoin.command"]) == [[r"in\tv\nx"]]   # as tshark escapes it
 
 
 @pytest.mark.parametrize("name", ANALYZER_REPROS)
@@ -65,14 +60,27 @@ def test_analyzer_reports_mutated_captures_without_traceback(name):
     assert res.returncode in (0, 8), res.stderr
 
 
-def test_a_command_with_control_characters_reads_back_as_sent(tshark, tmp_path):
-    """The analyzer unescapes what the printer escaped: a command holding TAB or LF is reported
-    with those characters, in one row, rather than split."""
-    cap = tmp_path / "btc-command-tab-newline.pcap"
-    btc_command_capture(cap)
-    res = p2pc("analyze", "--format", "json", str(cap))
-    types = {r["msg_type"] for r in json.loads(res.stdout)["rows"] if r["proto"] == "bitcoin"}
-    assert types == {"in\tv\nx"}
+# Bitcoin's commands (packet-bitcoin-compress.c, btc_command_names): Bitcoin Core's 35, five
+# earlier ones Wireshark still knows, BUIP017's five and Xthin's five.
+BTC_COMMANDS = 50
+
+
+def test_made_up_commands_are_one_unknown_row_with_every_byte(tshark):
+    """20,000 distinct made-up commands (each a message of its own) are one `unknown` row, not
+    20,000 rows and label sets; each is still in the packet tree as sent, with the note, and the
+    report's wire bytes are still the capture's TCP payload."""
+    cap = REPRO / "cardinality-btc.pcap.gz"
+    rows = [r for r in p2pc_report("analyze", str(cap))["rows"] if r["proto"] == "bitcoin"]
+    assert len(rows) <= BTC_COMMANDS + 1
+    assert {r["msg_type"] for r in rows} == {"version", "unknown"}
+    unknown = next(r for r in rows if r["msg_type"] == "unknown")
+    assert unknown["messages"] == 20000
+    sent = [c for row in tshark.fields(cap, ["bitcoin.command"]) for c in row[0].split("|") if c]
+    assert len(set(sent) - {"version"}) == 20000
+    noted = tshark.fields(cap, ["bitcoin.command"], dfilter="p2pc.unknown_msg_type")
+    assert sum(len(r[0].split("|")) for r in noted) == 20000
+    tcp_payload = sum(int(r[0]) for r in tshark.fields(cap, ["tcp.len"], dfilter="tcp.len > 0"))
+    assert sum(r["wire_bytes"] for r in rows) == tcp_payload == 480242
 
 
 def test_decompression_cap_out_of_range_takes_the_nearest_limit(tshark):

@@ -10,7 +10,7 @@ import struct
 
 import pytest
 
-from conftest import CAPTURES
+from conftest import CAPTURES, tcp_pcap
 
 ETH = CAPTURES / "eth2"
 MUXED = ["eth2-yamux", "eth2-mplex"]
@@ -295,35 +295,6 @@ def yamux(flags: int, stream: int, data: bytes = b"", type_: int = 0) -> bytes:
     return struct.pack(">BBHII", 0, type_, flags, stream, len(data)) + data
 
 
-def tcp_capture(path, segments, syn: str | None = None, ports: tuple[int, int] = (40001, 40002)) -> None:
-    """A pcap of one TCP connection carrying `segments`, (sender "a" or "b", payload) in order;
-    with `syn`, that side's SYN opens it, else it is captured after its handshake (no TCP fact
-    says who dialed)."""
-    addr = {"a": (bytes([192, 0, 2, 1]), ports[0]), "b": (bytes([192, 0, 2, 2]), ports[1])}
-    seq = {"a": 1000, "b": 5000}
-    frames = []
-
-    def segment(side: str, flags: int, payload: bytes = b"") -> None:
-        other = "b" if side == "a" else "a"
-        (src, sport), (dst, dport) = addr[side], addr[other]
-        tcp = struct.pack(">HHIIBBHHH", sport, dport, seq[side], seq[other], 5 << 4, flags, 65535, 0, 0)
-        ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + len(payload), 1, 0, 64, 6, 0, src, dst)
-        frames.append(b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp + payload)
-        seq[side] += len(payload) + (1 if flags & 0x02 else 0)
-
-    if syn:
-        other = "b" if syn == "a" else "a"
-        segment(syn, 0x02)
-        segment(other, 0x12)
-        segment(syn, 0x10)
-    for side, payload in segments:
-        segment(side, 0x18, payload)
-    out = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
-    for i, f in enumerate(frames):
-        out += struct.pack("<IIII", 1, i, len(f), len(f)) + f
-    path.write_bytes(out)
-
-
 def simopen_capture(path, initiator: str, opener: str) -> None:
     """Both sides propose /libp2p/simultaneous-connect (a first), `initiator` wins the select,
     then yamux; `opener` opens stream 1 (odd: the yamux client's) with an eth2 ping request and
@@ -334,7 +305,7 @@ def simopen_capture(path, initiator: str, opener: str) -> None:
     body = struct.pack("<Q", 7)
     req = bytes([len(body)]) + snappy.StreamCompressor().add_chunk(body)
     resp = b"\x00" + req
-    tcp_capture(path, [
+    tcp_pcap(path, [
         ("a", ms("/multistream/1.0.0") + ms("/libp2p/simultaneous-connect")),
         ("b", ms("/multistream/1.0.0") + ms("/libp2p/simultaneous-connect")),
         ("a", ms("select:12")), ("b", ms("select:99")),
@@ -375,7 +346,7 @@ def test_the_syn_says_who_dialed_even_from_the_listening_port(tshark, tmp_path, 
     only answers: the SYN's word is kept and the proposal is flagged.  With both ports alike, as
     when Prysm dials from the port it listens on, the SYN still says who dialed."""
     path = tmp_path / "syn.pcap"
-    tcp_capture(path, [("b", ms("/multistream/1.0.0")),
+    tcp_pcap(path, [("b", ms("/multistream/1.0.0")),
                        ("a", ms("/multistream/1.0.0")),
                        ("b", ms("/yamux/1.0.0"))], syn="a", ports=ports)
     rows = tshark.fields(path, ["frame.number"], dfilter="libp2p.role.conflict")
@@ -390,7 +361,7 @@ def test_non_canonical_varints_are_flagged_and_decoded(tshark, tmp_path):
     req = bytes([len(body) | 0x80, 0x00]) + snappy.StreamCompressor().add_chunk(body)
     proposal = b"/yamux/1.0.0\n"
     path = tmp_path / "varint.pcap"
-    tcp_capture(path, [
+    tcp_pcap(path, [
         ("a", ms("/multistream/1.0.0") + bytes([len(proposal) | 0x80, 0x00]) + proposal),
         ("b", ms("/multistream/1.0.0") + ms("/yamux/1.0.0")),
         ("a", yamux(1, 1, ms("/multistream/1.0.0") + ms(PING) + req)),
@@ -399,3 +370,23 @@ def test_non_canonical_varints_are_flagged_and_decoded(tshark, tmp_path):
     assert [r[0] for r in rows] == ["4", "6"]
     recs = [r for r in tshark.records(path) if r["proto"] == "eth2"]
     assert [(r["msg_type"], r["raw_len"]) for r in recs] == [("ping/1 request", "8")]
+
+
+
+def test_a_protocol_id_nobody_named_is_counted_as_unknown(tshark, tmp_path):
+    """identify is libp2p's own protocol: its msg_type is its ID. The same streams under an ID
+    nobody defines (rewritten in place) are `unknown`, with the note, the ID as negotiated in
+    libp2p_app.protocol; named by the user (multistream.protocol_map), it is its own again."""
+    src = CAPTURES / "eth2" / "eth2-yamux.pcapng"
+    made_up = tmp_path / "eth2-made-up-id.pcapng"
+    made_up.write_bytes(src.read_bytes().replace(b"/ipfs/id/1.0.0", b"/made/up/1.0.0"))
+    libp2p = lambda c, extra=None: [r["msg_type"] for r in tshark.records(c, extra=extra)  # noqa: E731
+                                    if r["proto"] == "libp2p"]
+    assert libp2p(src) == ["/ipfs/id/1.0.0"] * 2
+    assert libp2p(made_up) == ["unknown"] * 2
+    assert [r[0] for r in tshark.fields(made_up, ["libp2p_app.protocol"], dfilter="libp2p_app")] == \
+        ["/made/up/1.0.0"] * 2
+    assert tshark.expert(made_up).count(
+        '"/made/up/1.0.0" is not a message type of the protocol: counted as unknown') == 2
+    named = ["-o", "multistream.protocol_map:/made/up/1.0.0=libp2p_app"]
+    assert libp2p(made_up, named) == ["/made/up/1.0.0"] * 2

@@ -8,6 +8,9 @@
  *   txcat        uncompressed tx || tx || ...
  *   cxthinblock  LZO1X-compressed xthinblock;  get_cxthin  LZO1X-compressed get_xthin
  *
+ * A record's msg_type is the command when it is one of Bitcoin's (btc_command_names), and
+ * "unknown" otherwise: a peer chooses its command bytes (core/msgtype.h).
+ *
  * Xthin (BUIP010, Bitcoin Unlimited src/thinblock.h and main.cpp): an xthinblock is the block
  * header, a vector of 64-bit short transaction IDs (each txid's GetCheapHash(), its first 8
  * bytes read little-endian) and a vector of the transactions the requester's filter missed;
@@ -33,6 +36,7 @@
 #include "core/p2pc-compat.h"
 #include "core/codecs.h"
 #include "core/holes.h"
+#include "core/msgtype.h"
 #include "core/prefs.h"
 #include "core/record.h"
 #include "core/retrans.h"
@@ -109,7 +113,6 @@ static expert_field ei_btcc_not_negotiated = EI_INIT;
 static expert_field ei_btcc_negotiation_unseen = EI_INIT;
 static expert_field ei_btcc_not_smaller = EI_INIT;
 static expert_field ei_btcc_bad_checksum = EI_INIT;
-static expert_field ei_btcc_unknown_command = EI_INIT;
 static expert_field ei_btcc_bad_tx = EI_INIT;
 static expert_field ei_btcc_length = EI_INIT;
 static expert_field ei_btcc_resync = EI_INIT;
@@ -139,6 +142,41 @@ static const value_string inv_type_vals[] = {
     { 1, "MSG_TX" }, { 2, "MSG_BLOCK" }, { 3, "MSG_FILTERED_BLOCK" }, { 4, "MSG_THINBLOCK" },
     { 5, "MSG_XTHINBLOCK" },
     { 0, NULL }
+};
+
+/* Bitcoin's commands, the record's msg_type (core/msgtype.h): Bitcoin Core's
+ * ALL_NET_MESSAGE_TYPES (src/protocol.h, v28), the ones earlier releases defined that
+ * Wireshark's own dissector still registers (reject, alert, checkorder, submitorder, reply),
+ * BUIP017's and Bitcoin Unlimited's Xthin commands. */
+static const string_string btc_command_names[] = {
+    { "version", "version" },           { "verack", "verack" },
+    { "addr", "addr" },                 { "addrv2", "addrv2" },
+    { "sendaddrv2", "sendaddrv2" },     { "inv", "inv" },
+    { "getdata", "getdata" },           { "merkleblock", "merkleblock" },
+    { "getblocks", "getblocks" },       { "getheaders", "getheaders" },
+    { "tx", "tx" },                     { "headers", "headers" },
+    { "block", "block" },               { "getaddr", "getaddr" },
+    { "mempool", "mempool" },           { "ping", "ping" },
+    { "pong", "pong" },                 { "notfound", "notfound" },
+    { "filterload", "filterload" },     { "filteradd", "filteradd" },
+    { "filterclear", "filterclear" },   { "sendheaders", "sendheaders" },
+    { "feefilter", "feefilter" },       { "sendcmpct", "sendcmpct" },
+    { "cmpctblock", "cmpctblock" },     { "getblocktxn", "getblocktxn" },
+    { "blocktxn", "blocktxn" },         { "getcfilters", "getcfilters" },
+    { "cfilter", "cfilter" },           { "getcfheaders", "getcfheaders" },
+    { "cfheaders", "cfheaders" },       { "getcfcheckpt", "getcfcheckpt" },
+    { "cfcheckpt", "cfcheckpt" },       { "wtxidrelay", "wtxidrelay" },
+    { "sendtxrcncl", "sendtxrcncl" },
+    { "reject", "reject" },             { "alert", "alert" },
+    { "checkorder", "checkorder" },     { "submitorder", "submitorder" },
+    { "reply", "reply" },
+    { "cblock", "cblock" },             { "txcat", "txcat" },
+    { "ctxcat", "ctxcat" },             { "cxthinblock", "cxthinblock" },
+    { "get_cxthin", "get_cxthin" },
+    { "xthinblock", "xthinblock" },     { "get_xthin", "get_xthin" },
+    { "thinblock", "thinblock" },       { "xblocktx", "xblocktx" },
+    { "get_xblocktx", "get_xblocktx" },
+    { NULL, NULL }
 };
 
 /* Network magics as the bytes appear on the wire, read little-endian. */
@@ -653,7 +691,7 @@ dissect_btcc_command(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *
         rec = (p2pc_record_t *)data;
     } else {
         rec = &local;
-        p2pc_record_init(rec, "bitcoin", cmd->name);
+        p2pc_record_init(rec, "bitcoin", p2pc_msg_type_of(pinfo, tree, cmd->name, btc_command_names));
         rec->header_len = BTC_HEADER_LEN;
         rec->payload_len = tvb_reported_length(tvb);
         rec->raw_len = rec->payload_len;
@@ -771,7 +809,7 @@ dissect_btcc_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
 
     col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", (const char *)command);
 
-    p2pc_record_init(&rec, "bitcoin", (const char *)command);
+    p2pc_record_init(&rec, "bitcoin", p2pc_msg_type_of(pinfo, ti, (const char *)command, btc_command_names));
     rec.header_len = BTC_HEADER_LEN;
     rec.payload_len = payload_len;
     rec.raw_len = payload_len;
@@ -786,8 +824,6 @@ dissect_btcc_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
         }
         ENDTRY;
     }
-    if (!handle)
-        expert_add_info_format(pinfo, ti, &ei_btcc_unknown_command, "Unknown command \"%s\"", command);
     p2pc_record_add(tvb, 0, -1, pinfo, tree, &rec);
     col_set_fence(pinfo->cinfo, COL_INFO);
     return tvb_captured_length(tvb);
@@ -878,7 +914,7 @@ static cmd_entry_t btcc_commands[] = {
 };
 
 /* Commands of later Bitcoin Core and Bitcoin Unlimited releases that the stock table lacks:
- * known (no "unknown command" warning, a record of their own), payload shown as bytes. */
+ * framed and shown (payload as bytes) like the stock ones, and named in btc_command_names. */
 static cmd_entry_t btcc_known_commands[] = {
     { "sendheaders", CMD_STOCK, NULL }, { "sendcmpct", CMD_STOCK, NULL },
     { "feefilter", CMD_STOCK, NULL },   { "cmpctblock", CMD_STOCK, NULL },
@@ -997,8 +1033,6 @@ proto_register_btcc(void)
             "Compressed payload is not smaller than the raw one", EXPFILL } },
         { &ei_btcc_bad_checksum, { "btcc.bad_checksum", PI_CHECKSUM, PI_ERROR,
             "Header checksum mismatch", EXPFILL } },
-        { &ei_btcc_unknown_command, { "btcc.unknown_command", PI_UNDECODED, PI_NOTE,
-            "Unknown command", EXPFILL } },
         { &ei_btcc_bad_tx, { "btcc.bad_tx", PI_MALFORMED, PI_NOTE,
             "Transaction list problem", EXPFILL } },
         { &ei_btcc_xthin, { "btcc.xthin", PI_MALFORMED, PI_ERROR,

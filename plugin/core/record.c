@@ -4,14 +4,16 @@
  * their messages' wire cost late, and the "p2pc_peer" tap of the peer IDs security handshakes
  * state.  Who reads the taps: stats-tree.c (-z p2pc,tree) and printers.c (-z p2pc,records and
  * -z p2pc,payloads, the analyzer's input).  The protocol also carries the shared preferences
- * (prefs.c), the retransmission check (retrans.c) and the count of bytes lost to holes in the
- * capture (holes.c), which read a frame's TCP segment from its own headers (segment.c).
+ * (prefs.c), the retransmission check (retrans.c), the count of bytes lost to holes in the
+ * capture (holes.c), which read a frame's TCP segment from its own headers (segment.c), and
+ * the note on a message type its protocol does not define (msgtype.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/spec.h"
 #include "core/record.h"
 #include "core/holes.h"
+#include "core/msgtype.h"
 #include "core/prefs.h"
 #include "core/retrans.h"
 #include "core/segment.h"
@@ -317,6 +319,7 @@ proto_register_p2pc(void)
     p2pc_segment_register(proto_p2pc);
     p2pc_holes_register(proto_p2pc);
     p2pc_spec_register(proto_p2pc);
+    p2pc_msg_type_register(proto_p2pc);
 }
 
 void

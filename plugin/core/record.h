@@ -23,7 +23,8 @@ typedef struct {
 typedef struct {
     /* Filled by the dissector. */
     const char *proto;          /* "bitcoin", "fisco", "eth2", "libp2p", ... */
-    const char *msg_type;       /* "cblock", "BlockSync.Transactions", ... */
+    const char *msg_type;       /* "cblock", "BlockSync.Transactions", ...: the protocol's own
+                                   names and "unknown" only (core/msgtype.h) */
     const char *codec;          /* p2pc_codec_name() */
     guint64 wire_len;           /* bytes of this message on the wire, its P2P header included */
     guint64 header_len;         /* the P2P framing around the payload */

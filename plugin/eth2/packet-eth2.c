@@ -16,10 +16,15 @@
  * chunk and gossip RPC out of the stream, however the muxer split it.  There is no end marker
  * in req/resp: a chunk ends when its Snappy frames have produced the declared SSZ length.
  *
+ * A record's msg_type is a method of reqresp_methods or a topic of gossip_topics (a subnet
+ * topic under its name, whatever its subnet and fork digest), and "unknown" otherwise: a peer
+ * chooses its topic strings (core/msgtype.h).
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/p2pc-compat.h"
 #include "core/codecs.h"
+#include "core/msgtype.h"
 #include "core/prefs.h"
 #include "core/spec.h"
 #include "libp2p/engine.h"
@@ -131,14 +136,38 @@ fork_name(const char *hex)
     return "unknown";
 }
 
-/* "/eth2/beacon_chain/req/beacon_blocks_by_range/2/ssz_snappy" -> "beacon_blocks_by_range/2" */
-static const char *
-method_of(const char *protocol, wmem_allocator_t *scope)
-{
-    const char *p = protocol + strlen("/eth2/beacon_chain/req/");
-    const char *end = strstr(p, "/ssz_snappy");
-    return wmem_strndup(scope, p, end ? (gsize)(end - p) : strlen(p));
-}
+/* The req/resp methods (protocol ID -> method), each registered in multistream.protocol. */
+#define REQ(m) { "/eth2/beacon_chain/req/" m "/ssz_snappy", m }
+static const string_string reqresp_methods[] = {
+    REQ("status/1"), REQ("status/2"), REQ("goodbye/1"), REQ("ping/1"), REQ("metadata/1"),
+    REQ("metadata/2"), REQ("metadata/3"), REQ("beacon_blocks_by_range/1"), REQ("beacon_blocks_by_range/2"),
+    REQ("beacon_blocks_by_root/1"), REQ("beacon_blocks_by_root/2"), REQ("blob_sidecars_by_range/1"),
+    REQ("blob_sidecars_by_root/1"), REQ("data_column_sidecars_by_range/1"),
+    REQ("data_column_sidecars_by_root/1"), REQ("light_client_bootstrap/1"),
+    REQ("light_client_updates_by_range/1"), REQ("light_client_finality_update/1"),
+    REQ("light_client_optimistic_update/1"),
+    { NULL, NULL }
+};
+#undef REQ
+
+/* Gossip topic names (consensus-specs p2p-interface.md, phase0 to fulu) -> msg_type.  A subnet
+ * topic, <name>_<subnet_id>, is listed as "<name>_": all its subnets are one message type. */
+static const string_string gossip_topics[] = {
+    { "beacon_block", "gossip beacon_block" },
+    { "beacon_aggregate_and_proof", "gossip beacon_aggregate_and_proof" },
+    { "beacon_attestation_", "gossip beacon_attestation" },
+    { "voluntary_exit", "gossip voluntary_exit" },
+    { "proposer_slashing", "gossip proposer_slashing" },
+    { "attester_slashing", "gossip attester_slashing" },
+    { "sync_committee_contribution_and_proof", "gossip sync_committee_contribution_and_proof" },
+    { "sync_committee_", "gossip sync_committee" },
+    { "light_client_finality_update", "gossip light_client_finality_update" },
+    { "light_client_optimistic_update", "gossip light_client_optimistic_update" },
+    { "bls_to_execution_change", "gossip bls_to_execution_change" },
+    { "blob_sidecar_", "gossip blob_sidecar" },
+    { "data_column_sidecar_", "gossip data_column_sidecar" },
+    { NULL, NULL }
+};
 
 static void
 dissect_signed_block(tvbuff_t *ssz, proto_tree *tree)
@@ -311,7 +340,7 @@ static void
 reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2p_pdu_t *pdu)
 {
     const char *method;
-    gboolean request;
+    gboolean known, request;
     proto_item *ti, *li;
     proto_tree *t, *ct;
     guint off = 0, len = tvb_captured_length(tvb), used;
@@ -325,7 +354,12 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
     p2pc_record_t rec;
     tvbuff_t *ssz = NULL;
 
-    method = method_of(pipe->protocol, pinfo->pool);
+    /* A protocol ID mapped here by the user (multistream.protocol_map, Decode As) that is
+     * no method is shown as it is, and counted as unknown. */
+    method = try_str_to_str(pipe->protocol, reqresp_methods);
+    known = method != NULL;
+    if (!known)
+        method = pipe->protocol;
     request = pipe->dir == 0;
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "eth2");
     ti = proto_tree_add_item(tree, proto_eth2, tvb, 0, -1, ENC_NA);
@@ -416,7 +450,8 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
     (void)li;
 
 record:
-    p2pc_record_init(&rec, "eth2", wmem_strdup_printf(pinfo->pool, "%s %s", method, request ? "request" : "response"));
+    p2pc_record_init(&rec, "eth2", !known ? p2pc_msg_type_unknown(pinfo, ti, "Protocol ID %s", method) :
+                     wmem_strdup_printf(pinfo->pool, "%s %s", method, request ? "request" : "response"));
     rec.codec = "snappy-framed";
     rec.header_len = off + pdu->overhead;
     rec.payload_len = len - off;
@@ -454,6 +489,16 @@ count_field(tvbuff_t *tvb, int start, int len, guint64 want)
     return n;
 }
 
+/* The gossip_topics key of a topic name: a subnet topic's name up to its "_<subnet_id>". */
+static const char *
+topic_key(const char *name, wmem_allocator_t *scope)
+{
+    const char *end = name + strlen(name), *p = end;
+    while (p > name && g_ascii_isdigit(p[-1]))
+        p--;
+    return p < end && p > name && p[-1] == '_' ? wmem_strndup(scope, name, (gsize)(p - name)) : name;
+}
+
 static void
 gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, int len,
                guint rpc_overhead, guint nmsgs)
@@ -462,7 +507,7 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, i
     l2p_pb_field_t f;
     proto_tree *mt;
     proto_item *mi;
-    const char *topic = "", *name = "unknown";
+    const char *topic = "", *name = "unknown", *msg_type;
     p2pc_record_t rec;
     tvbuff_t *ssz = NULL;
     p2pc_dc_status_t st = P2PC_DC_CORRUPT;
@@ -531,7 +576,10 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, i
         dissect_signed_block(ssz, st2);
     }
     proto_item_append_text(mi, ": %s", name);
-    p2pc_record_init(&rec, "eth2", wmem_strdup_printf(pinfo->pool, "gossip %s", name));
+    msg_type = try_str_to_str(topic_key(name, pinfo->pool), gossip_topics);
+    if (!msg_type)
+        msg_type = p2pc_msg_type_unknown(pinfo, mi, "Topic \"%s\"", topic);
+    p2pc_record_init(&rec, "eth2", msg_type);
     rec.codec = "snappy";
     rec.payload_len = data_len;
     rec.raw_len = ssz ? tvb_captured_length(ssz) : (guint)data_len;
@@ -698,19 +746,10 @@ proto_register_eth2(void)
 void
 proto_reg_handoff_eth2(void)
 {
-    static const char *const methods[] = {
-        "status/1", "status/2", "goodbye/1", "ping/1", "metadata/1", "metadata/2", "metadata/3",
-        "beacon_blocks_by_range/1", "beacon_blocks_by_range/2", "beacon_blocks_by_root/1",
-        "beacon_blocks_by_root/2", "blob_sidecars_by_range/1", "blob_sidecars_by_root/1",
-        "data_column_sidecars_by_range/1", "data_column_sidecars_by_root/1",
-        "light_client_bootstrap/1", "light_client_updates_by_range/1",
-        "light_client_finality_update/1", "light_client_optimistic_update/1",
-    };
     dissector_handle_t rr = create_dissector_handle(dissect_eth2_reqresp, proto_eth2);
     dissector_handle_t gs = create_dissector_handle(dissect_gossipsub, proto_gossipsub);
-    for (size_t i = 0; i < G_N_ELEMENTS(methods); i++)
-        dissector_add_string("multistream.protocol",
-                             wmem_strdup_printf(wmem_epan_scope(), "/eth2/beacon_chain/req/%s/ssz_snappy", methods[i]), rr);
+    for (const string_string *m = reqresp_methods; m->value; m++)
+        dissector_add_string("multistream.protocol", m->value, rr);
     dissector_add_string("multistream.protocol", "/meshsub/1.1.0", gs);
     dissector_add_string("multistream.protocol", "/meshsub/1.2.0", gs);
     dissector_add_string("multistream.protocol", "/meshsub/1.3.0", gs);

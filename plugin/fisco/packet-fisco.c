@@ -30,6 +30,7 @@
 #include "core/p2pc-compat.h"
 #include "core/codecs.h"
 #include "core/holes.h"
+#include "core/msgtype.h"
 #include "core/prefs.h"
 #include "core/record.h"
 #include "core/retrans.h"
@@ -127,7 +128,6 @@ static expert_field ei_fisco_version = EI_INIT;
 static expert_field ei_fisco_decompress = EI_INIT;
 static expert_field ei_fisco_small_compressed = EI_INIT;
 static expert_field ei_fisco_larger = EI_INIT;
-static expert_field ei_fisco_unknown_module = EI_INIT;
 static expert_field ei_fisco_rlp = EI_INIT;
 
 static dissector_handle_t fisco_handle;       /* TCP: plaintext, or TLS handed on */
@@ -351,7 +351,7 @@ dissect_topic(tvbuff_t *tvb, proto_tree *tree, guint ptype)
             i++;
         }
     }
-    return val_to_str_const(ptype, topic_vals, "Unknown");
+    return try_val_to_str(ptype, topic_vals);
 }
 
 static const char *
@@ -371,7 +371,7 @@ dissect_amop(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *ti
         expert_add_info_format(pinfo, ti, &ei_fisco_rlp,
                                "AMOP payload shorter than the 42-byte channel message header");
     }
-    return val_to_str_const(ptype, amop_vals, "Unknown");
+    return try_val_to_str(ptype, amop_vals);
 }
 
 static const char *
@@ -386,7 +386,7 @@ dissect_pbft(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *ti
         !rlp_read(tvb, RLP_BODY(&outer), RLP_END(&outer), &inner) || inner.is_list ||
         !rlp_read(tvb, RLP_BODY(&inner), RLP_END(&inner), &pid) || pid.is_list) {
         expert_add_info_format(pinfo, ti, &ei_fisco_rlp, "PBFT payload is not the expected RLP nesting");
-        return "Unknown";
+        return NULL;
     }
     id = (guint32)rlp_uint(tvb, &pid);
     proto_tree_add_uint(tree, hf_fisco_pbft_packet_id, tvb, pid.off, pid.hdr + pid.len, id);
@@ -404,7 +404,7 @@ dissect_pbft(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *ti
             }
         }
     }
-    return val_to_str_const(id, pbft_vals, "Unknown");
+    return try_val_to_str(id, pbft_vals);
 }
 
 static const char *
@@ -415,11 +415,11 @@ dissect_raft(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *ti
     guint32 t;
     if (!rlp_read(tvb, 0, tvb_captured_length(tvb), &it) || it.is_list) {
         expert_add_info_format(pinfo, ti, &ei_fisco_rlp, "Raft payload does not start with an RLP type");
-        return "Unknown";
+        return NULL;
     }
     t = (guint32)rlp_uint(tvb, &it);
     proto_tree_add_uint(tree, hf_fisco_raft_type, tvb, 0, it.hdr + it.len, t);
-    return val_to_str_const(t, raft_vals, "Unknown");
+    return try_val_to_str(t, raft_vals);
 }
 
 /* TxsParallelParser (libethcore, v2.0.0-rc2 on): txNum u32, (txNum + 1) offsets u32 from the
@@ -464,13 +464,13 @@ dissect_blocksync(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_ite
     guint8 t;
     if (len < 1) {
         expert_add_info_format(pinfo, ti, &ei_fisco_rlp, "Empty BlockSync payload");
-        return "Unknown";
+        return NULL;
     }
     t = tvb_get_uint8(tvb, 0);
     proto_tree_add_uint(tree, hf_fisco_sync_type, tvb, 0, 1, t);
     if (!rlp_read(tvb, 1, len, &list) || !list.is_list || (n = rlp_list_count(tvb, &list)) < 0) {
         expert_add_info_format(pinfo, ti, &ei_fisco_rlp, "BlockSync body is not an RLP list");
-        return val_to_str_const(t, blocksync_vals, "Unknown");
+        return try_val_to_str(t, blocksync_vals);
     }
     proto_item_set_generated(proto_tree_add_uint(tree, hf_fisco_sync_items, tvb, list.off,
                                                  list.hdr + list.len, (guint32)n));
@@ -504,7 +504,7 @@ dissect_blocksync(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_ite
     default:
         break;
     }
-    return val_to_str_const(t, blocksync_vals, "Unknown");
+    return try_val_to_str(t, blocksync_vals);
 }
 
 /* ---- request/response links ---- */
@@ -691,30 +691,31 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
     rec.raw_tvb = raw;
 
     pt = proto_tree_add_subtree(ft, raw ? raw : payload, 0, -1, ett_fisco_payload, NULL, "Payload");
-    if (!mod_name) {
-        expert_add_info_format(pinfo, ti, &ei_fisco_unknown_module, "Unknown module %u", module);
-    } else if (raw) {
+    /* The message type: the module's and the packet type's names; "unknown" when either is
+     * none FISCO defines, or the payload does not say (core/msgtype.h). */
+    if (mod_name && raw) {
         switch (module) {
         case MOD_TOPIC:     type_name = dissect_topic(raw, pt, ptype); break;
         case MOD_AMOP:      type_name = dissect_amop(raw, pinfo, pt, ti, ptype); break;
         case MOD_PBFT:      type_name = dissect_pbft(raw, pinfo, pt, ti); break;
         case MOD_RAFT:      type_name = dissect_raft(raw, pinfo, pt, ti); break;
         case MOD_BLOCKSYNC: type_name = dissect_blocksync(raw, pinfo, pt, ti, &rec); break;
-        default:            break;
+        default:            type_name = "Undecoded"; break;     /* TxPool */
         }
+    } else if (module == MOD_TOPIC) {
+        /* Not decompressed (decompression off, or it failed): what the header alone says. */
+        type_name = try_val_to_str(ptype, topic_vals);
+    } else if (module == MOD_AMOP) {
+        type_name = try_val_to_str(ptype, amop_vals);
+    } else if (mod_name) {
+        type_name = "Undecoded";
     }
-    if (!type_name) {
-        /* Not decoded (compressed with decompression off, failed, or TxPool): what the
-         * header alone says. */
-        if (module == MOD_TOPIC)
-            type_name = val_to_str_const(ptype, topic_vals, "Unknown");
-        else if (module == MOD_AMOP)
-            type_name = val_to_str_const(ptype, amop_vals, "Unknown");
-        else
-            type_name = "Undecoded";
-    }
-    rec.msg_type = wmem_strdup_printf(pinfo->pool, "%s.%s%s", mod_name ? mod_name : "Unknown", type_name,
-                                      response ? ".Response" : "");
+    if (!mod_name)
+        rec.msg_type = p2pc_msg_type_unknown(pinfo, ti, "Module %u", module);
+    else if (!type_name)
+        rec.msg_type = p2pc_msg_type_unknown(pinfo, ti, "The %s packet type", mod_name);
+    else
+        rec.msg_type = wmem_strdup_printf(pinfo->pool, "%s.%s%s", mod_name, type_name, response ? ".Response" : "");
     proto_item_set_generated(proto_tree_add_string(ft, hf_fisco_msg_type, tvb, 0, length, rec.msg_type));
     proto_item_append_text(ti, ", %s, Seq %u%s", rec.msg_type, seq, compressed ? ", Snappy" : "");
     col_append_sep_fstr(pinfo->cinfo, COL_INFO, ", ", "%s seq=%u%s", rec.msg_type, seq,
@@ -887,7 +888,6 @@ proto_register_fisco(void)
             "Compressed payload at or below the 1024-byte threshold", EXPFILL } },
         { &ei_fisco_larger, { "fisco.compressed_larger", PI_PROTOCOL, PI_NOTE,
             "Compressed output larger than the payload", EXPFILL } },
-        { &ei_fisco_unknown_module, { "fisco.unknown_module", PI_UNDECODED, PI_WARN, "Unknown module", EXPFILL } },
         { &ei_fisco_rlp, { "fisco.rlp", PI_MALFORMED, PI_WARN, "Payload structure problem", EXPFILL } },
     };
     module_t *module;

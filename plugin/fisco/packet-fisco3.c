@@ -38,6 +38,7 @@
 #include "core/p2pc-compat.h"
 #include "core/codecs.h"
 #include "core/holes.h"
+#include "core/msgtype.h"
 #include "core/prefs.h"
 #include "core/record.h"
 #include "core/retrans.h"
@@ -153,7 +154,6 @@ static expert_field ei_small_compressed = EI_INIT;
 static expert_field ei_larger = EI_INIT;
 static expert_field ei_old_version = EI_INIT;
 static expert_field ei_front = EI_INIT;
-static expert_field ei_unknown_module = EI_INIT;
 static expert_field ei_module_payload = EI_INIT;
 static expert_field ei_handshake = EI_INIT;
 static expert_field ei_not_negotiated = EI_INIT;
@@ -641,8 +641,6 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
             p2pc_record_undecoded(tvb, 0, length, pinfo, tree, "fisco3", length);
             return avail;
         }
-        if (!try_val_to_str((guint32)module, module_vals))
-            expert_add_info_format(pinfo, ti, &ei_unknown_module, "Unknown module %d", module);
     }
     proto_item_set_len(ht, off);
 
@@ -695,16 +693,18 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
             dissect_module(mp, pinfo, ft, ti, module, &packet_name, &rec.batch_count);
     }
 
+    /* The module's name and its packet's, or the gateway packet type's; "unknown" when FISCO
+     * defines none of that number (core/msgtype.h). */
     if (module >= 0) {
         msg_type = try_val_to_str((guint32)module, module_vals);
         if (!msg_type)
-            msg_type = wmem_strdup_printf(pinfo->pool, "Module%d", module);
-        if (packet_name)
+            msg_type = p2pc_msg_type_unknown(pinfo, ti, "Module %d", module);
+        else if (packet_name)
             msg_type = wmem_strdup_printf(pinfo->pool, "%s.%s", msg_type, packet_name);
     } else {
         msg_type = try_val_to_str(type, gateway_type_vals);
         if (!msg_type)
-            msg_type = wmem_strdup_printf(pinfo->pool, "Type%u", type);
+            msg_type = p2pc_msg_type_unknown(pinfo, ti, "Packet type %u", type);
     }
     rec.msg_type = msg_type;
     proto_item_append_text(ti, ", %s%s%s", msg_type, (ext & EXT_RESPONSE) ? " (response)" : "",
@@ -812,7 +812,6 @@ proto_register_fisco3(void)
         { &ei_old_version, { "fisco3.compressed.version", PI_PROTOCOL, PI_WARN,
             "Compressed below Version V2", EXPFILL } },
         { &ei_front, { "fisco3.front.bad", PI_MALFORMED, PI_ERROR, "Front message malformed", EXPFILL } },
-        { &ei_unknown_module, { "fisco3.module.unknown", PI_PROTOCOL, PI_WARN, "Unknown module", EXPFILL } },
         { &ei_module_payload, { "fisco3.module.payload", PI_MALFORMED, PI_ERROR,
             "TxsSync/BlockSync payload (protobuf, tars block) does not parse", EXPFILL } },
         { &ei_handshake, { "fisco3.handshake.bad", PI_MALFORMED, PI_ERROR,

@@ -224,6 +224,13 @@ l2p_handle_for(const char *protocol)
     return find_dissector("libp2p_app");
 }
 
+gboolean
+l2p_protocol_named(const char *protocol)
+{
+    return (protocol_map && g_hash_table_contains(protocol_map, protocol)) ||
+           dissector_get_string_handle(find_dissector_table("multistream.protocol"), protocol) != NULL;
+}
+
 l2p_pipe_t *
 l2p_handoff(l2p_pipe_t *pipe, const char *protocol, dissector_handle_t handle)
 {

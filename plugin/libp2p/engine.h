@@ -188,6 +188,10 @@ void l2p_pipe_call_held(l2p_pipe_t *pipe, tvbuff_t *tvb, packet_info *pinfo, pro
  * dissector ("libp2p_app"). */
 dissector_handle_t l2p_handle_for(const char *protocol);
 
+/* Whether the user or a dissector named this protocol ID: an entry of the protocol_map
+ * preference or an exact one of "multistream.protocol" (a dissector's, Decode As, Lua). */
+gboolean l2p_protocol_named(const char *protocol);
+
 /* The multistream-select dissector: where every connection direction starts, and where a
  * layer hands the rest of its pipe to negotiate the next protocol. */
 dissector_handle_t l2p_multistream_handle(void);

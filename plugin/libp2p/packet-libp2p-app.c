@@ -5,9 +5,15 @@
  * identify and gossip-style protocols; ping's 32-byte payloads), with identify decoded.  Each
  * message gets its p2pc record, so its bytes are accounted like every other protocol's.
  *
+ * A protocol ID is a string the peers choose: the record names it (msg_type) when it is one of
+ * libp2p's own (libp2p_protocol_ids) or one the user named (multistream.protocol_map, Decode
+ * As, a Lua registration), and counts it as "unknown" otherwise (core/msgtype.h); the ID as
+ * negotiated is libp2p_app.protocol.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/p2pc-compat.h"
+#include "core/msgtype.h"
 #include "core/record.h"
 #include "libp2p/engine.h"
 
@@ -30,6 +36,32 @@ static int hf_id_protocol = -1;
 static gint ett_app = -1;
 static expert_field ei_app_truncated = EI_INIT;
 static dissector_handle_t app_handle;
+
+/* The protocol IDs of libp2p's own protocols (libp2p/specs) and of IPFS's on libp2p. */
+static const string_string libp2p_protocol_ids[] = {
+    { "/ipfs/id/1.0.0", "/ipfs/id/1.0.0" },
+    { "/ipfs/id/push/1.0.0", "/ipfs/id/push/1.0.0" },
+    { "/ipfs/ping/1.0.0", "/ipfs/ping/1.0.0" },
+    { "/ipfs/kad/1.0.0", "/ipfs/kad/1.0.0" },
+    { "/ipfs/lan/kad/1.0.0", "/ipfs/lan/kad/1.0.0" },
+    { "/ipfs/bitswap", "/ipfs/bitswap" },
+    { "/ipfs/bitswap/1.0.0", "/ipfs/bitswap/1.0.0" },
+    { "/ipfs/bitswap/1.1.0", "/ipfs/bitswap/1.1.0" },
+    { "/ipfs/bitswap/1.2.0", "/ipfs/bitswap/1.2.0" },
+    { "/meshsub/1.0.0", "/meshsub/1.0.0" },
+    { "/meshsub/1.1.0", "/meshsub/1.1.0" },
+    { "/meshsub/1.2.0", "/meshsub/1.2.0" },
+    { "/floodsub/1.0.0", "/floodsub/1.0.0" },
+    { "/libp2p/autonat/1.0.0", "/libp2p/autonat/1.0.0" },
+    { "/libp2p/autonat/2/dial-request", "/libp2p/autonat/2/dial-request" },
+    { "/libp2p/autonat/2/dial-back", "/libp2p/autonat/2/dial-back" },
+    { "/libp2p/circuit/relay/0.2.0/hop", "/libp2p/circuit/relay/0.2.0/hop" },
+    { "/libp2p/circuit/relay/0.2.0/stop", "/libp2p/circuit/relay/0.2.0/stop" },
+    { "/libp2p/dcutr", "/libp2p/dcutr" },
+    { "/libp2p/fetch/0.0.1", "/libp2p/fetch/0.0.1" },
+    { "/rendezvous/1.0.0", "/rendezvous/1.0.0" },
+    { NULL, NULL }
+};
 
 static gint64
 app_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
@@ -94,7 +126,8 @@ app_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l
     col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", pipe->protocol);
     /* A protocol without a dissector of its own still gets its record: its bytes as they left
      * the muxer. */
-    p2pc_record_init(&rec, "libp2p", pipe->protocol);
+    p2pc_record_init(&rec, "libp2p", l2p_protocol_named(pipe->protocol) ? pipe->protocol :
+                     p2pc_msg_type_of(pinfo, ti, pipe->protocol, libp2p_protocol_ids));
     rec.raw_len = len;
     rec.payload_len = len;
     rec.header_len = pdu->overhead;
