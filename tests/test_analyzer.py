@@ -8,9 +8,12 @@ import ctypes
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import zlib
+from pathlib import Path
 
 import pytest
 
@@ -278,3 +281,37 @@ def test_a_plugin_for_another_wireshark_is_named_with_the_fix(tmp_path):
     res = p2pc("analyze", str(BTC / "btc-small.pcapng"), env_extra={"P2PC_PLUGIN": str(foreign)})
     assert res.returncode == 4 and why in res.stderr and "Traceback" not in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_a_tshark_that_fills_its_stderr_first_does_not_hang_the_analyzer(tmp_path):
+    """A tshark that writes 1 MB to stderr before any record: the analyzer reads both pipes at
+    once, so neither side waits on the other's full pipe."""
+    tools = Path(tempfile.mkdtemp(dir="/tmp", prefix="stderr-flood-"))    # tshark may run as nobody
+    try:
+        tools.chmod(0o755)
+        real = shutil.which("tshark")
+        (tools / "tshark").write_text('#!/bin/sh\ncase " $* " in *" -r "*) head -c 1000000 /dev/zero >&2;; esac\n'
+                                      f'exec {real} "$@"\n')
+        (tools / "tshark").chmod(0o755)
+        env = {"PATH": f"{tools}:{os.environ['PATH']}", "XDG_CACHE_HOME": str(tmp_path)}
+        res = p2pc("analyze", "--format", "json", str(CAPTURES / "bitcoin" / "btc-compressed.pcapng"),
+                   env_extra=env, timeout=120)
+    finally:
+        shutil.rmtree(tools)
+    assert res.returncode == 0, res.stderr[-500:]
+    assert json.loads(res.stdout)["rows"]
+
+
+def test_a_payload_reader_stopped_early_leaves_no_tshark_behind():
+    """read_payloads is a generator: closing it after the first payload ends its tshark."""
+    import psutil
+    from p2pc.records import open_wireshark, read_payloads
+    ws = open_wireshark(str(built_plugin()))
+    try:
+        gen = read_payloads(ws, CAPTURES / "bitcoin" / "btc-compressed.pcapng")
+        next(gen)
+        assert [c for c in psutil.Process().children(recursive=True) if "tshark" in " ".join(c.cmdline())]
+        gen.close()
+        assert not [c for c in psutil.Process().children(recursive=True) if "tshark" in " ".join(c.cmdline())]
+    finally:
+        ws.cleanup()
