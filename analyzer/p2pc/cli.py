@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING
 
 from . import __version__
 from .output import ALL, FORMATS, SECTION_FORMATS, UnknownSection, render
-from .records import (TRUNCATED_EXIT, InterfaceError, NoP2PTraffic, P2pcError, open_wireshark,
-                      personal_plugin, read_capture, read_payloads, tshark_has_plugin)
+from .records import (TRUNCATED_EXIT, InterfaceError, NoP2PTraffic, P2pcError, ReadResult,
+                      open_wireshark, personal_plugin, read_capture, read_payloads,
+                      tshark_has_plugin)
 from . import private, tsharkopts
 from .wsenv import Wireshark, built_plugin, version_mismatch, ws_version
 
@@ -250,27 +251,33 @@ def cmd_whatif(args) -> int:
     ws = open_wireshark(args.plugin)
     w = WhatIf(args.codecs)
     n = 0
+    cut = []
     try:
         with CaptureProgress(args.captures, "recompressing") as bar:
             for cap in args.captures:
-                for _, proto, mtype, codec, raw in read_payloads(ws, cap, args.tshark):
+                res = ReadResult()
+                for _, proto, mtype, codec, raw in read_payloads(ws, cap, args.tshark, res):
                     if args.all or codec == "none":
                         w.add(proto, mtype, raw)
                         n += 1
+                if res.truncated:
+                    cut.append(res.warning)
                 bar.done(cap)
     finally:
         ws.cleanup()
+    for warning in cut:
+        print(f"p2pc: warning: {warning}", file=sys.stderr)
     if not n:
         raise NoP2PTraffic("no uncompressed P2P payloads found (use --all to recompress "
                            "already-compressed traffic's decompressed payloads)")
     report = {"schema": SCHEMA, "command": "whatif", "title": "p2pc: what each codec would save",
               "files": list(args.captures),
-              "warnings": [f"codec not available: {m} ({CODEC_FIX[m]})" for m in w.missing
-                           if not args.codecs or m in args.codecs],
+              "warnings": cut + [f"codec not available: {m} ({CODEC_FIX[m]})" for m in w.missing
+                                 if not args.codecs or m in args.codecs],
               "rows": [], "sections": w.sections(PROTOCOL_HEADER, BIP_ACK_BYTES, BATCHABLE),
               "series": {"codecs": codec_series(w)}}
     emit(report, args)
-    return 0
+    return TRUNCATED_EXIT if cut else 0
 
 
 # What installs each what-if codec (liblzo2 is a C library, read through ctypes: see whatif.py).
