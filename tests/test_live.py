@@ -139,10 +139,11 @@ def test_live_equals_offline_analysis_and_serves_metrics(netns, tmp_path):
         assert metric_sum(text, "p2pc_payload_bytes_total") == want["payload_bytes"]
         assert metric_sum(text, "p2pc_raw_bytes_total") == want["raw_bytes"]
         assert metric_sum(text, "p2pc_saved_bytes_total", kind="payload") == want["payload_saved"]
-        assert round(metric_sum(text, "p2pc_saved_bytes_total", kind="header")) == pytest.approx(
-            want["header_saved"], abs=1)
-        assert round(metric_sum(text, "p2pc_saved_bytes_total", kind="ack")) == pytest.approx(
-            want["ack_saved"], abs=1)
+        # Header and ACK savings are the model's estimate, never lowered: at least the offline
+        # figure, and above it by no more than 0.5 % (docs/metrics.md).
+        for kind in ("header", "ack"):
+            got = round(metric_sum(text, "p2pc_saved_bytes_total", kind=kind))
+            assert want[f"{kind}_saved"] - 1 <= got <= want[f"{kind}_saved"] * 1.005, kind
         # Every metric the Grafana dashboard plots is one the endpoint serves, with every label
         # the dashboard sums by.
         dashboard = json.loads((REPO / "docs/grafana/p2pc.json").read_text())
@@ -193,6 +194,64 @@ def test_live_equals_offline_analysis_and_serves_metrics(netns, tmp_path):
         sent = [m["raw_len"] for m in truth if m["command"] == command]
         assert rows[("bitcoin", command)]["messages"] == len(sent), command
         assert rows[("bitcoin", command)]["raw_bytes"] == sum(sent), command
+
+
+def every_sample(text: str) -> dict:
+    """Every sample of the p2pc counters: (name, labels) -> value."""
+    return {(m.group(1), m.group(2) or ""): float(m.group(3))
+            for m in re.finditer(r"^(p2pc_\w+_total)(\{[^}]*\})? (\S+)$", text, re.M)}
+
+
+@needs_netns
+def test_no_counter_ever_decreases(netns, tmp_path):
+    """Scraped as fast as it answers while two captures replay slowly (and sessions reset every
+    1,000 packets): no sample of any counter is ever lower than it was, the savings included."""
+    port = PORT + 2
+    live = Live(netns, tmp_path, "--metrics", f"127.0.0.1:{port}", "--session-reset", "1000")
+    replay = subprocess.Popen(
+        ["ip", "netns", "exec", netns, "sh", "-c",
+         f"tcpreplay -q --mbps=4 -i va {ETH2} && tcpreplay -q --mbps=4 -i va {BTC}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    highest: dict = {}
+    scrapes = lowered = 0
+    try:
+        while replay.poll() is None or scrapes < 5:
+            res = in_ns(netns, "curl", "-sf", f"http://127.0.0.1:{port}/metrics")
+            assert res.returncode == 0, res.stderr
+            scrapes += 1
+            for key, v in every_sample(res.stdout).items():
+                lowered += v < highest.get(key, 0.0)
+                highest[key] = max(v, highest.get(key, 0.0))
+    finally:
+        replay.wait()
+        rc, err = live.stop()
+    assert rc == 0, err
+    assert scrapes > 20 and any(k[0] == "p2pc_saved_bytes_total" and v > 0 for k, v in highest.items())
+    assert lowered == 0
+
+
+@needs_netns
+def test_metrics_listen_on_loopback_unless_a_host_is_given(netns, tmp_path):
+    """--metrics PORT (and :PORT) serve on 127.0.0.1 only; a host given is the one used."""
+    for arg, want in (("9470", "127.0.0.1"), (":9471", "127.0.0.1"), ("0.0.0.0:9472", "0.0.0.0")):
+        port = arg.rsplit(":", 1)[-1]
+        (tmp_path / port).mkdir()
+        live = Live(netns, tmp_path / port, "--metrics", arg)
+        try:        # the namespace's listening sockets on that port: "127.0.0.1:9470"
+            got = in_ns(netns, "ss", "-Hltn", f"sport = :{port}").stdout.split()[3::5]
+        finally:
+            rc, err = live.stop()
+        assert got == [f"{want}:{port}"], arg
+        assert rc == 6, err        # no P2P traffic: exit 6, as ever
+
+
+@pytest.mark.parametrize("arg", ["notaport", "127.0.0.1:99999", ":0", "host:"])
+def test_a_bad_metrics_address_is_one_line_exit_2(arg):
+    res = run_p2pc("live", "-i", "lo", "--metrics", arg, "--duration", "1")
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.splitlines() == [
+        f"p2pc live: error: argument --metrics: {arg!r}: PORT must be a number from 1 to 65535 "
+        "([HOST:]PORT, e.g. 127.0.0.1:9464) (see p2pc live --help)"]
 
 
 @needs_netns

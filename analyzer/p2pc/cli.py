@@ -343,7 +343,7 @@ def cmd_live(args) -> int:
         try:
             metrics = Metrics(args.metrics, totals_, args.interface, args.model)
         except OSError as e:
-            raise UsageError(f"--metrics {args.metrics}: {e.strerror or e}") from None
+            raise UsageError("--metrics {}:{}: {}".format(*args.metrics, e.strerror or e)) from None
     local = None
     if args.by_peer:
         from .metrics import interface_addresses
@@ -361,11 +361,8 @@ def cmd_live(args) -> int:
                 print(f"p2pc live: {args.interface}: no P2P messages yet", file=sys.stderr)
                 return
             cut = totals_.undecoded_directions()
-            per_proto: dict = defaultdict(int)
-            for d in cut:
-                per_proto[d["proto"]] += d["undecoded_bytes"]
             undecoded = [Row(proto, "undecoded", None, Sums(wire=n, payload=n, raw=n))
-                         for proto, n in sorted(per_proto.items())]
+                         for proto, n in sorted(totals_.undecoded().items())]
             rep = analyze_report(totals_.agg, args.model, args.by_direction, False, args.by_peer,
                                  local, tuple(undecoded))
             if cut:                                 # else the report is analyze's, exactly
@@ -634,6 +631,16 @@ def whole(minimum: int):
     return parse
 
 
+def listen_address(text: str) -> tuple[str, int]:
+    """--metrics [HOST:]PORT: (host, port); 127.0.0.1 unless a host is given ([::1]:PORT for
+    IPv6)."""
+    host, _, port = text.rpartition(":")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r}: PORT must be a number from 1 to 65535 "
+                                         "([HOST:]PORT, e.g. 127.0.0.1:9464)")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
 def codec_list(text: str) -> list[str]:
     names = [c.strip() for c in text.split(",") if c.strip()]
     bad = [c for c in names if c not in CODEC_NAMES]
@@ -742,8 +749,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-w", "--write", metavar="FILE", help="save the captured packets (pcapng) to FILE")
     p.add_argument("-B", "--buffer-size", type=whole(1), default=64, metavar="MIB",
                    help="the kernel's capture buffer, as for tshark -B (default: %(default)s MiB)")
-    p.add_argument("--metrics", metavar="HOST:PORT",
-                   help="serve Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md)")
+    p.add_argument("--metrics", type=listen_address, metavar="[HOST:]PORT",
+                   help="serve Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md); "
+                        "HOST is 127.0.0.1 unless given (0.0.0.0: every interface)")
     p.add_argument("--session-reset", type=whole(0), default=100_000, metavar="N",
                    help="tshark forgets its connections every N packets (tshark -M), so memory "
                         "stays bounded; bytes of connections open across a reset are reported "

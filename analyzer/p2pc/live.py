@@ -125,7 +125,7 @@ class LiveTotals:
     # 4-tuple -> {epoch: TCP payload bytes}, and 4-tuple -> decoded wire bytes (all epochs)
     tcp_bytes: dict = field(default_factory=lambda: defaultdict(dict))
     wire: dict = field(default_factory=lambda: defaultdict(int))
-    on_message: object = None      # callback(Message) for the metrics, called under lock
+    metrics: object = None         # metrics.Metrics: told of each record, under lock
 
     @property
     def source(self) -> str:
@@ -140,35 +140,45 @@ class LiveTotals:
                 self.agg.add_message(self.source, m)
                 self.p2p_dirs.setdefault(four, m.proto)
                 self.wire[four] += m.wire_len
-                if self.on_message:
-                    self.on_message(m)
+                if self.metrics:
+                    self.metrics.message(m)
         elif tag == "T\t":
             t = parse_t(line.rstrip("\n").split("\t"))
             four = (t.src, t.srcport, t.dst, t.dstport)
             with self.lock:
                 self.agg.add_tcp(self.source, t)
                 self.tcp_bytes[four][self.epoch] = t.data_bytes
+                if self.metrics:
+                    self.metrics.tcp(t)
         elif tag == "I\t":
             p = parse_i(line.rstrip("\n").split("\t"))
             with self.lock:
                 self.agg.add_peer(self.source, p)
         elif line.startswith("#RESET"):
             with self.lock:
+                if self.metrics:
+                    self.metrics.settled()
                 self.epoch += 1
 
+    def undecoded_of(self, four: tuple) -> int:
+        """The undecoded bytes of a P2P connection direction open across a session reset: the
+        TCP payload bytes it carried beyond the wire bytes of the messages decoded from it
+        (for TLS, its record overhead counts too; for libp2p, its framing); else 0."""
+        per_epoch = self.tcp_bytes.get(four, {})
+        if four not in self.p2p_dirs or len(per_epoch) < 2:
+            return 0
+        return max(0, sum(per_epoch.values()) - self.wire.get(four, 0))
+
     def undecoded_directions(self) -> list[dict]:
-        """The P2P connection directions open across a session reset that carried TCP payload
-        bytes beyond the wire bytes of the messages decoded from them: those bytes are their
-        undecoded ones (for TLS, its record overhead counts too; for libp2p, its framing)."""
+        """The P2P connection directions with undecoded bytes (undecoded_of)."""
         out = []
         for (src, srcport, dst, dstport), proto in self.p2p_dirs.items():
-            per_epoch = self.tcp_bytes.get((src, srcport, dst, dstport), {})
-            if len(per_epoch) > 1:
-                tcp, decoded = sum(per_epoch.values()), self.wire[(src, srcport, dst, dstport)]
-                if tcp > decoded:
-                    out.append({"proto": proto, "src": src, "srcport": srcport, "dst": dst,
-                                "dstport": dstport, "tcp_bytes": tcp, "decoded_bytes": decoded,
-                                "undecoded_bytes": tcp - decoded})
+            n = self.undecoded_of((src, srcport, dst, dstport))
+            if n:
+                tcp = sum(self.tcp_bytes[(src, srcport, dst, dstport)].values())
+                out.append({"proto": proto, "src": src, "srcport": srcport, "dst": dst,
+                            "dstport": dstport, "tcp_bytes": tcp, "decoded_bytes": tcp - n,
+                            "undecoded_bytes": n})
         return out
 
     def undecoded(self) -> dict[str, int]:
@@ -337,6 +347,8 @@ class LiveCapture:
         drops = DROPS.findall(dstderr)
         with self.totals.lock:
             self.totals.dropped = sum(int(d) for _, d in drops)
+            if self.totals.metrics:
+                self.totals.metrics.ended(self.totals.dropped)
         if drc != 0 and not self.stopping and not drops:
             raise capture_error(self.interface, self.capture_filter, dstderr)
         tstderr = self._stderr.get("tshark", "")
