@@ -68,9 +68,9 @@ def probe_pcap(path: Path) -> Path:
 class Live:
     """`p2pc live` running in the namespace, its report and -w file in tmp."""
 
-    def __init__(self, ns: str, tmp: Path, *extra: str):
+    def __init__(self, ns: str, tmp: Path, *extra: str, pcap: Path | None = None):
         self.ns, self.tmp = ns, tmp
-        self.pcap, self.report = tmp / "live.pcapng", tmp / "live.json"
+        self.pcap, self.report = pcap or tmp / "live.pcapng", tmp / "live.json"
         env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
         self.proc = subprocess.Popen(
             ["ip", "netns", "exec", ns, sys.executable, "-m", "p2pc", "live", "-i", "vb",
@@ -282,6 +282,8 @@ def test_live_interval_reports_stream_before_the_end(netns, tmp_path):
     ("preference", 2, 'tshark: -o flag "nosuch.pref:1" specifies unknown preference'),
     ("display filter", 2, "Couldn't register p2pc,records tap"),
     ("write", 2, "cannot write /nonexistent/live.pcapng"),
+    ("full device", 13, "cannot write /dev/full: No space left on device: the capture stopped; "
+                        "the file holds its first 0 bytes, whole packets"),
 ])
 def test_live_errors_are_one_line_with_their_own_exit_code(netns, case, code, words):
     env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
@@ -294,11 +296,136 @@ def test_live_errors_are_one_line_with_their_own_exit_code(netns, case, code, wo
            "nothing": [*live, "-i", "vb"],
            "preference": [*live, "-i", "vb", "-o", "nosuch.pref:1"],
            "display filter": [*live, "-i", "vb", "-Y", "tcp.port=1"],
-           "write": [*live, "-i", "vb", "-w", "/nonexistent/live.pcapng"]}[case]
+           "write": [*live, "-i", "vb", "-w", "/nonexistent/live.pcapng"],
+           "full device": [*live, "-i", "vb", "-w", "/dev/full"]}[case]
     res = in_ns(netns, *cmd, env=env, timeout=120)
     assert res.returncode == code, res.stderr
     assert res.stderr.strip().splitlines() == [f"p2pc: {res.stderr.strip()[6:]}"], res.stderr
     assert words in res.stderr
+
+
+def test_the_docs_exit_codes_are_the_clis():
+    """docs/analyzer.md's table is EXIT_CODES, and every error's code is in it."""
+    from p2pc import cli, live, merge, records
+    doc = (REPO / "docs/analyzer.md").read_text().split("## Exit codes")[1].split("\n## ")[0]
+    assert dict(re.findall(r"^\| (\d+) \| (.*) \|$", doc, re.M)) == \
+        {str(c): t for c, t in cli.EXIT_CODES.items()}
+    errors = [e for m in (cli, live, merge, records) for e in vars(m).values()
+              if isinstance(e, type) and issubclass(e, records.P2pcError) and e is not records.P2pcError]
+    assert {e.exit_code for e in errors} | {0, records.TRUNCATED_EXIT} == set(cli.EXIT_CODES)
+
+
+def descendant(proc: subprocess.Popen, *words: str):
+    """The process under `proc` whose command line holds `words` (psutil), once it runs."""
+    import psutil
+    for _ in range(500):
+        for child in psutil.Process(proc.pid).children(recursive=True):
+            try:
+                if all(w in child.cmdline() for w in words):
+                    return child
+            except psutil.NoSuchProcess:
+                pass
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    raise AssertionError(f"no {words} under p2pc")
+
+
+def leftovers(pid: int) -> list:
+    """What p2pc run `pid` left: its temporary folders (private.py names them by its PID)."""
+    import tempfile
+    return sorted(Path(tempfile.gettempdir()).glob(f"p2pc-*-{pid}-*"))
+
+
+@needs_netns
+def test_a_full_disk_stops_live_with_the_report_of_the_packets_saved(netns, tmp_path):
+    """-w on a 1 MiB tmpfs, 2.2 MB replayed: live stops on its own, the file cut back to its last
+    whole block, the report of exactly those packets printed, then one line and exit 13."""
+    small = tmp_path / "small"
+    small.mkdir()
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(small)],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
+    try:
+        live = Live(netns, tmp_path, pcap=small / "live.pcapng")
+        live.replay(BTC)
+        out, err = live.proc.communicate(timeout=120)
+        assert live.proc.returncode == 13, err
+        data = live.pcap.read_bytes()
+        assert err.splitlines() == [f"p2pc: cannot write {live.pcap}: No space left on device: the "
+                                    f"capture stopped; the file holds its first {len(data):,} bytes, "
+                                    "whole packets"]
+        types = pcapng_block_types(data)
+        assert 6 in types and len(data) > 500_000
+        final = json.loads(live.report.read_text())
+        offline = p2pc_report("analyze", str(live.pcap))
+        assert "(final)" in final["title"] and final["totals"]["messages"] > 0
+        for key in ("rows", "totals", "sections", "warnings"):
+            assert final[key] == offline[key], key
+    finally:
+        subprocess.run(["umount", "-l", str(small)])
+
+
+@needs_netns
+@pytest.mark.parametrize("name, sig", [("dumpcap", signal.SIGKILL), ("tshark", signal.SIGSEGV)])
+def test_a_dead_dumpcap_or_tshark_ends_live_after_its_report(netns, tmp_path, name, sig):
+    """dumpcap killed, or tshark crashing, mid-capture: live prints the report of what was
+    decoded, then one line and exit 14; the -w file holds whole packets, every one captured."""
+    want = p2pc_report("analyze", str(BTC))["totals"]["messages"]
+    live = Live(netns, tmp_path, "--session-reset", "0")
+    live.replay(BTC)
+    for _ in range(150):
+        if live.report.exists() and json.loads(live.report.read_text() or "{}").get("totals", {}) \
+                .get("messages") == want:
+            break
+        time.sleep(0.2)
+    proc = descendant(live.proc, name)
+    proc.send_signal(sig)
+    out, err = live.proc.communicate(timeout=120)
+    assert live.proc.returncode == 14, err
+    assert err.splitlines() == [f"p2pc: {name} ended while capturing (killed by {sig.name})"
+                                + ("): the report covers what it decoded" if name == "tshark" else ")")
+                                + f"; {live.pcap} holds every packet captured"]
+    final = json.loads(live.report.read_text())
+    assert "(final)" in final["title"] and final["totals"]["messages"] == want
+    data = live.pcap.read_bytes()
+    assert sum(struct.unpack_from("<I", data, off)[0] for off in block_offsets(data)) == len(data)
+    assert p2pc_report("analyze", str(live.pcap))["totals"]["messages"] == want
+    assert not leftovers(live.proc.pid)
+
+
+def block_offsets(data: bytes) -> list[int]:
+    """Where each block of a little-endian pcapng stream begins (+4: its length)."""
+    offs, off = [], 0
+    while off + 12 <= len(data):
+        offs.append(off + 4)
+        off += struct.unpack_from("<I", data, off + 4)[0]
+    return offs
+
+
+@needs_netns
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("moment", [("tshark", "-G", "folders"), ("dumpcap",)], ids=["tshark -G", "dumpcap"])
+def test_a_signal_at_startup_stops_live(netns, tmp_path, sig, moment):
+    """^C or SIGTERM while live starts up (Wireshark's folders asked, dumpcap just started): the
+    capture ends there, no process or temporary folder is left, and nothing P2P was captured:
+    one line, exit 6."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
+    proc = subprocess.Popen(["ip", "netns", "exec", netns, sys.executable, "-m", "p2pc", "live",
+                             "-i", "vb", "-w", str(tmp_path / "live.pcapng")],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    import psutil
+    descendant(proc, *moment)
+    everyone = psutil.Process(proc.pid).children(recursive=True)
+    proc.send_signal(sig)
+    try:
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 6, err
+    assert err.splitlines() == ["p2pc: no P2P messages captured on vb"]
+    assert not [p for p in everyone if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not leftovers(proc.pid)
 
 
 @pytest.mark.parametrize("capture", [BTC, CAPTURES / "eth2/eth2-mplex.pcapng"])
