@@ -316,12 +316,14 @@ def test_the_docs_exit_codes_are_the_clis():
 
 
 def descendant(proc: subprocess.Popen, *words: str):
-    """The process under `proc` whose command line holds `words` (psutil), once it runs."""
+    """The process under `proc` running the program words[0] with the arguments words[1:]
+    (psutil), once it runs."""
     import psutil
     for _ in range(500):
         for child in psutil.Process(proc.pid).children(recursive=True):
             try:
-                if all(w in child.cmdline() for w in words):
+                cmd = child.cmdline()
+                if cmd and os.path.basename(cmd[0]) == words[0] and all(w in cmd for w in words[1:]):
                     return child
             except psutil.NoSuchProcess:
                 pass
@@ -384,7 +386,7 @@ def test_a_dead_dumpcap_or_tshark_ends_live_after_its_report(netns, tmp_path, na
     out, err = live.proc.communicate(timeout=120)
     assert live.proc.returncode == 14, err
     assert err.splitlines() == [f"p2pc: {name} ended while capturing (killed by {sig.name})"
-                                + ("): the report covers what it decoded" if name == "tshark" else ")")
+                                + (": the report covers what it decoded" if name == "tshark" else "")
                                 + f"; {live.pcap} holds every packet captured"]
     final = json.loads(live.report.read_text())
     assert "(final)" in final["title"] and final["totals"]["messages"] == want

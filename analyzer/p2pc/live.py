@@ -424,7 +424,7 @@ class LiveCapture:
                 raise capture_error(self.interface, self.capture_filter, dstderr)
             lines = [l for l in dstderr.strip().splitlines() if l.strip()]
             self.fault = CaptureEnded(f"dumpcap ended while capturing ({ended_how(drc)}"
-                                      + (f": {lines[-1]}" if lines else "") + ")" + saved)
+                                      + (f": {lines[-1]}" if lines and drc > 0 else "") + ")" + saved)
             return
         tstderr = self._stderr.get("tshark", "")
         if trc != 0 or not header:
