@@ -562,3 +562,52 @@ def test_libp2p_layers_nest_only_as_deep_as_p2pc_decodes(tshark):
     undecoded = [l.split("\t") for l in res.stdout.splitlines() if l.startswith("M\t") and "\tundecoded\t" in l]
     payload = sum(int(n) for r in tshark.fields(cap, ["tcp.len"], dfilter="tcp.len > 0") for n in r[0].split("|"))
     assert len(undecoded) == 1 and 0.9 * payload < int(undecoded[0][11]) < payload
+
+
+# ---- saved reports and captures the CLI is handed ----
+@pytest.mark.parametrize("name, words", [
+    ("merge-nofields.json", "the aggregate has no fields"),
+    ("merge-extra-field.json", "a Sums record has the unknown field bogus_field"),
+    ("merge-sums-str.json", "a Sums record lacks wire, header, payload, raw, items, batched_headers, "
+                            "batched_items"),
+    ("merge-neg.json", "a Sums record's messages is -1000000000000000000000000000000, not a non-negative int"),
+])
+def test_merge_refuses_an_aggregate_it_did_not_write_in_one_line(name, words):
+    """A report whose sums are missing, unknown, not numbers or negative is refused (exit 5,
+    as any report merge cannot read), never summed."""
+    res = p2pc("merge", str(REPRO / name))
+    assert res.returncode == 5, res.stderr
+    assert res.stderr.splitlines() == [f"p2pc: {REPRO / name}: {words}"]
+    assert not res.stdout
+
+
+def test_merge_refuses_a_string_among_all_of_a_records_sums(tmp_path):
+    """Every field present, one a string: refused as not a number (merge-sums-str.json lacks the
+    other fields, so it is refused for that first)."""
+    rep = json.loads((REPRO / "merge-neg.json").read_text())
+    sums = rep["aggregate"]["fields"]["by_dir"]["map"][0][1]["map"][0][1]["fields"]
+    sums["messages"] = "7"
+    bad = tmp_path / "str.json"
+    bad.write_text(json.dumps(rep))
+    res = p2pc("merge", str(bad))
+    assert res.returncode == 5 and res.stderr.splitlines() == [
+        f'p2pc: {bad}: a Sums record\'s messages is "7", not a non-negative int'], res.stderr
+
+
+def test_whatif_of_a_missing_capture_is_one_line():
+    res = p2pc("whatif", "/nonexistent")
+    assert res.returncode == 5 and res.stderr.splitlines() == ["p2pc: /nonexistent: no such file"], res.stderr
+
+
+def test_whatif_of_a_truncated_capture_warns_and_exits_as_analyze_does(tmp_path):
+    """A capture cut short: whatif recompresses what could be read, warns on stderr and in the
+    report, and exits 8 as analyze does on the same file."""
+    src = (CAPTURES / "bitcoin/btc-baseline.pcapng").read_bytes()
+    cut = tmp_path / "cut.pcapng"
+    cut.write_bytes(src[: len(src) // 2])
+    res = p2pc("whatif", "--format", "json", "--codecs", "zlib-1", str(cut))
+    warning = f"{cut}: the capture is cut short; the report covers what could be read"
+    assert res.returncode == 8 == p2pc("analyze", "--format", "json", str(cut)).returncode, res.stderr
+    assert res.stderr.splitlines() == [f"p2pc: warning: {warning}"]
+    rep = json.loads(res.stdout)
+    assert rep["warnings"] == [warning] and rep["sections"][0]["rows"]

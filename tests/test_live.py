@@ -68,9 +68,9 @@ def probe_pcap(path: Path) -> Path:
 class Live:
     """`p2pc live` running in the namespace, its report and -w file in tmp."""
 
-    def __init__(self, ns: str, tmp: Path, *extra: str):
+    def __init__(self, ns: str, tmp: Path, *extra: str, pcap: Path | None = None):
         self.ns, self.tmp = ns, tmp
-        self.pcap, self.report = tmp / "live.pcapng", tmp / "live.json"
+        self.pcap, self.report = pcap or tmp / "live.pcapng", tmp / "live.json"
         env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
         self.proc = subprocess.Popen(
             ["ip", "netns", "exec", ns, sys.executable, "-m", "p2pc", "live", "-i", "vb",
@@ -139,10 +139,11 @@ def test_live_equals_offline_analysis_and_serves_metrics(netns, tmp_path):
         assert metric_sum(text, "p2pc_payload_bytes_total") == want["payload_bytes"]
         assert metric_sum(text, "p2pc_raw_bytes_total") == want["raw_bytes"]
         assert metric_sum(text, "p2pc_saved_bytes_total", kind="payload") == want["payload_saved"]
-        assert round(metric_sum(text, "p2pc_saved_bytes_total", kind="header")) == pytest.approx(
-            want["header_saved"], abs=1)
-        assert round(metric_sum(text, "p2pc_saved_bytes_total", kind="ack")) == pytest.approx(
-            want["ack_saved"], abs=1)
+        # Header and ACK savings are the model's estimate, never lowered: at least the offline
+        # figure, and above it by no more than 0.5 % (docs/metrics.md).
+        for kind in ("header", "ack"):
+            got = round(metric_sum(text, "p2pc_saved_bytes_total", kind=kind))
+            assert want[f"{kind}_saved"] - 1 <= got <= want[f"{kind}_saved"] * 1.005, kind
         # Every metric the Grafana dashboard plots is one the endpoint serves, with every label
         # the dashboard sums by.
         dashboard = json.loads((REPO / "docs/grafana/p2pc.json").read_text())
@@ -195,6 +196,64 @@ def test_live_equals_offline_analysis_and_serves_metrics(netns, tmp_path):
         assert rows[("bitcoin", command)]["raw_bytes"] == sum(sent), command
 
 
+def every_sample(text: str) -> dict:
+    """Every sample of the p2pc counters: (name, labels) -> value."""
+    return {(m.group(1), m.group(2) or ""): float(m.group(3))
+            for m in re.finditer(r"^(p2pc_\w+_total)(\{[^}]*\})? (\S+)$", text, re.M)}
+
+
+@needs_netns
+def test_no_counter_ever_decreases(netns, tmp_path):
+    """Scraped as fast as it answers while two captures replay slowly (and sessions reset every
+    1,000 packets): no sample of any counter is ever lower than it was, the savings included."""
+    port = PORT + 2
+    live = Live(netns, tmp_path, "--metrics", f"127.0.0.1:{port}", "--session-reset", "1000")
+    replay = subprocess.Popen(
+        ["ip", "netns", "exec", netns, "sh", "-c",
+         f"tcpreplay -q --mbps=4 -i va {ETH2} && tcpreplay -q --mbps=4 -i va {BTC}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    highest: dict = {}
+    scrapes = lowered = 0
+    try:
+        while replay.poll() is None or scrapes < 5:
+            res = in_ns(netns, "curl", "-sf", f"http://127.0.0.1:{port}/metrics")
+            assert res.returncode == 0, res.stderr
+            scrapes += 1
+            for key, v in every_sample(res.stdout).items():
+                lowered += v < highest.get(key, 0.0)
+                highest[key] = max(v, highest.get(key, 0.0))
+    finally:
+        replay.wait()
+        rc, err = live.stop()
+    assert rc == 0, err
+    assert scrapes > 20 and any(k[0] == "p2pc_saved_bytes_total" and v > 0 for k, v in highest.items())
+    assert lowered == 0
+
+
+@needs_netns
+def test_metrics_listen_on_loopback_unless_a_host_is_given(netns, tmp_path):
+    """--metrics PORT (and :PORT) serve on 127.0.0.1 only; a host given is the one used."""
+    for arg, want in (("9470", "127.0.0.1"), (":9471", "127.0.0.1"), ("0.0.0.0:9472", "0.0.0.0")):
+        port = arg.rsplit(":", 1)[-1]
+        (tmp_path / port).mkdir()
+        live = Live(netns, tmp_path / port, "--metrics", arg)
+        try:        # the namespace's listening sockets on that port: "127.0.0.1:9470"
+            got = in_ns(netns, "ss", "-Hltn", f"sport = :{port}").stdout.split()[3::5]
+        finally:
+            rc, err = live.stop()
+        assert got == [f"{want}:{port}"], arg
+        assert rc == 6, err        # no P2P traffic: exit 6, as ever
+
+
+@pytest.mark.parametrize("arg", ["notaport", "127.0.0.1:99999", ":0", "host:"])
+def test_a_bad_metrics_address_is_one_line_exit_2(arg):
+    res = run_p2pc("live", "-i", "lo", "--metrics", arg, "--duration", "1")
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.splitlines() == [
+        f"p2pc live: error: argument --metrics: {arg!r}: PORT must be a number from 1 to 65535 "
+        "([HOST:]PORT, e.g. 127.0.0.1:9464) (see p2pc live --help)"]
+
+
 @needs_netns
 def test_live_interval_reports_stream_before_the_end(netns, tmp_path):
     """The report file is rewritten every --interval while the capture runs."""
@@ -223,6 +282,8 @@ def test_live_interval_reports_stream_before_the_end(netns, tmp_path):
     ("preference", 2, 'tshark: -o flag "nosuch.pref:1" specifies unknown preference'),
     ("display filter", 2, "Couldn't register p2pc,records tap"),
     ("write", 2, "cannot write /nonexistent/live.pcapng"),
+    ("full device", 13, "cannot write /dev/full: No space left on device: the capture stopped; "
+                        "the file holds its first 0 bytes, whole packets"),
 ])
 def test_live_errors_are_one_line_with_their_own_exit_code(netns, case, code, words):
     env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
@@ -235,11 +296,138 @@ def test_live_errors_are_one_line_with_their_own_exit_code(netns, case, code, wo
            "nothing": [*live, "-i", "vb"],
            "preference": [*live, "-i", "vb", "-o", "nosuch.pref:1"],
            "display filter": [*live, "-i", "vb", "-Y", "tcp.port=1"],
-           "write": [*live, "-i", "vb", "-w", "/nonexistent/live.pcapng"]}[case]
+           "write": [*live, "-i", "vb", "-w", "/nonexistent/live.pcapng"],
+           "full device": [*live, "-i", "vb", "-w", "/dev/full"]}[case]
     res = in_ns(netns, *cmd, env=env, timeout=120)
     assert res.returncode == code, res.stderr
     assert res.stderr.strip().splitlines() == [f"p2pc: {res.stderr.strip()[6:]}"], res.stderr
     assert words in res.stderr
+
+
+def test_the_docs_exit_codes_are_the_clis():
+    """docs/analyzer.md's table is EXIT_CODES, and every error's code is in it."""
+    from p2pc import cli, live, merge, records
+    doc = (REPO / "docs/analyzer.md").read_text().split("## Exit codes")[1].split("\n## ")[0]
+    assert dict(re.findall(r"^\| (\d+) \| (.*) \|$", doc, re.M)) == \
+        {str(c): t for c, t in cli.EXIT_CODES.items()}
+    errors = [e for m in (cli, live, merge, records) for e in vars(m).values()
+              if isinstance(e, type) and issubclass(e, records.P2pcError) and e is not records.P2pcError]
+    assert {e.exit_code for e in errors} | {0, records.TRUNCATED_EXIT} == set(cli.EXIT_CODES)
+
+
+def descendant(proc: subprocess.Popen, *words: str):
+    """The process under `proc` running the program words[0] with the arguments words[1:]
+    (psutil), once it runs."""
+    import psutil
+    for _ in range(500):
+        for child in psutil.Process(proc.pid).children(recursive=True):
+            try:
+                cmd = child.cmdline()
+                if cmd and os.path.basename(cmd[0]) == words[0] and all(w in cmd for w in words[1:]):
+                    return child
+            except psutil.NoSuchProcess:
+                pass
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    raise AssertionError(f"no {words} under p2pc")
+
+
+def leftovers(pid: int) -> list:
+    """What p2pc run `pid` left: its temporary folders (private.py names them by its PID)."""
+    import tempfile
+    return sorted(Path(tempfile.gettempdir()).glob(f"p2pc-*-{pid}-*"))
+
+
+@needs_netns
+def test_a_full_disk_stops_live_with_the_report_of_the_packets_saved(netns, tmp_path):
+    """-w on a 1 MiB tmpfs, 2.2 MB replayed: live stops on its own, the file cut back to its last
+    whole block, the report of exactly those packets printed, then one line and exit 13."""
+    small = tmp_path / "small"
+    small.mkdir()
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(small)],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
+    try:
+        live = Live(netns, tmp_path, pcap=small / "live.pcapng")
+        live.replay(BTC)
+        out, err = live.proc.communicate(timeout=120)
+        assert live.proc.returncode == 13, err
+        data = live.pcap.read_bytes()
+        assert err.splitlines() == [f"p2pc: cannot write {live.pcap}: No space left on device: the "
+                                    f"capture stopped; the file holds its first {len(data):,} bytes, "
+                                    "whole packets"]
+        types = pcapng_block_types(data)
+        assert 6 in types and len(data) > 500_000
+        final = json.loads(live.report.read_text())
+        offline = p2pc_report("analyze", str(live.pcap))
+        assert "(final)" in final["title"] and final["totals"]["messages"] > 0
+        for key in ("rows", "totals", "sections", "warnings"):
+            assert final[key] == offline[key], key
+    finally:
+        subprocess.run(["umount", "-l", str(small)])
+
+
+@needs_netns
+@pytest.mark.parametrize("name, sig", [("dumpcap", signal.SIGKILL), ("tshark", signal.SIGSEGV)])
+def test_a_dead_dumpcap_or_tshark_ends_live_after_its_report(netns, tmp_path, name, sig):
+    """dumpcap killed, or tshark crashing, mid-capture: live prints the report of what was
+    decoded, then one line and exit 14; the -w file holds whole packets, every one captured."""
+    want = p2pc_report("analyze", str(BTC))["totals"]["messages"]
+    live = Live(netns, tmp_path, "--session-reset", "0")
+    live.replay(BTC)
+    for _ in range(150):
+        if live.report.exists() and json.loads(live.report.read_text() or "{}").get("totals", {}) \
+                .get("messages") == want:
+            break
+        time.sleep(0.2)
+    proc = descendant(live.proc, name)
+    proc.send_signal(sig)
+    out, err = live.proc.communicate(timeout=120)
+    assert live.proc.returncode == 14, err
+    assert err.splitlines() == [f"p2pc: {name} ended while capturing (killed by {sig.name})"
+                                + (": the report covers what it decoded" if name == "tshark" else "")
+                                + f"; {live.pcap} holds every packet captured"]
+    final = json.loads(live.report.read_text())
+    assert "(final)" in final["title"] and final["totals"]["messages"] == want
+    data = live.pcap.read_bytes()
+    assert sum(struct.unpack_from("<I", data, off)[0] for off in block_offsets(data)) == len(data)
+    assert p2pc_report("analyze", str(live.pcap))["totals"]["messages"] == want
+    assert not leftovers(live.proc.pid)
+
+
+def block_offsets(data: bytes) -> list[int]:
+    """Where each block of a little-endian pcapng stream begins (+4: its length)."""
+    offs, off = [], 0
+    while off + 12 <= len(data):
+        offs.append(off + 4)
+        off += struct.unpack_from("<I", data, off + 4)[0]
+    return offs
+
+
+@needs_netns
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("moment", [("tshark", "-G", "folders"), ("dumpcap",)], ids=["tshark -G", "dumpcap"])
+def test_a_signal_at_startup_stops_live(netns, tmp_path, sig, moment):
+    """^C or SIGTERM while live starts up (Wireshark's folders asked, dumpcap just started): the
+    capture ends there, no process or temporary folder is left, and nothing P2P was captured:
+    one line, exit 6."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
+    proc = subprocess.Popen(["ip", "netns", "exec", netns, sys.executable, "-m", "p2pc", "live",
+                             "-i", "vb", "-w", str(tmp_path / "live.pcapng")],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    import psutil
+    descendant(proc, *moment)
+    everyone = psutil.Process(proc.pid).children(recursive=True)
+    proc.send_signal(sig)
+    try:
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 6, err
+    assert err.splitlines() == ["p2pc: no P2P messages captured on vb"]
+    assert not [p for p in everyone if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not leftovers(proc.pid)
 
 
 @pytest.mark.parametrize("capture", [BTC, CAPTURES / "eth2/eth2-mplex.pcapng"])

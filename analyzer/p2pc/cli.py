@@ -1,9 +1,6 @@
-"""The `p2pc` command: analyze, compare, whatif, records, live, doctor.
+"""The `p2pc` command: analyze, compare, whatif, records, live, doctor, shard, merge.
 
-Exit codes: 0 ok, 2 usage, 3 tshark missing, 4 plugin missing, 5 capture unreadable,
-6 no P2P traffic, 7 interface cannot be opened, 8 capture truncated (report printed),
-9 the plugin printed a malformed record, 10 no permission to capture, 11 bad capture filter,
-12 records of a second pass missing (p2pc.max_replay_mib ran out).
+Exit codes: EXIT_CODES below (each error is a P2pcError subclass carrying its code).
 """
 from __future__ import annotations
 
@@ -22,8 +19,9 @@ from typing import TYPE_CHECKING
 
 from . import __version__
 from .output import ALL, FORMATS, SECTION_FORMATS, UnknownSection, render
-from .records import (TRUNCATED_EXIT, InterfaceError, NoP2PTraffic, P2pcError, open_wireshark,
-                      personal_plugin, read_capture, read_payloads, tshark_has_plugin)
+from .records import (TRUNCATED_EXIT, InterfaceError, NoP2PTraffic, P2pcError, ReadResult,
+                      open_wireshark, personal_plugin, read_capture, read_payloads,
+                      tshark_has_plugin)
 from . import private, tsharkopts
 from .wsenv import Wireshark, built_plugin, version_mismatch, ws_version
 
@@ -250,27 +248,33 @@ def cmd_whatif(args) -> int:
     ws = open_wireshark(args.plugin)
     w = WhatIf(args.codecs)
     n = 0
+    cut = []
     try:
         with CaptureProgress(args.captures, "recompressing") as bar:
             for cap in args.captures:
-                for _, proto, mtype, codec, raw in read_payloads(ws, cap, args.tshark):
+                res = ReadResult()
+                for _, proto, mtype, codec, raw in read_payloads(ws, cap, args.tshark, res):
                     if args.all or codec == "none":
                         w.add(proto, mtype, raw)
                         n += 1
+                if res.truncated:
+                    cut.append(res.warning)
                 bar.done(cap)
     finally:
         ws.cleanup()
+    for warning in cut:
+        print(f"p2pc: warning: {warning}", file=sys.stderr)
     if not n:
         raise NoP2PTraffic("no uncompressed P2P payloads found (use --all to recompress "
                            "already-compressed traffic's decompressed payloads)")
     report = {"schema": SCHEMA, "command": "whatif", "title": "p2pc: what each codec would save",
               "files": list(args.captures),
-              "warnings": [f"codec not available: {m} ({CODEC_FIX[m]})" for m in w.missing
-                           if not args.codecs or m in args.codecs],
+              "warnings": cut + [f"codec not available: {m} ({CODEC_FIX[m]})" for m in w.missing
+                                 if not args.codecs or m in args.codecs],
               "rows": [], "sections": w.sections(PROTOCOL_HEADER, BIP_ACK_BYTES, BATCHABLE),
               "series": {"codecs": codec_series(w)}}
     emit(report, args)
-    return 0
+    return TRUNCATED_EXIT if cut else 0
 
 
 # What installs each what-if codec (liblzo2 is a C library, read through ctypes: see whatif.py).
@@ -326,81 +330,89 @@ def cmd_live(args) -> int:
     """One continuous capture; the analyze report of everything captured so far every
     --interval seconds and at the end (--duration, or ^C)."""
     from .live import LiveCapture, LiveTotals
-    from .model import Row, Sums
     if not shutil.which("dumpcap"):
         raise InterfaceError("dumpcap not found: sudo apt-get install wireshark-common")
+    stopping = threading.Event()
+    cap = None
+
+    def on_signal(*_) -> None:      # ^C or SIGTERM, at any moment: the capture ends, not p2pc
+        stopping.set()
+        if cap:
+            cap.stop()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     totals_ = LiveTotals()
-    metrics = None
-    if args.metrics:
-        from .metrics import Metrics
-        try:
-            metrics = Metrics(args.metrics, totals_, args.interface, args.model)
-        except OSError as e:
-            raise UsageError(f"--metrics {args.metrics}: {e.strerror or e}") from None
-    local = None
-    if args.by_peer:
-        from .metrics import interface_addresses
-        local = interface_addresses(args.interface) or None
-    ws = open_wireshark(args.plugin)
-    cap = LiveCapture(ws, args.interface, args.capture_filter, args.write, args.duration,
-                      args.session_reset, list(args.tshark.args), args.tshark.display_filter, totals_,
-                      args.buffer_size)
-
-    def report(final: bool) -> None:
-        with totals_.lock:
-            if not any(totals_.agg.by_dir.values()):
-                if final:
-                    raise NoP2PTraffic(f"no P2P messages captured on {args.interface}")
-                print(f"p2pc live: {args.interface}: no P2P messages yet", file=sys.stderr)
-                return
-            cut = totals_.undecoded_directions()
-            per_proto: dict = defaultdict(int)
-            for d in cut:
-                per_proto[d["proto"]] += d["undecoded_bytes"]
-            undecoded = [Row(proto, "undecoded", None, Sums(wire=n, payload=n, raw=n))
-                         for proto, n in sorted(per_proto.items())]
-            rep = analyze_report(totals_.agg, args.model, args.by_direction, False, args.by_peer,
-                                 local, tuple(undecoded))
-            if cut:                                 # else the report is analyze's, exactly
-                rep["sections"].append({
-                    "name": "undecoded", "title": "Connection directions whose state a session reset dropped",
-                    "columns": ["proto", "src", "srcport", "dst", "dstport", "tcp_bytes", "decoded_bytes",
-                                "undecoded_bytes"],
-                    "rows": sorted(cut, key=lambda d: -d["undecoded_bytes"])})
-            dropped = totals_.dropped
-        rep["files"] = [f"live:{args.interface}"]
-        rep["warnings"] = list(rep["warnings"])          # the aggregate's own list stays as it is
-        if dropped:
-            rep["warnings"].append(f"the capture dropped {dropped} packets")
-        if totals_.agg.trimmed_before is not None:
-            rep["warnings"].append("the bandwidth figure covers the latest seconds only (from "
-                                   f"{totals_.agg.trimmed_before}, epoch seconds)")
-        for r in undecoded:
-            rep["warnings"].append(f"{r.sums.wire} bytes of {r.proto} connections were not decoded: "
-                                   "their state was dropped at a session reset (--session-reset)")
-        rep["title"] = f"p2pc live on {args.interface}" + (" (final)" if final else "")
-        if sys.stdout.isatty() and args.format == "table" and not args.output and not final:
-            sys.stdout.write("\x1b[2J\x1b[H")
-        emit(rep, args)
-        sys.stdout.flush()
-
-    previous = signal.getsignal(signal.SIGINT)
-    signal.signal(signal.SIGINT, lambda *_: cap.stop())        # ^C ends the capture, not p2pc
-    signal.signal(signal.SIGTERM, lambda *_: cap.stop())
+    metrics = ws = None
     try:
+        if args.metrics:
+            from .metrics import Metrics
+            try:
+                metrics = Metrics(args.metrics, totals_, args.interface, args.model)
+            except OSError as e:
+                raise UsageError("--metrics {}:{}: {}".format(*args.metrics, e.strerror or e)) from None
+        local = None
+        if args.by_peer:
+            from .metrics import interface_addresses
+            local = interface_addresses(args.interface) or None
+        ws = open_wireshark(args.plugin)
+        cap = LiveCapture(ws, args.interface, args.capture_filter, args.write, args.duration,
+                          args.session_reset, list(args.tshark.args), args.tshark.display_filter,
+                          totals_, args.buffer_size, stopping=stopping)
         cap.start()
-        cap.records(args.interval, lambda: report(False))
-    except BaseException:
-        cap.kill()
-        raise
-    else:
-        report(True)
+        cap.records(args.interval, lambda: live_report(args, totals_, local, False))
+        # The report of what was decoded, then what ended the capture early (if it did).
+        if cap.fault is None or any(totals_.agg.by_dir.values()):
+            live_report(args, totals_, local, True)
+        if cap.fault:
+            raise cap.fault
     finally:
-        signal.signal(signal.SIGINT, previous)
-        ws.cleanup()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if cap:
+            cap.close()
+        if ws:
+            ws.cleanup()
         if metrics:
             metrics.close()
     return 0
+
+
+def live_report(args, totals_, local: set[str] | None, final: bool) -> None:
+    """live's report of everything captured so far (final: at the end)."""
+    from .model import Row, Sums
+    with totals_.lock:
+        if not any(totals_.agg.by_dir.values()):
+            if final:
+                raise NoP2PTraffic(f"no P2P messages captured on {args.interface}")
+            print(f"p2pc live: {args.interface}: no P2P messages yet", file=sys.stderr)
+            return
+        cut = totals_.undecoded_directions()
+        undecoded = [Row(proto, "undecoded", None, Sums(wire=n, payload=n, raw=n))
+                     for proto, n in sorted(totals_.undecoded().items())]
+        rep = analyze_report(totals_.agg, args.model, args.by_direction, False, args.by_peer,
+                             local, tuple(undecoded))
+        if cut:                                 # else the report is analyze's, exactly
+            rep["sections"].append({
+                "name": "undecoded", "title": "Connection directions whose state a session reset dropped",
+                "columns": ["proto", "src", "srcport", "dst", "dstport", "tcp_bytes", "decoded_bytes",
+                            "undecoded_bytes"],
+                "rows": sorted(cut, key=lambda d: -d["undecoded_bytes"])})
+        dropped = totals_.dropped
+    rep["files"] = [f"live:{args.interface}"]
+    rep["warnings"] = list(rep["warnings"])          # the aggregate's own list stays as it is
+    if dropped:
+        rep["warnings"].append(f"the capture dropped {dropped} packets")
+    if totals_.agg.trimmed_before is not None:
+        rep["warnings"].append("the bandwidth figure covers the latest seconds only (from "
+                               f"{totals_.agg.trimmed_before}, epoch seconds)")
+    for r in undecoded:
+        rep["warnings"].append(f"{r.sums.wire} bytes of {r.proto} connections were not decoded: "
+                               "their state was dropped at a session reset (--session-reset)")
+    rep["title"] = f"p2pc live on {args.interface}" + (" (final)" if final else "")
+    if sys.stdout.isatty() and args.format == "table" and not args.output and not final:
+        sys.stdout.write("\x1b[2J\x1b[H")
+    emit(rep, args)
+    sys.stdout.flush()
 
 
 def cmd_doctor(args) -> int:
@@ -520,19 +532,28 @@ def doctor_capture(line, dumpcap: str) -> None:
 
 
 # ---- the command line ----
-EXIT_CODES = """exit codes:
-  0  ok
-  2  usage error (a bad argument: one line on stderr)
-  3  tshark not found
-  4  p2pc plugin not found or not loadable (doctor: something needed is missing)
-  5  capture missing, unreadable or not a capture
-  6  no P2P messages in the captures
-  7  the live interface cannot be opened
-  8  a capture is cut short: the report covers what could be read, with a warning
-  9  the plugin printed a malformed record (is it this analyzer's version? p2pc doctor)
- 10  no permission to capture (live: run as root, or the fix p2pc doctor prints)
- 11  the capture filter (-f) is invalid (live)
- 12  records of a tshark second pass (-2) are missing: p2pc.max_replay_mib ran out"""
+# The exit codes of every command: the one list the help and docs/analyzer.md show.
+EXIT_CODES = {
+    0: "ok",
+    2: "usage error: a bad argument, printed as one line",
+    3: "tshark not found",
+    4: "p2pc plugin not found or not loadable (doctor: something needed is missing)",
+    5: "a capture or saved report missing, unreadable, or not one p2pc reads",
+    6: "no P2P messages in the captures",
+    7: "live: no such interface, or it cannot be opened",
+    8: "a capture is cut short: the report covers what could be read, with a warning",
+    9: "the plugin printed a malformed record (is it this analyzer's version? p2pc doctor)",
+    10: "live: no permission to capture (run as root, or the fix p2pc doctor prints)",
+    11: "live: the capture filter (-f) is invalid",
+    12: "records of a tshark second pass (-2) are missing: p2pc.max_replay_mib ran out",
+    13: "live: writing the -w file failed (a full disk): the capture stopped; the report, "
+        "printed first, is that of the whole packets the file holds",
+    14: "live: dumpcap or tshark ended while capturing: the report, printed first, covers what "
+        "was decoded",
+}
+EXIT_HELP = "exit codes:\n" + "\n".join(
+    textwrap.fill(text, 79, initial_indent=f"{code:>3}  ", subsequent_indent=" " * 5)
+    for code, text in EXIT_CODES.items())
 
 EXAMPLES = {
     "p2pc": """examples:
@@ -627,6 +648,16 @@ def whole(minimum: int):
     return parse
 
 
+def listen_address(text: str) -> tuple[str, int]:
+    """--metrics [HOST:]PORT: (host, port); 127.0.0.1 unless a host is given ([::1]:PORT for
+    IPv6)."""
+    host, _, port = text.rpartition(":")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r}: PORT must be a number from 1 to 65535 "
+                                         "([HOST:]PORT, e.g. 127.0.0.1:9464)")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
 def codec_list(text: str) -> list[str]:
     names = [c.strip() for c in text.split(",") if c.strip()]
     bad = [c for c in names if c not in CODEC_NAMES]
@@ -643,13 +674,13 @@ def _terminate(signum, frame) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = Parser(prog="p2pc", description="Measure what compression and batching save in P2P traffic\n"
                 "(reads captures with tshark and the p2pc Wireshark plugin).",
-                epilog=EXAMPLES["p2pc"] + "\n\n" + EXIT_CODES)
+                epilog=EXAMPLES["p2pc"] + "\n\n" + EXIT_HELP)
     ap.add_argument("--version", action="version", version=f"p2pc {__version__}")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, help: str, description: str):
         return sub.add_parser(name, help=help, description=textwrap.fill(description, 79),
-                              epilog=EXAMPLES[name] + "\n\n" + EXIT_CODES)
+                              epilog=EXAMPLES[name] + "\n\n" + EXIT_HELP)
 
     def common(p, fmt=True, tshark=True):
         p.add_argument("--plugin", metavar="PATH",
@@ -735,8 +766,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-w", "--write", metavar="FILE", help="save the captured packets (pcapng) to FILE")
     p.add_argument("-B", "--buffer-size", type=whole(1), default=64, metavar="MIB",
                    help="the kernel's capture buffer, as for tshark -B (default: %(default)s MiB)")
-    p.add_argument("--metrics", metavar="HOST:PORT",
-                   help="serve Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md)")
+    p.add_argument("--metrics", type=listen_address, metavar="[HOST:]PORT",
+                   help="serve Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md); "
+                        "HOST is 127.0.0.1 unless given (0.0.0.0: every interface)")
     p.add_argument("--session-reset", type=whole(0), default=100_000, metavar="N",
                    help="tshark forgets its connections every N packets (tshark -M), so memory "
                         "stays bounded; bytes of connections open across a reset are reported "

@@ -45,9 +45,45 @@ class OutputError(P2pcError):
     exit_code = 2
 
 
-class TsharkFailed(P2pcError):
-    """tshark stopped reading the capture for a reason it names."""
-    exit_code = 5
+class WriteFailed(P2pcError):
+    """Writing the -w file failed while capturing (the disk is full, say): the capture stopped."""
+    exit_code = 13
+
+
+class CaptureEnded(P2pcError):
+    """dumpcap or tshark ended while capturing."""
+    exit_code = 14
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def ended_how(rc: int) -> str:
+    return f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exit {rc}"
+
+
+class PcapngBlocks:
+    """A pcapng stream (dumpcap -w -) cut at its block boundaries: what is passed on, to the -w
+    file and to tshark, always ends with a whole block."""
+
+    def __init__(self):
+        self.rest, self.order = b"", "<"
+
+    def whole(self, chunk: bytes) -> bytes:
+        """The whole blocks of what came so far; the rest waits for the next chunk."""
+        buf, off = self.rest + chunk, 0
+        while len(buf) - off >= 12:
+            if buf[off:off + 4] == b"\n\r\r\n":       # a Section Header Block: its byte order
+                self.order = "<" if buf[off + 8:off + 12] == b"\x4d\x3c\x2b\x1a" else ">"
+            (n,) = struct.unpack_from(self.order + "I", buf, off + 4)
+            if len(buf) - off < n:
+                break
+            off += max(n, 12)          # a block is at least 12 bytes long
+        self.rest = buf[off:]
+        return buf[:off]
 
 
 def capture_error(iface: str, bpf: str | None, stderr: str) -> P2pcError:
@@ -125,7 +161,7 @@ class LiveTotals:
     # 4-tuple -> {epoch: TCP payload bytes}, and 4-tuple -> decoded wire bytes (all epochs)
     tcp_bytes: dict = field(default_factory=lambda: defaultdict(dict))
     wire: dict = field(default_factory=lambda: defaultdict(int))
-    on_message: object = None      # callback(Message) for the metrics, called under lock
+    metrics: object = None         # metrics.Metrics: told of each record, under lock
 
     @property
     def source(self) -> str:
@@ -140,35 +176,45 @@ class LiveTotals:
                 self.agg.add_message(self.source, m)
                 self.p2p_dirs.setdefault(four, m.proto)
                 self.wire[four] += m.wire_len
-                if self.on_message:
-                    self.on_message(m)
+                if self.metrics:
+                    self.metrics.message(m)
         elif tag == "T\t":
             t = parse_t(line.rstrip("\n").split("\t"))
             four = (t.src, t.srcport, t.dst, t.dstport)
             with self.lock:
                 self.agg.add_tcp(self.source, t)
                 self.tcp_bytes[four][self.epoch] = t.data_bytes
+                if self.metrics:
+                    self.metrics.tcp(t)
         elif tag == "I\t":
             p = parse_i(line.rstrip("\n").split("\t"))
             with self.lock:
                 self.agg.add_peer(self.source, p)
         elif line.startswith("#RESET"):
             with self.lock:
+                if self.metrics:
+                    self.metrics.settled()
                 self.epoch += 1
 
+    def undecoded_of(self, four: tuple) -> int:
+        """The undecoded bytes of a P2P connection direction open across a session reset: the
+        TCP payload bytes it carried beyond the wire bytes of the messages decoded from it
+        (for TLS, its record overhead counts too; for libp2p, its framing); else 0."""
+        per_epoch = self.tcp_bytes.get(four, {})
+        if four not in self.p2p_dirs or len(per_epoch) < 2:
+            return 0
+        return max(0, sum(per_epoch.values()) - self.wire.get(four, 0))
+
     def undecoded_directions(self) -> list[dict]:
-        """The P2P connection directions open across a session reset that carried TCP payload
-        bytes beyond the wire bytes of the messages decoded from them: those bytes are their
-        undecoded ones (for TLS, its record overhead counts too; for libp2p, its framing)."""
+        """The P2P connection directions with undecoded bytes (undecoded_of)."""
         out = []
         for (src, srcport, dst, dstport), proto in self.p2p_dirs.items():
-            per_epoch = self.tcp_bytes.get((src, srcport, dst, dstport), {})
-            if len(per_epoch) > 1:
-                tcp, decoded = sum(per_epoch.values()), self.wire[(src, srcport, dst, dstport)]
-                if tcp > decoded:
-                    out.append({"proto": proto, "src": src, "srcport": srcport, "dst": dst,
-                                "dstport": dstport, "tcp_bytes": tcp, "decoded_bytes": decoded,
-                                "undecoded_bytes": tcp - decoded})
+            n = self.undecoded_of((src, srcport, dst, dstport))
+            if n:
+                tcp = sum(self.tcp_bytes[(src, srcport, dst, dstport)].values())
+                out.append({"proto": proto, "src": src, "srcport": srcport, "dst": dst,
+                            "dstport": dstport, "tcp_bytes": tcp, "decoded_bytes": tcp - n,
+                            "undecoded_bytes": n})
         return out
 
     def undecoded(self) -> dict[str, int]:
@@ -194,16 +240,22 @@ class LiveCapture:
     buffer_mib: int = 64
     dumpcap: subprocess.Popen | None = None
     tshark: subprocess.Popen | None = None
-    stopping: bool = False
+    # Set by stop() (^C, SIGTERM, a -w write that failed), at any moment, startup included.
+    stopping: threading.Event = field(default_factory=threading.Event)
+    captured: int = 0               # bytes dumpcap wrote
+    saved: int = 0                  # bytes of whole blocks in the -w file
+    fault: P2pcError | None = None  # why the capture ended early, once it had begun
     _stderr: dict = field(default_factory=dict)
     _out: object = None             # the -w file
+    _tee: threading.Thread | None = None
     _data_dir: str | None = None    # tshark's WIRESHARK_DATA_DIR, when it resets its session
 
     def start(self) -> None:
         """tshark and the capture together: while tshark loads (it starts its taps once it
-        has read the capture's header), packets wait in the capture buffer (-B)."""
+        has read the capture's header), packets wait in the capture buffer (-B). Nothing is
+        started once stop() was called."""
         try:
-            self._out = open(self.write, "wb") if self.write else None
+            self._out = open(self.write, "wb", buffering=0) if self.write else None
         except OSError as e:
             raise OutputError(f"cannot write {self.write}: {e.strerror}") from None
         if self.tap_filter:
@@ -216,8 +268,10 @@ class LiveCapture:
             self._data_dir = lean_data_dir(self.ws)
             if self._data_dir:
                 env = dict(os.environ, WIRESHARK_DATA_DIR=self._data_dir)
+        if self.stopping.is_set():
+            return
         self.tshark = self.ws.popen("tshark", args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, start_new_session=True, env=env)
+                                    stderr=subprocess.PIPE, start_new_session=True, env=env, bufsize=0)
         self._drainer("tshark", self.tshark)
         self._start_capture()
 
@@ -239,6 +293,8 @@ class LiveCapture:
             cmd += ["-a", f"duration:{self.duration}"]
         self.dumpcap = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, start_new_session=True)
+        if self.stopping.is_set():          # stop() came while dumpcap started
+            self.dumpcap.send_signal(signal.SIGINT)
         self._drainer("dumpcap", self.dumpcap)
         self._tee = threading.Thread(target=self._copy, daemon=True)
         self._tee.start()
@@ -255,47 +311,68 @@ class LiveCapture:
         self._stderr[name] = b"".join(chunks).decode("utf-8", "replace")
 
     def _copy(self) -> None:
-        """The capture's bytes to the -w file and to tshark, as they come."""
-        out = self._out
-        src, dst = self.dumpcap.stdout.fileno(), self.tshark.stdin
+        """The capture's whole blocks to the -w file and to tshark, as they come, until dumpcap
+        ends: once tshark has ended, to the file alone; once the file failed, nowhere."""
+        src, dst = self.dumpcap.stdout.fileno(), self.tshark.stdin     # unbuffered
+        blocks = PcapngBlocks()
         try:
-            while True:
-                chunk = os.read(src, 1 << 20)
-                if not chunk:
-                    break
-                if out:
-                    out.write(chunk)
-                    out.flush()
+            for chunk in iter(lambda: os.read(src, 1 << 20), b""):
+                self.captured += len(chunk)
+                data = blocks.whole(chunk)
+                if not data or not self._save(data) or dst.closed:
+                    continue
                 try:
-                    dst.write(chunk)
-                    dst.flush()
-                except BrokenPipeError:
-                    break
+                    write_all(dst.fileno(), data)
+                except BrokenPipeError:     # tshark ended: finish() says why
+                    dst.close()
         finally:
-            if out:
-                out.close()
+            dst.close()
+
+    def _save(self, data: bytes) -> bool:
+        """`data` appended to the -w file, if any; False once writing it failed. Then the file is
+        cut back to its last whole block, the capture stops, and tshark gets no more than the
+        file holds, so the report is `p2pc analyze` of the file still."""
+        if self._out is None:
+            return self.fault is None
+        try:
+            write_all(self._out.fileno(), data)
+        except OSError as e:
             try:
-                dst.close()
-            except BrokenPipeError:
+                os.ftruncate(self._out.fileno(), self.saved)
+            except OSError:                 # not a file (/dev/full)
                 pass
+            self._out.close()
+            self._out = None
+            self.fault = WriteFailed(f"cannot write {self.write}: {e.strerror}: the capture stopped; "
+                                     f"the file holds its first {self.saved:,} bytes, whole packets")
+            self.stop()
+            return False
+        self.saved += len(data)
+        return True
 
     def stop(self) -> None:
         """End the capture as dumpcap's own duration would: tshark reads to the end."""
-        self.stopping = True
+        self.stopping.set()
         if self.dumpcap and self.dumpcap.poll() is None:
             self.dumpcap.send_signal(signal.SIGINT)
 
-    def kill(self) -> None:
-        """After an error: end both processes."""
+    def close(self) -> None:
+        """At the end, and after an error: end both processes, remove what the capture made."""
         for proc in (self.dumpcap, self.tshark):
             if proc and proc.poll() is None:
                 proc.kill()
                 proc.wait()
+        if self._tee:
+            self._tee.join()
+        if self._out:
+            self._out.close()
         if self._data_dir:
             shutil.rmtree(self._data_dir, ignore_errors=True)
 
     def records(self, tick: float, on_tick) -> None:
         """Feed tshark's lines to the totals until it ends; on_tick() every `tick` seconds."""
+        if self.tshark is None:             # stopped before it started
+            return
         sel = selectors.DefaultSelector()
         fd = self.tshark.stdout.fileno()
         sel.register(fd, selectors.EVENT_READ)
@@ -319,16 +396,16 @@ class LiveCapture:
                 on_tick()
                 next_tick += tick * (1 + int((time.monotonic() - next_tick) // tick))
         sel.close()
-        if self.dumpcap.poll() is None:     # tshark ended first (it refused an option)
+        if self.dumpcap.poll() is None:     # tshark ended first
             self.dumpcap.send_signal(signal.SIGINT)
         self.finish(header)
 
     def finish(self, header: bool) -> None:
+        """Once tshark ended: raise what kept the capture from starting; set `fault` to what
+        ended it early (the report of what was decoded comes first)."""
         drc = self.dumpcap.wait()
         self._tee.join()
         trc = self.tshark.wait()
-        if self._data_dir:
-            shutil.rmtree(self._data_dir, ignore_errors=True)
         for _ in range(50):                          # the stderr readers end with the pipes
             if len(self._stderr) == 2:
                 break
@@ -337,8 +414,18 @@ class LiveCapture:
         drops = DROPS.findall(dstderr)
         with self.totals.lock:
             self.totals.dropped = sum(int(d) for _, d in drops)
-        if drc != 0 and not self.stopping and not drops:
-            raise capture_error(self.interface, self.capture_filter, dstderr)
+            if self.totals.metrics:
+                self.totals.metrics.ended(self.totals.dropped)
+        if self.fault:                               # the -w file failed
+            return
+        saved = f"; {self.write} holds every packet captured" if self.write else ""
+        if drc != 0 and not self.stopping.is_set() and not drops:
+            if not self.captured:                    # it never began: the interface, a filter
+                raise capture_error(self.interface, self.capture_filter, dstderr)
+            lines = [l for l in dstderr.strip().splitlines() if l.strip()]
+            self.fault = CaptureEnded(f"dumpcap ended while capturing ({ended_how(drc)}"
+                                      + (f": {lines[-1]}" if lines and drc > 0 else "") + ")" + saved)
+            return
         tstderr = self._stderr.get("tshark", "")
         if trc != 0 or not header:
             refused = option_error(tstderr)
@@ -346,8 +433,9 @@ class LiveCapture:
                 raise refused
             if "p2pc,records" in tstderr or "invalid -z" in tstderr.lower():
                 raise PluginMissing("tshark did not load the p2pc plugin: run `p2pc doctor`")
+            if self.stopping.is_set() and not self.captured:    # stopped before a packet came
+                return
             lines = [l for l in tstderr.strip().splitlines() if l.strip() and "resetting session" not in l]
-            if drc != 0 and not drops:
-                raise capture_error(self.interface, self.capture_filter, dstderr)
-            raise TsharkFailed("tshark: " + (lines[0] if lines else f"exited {trc}"))
-
+            self.fault = CaptureEnded(f"tshark ended while capturing ({ended_how(trc)}"
+                                      + (f": {lines[0]}" if lines else "") + "): the report covers "
+                                      "what it decoded" + saved)

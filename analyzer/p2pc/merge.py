@@ -24,6 +24,8 @@ AGGREGATE_SCHEMA = "p2pc-aggregate/2"
 AGGREGATE_SCHEMAS = ("p2pc-aggregate/1", AGGREGATE_SCHEMA)
 UNKNOWN_CODEC = "unknown"
 _RECORDS = {"Sums": Sums, "TcpDirection": TcpDirection}
+# The aggregate maps whose values are strings (an endpoint's peer ID); every other map counts.
+_TEXT_MAPS = {"peers"}
 
 
 class ReportUnmergeable(P2pcError):
@@ -79,13 +81,28 @@ def _key(k):
     return tuple(k) if isinstance(k, list) else k
 
 
-def _fill(target: dict, enc: dict) -> None:
+def _fill(target: dict, enc: dict, text: bool = False) -> None:
+    """Decode the map `enc` into `target`; its plain values are counts (text: strings)."""
     for k, v in enc["map"]:
         k = _key(k)
         if isinstance(v, dict) and "map" in v:
-            _fill(target[k], v)             # a nested map: the target's default factory makes it
+            _fill(target[k], v, text)       # a nested map: the target's default factory makes it
+        elif text:
+            if not isinstance(v, str):
+                raise ReportUnmergeable(f"a text in an aggregate is {json.dumps(v)[:40]}")
+            target[k] = v
         else:
             target[k] = _dec(v)
+
+
+def _count(v) -> bool:
+    """A tally's value: a whole number, never negative (a sum of message and byte counts)."""
+    return type(v) is int and v >= 0
+
+
+# What each type a record's fields are declared with must be in the JSON (bool is not a number).
+_FIELD_CHECKS = {"int": _count, "str": lambda v: isinstance(v, str),
+                 "float": lambda v: type(v) in (int, float) and v >= 0}
 
 
 def _dec(v):
@@ -93,25 +110,48 @@ def _dec(v):
         cls = _RECORDS.get(v["record"])
         if cls is None:
             raise ReportUnmergeable(f"unknown record type in an aggregate: {v['record']}")
-        return cls(**v["fields"])
+        fields = v.get("fields")
+        want = {f.name: f.type for f in dataclasses.fields(cls)}
+        if not isinstance(fields, dict):
+            raise ReportUnmergeable(f"a {v['record']} record has no fields")
+        extra, missing = sorted(set(fields) - set(want)), [f for f in want if f not in fields]
+        if extra or missing:
+            raise ReportUnmergeable(f"a {v['record']} record " + "; ".join(
+                [f"has the unknown field{'s' * (len(extra) > 1)} {', '.join(extra)}"] * bool(extra) +
+                [f"lacks {', '.join(missing)}"] * bool(missing)))
+        for name, x in fields.items():
+            if not _FIELD_CHECKS[want[name]](x):
+                raise ReportUnmergeable(f"a {v['record']} record's {name} is {json.dumps(x)[:40]}, "
+                                        f"not a{' non-negative' if want[name] != 'str' else ''} "
+                                        f"{want[name]}")
+        return cls(**fields)
+    if not (_count(v) or isinstance(v, list) and all(_count(x) for x in v)):
+        raise ReportUnmergeable(f"a tally in an aggregate is {json.dumps(v)[:40]}, not a count")
     return v
 
 
 def aggregate_from_json(d: dict) -> Aggregate:
+    """The Aggregate `d` encodes; ReportUnmergeable for anything but the sums this version
+    writes (a field missing or unknown, a sum that is not a non-negative whole number)."""
     if not isinstance(d, dict) or d.get("schema") not in AGGREGATE_SCHEMAS:
         raise ReportUnmergeable("not a p2pc aggregate")
+    if not isinstance(d.get("fields"), dict):
+        raise ReportUnmergeable("the aggregate has no fields")
     classes = _aggregate_classes()
     cls = classes.get(d.get("class"), Aggregate)
     agg = cls()
     names = {f.name for f in dataclasses.fields(agg)}
-    for name, v in d["fields"].items():
-        if name not in names:
-            continue        # a tally this version does not keep
-        cur = getattr(agg, name)
-        if isinstance(cur, dict):
-            _fill(cur, v)
-        else:
-            setattr(agg, name, list(v) if isinstance(v, list) else v)
+    try:
+        for name, v in d["fields"].items():
+            if name not in names:
+                continue        # a tally this version does not keep
+            cur = getattr(agg, name)
+            if isinstance(cur, dict):
+                _fill(cur, v, text=name in _TEXT_MAPS)
+            else:
+                setattr(agg, name, list(v) if isinstance(v, list) else v)
+    except (TypeError, ValueError, KeyError, AttributeError) as e:   # a map not shaped as written
+        raise ReportUnmergeable(f"the aggregate's {name} is not as p2pc writes it ({type(e).__name__}: {e})") from None
     if d["schema"] != AGGREGATE_SCHEMA:
         for types in agg.by_dir.values():
             for k in [k for k in types if len(k) == 2]:
@@ -130,7 +170,10 @@ def load_report_aggregate(path: str) -> tuple[Aggregate, dict]:
     if not isinstance(rep, dict) or rep.get("command") != "analyze" or "aggregate" not in rep:
         raise ReportUnmergeable(f"{path}: not a `p2pc analyze --format json` report with its "
                                 "aggregate (write it again with this version of p2pc)")
-    return aggregate_from_json(rep["aggregate"]), rep
+    try:
+        return aggregate_from_json(rep["aggregate"]), rep
+    except ReportUnmergeable as e:
+        raise ReportUnmergeable(f"{path}: {e}") from None
 
 
 def merge_reports(paths: list[str]) -> tuple[Aggregate, list[dict]]:

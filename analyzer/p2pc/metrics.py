@@ -1,9 +1,9 @@
 """`p2pc live --metrics HOST:PORT`: the running totals as Prometheus metrics (docs/metrics.md).
 
 Every counter is labelled proto, msg_type, codec and direction (in, out or transit, from the
-interface's own addresses). Message counters are counted per record; the saved bytes come from
-the savings model (model.compute_rows, per codec) over the records so far, computed at each
-scrape by a collector.
+interface's own addresses). Message counters are counted per record; the saved bytes are the
+savings model's (model.direction_savings, per connection direction, message type and codec) over
+the records so far, raised as each record comes, and never lowered.
 """
 from __future__ import annotations
 
@@ -11,11 +11,10 @@ import json
 import subprocess
 
 from prometheus_client import CollectorRegistry, Counter, start_http_server
-from prometheus_client.core import CounterMetricFamily
 
 from .live import LiveTotals
-from .model import compute_rows
-from .records import Message
+from .model import LinkParams, direction_savings
+from .records import Message, TcpDirection
 
 LABELS = ("proto", "msg_type", "codec", "direction")
 
@@ -33,71 +32,85 @@ def direction_of(local: set[str], src: str, dst: str) -> str:
     return "out" if src in local else "in" if dst in local else "transit"
 
 
-class SavedCollector:
-    """p2pc_saved_bytes_total{kind}, p2pc_undecoded_bytes_total and
-    p2pc_capture_dropped_packets_total, computed from the totals at each scrape."""
+class Highest:
+    """The children of a prometheus_client Counter, each raised to a figure that is an estimate
+    (it may dip as more of its connection is seen): by what the figure grew past the highest
+    value it had, so the counter never goes down."""
 
-    def __init__(self, totals: LiveTotals, local: set[str], model: str):
-        self.totals, self.local, self.model = totals, local, model
+    def __init__(self, counter: Counter):
+        self.counter, self.shown = counter, {}
 
-    def collect(self):
-        saved = CounterMetricFamily("p2pc_saved_bytes", "Bytes saved, by the savings model",
-                                    labels=(*LABELS, "kind"))
-        undecoded = CounterMetricFamily("p2pc_undecoded_bytes",
-                                        "Bytes of P2P connections not decoded (state lost at a session reset, "
-                                        "bytes after a hole in the capture, bytes that do not decode)",
-                                        labels=("proto",))
-        dropped = CounterMetricFamily("p2pc_capture_dropped_packets",
-                                      "Packets the capture dropped (dumpcap's own counter, which "
-                                      "dumpcap gives when the capture stops)")
-        with self.totals.lock:
-            rows = compute_rows(self.totals.agg, model=self.model, by_direction=True, by_codec=True)
-            und = self.totals.undecoded()
-            for proto in set(self.totals.p2p_dirs.values()):     # 0 for every protocol seen
-                und.setdefault(proto, 0)
-            drops = self.totals.dropped
-        sums: dict = {}
-        for r in rows:
-            if r.msg_type == "undecoded":   # the plugin's records of bytes it could not decode
-                und[r.proto] = und.get(r.proto, 0) + r.sums.wire
-            src, dst = r.direction.split(">") if ">" in r.direction else (r.direction, "")
-            d = direction_of(self.local, src.rsplit(":", 1)[0], dst.rsplit(":", 1)[0])
-            acc = sums.setdefault((r.proto, r.msg_type, r.codec, d), [0.0, 0.0, 0.0])
-            acc[0] += r.payload_saved
-            acc[1] += r.header_saved
-            acc[2] += r.ack_saved
-        for labels, (payload, header, ack) in sorted(sums.items()):
-            for kind, v in (("payload", payload), ("header", header), ("ack", ack)):
-                saved.add_metric([*labels, kind], max(0.0, v))
-        for proto, n in sorted(und.items()):
-            undecoded.add_metric([proto], n)
-        dropped.add_metric([], drops)
-        yield saved
-        yield undecoded
-        yield dropped
+    def raise_to(self, key, labels: tuple, value: float) -> None:
+        child = self.counter.labels(*labels)        # 0 from the first figure on
+        grown = value - self.shown.get(key, 0.0)
+        if grown > 0:
+            child.inc(grown)
+            self.shown[key] = value
 
 
 class Metrics:
-    def __init__(self, listen: str, totals: LiveTotals, iface: str, model: str):
-        host, _, port = listen.rpartition(":")
+    """The counters of docs/metrics.md, each a prometheus_client Counter that the records
+    raise as they come (LiveTotals calls them under its lock)."""
+
+    def __init__(self, listen: tuple[str, int], totals: LiveTotals, iface: str, model: str):
+        self.totals, self.model = totals, model
         self.registry = CollectorRegistry()
         self.local = interface_addresses(iface)
-        mk = lambda name, doc: Counter(name, doc, LABELS, registry=self.registry)
+        mk = lambda name, doc, labels=LABELS: Counter(name, doc, labels, registry=self.registry)  # noqa: E731
         self.messages = mk("p2pc_messages", "P2P messages decoded")
         self.wire = mk("p2pc_wire_bytes", "Bytes of the messages on the wire (header and payload as sent)")
         self.payload = mk("p2pc_payload_bytes", "Payload bytes as sent")
         self.raw = mk("p2pc_raw_bytes", "Payload bytes uncompressed")
-        self.registry.register(SavedCollector(totals, self.local, model))
-        self.server, self.thread = start_http_server(int(port), addr=host.strip("[]") or "0.0.0.0",
-                                                     registry=self.registry)
-        totals.on_message = self.add
+        self.saved = Highest(mk("p2pc_saved_bytes", "Bytes saved, by the savings model", (*LABELS, "kind")))
+        self.undecoded = mk("p2pc_undecoded_bytes",
+                            "Bytes of P2P connections not decoded (state lost at a session reset, "
+                            "bytes after a hole in the capture, bytes that do not decode)", ("proto",))
+        self.cut = Highest(self.undecoded)
+        self.drops = mk("p2pc_capture_dropped_packets", "Packets the capture dropped (dumpcap's own "
+                        "counter, which dumpcap gives when the capture stops)", ())
+        self.server, self.thread = start_http_server(listen[1], addr=listen[0], registry=self.registry)
+        totals.metrics = self
 
-    def add(self, m: Message) -> None:
+    def message(self, m: Message) -> None:
         labels = (m.proto, m.msg_type, m.codec, direction_of(self.local, m.src, m.dst))
         self.messages.labels(*labels).inc()
         self.wire.labels(*labels).inc(m.wire_len)
         self.payload.labels(*labels).inc(m.payload_len)
         self.raw.labels(*labels).inc(m.raw_len)
+        undecoded = self.undecoded.labels(m.proto)     # 0 for every protocol seen
+        if m.msg_type == "undecoded":   # the plugin's records of bytes it could not decode
+            undecoded.inc(m.wire_len)
+        self._savings((self.totals.source, *m.key), m.dst)
+
+    def tcp(self, t: TcpDirection) -> None:
+        """A direction's segments changed: its savings, and its reverse's (the ACKs it sends)."""
+        self._savings((self.totals.source, *t.key), t.dst)
+        self._savings((self.totals.source, *t.reverse_key), t.src)
+
+    def settled(self) -> None:
+        """At a session reset, and at the end: the undecoded bytes of the directions a reset cut
+        (LiveTotals.undecoded_of). Only then are they known: the session's tails are printed
+        before its reset, while a running session holds bytes it decodes later."""
+        for four, proto in self.totals.p2p_dirs.items():
+            self.cut.raise_to(four, (proto,), self.totals.undecoded_of(four))
+
+    def ended(self, dropped: int) -> None:
+        self.settled()
+        self.drops.inc(dropped)
+
+    def _savings(self, d: tuple, dst: str) -> None:
+        """The model's savings of direction d's messages (model.compute_rows, per codec)."""
+        agg = self.totals.agg
+        types = agg.by_dir.get(d)
+        if not types:
+            return
+        t = agg.tcp.get(d)
+        params = LinkParams.from_tcp(t, agg.tcp.get((d[0], *t.reverse_key)) if t else None)
+        direction = direction_of(self.local, d[2], dst)
+        for (proto, mtype, codec), s in types.items():
+            p2p, tcp, ack = direction_savings(s, params, self.model)
+            for kind, v in (("payload", s.raw - s.payload), ("header", p2p + tcp), ("ack", ack)):
+                self.saved.raise_to((d, proto, mtype, codec, kind), (proto, mtype, codec, direction, kind), v)
 
     def close(self) -> None:
         self.server.shutdown()

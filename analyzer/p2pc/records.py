@@ -314,17 +314,32 @@ def _classify_failure(capture: str, stderr: str) -> P2pcError:
 ONE_PASS_PREFS = ["-o", "p2pc.keep_replay:FALSE", "-o", "tcp.reassemble_out_of_order:TRUE"]
 
 
-def start_capture(ws: Wireshark, capture: str | os.PathLike, extra: list[str] | None = None,
-                  opts: TsharkOptions | None = None) -> subprocess.Popen:
-    """Start one capture's tshark pass (read it with read_records).  Raises CaptureUnreadable
-    for a file that is missing or unreadable."""
+def readable_capture(ws: Wireshark, capture: str | os.PathLike) -> str:
+    """The path tshark reads `capture` by (Wireshark.readable); CaptureUnreadable for a file
+    that is missing or unreadable."""
     path = str(capture)
     if not os.path.exists(path):
         raise CaptureUnreadable(f"{path}: no such file")
     if not os.access(path, os.R_OK):
         raise CaptureUnreadable(f"{path}: permission denied (check the file's permissions)")
+    return ws.readable(path)
+
+
+def cut_short(path: str, stderr: str, result: ReadResult) -> bool:
+    """Whether tshark said the capture is cut short (result then says so too)."""
+    if "cut short in the middle of a packet" in stderr or "truncated" in stderr.lower():
+        result.truncated = True
+        result.warning = f"{path}: the capture is cut short; the report covers what could be read"
+    return result.truncated
+
+
+def start_capture(ws: Wireshark, capture: str | os.PathLike, extra: list[str] | None = None,
+                  opts: TsharkOptions | None = None) -> subprocess.Popen:
+    """Start one capture's tshark pass (read it with read_records).  Raises CaptureUnreadable
+    for a file that is missing or unreadable."""
+    path = readable_capture(ws, capture)
     opts = opts or TsharkOptions()
-    args = ["-n", "-q", "-r", ws.readable(path), *ONE_PASS_PREFS, *opts.args, "-z", opts.tap("records"),
+    args = ["-n", "-q", "-r", path, *ONE_PASS_PREFS, *opts.args, "-z", opts.tap("records"),
             *(extra or [])]
     return ws.popen("tshark", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                     bufsize=1 << 16)
@@ -392,9 +407,7 @@ def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message,
         raise
     rc = proc.wait()
     stderr = err.text()
-    if "cut short in the middle of a packet" in stderr or "truncated" in stderr.lower():
-        result.truncated = True
-        result.warning = f"{path}: the capture is cut short; the report covers what could be read"
+    if cut_short(path, stderr, result):
         return result
     if rc != 0 or not header_seen:
         raise _classify_failure(path, stderr)
@@ -407,11 +420,12 @@ def read_capture(ws: Wireshark, capture: str | os.PathLike, on_message, on_tcp,
     return read_records(start_capture(ws, capture, extra, opts), capture, on_message, on_tcp)
 
 
-def read_payloads(ws: Wireshark, capture: str | os.PathLike,
-                  opts: TsharkOptions | None = None) -> Iterator[tuple[int, str, str, str, bytes]]:
-    """(frame, proto, msg_type, codec, uncompressed payload) for every record that has one."""
+def read_payloads(ws: Wireshark, capture: str | os.PathLike, opts: TsharkOptions | None = None,
+                  result: ReadResult | None = None) -> Iterator[tuple[int, str, str, str, bytes]]:
+    """(frame, proto, msg_type, codec, uncompressed payload) for every record that has one;
+    `result` says whether the capture was cut short (what was read is yielded)."""
     opts = opts or TsharkOptions()
-    args = ["-n", "-q", "-r", ws.readable(str(capture)), *ONE_PASS_PREFS, *opts.args, "-z",
+    args = ["-n", "-q", "-r", readable_capture(ws, capture), *ONE_PASS_PREFS, *opts.args, "-z",
             opts.tap("payloads")]
     proc = ws.popen("tshark", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
@@ -427,5 +441,5 @@ def read_payloads(ws: Wireshark, capture: str | os.PathLike,
         raise
     rc = proc.wait()
     stderr = err.text()
-    if rc != 0 and "cut short" not in stderr:
+    if rc != 0 and not cut_short(str(capture), stderr, result or ReadResult()):
         raise _classify_failure(str(capture), stderr)
