@@ -66,6 +66,13 @@ def tcp_pcap(path, segments: list[tuple[str, bytes]], ports: tuple[int, int] = (
     path.write_bytes(out)
 
 
+def dialer_listener(truth: dict) -> tuple[str, str]:
+    """A generator truth file's (dialer, listener) addresses; captures made before the generator
+    named them had A dial.  The dialer's identity is always seed "a", the listener's seed "b"."""
+    link = truth["link"]
+    return link.get("dialer", link["addr_a"]), link.get("listener", link["addr_b"])
+
+
 class Tshark:
     """Thin helpers over `tshark` running with the built plugin."""
 

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import CAPTURES, DATA
+from conftest import CAPTURES, DATA, dialer_listener
 from test_libp2p import base58btc, ed25519_public, peer_id
 
 ETH = CAPTURES / "eth2"
@@ -74,7 +74,7 @@ def test_handshake_payload_names_both_peers(tshark, name):
                          dfilter="libp2p_noise.handshake >= 2", extra=keyed(tshark, name))
     assert [r[1] for r in rows] == ["2", "3"]
     by_src = {r[0]: r for r in rows}
-    for side, addr in (("a", t["link"]["addr_a"]), ("b", t["link"]["addr_b"])):
+    for side, addr in zip("ab", dialer_listener(t)):
         pub = ed25519_public(t["seeds"][side])
         _, msg, key_type, key, pid, valid, keys_of = by_src[addr]
         assert msg == ("3" if side == "a" else "2")

@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from conftest import CAPTURES, DATA
+from conftest import CAPTURES, DATA, dialer_listener
 
 ETH = CAPTURES / "eth2"
 # eth2-yamux-lf: captured where the listener's multistream header is the first payload.
@@ -264,12 +264,6 @@ def test_yamux_resynchronises_after_a_hole(tshark):
     assert tshark.records(c) == tshark.records(c, two_pass=True)
 
 
-def roles(t: dict) -> tuple[str, str]:
-    """(dialer, listener) addresses; captures made before the generator named them had A dial."""
-    link = t["link"]
-    return link.get("dialer", link["addr_a"]), link.get("listener", link["addr_b"])
-
-
 ROLE_CASES = [("eth2-yamux", None), ("eth2-mplex", None), ("eth2-yamux-lf", None),
               ("eth2-noise-yamux", "dialer"), ("eth2-noise-yamux-lf", "dialer"), ("eth2-noise-yamux-lf", "listener"),
               ("eth2-tls-yamux", "dialer")]
@@ -283,7 +277,7 @@ def test_requests_are_the_dialers_whoever_speaks_first(tshark, name, keys, two_p
     each block response decompresses to its source block, and no role is left unknown."""
     t = truth(name)
     cap = ETH / f"{name}.pcapng"
-    dialer, listener = roles(t)
+    dialer, listener = dialer_listener(t)
     first = tshark.fields(cap, ["ip.src"], dfilter="tcp.len > 0")[0][0]
     assert first == (listener if t["link"].get("captured_at") == "listener" else dialer)
     extra = []

@@ -130,7 +130,7 @@ def make(name: str, muxer: str, gossip: int, session: str, security: str, exes: 
         truth.update(requests=["status/1", "ping/1", "goodbye/1"], gossip=None)
         del truth["blocks_by_range"], truth["error_chunk"]
     if name in KEYED:
-        truth["keys"] = {"dialer": keys["a"].name, "listener": keys["b"].name}
+        truth["keys"] = {"dialer": keys[dialer].name, "listener": keys[listener].name}
         truth["muxer_negotiation"] = {"noise": "noise extensions", "noise-ms": "multistream-select",
                                       "tls": "alpn"}[security]
     (OUT / f"{name}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
