@@ -15,6 +15,11 @@
  * SYN-ACK, ACK handshake and the preamble's frames.  fuzz/make_seeds.py writes real
  * connections from the captures in this format, cut after the same negotiation.
  *
+ * dissect_signed_key is no connection's layer: every segment is the value of a libp2p TLS
+ * certificate extension (a SignedKey, DER), handed to the dissector packet-libp2p-tls.c
+ * registers for the extension's OID, as Wireshark's x509 dissector hands it the extensions of
+ * a certificate (a small protocol of this harness's, on PORT_CERT, does the handing).
+ *
  * A target may also set a Noise key log (noise_keyed: the keys of captures/eth2/eth2-noise-yamux,
  * whose connection its seeds replay): then the transport messages decrypt, and a lost segment
  * makes the direction resynchronise on the next message that decrypts (packet-libp2p-noise.c).
@@ -34,6 +39,8 @@
 
 #include <epan/epan.h>
 #include <epan/epan_dissect.h>
+#include <epan/packet.h>
+#include <epan/dissectors/packet-ber.h>
 #include <epan/prefs.h>
 #include <epan/print.h>
 #include <epan/print_stream.h>
@@ -67,6 +74,9 @@ static const char *const p2pc_protos_expected[] = { "btcc", "fisco", "multistrea
 #define PORT_BITCOIN 8333
 #define PORT_FISCO   30300
 #define PORT_OTHER   45678      /* nobody's port: only the heuristics can claim the stream */
+#define PORT_CERT    45679      /* dissect_signed_key's: every segment is a certificate extension */
+/* libp2p/specs tls: the libp2p Public Key Extension (packet-libp2p-tls.c registers its dissector). */
+#define LIBP2P_TLS_OID "1.3.6.1.4.1.53594.1.1"
 #define MAX_CHOICES  19
 
 /* A harness: its server port(s) and the multistream-select negotiation its inputs follow. */
@@ -112,6 +122,8 @@ static const target_t targets[] = {
     { "noise", { PORT_OTHER }, TRUE, { "/noise" } },
     /* Noise with the keys of its seeds' connection: decryption, and resynchronisation after holes. */
     { "noise_keyed", { PORT_OTHER }, TRUE, { "/noise" }, FUZZ_KEYLOG },
+    /* The certificate extension's SignedKey (DER), one per segment. */
+    { "signed_key", { PORT_CERT }, FALSE, { NULL } },
 };
 
 static const target_t *target;
@@ -222,6 +234,29 @@ __wrap_p2pc_stream_feed(p2pc_stream_t *s, const guint8 *in, size_t in_len, size_
     return st;
 }
 
+/* ---- dissect_signed_key: a segment handed to the certificate extension's dissector ---- */
+
+static int proto_cert_ext = -1;
+
+static int
+dissect_cert_ext(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    return call_ber_oid_callback(LIBP2P_TLS_OID, tvb, 0, pinfo, tree, data);
+}
+
+static void
+register_cert_ext(void)
+{
+    proto_cert_ext = proto_register_protocol("p2pc fuzz: certificate extension", "p2pc_fuzz_cert_ext",
+                                             "p2pc_fuzz_cert_ext");
+}
+
+static void
+handoff_cert_ext(void)
+{
+    dissector_add_uint("tcp.port", PORT_CERT, create_dissector_handle(dissect_cert_ext, proto_cert_ext));
+}
+
 /* ---- the preamble: the target's multistream-select negotiation ---- */
 
 static GByteArray *preamble;        /* sent by the client, then echoed by the server */
@@ -293,6 +328,10 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     timestamp_set_seconds_type(TS_SECONDS_DEFAULT);
     wtap_init(FALSE);
     plugin_register();          /* what loading p2pc.so does, before epan_init() */
+    if (!strcmp(STR(FUZZ_TARGET), "signed_key")) {
+        static const proto_plugin cert_ext = { register_cert_ext, handoff_cert_ext };
+        proto_register_plugin(&cert_ext);
+    }
     if (!epan_init(NULL, NULL, FALSE)) {
         fprintf(stderr, "fuzz_dissect: epan_init failed\n");
         abort();

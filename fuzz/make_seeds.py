@@ -9,6 +9,9 @@ zstandard, and liblzo2 through the analyzer's ctypes binding (lzo1x-1 and lzo1x-
 The dissect_* corpora are the captures' real TCP connections in fuzz_dissect.c's input
 format, cut after the multistream-select negotiation each harness's preamble replaces (yamux
 streams demultiplexed for the eth2 req/resp and gossipsub harnesses), at most 16 KiB each.
+dissect_signed_key's are the libp2p extensions' SignedKeys of the certificates in the libp2p TLS
+captures (TLS 1.3: decrypted with the plugin) and in tests/data/repro/tls-signedkey-neg34.pcap.gz;
+keylog_noise's are writes of the committed Noise key logs in fuzz_keylog.c's input format.
 The output is deterministic for a given set of captures and plugin.
 
     python3 fuzz/make_seeds.py                  # what `make -C fuzz seeds` runs
@@ -367,6 +370,65 @@ def codec_seeds(plugin: Path, max_bytes: int, per_capture: int) -> dict[str, lis
     return seeds
 
 
+# 1.3.6.1.4.1.53594.1.1 (libp2p/specs tls: the libp2p Public Key Extension), DER.
+LIBP2P_EXT_OID = bytes.fromhex("060a2b0601040183a25a0101")
+TLS_CAPTURES = {"eth2/eth2-tls-yamux.pcapng": "eth2/eth2-tls-yamux.keys", "eth2/eth2-tls-embedded.pcapng": None}
+
+
+def signed_keys(der: bytes) -> list[bytes]:
+    """The values of the libp2p extensions in `der` (certificates, or any bytes holding them):
+    after the OID, an optional critical BOOLEAN, then the OCTET STRING that holds the SignedKey
+    (cut at the end of `der` when its length claims more)."""
+    out = []
+    i = der.find(LIBP2P_EXT_OID)
+    while i >= 0:
+        j = i + len(LIBP2P_EXT_OID)
+        if der[j:j + 1] == b"\x01":
+            j += 3
+        if der[j:j + 2] and der[j] == 0x04:
+            n, j = der[j + 1], j + 2
+            if n & 0x80:
+                width = n & 0x7F
+                n, j = int.from_bytes(der[j:j + width], "big"), j + width
+            out.append(der[j:j + n])
+        i = der.find(LIBP2P_EXT_OID, i + 1)
+    return out
+
+
+def signed_key_seeds(plugin: Path) -> list[bytes]:
+    """dissect_signed_key: each SignedKey one client segment ([flags 0][length][data])."""
+    import gzip
+    from p2pc.wsenv import Wireshark
+    found = signed_keys(gzip.decompress((REPO / "tests/data/repro/tls-signedkey-neg34.pcap.gz").read_bytes()))
+    with Wireshark(plugin=plugin) as ws:
+        for cap, keys in TLS_CAPTURES.items():
+            opts = ["-o", f"tls.keylog_file:{REPO / 'captures' / keys}"] if keys else []
+            r = ws.run("tshark", ["-n", "-r", str(REPO / "captures" / cap), "-Y", "tls.handshake.certificate",
+                                  "-T", "fields", "-e", "tls.handshake.certificate", *opts], timeout=300)
+            for cert in r.stdout.replace("|", ",").replace("\n", ",").split(","):
+                if cert:
+                    found += signed_keys(bytes.fromhex(cert.replace(":", "")))
+    seeds = []
+    for sk in found:
+        seed = bytes([0]) + len(sk).to_bytes(2, "big") + sk
+        if seed not in seeds:
+            seeds.append(seed)
+    return seeds
+
+
+def keylog_seeds() -> list[bytes]:
+    """keylog_noise: [op][length][data] writes (op 0 append, 1 replace the file) of the
+    committed Noise key logs: whole, line by line with a line cut in two, replaced by another
+    node's, and with a NUL line before the keys."""
+    def op(kind: int, data: bytes) -> bytes:
+        return b"".join(bytes([kind, len(data[i:i + 255])]) + data[i:i + 255] for i in range(0, len(data), 255))
+    yamux, mplex = ((REPO / "captures/eth2" / f"eth2-noise-{n}.keys").read_bytes() for n in ("yamux", "mplex"))
+    return [op(0, yamux),
+            b"".join(op(0, line) for line in mplex.splitlines(keepends=True)) + op(0, yamux[:50]) + op(0, yamux[50:]),
+            op(0, mplex) + op(1, yamux),
+            op(0, b"# node\nLOCAL_EPHEMERAL_PRIVATE_KEY = \x00x\n") + op(0, mplex + yamux.rstrip(b"\n"))]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--plugin", type=Path, default=REPO / "build/plugins/4.0/epan/p2pc.so")
@@ -379,7 +441,10 @@ def main() -> int:
     args = ap.parse_args()
 
     seeds = {} if args.dissect_only else codec_seeds(args.plugin, args.max_bytes, args.per_capture)
+    if not args.dissect_only:
+        seeds["dissect_signed_key"] = signed_key_seeds(args.plugin)
     seeds.update(dissect_seeds(args.per_target))
+    seeds["keylog_noise"] = keylog_seeds()
     for name, items in seeds.items():
         d = args.out / name
         shutil.rmtree(d, ignore_errors=True)

@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
 import struct
 import subprocess
+import tempfile
+import threading
+from pathlib import Path
 
 import pytest
 
@@ -510,3 +515,88 @@ def test_a_forged_identity_signature_names_no_peer(tshark, tmp_path):
             for s, t in (("a", truth(name)["link"]["addr_a"]), ("b", truth(name)["link"]["addr_b"]))}
     assert [(i[3], i[7], i[8]) for i in ids] == [(a, "noise", want[a]) for a in want if a != dialer]
     assert tshark.records(forged, extra=extra) == tshark.records(ETH / f"{name}.pcapng", extra=extra)
+
+
+def pcap_frames(tmp_path, name: str, frames: int) -> tuple[bytes, bytes]:
+    """The first `frames` frames of a capture as a classic pcap: (file header, records)."""
+    out = tmp_path / f"{name}.pcap"
+    subprocess.run(["editcap", "-F", "pcap", "-r", str(ETH / f"{name}.pcapng"), str(out), f"1-{frames}"],
+                   check=True, capture_output=True)
+    raw = out.read_bytes()
+    return raw[:24], raw[24:]
+
+
+def decrypted_frames(rows: list[list[str]], port: str) -> list[int]:
+    """The frames (numbered within their connection) of the client port `port` that decrypted."""
+    conn = [r for r in rows if port in (r[1], r[2])]
+    return [i for i, r in enumerate(conn, 1) if r[3]]
+
+
+LIVE = ["eth2-noise-mplex", "eth2-noise-yamux", "eth2-noise-secp256k1"]
+LIVE_FIELDS = ["frame.number", "tcp.srcport", "tcp.dstport", "libp2p_noise.decrypted"]
+
+
+def test_keys_appended_or_replaced_while_tshark_runs_decrypt(tshark, tmp_path):
+    """Live decryption (a node writes a key line per new connection): tshark reads three
+    connections from a pipe fed one connection at a time, with a key log that changes between
+    them.  The first connection's keys are there at the start; the second's are appended
+    before its frames come; then the file is replaced by
+    one of the same size and modification time holding the third's (a node restarting: a size
+    and mtime check misses it; file_needs_reopen sees a new file).  Each connection decrypts the
+    frames it decrypts offline with its own key file."""
+    n = 60
+    live = Path(tempfile.mkdtemp(dir="/tmp", prefix="keylog-live-"))     # readable by tshark's user
+    try:
+        os.chmod(live, 0o755)
+        keys = live / "node.keys"
+        logs = [(ETH / truth(name)["keys"]["dialer"]).read_text() for name in LIVE]
+        keys.write_text(logs[0])
+        os.chmod(keys, 0o644)
+        parts = [pcap_frames(tmp_path, name, n) for name in LIVE]
+        ports = [tshark.fields(ETH / f"{name}.pcapng", ["tcp.srcport"], dfilter="tcp.flags == 0x002")[0][0]
+                 for name in LIVE]
+        want = []
+        for name, port in zip(LIVE, ports):
+            cut = tmp_path / f"{name}.pcap"
+            want.append(decrypted_frames(tshark.fields(cut, LIVE_FIELDS, extra=keyed(tshark, name)), port))
+        assert all(len(w) > 3 for w in want)
+        args = ["-n", "-l", "-r", "-", "-T", "fields", "-E", "separator=\t", "-o",
+                f"libp2p_noise.keylog_file:{keys}"] + sum((["-e", f] for f in LIVE_FIELDS), [])
+        proc = tshark.ws.popen("tshark", args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=False)
+        watchdog = threading.Timer(180, proc.kill)      # a tshark that stops printing ends the test
+        watchdog.start()
+        rows: list[list[str]] = []
+
+        def feed(i: int) -> None:
+            """Write connection i's records, then wait until tshark has printed a line for each."""
+            proc.stdin.write((parts[0][0] if i == 0 else b"") + parts[i][1])
+            proc.stdin.flush()
+            while len(rows) < n * (i + 1):
+                line = proc.stdout.readline()
+                assert line, proc.stderr.read().decode()
+                rows.append(line.decode().rstrip("\n").split("\t"))
+
+        try:
+            feed(0)
+            with keys.open("a") as f:
+                f.write(logs[1])
+            feed(1)
+            before = keys.stat()
+            new = live / "node.keys.new"
+            new.write_text(logs[2] + logs[1])
+            os.chmod(new, 0o644)
+            assert new.stat().st_size == before.st_size
+            os.utime(new, ns=(before.st_atime_ns, before.st_mtime_ns))
+            os.replace(new, keys)
+            feed(2)
+            proc.stdin.close()
+            assert proc.wait(timeout=60) == 0, proc.stderr.read().decode()
+        finally:
+            watchdog.cancel()
+            proc.kill()
+            proc.wait()
+        assert len(rows) == 3 * n
+        assert [decrypted_frames(rows, port) for port in ports] == want
+    finally:
+        shutil.rmtree(live, ignore_errors=True)

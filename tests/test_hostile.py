@@ -611,3 +611,53 @@ def test_whatif_of_a_truncated_capture_warns_and_exits_as_analyze_does(tmp_path)
     assert res.stderr.splitlines() == [f"p2pc: warning: {warning}"]
     rep = json.loads(res.stdout)
     assert rep["warnings"] == [warning] and rep["sections"][0]["rows"]
+
+
+# ---- wave 3: the Noise key log and the libp2p TLS certificate extension ----
+def test_bad_key_log_lines_are_skipped_and_counted_not_the_end_of_the_file(tshark, tmp_path):
+    """A key log with a NUL byte in one line and a Noise key that is not 32 bytes in another,
+    before the connection's keys: those still decrypt it (every frame the clean key log
+    decrypts), and the handshake messages that looked the keys up say that 2 bad lines were
+    skipped, the first on line 4.  A comment and an NSS TLS line are no bad lines."""
+    eth = CAPTURES / "eth2"
+    cap = eth / "eth2-noise-yamux.pcapng"
+    keys = tmp_path / "node.keys"
+    keys.write_bytes(b"# a node's keys\n" + (eth / "eth2-noise-mplex.keys").read_bytes()
+                     + b"LOCAL_EPHEMERAL_PRIVATE_KEY = \x00" + b"A" * 43 + b"=\n"
+                     + b"CLIENT_RANDOM " + b"ab" * 32 + b" " + b"cd" * 48 + b"\n"
+                     + b"LOCAL_STATIC_PRIVATE_KEY = AAAA\n" + (eth / "eth2-noise-yamux.keys").read_bytes())
+    fields = ["frame.number", "libp2p_noise.decrypted"]
+    clean = tshark.fields(cap, fields, dfilter="libp2p_noise.decrypted",
+                          extra=["-o", f"libp2p_noise.keylog_file:{tshark.ws.readable(eth / 'eth2-noise-yamux.keys')}"])
+    extra = ["-o", f"libp2p_noise.keylog_file:{tshark.ws.readable(keys)}"]
+    assert clean and tshark.fields(cap, fields, dfilter="libp2p_noise.decrypted", extra=extra) == clean
+    notes = tshark.fields(cap, ["libp2p_noise.handshake", "_ws.expert.message"],
+                          dfilter="libp2p_noise.keylog_skipped", extra=extra)
+    assert [r[0] for r in notes] == ["2", "3"]
+    assert all("libp2p_noise.keylog_file: 2 bad lines skipped (the first: line 4)" in r[1] for r in notes)
+
+
+def test_a_signed_key_whose_lengths_overrun_is_malformed_without_undefined_behaviour(tmp_path, monkeypatch):
+    """tls-signedkey-neg34: a certificate's libp2p extension whose SignedKey lengths run past its
+    end.  The ASan/UBSan build of the fuzz gate (tools/fuzz.py, build-asan/) reads it with no
+    sanitizer report, the extension marked libp2p_tls.signed_key_malformed."""
+    sys.path.insert(0, str(REPO / "tools"))
+    import fuzz     # noqa: E402  (tools/fuzz.py: its sanitizer build and tshark wrapper)
+    monkeypatch.setenv("PATH", os.environ["PATH"])      # fuzz.Env puts its wrapper first on PATH
+    tmp = Path(tempfile.mkdtemp(dir="/tmp", prefix="signedkey-"))
+    try:
+        env = fuzz.Env(tmp, build=True)
+        logs = tmp / "logs"
+        logs.mkdir(mode=0o777)
+        os.chmod(logs, 0o777)
+        cap = tmp / "tls-signedkey-neg34.pcap.gz"
+        shutil.copyfile(REPRO / cap.name, cap)
+        os.chmod(cap, 0o644)
+        res = subprocess.run(env.tshark(["-n", "-r", str(cap), "-T", "fields", "-e", "frame.number", "-Y",
+                                         "libp2p_tls.signed_key_malformed"]),
+                             env=env.env(logs), capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0 and "runtime error" not in res.stderr, res.stderr[:2000]
+        assert list(logs.iterdir()) == []
+        assert res.stdout.split() == ["6"]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -110,6 +110,7 @@ static expert_field ei_noise_bad_tag = EI_INIT;
 static expert_field ei_noise_stopped = EI_INIT;
 static expert_field ei_noise_bad_handshake = EI_INIT;
 static expert_field ei_noise_sig_bad = EI_INIT;
+static expert_field ei_noise_keylog_skipped = EI_INIT;
 static dissector_handle_t noise_handle;
 
 static const char *pref_keylog = "";
@@ -186,6 +187,7 @@ typedef struct {
     guint64 lost;               /* transport: frames a hole took just before this one */
     l2p_pipe_t *inner;
     wmem_array_t *shares;       /* guint64 per record the layers above added */
+    noise_keys_stats_t keylog;  /* handshake 2 and 3 (they look keys up): the key log's state */
 } noise_msg_t;
 
 /* ---- Noise's symmetric state, on libgcrypt ---- */
@@ -482,6 +484,7 @@ process(noise_conn_t *c, l2p_pipe_t *pipe, packet_info *pinfo, const guint8 *p, 
         if (c->status == NS_DECRYPTED)
             c->status = m->status;
         m->keys_role = c->keys_role;
+        noise_keys_stats(keylog, &m->keylog);
         return m;
     }
     m->keys_role = c->keys_role;
@@ -666,6 +669,23 @@ draw_status(packet_info *pinfo, proto_item *ti, const noise_msg_t *m)
     }
 }
 
+/* Bad lines the key log had (and keys it dropped) when this message looked its keys up. */
+static void
+draw_keylog(packet_info *pinfo, proto_item *ti, const noise_msg_t *m)
+{
+    const noise_keys_stats_t *st = &m->keylog;
+    if (st->bad_lines)
+        expert_add_info_format(pinfo, ti, &ei_noise_keylog_skipped,
+                               "libp2p_noise.keylog_file: %u bad line%s skipped (the first: line %u), "
+                               "not text or not a key of 32 bytes in base64%s", st->bad_lines,
+                               plurality(st->bad_lines, "", "s"), st->first_bad,
+                               st->dropped ? "; the oldest keys dropped, over the limit" : "");
+    else if (st->dropped)
+        expert_add_info_format(pinfo, ti, &ei_noise_keylog_skipped,
+                               "libp2p_noise.keylog_file: %" PRIu64 " oldest keys dropped (%u of each kind are kept)",
+                               st->dropped, NOISE_KEYS_MAX);
+}
+
 static void
 draw_handshake(tvbuff_t *tvb, packet_info *pinfo, proto_tree *t, proto_item *ti, const noise_msg_t *m)
 {
@@ -694,6 +714,7 @@ draw_handshake(tvbuff_t *tvb, packet_info *pinfo, proto_tree *t, proto_item *ti,
     if (m->msg >= 2) {
         pi = proto_tree_add_string(t, hf_noise_keys_of, tvb, 0, 0, keys_of(m->keys_role));
         proto_item_set_generated(pi);
+        draw_keylog(pinfo, ti, m);
     }
     if (m->payload && m->payload_len) {
         tvbuff_t *ptvb = tvb_new_child_real_data(tvb, m->payload, m->payload_len, m->payload_len);
@@ -1018,7 +1039,7 @@ dissect_noise(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 static void
 apply_prefs(void)
 {
-    noise_keys_load(keylog, pref_keylog);
+    noise_keys_set_file(keylog, pref_keylog);
 }
 
 void
@@ -1084,6 +1105,8 @@ proto_register_libp2p_noise(void)
             "Not a Noise XX handshake as expected (a capture that starts mid-connection), or a message cut by the connection's close: nothing decrypted", EXPFILL } },
         { &ei_noise_sig_bad, { "libp2p_noise.signature_bad", PI_SECURITY, PI_ERROR,
             "The identity signature of the Noise static key does not verify", EXPFILL } },
+        { &ei_noise_keylog_skipped, { "libp2p_noise.keylog_skipped", PI_DECRYPTION, PI_NOTE,
+            "libp2p_noise.keylog_file: bad lines skipped, or the oldest keys dropped", EXPFILL } },
     };
     module_t *module;
     expert_module_t *expert;
@@ -1097,7 +1120,8 @@ proto_register_libp2p_noise(void)
     module = prefs_register_protocol(proto_noise, apply_prefs);
     prefs_register_filename_preference(module, "keylog_file", "Noise key log file",
         "Private keys of libp2p Noise sessions, one a line: LOCAL_STATIC_PRIVATE_KEY = <base64> and "
-        "LOCAL_EPHEMERAL_PRIVATE_KEY = <base64> (the WireGuard key log format); other lines are skipped",
+        "LOCAL_EPHEMERAL_PRIVATE_KEY = <base64> (the WireGuard key log format); other text lines are skipped. "
+        "Read as far as a lookup needs, lines appended later as well (a live capture)",
         &pref_keylog, FALSE);
     noise_handle = register_dissector("libp2p_noise", dissect_noise, proto_noise);
 }

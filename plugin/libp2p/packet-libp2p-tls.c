@@ -256,25 +256,27 @@ dissect_alpn_libp2p(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *d
     return dissect_alpn(tvb, pinfo, tree, 2);
 }
 
-/* One DER element at *off (inside [*off, end)) with the tag `want`: its contents' offset and
- * length; FALSE when it is something else or runs past end. */
+/* One DER element at *off (inside [*off, end), end within the tvb) with the tag `want`: its
+ * contents' offset and length; FALSE when it is something else or runs past end.  Unsigned
+ * and compared before any sum: the identifier and length octets may themselves run past end
+ * (a SignedKey whose inner lengths overrun its SEQUENCE), and a length is up to 2^32 - 1. */
 static gboolean
-der_element(tvbuff_t *tvb, int *off, int end, gint32 want, int *start, int *len)
+der_element(tvbuff_t *tvb, guint *off, guint end, gint32 want, guint *start, guint *len)
 {
     gint8 cls;
     p2pc_bool_t pc, ind;
     gint32 tag;
     guint32 l;
-    int o;
-    if (end - *off < 2)
+    guint o;
+    if (*off > end || end - *off < 2)
         return FALSE;
-    o = get_ber_identifier(tvb, *off, &cls, &pc, &tag);
-    o = get_ber_length(tvb, o, &l, &ind);
-    if (ind || cls != BER_CLASS_UNI || tag != want || l > (guint32)(end - o))
+    o = (guint)get_ber_identifier(tvb, (int)*off, &cls, &pc, &tag);
+    o = (guint)get_ber_length(tvb, (int)o, &l, &ind);
+    if (ind || cls != BER_CLASS_UNI || tag != want || o > end || l > end - o)
         return FALSE;
     *start = o;
-    *len = (int)l;
-    *off = o + (int)l;
+    *len = l;
+    *off = o + l;
     return TRUE;
 }
 
@@ -282,7 +284,8 @@ der_element(tvbuff_t *tvb, int *off, int end, gint32 want, int *start, int *len)
 static int
 dissect_signed_key(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
-    int end = (int)tvb_captured_length(tvb), off = 0, seq, seq_len, key, key_len, sig, sig_len, koff;
+    guint end = tvb_captured_length(tvb), off = 0, seq, seq_len, key, key_len, sig, sig_len;
+    int koff;
     proto_item *ti = proto_tree_add_item(tree, proto_l2p_tls, tvb, 0, -1, ENC_NA);
     proto_tree *t = proto_item_add_subtree(ti, ett_cert);
     l2p_pb_field_t f;
@@ -292,13 +295,13 @@ dissect_signed_key(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         !der_element(tvb, &seq, seq + seq_len, BER_UNI_TAG_OCTETSTRING, &key, &key_len) ||
         !der_element(tvb, &seq, seq + seq_len, BER_UNI_TAG_OCTETSTRING, &sig, &sig_len)) {
         expert_add_info(pinfo, ti, &ei_cert_malformed);
-        return end;
+        return (int)end;
     }
     /* publicKey: a protobuf PublicKey { KeyType Type = 1; bytes Data = 2 }. */
-    koff = key;
-    while (l2p_pb_next(tvb, &koff, key + key_len, &f)) {
+    koff = (int)key;
+    while (l2p_pb_next(tvb, &koff, (int)(key + key_len), &f)) {
         if (f.number == 1 && f.wire_type == 0)
-            proto_tree_add_uint(t, hf_cert_key_type, tvb, key, key_len, (guint32)f.value);
+            proto_tree_add_uint(t, hf_cert_key_type, tvb, (int)key, (int)key_len, (guint32)f.value);
         else if (f.number == 2 && f.wire_type == 2)
             proto_tree_add_item(t, hf_cert_key, tvb, f.start, f.len, ENC_NA);
     }
@@ -311,22 +314,22 @@ dissect_signed_key(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         if (key_len <= 42) {
             mh[0] = 0x00;
             mh[1] = (guint8)key_len;
-            tvb_memcpy(tvb, mh + 2, key, key_len);
+            tvb_memcpy(tvb, mh + 2, (int)key, key_len);
             mh_len = (size_t)key_len + 2;
         } else {
             mh[0] = 0x12;
             mh[1] = 0x20;
-            gcry_md_hash_buffer(GCRY_MD_SHA256, mh + 2, tvb_get_ptr(tvb, key, key_len), (size_t)key_len);
+            gcry_md_hash_buffer(GCRY_MD_SHA256, mh + 2, tvb_get_ptr(tvb, (int)key, (int)key_len), (size_t)key_len);
             mh_len = 34;
         }
         peer_id = p2pc_base58_encode(pinfo->pool, mh, mh_len);
-        pi = proto_tree_add_string(t, hf_cert_peer_id, tvb, key, key_len, peer_id);
+        pi = proto_tree_add_string(t, hf_cert_peer_id, tvb, (int)key, (int)key_len, peer_id);
         proto_item_set_generated(pi);
         proto_item_append_text(ti, ": %s", peer_id);
         p2pc_peer_add(pinfo, "tls", peer_id);
     }
-    proto_tree_add_item(t, hf_cert_sig, tvb, sig, sig_len, ENC_NA);
-    return end;
+    proto_tree_add_item(t, hf_cert_sig, tvb, (int)sig, (int)sig_len, ENC_NA);
+    return (int)end;
 }
 
 void
