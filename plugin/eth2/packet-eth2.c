@@ -2,8 +2,10 @@
  * Ethereum consensus layer over libp2p: req/resp (`/eth2/beacon_chain/req/<name>/<v>/ssz_snappy`,
  * SSZ in the Snappy framing format) and gossipsub (`/meshsub/1.x`, SSZ in Snappy block format).
  *
- * Source: ethereum/consensus-specs specs/{phase0,altair,...}/p2p-interface.md; Snappy framing:
- * google/snappy framing_format.txt; gossipsub RPC: libp2p/specs pubsub/gossipsub.
+ * Source: ethereum/consensus-specs specs/{phase0,...,heze}/p2p-interface.md (and light-client/,
+ * fulu/partial-columns/); Snappy framing: google/snappy framing_format.txt; gossipsub RPC:
+ * libp2p/specs pubsub/gossipsub (v1.3 extensions: extensions/extensions.proto) and
+ * go-libp2p-pubsub pb/rpc.proto (the Partial Messages extension).
  *
  *   request         uvarint(len(ssz)) || framed-snappy(ssz)
  *   response chunk  result || [fork digest, success chunks of Altair+ methods] ||
