@@ -305,6 +305,10 @@ GOSSIP_TOPIC = b"/eth2/bba4da96/beacon_block/ssz_snappy"
     (b"/eth2/00000000/beacon_block/ssz_snappy", "gossip beacon_block"),      # another fork digest
     (b"/eth2/bba4da96/beacon_attestation_7/ss", "gossip beacon_attestation"),  # a subnet
     (b"/eth2/bba4da96/beacon_bl_ck/ssz_snappy", "unknown"),                  # no topic of eth2's
+    # specs/gloas/p2p-interface.md, specs/heze/p2p-interface.md: new topics, named at a Fulu digest too
+    (b"/eth2/cc2c5cdb/execution_payload_bid/s", "gossip execution_payload_bid"),
+    (b"/eth2/cc2c5cdb/proposer_preferences/ss", "gossip proposer_preferences"),
+    (b"/eth2/cc2c5cdb/inclusion_list/ssz_snap", "gossip inclusion_list"),
 ])
 def test_a_gossip_topic_is_counted_by_its_name(tshark, tmp_path, topic, msg_type):
     """A topic is counted under its name, whatever its fork digest and subnet; a name eth2 does
@@ -325,3 +329,192 @@ def test_a_gossip_topic_is_counted_by_its_name(tshark, tmp_path, topic, msg_type
     assert noted == ([f'Topic "{topic.decode()}" is not a message type of the protocol: counted as unknown']
                      * want.count("gossip beacon_block") if msg_type == "unknown" else [])
 
+
+
+# ---- the current consensus specs, checked against them (#25) ----
+# Crafted captures: one TCP connection, multistream-select, yamux, one stream per message.
+from conftest import tcp_pcap  # noqa: E402
+from test_libp2p import ms, yamux  # noqa: E402
+
+# Every req/resp protocol ID, as the spec file writes it (the encoding `ssz_snappy` follows).
+SPEC_METHODS = {
+    "specs/phase0/p2p-interface.md": [
+        "/eth2/beacon_chain/req/status/1/", "/eth2/beacon_chain/req/goodbye/1/",
+        "/eth2/beacon_chain/req/beacon_blocks_by_range/1/", "/eth2/beacon_chain/req/beacon_blocks_by_root/1/",
+        "/eth2/beacon_chain/req/ping/1/", "/eth2/beacon_chain/req/metadata/1/"],
+    "specs/altair/p2p-interface.md": [
+        "/eth2/beacon_chain/req/beacon_blocks_by_range/2/", "/eth2/beacon_chain/req/beacon_blocks_by_root/2/",
+        "/eth2/beacon_chain/req/metadata/2/"],
+    "specs/altair/light-client/p2p-interface.md": [
+        "/eth2/beacon_chain/req/light_client_bootstrap/1/", "/eth2/beacon_chain/req/light_client_updates_by_range/1/",
+        "/eth2/beacon_chain/req/light_client_finality_update/1/",
+        "/eth2/beacon_chain/req/light_client_optimistic_update/1/"],
+    "specs/deneb/p2p-interface.md": [
+        "/eth2/beacon_chain/req/blob_sidecars_by_range/1/", "/eth2/beacon_chain/req/blob_sidecars_by_root/1/"],
+    "specs/fulu/p2p-interface.md": [
+        "/eth2/beacon_chain/req/status/2/", "/eth2/beacon_chain/req/data_column_sidecars_by_range/1/",
+        "/eth2/beacon_chain/req/data_column_sidecars_by_root/1/", "/eth2/beacon_chain/req/metadata/3/",
+        "/eth2/beacon_chain/req/beacon_blocks_by_head/1/"],
+    "specs/gloas/p2p-interface.md": [
+        "/eth2/beacon_chain/req/execution_payload_envelopes_by_range/1/",
+        "/eth2/beacon_chain/req/execution_payload_envelopes_by_root/1/"],
+    "specs/heze/p2p-interface.md": ["/eth2/beacon_chain/req/inclusion_lists_by_indices/1/"],
+}
+FULU = "cc2c5cdb"       # mainnet Fulu fork digest (the plugin's table)
+DENEB = "6a95a1a9"
+
+
+def uvarint(n: int) -> bytes:
+    out = b""
+    while n >= 0x80:
+        out += bytes([n & 0x7F | 0x80])
+        n >>= 7
+    return out + bytes([n])
+
+
+def chunk(ssz: bytes) -> bytes:
+    """uvarint(len(ssz)) || framed-snappy(ssz)."""
+    import snappy
+    return uvarint(len(ssz)) + snappy.StreamCompressor().add_chunk(ssz)
+
+
+def streams_pcap(path, messages: list[tuple[str, str, bytes]]) -> None:
+    """Each (side, protocol ID, bytes) on a yamux stream of its own that the dialer A opens
+    (proposing the protocol): A's bytes are a request, B's (after its echo) a response."""
+    segs = [("a", ms("/multistream/1.0.0") + ms("/yamux/1.0.0")),
+            ("b", ms("/multistream/1.0.0") + ms("/yamux/1.0.0"))]
+    for i, (side, proto, data) in enumerate(messages):
+        opening = ms("/multistream/1.0.0") + ms(proto)
+        if side == "a":
+            segs.append(("a", yamux(1, 2 * i + 1, opening + data)))
+        else:
+            segs += [("a", yamux(1, 2 * i + 1, opening)), ("b", yamux(2, 2 * i + 1, opening + data))]
+    tcp_pcap(path, segs, syn="a")
+
+
+def test_every_req_resp_method_of_the_specs_is_named(tshark, tmp_path):
+    """Each protocol ID of the spec files, answered (an error chunk, which every method may
+    send), is counted under its method: none is `unknown`."""
+    ids = [i for ids in SPEC_METHODS.values() for i in ids]
+    err = b"\x01" + chunk(b"no")
+    path = tmp_path / "methods.pcap"
+    streams_pcap(path, [("b", pid + "ssz_snappy", err) for pid in ids])
+    got = [r["msg_type"] for r in tshark.records(path) if r["proto"] == "eth2"]
+    want = [pid[len("/eth2/beacon_chain/req/"):-1] + " response" for pid in ids]
+    assert got == want
+
+
+# (protocol ID, request or success chunk, context fork digest, SSZ length, expert item or None):
+# bounds computed from the spec's types, the file in the comment.
+BOUNDS = [
+    # specs/fulu/p2p-interface.md: (start_slot, count, columns: List[ColumnIndex, NUMBER_OF_COLUMNS
+    # = 128]) is 8 + 8 + 4 offset, plus 8 per column
+    ("data_column_sidecars_by_range/1", None, 19, "eth2.too_short"),
+    ("data_column_sidecars_by_range/1", None, 20, None),
+    ("data_column_sidecars_by_range/1", None, 20 + 128 * 8, None),
+    ("data_column_sidecars_by_range/1", None, 20 + 128 * 8 + 1, "eth2.too_long"),
+    # specs/fulu/p2p-interface.md: BeaconBlocksByHead (beacon_root: Root, count: Uint64)
+    ("beacon_blocks_by_head/1", None, 32 + 8 + 1, "eth2.too_long"),
+    # specs/fulu/p2p-interface.md: Status v2, 84 + earliest_available_slot
+    ("status/2", None, 91, "eth2.too_short"),
+    # specs/electra/p2p-interface.md: BlobIdentifiers, 128 * MAX_BLOBS_PER_BLOCK_ELECTRA (9)
+    # BlobIdentifier (block_root 32, index 8)
+    ("blob_sidecars_by_root/1", None, 128 * 9 * 40, None),
+    ("blob_sidecars_by_root/1", None, 128 * 9 * 40 + 1, "eth2.too_long"),
+    # specs/gloas/p2p-interface.md: ExecutionPayloadEnvelopeRoots List[Root, MAX_REQUEST_PAYLOADS = 128]
+    ("execution_payload_envelopes_by_root/1", None, 128 * 32 + 1, "eth2.too_long"),
+    # specs/heze/p2p-interface.md: (slot, dependent_root, indices: Bitvector[16])
+    ("inclusion_lists_by_indices/1", None, 8 + 32 + 2, None),
+    # specs/deneb/p2p-interface.md: BlobSidecar, index 8 + blob 4096 * 32 + commitment 48 +
+    # proof 48 + SignedBeaconBlockHeader 208 + inclusion proof 17 * 32
+    ("blob_sidecars_by_range/1", DENEB, 8 + 4096 * 32 + 48 + 48 + 208 + 17 * 32 - 1, "eth2.too_short"),
+    # specs/fulu/das-core.md: DataColumnSidecar's fixed part, index 8 + 3 offsets +
+    # SignedBeaconBlockHeader 208 + KZGCommitmentsInclusionProof 4 * 32
+    ("data_column_sidecars_by_root/1", FULU, 8 + 3 * 4 + 208 + 4 * 32 - 1, "eth2.too_short"),
+    ("data_column_sidecars_by_root/1", FULU, 8 + 3 * 4 + 208 + 4 * 32, None),
+]
+
+
+def test_ssz_bounds_come_from_the_specs_types(tshark, tmp_path):
+    """A request (which names no fork) is held to its type's bounds, a success chunk to those of
+    the fork its context names: one message a stream, one frame each."""
+    msgs = []
+    for method, digest, n, _ in BOUNDS:
+        pid = f"/eth2/beacon_chain/req/{method}/ssz_snappy"
+        if digest is None:
+            msgs.append(("a", pid, chunk(b"\x00" * n)))
+        else:
+            msgs.append(("b", pid, b"\x00" + bytes.fromhex(digest) + chunk(b"\x00" * n)))
+    path = tmp_path / "bounds.pcap"
+    streams_pcap(path, msgs)
+    rows = tshark.fields(path, ["eth2.method", "eth2.ssz_length", "eth2.too_long", "eth2.too_short"],
+                         dfilter="eth2")
+    got = [(m, int(n), "eth2.too_long" if long_ else "eth2.too_short" if short else None)
+           for m, n, long_, short in rows]
+    assert got == [(m, n, e) for m, _, n, e in BOUNDS]
+
+
+def test_a_data_column_sidecars_by_range_request(tshark, tmp_path):
+    """specs/fulu/p2p-interface.md: (start_slot, count, columns) is named and its fields shown."""
+    columns = [3, 64, 127]
+    ssz = struct.pack("<QQI", 9000, 32, 20) + b"".join(struct.pack("<Q", c) for c in columns)
+    path = tmp_path / "columns.pcap"
+    streams_pcap(path, [("a", "/eth2/beacon_chain/req/data_column_sidecars_by_range/1/ssz_snappy", chunk(ssz))])
+    rows = tshark.fields(path, ["eth2.method", "eth2.range.start_slot", "eth2.range.count", "eth2.range.column"],
+                         dfilter="eth2")
+    assert rows == [["data_column_sidecars_by_range/1", "9000", "32", "3|64|127"]]
+    recs = [r["msg_type"] for r in tshark.records(path) if r["proto"] == "eth2"]
+    assert recs == ["data_column_sidecars_by_range/1 request"]
+
+
+def pb(number: int, value: bytes | int) -> bytes:
+    """One protobuf field: a varint (int) or length-delimited (bytes)."""
+    if isinstance(value, int):
+        return uvarint(number << 3) + uvarint(value)
+    return uvarint(number << 3 | 2) + uvarint(len(value)) + value
+
+
+def rpc(*fields: bytes) -> bytes:
+    """A gossipsub RPC as sent: uvarint(len) || protobuf."""
+    body = b"".join(fields)
+    return uvarint(len(body)) + body
+
+
+COLUMN_TOPIC = f"/eth2/{FULU}/data_column_sidecar_3/ssz_snappy"
+
+
+def test_gossipsub_v1_3_extensions_are_shown(tshark, tmp_path):
+    """libp2p/specs pubsub/gossipsub/gossipsub-v1.3.md: ControlMessage.extensions (field 6),
+    ControlExtensions per go-libp2p-pubsub pb/rpc.proto (partialMessages = 10, testExtension =
+    6492434); an unknown extension field is shown by number.  RPC.partial (10) carries a Fulu
+    partial column (specs/fulu/partial-columns/p2p-interface.md), its topic named with its fork;
+    RPC.testExtension (6492434) is shown."""
+    group = b"\x00" + bytes(range(32))          # version 0x00 || PartialDataColumnGroupID
+    extensions = pb(10, 1) + pb(6492434, 1) + pb(99, 1)
+    first = rpc(pb(3, pb(6, extensions)),
+                pb(10, pb(1, COLUMN_TOPIC.encode()) + pb(2, group) + pb(3, b"\xaa" * 5) + pb(4, b"\x01\x02")),
+                pb(6492434, b""))
+    path = tmp_path / "extensions.pcap"
+    streams_pcap(path, [("a", "/meshsub/1.3.0", first)])
+    rows = tshark.fields(path, [
+        "gossipsub.control.extensions.partial_messages", "gossipsub.control.extensions.test_extension",
+        "gossipsub.control.extensions.unknown", "gossipsub.partial.topic", "gossipsub.topic_name", "eth2.fork",
+        "gossipsub.partial.group_id", "gossipsub.partial.message", "gossipsub.partial.parts_metadata",
+        "gossipsub.test_extension", "_ws.col.Info"], dfilter="gossipsub")
+    assert len(rows) == 1
+    assert rows[0][:9] == ["1", "1", "99", COLUMN_TOPIC, "data_column_sidecar_3", "fulu", group.hex(),
+                           "aa" * 5, "0102"]
+    assert rows[0][10].endswith("gossipsub extensions, partial message data_column_sidecar_3, test extension")
+
+
+def test_control_only_rpcs_say_what_they_carry(tshark, tmp_path):
+    """An RPC with no published message is named in the Info column by what it carries, not
+    '[part of a libp2p message]'."""
+    ihave = pb(1, pb(1, COLUMN_TOPIC.encode()) + pb(2, b"id-1") + pb(2, b"id-2"))
+    control = rpc(pb(3, ihave + pb(1, pb(1, b"t")) + pb(3, pb(1, COLUMN_TOPIC.encode())) + pb(5, pb(1, b"x"))))
+    subs = rpc(pb(1, pb(1, 1) + pb(2, COLUMN_TOPIC.encode())), pb(1, pb(1, 0) + pb(2, b"t")))
+    path = tmp_path / "control.pcap"
+    streams_pcap(path, [("a", "/meshsub/1.2.0", control), ("b", "/meshsub/1.2.0", subs)])
+    rows = tshark.fields(path, ["gossipsub.control.ihave", "_ws.col.Info"], dfilter="gossipsub")
+    assert [r[1].split(", gossipsub ")[1:] for r in rows] == [["IHAVE 2, GRAFT 1, IDONTWANT 1"],
+                                                              ["subscribe 1, unsubscribe 1"]]

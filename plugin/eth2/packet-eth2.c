@@ -2,8 +2,10 @@
  * Ethereum consensus layer over libp2p: req/resp (`/eth2/beacon_chain/req/<name>/<v>/ssz_snappy`,
  * SSZ in the Snappy framing format) and gossipsub (`/meshsub/1.x`, SSZ in Snappy block format).
  *
- * Source: ethereum/consensus-specs specs/{phase0,altair,...}/p2p-interface.md; Snappy framing:
- * google/snappy framing_format.txt; gossipsub RPC: libp2p/specs pubsub/gossipsub.
+ * Source: ethereum/consensus-specs specs/{phase0,...,heze}/p2p-interface.md (and light-client/,
+ * fulu/partial-columns/); Snappy framing: google/snappy framing_format.txt; gossipsub RPC:
+ * libp2p/specs pubsub/gossipsub (v1.3 extensions: extensions/extensions.proto) and
+ * go-libp2p-pubsub pb/rpc.proto (the Partial Messages extension).
  *
  *   request         uvarint(len(ssz)) || framed-snappy(ssz)
  *   response chunk  result || [fork digest, success chunks of Altair+ methods] ||
@@ -16,7 +18,7 @@
  * chunk and gossip RPC out of the stream, however the muxer split it.  There is no end marker
  * in req/resp: a chunk ends when its Snappy frames have produced the declared SSZ length.
  *
- * A record's msg_type is a method of reqresp_methods or a topic of gossip_topics (a subnet
+ * A record's msg_type is a method of eth2_methods or a topic of gossip_topics (a subnet
  * topic under its name, whatever its subnet and fork digest), and "unknown" otherwise: a peer
  * chooses its topic strings (core/msgtype.h).
  *
@@ -68,6 +70,7 @@ static int hf_eth2_start_slot = -1;
 static int hf_eth2_count = -1;
 static int hf_eth2_step = -1;
 static int hf_eth2_root = -1;
+static int hf_eth2_column = -1;
 static int hf_eth2_block_slot = -1;
 static int hf_eth2_block_proposer = -1;
 static int hf_eth2_block_parent_root = -1;
@@ -84,17 +87,31 @@ static int hf_gs_iwant = -1;
 static int hf_gs_graft = -1;
 static int hf_gs_prune = -1;
 static int hf_gs_idontwant = -1;
+static int hf_gs_requests_partial = -1;
+static int hf_gs_supports_partial = -1;
+static int hf_gs_extensions = -1;
+static int hf_gs_ext_partial = -1;
+static int hf_gs_ext_test = -1;
+static int hf_gs_ext_unknown = -1;
+static int hf_gs_partial = -1;
+static int hf_gs_partial_topic = -1;
+static int hf_gs_partial_group = -1;
+static int hf_gs_partial_message = -1;
+static int hf_gs_partial_metadata = -1;
+static int hf_gs_test_extension = -1;
 
 static gint ett_eth2 = -1;
 static gint ett_eth2_chunks = -1;
 static gint ett_eth2_ssz = -1;
 static gint ett_gs = -1;
 static gint ett_gs_msg = -1;
+static gint ett_gs_ext = -1;
 
 static expert_field ei_eth2_crc = EI_INIT;
 static expert_field ei_eth2_unskippable = EI_INIT;
 static expert_field ei_eth2_length_mismatch = EI_INIT;
 static expert_field ei_eth2_too_long = EI_INIT;
+static expert_field ei_eth2_too_short = EI_INIT;
 static expert_field ei_eth2_compressed_too_long = EI_INIT;
 static expert_field ei_eth2_result = EI_INIT;
 static expert_field ei_eth2_trailing = EI_INIT;
@@ -111,6 +128,12 @@ static const value_string result_vals[] = {
 static const value_string chunk_type_vals[] = {
     { 0x00, "Compressed data" }, { 0x01, "Uncompressed data" }, { 0xfe, "Padding" },
     { 0xff, "Stream identifier" }, { 0, NULL }
+};
+
+/* The forks, oldest first (consensus-specs specs/<fork>/): a method's bounds hold from the fork
+ * of their row on. */
+static const char *const forks[] = {
+    "phase0", "altair", "bellatrix", "capella", "deneb", "electra", "fulu", "gloas", "heze",
 };
 
 /* Mainnet fork digests (consensus-specs); others through the extra_digests preference. */
@@ -136,22 +159,143 @@ fork_name(const char *hex)
     return "unknown";
 }
 
-/* The req/resp methods (protocol ID -> method), each registered in multistream.protocol. */
-#define REQ(m) { "/eth2/beacon_chain/req/" m "/ssz_snappy", m }
-static const string_string reqresp_methods[] = {
-    REQ("status/1"), REQ("status/2"), REQ("goodbye/1"), REQ("ping/1"), REQ("metadata/1"),
-    REQ("metadata/2"), REQ("metadata/3"), REQ("beacon_blocks_by_range/1"), REQ("beacon_blocks_by_range/2"),
-    REQ("beacon_blocks_by_root/1"), REQ("beacon_blocks_by_root/2"), REQ("blob_sidecars_by_range/1"),
-    REQ("blob_sidecars_by_root/1"), REQ("data_column_sidecars_by_range/1"),
-    REQ("data_column_sidecars_by_root/1"), REQ("light_client_bootstrap/1"),
-    REQ("light_client_updates_by_range/1"), REQ("light_client_finality_update/1"),
-    REQ("light_client_optimistic_update/1"),
-    { NULL, NULL }
-};
-#undef REQ
+/* A fork's place in forks[], or -1 for a name that is none of them. */
+static int
+fork_index(const char *name)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(forks); i++)
+        if (!strcmp(name, forks[i]))
+            return (int)i;
+    return -1;
+}
 
-/* Gossip topic names (consensus-specs p2p-interface.md, phase0 to fulu) -> msg_type.  A subnet
- * topic, <name>_<subnet_id>, is listed as "<name>_": all its subnets are one message type. */
+/* The req/resp methods, each registered in multistream.protocol under
+ * /eth2/beacon_chain/req/<method>/ssz_snappy, with the SSZ bounds of its request and of a success
+ * chunk from the fork of the row on (a method's rows are together, oldest fork first).  ANY: no
+ * bound of the type's own, only MAX_PAYLOAD_SIZE; a method with no request content has 0..0.
+ * `context`: success chunks carry the fork digest (ForkDigest-context); `one_chunk`: the answer
+ * is exactly one chunk.  Each bound is computed from the types in the spec file named. */
+#define ANY G_MAXUINT64
+#define ROOTS(n) 0, (n) * 32                    /* List[Root, n] */
+#define COLUMN_FULU 356, 356 + 4096 * (2048 + 48 + 48)
+#define COLUMN_GLOAS 56, 8585272
+typedef struct {
+    const char *method, *fork;
+    gboolean context, one_chunk;
+    guint64 req_min, req_max, resp_min, resp_max;
+} eth2_method_t;
+static const eth2_method_t eth2_methods[] = {
+    /* specs/phase0/p2p-interface.md: Status (fork_digest 4, finalized_root 32, finalized_epoch 8,
+     * head_root 32, head_slot 8), Goodbye and Ping (uint64), MetaData (seq_number 8, attnets
+     * Bitvector[64] 8), BeaconBlocksByRange request (start_slot, count, step), BeaconBlockRoots
+     * List[Root, MAX_REQUEST_BLOCKS = 1024] */
+    { "status/1", "phase0", FALSE, TRUE, 84, 84, 84, 84 },
+    { "goodbye/1", "phase0", FALSE, TRUE, 8, 8, 8, 8 },
+    { "ping/1", "phase0", FALSE, TRUE, 8, 8, 8, 8 },
+    { "metadata/1", "phase0", FALSE, TRUE, 0, 0, 16, 16 },
+    { "beacon_blocks_by_range/1", "phase0", FALSE, FALSE, 24, 24, 0, ANY },
+    { "beacon_blocks_by_root/1", "phase0", FALSE, FALSE, ROOTS(1024), 0, ANY },
+    /* specs/altair/p2p-interface.md: the v2 block methods (ForkDigest-context), MetaData v2
+     * (+ syncnets Bitvector[4] 1); specs/deneb/p2p-interface.md: BeaconBlockRoots
+     * List[Root, MAX_REQUEST_BLOCKS_DENEB = 128] */
+    { "beacon_blocks_by_range/2", "altair", TRUE, FALSE, 24, 24, 0, ANY },
+    { "beacon_blocks_by_root/2", "altair", TRUE, FALSE, ROOTS(1024), 0, ANY },
+    { "beacon_blocks_by_root/2", "deneb", TRUE, FALSE, ROOTS(128), 0, ANY },
+    { "metadata/2", "altair", FALSE, TRUE, 0, 0, 17, 17 },
+    /* specs/altair/light-client/p2p-interface.md: bootstrap (a block Root), updates_by_range
+     * (start_period, count), the two updates (no request content, one chunk) */
+    { "light_client_bootstrap/1", "altair", TRUE, FALSE, 32, 32, 0, ANY },
+    { "light_client_updates_by_range/1", "altair", TRUE, FALSE, 16, 16, 0, ANY },
+    { "light_client_finality_update/1", "altair", TRUE, TRUE, 0, 0, 0, ANY },
+    { "light_client_optimistic_update/1", "altair", TRUE, TRUE, 0, 0, 0, ANY },
+    /* specs/deneb/p2p-interface.md: BlobSidecarsByRange request (start_slot, count);
+     * BlobIdentifiers List[BlobIdentifier (block_root 32, index 8),
+     * compute_max_request_blob_sidecars() = 128 * MAX_BLOBS_PER_BLOCK 6]; BlobSidecar (index 8,
+     * blob 4096 * 32, kzg_commitment 48, kzg_proof 48, signed_block_header 208,
+     * kzg_commitment_inclusion_proof 17 * 32) = 131928.  specs/electra/p2p-interface.md:
+     * compute_max_request_blob_sidecars() = 128 * MAX_BLOBS_PER_BLOCK_ELECTRA 9 */
+    { "blob_sidecars_by_range/1", "deneb", TRUE, FALSE, 16, 16, 131928, 131928 },
+    { "blob_sidecars_by_root/1", "deneb", TRUE, FALSE, 0, 768 * 40, 131928, 131928 },
+    { "blob_sidecars_by_root/1", "electra", TRUE, FALSE, 0, 1152 * 40, 131928, 131928 },
+    /* specs/fulu/p2p-interface.md: Status v2 (+ earliest_available_slot 8), MetaData v3
+     * (+ custody_group_count 8); DataColumnSidecarsByRange request (start_slot, count, columns
+     * List[ColumnIndex, NUMBER_OF_COLUMNS = 128]); DataColumnsByRootIdentifiers
+     * List[DataColumnsByRootIdentifier (block_root 32, columns as above), 128]; BeaconBlocksByHead
+     * request (beacon_root 32, count 8).  specs/fulu/das-core.md DataColumnSidecar (index 8,
+     * column List[Cell 2048, 4096], kzg_commitments and kzg_proofs List[48, 4096],
+     * signed_block_header 208, kzg_commitments_inclusion_proof 4 * 32).
+     * specs/gloas/p2p-interface.md DataColumnSidecar (index 8, column and kzg_proofs
+     * ProgressiveLists, slot 8, beacon_block_root 32), at most MAX_DATA_COLUMN_SIDECAR_SIZE */
+    { "status/2", "fulu", FALSE, TRUE, 92, 92, 92, 92 },
+    { "metadata/3", "fulu", FALSE, TRUE, 0, 0, 25, 25 },
+    { "data_column_sidecars_by_range/1", "fulu", TRUE, FALSE, 20, 20 + 128 * 8, COLUMN_FULU },
+    { "data_column_sidecars_by_range/1", "gloas", TRUE, FALSE, 20, 20 + 128 * 8, COLUMN_GLOAS },
+    { "data_column_sidecars_by_root/1", "fulu", TRUE, FALSE, 0, 128 * (4 + 36 + 128 * 8), COLUMN_FULU },
+    { "data_column_sidecars_by_root/1", "gloas", TRUE, FALSE, 0, 128 * (4 + 36 + 128 * 8), COLUMN_GLOAS },
+    { "beacon_blocks_by_head/1", "fulu", TRUE, FALSE, 40, 40, 0, ANY },
+    /* specs/gloas/p2p-interface.md: ExecutionPayloadEnvelopesByRange request (start_slot, count),
+     * ExecutionPayloadEnvelopeRoots List[Root, MAX_REQUEST_PAYLOADS = 128] */
+    { "execution_payload_envelopes_by_range/1", "gloas", TRUE, FALSE, 16, 16, 0, ANY },
+    { "execution_payload_envelopes_by_root/1", "gloas", TRUE, FALSE, ROOTS(128), 0, ANY },
+    /* specs/heze/p2p-interface.md (work in progress): InclusionListsByIndices request (slot 8,
+     * dependent_root 32, indices InclusionListBits = Bitvector[INCLUSION_LIST_COMMITTEE_SIZE 16]
+     * 2), a SignedInclusionList at most MAX_SIGNED_INCLUSION_LIST_SIZE */
+    { "inclusion_lists_by_indices/1", "heze", TRUE, FALSE, 42, 42, 0, 8348 },
+};
+#undef ROOTS
+#undef COLUMN_FULU
+#undef COLUMN_GLOAS
+
+/* The rows of a protocol ID's method: its first row, *n set to how many; NULL if none. */
+static const eth2_method_t *
+method_rows(const char *protocol, guint *n)
+{
+    static const char prefix[] = "/eth2/beacon_chain/req/", suffix[] = "/ssz_snappy";
+    size_t len = strlen(protocol), plen = sizeof prefix - 1, slen = sizeof suffix - 1;
+    *n = 0;
+    if (len <= plen + slen || strncmp(protocol, prefix, plen) || strcmp(protocol + len - slen, suffix))
+        return NULL;
+    for (size_t i = 0; i < G_N_ELEMENTS(eth2_methods); i++) {
+        const char *m = eth2_methods[i].method;
+        if (strlen(m) == len - plen - slen && !strncmp(protocol + plen, m, len - plen - slen)) {
+            while (i + *n < G_N_ELEMENTS(eth2_methods) && !strcmp(eth2_methods[i + *n].method, m))
+                (*n)++;
+            return &eth2_methods[i];
+        }
+    }
+    return NULL;
+}
+
+/* The bounds a message of `rows` is held to: for a success chunk of a known fork, those of the
+ * method's latest row at or before that fork; otherwise (a request names no fork) the widest of
+ * its rows.  *from: the fork of the row applied, or NULL for the widest. */
+static void
+ssz_bounds(const eth2_method_t *rows, guint n, gboolean request, int fork, guint64 *min, guint64 *max,
+           const char **from)
+{
+    const eth2_method_t *at = NULL;
+    for (guint i = 0; i < n && fork >= 0 && !request; i++)
+        if (fork_index(rows[i].fork) <= fork)
+            at = &rows[i];
+    if (at) {
+        *min = at->resp_min;
+        *max = at->resp_max;
+        *from = at->fork;
+        return;
+    }
+    *min = ANY;
+    *max = 0;
+    *from = NULL;
+    for (guint i = 0; i < n; i++) {
+        *min = MIN(*min, request ? rows[i].req_min : rows[i].resp_min);
+        *max = MAX(*max, request ? rows[i].req_max : rows[i].resp_max);
+    }
+}
+
+/* Gossip topic names -> msg_type, from the "Topics and messages" tables of consensus-specs
+ * specs/<fork>/p2p-interface.md (phase0 to heze) and specs/altair/light-client/p2p-interface.md.
+ * A subnet topic, <name>_<subnet_id>, is listed as "<name>_": all its subnets are one message
+ * type. */
 static const string_string gossip_topics[] = {
     { "beacon_block", "gossip beacon_block" },
     { "beacon_aggregate_and_proof", "gossip beacon_aggregate_and_proof" },
@@ -166,6 +310,11 @@ static const string_string gossip_topics[] = {
     { "bls_to_execution_change", "gossip bls_to_execution_change" },
     { "blob_sidecar_", "gossip blob_sidecar" },
     { "data_column_sidecar_", "gossip data_column_sidecar" },
+    { "execution_payload_bid", "gossip execution_payload_bid" },               /* gloas */
+    { "execution_payload", "gossip execution_payload" },
+    { "payload_attestation_message", "gossip payload_attestation_message" },
+    { "proposer_preferences", "gossip proposer_preferences" },
+    { "inclusion_list", "gossip inclusion_list" },                             /* heze */
     { NULL, NULL }
 };
 
@@ -218,51 +367,22 @@ dissect_ssz(tvbuff_t *ssz, packet_info *pinfo, proto_tree *tree, const char *met
         proto_tree_add_item(t, hf_eth2_count, ssz, 8, 8, ENC_LITTLE_ENDIAN);
         if (len >= 24)
             proto_tree_add_item(t, hf_eth2_step, ssz, 16, 8, ENC_LITTLE_ENDIAN);
+    } else if (g_str_has_prefix(method, "data_column_sidecars_by_range/") && request && len >= 20) {
+        /* start_slot, count, offset of columns: List[ColumnIndex, NUMBER_OF_COLUMNS] */
+        guint32 cols = tvb_get_letohl(ssz, 16);
+        proto_tree_add_item(t, hf_eth2_start_slot, ssz, 0, 8, ENC_LITTLE_ENDIAN);
+        proto_tree_add_item(t, hf_eth2_count, ssz, 8, 8, ENC_LITTLE_ENDIAN);
+        for (guint64 off = cols; off >= 20 && off + 8 <= len; off += 8)
+            proto_tree_add_item(t, hf_eth2_column, ssz, (gint)off, 8, ENC_LITTLE_ENDIAN);
     } else if (g_str_has_prefix(method, "beacon_blocks_by_root/") && request) {
         for (guint off = 0; off + 32 <= len; off += 32)
             proto_tree_add_item(t, hf_eth2_root, ssz, off, 32, ENC_NA);
-    } else if (g_str_has_prefix(method, "beacon_blocks_by_")) {
+    } else if (g_str_has_prefix(method, "beacon_blocks_by_") && !request) {
         dissect_signed_block(ssz, t);
     }
     (void)pinfo;
 }
 
-/* Methods answered with exactly one chunk. */
-static gboolean
-single_chunk(const char *method)
-{
-    return g_str_has_prefix(method, "status/") || g_str_has_prefix(method, "ping/") ||
-           g_str_has_prefix(method, "metadata/") || g_str_has_prefix(method, "goodbye/");
-}
-
-/* The largest SSZ a method's request or success chunk can hold (0: only MAX_PAYLOAD_SIZE).
- * Status v1 84, v2 92 (+ earliest_available_slot); Ping and Goodbye a uint64; MetaData v1 16,
- * v2 17 (+ syncnets), v3 25 (+ custody_group_count); BeaconBlocksByRange request 24;
- * ByRoot request at most MAX_REQUEST_BLOCKS (1024) roots. */
-static guint64
-ssz_max(const char *method, gboolean request)
-{
-    static const struct { const char *method; guint64 req, resp; } sizes[] = {
-        { "status/1", 84, 84 }, { "status/2", 92, 92 }, { "ping/1", 8, 8 }, { "goodbye/1", 8, 8 },
-        { "metadata/1", 0, 16 }, { "metadata/2", 0, 17 }, { "metadata/3", 0, 25 },
-        { "beacon_blocks_by_range/1", 24, 0 }, { "beacon_blocks_by_range/2", 24, 0 },
-        { "beacon_blocks_by_root/1", 1024 * 32, 0 }, { "beacon_blocks_by_root/2", 1024 * 32, 0 },
-    };
-    for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++)
-        if (!strcmp(method, sizes[i].method))
-            return request ? sizes[i].req : sizes[i].resp;
-    return 0;
-}
-
-/* Methods whose success chunks carry the 4-byte fork-digest context (Altair+). */
-static gboolean
-has_context(const char *protocol)
-{
-    return strstr(protocol, "/beacon_blocks_by_range/2/") || strstr(protocol, "/beacon_blocks_by_root/2/") ||
-           strstr(protocol, "_sidecars_by_") || strstr(protocol, "/light_client_");
-}
-
-/* Bytes of a framed Snappy stream that produce `want` uncompressed bytes; 0 if incomplete. */
 /* How far the framed-Snappy scan of the chunk being received got: the next call resumes at the
  * chunk boundary it reached instead of walking again what it walked (a 440 KB block arrives in
  * hundreds of pieces), so the scan is linear in the chunk's bytes.  A pipe's state, first pass. */
@@ -317,8 +437,12 @@ reqresp_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
         if (avail < 1)
             return 0;
         off = 1;
-        if (p[0] == 0 && has_context(pipe->protocol))
-            off += 4;
+        if (p[0] == 0) {
+            guint n_rows;
+            const eth2_method_t *rows = method_rows(pipe->protocol, &n_rows);
+            if (rows && rows->context)
+                off += 4;
+        }
     }
     if (avail < off)
         return 0;
@@ -339,8 +463,12 @@ reqresp_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
 static void
 reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2p_pdu_t *pdu)
 {
-    const char *method;
-    gboolean known, request;
+    const char *method, *from;
+    const eth2_method_t *rows;
+    guint n_rows;
+    int fork = -1;
+    guint64 min, max;
+    gboolean request;
     proto_item *ti, *li;
     proto_tree *t, *ct;
     guint off = 0, len = tvb_captured_length(tvb), used;
@@ -356,10 +484,8 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
 
     /* A protocol ID mapped here by the user (multistream.protocol_map, Decode As) that is
      * no method is shown as it is, and counted as unknown. */
-    method = try_str_to_str(pipe->protocol, reqresp_methods);
-    known = method != NULL;
-    if (!known)
-        method = pipe->protocol;
+    rows = method_rows(pipe->protocol, &n_rows);
+    method = rows ? rows->method : pipe->protocol;
     request = pipe->dir == 0;
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "eth2");
     ti = proto_tree_add_item(tree, proto_eth2, tvb, 0, -1, ENC_NA);
@@ -368,8 +494,8 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
     if (pdu->truncated)
         expert_add_info_format(pinfo, ti, &ei_eth2_truncated, "The stream closed after %u bytes of this %s",
                                len, request ? "request" : "response chunk");
-    /* One request per stream; status, ping, metadata and goodbye answer with one chunk. */
-    if (pdu->index > 0 && (request || single_chunk(method)))
+    /* One request per stream; some methods answer with one chunk. */
+    if (pdu->index > 0 && (request || (rows && rows->one_chunk)))
         proto_tree_add_expert_format(t, pinfo, &ei_eth2_trailing, tvb, 0, len,
                                      "%u bytes after the %s this stream carries", len,
                                      request ? "one request" : "one response chunk");
@@ -381,14 +507,17 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
         if (result != 0) {
             expert_add_info_format(pinfo, ti, &ei_eth2_result, "Response result %u (%s)", result,
                                    val_to_str_const(result, result_vals, "method-specific"));
-        } else if (has_context(pipe->protocol)) {
+        } else if (rows && rows->context) {
             char hex[9];
+            const char *name;
             if (len < off + 4)
                 goto record;
             proto_tree_add_item(t, hf_eth2_context, tvb, off, 4, ENC_NA);
             snprintf(hex, sizeof hex, "%02x%02x%02x%02x", tvb_get_uint8(tvb, off), tvb_get_uint8(tvb, off + 1),
                      tvb_get_uint8(tvb, off + 2), tvb_get_uint8(tvb, off + 3));
-            proto_item_set_generated(proto_tree_add_string(t, hf_eth2_fork, tvb, off, 4, fork_name(hex)));
+            name = fork_name(hex);
+            fork = fork_index(name);
+            proto_item_set_generated(proto_tree_add_string(t, hf_eth2_fork, tvb, off, 4, name));
             off += 4;
         }
     }
@@ -401,12 +530,14 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
     if (ssz_len > ETH2_MAX_PAYLOAD) {
         expert_add_info_format(pinfo, ti, &ei_eth2_too_long, "SSZ length %" G_GUINT64_FORMAT " exceeds MAX_PAYLOAD_SIZE (%u)",
                                ssz_len, ETH2_MAX_PAYLOAD);
-    } else if (result == 0) {
-        guint64 max = ssz_max(method, request);
-        if (max && ssz_len > max)
-            expert_add_info_format(pinfo, ti, &ei_eth2_too_long, "SSZ length %" G_GUINT64_FORMAT
-                                   " exceeds the largest %s %s (%" G_GUINT64_FORMAT " bytes)",
-                                   ssz_len, method, request ? "request" : "response", max);
+    } else if (result == 0 && rows) {
+        ssz_bounds(rows, n_rows, request, fork, &min, &max, &from);
+        if (ssz_len > max || ssz_len < min)
+            expert_add_info_format(pinfo, ti, ssz_len > max ? &ei_eth2_too_long : &ei_eth2_too_short,
+                                   "SSZ length %" G_GUINT64_FORMAT " is outside the %s %s's bounds%s%s (%"
+                                   G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT " bytes)", ssz_len, method,
+                                   request ? "request" : "response", from ? " from " : "", from ? from : "",
+                                   min, max);
     }
     proto_item_set_generated(proto_tree_add_uint(t, hf_eth2_compressed_len, tvb, off, len - off, len - off));
     /* p2p-interface.md: a conforming encoder never exceeds snappy's max_compressed_len. */
@@ -450,7 +581,7 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
     (void)li;
 
 record:
-    p2pc_record_init(&rec, "eth2", !known ? p2pc_msg_type_unknown(pinfo, ti, "Protocol ID %s", method) :
+    p2pc_record_init(&rec, "eth2", !rows ? p2pc_msg_type_unknown(pinfo, ti, "Protocol ID %s", method) :
                      wmem_strdup_printf(pinfo->pool, "%s %s", method, request ? "request" : "response"));
     rec.codec = "snappy-framed";
     rec.header_len = off + pdu->overhead;
@@ -499,6 +630,25 @@ topic_key(const char *name, wmem_allocator_t *scope)
     return p < end && p > name && p[-1] == '_' ? wmem_strndup(scope, name, (gsize)(p - name)) : name;
 }
 
+/* A topic string (field hf) and, for /eth2/<fork digest>/<name>/ssz_snappy, its fork and name
+ * (generated); returns the name, or "unknown". */
+static const char *
+topic_name(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int hf, int off, int len)
+{
+    const char *topic = (const char *)tvb_get_string_enc(pinfo->pool, tvb, off, len, ENC_UTF_8), *name = "unknown";
+    proto_tree_add_item(tree, hf, tvb, off, len, ENC_UTF_8);
+    if (g_str_has_prefix(topic, "/eth2/") && strlen(topic) > 15) {
+        gchar **parts = g_strsplit(topic, "/", -1);
+        if (g_strv_length(parts) >= 5) {
+            name = wmem_strdup(pinfo->pool, parts[3]);
+            proto_item_set_generated(proto_tree_add_string(tree, hf_eth2_fork, tvb, off, len, fork_name(parts[2])));
+            proto_item_set_generated(proto_tree_add_string(tree, hf_gs_topic_name, tvb, off, len, name));
+        }
+        g_strfreev(parts);
+    }
+    return name;
+}
+
 static void
 gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, int len,
                guint rpc_overhead, guint nmsgs)
@@ -531,17 +681,7 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, i
     }
     if (topic_len) {
         topic = (const char *)tvb_get_string_enc(pinfo->pool, tvb, topic_off, topic_len, ENC_UTF_8);
-        proto_tree_add_item(mt, hf_gs_topic, tvb, topic_off, topic_len, ENC_UTF_8);
-        /* /eth2/<fork digest>/<name>/ssz_snappy */
-        if (g_str_has_prefix(topic, "/eth2/") && strlen(topic) > 15) {
-            gchar **parts = g_strsplit(topic, "/", -1);
-            if (g_strv_length(parts) >= 5) {
-                name = wmem_strdup(pinfo->pool, parts[3]);
-                proto_item_set_generated(proto_tree_add_string(mt, hf_eth2_fork, tvb, topic_off, topic_len, fork_name(parts[2])));
-                proto_item_set_generated(proto_tree_add_string(mt, hf_gs_topic_name, tvb, topic_off, topic_len, name));
-            }
-            g_strfreev(parts);
-        }
+        name = topic_name(tvb, pinfo, mt, hf_gs_topic, topic_off, topic_len);
     }
     if (data_len) {
         proto_tree_add_item(mt, hf_gs_data, tvb, data_off, data_len, ENC_NA);
@@ -602,15 +742,69 @@ rpc_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
     return used + n <= avail ? (gint64)(used + n) : 0;
 }
 
+/* Field numbers of the gossipsub v1.3 extensions: libp2p/specs
+ * pubsub/gossipsub/extensions/extensions.proto (testExtension) and go-libp2p-pubsub pb/rpc.proto
+ * (partialMessages, the Partial Messages extension of libp2p/specs PR 685, which
+ * consensus-specs specs/fulu/partial-columns/p2p-interface.md uses for data columns). */
+#define GS_EXT_PARTIAL 10               /* ControlExtensions.partialMessages, RPC.partial */
+#define GS_EXT_TEST 6492434             /* ControlExtensions.testExtension, RPC.testExtension */
+
+/* ControlExtensions { optional bool partialMessages = 10; optional bool testExtension = 6492434 }:
+ * each extension the sender supports, and any other field number (peers ignore those). */
+static void
+gossipsub_extensions(tvbuff_t *tvb, proto_tree *tree, int start, int len, wmem_strbuf_t *info)
+{
+    int off = start;
+    l2p_pb_field_t f;
+    proto_item *ei = proto_tree_add_item(tree, hf_gs_extensions, tvb, start, len, ENC_NA);
+    proto_tree *et = proto_item_add_subtree(ei, ett_gs_ext);
+    wmem_strbuf_append(info, ", extensions");
+    while (l2p_pb_next(tvb, &off, start + len, &f)) {
+        if (f.number == GS_EXT_PARTIAL && f.wire_type == 0) {
+            proto_tree_add_boolean(et, hf_gs_ext_partial, tvb, start, len, f.value != 0);
+            proto_item_append_text(ei, ": partialMessages=%s", f.value ? "true" : "false");
+        } else if (f.number == GS_EXT_TEST && f.wire_type == 0) {
+            proto_tree_add_boolean(et, hf_gs_ext_test, tvb, start, len, f.value != 0);
+            proto_item_append_text(ei, ": testExtension=%s", f.value ? "true" : "false");
+        } else {
+            proto_tree_add_uint64(et, hf_gs_ext_unknown, tvb, start, len, f.number);
+        }
+    }
+}
+
+/* RPC.partial: PartialMessagesExtension { string topicID = 1; bytes groupID = 2;
+ * bytes partialMessage = 3; bytes partsMetadata = 4 }; returns the topic's name. */
+static const char *
+gossipsub_partial(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, int len)
+{
+    static int *const fields[] = { &hf_gs_partial_group, &hf_gs_partial_message, &hf_gs_partial_metadata };
+    int off = start;
+    l2p_pb_field_t f;
+    const char *name = "unknown";
+    proto_item *pi = proto_tree_add_item(tree, hf_gs_partial, tvb, start, len, ENC_NA);
+    proto_tree *pt = proto_item_add_subtree(pi, ett_gs_ext);
+    while (l2p_pb_next(tvb, &off, start + len, &f)) {
+        if (f.wire_type != 2 || f.number < 1 || f.number > 4)
+            continue;
+        if (f.number == 1)
+            name = topic_name(tvb, pinfo, pt, hf_gs_partial_topic, f.start, f.len);
+        else
+            proto_tree_add_item(pt, *fields[f.number - 2], tvb, f.start, f.len, ENC_NA);
+    }
+    proto_item_append_text(pi, ": %s", name);
+    return name;
+}
+
 static void
 gossipsub_rpc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2p_pdu_t *pdu)
 {
     int len = (int)tvb_captured_length(tvb), off, end;
-    guint used, nmsgs, msg_bytes = 0;
+    guint used, nmsgs, msg_bytes = 0, subs = 0, unsubs = 0;
     guint64 rlen;
     l2p_pb_field_t f, sub;
     proto_item *ti;
     proto_tree *t;
+    wmem_strbuf_t *info = wmem_strbuf_new(pinfo->pool, "");
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "gossipsub");
     ti = proto_tree_add_item(tree, proto_gossipsub, tvb, 0, -1, ENC_NA);
@@ -630,23 +824,57 @@ gossipsub_rpc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *p
     while (l2p_pb_next(tvb, &off, end, &f)) {
         if (f.wire_type != 2)
             continue;
-        if (f.number == 1) {            /* SubOpts { bool subscribe = 1; string topic_id = 2 } */
+        if (f.number == 1) {            /* SubOpts { subscribe = 1; topicid = 2; requestsPartial = 3;
+                                         * supportsSendingPartial = 4 } */
             int so = f.start;
             while (l2p_pb_next(tvb, &so, f.start + f.len, &sub)) {
-                if (sub.number == 1 && sub.wire_type == 0)
+                if (sub.number == 1 && sub.wire_type == 0) {
                     proto_tree_add_boolean(t, hf_gs_subscribe, tvb, f.start, f.len, sub.value != 0);
-                else if (sub.number == 2 && sub.wire_type == 2)
+                    if (sub.value)
+                        subs++;
+                    else
+                        unsubs++;
+                } else if (sub.number == 2 && sub.wire_type == 2) {
                     proto_tree_add_item(t, hf_gs_topic, tvb, sub.start, sub.len, ENC_UTF_8);
+                } else if ((sub.number == 3 || sub.number == 4) && sub.wire_type == 0) {
+                    proto_tree_add_boolean(t, sub.number == 3 ? hf_gs_requests_partial : hf_gs_supports_partial,
+                                           tvb, f.start, f.len, sub.value != 0);
+                }
             }
         } else if (f.number == 2) {     /* Message */
             gossip_message(tvb, pinfo, t, f.start, f.len, len - msg_bytes + pdu->overhead, nmsgs);
         } else if (f.number == 3) {     /* ControlMessage */
-            proto_tree_add_uint(t, hf_gs_ihave, tvb, f.start, f.len, count_field(tvb, f.start, f.len, 1));
-            proto_tree_add_uint(t, hf_gs_iwant, tvb, f.start, f.len, count_field(tvb, f.start, f.len, 2));
-            proto_tree_add_uint(t, hf_gs_graft, tvb, f.start, f.len, count_field(tvb, f.start, f.len, 3));
-            proto_tree_add_uint(t, hf_gs_prune, tvb, f.start, f.len, count_field(tvb, f.start, f.len, 4));
-            proto_tree_add_uint(t, hf_gs_idontwant, tvb, f.start, f.len, count_field(tvb, f.start, f.len, 5));
+            static const char *const names[] = { "IHAVE", "IWANT", "GRAFT", "PRUNE", "IDONTWANT" };
+            static int *const counts[] = { &hf_gs_ihave, &hf_gs_iwant, &hf_gs_graft, &hf_gs_prune, &hf_gs_idontwant };
+            int co = f.start;
+            for (guint i = 0; i < G_N_ELEMENTS(counts); i++) {
+                guint n = count_field(tvb, f.start, f.len, i + 1);
+                proto_tree_add_uint(t, *counts[i], tvb, f.start, f.len, n);
+                if (n)
+                    wmem_strbuf_append_printf(info, ", %s %u", names[i], n);
+            }
+            while (l2p_pb_next(tvb, &co, f.start + f.len, &sub))
+                if (sub.number == 6 && sub.wire_type == 2)     /* ControlExtensions (v1.3) */
+                    gossipsub_extensions(tvb, t, sub.start, sub.len, info);
+        } else if (f.number == GS_EXT_PARTIAL) {
+            wmem_strbuf_append_printf(info, ", partial message %s", gossipsub_partial(tvb, pinfo, t, f.start, f.len));
+        } else if (f.number == GS_EXT_TEST) {
+            proto_tree_add_item(t, hf_gs_test_extension, tvb, f.start, f.len, ENC_NA);
+            wmem_strbuf_append(info, ", test extension");
         }
+    }
+    /* An RPC without published messages is named by what it carries instead. */
+    if (!nmsgs) {
+        wmem_strbuf_t *all = wmem_strbuf_new(pinfo->pool, "");
+        const char *what;
+        if (subs)
+            wmem_strbuf_append_printf(all, ", subscribe %u", subs);
+        if (unsubs)
+            wmem_strbuf_append_printf(all, ", unsubscribe %u", unsubs);
+        wmem_strbuf_append(all, wmem_strbuf_get_str(info));
+        what = wmem_strbuf_get_len(all) ? wmem_strbuf_get_str(all) + 2 : "empty";
+        col_append_sep_fstr(pinfo->cinfo, COL_INFO, ", ", "gossipsub %s", what);
+        proto_item_append_text(ti, ": %s", what);
     }
 }
 
@@ -695,8 +923,9 @@ proto_register_eth2(void)
         { &hf_eth2_reason, { "Goodbye reason", "eth2.goodbye_reason", FT_UINT64, BASE_DEC, NULL, 0x0, "Goodbye: 1 shutdown, 2 irrelevant network, 3 fault/error, others client-specific", HFILL } },
         { &hf_eth2_attnets, { "Attnets", "eth2.metadata.attnets", FT_BYTES, BASE_NONE, NULL, 0x0, "MetaData: bitvector of subscribed attestation subnets", HFILL } },
         { &hf_eth2_syncnets, { "Syncnets", "eth2.metadata.syncnets", FT_BYTES, BASE_NONE, NULL, 0x0, "MetaData v2+: bitvector of subscribed sync committee subnets", HFILL } },
-        { &hf_eth2_start_slot, { "Start slot", "eth2.range.start_slot", FT_UINT64, BASE_DEC, NULL, 0x0, "BeaconBlocksByRange: first slot asked for", HFILL } },
-        { &hf_eth2_count, { "Count", "eth2.range.count", FT_UINT64, BASE_DEC, NULL, 0x0, "BeaconBlocksByRange: number of slots asked for", HFILL } },
+        { &hf_eth2_start_slot, { "Start slot", "eth2.range.start_slot", FT_UINT64, BASE_DEC, NULL, 0x0, "BeaconBlocksByRange, DataColumnSidecarsByRange: first slot asked for", HFILL } },
+        { &hf_eth2_count, { "Count", "eth2.range.count", FT_UINT64, BASE_DEC, NULL, 0x0, "BeaconBlocksByRange, DataColumnSidecarsByRange: number of slots asked for", HFILL } },
+        { &hf_eth2_column, { "Column index", "eth2.range.column", FT_UINT64, BASE_DEC, NULL, 0x0, "DataColumnSidecarsByRange: a column asked for", HFILL } },
         { &hf_eth2_step, { "Step", "eth2.range.step", FT_UINT64, BASE_DEC, NULL, 0x0, "BeaconBlocksByRange: slot step (deprecated; 1)", HFILL } },
         { &hf_eth2_root, { "Block root", "eth2.root", FT_BYTES, BASE_NONE, NULL, 0x0, "BeaconBlocksByRoot: a block root asked for", HFILL } },
         { &hf_eth2_block_slot, { "Slot", "eth2.block.slot", FT_UINT64, BASE_DEC, NULL, 0x0, "SignedBeaconBlock: slot of the block", HFILL } },
@@ -716,13 +945,26 @@ proto_register_eth2(void)
         { &hf_gs_graft, { "GRAFT", "gossipsub.control.graft", FT_UINT32, BASE_DEC, NULL, 0x0, "GRAFT entries in the control message", HFILL } },
         { &hf_gs_prune, { "PRUNE", "gossipsub.control.prune", FT_UINT32, BASE_DEC, NULL, 0x0, "PRUNE entries in the control message", HFILL } },
         { &hf_gs_idontwant, { "IDONTWANT", "gossipsub.control.idontwant", FT_UINT32, BASE_DEC, NULL, 0x0, "IDONTWANT entries in the control message", HFILL } },
+        { &hf_gs_requests_partial, { "Requests partial", "gossipsub.requests_partial", FT_BOOLEAN, BASE_NONE, NULL, 0x0, "SubOpts.requestsPartial: the sender prefers partial messages on the topic", HFILL } },
+        { &hf_gs_supports_partial, { "Supports sending partial", "gossipsub.supports_sending_partial", FT_BOOLEAN, BASE_NONE, NULL, 0x0, "SubOpts.supportsSendingPartial: the sender can send partial messages on the topic", HFILL } },
+        { &hf_gs_extensions, { "Extensions", "gossipsub.control.extensions", FT_NONE, BASE_NONE, NULL, 0x0, "ControlExtensions (gossipsub v1.3): the extensions the sender supports", HFILL } },
+        { &hf_gs_ext_partial, { "Partial messages", "gossipsub.control.extensions.partial_messages", FT_BOOLEAN, BASE_NONE, NULL, 0x0, "ControlExtensions.partialMessages (field 10)", HFILL } },
+        { &hf_gs_ext_test, { "Test extension", "gossipsub.control.extensions.test_extension", FT_BOOLEAN, BASE_NONE, NULL, 0x0, "ControlExtensions.testExtension (field 6492434)", HFILL } },
+        { &hf_gs_ext_unknown, { "Unknown extension", "gossipsub.control.extensions.unknown", FT_UINT64, BASE_DEC, NULL, 0x0, "Field number of an extension no spec names (peers ignore it)", HFILL } },
+        { &hf_gs_partial, { "Partial message", "gossipsub.partial", FT_NONE, BASE_NONE, NULL, 0x0, "RPC.partial: PartialMessagesExtension (field 10)", HFILL } },
+        { &hf_gs_partial_topic, { "Topic", "gossipsub.partial.topic", FT_STRING, BASE_NONE, NULL, 0x0, "PartialMessagesExtension.topicID", HFILL } },
+        { &hf_gs_partial_group, { "Group ID", "gossipsub.partial.group_id", FT_BYTES, BASE_NONE, NULL, 0x0, "PartialMessagesExtension.groupID: the application's name for the full message", HFILL } },
+        { &hf_gs_partial_message, { "Partial message", "gossipsub.partial.message", FT_BYTES, BASE_NONE, NULL, 0x0, "PartialMessagesExtension.partialMessage: the parts sent", HFILL } },
+        { &hf_gs_partial_metadata, { "Parts metadata", "gossipsub.partial.parts_metadata", FT_BYTES, BASE_NONE, NULL, 0x0, "PartialMessagesExtension.partsMetadata: the parts the sender has and wants", HFILL } },
+        { &hf_gs_test_extension, { "Test extension", "gossipsub.test_extension", FT_NONE, BASE_NONE, NULL, 0x0, "RPC.testExtension (field 6492434): the Test Extension's message", HFILL } },
     };
-    static gint *ett[] = { &ett_eth2, &ett_eth2_chunks, &ett_eth2_ssz, &ett_gs, &ett_gs_msg };
+    static gint *ett[] = { &ett_eth2, &ett_eth2_chunks, &ett_eth2_ssz, &ett_gs, &ett_gs_msg, &ett_gs_ext };
     static ei_register_info ei[] = {
         { &ei_eth2_crc, { "eth2.snappy.crc_bad", PI_CHECKSUM, PI_ERROR, "Masked CRC-32C mismatch", EXPFILL } },
         { &ei_eth2_unskippable, { "eth2.snappy.unskippable", PI_MALFORMED, PI_ERROR, "Reserved unskippable Snappy frame", EXPFILL } },
         { &ei_eth2_length_mismatch, { "eth2.length_mismatch", PI_MALFORMED, PI_ERROR, "Declared length differs from the decompressed length", EXPFILL } },
-        { &ei_eth2_too_long, { "eth2.too_long", PI_PROTOCOL, PI_WARN, "SSZ length over MAX_PAYLOAD_SIZE", EXPFILL } },
+        { &ei_eth2_too_long, { "eth2.too_long", PI_PROTOCOL, PI_WARN, "SSZ length over MAX_PAYLOAD_SIZE or the type's bound", EXPFILL } },
+        { &ei_eth2_too_short, { "eth2.too_short", PI_PROTOCOL, PI_WARN, "SSZ length under the type's smallest size", EXPFILL } },
         { &ei_eth2_compressed_too_long, { "eth2.compressed_too_long", PI_PROTOCOL, PI_WARN, "Compressed length over 32 + n + n/6", EXPFILL } },
         { &ei_eth2_result, { "eth2.result_error", PI_RESPONSE_CODE, PI_NOTE, "Non-zero response result", EXPFILL } },
         { &ei_eth2_trailing, { "eth2.trailing", PI_MALFORMED, PI_WARN, "Bytes after the Snappy frames", EXPFILL } },
@@ -748,8 +990,10 @@ proto_reg_handoff_eth2(void)
 {
     dissector_handle_t rr = create_dissector_handle(dissect_eth2_reqresp, proto_eth2);
     dissector_handle_t gs = create_dissector_handle(dissect_gossipsub, proto_gossipsub);
-    for (const string_string *m = reqresp_methods; m->value; m++)
-        dissector_add_string("multistream.protocol", m->value, rr);
+    for (size_t i = 0; i < G_N_ELEMENTS(eth2_methods); i++)
+        if (i == 0 || strcmp(eth2_methods[i].method, eth2_methods[i - 1].method))
+            dissector_add_string("multistream.protocol", wmem_strdup_printf(wmem_epan_scope(),
+                                 "/eth2/beacon_chain/req/%s/ssz_snappy", eth2_methods[i].method), rr);
     dissector_add_string("multistream.protocol", "/meshsub/1.1.0", gs);
     dissector_add_string("multistream.protocol", "/meshsub/1.2.0", gs);
     dissector_add_string("multistream.protocol", "/meshsub/1.3.0", gs);
