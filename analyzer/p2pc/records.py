@@ -11,6 +11,7 @@ import codecs
 import os
 import shutil
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -329,6 +330,31 @@ def start_capture(ws: Wireshark, capture: str | os.PathLike, extra: list[str] | 
                     bufsize=1 << 16)
 
 
+class _StderrTail:
+    """A tshark's stderr read in a thread of its own while its stdout is read: a pipe whose
+    buffer fills blocks the writer, so reading stdout to the end first could wait on a tshark
+    that waits on a full stderr.  Keeps the last `keep` characters."""
+
+    def __init__(self, proc: subprocess.Popen, keep: int = 1 << 16):
+        self._chunks: list[str] = []
+        self._keep = keep
+        self._thread = threading.Thread(target=self._read, args=(proc.stderr,), daemon=True)
+        self._thread.start()
+
+    def _read(self, pipe) -> None:
+        size = 0
+        for chunk in iter(lambda: pipe.read(4096), ""):
+            self._chunks.append(chunk)
+            size += len(chunk)
+            while size - len(self._chunks[0]) > self._keep:
+                size -= len(self._chunks.pop(0))
+
+    def text(self) -> str:
+        """Everything kept, once tshark closed its stderr."""
+        self._thread.join()
+        return "".join(self._chunks)
+
+
 def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message, on_tcp,
                  on_peer=None) -> ReadResult:
     """Stream the records of a tshark pass start_capture started: on_message(Message) per M
@@ -338,6 +364,7 @@ def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message,
     result = ReadResult()
     header_seen = False
     assert proc.stdout is not None
+    err = _StderrTail(proc)
     try:
         for line in proc.stdout:
             tag = line[:2]
@@ -363,8 +390,8 @@ def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message,
         proc.kill()
         proc.wait()
         raise
-    stderr = proc.stderr.read() if proc.stderr else ""
     rc = proc.wait()
+    stderr = err.text()
     if "cut short in the middle of a packet" in stderr or "truncated" in stderr.lower():
         result.truncated = True
         result.warning = f"{path}: the capture is cut short; the report covers what could be read"
@@ -388,10 +415,17 @@ def read_payloads(ws: Wireshark, capture: str | os.PathLike,
             opts.tap("payloads")]
     proc = ws.popen("tshark", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith("P\t"):
-            _, frame, proto, mtype, codec, hexdata = line.rstrip("\n").split("\t")
-            yield int(frame), proto, mtype, codec, bytes.fromhex(hexdata)
-    stderr = proc.stderr.read() if proc.stderr else ""
-    if proc.wait() != 0 and "cut short" not in stderr:
+    err = _StderrTail(proc)
+    try:
+        for line in proc.stdout:
+            if line.startswith("P\t"):
+                _, frame, proto, mtype, codec, hexdata = line.rstrip("\n").split("\t")
+                yield int(frame), proto, mtype, codec, bytes.fromhex(hexdata)
+    except BaseException:       # the caller stopped early (GeneratorExit) or failed: no orphan
+        proc.kill()
+        proc.wait()
+        raise
+    rc = proc.wait()
+    stderr = err.text()
+    if rc != 0 and "cut short" not in stderr:
         raise _classify_failure(str(capture), stderr)

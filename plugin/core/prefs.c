@@ -62,7 +62,8 @@ static guint64 budget_frame_start;
 static guint32 budget_frame;
 static guint32 budget_cut;
 static guint64 budget_cut_left;
-#define KEY_BUDGET_SPENT 4      /* packet-scope frame data: bytes charged in this dissection */
+#define KEY_BUDGET_SPENT 5      /* packet-scope frame data of proto_p2pc (segment.c has 4): bytes
+                                   charged in this dissection */
 
 /* The "p2pc" protocol (record.c's) the preferences hang on. */
 static int prefs_proto = -1;
@@ -206,7 +207,7 @@ p2pc_bound(packet_info *pinfo, size_t protocol_bound, guint64 in_total, guint64 
         b.by = P2PC_LIMIT_RATIO;
     }
     left = budget_left(pinfo);
-    if (left < b.bound) {
+    if (left <= b.bound) {      /* a tie is the capture's: its budget is what is spent */
         b.bound = (size_t)left;
         b.by = P2PC_LIMIT_CAPTURE;
     }
