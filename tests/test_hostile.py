@@ -20,6 +20,10 @@ import pytest
 
 from conftest import CAPTURES, REPO, p2pc_report, tcp_pcap
 from p2pc.wsenv import built_plugin
+
+
+from conftest import CAPTURES, REPO, p2pc_report
+from p2pc.wsenv import Wireshark, built_plugin
 from conftest import run_p2pc as p2pc
 
 REPRO = REPO / "tests" / "data" / "repro"
@@ -661,3 +665,46 @@ def test_a_signed_key_whose_lengths_overrun_is_malformed_without_undefined_behav
         assert res.stdout.split() == ["6"]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def peak(ws_, args: list[str]) -> tuple[float, float]:
+    """Peak RSS (MiB) and CPU seconds (user + system) of one tshark run, by /usr/bin/time -v."""
+    res = subprocess.run(["/usr/bin/time", "-v", *ws_.command("tshark", args)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    num = lambda label: float(re.search(label + r": ([\d.]+)", res.stderr).group(1))  # noqa: E731
+    return (num(r"Maximum resident set size \(kbytes\)") / 1024,
+            num(r"User time \(seconds\)") + num(r"System time \(seconds\)"))
+
+
+def test_a_brotli_bomb_stops_at_the_ratio_bound(tshark):
+    """bomb-comp-brotli: 5.2 KB of /compression/cbrotli whose 1 GiB of output is empty yamux
+    frames.  The direction stops once its output passes 256x its input (past the first MiB):
+    p2pc.bound.ratio says so, tshark stays near stock (before: +989 MiB and 17 s of CPU against
+    stock's 0.13 s), and the analyzer counts the bytes as undecoded, nothing saved."""
+    cap = REPRO / "bomb-comp-brotli.pcap"
+    args = ["-n", "-q", "-r", tshark.ws.readable(cap)]
+    with Wireshark() as stock_ws:
+        stock = peak(stock_ws, args)
+    ours = peak(tshark.ws, args + ["-z", "p2pc,records"])   # what the analyzer runs
+    assert ours[0] < stock[0] + 64 and ours[1] < stock[1] + 2, (stock, ours)
+    rows = tshark.fields(cap, ["libp2p_compression.out_total", "libp2p_compression.in_total"],
+                         dfilter="libp2p_compression.out_total")
+    assert max(int(o) for o, _ in rows) <= 2**20 + 256 * max(int(i) for _, i in rows)
+    assert tshark.fields(cap, ["frame.number"], dfilter="p2pc.bound.ratio")
+    totals = p2pc_report("analyze", str(cap))["totals"]
+    assert totals["payload_saved"] <= 0, totals
+
+
+def test_a_gzip_stream_of_zeros_stops_at_the_ratio_bound(tshark):
+    """bomb-comp-gzip-zeros: 256 MiB of zero bytes in a 275 KB gzip transport stream (976x,
+    near deflate's ceiling): the direction stops past 256x its input, with p2pc.bound.ratio;
+    the later frames' bytes are undecoded, reason bound."""
+    cap = REPRO / "bomb-comp-gzip-zeros.pcap.gz"
+    rows = tshark.fields(cap, ["libp2p_compression.out_total", "libp2p_compression.in_total"],
+                         dfilter="libp2p_compression.out_total")
+    assert max(int(o) for o, _ in rows) <= 2**20 + 256 * max(int(i) for _, i in rows)
+    assert tshark.fields(cap, ["frame.number"], dfilter="p2pc.bound.ratio")
+    assert tshark.fields(cap, ["p2pc.undecoded_reason"], dfilter='p2pc.undecoded_reason == "bound"')
+    # A budget of 1 MiB for the whole capture stops it there instead.
+    assert tshark.fields(cap, ["frame.number"], dfilter="p2pc.bound.capture",
+                         extra=["-o", "p2pc.max_capture_decompressed_mib:1"])

@@ -620,10 +620,11 @@ decompress_payload(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const ch
     p2pc_codec_t codec = P2PC_CODEC_LZO1X;
     p2pc_dc_status_t st = P2PC_DC_CORRUPT;
     const char *detail = NULL;
-    size_t bound = p2pc_bound(protocol_bound);
+    p2pc_bound_t bound = p2pc_bound(pinfo, protocol_bound, len, 0);
     tvbuff_t *out = NULL;
     proto_item *ti;
     char *tab;
+    gboolean bounded;
 
     rec->raw_len = len;     /* until decoded: nothing counted as saved */
     if (len >= 2 && p2pc_is_zlib_header(tvb_get_uint8(tvb, 0), tvb_get_uint8(tvb, 1)))
@@ -632,12 +633,14 @@ decompress_payload(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const ch
     if (!pref_decompress)
         return NULL;
     tab = wmem_strdup_printf(pinfo->pool, "Decompressed %s", cmd);
-    out = p2pc_decompress_tvb(tvb, 0, len, pinfo, codec, bound, tab, &st, &detail);
-    if (!out && codec == P2PC_CODEC_ZLIB) {
+    out = p2pc_decompress_tvb(tvb, 0, len, pinfo, codec, bound.bound, tab, &st, &detail);
+    bounded = p2pc_bound_charge(pinfo, &bound, out ? tvb_captured_length(out) : 0, st == P2PC_DC_BOUND);
+    if (!out && codec == P2PC_CODEC_ZLIB && !bounded) {
         /* A raw LZO1X stream can start with bytes that happen to pass the zlib header check. */
         const char *lzo_detail = NULL;
         p2pc_dc_status_t lzo_st;
-        out = p2pc_decompress_tvb(tvb, 0, len, pinfo, P2PC_CODEC_LZO1X, bound, tab, &lzo_st, &lzo_detail);
+        out = p2pc_decompress_tvb(tvb, 0, len, pinfo, P2PC_CODEC_LZO1X, bound.bound, tab, &lzo_st, &lzo_detail);
+        bounded = p2pc_bound_charge(pinfo, &bound, out ? tvb_captured_length(out) : 0, lzo_st == P2PC_DC_BOUND);
         if (out) {
             codec = P2PC_CODEC_LZO1X;
             rec->codec = p2pc_codec_name(codec);
@@ -647,10 +650,15 @@ decompress_payload(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const ch
     ti = proto_tree_add_string(tree, hf_btcc_codec, tvb, 0, len, p2pc_codec_name(codec));
     proto_item_set_generated(ti);
     proto_item_set_generated(proto_tree_add_uint(tree, hf_btcc_compressed_len, tvb, 0, len, len));
+    if (bounded) {
+        p2pc_record_bound(rec);
+        p2pc_bound_expert(pinfo, ti, bound.by);
+        return NULL;
+    }
     if (!out) {
         if (st == P2PC_DC_BOUND)
             expert_add_info_format(pinfo, ti, &ei_btcc_bound,
-                "Decompressed %s exceeds the bound of %zu bytes", cmd, bound);
+                "Decompressed %s exceeds the bound of %zu bytes", cmd, bound.bound);
         else
             expert_add_info_format(pinfo, ti, &ei_btcc_decompress_failed,
                 "%s decompression failed: %s", p2pc_codec_name(codec), detail ? detail : p2pc_dc_status_name(st));

@@ -154,6 +154,8 @@ is_stream_codec(p2pc_codec_t codec)
 typedef struct {
     p2pc_stream_t *dec;
     guint64 kept;               /* output kept for re-dissection so far */
+    guint64 in_total;           /* compressed bytes fed so far (the ratio bound's) */
+    guint64 out_total;          /* decompressed bytes produced so far */
 } lua_stream_t;
 
 /* What one stream call decoded in a frame, kept for re-dissection. */
@@ -162,6 +164,7 @@ typedef struct {
     const char *detail;
     guint8 *out;
     size_t out_len;
+    p2pc_limit_t bounded;       /* P2PC_LIMIT_RATIO or _CAPTURE: that bound stopped the stream */
 } lua_result_t;
 
 static p2pc_bool_t
@@ -212,13 +215,14 @@ stream_call_index(packet_info *pinfo)
 /* Feed a stream on the first pass; on later passes read back what that pass kept.  NULL when
  * this pass cannot know (not kept). */
 static lua_result_t *
-stream_decode(tvbuff_t *tvb, packet_info *pinfo, p2pc_codec_t codec, const char *key, size_t bound)
+stream_decode(tvbuff_t *tvb, packet_info *pinfo, p2pc_codec_t codec, const char *key, size_t own)
 {
     guint idx = stream_call_index(pinfo);
     lua_result_t *r = (lua_result_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_p2pc_lua, idx);
     lua_stream_t *s;
     guint len = tvb_captured_length(tvb);
     wmem_allocator_t *scope;
+    p2pc_bound_t bound;
 
     if (r || PINFO_FD_VISITED(pinfo))
         return r;
@@ -227,8 +231,13 @@ stream_decode(tvbuff_t *tvb, packet_info *pinfo, p2pc_codec_t codec, const char 
     if (scope != pinfo->pool && s->kept >= LUA_STREAM_KEEP_MAX)
         scope = pinfo->pool;
     r = wmem_new0(scope, lua_result_t);
-    r->status = p2pc_stream_feed(s->dec, tvb_get_ptr(tvb, 0, len), len, bound, scope,
+    s->in_total += len;
+    bound = p2pc_bound(pinfo, own, s->in_total, s->out_total);
+    r->status = p2pc_stream_feed(s->dec, tvb_get_ptr(tvb, 0, len), len, bound.bound, scope,
                                  &r->out, &r->out_len, &r->detail);
+    s->out_total += r->out_len;
+    if (p2pc_bound_charge(pinfo, &bound, r->out_len, r->status == P2PC_DC_BOUND))
+        r->bounded = bound.by;
     if (scope != pinfo->pool) {
         s->kept += r->out_len;
         p2pc_replay_charge(pinfo, sizeof(lua_result_t) + r->out_len);
@@ -252,6 +261,7 @@ dissect_decompress(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     p2pc_dc_status_t status = P2PC_DC_CORRUPT;
     const char *detail = NULL;
     guint in_len = tvb_captured_length(tvb);
+    p2pc_limit_t bounded = P2PC_LIMIT_OWN;
 
     ti = proto_tree_add_item(tree, proto_p2pc_lua, tvb, 0, -1, ENC_NA);
     st = proto_item_add_subtree(ti, ett_lua);
@@ -274,7 +284,7 @@ dissect_decompress(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         answer(pinfo, "p2pc.dc.detail", "bad bound");
         return (int)in_len;
     }
-    bound = p2pc_bound((size_t)MIN(bound, (guint64)G_MAXINT));
+    bound = MIN(bound, (guint64)G_MAXINT);
     if (!tab)
         tab = wmem_strdup_printf(pinfo->pool, "Decompressed %s", p2pc_codec_name(codec));
 
@@ -288,19 +298,25 @@ dissect_decompress(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         }
         status = r->status;
         detail = r->detail;
+        bounded = r->bounded;
         /* A stream that failed still hands on what decoded before the error. */
         if (r->out_len && r->out_len <= G_MAXINT) {
             out = tvb_new_child_real_data(tvb, r->out, (guint)r->out_len, (gint)r->out_len);
             add_new_data_source(pinfo, out, tab);
         }
     } else {
-        out = p2pc_decompress_tvb(tvb, 0, -1, pinfo, codec, (size_t)bound, tab, &status, &detail);
+        p2pc_bound_t b = p2pc_bound(pinfo, (size_t)bound, in_len, 0);
+        out = p2pc_decompress_tvb(tvb, 0, -1, pinfo, codec, b.bound, tab, &status, &detail);
+        if (p2pc_bound_charge(pinfo, &b, out ? tvb_captured_length(out) : 0, status == P2PC_DC_BOUND))
+            bounded = b.by;
     }
 
     proto_tree_add_string(st, hf_lua_status, tvb, 0, 0, p2pc_dc_status_name(status));
     answer(pinfo, "p2pc.dc.status", status == P2PC_DC_OK ? "ok" : p2pc_dc_status_name(status));
     answer(pinfo, "p2pc.dc.detail", detail);
-    if (status == P2PC_DC_CRC || status == P2PC_DC_LENGTH)
+    if (bounded != P2PC_LIMIT_OWN)
+        p2pc_bound_expert(pinfo, ti, bounded);
+    else if (status == P2PC_DC_CRC || status == P2PC_DC_LENGTH)
         expert_add_info_format(pinfo, ti, &ei_lua_checksum, "%s: %s", p2pc_dc_status_name(status),
                                detail ? detail : "");
     else if (status != P2PC_DC_OK)

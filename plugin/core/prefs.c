@@ -16,6 +16,26 @@
 #define MAX_DECOMPRESSED_MIB_MIN     1
 #define MAX_DECOMPRESSED_MIB_MAX     4096
 static guint pref_max_decompressed_mib = MAX_DECOMPRESSED_MIB_DEFAULT;
+
+/* Budget, in MiB, for the output of every decompression of one capture file, every protocol's
+ * together.  In one pass nothing decompressed is kept (see max_replay_mib for what is), so the
+ * budget bounds the work a capture can ask for, not memory; the default is the most one
+ * decompression may produce under p2pc.max_decompressed_mib. */
+#define MAX_CAPTURE_MIB_DEFAULT 4096
+#define MAX_CAPTURE_MIB_MIN     1
+#define MAX_CAPTURE_MIB_MAX     1048576
+static guint pref_max_capture_mib = MAX_CAPTURE_MIB_DEFAULT;
+
+/* Output per input byte a stream (a compressed direction, or a message decoded on its own)
+ * may reach.  Real traffic stays far below: eth2 blocks 2-3x, comp-gzip's SSZ block 2.3x,
+ * Snappy cannot pass about 21x; only zeros and the like come near deflate's 1032x, and brotli
+ * and zstd have no such ceiling (bomb-comp-brotli: 200,000x).  Below RATIO_FLOOR of output
+ * the ratio is not checked: a stream's first few bytes say nothing. */
+#define MAX_RATIO_DEFAULT 256
+#define MAX_RATIO_MIN     2
+#define MAX_RATIO_MAX     1000000
+#define RATIO_FLOOR       (1024 * 1024)
+static guint pref_max_ratio = MAX_RATIO_DEFAULT;
 static p2pc_bool_t pref_keep_replay = TRUE;
 
 /* Budget, in MiB, for everything every p2pc layer keeps for re-dissection over the whole file.
@@ -33,9 +53,23 @@ static guint pref_max_replay_mib = MAX_REPLAY_MIB_DEFAULT;
 static guint64 replay_kept;
 static guint32 replay_cut;
 
+/* The capture's decompression budget (first pass): what was spent before the frame being
+ * decoded (budget_frame) and in it, and the frame where it ran out (0: it has not) with what
+ * was left at that frame's start.  A later pass gives frames before it no capture bound, frames
+ * after it none of the budget, and that frame what was left, spent in the same order. */
+static guint64 budget_spent;
+static guint64 budget_frame_start;
+static guint32 budget_frame;
+static guint32 budget_cut;
+static guint64 budget_cut_left;
+#define KEY_BUDGET_SPENT 5      /* packet-scope frame data of proto_p2pc (segment.c has 4): bytes
+                                   charged in this dissection */
+
 /* The "p2pc" protocol (record.c's) the preferences hang on. */
 static int prefs_proto = -1;
 static expert_field ei_replay_not_kept = EI_INIT;
+static expert_field ei_bound_ratio = EI_INIT;
+static expert_field ei_bound_capture = EI_INIT;
 
 /* Whether this process is tshark's one pass, in which no frame is dissected twice, found when
  * the preferences register.  The frame store is the program's, and Wireshark's API does not say
@@ -132,13 +166,86 @@ replay_reset(void)
 {
     replay_kept = 0;
     replay_cut = 0;
+    budget_spent = budget_frame_start = budget_cut_left = 0;
+    budget_frame = budget_cut = 0;
 }
 
-size_t
-p2pc_bound(size_t protocol_bound)
+/* Bytes charged in this dissection of the frame so far. */
+static guint64 *
+dissection_spent(packet_info *pinfo)
 {
-    size_t cap = (size_t)pref_max_decompressed_mib * 1024 * 1024;
-    return protocol_bound < cap ? protocol_bound : cap;
+    guint64 *spent = (guint64 *)p_get_proto_data(pinfo->pool, pinfo, prefs_proto, KEY_BUDGET_SPENT);
+    if (!spent) {
+        spent = wmem_new0(pinfo->pool, guint64);
+        p_add_proto_data(pinfo->pool, pinfo, prefs_proto, KEY_BUDGET_SPENT, spent);
+    }
+    return spent;
+}
+
+/* What is left of the capture's budget for this frame's next decompression. */
+static guint64
+budget_left(packet_info *pinfo)
+{
+    guint64 budget = (guint64)pref_max_capture_mib * 1024 * 1024;
+    if (!PINFO_FD_VISITED(pinfo))
+        return budget_spent < budget ? budget - budget_spent : 0;
+    if (!budget_cut || pinfo->num < budget_cut)
+        return G_MAXUINT64;
+    if (pinfo->num > budget_cut)
+        return 0;
+    return budget_cut_left - MIN(*dissection_spent(pinfo), budget_cut_left);
+}
+
+p2pc_bound_t
+p2pc_bound(packet_info *pinfo, size_t protocol_bound, guint64 in_total, guint64 out_total)
+{
+    p2pc_bound_t b = { MIN(protocol_bound, (size_t)pref_max_decompressed_mib * 1024 * 1024), P2PC_LIMIT_OWN };
+    guint64 ratio = MAX((guint64)RATIO_FLOOR, MIN(in_total, G_MAXUINT64 / pref_max_ratio) * pref_max_ratio);
+    guint64 left = ratio > out_total ? ratio - out_total : 0;
+    if (left < b.bound) {
+        b.bound = (size_t)left;
+        b.by = P2PC_LIMIT_RATIO;
+    }
+    left = budget_left(pinfo);
+    if (left <= b.bound) {      /* a tie is the capture's: its budget is what is spent */
+        b.bound = (size_t)left;
+        b.by = P2PC_LIMIT_CAPTURE;
+    }
+    return b;
+}
+
+gboolean
+p2pc_bound_charge(packet_info *pinfo, const p2pc_bound_t *b, size_t out_len, gboolean at_bound)
+{
+    if (at_bound)
+        out_len = b->bound;
+    *dissection_spent(pinfo) += out_len;
+    if (!PINFO_FD_VISITED(pinfo)) {
+        if (budget_frame != pinfo->num) {
+            budget_frame = pinfo->num;
+            budget_frame_start = budget_spent;
+        }
+        budget_spent += out_len;
+        if (!budget_cut && (at_bound && b->by == P2PC_LIMIT_CAPTURE)) {
+            budget_cut = pinfo->num;
+            budget_cut_left = (guint64)pref_max_capture_mib * 1024 * 1024 - MIN(budget_frame_start,
+                              (guint64)pref_max_capture_mib * 1024 * 1024);
+        }
+    }
+    return at_bound && b->by != P2PC_LIMIT_OWN;
+}
+
+void
+p2pc_bound_expert(packet_info *pinfo, proto_item *item, p2pc_limit_t by)
+{
+    if (by == P2PC_LIMIT_RATIO)
+        expert_add_info_format(pinfo, item, &ei_bound_ratio,
+            "Decompressed output past %u times its input (p2pc.max_decompression_ratio): the rest "
+            "of this stream is counted as undecoded", pref_max_ratio);
+    else if (by == P2PC_LIMIT_CAPTURE)
+        expert_add_info_format(pinfo, item, &ei_bound_capture,
+            "The capture's decompression budget (p2pc.max_capture_decompressed_mib, %u MiB) is "
+            "spent: from here on compressed bytes are counted as undecoded", pref_max_capture_mib);
 }
 
 /* Wireshark checks only that a uint preference parses: out of range, the nearest limit applies
@@ -149,6 +256,8 @@ apply_prefs(void)
     pref_max_decompressed_mib = CLAMP(pref_max_decompressed_mib, MAX_DECOMPRESSED_MIB_MIN,
                                       MAX_DECOMPRESSED_MIB_MAX);
     pref_max_replay_mib = CLAMP(pref_max_replay_mib, MAX_REPLAY_MIB_MIN, MAX_REPLAY_MIB_MAX);
+    pref_max_capture_mib = CLAMP(pref_max_capture_mib, MAX_CAPTURE_MIB_MIN, MAX_CAPTURE_MIB_MAX);
+    pref_max_ratio = CLAMP(pref_max_ratio, MAX_RATIO_MIN, MAX_RATIO_MAX);
 }
 
 GHashTable *
@@ -173,6 +282,10 @@ p2pc_prefs_register(int proto)
     static ei_register_info ei[] = {
         { &ei_replay_not_kept, { "p2pc.replay_not_kept", PI_UNDECODED, PI_WARN,
             "Not kept for re-dissection: the p2pc.max_replay_mib budget ran out", EXPFILL } },
+        { &ei_bound_ratio, { "p2pc.bound.ratio", PI_UNDECODED, PI_WARN,
+            "Decompressed output past p2pc.max_decompression_ratio times its input: counted as undecoded", EXPFILL } },
+        { &ei_bound_capture, { "p2pc.bound.capture", PI_UNDECODED, PI_WARN,
+            "The capture's decompression budget is spent: counted as undecoded", EXPFILL } },
     };
     module_t *module;
 
@@ -184,6 +297,18 @@ p2pc_prefs_register(int proto)
         "Cap on the output of any one decompression, over every protocol's own limit "
         "(" G_STRINGIFY(MAX_DECOMPRESSED_MIB_MIN) "-" G_STRINGIFY(MAX_DECOMPRESSED_MIB_MAX) ")",
         10, &pref_max_decompressed_mib);
+    prefs_register_uint_preference(module, "max_capture_decompressed_mib",
+        "Decompressed per capture (MiB)",
+        "Budget for the output of every decompression of one capture file, over every protocol "
+        "(" G_STRINGIFY(MAX_CAPTURE_MIB_MIN) "-" G_STRINGIFY(MAX_CAPTURE_MIB_MAX) "). Once it is "
+        "spent, compressed bytes are counted as undecoded (reason bound, p2pc.bound.capture)",
+        10, &pref_max_capture_mib);
+    prefs_register_uint_preference(module, "max_decompression_ratio",
+        "Maximum decompression ratio",
+        "Output a compressed stream (a direction of the libp2p compression transport, or a "
+        "message decoded on its own) may reach per input byte, once past 1 MiB "
+        "(" G_STRINGIFY(MAX_RATIO_MIN) "-" G_STRINGIFY(MAX_RATIO_MAX) "). Past it the rest of the "
+        "stream is counted as undecoded (reason bound, p2pc.bound.ratio)", 10, &pref_max_ratio);
     prefs_register_bool_preference(module, "keep_replay", "Keep decoded data for re-dissection",
         "Each frame keeps what the stateful layers (libp2p streams, the compression transport) "
         "decoded in it, so that re-dissecting it (the GUI, tshark -2) shows the same. Off, memory "

@@ -13,9 +13,33 @@
 /* Registers the shared preferences under `proto` (record.c's "p2pc"); returns their module. */
 module_t *p2pc_prefs_register(int proto);
 
-/* min(protocol_bound, the p2pc.max_decompressed_mib cap): the output bound every dissector
- * passes to a decoder. */
-size_t p2pc_bound(size_t protocol_bound);
+/* What limits one decompression: the protocol's own bound or the p2pc.max_decompressed_mib
+ * cap (OWN), the ratio of output to input (RATIO), or the capture's budget (CAPTURE). */
+typedef enum { P2PC_LIMIT_OWN, P2PC_LIMIT_RATIO, P2PC_LIMIT_CAPTURE } p2pc_limit_t;
+
+typedef struct {
+    size_t bound;               /* what the decoder may produce */
+    p2pc_limit_t by;            /* the least of the limits */
+} p2pc_bound_t;
+
+/* The output bound every dissector passes to a decoder: the least of protocol_bound, the
+ * p2pc.max_decompressed_mib cap, what the ratio bound leaves a stream that has taken in_total
+ * compressed bytes (this input's included) and given out_total (p2pc.max_decompression_ratio
+ * times in_total, never less than 1 MiB; a message decoded on its own is a stream of one
+ * input: in_total its length, out_total 0), and what is left of the capture's budget
+ * (p2pc.max_capture_decompressed_mib, over every decompression of the file).  The budget is
+ * spent on the first pass; a later pass of a frame gets the bounds the first pass had. */
+p2pc_bound_t p2pc_bound(packet_info *pinfo, size_t protocol_bound, guint64 in_total, guint64 out_total);
+
+/* Charges what a decompression under `b` produced to the capture's budget: out_len bytes, or
+ * the whole bound when it stopped there (`at_bound`: the decoder said P2PC_DC_BOUND).  Returns
+ * TRUE when that bound was the ratio's or the capture budget's: the bytes are then undecoded,
+ * reason "bound" (p2pc_record_bound()), and p2pc_bound_expert() says why. */
+gboolean p2pc_bound_charge(packet_info *pinfo, const p2pc_bound_t *b, size_t out_len, gboolean at_bound);
+
+/* The expert item of a decompression a ratio or capture bound stopped (p2pc.bound.ratio or
+ * p2pc.bound.capture), on `item`. */
+void p2pc_bound_expert(packet_info *pinfo, proto_item *item, p2pc_limit_t by);
 
 /* Whether this frame keeps what it decodes for re-dissection (the GUI, sharkd, tshark -2): TRUE
  * unless the p2pc.keep_replay preference is off (p2pc analyze turns it off for its one-pass

@@ -38,6 +38,7 @@ static int hf_p2pc_raw_len = -1;
 static int hf_p2pc_saved = -1;
 static int hf_p2pc_ratio = -1;
 static int hf_p2pc_batch_count = -1;
+static int hf_p2pc_reason = -1;
 
 static gint ett_p2pc = -1;
 
@@ -59,6 +60,15 @@ p2pc_record_undecoded(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, pr
     p2pc_record_init(&rec, proto, "undecoded");
     rec.wire_len = rec.payload_len = rec.raw_len = bytes;
     p2pc_record_add(tvb, offset, len, pinfo, tree, &rec);
+}
+
+void
+p2pc_record_bound(p2pc_record_t *rec)
+{
+    rec->msg_type = "undecoded";
+    rec->reason = "bound";
+    rec->raw_len = rec->payload_len;
+    rec->raw_tvb = NULL;
 }
 
 /* Records held back by p2pc_record_hold(): where each was to be added, and the record. */
@@ -263,6 +273,8 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
         proto_item_set_generated(proto_tree_add_double_format_value(st, hf_p2pc_ratio, tvb, offset, len,
                                                                     ratio, "%.3f", ratio));
         proto_item_set_generated(proto_tree_add_uint(st, hf_p2pc_batch_count, tvb, offset, len, rec->batch_count));
+        if (rec->reason)
+            proto_item_set_generated(proto_tree_add_string(st, hf_p2pc_reason, tvb, offset, len, rec->reason));
     }
 
     q = wmem_new(pinfo->pool, p2pc_record_t);
@@ -305,6 +317,9 @@ proto_register_p2pc(void)
             "raw_len - payload_len (negative when compression grew the payload)", HFILL } },
         { &hf_p2pc_ratio, { "Compression ratio", "p2pc.ratio", FT_DOUBLE, BASE_NONE, NULL, 0x0,
             "raw_len / payload_len", HFILL } },
+        { &hf_p2pc_reason, { "Undecoded because", "p2pc.undecoded_reason", FT_STRING, BASE_NONE, NULL, 0x0,
+            "Why bytes counted as undecoded were not decoded: bound (a decompression ratio or the capture's "
+            "decompression budget stopped them)", HFILL } },
         { &hf_p2pc_batch_count, { "Batch count", "p2pc.batch_count", FT_UINT32, BASE_DEC, NULL, 0x0,
             "Items carried by this message (transactions in a batch; 1 otherwise)", HFILL } },
     };

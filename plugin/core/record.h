@@ -32,6 +32,8 @@ typedef struct {
     guint64 raw_len;            /* payload bytes after decompression */
     guint32 batch_count;        /* items carried (txs in a batch); 1 otherwise */
     tvbuff_t *raw_tvb;          /* optional: the uncompressed payload (for -z p2pc,payloads) */
+    const char *reason;         /* msg_type "undecoded": why, when it is a bound ("bound": a
+                                   decompression ratio or the capture's budget; NULL otherwise) */
     /* Filled by p2pc_record_add() from the packet. */
     p2pc_where_t at;
     nstime_t abs_ts;
@@ -49,6 +51,10 @@ void p2pc_record_init(p2pc_record_t *rec, const char *proto, const char *msg_typ
  * "undecoded"), its subtree covering tvb[offset, offset+len). */
 void p2pc_record_undecoded(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tree *tree,
                            const char *proto, guint64 bytes);
+
+/* A message whose decompression a ratio or capture bound stopped (p2pc_bound_charge): its bytes
+ * are counted as undecoded, reason "bound", never as saved. */
+void p2pc_record_bound(p2pc_record_t *rec);
 
 /* A transport that re-encodes every byte above it (the libp2p compression transport) learns
  * what the messages inside cost on the wire only once all the messages a frame completes are

@@ -481,6 +481,8 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
     wmem_array_t *chunks;
     p2pc_record_t rec;
     tvbuff_t *ssz = NULL;
+    p2pc_bound_t bound;
+    gboolean bounded = FALSE;
 
     /* A protocol ID mapped here by the user (multistream.protocol_map, Decode As) that is
      * no method is shown as it is, and counted as unknown. */
@@ -547,9 +549,10 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
                                32 + ssz_len + ssz_len / 6);
 
     chunks = wmem_array_new(pinfo->pool, sizeof(p2pc_snappy_chunk_t));
+    bound = p2pc_bound(pinfo, MIN(ssz_len + 65536, ETH2_MAX_PAYLOAD), len - off, 0);
     st = p2pc_snappy_framed_decode(pinfo->pool, tvb_get_ptr(tvb, off, len - off), len - off,
-                                   (size_t)ssz_len, p2pc_bound(MIN(ssz_len + 65536, ETH2_MAX_PAYLOAD)),
-                                   &out, &out_len, &consumed, chunks, &detail);
+                                   (size_t)ssz_len, bound.bound, &out, &out_len, &consumed, chunks, &detail);
+    bounded = p2pc_bound_charge(pinfo, &bound, out_len, st == P2PC_DC_BOUND);
     ct = proto_tree_add_subtree_format(t, tvb, off, (gint)consumed, ett_eth2_chunks, NULL, "Snappy frames: %u",
                                        wmem_array_get_count(chunks));
     for (guint i = 0; i < wmem_array_get_count(chunks); i++) {
@@ -564,7 +567,9 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
             expert_add_info(pinfo, ci, &ei_eth2_unskippable);
         }
     }
-    if (st == P2PC_DC_CORRUPT || st == P2PC_DC_TRUNCATED || st == P2PC_DC_BOUND) {
+    if (bounded) {
+        p2pc_bound_expert(pinfo, ti, bound.by);
+    } else if (st == P2PC_DC_CORRUPT || st == P2PC_DC_TRUNCATED || st == P2PC_DC_BOUND) {
         if (!(detail && strstr(detail, "unskippable")))
             expert_add_info_format(pinfo, ti, &ei_eth2_decompress, "Snappy framing: %s", detail ? detail : p2pc_dc_status_name(st));
     } else {
@@ -589,6 +594,8 @@ record:
     rec.raw_len = ssz ? out_len : len - off;
     rec.wire_len = len + pdu->overhead;
     rec.raw_tvb = ssz;
+    if (bounded)
+        p2pc_record_bound(&rec);
     p2pc_record_add(tvb, 0, len, pinfo, tree, &rec);
     proto_item_append_text(ti, ": %s %s%s", method, request ? "request" : "response",
                            result ? " (error)" : "");
@@ -662,6 +669,8 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, i
     tvbuff_t *ssz = NULL;
     p2pc_dc_status_t st = P2PC_DC_CORRUPT;
     const char *detail = NULL;
+    p2pc_bound_t bound;
+    gboolean bounded = FALSE;
     guint8 h[32], id[20];
     gcry_md_hd_t md;
 
@@ -685,9 +694,13 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, i
     }
     if (data_len) {
         proto_tree_add_item(mt, hf_gs_data, tvb, data_off, data_len, ENC_NA);
-        ssz = p2pc_decompress_tvb(tvb, data_off, data_len, pinfo, P2PC_CODEC_SNAPPY, p2pc_bound(ETH2_MAX_PAYLOAD),
+        bound = p2pc_bound(pinfo, ETH2_MAX_PAYLOAD, data_len, 0);
+        ssz = p2pc_decompress_tvb(tvb, data_off, data_len, pinfo, P2PC_CODEC_SNAPPY, bound.bound,
                                   "Decompressed gossip SSZ", &st, &detail);
-        if (!ssz)
+        bounded = p2pc_bound_charge(pinfo, &bound, ssz ? tvb_captured_length(ssz) : 0, st == P2PC_DC_BOUND);
+        if (bounded)
+            p2pc_bound_expert(pinfo, mi, bound.by);
+        else if (!ssz)
             expert_add_info_format(pinfo, mi, &ei_eth2_decompress, "Snappy block: %s", detail ? detail : p2pc_dc_status_name(st));
     }
     /* message-id (Altair+): valid snappy -> domain 0x01000000 and the uncompressed data,
@@ -726,6 +739,8 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, i
     rec.header_len = (len - data_len) + (nmsgs ? rpc_overhead / nmsgs : 0);
     rec.wire_len = rec.header_len + rec.payload_len;
     rec.raw_tvb = ssz;
+    if (bounded)
+        p2pc_record_bound(&rec);
     p2pc_record_add(tvb, start, len, pinfo, tree, &rec);
     col_append_sep_fstr(pinfo->cinfo, COL_INFO, ", ", "gossip %s", name);
 }

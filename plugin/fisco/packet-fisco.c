@@ -582,6 +582,7 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
     tvbuff_t *payload, *raw = NULL;
     const char *mod_name, *type_name = NULL;
     p2pc_record_t rec;
+    gboolean bounded = FALSE;
     guint avail = tvb_captured_length(tvb);
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "FISCO");
@@ -658,9 +659,13 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
     if (compressed && pref_decompress) {
         p2pc_dc_status_t st;
         const char *detail = NULL;
-        raw = p2pc_decompress_tvb(payload, 0, -1, pinfo, P2PC_CODEC_SNAPPY, p2pc_bound(FISCO_MAX_LENGTH),
+        p2pc_bound_t bound = p2pc_bound(pinfo, FISCO_MAX_LENGTH, tvb_captured_length(payload), 0);
+        raw = p2pc_decompress_tvb(payload, 0, -1, pinfo, P2PC_CODEC_SNAPPY, bound.bound,
                                   "Decompressed FISCO payload", &st, &detail);
-        if (!raw) {
+        bounded = p2pc_bound_charge(pinfo, &bound, raw ? tvb_captured_length(raw) : 0, st == P2PC_DC_BOUND);
+        if (bounded) {
+            p2pc_bound_expert(pinfo, ti, bound.by);
+        } else if (!raw) {
             expert_add_info_format(pinfo, ti, &ei_fisco_decompress, "Snappy decompression failed: %s",
                                    detail ? detail : p2pc_dc_status_name(st));
         } else {
@@ -722,6 +727,8 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
                         compressed ? " [snappy]" : "");
 
     fisco_match(tvb, pinfo, ft, seq, response);
+    if (bounded)
+        p2pc_record_bound(&rec);
     p2pc_record_add(tvb, 0, length, pinfo, tree, &rec);
     col_set_fence(pinfo->cinfo, COL_INFO);
     return avail;

@@ -585,6 +585,7 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     tvbuff_t *payload, *raw = NULL;
     const char *msg_type, *packet_name = NULL;
     p2pc_record_t rec;
+    gboolean bounded = FALSE;
     guint avail = tvb_captured_length(tvb);
     guint side;
     fisco3_conv_t *fc = fisco3_get_conv(pinfo, &side);
@@ -659,9 +660,13 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         if (version < 2)
             expert_add_info_format(pinfo, ti, &ei_old_version, "Compressed at Version %u: FISCO compresses "
                                    "only from V2", version);
-        raw = p2pc_decompress_tvb(payload, 0, -1, pinfo, P2PC_CODEC_ZSTD, p2pc_bound(FISCO3_MAX_LENGTH),
+        p2pc_bound_t bound = p2pc_bound(pinfo, FISCO3_MAX_LENGTH, tvb_captured_length(payload), 0);
+        raw = p2pc_decompress_tvb(payload, 0, -1, pinfo, P2PC_CODEC_ZSTD, bound.bound,
                                   "Decompressed FISCO 3.x payload", &st, &detail);
-        if (!raw) {
+        bounded = p2pc_bound_charge(pinfo, &bound, raw ? tvb_captured_length(raw) : 0, st == P2PC_DC_BOUND);
+        if (bounded) {
+            p2pc_bound_expert(pinfo, ti, bound.by);
+        } else if (!raw) {
             expert_add_info_format(pinfo, ti, &ei_decompress, "zstd decompression failed: %s",
                                    detail ? detail : p2pc_dc_status_name(st));
         } else {
@@ -710,6 +715,8 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     proto_item_append_text(ti, ", %s%s%s", msg_type, (ext & EXT_RESPONSE) ? " (response)" : "",
                            (ext & EXT_COMPRESS) ? ", zstd" : "");
     col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", msg_type);
+    if (bounded)
+        p2pc_record_bound(&rec);
     p2pc_record_add(tvb, 0, length, pinfo, tree, &rec);
     return avail;
 }

@@ -56,8 +56,9 @@
 void proto_register_libp2p_compression(void);
 void proto_reg_handoff_libp2p_compression(void);
 
-/* Output bounds: decompressed bytes from one frame (under p2pc_bound(): never more than the
- * global p2pc.max_decompressed_mib), and from one connection direction in all. */
+/* Output bounds: decompressed bytes from one frame, and from one connection direction in all;
+ * p2pc_bound() adds the global ones (p2pc.max_decompressed_mib, the ratio of a direction's
+ * output to its input, the capture's budget). */
 #define COMP_FRAME_BOUND (64 * 1024 * 1024)
 #define COMP_DIR_BOUND   (G_GUINT64_CONSTANT(4) * 1024 * 1024 * 1024)
 /* After a hole, the determined runs of output that go up (choose_runs()): each is one call of
@@ -109,6 +110,7 @@ typedef struct comp_dir {
     guint64 out_total;          /* decompressed bytes produced */
     guint64 unattributed;       /* compressed bytes fed and not yet attributed to a message */
     guint32 stopped_in;         /* the frame where decoding stopped (0: it goes on) */
+    p2pc_limit_t stopped_by;    /* what stopped it, when a ratio or the capture's budget did */
     gboolean resyncing;         /* after a hole, until the decoder's window is known again */
     guint64 skipped;            /* compressed bytes skipped since the hole */
     p2pc_record_t last;         /* where and when it was last fed */
@@ -127,6 +129,7 @@ typedef struct {
     guint64 out_total;
     const char *detail;         /* why decoding stopped in this frame */
     guint32 stopped_in;         /* decoding had stopped before this frame (in that frame) */
+    p2pc_limit_t stopped_by;    /* P2PC_LIMIT_RATIO or _CAPTURE: a bound stopped it (here or before) */
     wmem_array_t *attributed;   /* guint64 per record the frame's inner layers added */
     /* After a hole (see the top of this file): */
     guint32 skipped;            /* compressed bytes of this frame before the sync-flush point */
@@ -255,9 +258,10 @@ comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, pac
 {
     guint len = tvb_captured_length(tvb);
     guint8 *out = NULL;
-    size_t out_len = 0, bound;
+    size_t out_len = 0, own;
     const char *detail = NULL;
     p2pc_dc_status_t st;
+    p2pc_bound_t bound;
 
     fr->in_len = len;
     if (pipe->gap) {
@@ -281,20 +285,23 @@ comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, pac
     }
     if (cd->stopped_in) {
         fr->stopped_in = cd->stopped_in;
+        fr->stopped_by = cd->stopped_by;
     } else if (cd->codec == P2PC_CODEC_NONE) {
         out_len = len;  /* the bytes as they are: handed on in the frame's own tvb */
     } else if (!cd->dec) {
         /* Decompression switched off: the compressed bytes are shown, nothing above. */
     } else if (len) {
-        bound = p2pc_bound(COMP_FRAME_BOUND);
-        if (cd->out_total + bound > COMP_DIR_BOUND)
-            bound = (size_t)(COMP_DIR_BOUND - cd->out_total);
-        if (bound == 0) {
+        size_t produced;
+        own = COMP_FRAME_BOUND;
+        if (cd->out_total + own > COMP_DIR_BOUND)
+            own = (size_t)(COMP_DIR_BOUND - cd->out_total);
+        bound = p2pc_bound(pinfo, own, cd->in_total + len, cd->out_total);
+        if (bound.bound == 0) {
             st = P2PC_DC_BOUND;
             detail = "the decompressed output reached its bound";
         } else if (cd->resyncing) {
             p2pc_stream_gap_t gap;
-            st = p2pc_stream_feed_gap(cd->dec, tvb_get_ptr(tvb, 0, len), len, bound, p2pc_replay_scope(pinfo),
+            st = p2pc_stream_feed_gap(cd->dec, tvb_get_ptr(tvb, 0, len), len, bound.bound, p2pc_replay_scope(pinfo),
                                       &out, &out_len, &gap, &detail);
             cd->skipped += gap.skipped;
             fr->skipped = (guint32)gap.skipped;
@@ -310,9 +317,12 @@ comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, pac
             cd->out_total += gap.undetermined;
             cd->resyncing = !gap.in_sync;
         } else {
-            st = p2pc_stream_feed(cd->dec, tvb_get_ptr(tvb, 0, len), len, bound, p2pc_replay_scope(pinfo),
+            st = p2pc_stream_feed(cd->dec, tvb_get_ptr(tvb, 0, len), len, bound.bound, p2pc_replay_scope(pinfo),
                                   &out, &out_len, &detail);
         }
+        produced = out_len + fr->withheld;
+        if (p2pc_bound_charge(pinfo, &bound, produced, st == P2PC_DC_BOUND))
+            cd->stopped_by = fr->stopped_by = bound.by;
         if (st != P2PC_DC_OK) {
             /* What decoded before the error is still good: it goes up; nothing after it. */
             fr->detail = detail ? detail : p2pc_dc_status_name(st);
@@ -397,6 +407,8 @@ draw(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, comp
         /* Counted, not lost: the bytes get a record of their own. */
         p2pc_record_init(&rec, "libp2p", "undecoded");
         rec.wire_len = rec.payload_len = rec.raw_len = fr->in_len;
+        if (fr->stopped_by != P2PC_LIMIT_OWN)
+            rec.reason = "bound";
         p2pc_record_add(tvb, 0, -1, pinfo, tree, &rec);
         return;
     }
@@ -430,7 +442,9 @@ draw(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, comp
     /* Three decimals on screen; the field keeps the exact value for filters. */
     pi = proto_tree_add_double_format_value(t, hf_comp_ratio, tvb, 0, 0, ratio, "%.3f", ratio);
     proto_item_set_generated(pi);
-    if (fr->detail)
+    if (fr->detail && fr->stopped_by != P2PC_LIMIT_OWN)
+        p2pc_bound_expert(pinfo, ti, fr->stopped_by);
+    else if (fr->detail)
         expert_add_info_format(pinfo, ti, &ei_comp_failed,
                                "%s does not decode (%s): decoding of this direction stops here",
                                cd->codec_name, fr->detail);
