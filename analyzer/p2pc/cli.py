@@ -590,7 +590,7 @@ sections (--section): main, connections""",
 sections (--section): whatif, timing, batching""",
     "records": """examples:
   p2pc records btc-compressed.pcapng --output records.parquet
-  python3 -c "import pyarrow.parquet as pq; print(pq.read_table('records.parquet').to_pandas())"
+  python3 -c "import pyarrow.parquet as pq; t = pq.read_table('records.parquet'); print(t.group_by(['proto', 'msg_type']).aggregate([('wire_len', 'sum'), ('raw_len', 'sum')]))"
 
 columns: proto, msg_type, codec, wire_len, header_len, payload_len, raw_len, batch_count,
 frame, stream, src, srcport, dst, dstport, time (docs/tap-format.md)""",
