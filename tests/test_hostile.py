@@ -611,3 +611,12 @@ def test_whatif_of_a_truncated_capture_warns_and_exits_as_analyze_does(tmp_path)
     assert res.stderr.splitlines() == [f"p2pc: warning: {warning}"]
     rep = json.loads(res.stdout)
     assert rep["warnings"] == [warning] and rep["sections"][0]["rows"]
+
+
+@pytest.mark.parametrize("command", [["shard", "--out", "OUT"], ["analyze"], ["whatif"]])
+def test_a_folder_given_as_the_capture_is_one_line_exit_5(tmp_path, command):
+    """`p2pc shard DIR` ended in a traceback: a folder is no capture, for every command."""
+    args = [a.replace("OUT", str(tmp_path / "out")) for a in command]
+    res = p2pc(*args, str(CAPTURES))
+    assert res.returncode == 5 and "Traceback" not in res.stderr
+    assert res.stderr.strip() == f"p2pc: {CAPTURES}: a folder, not a capture file"
