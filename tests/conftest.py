@@ -17,12 +17,13 @@ sys.path.insert(0, str(REPO / "analyzer"))
 from p2pc.wsenv import Wireshark, built_plugin  # noqa: E402
 
 
-def run_p2pc(*args: str, env_extra: dict | None = None, timeout: float | None = None) -> subprocess.CompletedProcess:
+def run_p2pc(*args: str, env_extra: dict | None = None, timeout: float | None = None,
+             cwd: str | os.PathLike | None = None) -> subprocess.CompletedProcess:
     """The p2pc command of this repository, with the freshly built plugin."""
     env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
     env.update(env_extra or {})
     return subprocess.run([sys.executable, "-m", "p2pc", *args], capture_output=True, text=True, env=env,
-                          timeout=timeout)
+                          timeout=timeout, cwd=cwd)
 
 
 def p2pc_report(*args: str) -> dict:

@@ -315,3 +315,19 @@ def test_a_payload_reader_stopped_early_leaves_no_tshark_behind():
         assert not [c for c in psutil.Process().children(recursive=True) if "tshark" in " ".join(c.cmdline())]
     finally:
         ws.cleanup()
+
+
+def test_the_records_help_examples_run_on_a_default_install(tmp_path):
+    """`p2pc records --help`'s two examples, run as written (pyarrow only: pandas is not a
+    dependency)."""
+    lines = p2pc("records", "--help").stdout.splitlines()
+    write, read = [l.strip() for l in lines[lines.index("examples:") + 1:][:2]]
+    assert write.startswith("p2pc records ")
+    cap = str(CAPTURES / "bitcoin" / "btc-compressed.pcapng")
+    res = p2pc(*write.replace("btc-compressed.pcapng", cap).split()[1:], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert read.startswith("python3 -c ")
+    res = subprocess.run([sys.executable, "-c", read[len('python3 -c "'):-1]], cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert "wire_len_sum" in res.stdout and "cblock" in res.stdout

@@ -708,3 +708,12 @@ def test_a_gzip_stream_of_zeros_stops_at_the_ratio_bound(tshark):
     # A budget of 1 MiB for the whole capture stops it there instead.
     assert tshark.fields(cap, ["frame.number"], dfilter="p2pc.bound.capture",
                          extra=["-o", "p2pc.max_capture_decompressed_mib:1"])
+
+
+@pytest.mark.parametrize("command", [["shard", "--out", "OUT"], ["analyze"], ["whatif"]])
+def test_a_folder_given_as_the_capture_is_one_line_exit_5(tmp_path, command):
+    """`p2pc shard DIR` ended in a traceback: a folder is no capture, for every command."""
+    args = [a.replace("OUT", str(tmp_path / "out")) for a in command]
+    res = p2pc(*args, str(CAPTURES))
+    assert res.returncode == 5 and "Traceback" not in res.stderr
+    assert res.stderr.strip() == f"p2pc: {CAPTURES}: a folder, not a capture file"

@@ -5,6 +5,8 @@ values come from the generator's truth files and inputs, not from the dissector'
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import struct
 
@@ -390,3 +392,20 @@ def test_a_protocol_id_nobody_named_is_counted_as_unknown(tshark, tmp_path):
         '"/made/up/1.0.0" is not a message type of the protocol: counted as unknown') == 2
     named = ["-o", "multistream.protocol_map:/made/up/1.0.0=libp2p_app"]
     assert libp2p(made_up, named) == ["/made/up/1.0.0"] * 2
+
+
+def test_hundreds_of_muxed_streams_in_one_segment_all_decode(tshark, tmp_path):
+    """One segment carries 300 yamux streams, each a ping: every pipe call adds protocol layers,
+    and Wireshark calls more than gui.max_tree_depth of them in a frame a dissector bug; p2pc
+    lists the first ones and decodes every stream."""
+    streams = b"".join(yamux(1, 2 * i + 1, ms("/multistream/1.0.0") + ms("/ipfs/ping/1.0.0") + bytes(32))
+                       for i in range(300))
+    path = tmp_path / "many-streams.pcap"
+    tcp_pcap(path, [("a", ms("/multistream/1.0.0") + ms("/yamux/1.0.0")),
+                    ("b", ms("/multistream/1.0.0") + ms("/yamux/1.0.0")),
+                    ("a", streams)], syn="a")
+    res = subprocess.run(tshark.ws.command("tshark", ["-n", "-V", "-r", tshark.ws.readable(path)]),
+                         capture_output=True, text=True, env=dict(os.environ, WIRESHARK_ABORT_ON_DISSECTOR_BUG="1"))
+    assert res.returncode == 0 and "Dissector bug" not in res.stdout + res.stderr, res.stderr[-300:]
+    recs = [r for r in tshark.records(path) if r["proto"] == "libp2p"]
+    assert [r["msg_type"] for r in recs] == ["/ipfs/ping/1.0.0"] * 300

@@ -618,6 +618,31 @@ def test_noise_keylog_goes_to_the_noise_preference():
     assert types(without) == {"noise (encrypted)"}
 
 
+def test_keys_a_node_adds_while_live_runs_decrypt_its_new_connections(netns, tmp_path):
+    """live --keylog with a key log that holds no key yet: mid-capture (after a Bitcoin
+    connection), the node appends a Noise connection's keys, then that connection comes: it
+    decrypts, to the messages the offline analysis with its keys finds."""
+    noise = CAPTURES / "eth2/eth2-noise-yamux.pcapng"
+    keys = tmp_path / "node.keys"
+    keys.write_text("# keys this node writes as it connects\n")
+    want = p2pc_report("analyze", "--keylog", str(CAPTURES / "eth2/eth2-noise-yamux.keys"), str(noise))
+    live = Live(netns, tmp_path, "--keylog", str(keys))
+    try:
+        live.replay(BTC)
+        with keys.open("a") as f:
+            f.write((CAPTURES / "eth2/eth2-noise-yamux.keys").read_text())
+        time.sleep(1.5)                 # the follower reads twice a second
+        live.replay(noise)
+        time.sleep(2)
+    finally:
+        rc, err = live.stop()
+    assert rc == 0, err
+    got = json.loads(live.report.read_text())
+    rows = {(r["proto"], r["msg_type"]): r["messages"] for r in got["rows"] if r["proto"] == "eth2"}
+    assert rows == {(r["proto"], r["msg_type"]): r["messages"] for r in want["rows"] if r["proto"] == "eth2"}
+    assert ("eth2", "beacon_blocks_by_range/2 response") in rows
+
+
 @pytest.mark.parametrize("option", [["-Y", "tcp.srcport=8333"], ["-o", "nosuch.pref:1"],
                                     ["-C", "nosuch-profile"], ["-d", "tcp.port==1,nosuchproto"]])
 def test_tshark_options_tshark_refuses_are_one_line_exit_2(option):

@@ -343,6 +343,7 @@ def cmd_live(args) -> int:
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     totals_ = LiveTotals()
     metrics = ws = None
+    keys_done = threading.Event()       # ends the --keylog follower
     try:
         if args.metrics:
             from .metrics import Metrics
@@ -355,6 +356,11 @@ def cmd_live(args) -> int:
             from .metrics import interface_addresses
             local = interface_addresses(args.interface) or None
         ws = open_wireshark(args.plugin)
+        if args.tshark.keylog:
+            from .keylog import follow
+            threading.Thread(target=follow, args=(args.tshark.keylog, keys_done,
+                                                  lambda w: print(f"p2pc live: {w}", file=sys.stderr)),
+                             daemon=True).start()
         cap = LiveCapture(ws, args.interface, args.capture_filter, args.write, args.duration,
                           args.session_reset, list(args.tshark.args), args.tshark.display_filter,
                           totals_, args.buffer_size, stopping=stopping)
@@ -366,6 +372,7 @@ def cmd_live(args) -> int:
         if cap.fault:
             raise cap.fault
     finally:
+        keys_done.set()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         if cap:
@@ -590,7 +597,7 @@ sections (--section): main, connections""",
 sections (--section): whatif, timing, batching""",
     "records": """examples:
   p2pc records btc-compressed.pcapng --output records.parquet
-  python3 -c "import pyarrow.parquet as pq; print(pq.read_table('records.parquet').to_pandas())"
+  python3 -c "import pyarrow.parquet as pq; t = pq.read_table('records.parquet'); print(t.group_by(['proto', 'msg_type']).aggregate([('wire_len', 'sum'), ('raw_len', 'sum')]))"
 
 columns: proto, msg_type, codec, wire_len, header_len, payload_len, raw_len, batch_count,
 frame, stream, src, srcport, dst, dstport, time (docs/tap-format.md)""",

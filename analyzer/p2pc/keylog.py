@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -34,6 +36,9 @@ class KeylogInvalid(ValueError):
 class KeylogFiles:
     noise: Path | None      # None: the file had no line of that kind
     tls: Path | None
+    source: Path | None = None  # the key log they were split from
+    offset: int = 0         # the bytes of it read (whole lines)
+    lines: int = 0          # the lines of it read
 
     def options(self, readable: Callable[[Path], str] = str) -> list[str]:
         """tshark's -o options for these files; `readable` makes a path tshark can open
@@ -57,32 +62,82 @@ def _noise_line(line: str, where: str) -> str:
     return f"{label.strip()} = {value.strip()}\n"
 
 
-def split(path: Path, workdir: Path) -> KeylogFiles:
+def _kind(raw: str, where: str) -> tuple[str, str] | None:
+    """("noise" | "tls", the line as the part file gets it) for a key log line; None for a
+    blank line or a comment; KeylogInvalid for anything else."""
+    line = raw.strip()
+    if not line or line.startswith("#"):
+        return None
+    label = line.replace("=", " ").split()[0]
+    if label in NOISE_LABELS:
+        return "noise", _noise_line(line, where)
+    if label in NSS_LABELS:
+        return "tls", line + "\n"
+    raise KeylogInvalid(f"{where}: '{label}' is neither a Noise key ({', '.join(NOISE_LABELS)}) "
+                        "nor an NSS TLS key log line")
+
+
+def split(path: Path, workdir: Path, both: bool = False) -> KeylogFiles:
     """Read the key log at `path`; write its Noise lines to workdir/noise.keys and its NSS
-    lines to workdir/tls.keys (only those it has), readable by p2pc's tshark only (private.py)."""
+    lines to workdir/tls.keys (only those it has, or `both` files always: lines may come later,
+    see follow()), readable by p2pc's tshark only (private.py)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise KeylogInvalid(f"cannot read the key log {path}: {e}") from None
-    noise: list[str] = []
-    tls: list[str] = []
+    parts: dict[str, list[str]] = {"noise": [], "tls": []}
     for n, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        label = line.replace("=", " ").split()[0]
-        where = f"{path}:{n}"
-        if label in NOISE_LABELS:
-            noise.append(_noise_line(line, where))
-        elif label in NSS_LABELS:
-            tls.append(line + "\n")
-        else:
-            raise KeylogInvalid(f"{where}: '{label}' is neither a Noise key ({', '.join(NOISE_LABELS)}) "
-                                "nor an NSS TLS key log line")
-    files = KeylogFiles(None, None)
+        got = _kind(raw, f"{path}:{n}")
+        if got:
+            parts[got[0]].append(got[1])
+    whole = data.rfind(b"\n") + 1            # follow() goes on after the last whole line
+    files = KeylogFiles(None, None, Path(path), whole, data.count(b"\n", 0, whole))
     workdir = Path(workdir)
-    if noise:
-        files.noise = private.write_text(workdir / "noise.keys", "".join(noise))
-    if tls:
-        files.tls = private.write_text(workdir / "tls.keys", "".join(tls))
+    if parts["noise"] or both:
+        files.noise = private.write_text(workdir / "noise.keys", "".join(parts["noise"]))
+    if parts["tls"] or both:
+        files.tls = private.write_text(workdir / "tls.keys", "".join(parts["tls"]))
     return files
+
+
+def follow(files: KeylogFiles, stop: threading.Event, warn: Callable[[str], None],
+           every: float = 0.5) -> None:
+    """Until `stop` is set: the lines a node appends to its key log go to the parts split() wrote
+    (both of them, made with both=True), as they come, so a connection whose keys arrive while
+    `p2pc live` runs decrypts (the plugin reads its key log incrementally, Wireshark's TLS reads
+    its own again on a miss).  A replaced or truncated key log is read again from its start
+    (keys already copied are copied again; both readers keep the first).  A bad line is skipped
+    with warn(one line)."""
+    source, offset, line_no = files.source, files.offset, files.lines
+    ident = None
+    while not stop.wait(every):
+        try:
+            st = os.stat(source)
+            with open(source, "rb") as f:
+                if ident is not None and (ident != (st.st_dev, st.st_ino) or st.st_size < offset):
+                    offset, line_no = 0, 0
+                ident = (st.st_dev, st.st_ino)
+                f.seek(offset)
+                data = f.read()
+        except OSError as e:
+            warn(f"--keylog {source}: {e.strerror or e}; keys added later are not read")
+            return
+        whole = data[:data.rfind(b"\n") + 1]
+        if not whole:
+            continue
+        offset += len(whole)
+        out: dict[str, list[str]] = {"noise": [], "tls": []}
+        for raw in whole.decode("utf-8", "replace").splitlines():
+            line_no += 1
+            try:
+                got = _kind(raw, f"{source}:{line_no}")
+            except KeylogInvalid as e:
+                warn(f"--keylog: {e}: skipped")
+                continue
+            if got:
+                out[got[0]].append(got[1])
+        for kind, part in (("noise", files.noise), ("tls", files.tls)):
+            if out[kind] and part:
+                with open(part, "a") as f:
+                    f.write("".join(out[kind]))

@@ -242,6 +242,7 @@ class LiveCapture:
     tshark: subprocess.Popen | None = None
     # Set by stop() (^C, SIGTERM, a -w write that failed), at any moment, startup included.
     stopping: threading.Event = field(default_factory=threading.Event)
+    _stopped_at: float = 0.0        # when dumpcap last got SIGINT
     captured: int = 0               # bytes dumpcap wrote
     saved: int = 0                  # bytes of whole blocks in the -w file
     fault: P2pcError | None = None  # why the capture ended early, once it had begun
@@ -294,6 +295,7 @@ class LiveCapture:
         self.dumpcap = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, start_new_session=True)
         if self.stopping.is_set():          # stop() came while dumpcap started
+            self._stopped_at = time.monotonic()
             self.dumpcap.send_signal(signal.SIGINT)
         self._drainer("dumpcap", self.dumpcap)
         self._tee = threading.Thread(target=self._copy, daemon=True)
@@ -354,7 +356,17 @@ class LiveCapture:
         """End the capture as dumpcap's own duration would: tshark reads to the end."""
         self.stopping.set()
         if self.dumpcap and self.dumpcap.poll() is None:
+            self._stopped_at = time.monotonic()
             self.dumpcap.send_signal(signal.SIGINT)
+
+    def _stop_again(self) -> None:
+        """A dumpcap that got its SIGINT before it could handle it (just started) may not have
+        heard it: once a second it gets another, until it ends."""
+        if self.stopping.is_set() and self.dumpcap and self.dumpcap.poll() is None:
+            now = time.monotonic()
+            if now - self._stopped_at >= 1:
+                self._stopped_at = now
+                self.dumpcap.send_signal(signal.SIGINT)
 
     def close(self) -> None:
         """At the end, and after an error: end both processes, remove what the capture made."""
@@ -381,6 +393,8 @@ class LiveCapture:
         next_tick = time.monotonic() + tick
         while True:
             timeout = max(0.0, next_tick - time.monotonic())
+            if self.stopping.is_set():
+                timeout = min(timeout, 1.0)     # _stop_again() below
             if sel.select(timeout):
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
@@ -395,6 +409,7 @@ class LiveCapture:
             if time.monotonic() >= next_tick:
                 on_tick()
                 next_tick += tick * (1 + int((time.monotonic() - next_tick) // tick))
+            self._stop_again()
         sel.close()
         if self.dumpcap.poll() is None:     # tshark ended first
             self.dumpcap.send_signal(signal.SIGINT)

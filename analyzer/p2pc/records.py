@@ -63,7 +63,8 @@ class TsharkOptionError(P2pcError):
 # What tshark says when it refuses an option given to it as it was typed.
 OPTION_ERRORS = ("Invalid -o flag", "isn't a valid display filter", "Couldn't register p2pc",
                  "Invalid -d flag", "bad -d", "Configuration Profile", "is not a valid preference",
-                 "Unknown preference", "unknown preference", "obsolete preference", "Unknown protocol", "not a valid protocol", "can't be used")
+                 "Unknown preference", "unknown preference", "obsolete preference", "Unknown protocol", "not a valid protocol", "can't be used",
+                 "Invalid selector number", "Unknown layer type")
 
 
 TRUNCATED_EXIT = 8
@@ -322,6 +323,10 @@ def readable_capture(ws: Wireshark, capture: str | os.PathLike) -> str:
         raise CaptureUnreadable(f"{path}: no such file")
     if not os.access(path, os.R_OK):
         raise CaptureUnreadable(f"{path}: permission denied (check the file's permissions)")
+    if os.path.isdir(path):
+        raise CaptureUnreadable(f"{path}: a folder, not a capture file")
+    if os.path.getsize(path) == 0:
+        raise CaptureUnreadable(f"{path}: an empty file, not a capture")
     return ws.readable(path)
 
 

@@ -9,12 +9,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .keylog import KeylogFiles
 
 
 @dataclass(frozen=True)
 class TsharkOptions:
     display_filter: str | None = None
     args: tuple = field(default_factory=tuple)    # -d/-o/-C and the key log's -o, for tshark
+    keylog: "KeylogFiles | None" = None           # the --keylog parts (live follows them)
 
     def tap(self, name: str) -> str:
         """The `-z` argument of the p2pc tap `name` with the display filter."""
@@ -47,11 +52,13 @@ def from_args(args, folder: str | None) -> TsharkOptions:
         out += ["-o", o]
     if getattr(args, "profile", None):
         out += ["-C", args.profile]
+    files = None
     if getattr(args, "keylog", None):
         from .keylog import KeylogInvalid, split
         try:
-            files = split(Path(args.keylog), Path(folder))
+            # live keeps both parts, for the keys a node adds while it runs (keylog.follow)
+            files = split(Path(args.keylog), Path(folder), both=getattr(args, "command", None) == "live")
         except KeylogInvalid as e:
             raise argparse.ArgumentTypeError(f"--keylog: {e}") from None
         out += files.options()
-    return TsharkOptions(getattr(args, "display_filter", None), tuple(out))
+    return TsharkOptions(getattr(args, "display_filter", None), tuple(out), files)

@@ -253,9 +253,21 @@ l2p_handoff(l2p_pipe_t *pipe, const char *protocol, dissector_handle_t handle)
 void
 l2p_pipe_call(l2p_pipe_t *pipe, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, gboolean fin)
 {
+    guint layers = wmem_list_count(pinfo->layers);
+    guint8 layer_num = pinfo->curr_layer_num;
+
     pipe->fin = fin;
     call_dissector_with_data(pipe->handle, tvb, pinfo, tree, pipe);
     pipe->fin = FALSE;
+    /* Wireshark lists every protocol each call reaches in the frame (frame.protocols), and
+     * calls it a dissector bug past gui.max_tree_depth of them: one segment of a decrypted or
+     * decompressed stream can carry the frames of hundreds of muxed streams.  Past
+     * L2P_LAYERS_LISTED, the layers a call added go again when it returns. */
+    if (wmem_list_count(pinfo->layers) > L2P_LAYERS_LISTED) {
+        while (wmem_list_count(pinfo->layers) > layers)
+            wmem_list_remove_frame(pinfo->layers, wmem_list_tail(pinfo->layers));
+        pinfo->curr_layer_num = layer_num;
+    }
 }
 
 typedef struct {

@@ -53,6 +53,9 @@ gboolean l2p_pb_next(tvbuff_t *tvb, int *off, int end, l2p_pb_field_t *field);
  * may stack: a relayed connection (circuit relay v2) inside a muxed stream is 3 or 4.  Past it
  * the bytes are counted as undecoded, before Wireshark's own depth check stops the dissection. */
 #define L2P_MAX_DEPTH 8
+/* Protocol layers a frame lists (frame.protocols) before the layers of each further pipe call
+ * are dropped when it returns (l2p_pipe_call()): well below gui.max_tree_depth (500). */
+#define L2P_LAYERS_LISTED 64
 
 typedef struct l2p_pipe l2p_pipe_t;
 

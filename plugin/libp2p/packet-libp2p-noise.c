@@ -611,7 +611,10 @@ draw_payload(tvbuff_t *ptvb, packet_info *pinfo, proto_tree *tree, const guint8 
             peer_id = peer_id_b58(pinfo, tvb_get_ptr(ptvb, f.start, f.len), f.len);
             ti = proto_tree_add_string(tree, hf_noise_peer_id, ptvb, f.start, f.len, peer_id);
             proto_item_set_generated(ti);
-            col_append_sep_str(pinfo->cinfo, COL_INFO, " ", proto_item_get_display_repr(pinfo->pool, ti));
+            /* The value, not the item's text: with a display filter that does not name it, the
+             * item is not built (tshark -Y), and has none. */
+            if (peer_id)
+                col_append_sep_str(pinfo->cinfo, COL_INFO, " ", peer_id);
         } else if (f.number == 2) {
             sig_off = f.start;
             sig_len = f.len;
