@@ -206,10 +206,12 @@ records_peer_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, cons
 
 /* The direction of `stream` (G_MAXUINT32: a libp2p QUIC connection over UDP) from src:sport,
  * counted with one more frame: `seglen` bytes of payload (TCP) or STREAM data (QUIC), else a
- * pure ACK (QUIC: a packet of ACK and PADDING frames only) or a control frame. */
+ * pure ACK (QUIC: a packet of ACK and PADDING frames only) or a control frame; and with
+ * `ctl_before` control frames of `ctl_before_bytes` before it (QUIC's p2pc_quic_packet_t). */
 static void
 count_frame(tcp_dirs_t *t, packet_info *pinfo, guint32 stream, const address *ip_src, guint32 sport,
-            const address *ip_dst, guint32 dport, guint32 seglen, gboolean pure_ack)
+            const address *ip_dst, guint32 dport, guint32 seglen, gboolean pure_ack,
+            guint32 ctl_before, guint64 ctl_before_bytes)
 {
     gchar *src, *key;
     tcp_dir_stats_t *d;
@@ -234,8 +236,10 @@ count_frame(tcp_dirs_t *t, packet_info *pinfo, guint32 stream, const address *ip
         g_free(key);
     }
     wmem_free(NULL, src);
-    d->frames++;
-    d->bytes += frame_len;
+    d->frames += 1 + ctl_before;
+    d->bytes += frame_len + ctl_before_bytes;
+    d->ctl_frames += ctl_before;
+    d->ctl_bytes += ctl_before_bytes;
     d->last_ts = pinfo->abs_ts;
     if (seglen > 0) {
         d->data_segs++;
@@ -264,7 +268,7 @@ records_tcp_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const
 
     count_frame((tcp_dirs_t *)tapdata, pinfo, th->th_stream, &th->ip_src, th->th_sport, &th->ip_dst,
                 th->th_dport, th->th_have_seglen ? th->th_seglen : 0,
-                (th->th_flags & (TH_SYN | TH_FIN | TH_RST)) == 0 && (th->th_flags & TH_ACK));
+                (th->th_flags & (TH_SYN | TH_FIN | TH_RST)) == 0 && (th->th_flags & TH_ACK), 0, 0);
     return TAP_PACKET_DONT_REDRAW;
 }
 
@@ -275,7 +279,7 @@ records_quic_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, cons
     const p2pc_quic_packet_t *q = (const p2pc_quic_packet_t *)p;
 
     count_frame((tcp_dirs_t *)tapdata, pinfo, G_MAXUINT32, &pinfo->src, pinfo->srcport, &pinfo->dst,
-                pinfo->destport, q->stream_bytes, q->ack_only);
+                pinfo->destport, q->stream_bytes, q->ack_only, q->before_frames, q->before_bytes);
     return TAP_PACKET_DONT_REDRAW;
 }
 

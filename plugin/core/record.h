@@ -118,6 +118,10 @@ typedef struct {
     guint32 frame_len;          /* the whole frame */
     guint32 stream_bytes;       /* STREAM frame data it carried (0 when not decrypted) */
     gboolean ack_only;          /* only ACK and PADDING frames: QUIC's pure ACK */
+    /* The same sender's packets before this one, not told apart as libp2p's then (the first
+     * Initial packets of a ClientHello that spans several): control frames. */
+    guint32 before_frames;
+    guint64 before_bytes;
 } p2pc_quic_packet_t;
 
 void p2pc_quic_packet_add(packet_info *pinfo, const p2pc_quic_packet_t *pkt);

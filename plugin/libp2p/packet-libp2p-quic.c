@@ -54,7 +54,7 @@ static expert_field ei_quic_gap = EI_INIT;
 static expert_field ei_quic_no_keys = EI_INIT;
 static dissector_handle_t l2p_quic_handle;
 /* Fields of Wireshark's QUIC and TLS the postdissector reads. */
-static int proto_quic = -1;
+static int hf_ws_udp_payload = -1;
 static int hf_ws_frame_type = -1;
 static int hf_ws_stream_data = -1;
 static int hf_ws_undecrypted = -1;
@@ -79,8 +79,13 @@ typedef struct {
     guint64 gap;                /* bytes missing before these */
 } quic_feed_t;
 
-/* One UDP conversation carrying a libp2p QUIC connection, for the postdissector (file scope). */
+/* One UDP conversation carrying QUIC, for the postdissector (file scope). */
 typedef struct quic_udp {
+    gboolean libp2p;            /* the client offered the ALPN "libp2p" */
+    /* Packets before the one whose ClientHello showed the ALPN (a ClientHello may span
+     * several Initial packets): counted with it. */
+    guint32 before_frames;
+    guint64 before_bytes;
     address first_addr;         /* the sender of the first packet: direction 0 */
     guint32 first_port;
     guint64 hidden[2];          /* bytes of packets not decrypted, by direction */
@@ -227,7 +232,7 @@ offers_libp2p(proto_tree *tree)
  * later passes, which may have no tree: tshark -2 builds none for a postdissector then). */
 typedef struct {
     p2pc_quic_packet_t pkt;
-    guint64 undecrypted;        /* QUIC bytes of the frame not decrypted */
+    guint64 undecrypted;        /* UDP payload bytes of the frame, when not decrypted */
 } quic_pkt_slot_t;
 
 /* First pass: the frame's QUIC packets, read from the tree. */
@@ -236,15 +241,19 @@ read_packet(packet_info *pinfo, proto_tree *tree, quic_udp_t *u, int d)
 {
     quic_pkt_slot_t *s = wmem_new0(p2pc_replay_scope(pinfo), quic_pkt_slot_t);
     guint n;
-    guint64 quic_bytes = field_bytes(tree, proto_quic, &n);
+    guint64 udp_payload = field_bytes(tree, hf_ws_udp_payload, &n);
 
     field_bytes(tree, hf_ws_undecrypted, &n);
     if (n) {
-        s->undecrypted = quic_bytes;
-        u->hidden[d] += quic_bytes;
+        s->undecrypted = udp_payload;
+        u->hidden[d] += udp_payload;
         p2pc_where_keep(pinfo, &u->last[d]);
     }
     s->pkt.frame_len = pinfo->fd->pkt_len;
+    s->pkt.before_frames = u->before_frames;
+    s->pkt.before_bytes = u->before_bytes;
+    u->before_frames = 0;
+    u->before_bytes = 0;
     s->pkt.stream_bytes = (guint32)field_bytes(tree, hf_ws_stream_data, &n);
     s->pkt.ack_only = !s->pkt.stream_bytes && ack_only(tree);
     if (p2pc_keep_replay(pinfo)) {
@@ -272,16 +281,24 @@ dissect_quic_packet(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *d
     } else {
         if (!tree)
             return 0;
-        if (!u && offers_libp2p(tree)) {
+        if (!u) {
             u = wmem_new0(wmem_file_scope(), quic_udp_t);
             copy_address_wmem(wmem_file_scope(), &u->first_addr, &pinfo->src);
             u->first_port = pinfo->srcport;
-            u->next = udp_conns;
-            udp_conns = u;
             conversation_add_proto_data(conv, proto_l2p_quic, u);
         }
-        s = u ? read_packet(pinfo, tree, u, addresses_equal(&u->first_addr, &pinfo->src) &&
-                                           u->first_port == pinfo->srcport ? 0 : 1) : NULL;
+        if (!u->libp2p && !offers_libp2p(tree)) {
+            u->before_frames++;
+            u->before_bytes += pinfo->fd->pkt_len;
+            return 0;
+        }
+        if (!u->libp2p) {
+            u->libp2p = TRUE;
+            u->next = udp_conns;
+            udp_conns = u;
+        }
+        s = read_packet(pinfo, tree, u, addresses_equal(&u->first_addr, &pinfo->src) &&
+                                        u->first_port == pinfo->srcport ? 0 : 1);
     }
     if (!s)
         return 0;
@@ -343,12 +360,12 @@ proto_reg_handoff_libp2p_quic(void)
     GArray *wanted = g_array_new(FALSE, FALSE, (guint)sizeof(int));
 
     dissector_add_string("quic.proto", "libp2p", l2p_quic_handle);
-    proto_quic = proto_get_id_by_filter_name("quic");
+    hf_ws_udp_payload = proto_registrar_get_id_byname("udp.payload");
     hf_ws_frame_type = proto_registrar_get_id_byname("quic.frame_type");
     hf_ws_stream_data = proto_registrar_get_id_byname("quic.stream_data");
     hf_ws_undecrypted = proto_registrar_get_id_byname("quic.remaining_payload");
     hf_ws_alpn = proto_registrar_get_id_byname("tls.handshake.extensions_alpn_str");
-    g_array_append_val(wanted, proto_quic);
+    g_array_append_val(wanted, hf_ws_udp_payload);
     g_array_append_val(wanted, hf_ws_frame_type);
     g_array_append_val(wanted, hf_ws_stream_data);
     g_array_append_val(wanted, hf_ws_undecrypted);
