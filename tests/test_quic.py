@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+import subprocess
 
 import pytest
 
@@ -48,6 +49,10 @@ def test_quic_streams_decode_to_the_source_blocks(tshark, side):
     # The error chunk after the last block: its SSZ is the message the generator sent.
     errors = [raw for _, mtype, raw in pl if mtype == "beacon_blocks_by_range/2 response" and len(raw) < 1000]
     assert errors == [TRUTH["error_chunk"]["message"].encode()]
+    # The ALPN both hosts agreed on: the quic.proto entry p2pc registered.
+    alpn = tshark.fields(CAP, ["ip.src", "tls.handshake.extensions_alpn_str"],
+                         dfilter="tls.handshake.extensions_alpn_str", extra=keys(tshark, side))
+    assert alpn == [[TRUTH["link"]["dialer"], "libp2p"], [TRUTH["link"]["listener"], "libp2p"]]
 
 
 def test_quic_gossip_message_id_matches_the_spec(tshark):
@@ -163,3 +168,48 @@ def test_p2pc_analyze_models_quic_headers_and_acks(tshark):
     blocks = rows[("eth2", "beacon_blocks_by_range/2 response")]
     assert blocks["messages"] == 4 and blocks["tcp_header_saved"] > 0 and blocks["ack_saved"] > 0
     assert rows[("eth2", "gossip beacon_block")]["raw_bytes"] == len(source(TRUTH["gossip"]["blocks"][0]))
+
+
+def stream_data_len(tshark, frame: int) -> int:
+    rows = tshark.fields(CAP, ["quic.stream_data"], dfilter=f"frame.number == {frame}", extra=keys(tshark))
+    return sum(len(bytes.fromhex(d.replace(":", ""))) for d in rows[0][0].split("|"))
+
+
+def block_frame(tshark) -> int:
+    """A frame in the middle of the first block's response (stream 20, the listener's)."""
+    rows = tshark.fields(CAP, ["frame.number", "libp2p_quic.stream"], dfilter="libp2p_quic.stream == 20",
+                         extra=keys(tshark))
+    return int([r for r in rows if r[1] == "20"][200][0])
+
+
+def test_quic_retransmitted_stream_data_is_fed_once(tshark, tmp_path):
+    """A STREAM frame seen twice (the frame duplicated after itself) feeds its bytes once: the
+    copy shows libp2p_quic.skipped, and the records are those of the capture as it was."""
+    n = block_frame(tshark)
+    one, dup = tmp_path / "one.pcapng", tmp_path / "dup.pcapng"
+    subprocess.run(["editcap", "-r", str(CAP), str(one), str(n)], check=True)
+    subprocess.run(["mergecap", "-w", str(dup), str(CAP), str(one)], check=True)
+    rows = tshark.fields(dup, ["frame.number", "libp2p_quic.skipped"], dfilter="libp2p_quic.skipped",
+                         extra=keys(tshark))
+    assert [n + 1, stream_data_len(tshark, n)] in [[int(r[0]), int(r[1])] for r in rows]
+    msgs = lambda cap: [(r["msg_type"], r["wire_len"]) for r in tshark.records(cap, extra=keys(tshark))]  # noqa: E731
+    assert msgs(dup) == msgs(CAP)
+
+
+def test_quic_missing_stream_data_is_a_hole(tshark, tmp_path):
+    """A datagram of the first block's stream removed: the next bytes of that stream direction
+    show libp2p_quic.gap with the bytes missing; that stream's rest is undecoded bytes, counted,
+    and the other streams (the gossiped block, goodbye) decode as before."""
+    n = block_frame(tshark)
+    cut = tmp_path / "cut.pcapng"
+    subprocess.run(["editcap", str(CAP), str(cut), str(n)], check=True)
+    rows = tshark.fields(cut, ["frame.number", "_ws.expert.message"], dfilter="libp2p_quic.gap", extra=keys(tshark))
+    assert len(rows) == 1 and rows[0][0] == str(n)
+    assert f"{stream_data_len(tshark, n)} bytes of this stream direction are missing" in rows[0][1]
+    pl = tshark.payloads(cut, extra=keys(tshark))
+    assert [hashlib.sha256(raw).hexdigest() for _, mtype, raw in pl if mtype == "gossip beacon_block"] == \
+        [hashlib.sha256(source(f)).hexdigest() for f in TRUTH["gossip"]["blocks"]]
+    recs = tshark.records(cut, extra=keys(tshark))
+    assert "goodbye/1 request" in [r["msg_type"] for r in recs]
+    assert not [r for r in recs if r["msg_type"] == "beacon_blocks_by_range/2 response"]
+    assert sum(int(r["wire_len"]) for r in recs if r["msg_type"] == "undecoded") > 3 * 400_000
