@@ -49,6 +49,10 @@ def test_quic_streams_decode_to_the_source_blocks(tshark, side):
     # The error chunk after the last block: its SSZ is the message the generator sent.
     errors = [raw for _, mtype, raw in pl if mtype == "beacon_blocks_by_range/2 response" and len(raw) < 1000]
     assert errors == [TRUTH["error_chunk"]["message"].encode()]
+    # Each block's record: its SSZ length uncompressed, as over TCP.
+    recs = tshark.records(CAP, extra=keys(tshark, side))
+    assert [int(r["raw_len"]) for r in recs if r["msg_type"] == "beacon_blocks_by_range/2 response"][:3] == \
+        [len(source(b["file"])) for b in TRUTH["blocks_by_range"]]
     # The ALPN both hosts agreed on: the quic.proto entry p2pc registered.
     alpn = tshark.fields(CAP, ["ip.src", "tls.handshake.extensions_alpn_str"],
                          dfilter="tls.handshake.extensions_alpn_str", extra=keys(tshark, side))

@@ -164,8 +164,9 @@ dissect_l2p_quic(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
             st->pair = l2p_stream_pair_new(c->conn, "quic", si->stream_id);
             wmem_map_insert(c->streams, id, st);
         }
-        /* The offset of this tvb's first byte in the stream (what QUIC reassembled ahead of
-         * it, on 4.4 and later, comes in one tvb).  32 bits, as in Wireshark's QUIC. */
+        /* si->offset: the stream offset of this tvb's first byte, which QUIC sets before each
+         * call (stream_offset is the STREAM frame's, which differs for data QUIC reassembled).
+         * 32 bits, as in Wireshark's QUIC. */
         plan_feed(st, from_opener ? 0 : 1, si->offset, len, f);
     }
     ti = proto_tree_add_item(tree, proto_l2p_quic, tvb, 0, -1, ENC_NA);
