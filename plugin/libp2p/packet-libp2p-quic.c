@@ -23,7 +23,9 @@
  * whether it held only ACK and PADDING frames), and the bytes of packets Wireshark could not
  * decrypt: with no key, every packet after the Initial ones.  Those bytes are one record per
  * direction at the end of the capture, msg_type `quic (encrypted)` (a tail, record.h), and each
- * such packet gets an expert note naming the key log preference.
+ * such packet gets an expert note naming the key log preference.  The fields it asks for make
+ * tshark build a (hidden) tree for every frame, QUIC or not: tshark decides that once per file,
+ * so it cannot wait for the first QUIC frame.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
