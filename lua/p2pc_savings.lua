@@ -1,7 +1,8 @@
 -- p2pc_savings.lua
 -- Statistics ▸ P2P Compression ▸ Savings by message type: a window in the Wireshark GUI over the
 -- common p2pc record, with the savings model of docs/savings-model.md (p2pc_model.lua): payload
--- bytes saved by compression, header bytes saved by batching and fewer TCP segments, and ACK
+-- bytes saved by compression, header bytes saved by batching and fewer TCP segments (or QUIC
+-- packets), and ACK
 -- bytes saved by fewer acknowledgements, per protocol and message type — the same numbers as
 -- `p2pc analyze` on the same capture.
 --
@@ -23,7 +24,8 @@ for _, name in ipairs({ "p2pc.proto", "p2pc.msg_type", "p2pc.wire_len", "p2pc.he
                         "p2pc.payload_len", "p2pc.raw_len", "p2pc.batch_count", "tcp.stream",
                         "ip.src", "ip.dst", "ipv6.src", "ipv6.dst", "tcp.srcport", "tcp.dstport",
                         "tcp.len", "frame.len", "tcp.flags.syn", "tcp.flags.fin", "tcp.flags.reset",
-                        "tcp.flags.ack" }) do
+                        "tcp.flags.ack", "udp.srcport", "udp.dstport", "quic.stream_data",
+                        "quic.frame_type" }) do
     f[name] = Field.new(name)
 end
 
@@ -51,23 +53,44 @@ local function new_accumulator()
         return t
     end
 
+    -- A QUIC datagram as the plugin counts it (docs/savings-model.md): its STREAM data bytes, and
+    -- whether it holds only ACK and PADDING frames.
+    local function quic_counts()
+        local seglen, ack, other = 0, false, false
+        for _, fi in ipairs({ f["quic.stream_data"]() }) do seglen = seglen + fi.len end
+        for _, fi in ipairs({ f["quic.frame_type"]() }) do
+            local ft = tonumber(tostring(fi.value))
+            if ft == 2 or ft == 3 then ack = true elseif ft ~= 0 then other = true end
+        end
+        return seglen, seglen == 0 and ack and not other
+    end
+
     function acc.packet()
         local stream = value("tcp.stream")
-        if stream == nil then return end
+        local sport, dport, seglen, pure_ack
+        if stream ~= nil then
+            sport, dport, seglen = value("tcp.srcport"), value("tcp.dstport"), value("tcp.len") or 0
+            pure_ack = not value("tcp.flags.syn") and not value("tcp.flags.fin") and
+                       not value("tcp.flags.reset") and value("tcp.flags.ack")
+        elseif value("udp.srcport") ~= nil then
+            -- A QUIC direction: stream -1, as its records and its T line have.
+            stream, sport, dport = -1, value("udp.srcport"), value("udp.dstport")
+            seglen, pure_ack = quic_counts()
+        else
+            return
+        end
         local src = tostring(value("ip.src") or value("ipv6.src"))
         local dst = tostring(value("ip.dst") or value("ipv6.dst"))
-        local sport, dport = value("tcp.srcport"), value("tcp.dstport")
         local key = stream .. "\t" .. src .. "\t" .. sport
         local t = tcp_counts(key)
         t.reverse = stream .. "\t" .. dst .. "\t" .. dport
-        local seglen, framelen = value("tcp.len") or 0, value("frame.len")
+        local framelen = value("frame.len")
         if seglen > 0 then
             t.data_segs = t.data_segs + 1
             t.data_bytes = t.data_bytes + seglen
             t.data_frame_bytes = t.data_frame_bytes + framelen
             if seglen > t.max_seg then t.max_seg = seglen end
-        elseif not value("tcp.flags.syn") and not value("tcp.flags.fin") and
-               not value("tcp.flags.reset") and value("tcp.flags.ack") then
+        elseif pure_ack then
             t.pure_acks = t.pure_acks + 1
             t.pure_ack_bytes = t.pure_ack_bytes + framelen
         end
@@ -153,7 +176,7 @@ end
 
 if printing then
     local acc = new_accumulator()
-    local tap = Listener.new("frame", "tcp")
+    local tap = Listener.new("frame", "tcp || quic")
     function tap.packet() acc.packet() end
     function tap.draw()
         print("#" .. table.concat(COLUMNS, "\t"))
@@ -165,7 +188,7 @@ end
 local function open_window()
     local win = TextWindow.new("p2pc: savings by message type")
     local acc = new_accumulator()
-    local tap = Listener.new("frame", "tcp")
+    local tap = Listener.new("frame", "tcp || quic")
 
     function tap.packet() acc.packet() end
 

@@ -105,17 +105,23 @@ def test_no_tcp_data_models_no_segments():
     assert LinkParams.from_tcp(tcp("a", 1, "b", 2, 0, 0, 0, 3, 198, 0), None) is None
 
 
-@pytest.mark.parametrize("capture", ["bitcoin/btc-compressed.pcapng", "fisco/fisco-parallel-on.pcapng",
-                                     "eth2/eth2-yamux.pcapng"])
+# capture: its key log (an NSS one, for tls.keylog_file), if any.
+GUI_CAPTURES = {"bitcoin/btc-compressed.pcapng": None, "fisco/fisco-parallel-on.pcapng": None,
+                "eth2/eth2-yamux.pcapng": None, "eth2/eth2-quic.pcapng": "eth2/eth2-quic.keys"}
+
+
+@pytest.mark.parametrize("capture", list(GUI_CAPTURES))
 def test_gui_window_shows_what_analyze_reports(tshark, capture):
     """The Statistics window (lua/p2pc_savings.lua, run in tshark's print mode) and `p2pc analyze`
-    give the same rows, number for number."""
+    give the same rows, number for number (over QUIC too, its packets counted alike)."""
     script = REPO / "lua" / "p2pc_savings.lua"
+    keys = GUI_CAPTURES[capture]
     res = tshark.run(["-q", "-r", tshark.ws.readable(CAPTURES / capture),
-                      "-X", f"lua_script:{tshark.ws.readable(script)}", "-X", "lua_script1:print"])
+                      "-X", f"lua_script:{tshark.ws.readable(script)}", "-X", "lua_script1:print"] +
+                     (["-o", f"tls.keylog_file:{tshark.ws.readable(CAPTURES / keys)}"] if keys else []))
     lines = [l.split("\t") for l in res.stdout.splitlines() if l and not l.startswith("#")]
     gui = {(c[0], c[1]): c[2:] for c in lines}
-    rep = p2pc_report("analyze", str(CAPTURES / capture))
+    rep = p2pc_report("analyze", *(["--keylog", str(CAPTURES / keys)] if keys else []), str(CAPTURES / capture))
     assert rep["rows"] and set(gui) == {(r["proto"], r["msg_type"]) for r in rep["rows"]}, res.stderr
     for r in rep["rows"]:
         msgs, wire, payload_saved, header_saved, ack_saved, total_saved, total_pct = gui[(r["proto"], r["msg_type"])]

@@ -18,7 +18,9 @@ handshake's extensions), eth2-noise-mplex (the full workload over /noise, mplex 
 multistream-select inside), eth2-tls-yamux (the full workload over /tls/1.0.0, yamux agreed by ALPN):
 the hosts are built with keylog/'s patches (go build -overlay) and write their Noise keys and TLS
 secrets beside the capture (<name>.keys); eth2-tls-embedded is eth2-tls-yamux with its secrets
-injected into the pcapng (editcap --inject-secrets).  eth2-badcrc and eth2-truncated are cut from eth2-yamux with editcap.
+injected into the pcapng (editcap --inject-secrets).  eth2-quic is the full workload over /quic-v1
+(QUIC: TLS 1.3 inside, each libp2p stream a QUIC stream, no muxer), the TLS secrets of both
+hosts' QUIC connections beside it (keylog/quic-transport.go.patch).  eth2-badcrc and eth2-truncated are cut from eth2-yamux with editcap.
 """
 from __future__ import annotations
 
@@ -42,7 +44,8 @@ SESSIONS = {"eth2-yamux": ("yamux", 2, "full", "plaintext"), "eth2-mplex": ("mpl
             "eth2-broken": ("yamux", 0, "broken", "plaintext"), "eth2-noise": ("yamux", 0, "short", "noise"),
             "eth2-noise-yamux": ("yamux", 1, "full", "noise"), "eth2-noise-mplex": ("mplex", 1, "full", "noise-ms"),
             "eth2-tls-yamux": ("yamux", 1, "full", "tls"), "eth2-noise-secp256k1": ("yamux", 0, "short", "noise"),
-            "eth2-yamux-lf": ("yamux", 1, "full", "plaintext"), "eth2-noise-yamux-lf": ("yamux", 1, "full", "noise")}
+            "eth2-yamux-lf": ("yamux", 1, "full", "plaintext"), "eth2-noise-yamux-lf": ("yamux", 1, "full", "noise"),
+            "eth2-quic": ("none", 1, "full", "quic")}
 # Sessions captured on the listener's side (node A listens, B dials): the listener's multistream
 # header, sent as it accepts, is on the wire a round trip before the dialer's proposal, as real
 # go-libp2p listeners on a LAN are.  The others are captured on the dialer's side, where the
@@ -51,11 +54,19 @@ LISTENER_FIRST = {"eth2-yamux-lf", "eth2-noise-yamux-lf"}
 # Sessions whose identities are secp256k1 keys (as Ethereum clients'), not Ed25519.
 SECP256K1 = {"eth2-noise-secp256k1"}
 # Sessions that write their keys (the key log beside the capture); eth2-noise keeps none.
-KEYED = {"eth2-noise-yamux", "eth2-noise-mplex", "eth2-tls-yamux", "eth2-noise-secp256k1", "eth2-noise-yamux-lf"}
+KEYED = {"eth2-noise-yamux", "eth2-noise-mplex", "eth2-tls-yamux", "eth2-noise-secp256k1", "eth2-noise-yamux-lf",
+         "eth2-quic"}
 GO_LIBP2P = "github.com/libp2p/go-libp2p@v0.39.1"
+QUIC_GO = "github.com/quic-go/quic-go@v0.49.0"
 PATCHES = [(GO_LIBP2P, "p2p/security/noise/handshake.go", HERE / "libp2p" / "keylog" / "noise-handshake.go.patch"),
-           (GO_LIBP2P, "p2p/security/tls/transport.go", HERE / "libp2p" / "keylog" / "tls-transport.go.patch")]
-SECURITY_IDS = {"plaintext": "/plaintext/2.0.0", "noise": "/noise", "noise-ms": "/noise", "tls": "/tls/1.0.0"}
+           (GO_LIBP2P, "p2p/security/tls/transport.go", HERE / "libp2p" / "keylog" / "tls-transport.go.patch"),
+           (GO_LIBP2P, "p2p/transport/quic/transport.go", HERE / "libp2p" / "keylog" / "quic-transport.go.patch"),
+           # Not a key log: quic-go v0.49.0 panics on the server when built with a Go newer than it
+           # knows (1.26 here), whose SendSessionTicket no longer fails when tickets are disabled.
+           (QUIC_GO, "internal/handshake/crypto_setup.go",
+            HERE / "libp2p" / "keylog" / "quic-go-session-ticket.go.patch")]
+SECURITY_IDS = {"plaintext": "/plaintext/2.0.0", "noise": "/noise", "noise-ms": "/noise", "tls": "/tls/1.0.0",
+                "quic": "/quic-v1"}
 SEEDS = {"a": 1, "b": 2}     # identity keys: Ed25519 from 32 bytes of the seed
 # The listener's answers to the broken session's pings, in order (main.go brokenPings).
 BROKEN_PINGS = ["bad_crc", "unskippable", "length_mismatch", "too_long", "compressed_too_long",
@@ -88,10 +99,14 @@ def make(name: str, muxer: str, gossip: int, session: str, security: str, exes: 
         env[side] = dict(os.environ, LIBP2P_NOISE_KEYLOG=str(path), SSLKEYLOGFILE=str(path)) if name in KEYED else None
     addrs = {"a": EmulatedLink.addr_a, "b": EmulatedLink.addr_b}
     with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
-        common = ["-muxer", muxer, "-blocks", str(BLOCKS), "-gossip", str(gossip), "-session", session,
-                  "-security", security, "-keytype", "secp256k1" if name in SECP256K1 else "ed25519"]
+        # QUIC has TLS 1.3 inside and no muxer: -security and -muxer do not apply to it.
+        quic = security == "quic"
+        common = ["-muxer", "yamux" if quic else muxer, "-blocks", str(BLOCKS), "-gossip", str(gossip),
+                  "-session", session, "-security", "tls" if quic else security,
+                  "-transport", "quic" if quic else "tcp", "-keytype", "secp256k1" if name in SECP256K1 else "ed25519"]
+        listen = f"/ip4/0.0.0.0/udp/{PORT}/quic-v1" if quic else f"/ip4/0.0.0.0/tcp/{PORT}"
         lp = link.popen(listener, [str(exe), "-role", "listen", *common, "-idfile", str(idfile),
-                                   "-seed", str(SEEDS["b"]), "-listen", f"/ip4/0.0.0.0/tcp/{PORT}"], env=env[listener])
+                                   "-seed", str(SEEDS["b"]), "-listen", listen], env=env[listener])
         addr = listener_addr(idfile, addrs[listener])
         link.run(dialer, [str(exe), "-role", "dial", *common, "-peer", addr, "-seed", str(SEEDS["a"])], timeout=180,
                  env=env[dialer])
@@ -132,7 +147,7 @@ def make(name: str, muxer: str, gossip: int, session: str, security: str, exes: 
     if name in KEYED:
         truth["keys"] = {"dialer": keys[dialer].name, "listener": keys[listener].name}
         truth["muxer_negotiation"] = {"noise": "noise extensions", "noise-ms": "multistream-select",
-                                      "tls": "alpn"}[security]
+                                      "tls": "alpn", "quic": "none (QUIC streams)"}[security]
     (OUT / f"{name}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
     print(f"{cap.name}: {cap.stat().st_size} bytes")
 

@@ -204,29 +204,31 @@ records_peer_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, cons
     return TAP_PACKET_DONT_REDRAW;
 }
 
-static tap_packet_status
-records_tcp_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
-                   tap_flags_t flags)
+/* The direction of `stream` (G_MAXUINT32: a libp2p QUIC connection over UDP) from src:sport,
+ * counted with one more frame: `seglen` bytes of payload (TCP) or STREAM data (QUIC), else a
+ * pure ACK (QUIC: a packet of ACK and PADDING frames only) or a control frame; and with
+ * `ctl_before` control frames of `ctl_before_bytes` before it (QUIC's p2pc_quic_packet_t). */
+static void
+count_frame(tcp_dirs_t *t, packet_info *pinfo, guint32 stream, const address *ip_src, guint32 sport,
+            const address *ip_dst, guint32 dport, guint32 seglen, gboolean pure_ack,
+            guint32 ctl_before, guint64 ctl_before_bytes)
 {
-    tcp_dirs_t *t = (tcp_dirs_t *)tapdata;
-    const tcp_info_t *th = (const tcp_info_t *)p;
     gchar *src, *key;
     tcp_dir_stats_t *d;
     guint32 frame_len = pinfo->fd->pkt_len;
-    guint32 seglen = th->th_have_seglen ? th->th_seglen : 0;
 
     if (t->stream)
         stream_check_reset(t, pinfo->num);
-    src = address_to_str(NULL, &th->ip_src);
-    key = g_strdup_printf("%u\t%s\t%u", th->th_stream, src, th->th_sport);
+    src = address_to_str(NULL, ip_src);
+    key = g_strdup_printf("%u\t%s\t%u", stream, src, sport);
     d = (tcp_dir_stats_t *)g_hash_table_lookup(t->dirs, key);
     if (!d) {
         d = g_new0(tcp_dir_stats_t, 1);
         d->src = g_strdup(src);
-        d->dst = address_to_str(NULL, &th->ip_dst);
-        d->stream = th->th_stream;
-        d->srcport = th->th_sport;
-        d->dstport = th->th_dport;
+        d->dst = address_to_str(NULL, ip_dst);
+        d->stream = stream;
+        d->srcport = sport;
+        d->dstport = dport;
         d->first_ts = pinfo->abs_ts;
         g_hash_table_insert(t->dirs, key, d);
         g_ptr_array_add(t->order, d);
@@ -234,8 +236,10 @@ records_tcp_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const
         g_free(key);
     }
     wmem_free(NULL, src);
-    d->frames++;
-    d->bytes += frame_len;
+    d->frames += 1 + ctl_before;
+    d->bytes += frame_len + ctl_before_bytes;
+    d->ctl_frames += ctl_before;
+    d->ctl_bytes += ctl_before_bytes;
     d->last_ts = pinfo->abs_ts;
     if (seglen > 0) {
         d->data_segs++;
@@ -243,7 +247,7 @@ records_tcp_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const
         d->data_frame_bytes += frame_len;
         if (seglen > d->max_seg)
             d->max_seg = seglen;
-    } else if ((th->th_flags & (TH_SYN | TH_FIN | TH_RST)) == 0 && (th->th_flags & TH_ACK)) {
+    } else if (pure_ack) {
         d->pure_acks++;
         d->pure_ack_bytes += frame_len;
     } else {
@@ -254,6 +258,28 @@ records_tcp_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const
         print_tcp_dir(d);
         fflush(stdout);
     }
+}
+
+static tap_packet_status
+records_tcp_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
+                   tap_flags_t flags)
+{
+    const tcp_info_t *th = (const tcp_info_t *)p;
+
+    count_frame((tcp_dirs_t *)tapdata, pinfo, th->th_stream, &th->ip_src, th->th_sport, &th->ip_dst,
+                th->th_dport, th->th_have_seglen ? th->th_seglen : 0,
+                (th->th_flags & (TH_SYN | TH_FIN | TH_RST)) == 0 && (th->th_flags & TH_ACK), 0, 0);
+    return TAP_PACKET_DONT_REDRAW;
+}
+
+static tap_packet_status
+records_quic_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
+                    tap_flags_t flags)
+{
+    const p2pc_quic_packet_t *q = (const p2pc_quic_packet_t *)p;
+
+    count_frame((tcp_dirs_t *)tapdata, pinfo, G_MAXUINT32, &pinfo->src, pinfo->srcport, &pinfo->dst,
+                pinfo->destport, q->stream_bytes, q->ack_only, q->before_frames, q->before_bytes);
     return TAP_PACKET_DONT_REDRAW;
 }
 
@@ -268,9 +294,9 @@ print_tcp_header(void)
 static void
 print_tcp_dir(const tcp_dir_stats_t *d)
 {
-    printf("T\t%u\t%s\t%u\t%s\t%u\t%u\t%" G_GUINT64_FORMAT "\t%u\t%" G_GUINT64_FORMAT
+    printf("T\t%d\t%s\t%u\t%s\t%u\t%u\t%" G_GUINT64_FORMAT "\t%u\t%" G_GUINT64_FORMAT
            "\t%" G_GUINT64_FORMAT "\t%u\t%" G_GUINT64_FORMAT "\t%u\t%" G_GUINT64_FORMAT "\t%u\t",
-           d->stream, d->src, d->srcport, d->dst, d->dstport, d->frames, d->bytes,
+           d->stream == G_MAXUINT32 ? -1 : (int)d->stream, d->src, d->srcport, d->dst, d->dstport, d->frames, d->bytes,
            d->data_segs, d->data_bytes, d->data_frame_bytes, d->pure_acks,
            d->pure_ack_bytes, d->ctl_frames, d->ctl_bytes, d->max_seg);
     print_ts(stdout, &d->first_ts);
@@ -362,6 +388,14 @@ records_init(const char *opt_arg, void *userdata)
                                 records_peer_packet, NULL, NULL);
     if (err) {
         fprintf(stderr, "tshark: Couldn't register the p2pc,records peer listener: %s\n", err->str);
+        g_string_free(err, TRUE);
+        exit(1);
+    }
+    /* The same counts for the packets of libp2p QUIC connections (stream -1). */
+    err = register_tap_listener("p2pc_quic", &t->tcp, NULL, TL_REQUIRES_NOTHING, NULL,
+                                records_quic_packet, NULL, NULL);
+    if (err) {
+        fprintf(stderr, "tshark: Couldn't register the p2pc,records QUIC listener: %s\n", err->str);
         g_string_free(err, TRUE);
         exit(1);
     }

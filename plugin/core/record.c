@@ -27,6 +27,7 @@ void proto_register_p2pc(void);
 static int proto_p2pc = -1;
 static int p2pc_tap = -1;
 static int p2pc_peer_tap = -1;
+static int p2pc_quic_tap = -1;
 
 static int hf_p2pc_proto = -1;
 static int hf_p2pc_msg_type = -1;
@@ -218,10 +219,17 @@ void
 p2pc_tail_undecoded(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *last,
                     const char *proto, const char *codec, guint64 bytes)
 {
+    p2pc_tail_record(emit, ud, last, proto, "undecoded", codec, bytes);
+}
+
+void
+p2pc_tail_record(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *last,
+                 const char *proto, const char *msg_type, const char *codec, guint64 bytes)
+{
     p2pc_record_t rec;
     if (!bytes || last->at.src.type == AT_NONE)
         return;
-    p2pc_record_init(&rec, proto, "undecoded");
+    p2pc_record_init(&rec, proto, msg_type);
     rec.codec = codec;
     rec.wire_len = rec.payload_len = rec.raw_len = bytes;
     rec.at = last->at;
@@ -296,6 +304,14 @@ p2pc_peer_add(packet_info *pinfo, const char *via, const char *peer_id)
 }
 
 void
+p2pc_quic_packet_add(packet_info *pinfo, const p2pc_quic_packet_t *pkt)
+{
+    p2pc_quic_packet_t *q = wmem_new(pinfo->pool, p2pc_quic_packet_t);
+    *q = *pkt;
+    tap_queue_packet(p2pc_quic_tap, pinfo, q);
+}
+
+void
 proto_register_p2pc(void)
 {
     static hf_register_info hf[] = {
@@ -330,6 +346,7 @@ proto_register_p2pc(void)
     proto_register_subtree_array(ett, array_length(ett));
     p2pc_tap = register_tap("p2pc");
     p2pc_peer_tap = register_tap("p2pc_peer");
+    p2pc_quic_tap = register_tap("p2pc_quic");
     p2pc_retrans_register(proto_p2pc, p2pc_prefs_register(proto_p2pc));
     p2pc_segment_register(proto_p2pc);
     p2pc_holes_register(proto_p2pc);

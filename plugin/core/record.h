@@ -105,8 +105,11 @@ typedef void (*p2pc_tail_emit_fn)(const p2pc_record_t *rec, void *ud);
 typedef void (*p2pc_tail_fn)(p2pc_tail_emit_fn emit, void *ud);
 void p2pc_tail_register(p2pc_tail_fn fn);
 void p2pc_tail_foreach(p2pc_tail_emit_fn emit, void *ud);
-/* For a tail function: emit an "undecoded" record of `bytes` bytes of `proto` (its `codec`)
- * where and when `last` was kept (p2pc_where_keep); nothing when bytes is 0 or nothing was. */
+/* For a tail function: emit a record of `bytes` bytes of `proto` (its `msg_type` and `codec`;
+ * wire_len = payload_len = raw_len = bytes) where and when `last` was kept (p2pc_where_keep);
+ * nothing when bytes is 0 or nothing was.  p2pc_tail_undecoded(): msg_type "undecoded". */
+void p2pc_tail_record(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *last,
+                      const char *proto, const char *msg_type, const char *codec, guint64 bytes);
 void p2pc_tail_undecoded(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *last,
                          const char *proto, const char *codec, guint64 bytes);
 
@@ -114,6 +117,20 @@ void p2pc_tail_undecoded(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *
  * TCP stream and endpoints (file scope: a direction's endpoints do not change).  For a tail
  * record: call it with each frame of the direction (first pass). */
 void p2pc_where_keep(packet_info *pinfo, p2pc_record_t *rec);
+
+/* One UDP datagram of a libp2p QUIC connection, for the header/ACK model (the "p2pc_quic" tap;
+ * -z p2pc,records counts them per direction as it counts TCP segments, docs/tap-format.md). */
+typedef struct {
+    guint32 frame_len;          /* the whole frame */
+    guint32 stream_bytes;       /* STREAM frame data it carried (0 when not decrypted) */
+    gboolean ack_only;          /* only ACK and PADDING frames: QUIC's pure ACK */
+    /* The same sender's packets before this one, not told apart as libp2p's then (the first
+     * Initial packets of a ClientHello that spans several): control frames. */
+    guint32 before_frames;
+    guint64 before_bytes;
+} p2pc_quic_packet_t;
+
+void p2pc_quic_packet_add(packet_info *pinfo, const p2pc_quic_packet_t *pkt);
 
 /* Swap pinfo's source and destination (addresses and ports): a record made for the other
  * direction of the frame's connection names that direction's endpoints; swap back after. */

@@ -10,7 +10,10 @@
 // does not serve gets "na", a gossip message is not Snappy), "short" (status, ping, goodbye:
 // for the Noise capture).  -security noise, noise-ms or tls replaces plaintext; built with the
 // patches in keylog/ (make_eth2.py applies them with go build -overlay), Noise writes its keys
-// to $LIBP2P_NOISE_KEYLOG and TLS its secrets to $SSLKEYLOGFILE.
+// to $LIBP2P_NOISE_KEYLOG and TLS its secrets to $SSLKEYLOGFILE.  -transport quic runs the
+// same workload over /quic-v1 (TLS 1.3 inside QUIC, no muxer: -security and -muxer do not
+// apply), the listen address then /ip4/0.0.0.0/udp/9000/quic-v1; its secrets go to
+// $SSLKEYLOGFILE too.
 package main
 
 import (
@@ -247,6 +250,7 @@ func main() {
 		"repeated) or secp256k1 (its scalar is the seed byte repeated, big-endian), as Ethereum clients use")
 	gossipN := flag.Int("gossip", 3, "dial: blocks to publish on gossipsub")
 	session := flag.String("session", "full", "full, broken or short")
+	transport := flag.String("transport", "tcp", "tcp or quic")
 	security := flag.String("security", "plaintext", "plaintext, noise (the muxer negotiated early, in "+
 		"the handshake's extensions), noise-ms (the muxer negotiated by multistream-select inside) or tls")
 	flag.Parse()
@@ -271,7 +275,12 @@ func main() {
 		sec = libp2p.Security(libp2ptls.ID, libp2ptls.New)
 	}
 	opts := []libp2p.Option{libp2p.Identity(priv), sec, libp2p.DisableRelay(),
-		libp2p.Transport(tcpTransport), libp2p.ResourceManager(&network.NullResourceManager{})}
+		libp2p.ResourceManager(&network.NullResourceManager{})}
+	if *transport == "quic" {
+		opts = append(opts, libp2p.Transport(quicTransport))
+	} else {
+		opts = append(opts, libp2p.Transport(tcpTransport))
+	}
 	if *muxer == "mplex" {
 		opts = append(opts, libp2p.Muxer("/mplex/6.7.0", mplexTransport{}))
 	} else {

@@ -6,11 +6,14 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	mp "github.com/libp2p/go-mplex"
 )
 
 var tcpTransport = tcp.NewTCPTransport
+
+var quicTransport = libp2pquic.NewTransport
 
 // mplexTransport adapts github.com/libp2p/go-mplex (v0.7.0) to go-libp2p's Multiplexer
 // interface, which go-libp2p dropped from its own tree when it deprecated mplex.

@@ -1,0 +1,378 @@
+/* packet-libp2p-quic.c
+ * libp2p over QUIC (/quic-v1; libp2p/specs quic, tls): TLS 1.3 inside QUIC with the ALPN
+ * "libp2p" and the libp2p certificate extension, decrypted by Wireshark's own QUIC dissector
+ * from tls.keylog_file (or secrets embedded in the pcapng).  QUIC has no muxer above it: each
+ * bidirectional QUIC stream is one libp2p stream, multistream-select first, then identify, ping,
+ * gossipsub or eth2 req/resp, as a muxed stream over TCP.
+ *
+ * QUIC hands each STREAM frame's data to the dissector its "quic.proto" table has for the ALPN
+ * (this file's, for "libp2p"), with a quic_stream_info as data.  The two directions of a QUIC
+ * stream are a stream pair of pipes (engine.h, [0]: opener -> other), kept per QUIC connection
+ * (the quic_info the QUIC dissector keeps for it) and stream id; the opener is the side the
+ * stream id names (RFC 9000 2.1: bit 0 clear, the client).  Each direction is fed its bytes
+ * once and in order, by stream offset: bytes already fed (a retransmission) are skipped, and
+ * a jump ahead is a hole (l2p_pipe_gap).  Every decision is made on the first pass and kept
+ * per frame (l2p_frame_slot), so later passes feed the same.
+ *
+ * The peer ID comes from the certificate's libp2p extension, which Wireshark's TLS handshake
+ * dissector hands to packet-libp2p-tls.c inside QUIC's CRYPTO frames as it does over TCP.
+ *
+ * A postdissector looks at every QUIC packet of a libp2p connection (the client's ALPN says so:
+ * Initial packets are decrypted with no key).  It counts each direction's packets for the
+ * header/ACK model (p2pc_quic_packet_add(): the frame's bytes, the STREAM data it carried,
+ * whether it held only ACK and PADDING frames), and the bytes of packets Wireshark could not
+ * decrypt: with no key, every packet after the Initial ones.  Those bytes are one record per
+ * direction at the end of the capture, msg_type `quic (encrypted)` (a tail, record.h), and each
+ * such packet gets an expert note naming the key log preference.  The fields it asks for make
+ * tshark build a (hidden) tree for every frame, QUIC or not: tshark decides that once per file,
+ * so it cannot wait for the first QUIC frame.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "core/p2pc-compat.h"
+#include "core/prefs.h"
+#include "core/record.h"
+#include "libp2p/engine.h"
+
+#include <epan/conversation.h>
+#include <epan/proto_data.h>
+#include <epan/expert.h>
+#include <epan/dissectors/packet-quic.h>
+
+void proto_register_libp2p_quic(void);
+void proto_reg_handoff_libp2p_quic(void);
+
+#define QUIC_FT_PADDING 0x00
+#define QUIC_FT_ACK     0x02
+#define QUIC_FT_ACK_ECN 0x03
+
+static int proto_l2p_quic = -1;
+static int hf_quic_stream = -1;
+static int hf_quic_offset = -1;
+static int hf_quic_from_opener = -1;
+static int hf_quic_skipped = -1;
+static gint ett_quic = -1;
+static expert_field ei_quic_gap = EI_INIT;
+static expert_field ei_quic_no_keys = EI_INIT;
+static dissector_handle_t l2p_quic_handle;
+/* Fields of Wireshark's QUIC and TLS the postdissector reads. */
+static int hf_ws_udp_payload = -1;
+static int hf_ws_frame_type = -1;
+static int hf_ws_stream_data = -1;
+static int hf_ws_undecrypted = -1;
+static int hf_ws_alpn = -1;
+
+/* One QUIC connection, by the quic_info of Wireshark's QUIC dissector (file scope). */
+typedef struct {
+    l2p_pipe_t *conn;           /* below every stream: nothing is fed to it */
+    wmem_map_t *streams;        /* stream id -> quic_stream_t */
+} quic_conn_t;
+
+typedef struct {
+    l2p_pipe_t **pair;          /* [0]: opener -> other */
+    guint64 next[2];            /* the stream offset each direction expects next */
+} quic_stream_t;
+
+/* What one STREAM frame fed (file scope, per frame: replayed on later passes). */
+typedef struct {
+    l2p_pipe_t *to;
+    guint32 skip;               /* bytes already fed before (a retransmission) */
+    guint32 len;                /* bytes fed */
+    guint64 gap;                /* bytes missing before these */
+} quic_feed_t;
+
+/* One UDP conversation carrying QUIC, for the postdissector (file scope). */
+typedef struct quic_udp {
+    gboolean libp2p;            /* the client offered the ALPN "libp2p" */
+    /* Packets before the one whose ClientHello showed the ALPN (a ClientHello may span
+     * several Initial packets): counted with it. */
+    guint32 before_frames;
+    guint64 before_bytes;
+    address first_addr;         /* the sender of the first packet: direction 0 */
+    guint32 first_port;
+    guint64 hidden[2];          /* bytes of packets not decrypted, by direction */
+    p2pc_record_t last[2];      /* where each direction's last such packet was */
+    struct quic_udp *next;
+} quic_udp_t;
+
+static wmem_map_t *conns;       /* quic_info -> quic_conn_t */
+static quic_udp_t *udp_conns;   /* every libp2p one of the file, for the tails */
+
+static void
+quic_init(void)
+{
+    conns = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
+    udp_conns = NULL;
+}
+
+/* First pass: what this STREAM frame's data at stream offset `off` adds to its direction. */
+static void
+plan_feed(quic_stream_t *st, int d, guint64 off, guint len, quic_feed_t *f)
+{
+    guint64 next = st->next[d];
+    f->to = st->pair[d];
+    if (off + len <= next) {
+        f->skip = len;          /* all of it fed before */
+        return;
+    }
+    if (off > next) {
+        f->gap = off - next;
+        l2p_pipe_gap(f->to, f->gap);
+    } else {
+        f->skip = (guint32)(next - off);
+    }
+    f->len = len - f->skip;
+    st->next[d] = off + len;
+}
+
+static int
+dissect_l2p_quic(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    quic_stream_info *si = (quic_stream_info *)data;
+    guint len = tvb_captured_length(tvb);
+    quic_conn_t *c;
+    quic_feed_t *f;
+    gboolean replay;
+    proto_item *ti;
+    proto_tree *t;
+    /* RFC 9000 2.1: the client opens the stream ids with bit 0 clear. */
+    gboolean from_opener;
+
+    if (!si)        /* not from QUIC: one stream's bytes, from the start */
+        return call_dissector_with_data(l2p_multistream_handle(), tvb, pinfo, tree, NULL);
+    from_opener = (gboolean)si->from_server == ((si->stream_id & 1) == 1);
+    col_set_str(pinfo->cinfo, COL_PROTOCOL, "libp2p");
+    c = (quic_conn_t *)wmem_map_lookup(conns, si->quic_info);
+    if (!c && !PINFO_FD_VISITED(pinfo)) {
+        c = wmem_new0(wmem_file_scope(), quic_conn_t);
+        c->conn = l2p_pipe_new(l2p_multistream_handle(), 0);
+        c->conn->role = L2P_ROLE_SECURITY;      /* the QUIC client dialed */
+        c->streams = wmem_map_new(wmem_file_scope(), g_int64_hash, g_int64_equal);
+        wmem_map_insert(conns, si->quic_info, c);
+    }
+    if (!c)
+        return len;
+    f = (quic_feed_t *)l2p_frame_slot(pinfo, c->conn, sizeof(quic_feed_t), &replay);
+    if (!f) {
+        p2pc_replay_missing(tvb, pinfo, tree);
+        return len;
+    }
+    if (!replay) {
+        quic_stream_t *st = (quic_stream_t *)wmem_map_lookup(c->streams, &si->stream_id);
+        if (!st) {
+            guint64 *id = wmem_new(wmem_file_scope(), guint64);
+            *id = si->stream_id;
+            st = wmem_new0(wmem_file_scope(), quic_stream_t);
+            st->pair = l2p_stream_pair_new(c->conn, "quic", si->stream_id);
+            wmem_map_insert(c->streams, id, st);
+        }
+        /* si->offset: the stream offset of this tvb's first byte, which QUIC sets before each
+         * call (stream_offset is the STREAM frame's, which differs for data QUIC reassembled).
+         * 32 bits, as in Wireshark's QUIC. */
+        plan_feed(st, from_opener ? 0 : 1, si->offset, len, f);
+    }
+    ti = proto_tree_add_item(tree, proto_l2p_quic, tvb, 0, -1, ENC_NA);
+    proto_item_append_text(ti, ": stream %" G_GUINT64_FORMAT ", %s", si->stream_id,
+                           from_opener ? "from its opener" : "to its opener");
+    t = proto_item_add_subtree(ti, ett_quic);
+    proto_item_set_generated(proto_tree_add_uint64(t, hf_quic_stream, tvb, 0, 0, si->stream_id));
+    proto_item_set_generated(proto_tree_add_uint(t, hf_quic_offset, tvb, 0, 0, si->offset));
+    proto_item_set_generated(proto_tree_add_boolean(t, hf_quic_from_opener, tvb, 0, 0, from_opener));
+    if (f->skip)
+        proto_item_set_generated(proto_tree_add_uint(t, hf_quic_skipped, tvb, 0, f->skip, f->skip));
+    if (f->gap)
+        proto_tree_add_expert_format(t, pinfo, &ei_quic_gap, tvb, 0, 0,
+            "%" G_GUINT64_FORMAT " bytes of this stream direction are missing from the capture: "
+            "it goes on after them where its framing allows", f->gap);
+    if (f->len)
+        l2p_pipe_call(f->to, tvb_new_subset_length(tvb, f->skip, f->len), pinfo, tree, FALSE);
+    return len;
+}
+
+/* Sum of the lengths of the items of field `hf` in the tree. */
+static guint64
+field_bytes(proto_tree *tree, int hf, guint *count)
+{
+    GPtrArray *a = proto_get_finfo_ptr_array(tree, hf);
+    guint64 sum = 0;
+    *count = a ? a->len : 0;
+    for (guint i = 0; i < *count; i++)
+        sum += (guint64)((field_info *)g_ptr_array_index(a, i))->length;
+    return sum;
+}
+
+/* Whether every frame of the packet is ACK or PADDING, at least one an ACK: a QUIC ACK-only
+ * packet.  Frame types are varints; the ones that matter here are one byte long. */
+static gboolean
+ack_only(proto_tree *tree)
+{
+    GPtrArray *a = proto_get_finfo_ptr_array(tree, hf_ws_frame_type);
+    gboolean ack = FALSE;
+    for (guint i = 0; a && i < a->len; i++) {
+        field_info *fi = (field_info *)g_ptr_array_index(a, i);
+        guint8 type = tvb_get_uint8(fi->ds_tvb, fi->start);
+        if (type == QUIC_FT_ACK || type == QUIC_FT_ACK_ECN)
+            ack = TRUE;
+        else if (type != QUIC_FT_PADDING)
+            return FALSE;
+    }
+    return ack;
+}
+
+static gboolean
+offers_libp2p(proto_tree *tree)
+{
+    GPtrArray *a = proto_get_finfo_ptr_array(tree, hf_ws_alpn);
+    for (guint i = 0; a && i < a->len; i++) {
+        field_info *fi = (field_info *)g_ptr_array_index(a, i);
+        if (fi->length == 6 && tvb_memeql(fi->ds_tvb, fi->start, (const guint8 *)"libp2p", 6) == 0)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* What the postdissector saw in one frame of a libp2p QUIC connection (first pass; kept for
+ * later passes, which may have no tree: tshark -2 builds none for a postdissector then). */
+typedef struct {
+    p2pc_quic_packet_t pkt;
+    guint64 undecrypted;        /* UDP payload bytes of the frame, when not decrypted */
+} quic_pkt_slot_t;
+
+/* First pass: the frame's QUIC packets, read from the tree. */
+static quic_pkt_slot_t *
+read_packet(packet_info *pinfo, proto_tree *tree, quic_udp_t *u, int d)
+{
+    quic_pkt_slot_t *s = wmem_new0(p2pc_replay_scope(pinfo), quic_pkt_slot_t);
+    guint n;
+    guint64 udp_payload = field_bytes(tree, hf_ws_udp_payload, &n);
+
+    field_bytes(tree, hf_ws_undecrypted, &n);
+    if (n) {
+        s->undecrypted = udp_payload;
+        u->hidden[d] += udp_payload;
+        p2pc_where_keep(pinfo, &u->last[d]);
+    }
+    s->pkt.frame_len = pinfo->fd->pkt_len;
+    s->pkt.before_frames = u->before_frames;
+    s->pkt.before_bytes = u->before_bytes;
+    u->before_frames = 0;
+    u->before_bytes = 0;
+    s->pkt.stream_bytes = (guint32)field_bytes(tree, hf_ws_stream_data, &n);
+    s->pkt.ack_only = !s->pkt.stream_bytes && ack_only(tree);
+    if (p2pc_keep_replay(pinfo)) {
+        p_add_proto_data(wmem_file_scope(), pinfo, proto_l2p_quic, 0, s);
+        p2pc_replay_charge(pinfo, sizeof(*s));
+    }
+    return s;
+}
+
+static int
+dissect_quic_packet(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
+{
+    conversation_t *conv;
+    quic_udp_t *u;
+    quic_pkt_slot_t *s;
+
+    if (pinfo->ptype != PT_UDP || !proto_is_frame_protocol(pinfo->layers, "quic"))
+        return 0;
+    conv = find_conversation_pinfo(pinfo, 0);
+    if (!conv)
+        return 0;
+    u = (quic_udp_t *)conversation_get_proto_data(conv, proto_l2p_quic);
+    if (PINFO_FD_VISITED(pinfo)) {
+        s = (quic_pkt_slot_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_l2p_quic, 0);
+    } else {
+        if (!tree)
+            return 0;
+        if (!u) {
+            u = wmem_new0(wmem_file_scope(), quic_udp_t);
+            copy_address_wmem(wmem_file_scope(), &u->first_addr, &pinfo->src);
+            u->first_port = pinfo->srcport;
+            conversation_add_proto_data(conv, proto_l2p_quic, u);
+        }
+        if (!u->libp2p && !offers_libp2p(tree)) {
+            u->before_frames++;
+            u->before_bytes += pinfo->fd->pkt_len;
+            return 0;
+        }
+        if (!u->libp2p) {
+            u->libp2p = TRUE;
+            u->next = udp_conns;
+            udp_conns = u;
+        }
+        s = read_packet(pinfo, tree, u, addresses_equal(&u->first_addr, &pinfo->src) &&
+                                        u->first_port == pinfo->srcport ? 0 : 1);
+    }
+    if (!s)
+        return 0;
+    if (s->undecrypted) {
+        proto_item *ti = proto_tree_add_item(tree, proto_l2p_quic, tvb, 0, 0, ENC_NA);
+        proto_item_append_text(ti, ": not decrypted, %" G_GUINT64_FORMAT " bytes", s->undecrypted);
+        expert_add_info(pinfo, ti, &ei_quic_no_keys);
+    }
+    p2pc_quic_packet_add(pinfo, &s->pkt);
+    return 0;
+}
+
+/* At the end of the capture: each direction's bytes that were not decrypted, one record. */
+static void
+quic_tails(p2pc_tail_emit_fn emit, void *ud)
+{
+    for (const quic_udp_t *u = udp_conns; u; u = u->next)
+        for (int d = 0; d < 2; d++)
+            p2pc_tail_record(emit, ud, &u->last[d], "libp2p", "quic (encrypted)", "none", u->hidden[d]);
+}
+
+void
+proto_register_libp2p_quic(void)
+{
+    static hf_register_info hf[] = {
+        { &hf_quic_stream, { "QUIC stream", "libp2p_quic.stream", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "The QUIC stream id: one libp2p stream", HFILL } },
+        { &hf_quic_offset, { "Stream offset", "libp2p_quic.offset", FT_UINT32, BASE_DEC, NULL, 0x0,
+            "Offset in the stream of these bytes", HFILL } },
+        { &hf_quic_from_opener, { "From the opener", "libp2p_quic.from_opener", FT_BOOLEAN, BASE_NONE, NULL, 0x0,
+            "Sent by the side that opened the stream (the client for stream ids with bit 0 clear)", HFILL } },
+        { &hf_quic_skipped, { "Bytes fed before", "libp2p_quic.skipped", FT_UINT32, BASE_DEC, NULL, 0x0,
+            "Bytes of this STREAM frame the stream direction had already (a retransmission)", HFILL } },
+    };
+    static gint *ett[] = { &ett_quic };
+    static ei_register_info ei[] = {
+        { &ei_quic_gap, { "libp2p_quic.gap", PI_SEQUENCE, PI_WARN,
+            "Bytes of the stream direction are missing from the capture", EXPFILL } },
+        { &ei_quic_no_keys, { "libp2p_quic.no_keys", PI_DECRYPTION, PI_NOTE,
+            "libp2p QUIC packet not decrypted: give its TLS secrets in the key log (tls.keylog_file, "
+            "NSS format) or embed them in the pcapng", EXPFILL } },
+    };
+    expert_module_t *expert;
+
+    proto_l2p_quic = proto_register_protocol("libp2p QUIC", "libp2p QUIC", "libp2p_quic");
+    proto_register_field_array(proto_l2p_quic, hf, array_length(hf));
+    proto_register_subtree_array(ett, array_length(ett));
+    expert = expert_register_protocol(proto_l2p_quic);
+    expert_register_field_array(expert, ei, array_length(ei));
+    l2p_quic_handle = register_dissector("libp2p_quic", dissect_l2p_quic, proto_l2p_quic);
+    register_init_routine(quic_init);
+    p2pc_tail_register(quic_tails);
+}
+
+void
+proto_reg_handoff_libp2p_quic(void)
+{
+    dissector_handle_t post = create_dissector_handle(dissect_quic_packet, proto_l2p_quic);
+    GArray *wanted = g_array_new(FALSE, FALSE, (guint)sizeof(int));
+
+    dissector_add_string("quic.proto", "libp2p", l2p_quic_handle);
+    hf_ws_udp_payload = proto_registrar_get_id_byname("udp.payload");
+    hf_ws_frame_type = proto_registrar_get_id_byname("quic.frame_type");
+    hf_ws_stream_data = proto_registrar_get_id_byname("quic.stream_data");
+    hf_ws_undecrypted = proto_registrar_get_id_byname("quic.remaining_payload");
+    hf_ws_alpn = proto_registrar_get_id_byname("tls.handshake.extensions_alpn_str");
+    g_array_append_val(wanted, hf_ws_udp_payload);
+    g_array_append_val(wanted, hf_ws_frame_type);
+    g_array_append_val(wanted, hf_ws_stream_data);
+    g_array_append_val(wanted, hf_ws_undecrypted);
+    g_array_append_val(wanted, hf_ws_alpn);
+    register_postdissector(post);
+    set_postdissector_wanted_hfids(post, wanted);
+}
