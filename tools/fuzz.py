@@ -165,10 +165,15 @@ def run(cmd: list[str], timeout: float, env: dict[str, str] | None = None,
     timed_out = threading.Event()
     rss_killed = threading.Event()
     done = threading.Event()
+    seen_kib = 0   # the group's summed RSS at its highest sample (an analyzer killed with its
+                   # tshark never waited for it: wait4 alone would not see the tshark)
 
     def watch_rss() -> None:
+        nonlocal seen_kib
         while not done.wait(0.25):
-            if _session_rss_kib(proc.pid) > rss_cap_mib * 1024:
+            now = _session_rss_kib(proc.pid)
+            seen_kib = max(seen_kib, now)
+            if now > rss_cap_mib * 1024:
                 rss_killed.set()
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)
@@ -224,7 +229,7 @@ def run(cmd: list[str], timeout: float, env: dict[str, str] | None = None,
     err_f.close()
     return Result(None if timed_out.is_set() else proc.returncode, hits, stderr,
                   time.monotonic() - t0,
-                  rss_mib=usage.ru_maxrss / 1024 if usage else 0.0,
+                  rss_mib=max(usage.ru_maxrss if usage else 0, seen_kib) / 1024,
                   cpu=usage.ru_utime + usage.ru_stime if usage else 0.0,
                   rss_killed=rss_killed.is_set())
 
