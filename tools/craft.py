@@ -224,6 +224,13 @@ class Case:
     path: Path | None = None
     payload_bytes: int = 0
 
+    @property
+    def mss(self) -> int:
+        # Floods in Ethernet-sized segments: a 16 KB segment of 500 Bitcoin messages trips
+        # Wireshark's own layer limit (packet.c "saved_layers_len < prefs.gui_max_tree_depth"),
+        # stock tshark too, before p2pc's flood handling is reached.
+        return 1448 if self.kind == "flood" else MSS
+
 
 MSS = 16000
 BTC_PORTS, FISCO_PORTS, LIBP2P_PORTS = (40001, 8333), (40001, 30300), (40001, 45678)
@@ -806,7 +813,7 @@ def generate(outdir: Path, families: list[str] | None = None, kinds: list[str] |
         if (families and case.family not in families) or (kinds and case.kind not in kinds):
             continue
         case.path = outdir / f"{case.name}.pcap"
-        case.payload_bytes = tcp_pcap(case.path, case.build(), case.ports, syn="a", mss=MSS)
+        case.payload_bytes = tcp_pcap(case.path, case.build(), case.ports, syn="a", mss=case.mss)
         made.append(case)
     return made
 

@@ -451,7 +451,8 @@ ASAN_RSS_FACTOR = 2.0
 RSS_BUDGET_MIB = 1024
 CPU_FACTOR = 10
 CPU_BUDGET_S = 20
-RSS_KILL_FACTOR = 1.5   # past limit x this the run is killed at once (the machine is shared)
+RSS_KILL_FACTOR = 1.5
+ASSERT_LINE = re.compile(r"\./epan/[\w/.-]+\.c:\d+: failed assertion .*")   # past limit x this the run is killed at once (the machine is shared)
 
 
 @dataclass
@@ -460,6 +461,7 @@ class HostileResult:
     runs: int
     problems: list[str]
     figures: str
+    upstream: str = ""   # the assertion stock tshark aborts on too
 
 
 def hostile(env: Env, case, work: Path, timeout: float) -> HostileResult:
@@ -477,12 +479,15 @@ def hostile(env: Env, case, work: Path, timeout: float) -> HostileResult:
         for key, args in (("tree", ["-n", "-2", "-V", "-x", "-r", str(cap)]), ("pass", ["-n", "-q", "-r", str(cap)])):
             cmd = [env.real if c == env.wrapper else c for c in stock.command("tshark", args)]
             e = env.env(d)
+            e["WIRESHARK_ABORT_ON_DISSECTOR_BUG"] = "1"   # as the consumers: an upstream abort shows
             base[key] = run(cmd, timeout, e)
     finally:
         stock.cleanup()
+    stock_asserts = {m.group(0) for r in base.values() for m in ASSERT_LINE.finditer(r.stderr)}
     figures = [f"stock -2 -V {base['tree'].rss_mib:.0f} MiB {base['tree'].cpu:.2f} s, "
                f"one pass {base['pass'].rss_mib:.0f} MiB {base['pass'].cpu:.2f} s"]
-    problems = [f"stock tshark: exit {r.rc}: {r.stderr.strip()[-300:]}" for r in base.values() if r.rc != 0]
+    problems = [f"stock tshark: exit {r.rc}: {r.stderr.strip()[-300:]}" for r in base.values()
+                if r.rc != 0 and not stock_asserts]
     runs = 0
     for label, cmd, scan in consumers(env, cap):
         b = base["tree" if label.startswith("tshark -2") else "pass"]
@@ -500,6 +505,9 @@ def hostile(env: Env, case, work: Path, timeout: float) -> HostileResult:
             over.append(f"CPU: {res.cpu:.1f} s > {cpu_limit:.1f} s (stock {b.cpu:.2f} x {CPU_FACTOR} + {CPU_BUDGET_S})")
         figures.append(f"{label.split()[-1]} {res.rss_mib:.0f} MiB {res.cpu:.1f} s")
         problems += judge(label, res, logdir, d, wall, extra=over)
+    if problems and stock_asserts and all(set(ASSERT_LINE.findall(p)) & stock_asserts for p in problems):
+        # every consumer stopped on an assertion stock tshark (no p2pc) stops on too
+        return HostileResult(case, runs, [], "; ".join(figures), upstream=sorted(stock_asserts)[0])
     return HostileResult(case, runs, problems, "; ".join(figures))
 
 
@@ -566,7 +574,7 @@ HOSTILE_KINDS = ("bomb", "flood", "nest", "varint", "cardinality")
 
 
 def hostile_stage(env: Env, tmp: Path, work: Path, args, timeout: float,
-                  kinds: dict[str, int], failures: list[str]) -> int:
+                  kinds: dict[str, int], failures: list[str], upstreams: list[str]) -> int:
     """tools/craft.py's captures, made into tmp, each through the three consumers under limits
     relative to stock tshark; returns the runs."""
     sys.path.insert(0, str(REPO / "tools"))
@@ -590,7 +598,10 @@ def hostile_stage(env: Env, tmp: Path, work: Path, args, timeout: float,
                 r = HostileResult(case, 0, [f"harness: {type(e).__name__}: {e}"], "")
             runs += r.runs
             kinds[case.kind] = kinds.get(case.kind, 0) + 1
-            if r.problems:
+            if r.upstream:
+                upstreams.append(f"hostile-{case.name}")
+                log(f"UPSTREAM hostile {case.name}: {r.upstream}, stock tshark too")
+            elif r.problems:
                 kept = keep_hostile(r, work, args.keep)
                 failures.append(f"hostile-{case.name}")
                 log(f"FAIL hostile {case.name} ({case.family} {case.kind}; kept {rel(kept)}): {r.figures}")
@@ -649,7 +660,7 @@ def main() -> int:
         work.mkdir()
         os.chmod(work, 0o755)
         if not args.no_hostile:
-            runs += hostile_stage(env, tmp, work, args, timeout, hostile_kinds, hostile_failures)
+            runs += hostile_stage(env, tmp, work, args, timeout, hostile_kinds, hostile_failures, upstreams)
             failures += hostile_failures
         jobs: list[Job] = []
         for i, cap in enumerate([] if args.hostile_only else caps):
