@@ -346,10 +346,11 @@ class Keys:
         keys = cap.with_suffix(".keys")
         if not keys.exists():
             return None
-        from p2pc import keylog  # noqa: E402 (Env put the analyzer on sys.path)
+        from p2pc import keylog, private  # noqa: E402 (Env put the analyzer on sys.path)
+        # a private folder, as p2pc analyze's: tshark (nobody, in p2pc's group) reads it
         workdir.mkdir(exist_ok=True)
         os.chmod(workdir, 0o755)
-        files = keylog.split(keys, workdir)
+        files = keylog.split(keys, private.make_dir("keys", dir=workdir))
         opts = []
         if files.noise:
             opts += ["-o", f"libp2p_noise.keylog_file:{files.noise}"]
