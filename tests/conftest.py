@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "analyzer"))
 
 from p2pc.wsenv import Wireshark, built_plugin  # noqa: E402
+
+# The project's one pcap writer (tools/craft.py, which also makes the fuzz gate's hostile
+# captures); the tests import it from here.
+sys.path.insert(0, str(REPO / "tools"))
+from craft import tcp_pcap  # noqa: E402,F401
 
 
 def run_p2pc(*args: str, env_extra: dict | None = None, timeout: float | None = None,
@@ -34,37 +38,6 @@ def p2pc_report(*args: str) -> dict:
 
 CAPTURES = REPO / "captures"
 DATA = CAPTURES / "data"
-
-
-def tcp_pcap(path, segments: list[tuple[str, bytes]], ports: tuple[int, int] = (40001, 40002),
-             syn: str | None = None) -> None:
-    """A pcap of one TCP connection between 192.0.2.1 (A) and 192.0.2.2 (B) on `ports` carrying
-    `segments`, (sender "a" or "b", payload) in order; with `syn`, that side's SYN opens it, else
-    it is captured after its handshake (the protocols' heuristics and ports pick it up, and no
-    TCP fact says who dialed)."""
-    addr = {"a": (bytes([192, 0, 2, 1]), ports[0]), "b": (bytes([192, 0, 2, 2]), ports[1])}
-    seq = {"a": 1000, "b": 5000}
-    frames = []
-
-    def segment(side: str, flags: int, payload: bytes = b"") -> None:
-        other = "b" if side == "a" else "a"
-        (src, sport), (dst, dport) = addr[side], addr[other]
-        tcp = struct.pack(">HHIIBBHHH", sport, dport, seq[side], seq[other], 5 << 4, flags, 65535, 0, 0)
-        ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + len(payload), len(frames) + 1, 0, 64, 6, 0,
-                         src, dst)
-        frames.append(b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp + payload)
-        seq[side] += len(payload) + (1 if flags & 0x02 else 0)
-
-    if syn:
-        segment(syn, 0x02)
-        segment("b" if syn == "a" else "a", 0x12)
-        segment(syn, 0x10)
-    for side, payload in segments:
-        segment(side, 0x18, payload)
-    out = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
-    for i, f in enumerate(frames):
-        out += struct.pack("<IIII", 1 + i, 0, len(f), len(f)) + f
-    path.write_bytes(out)
 
 
 def dialer_listener(truth: dict) -> tuple[str, str]:

@@ -29,6 +29,7 @@ import argparse
 import concurrent.futures as cf
 import os
 import re
+import resource
 import shutil
 import signal
 import stat
@@ -121,18 +122,74 @@ class Result:
     out_hits: list[str]
     stderr: str
     seconds: float
+    rss_mib: float = 0.0    # peak RSS of the process and the children it waited for (wait4)
+    cpu: float = 0.0        # user + system CPU seconds, the same
+    rss_killed: bool = False  # the group's RSS passed rss_cap_mib: killed
+
+
+def _session_rss_kib(sid: int) -> int:
+    """The RSS of every process in session `sid` (the consumer and its tshark), in KiB."""
+    total = 0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            if int(fields[3]) == sid:                       # field 6: session
+                total += int(fields[21]) * (resource.getpagesize() // 1024)  # field 24: rss pages
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
 
 
 def run(cmd: list[str], timeout: float, env: dict[str, str] | None = None,
-        scan_stdout: bool = False) -> Result:
+        scan_stdout: bool = False, cpu_limit: float | None = None,
+        rss_cap_mib: float | None = None) -> Result:
     """Run `cmd` in its own process group (a timeout kills the whole group, tshark under the
-    analyzer included); stream stdout (it can be tens of MB) looking for BAD_OUTPUT."""
+    analyzer included); stream stdout (it can be tens of MB) looking for BAD_OUTPUT.  With
+    `cpu_limit`, each process of the group gets RLIMIT_CPU (SIGXCPU past it); with `rss_cap_mib`,
+    the group is killed once its summed RSS passes it (the machine is shared)."""
     t0 = time.monotonic()
     err_f = tempfile.TemporaryFile()
+
+    def limits() -> None:
+        if cpu_limit:
+            lim = int(cpu_limit) + 1
+            resource.setrlimit(resource.RLIMIT_CPU, (lim, lim + 5))
+
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE if scan_stdout else subprocess.DEVNULL,
-                            stderr=err_f, env=env, start_new_session=True)
+                            stderr=err_f, env=env, start_new_session=True,
+                            preexec_fn=limits if cpu_limit else None)
     hits: list[str] = []
     timed_out = threading.Event()
+    rss_killed = threading.Event()
+    done = threading.Event()
+    seen_kib = 0   # the group's summed RSS at its highest sample (an analyzer killed with its
+                   # tshark never waited for it: wait4 alone would not see the tshark)
+
+    def watch_rss() -> None:
+        nonlocal seen_kib
+        while not done.wait(0.25):
+            now = _session_rss_kib(proc.pid)
+            seen_kib = max(seen_kib, now)
+            if now > rss_cap_mib * 1024:
+                rss_killed.set()
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                return
+
+    watcher = threading.Thread(target=watch_rss, daemon=True) if rss_cap_mib else None
+    if watcher:
+        watcher.start()
+    usage = None
+
+    def reap() -> None:
+        nonlocal usage
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
 
     def killer() -> None:
         timed_out.set()
@@ -160,17 +217,21 @@ def run(cmd: list[str], timeout: float, env: dict[str, str] | None = None,
             # after 5 hits stop reading: drain the rest without keeping it
             while proc.stdout.read(1 << 20):
                 pass
-        proc.wait()
+        reap()
     finally:
         timer.cancel()
-        if proc.poll() is None:
+        done.set()
+        if proc.returncode is None:
             killer()
-            proc.wait()
+            reap()
     err_f.seek(0)
     stderr = err_f.read().decode(errors="replace")
     err_f.close()
     return Result(None if timed_out.is_set() else proc.returncode, hits, stderr,
-                  time.monotonic() - t0)
+                  time.monotonic() - t0,
+                  rss_mib=max(usage.ru_maxrss if usage else 0, seen_kib) / 1024,
+                  cpu=usage.ru_utime + usage.ru_stime if usage else 0.0,
+                  rss_killed=rss_killed.is_set())
 
 
 class Env:
@@ -194,7 +255,7 @@ class Env:
                                  text=True, timeout=30).stdout.strip()
         if not os.path.isabs(libasan):
             sys.exit("fuzz: gcc does not know libasan.so (apt-get install gcc)")
-        real = shutil.which("tshark")
+        real = self.real = shutil.which("tshark")
         if not real:
             sys.exit("fuzz: tshark not found (make deps)")
         # tshark runs as nobody (wsenv): everything it touches must be world-readable.
@@ -215,6 +276,7 @@ class Env:
             'WIRESHARK_ABORT_ON_DISSECTOR_BUG=1 '
             f'exec "{real}" "$@"\n')
         os.chmod(bindir / "tshark", 0o755)
+        self.wrapper = str(bindir / "tshark")
         self.path = f"{bindir}:{os.environ.get('PATH', '')}"
         os.environ["PATH"] = self.path  # wsenv's shutil.which picks the wrapper
         sys.path.insert(0, str(REPO / "analyzer"))
@@ -243,6 +305,7 @@ class Job:
     rate: float
     seed: int
     max_packets: int = 0
+    keys: "Keys | None" = None   # the key log beside the capture (captures/eth2/NAME.keys)
 
     @property
     def offset(self) -> int:
@@ -271,6 +334,52 @@ def mutate(job: Job, dst: Path) -> str | None:
     return None
 
 
+@dataclass
+class Keys:
+    """A key log split the way `p2pc analyze --keylog` splits it (analyzer/p2pc/keylog.py): the
+    tshark options that decrypt, and the analyzer's own option."""
+    path: Path
+    tshark: list[str]
+
+    @classmethod
+    def beside(cls, cap: Path, workdir: Path) -> "Keys | None":
+        keys = cap.with_suffix(".keys")
+        if not keys.exists():
+            return None
+        from p2pc import keylog, private  # noqa: E402 (Env put the analyzer on sys.path)
+        # a private folder, as p2pc analyze's: tshark (nobody, in p2pc's group) reads it
+        workdir.mkdir(exist_ok=True)
+        os.chmod(workdir, 0o755)
+        files = keylog.split(keys, private.make_dir("keys", dir=workdir))
+        opts = []
+        if files.noise:
+            opts += ["-o", f"libp2p_noise.keylog_file:{files.noise}"]
+        if files.tls:
+            opts += ["-o", f"tls.keylog_file:{files.tls}"]
+        return cls(keys, opts)
+
+
+def consumers(env: Env, capture: Path, keys: Keys | None = None) -> list[tuple[str, list[str], bool]]:
+    """The three consumers of a capture: (label, command, scan stdout)."""
+    k = keys.tshark if keys else []
+    return [
+        ("tshark -2 -V -x", env.tshark(["-n", "-2", "-V", "-x", *k, "-r", str(capture)]), True),
+        ("tshark -z p2pc,records", env.tshark(["-n", "-q", "-z", "p2pc,records", *k, "-r", str(capture)]), False),
+        ("p2pc analyze", [sys.executable, "-m", "p2pc", "analyze", "--plugin", str(env.plugin),
+                          "-j", "1", *(["--keylog", str(keys.path)] if keys else []), str(capture)], False),
+    ]
+
+
+def consumer_env(env: Env, d: Path, label: str) -> tuple[Path, dict[str, str]]:
+    logdir = d / label.split()[-1].replace(",", "_")
+    logdir.mkdir()
+    os.chmod(logdir, 0o777)
+    e = env.env(logdir)
+    if label == "p2pc analyze":
+        e["PYTHONPATH"] = str(REPO / "analyzer") + os.pathsep + e.get("PYTHONPATH", "")
+    return logdir, e
+
+
 def check(env: Env, job: Job, work: Path, timeout: float) -> tuple[int, list[str]]:
     """Mutate, then run the three consumers; return (runs, problems)."""
     d = work / job.name
@@ -280,47 +389,142 @@ def check(env: Env, job: Job, work: Path, timeout: float) -> tuple[int, list[str
     err = mutate(job, mutant)
     if err:
         return 0, [f"setup: {err}"]
-    consumers = [
-        ("tshark -2 -V -x", env.tshark(["-n", "-2", "-V", "-x", "-r", str(mutant)]), True),
-        ("tshark -z p2pc,records", env.tshark(["-n", "-q", "-z", "p2pc,records", "-r", str(mutant)]), False),
-        ("p2pc analyze", [sys.executable, "-m", "p2pc", "analyze", "--plugin", str(env.plugin),
-                          "-j", "1", str(mutant)], False),
-    ]
     problems: list[str] = []
     runs = 0
-    for label, cmd, scan in consumers:
-        logdir = d / label.split()[-1].replace(",", "_")
-        logdir.mkdir()
-        os.chmod(logdir, 0o777)
-        e = env.env(logdir)
-        if label == "p2pc analyze":
-            e["PYTHONPATH"] = str(REPO / "analyzer") + os.pathsep + e.get("PYTHONPATH", "")
+    for label, cmd, scan in consumers(env, mutant, job.keys):
+        logdir, e = consumer_env(env, d, label)
         res = run(cmd, timeout, e, scan_stdout=scan)
         runs += 1
-        why: list[str] = []
-        if res.rc is None:
-            why.append(f"hang: killed after {timeout:.0f} s")
-        elif res.rc < 0:
-            why.append(f"crash: signal {-res.rc}")
-        elif res.rc == 86:
-            why.append("AddressSanitizer report")
-        elif res.rc == 87:
-            why.append("UBSan report")
-        elif res.rc != 0 and not (label == "p2pc analyze" and res.rc in ANALYZE_OK):
-            why.append(f"exit status {res.rc}")
-        for f in sorted(logdir.iterdir()):
-            text = f.read_text(errors="replace")
-            first = next((l for l in text.splitlines() if "ERROR" in l or "runtime error" in l),
-                         text.strip().splitlines()[0] if text.strip() else f.name)
-            why.append(f"sanitizer ({f.name.split('.')[0]}): {first.strip()[:300]}")
-            (d / f"{label.split()[-1].replace(',', '_')}.{f.name}").write_text(text)
-        why += [f"output: {h[:300]}" for h in res.out_hits]
-        bad = [l for l in res.stderr.splitlines() if any(p in l for p in BAD_STDERR)]
-        why += [f"stderr: {l.strip()[:300]}" for l in bad[:3]]
-        if why:
-            tail = res.stderr.strip()[-1500:]
-            problems.append(f"{label}: " + "; ".join(why) + (f"\n    stderr tail:\n{tail}" if tail else ""))
+        problems += judge(label, res, logdir, d, timeout)
     return runs, problems
+
+
+def judge(label: str, res: Result, logdir: Path, d: Path, timeout: float,
+          extra: list[str] | None = None) -> list[str]:
+    """What is wrong with one consumer's run (nothing: [])."""
+    problems: list[str] = []
+    why: list[str] = list(extra or [])
+    if res.rc is None:
+        why.append(f"hang: killed after {timeout:.0f} s")
+    elif res.rss_killed:
+        why.append(f"memory: killed past the RSS cap ({res.rss_mib:.0f} MiB peak seen)")
+    elif res.rc == -signal.SIGXCPU:
+        why.append(f"CPU: killed by RLIMIT_CPU ({res.cpu:.1f} s)")
+    elif res.rc < 0:
+        why.append(f"crash: signal {-res.rc}")
+    elif res.rc == 86:
+        why.append("AddressSanitizer report")
+    elif res.rc == 87:
+        why.append("UBSan report")
+    elif res.rc != 0 and not (label == "p2pc analyze" and res.rc in ANALYZE_OK):
+        why.append(f"exit status {res.rc}")
+    for f in sorted(logdir.iterdir()):
+        text = f.read_text(errors="replace")
+        first = next((l for l in text.splitlines() if "ERROR" in l or "runtime error" in l),
+                     text.strip().splitlines()[0] if text.strip() else f.name)
+        why.append(f"sanitizer ({f.name.split('.')[0]}): {first.strip()[:300]}")
+        (d / f"{label.split()[-1].replace(',', '_')}.{f.name}").write_text(text)
+    why += [f"output: {h[:300]}" for h in res.out_hits]
+    bad = [l for l in res.stderr.splitlines() if any(p in l for p in BAD_STDERR)]
+    why += [f"stderr: {l.strip()[:300]}" for l in bad[:3]]
+    if why:
+        tail = res.stderr.strip()[-1500:]
+        problems.append(f"{label}: " + "; ".join(why) + (f"\n    stderr tail:\n{tail}" if tail else ""))
+    return problems
+
+
+# ---------------------------------------------------------------- hostile captures (tools/craft.py)
+
+# A hostile capture's run may use, over stock tshark (the distribution's, no p2pc, no libasan) on
+# the same capture with the same kind of run (-2 -V -x for the first consumer, one quiet pass
+# for the other two):
+#   peak RSS  <= stock x ASAN_RSS_FACTOR + RSS_BUDGET_MIB
+#   CPU       <= stock x CPU_FACTOR + CPU_BUDGET_S      (RLIMIT_CPU stops each process there)
+# ASAN_RSS_FACTOR covers ASan's redzones and shadow on what tshark itself allocates.
+# RSS_BUDGET_MIB = what a bounded plugin may hold at once: p2pc.max_replay_mib (256 MiB kept for
+# re-dissection under -2) + one decompression at p2pc.max_decompressed_mib (128 MiB, its buffer
+# grown by doubling: 256) + ASan's quarantine of freed blocks (256 MiB by default) + 256 MiB
+# for the rest.  CPU_BUDGET_S: a per-capture decompression budget of ~256 MiB of yamux frames
+# costs ~6 s of CPU without ASan (bomb-comp-brotli: 22.5 s for 1 GiB), ~12 s with it.
+# Today's unbounded brotli bomb (1 GiB of yamux frames) peaks at ~2.2-2.5 GB and 42-45 s CPU under
+# ASan against 198 MB and 0.3 s stock: it fails both.
+ASAN_RSS_FACTOR = 2.0
+RSS_BUDGET_MIB = 1024
+CPU_FACTOR = 10
+CPU_BUDGET_S = 20
+RSS_KILL_FACTOR = 1.5
+ASSERT_LINE = re.compile(r"\./epan/[\w/.-]+\.c:\d+: failed assertion .*")   # past limit x this the run is killed at once (the machine is shared)
+
+
+@dataclass
+class HostileResult:
+    case: object
+    runs: int
+    problems: list[str]
+    figures: str
+    upstream: str = ""   # the assertion stock tshark aborts on too
+
+
+def hostile(env: Env, case, work: Path, timeout: float) -> HostileResult:
+    """Stock tshark's RSS and CPU on the case, then the three consumers under the limits."""
+    from p2pc.wsenv import Wireshark  # noqa: E402 (Env put the analyzer on sys.path)
+    d = work / f"hostile-{case.name}"
+    d.mkdir()
+    os.chmod(d, 0o777)
+    cap = d / case.path.name
+    shutil.copyfile(case.path, cap)
+    os.chmod(cap, 0o644)
+    stock = Wireshark()
+    base: dict[str, Result] = {}
+    try:
+        for key, args in (("tree", ["-n", "-2", "-V", "-x", "-r", str(cap)]), ("pass", ["-n", "-q", "-r", str(cap)])):
+            cmd = [env.real if c == env.wrapper else c for c in stock.command("tshark", args)]
+            e = env.env(d)
+            e["WIRESHARK_ABORT_ON_DISSECTOR_BUG"] = "1"   # as the consumers: an upstream abort shows
+            base[key] = run(cmd, timeout, e)
+    finally:
+        stock.cleanup()
+    stock_asserts = {m.group(0) for r in base.values() for m in ASSERT_LINE.finditer(r.stderr)}
+    figures = [f"stock -2 -V {base['tree'].rss_mib:.0f} MiB {base['tree'].cpu:.2f} s, "
+               f"one pass {base['pass'].rss_mib:.0f} MiB {base['pass'].cpu:.2f} s"]
+    problems = [f"stock tshark: exit {r.rc}: {r.stderr.strip()[-300:]}" for r in base.values()
+                if r.rc != 0 and not stock_asserts]
+    runs = 0
+    for label, cmd, scan in consumers(env, cap):
+        b = base["tree" if label.startswith("tshark -2") else "pass"]
+        rss_limit = b.rss_mib * ASAN_RSS_FACTOR + RSS_BUDGET_MIB
+        cpu_limit = b.cpu * CPU_FACTOR + CPU_BUDGET_S
+        wall = max(timeout, cpu_limit * 4 + 30)   # 2 busy cores: CPU is the limit, wall a hang guard
+        logdir, e = consumer_env(env, d, label)
+        res = run(cmd, wall, e, scan_stdout=scan, cpu_limit=cpu_limit, rss_cap_mib=rss_limit * RSS_KILL_FACTOR)
+        runs += 1
+        over = []
+        if res.rss_mib > rss_limit or res.rss_killed:
+            over.append(f"memory: peak RSS {res.rss_mib:.0f} MiB > {rss_limit:.0f} MiB "
+                        f"(stock {b.rss_mib:.0f} x {ASAN_RSS_FACTOR:g} + {RSS_BUDGET_MIB})")
+        if res.cpu > cpu_limit:
+            over.append(f"CPU: {res.cpu:.1f} s > {cpu_limit:.1f} s (stock {b.cpu:.2f} x {CPU_FACTOR} + {CPU_BUDGET_S})")
+        figures.append(f"{label.split()[-1]} {res.rss_mib:.0f} MiB {res.cpu:.1f} s")
+        problems += judge(label, res, logdir, d, wall, extra=over)
+    if problems and stock_asserts and all(set(ASSERT_LINE.findall(p)) & stock_asserts for p in problems):
+        # every consumer stopped on an assertion stock tshark (no p2pc) stops on too
+        return HostileResult(case, runs, [], "; ".join(figures), upstream=sorted(stock_asserts)[0])
+    return HostileResult(case, runs, problems, "; ".join(figures))
+
+
+def keep_hostile(r: HostileResult, work: Path, keep: Path) -> Path:
+    keep.mkdir(parents=True, exist_ok=True)
+    case = r.case
+    dst = keep / f"hostile-{case.name}.pcap"
+    shutil.copyfile(case.path, dst)
+    for extra in (work / f"hostile-{case.name}").glob("*.[au][sb]san*"):
+        shutil.copyfile(extra, keep / f"hostile-{case.name}.{extra.name}")
+    (keep / f"hostile-{case.name}.txt").write_text(
+        f"case: {case.name} ({case.family}, {case.kind}): {case.what}\n"
+        f"made by: PYTHONPATH=analyzer python3 tools/craft.py DIR --family {case.family} --kind {case.kind}\n"
+        f"rerun: tools/fuzz.py --hostile-only --hostile-case {case.name} --no-build\n"
+        f"figures: {r.figures}\n\n" + "\n".join(r.problems) + "\n")
+    return dst
 
 
 def upstream(env: Env, job: Job, work: Path, problems: list[str], timeout: float) -> str | None:
@@ -367,6 +571,51 @@ def keep_failure(job: Job, work: Path, problems: list[str], keep: Path) -> Path:
     return dst
 
 
+HOSTILE_KINDS = ("bomb", "flood", "nest", "varint", "cardinality")
+
+
+def hostile_stage(env: Env, tmp: Path, work: Path, args, timeout: float,
+                  kinds: dict[str, int], failures: list[str], upstreams: list[str]) -> int:
+    """tools/craft.py's captures, made into tmp, each through the three consumers under limits
+    relative to stock tshark; returns the runs."""
+    sys.path.insert(0, str(REPO / "tools"))
+    import craft  # noqa: E402
+    t0 = time.monotonic()
+    cases = [c for c in craft.generate(tmp / "hostile")
+             if not args.hostile_case or c.name in args.hostile_case]
+    log(f"fuzz: hostile stage: {len(cases)} crafted captures ({time.monotonic() - t0:.1f} s to make) x 3 "
+        f"consumers; limits: RSS <= stock x {ASAN_RSS_FACTOR:g} + {RSS_BUDGET_MIB} MiB, "
+        f"CPU <= stock x {CPU_FACTOR} + {CPU_BUDGET_S} s")
+    runs = 0
+    # Bombs first: the slowest, so the pool ends evenly.
+    cases.sort(key=lambda c: (c.kind != "bomb", -c.path.stat().st_size))
+    with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futs = {pool.submit(hostile, env, c, work, timeout): c for c in cases}
+        for fut in cf.as_completed(futs):
+            case = futs[fut]
+            try:
+                r = fut.result()
+            except Exception as e:  # noqa: BLE001 - a harness error is a failure too
+                r = HostileResult(case, 0, [f"harness: {type(e).__name__}: {e}"], "")
+            runs += r.runs
+            kinds[case.kind] = kinds.get(case.kind, 0) + 1
+            if r.upstream:
+                upstreams.append(f"hostile-{case.name}")
+                log(f"UPSTREAM hostile {case.name}: {r.upstream}, stock tshark too")
+            elif r.problems:
+                kept = keep_hostile(r, work, args.keep)
+                failures.append(f"hostile-{case.name}")
+                log(f"FAIL hostile {case.name} ({case.family} {case.kind}; kept {rel(kept)}): {r.figures}")
+                for p in r.problems:
+                    log("  " + p.replace("\n", "\n  "))
+            else:
+                log(f"ok hostile {case.name}: {r.figures}")
+            shutil.rmtree(work / f"hostile-{case.name}", ignore_errors=True)
+    log(f"fuzz: hostile stage: {len(cases)} captures, {runs} runs, {len(failures)} failing, "
+        f"{time.monotonic() - t0:.0f} s")
+    return runs
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("captures", nargs="*", type=Path,
@@ -381,6 +630,11 @@ def main() -> int:
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--no-build", action="store_true", help="use build-asan/ as it is")
     ap.add_argument("--keep", type=Path, default=BUILD / "fuzz-failures")
+    ap.add_argument("--no-hostile", action="store_true",
+                    help="skip the hostile stage (tools/craft.py's captures under RSS/CPU limits)")
+    ap.add_argument("--hostile-only", action="store_true", help="only the hostile stage, no mutants")
+    ap.add_argument("--hostile-case", action="append", metavar="NAME",
+                    help="only these hostile cases (tools/craft.py names; repeatable)")
     args = ap.parse_args()
 
     prof = PROFILES[args.profile]
@@ -398,14 +652,19 @@ def main() -> int:
     failures: list[str] = []
     upstreams: list[str] = []
     runs = mutants = 0
+    hostile_kinds: dict[str, int] = {}
+    hostile_failures: list[str] = []
     tmp = Path(tempfile.mkdtemp(prefix="p2pc-fuzz-"))
     try:
         env = Env(tmp, build=not args.no_build)
         work = tmp / "work"
         work.mkdir()
         os.chmod(work, 0o755)
+        if not args.no_hostile:
+            runs += hostile_stage(env, tmp, work, args, timeout, hostile_kinds, hostile_failures, upstreams)
+            failures += hostile_failures
         jobs: list[Job] = []
-        for i, cap in enumerate(caps):
+        for i, cap in enumerate([] if args.hostile_only else caps):
             prep = tmp / f"prep-{i}-{cap.stem}.pcapng"
             secrets = split_secrets(cap, prep)
             keyfile = None
@@ -422,10 +681,11 @@ def main() -> int:
                 if cut.exists():
                     cut.replace(prep)
             os.chmod(prep, 0o644)
-            jobs += [Job(cap, prep, keyfile, r, s, max_packets) for r in rates for s in seeds]
+            keys = Keys.beside(cap, tmp / f"keys-{i}-{cap.stem}")
+            jobs += [Job(cap, prep, keyfile, r, s, max_packets, keys) for r in rates for s in seeds]
         # Biggest captures first so the pool ends evenly.
         jobs.sort(key=lambda j: -j.prepared.stat().st_size)
-        log(f"fuzz: profile {profile}: {len(caps)} captures x {len(rates)} rates x "
+        log(f"fuzz: profile {profile}: {len(caps) if jobs else 0} captures x {len(rates)} rates x "
             f"{len(seeds)} seeds = {len(jobs)} mutants x 3 consumers, {args.jobs} jobs, "
             f"timeout {timeout:.0f} s, plugin {rel(env.plugin)}")
         done = 0
@@ -463,9 +723,12 @@ def main() -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     secs = time.monotonic() - t0
     seed_txt = f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else ",".join(map(str, seeds))
-    print(f"fuzz summary: profile={profile} runs={runs} mutants={mutants} captures={len(caps)} "
-          f"rates={','.join(map(str, rates))} seeds={seed_txt} failures={len(failures)} "
-          f"upstream={len(upstreams)} seconds={secs:.0f}", flush=True)
+    kinds = ",".join(f"{k}:{hostile_kinds.get(k, 0)}" for k in HOSTILE_KINDS)
+    print(f"fuzz summary: profile={profile} runs={runs} mutants={mutants} "
+          f"captures={0 if args.hostile_only else len(caps)} "
+          f"rates={','.join(map(str, rates))} seeds={seed_txt} "
+          f"hostile={kinds if not args.no_hostile else 'off'} hostile_failures={len(hostile_failures)} "
+          f"failures={len(failures)} upstream={len(upstreams)} seconds={secs:.0f}", flush=True)
     if failures:
         print(f"fuzz: failing mutants kept in {args.keep}: " + " ".join(sorted(failures)))
     return 1 if failures else 0

@@ -25,8 +25,6 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import mmh3
-
 from peerio import connect_retry, recv_exact as _recv_exact
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "bitcoin"
@@ -337,6 +335,7 @@ def _malformed_steps() -> list[Step]:
 def bloom_filter(items: list[bytes], n_elements: int, fp_rate: float, tweak: int) -> tuple[bytes, int]:
     """A BIP 37 filter sized for n_elements holding `items`: vData and nHashFuncs (CBloomFilter's
     sizing, capped at 36,000 bytes and 50 functions; MurmurHash3 from mmh3)."""
+    import mmh3  # here, not at the top: tools/craft.py reuses message() where mmh3 is not installed
     n_bytes = min(int(-1 / math.log(2) ** 2 * n_elements * math.log(fp_rate) / 8), 36000)
     n_funcs = min(int(n_bytes * 8 / n_elements * math.log(2)), 50)
     bits = bytearray(n_bytes)
@@ -348,6 +347,7 @@ def bloom_filter(items: list[bytes], n_elements: int, fp_rate: float, tweak: int
 
 
 def bloom_contains(vdata: bytes, n_funcs: int, tweak: int, item: bytes) -> bool:
+    import mmh3
     for i in range(n_funcs):
         b = mmh3.hash(item, (i * 0xFBA4C795 + tweak) & 0xFFFFFFFF, signed=False) % (len(vdata) * 8)
         if not vdata[b >> 3] & (1 << (b & 7)):
