@@ -409,3 +409,16 @@ def test_hundreds_of_muxed_streams_in_one_segment_all_decode(tshark, tmp_path):
     assert res.returncode == 0 and "Dissector bug" not in res.stdout + res.stderr, res.stderr[-300:]
     recs = [r for r in tshark.records(path) if r["proto"] == "libp2p"]
     assert [r["msg_type"] for r in recs] == ["/ipfs/ping/1.0.0"] * 300
+
+
+def test_a_header_whose_length_byte_came_alone_is_recognised(tshark, tmp_path):
+    """js-libp2p writes each multistream message's length byte in a segment of its own: the
+    connection is still recognised from its first byte, and its negotiation decodes."""
+    hdr, prop = ms("/multistream/1.0.0"), ms("/yamux/1.0.0")
+    path = tmp_path / "split-header.pcap"
+    tcp_pcap(path, [("a", hdr[:1]), ("a", hdr[1:]), ("a", prop[:1]), ("a", prop[1:]),
+                    ("b", hdr + prop), ("a", yamux(1, 1, ms("/multistream/1.0.0") + ms("/ipfs/ping/1.0.0") + bytes(32)))],
+             syn="a")
+    msgs = [m for r in tshark.fields(path, ["multistream.message"], dfilter="multistream") for m in split(r[0])]
+    assert msgs[:4] == ["/multistream/1.0.0", "/yamux/1.0.0", "/multistream/1.0.0", "/yamux/1.0.0"]
+    assert [r["msg_type"] for r in tshark.records(path) if r["proto"] == "libp2p"] == ["/ipfs/ping/1.0.0"]

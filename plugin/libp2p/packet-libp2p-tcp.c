@@ -468,9 +468,15 @@ reset_have_conns(void)
 static p2pc_bool_t
 dissect_libp2p_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
-    /* uvarint(19) "/multistream/1.0.0\n" */
-    if (tvb_captured_length(tvb) < 20 || tvb_get_uint8(tvb, 0) != 19 ||
-        tvb_memeql(tvb, 1, (const guint8 *)L2P_MULTISTREAM_HEADER "\n", 19) != 0)
+    static const guint8 header[] = "\x13" L2P_MULTISTREAM_HEADER "\n";   /* uvarint(19), text */
+    const struct tcpinfo *tcpi = (const struct tcpinfo *)data;
+    guint len = tvb_captured_length(tvb);
+
+    /* The whole header, or, as the direction's first bytes, a part of it: js-libp2p writes each
+     * multistream message's length byte in a segment of its own. */
+    if (len < sizeof header - 1 && !(len && tcpi && tcpi->seq == 1))
+        return FALSE;
+    if (tvb_memeql(tvb, 0, header, MIN(len, sizeof header - 1)) != 0)
         return FALSE;
     conversation_set_dissector(find_or_create_conversation(pinfo), libp2p_tcp_handle);
     dissect_libp2p_tcp(tvb, pinfo, tree, data);
