@@ -9,7 +9,8 @@
  * connection direction's pipe, it cuts frames out of it and feeds each message frame's data to
  * its stream's pipe (per direction), where multistream-select negotiates the stream's protocol
  * and that protocol's dissector reassembles its messages.  Close ends the sender's direction,
- * Reset both.
+ * Reset both; a stream both have ended leaves the connection's table and is freed (engine.h,
+ * l2p_stream_free), and a connection holds at most L2P_MAX_STREAMS open ones.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

@@ -8,7 +8,9 @@
  * connection direction's pipe, it cuts frames out of it and feeds each data frame's bytes to
  * its stream's pipe (per direction; keyed by stream id, whose parity says who opened it), where
  * multistream-select negotiates the stream's protocol and that protocol's dissector
- * reassembles its messages.  FIN and RST close the sender's direction of the stream.
+ * reassembles its messages.  FIN closes the sender's direction of the stream, RST both; a stream
+ * both have ended leaves the connection's table and is freed (engine.h, l2p_stream_free), and
+ * a connection holds at most L2P_MAX_STREAMS open ones.
  *
  * Flow control bounds what a frame may claim: a stream starts with a 256 KiB window each way,
  * the receiver's Window Update frames widen it, and a sender's Data frames use it up.  A Data
