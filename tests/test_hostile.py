@@ -717,3 +717,72 @@ def test_a_folder_given_as_the_capture_is_one_line_exit_5(tmp_path, command):
     res = p2pc(*args, str(CAPTURES))
     assert res.returncode == 5 and "Traceback" not in res.stderr
     assert res.stderr.strip() == f"p2pc: {CAPTURES}: a folder, not a capture file"
+
+
+# ---- muxed streams: freed when they end, at most L2P_MAX_STREAMS open per connection ----
+from test_libp2p import ms, yamux  # noqa: E402
+
+L2P_MAX_STREAMS = int(re.search(r"#define L2P_MAX_STREAMS (\d+)",
+                                (REPO / "plugin" / "libp2p" / "engine.h").read_text()).group(1))
+
+
+def test_a_flood_of_streams_never_closed_stops_at_the_bound(tshark):
+    """flood-yamux: 200,000 yamux streams opened (a SYN window update each) and never used nor
+    closed.  The connection keeps L2P_MAX_STREAMS of them; every later opening is counted as
+    undecoded (its 12 bytes, a record each) with libp2p.streams, and tshark stays near stock
+    (before: +98 MiB, the ~500 bytes of every stream kept to the end)."""
+    cap = REPRO / "flood-yamux.pcap.gz"
+    args = ["-n", "-q", "-r", tshark.ws.readable(cap)]
+    with Wireshark() as stock_ws:
+        stock = peak(stock_ws, args)
+    ours = peak(tshark.ws, args + ["-z", "p2pc,records"])
+    assert ours[0] < stock[0] + 32, (stock, ours)
+    recs = tshark.records(cap)
+    assert {(r["msg_type"], r["wire_len"]) for r in recs} == {("undecoded", "12")}
+    assert len(recs) == 200000 - L2P_MAX_STREAMS
+    assert tshark.fields(cap, ["frame.number"], dfilter="libp2p.streams")
+
+
+def mplex_frame(stream: int, flag: int, data: bytes = b"") -> bytes:
+    """uvarint(stream << 3 | flag), uvarint(length), data (stream ids here stay below 2^18)."""
+    def uvarint(n: int) -> bytes:
+        out = b""
+        while n >= 0x80:
+            out += bytes([n & 0x7F | 0x80])
+            n >>= 7
+        return out + bytes([n])
+    return uvarint(stream << 3 | flag) + uvarint(len(data)) + data
+
+
+# How each muxer opens a stream (A) and ends it: (A's frames, B's frames), per stream id; the
+# yamux frames are window updates (type 1), flags SYN 1, ACK 2, FIN 4, RST 8.
+ENDINGS = {
+    "yamux FIN both ways": ("/yamux/1.0.0", lambda i: (yamux(1, i, type_=1) + yamux(4, i, type_=1),
+                                                       yamux(2 | 4, i, type_=1))),
+    "yamux RST": ("/yamux/1.0.0", lambda i: (yamux(1, i, type_=1), yamux(2 | 8, i, type_=1))),
+    "mplex Close both ways": ("/mplex/6.7.0", lambda i: (mplex_frame(i, 0, b"s") + mplex_frame(i, 4),
+                                                         mplex_frame(i, 3))),
+    "mplex Reset": ("/mplex/6.7.0", lambda i: (mplex_frame(i, 0, b"s"), mplex_frame(i, 5))),
+}
+
+
+@pytest.mark.parametrize("ending", list(ENDINGS))
+def test_streams_that_end_are_freed(tshark, tmp_path, ending):
+    """200,000 streams on one connection, each opened by A and ended (both directions closed,
+    or reset) at once: an ended stream leaves its connection's table, so the bound is never
+    reached, and its state is freed (before: ~500 bytes kept per stream, +98 MiB).  One pass
+    and two give the same records."""
+    muxer, frames = ENDINGS[ending]
+    segs = [("a", ms("/multistream/1.0.0") + ms(muxer)), ("b", ms("/multistream/1.0.0") + ms(muxer))]
+    for first in range(1, 400001, 200):     # odd ids: the dialer's (yamux)
+        batch = [frames(i) for i in range(first, first + 200, 2)]
+        segs += [("a", b"".join(a for a, _ in batch)), ("b", b"".join(b for _, b in batch))]
+    cap = tmp_path / "streams.pcap"
+    tcp_pcap(cap, segs, syn="a")
+    args = ["-n", "-q", "-r", tshark.ws.readable(cap)]
+    with Wireshark() as stock_ws:
+        stock = peak(stock_ws, args)
+    ours = peak(tshark.ws, args + ["-z", "p2pc,records"])
+    assert ours[0] < stock[0] + 32, (stock, ours)
+    assert tshark.fields(cap, ["frame.number"], dfilter="libp2p.streams || multistream.undecoded") == []
+    assert tshark.records(cap) == tshark.records(cap, two_pass=True)

@@ -24,6 +24,9 @@
 static int l2p_proto = -1;
 static guint32 next_pipe_id = 1;
 static GHashTable *protocol_map;    /* protocol ID -> dissector name (the user's preference) */
+/* The pipes' buffers (GByteArray *, each freed when removed): only those holding bytes between
+ * frames, so the ones left when the capture file closes are freed then (bufs_cleanup()). */
+static GHashTable *held_bufs;
 
 gboolean
 l2p_uvarint(const guint8 *p, guint avail, guint64 *value, guint *used)
@@ -174,19 +177,67 @@ l2p_pipe_inside(dissector_handle_t handle, int dir, const l2p_pipe_t *below)
     return p;
 }
 
-l2p_pipe_t **
-l2p_stream_pair_new(const l2p_pipe_t *conn, const char *muxer, guint64 id)
+l2p_stream_t *
+l2p_stream_new(const l2p_pipe_t *conn, const char *muxer, guint64 id, size_t size)
 {
-    l2p_pipe_t **pair = wmem_alloc_array(wmem_file_scope(), l2p_pipe_t *, 2);
+    l2p_stream_t *s = (l2p_stream_t *)wmem_alloc0(wmem_file_scope(), size);
     for (int d = 0; d < 2; d++) {
-        pair[d] = l2p_pipe_inside(l2p_multistream_handle(), d, conn);
-        pair[d]->muxer = muxer;
-        pair[d]->stream_id = id;
-        pair[d]->role = L2P_ROLE_MUXER;     /* the muxer says who opened the stream */
+        s->pipe[d] = l2p_pipe_inside(l2p_multistream_handle(), d, conn);
+        s->pipe[d]->muxer = muxer;
+        s->pipe[d]->stream_id = id;
+        s->pipe[d]->role = L2P_ROLE_MUXER;  /* the muxer says who opened the stream */
     }
-    pair[0]->peer = pair[1];
-    pair[1]->peer = pair[0];
-    return pair;
+    s->pipe[0]->peer = s->pipe[1];
+    s->pipe[1]->peer = s->pipe[0];
+    return s;
+}
+
+/* What pdu->info holds for a PDU that would have opened a stream past L2P_MAX_STREAMS. */
+static l2p_stream_t refused_stream;
+
+void
+l2p_stream_mark(packet_info *pinfo, l2p_pdu_t *pdu, l2p_stream_t *s)
+{
+    pdu->info = s ? s : &refused_stream;
+    if (s && p2pc_keep_replay(pinfo))
+        s->kept = TRUE;
+}
+
+l2p_stream_t *
+l2p_stream_of(const l2p_pdu_t *pdu, gboolean *refused)
+{
+    *refused = pdu->info == &refused_stream;
+    return *refused ? NULL : (l2p_stream_t *)pdu->info;
+}
+
+gboolean
+l2p_stream_close(l2p_stream_t *s, int dir)
+{
+    if (dir < 0)
+        s->fin[0] = s->fin[1] = TRUE;
+    else
+        s->fin[dir] = TRUE;
+    return s->fin[0] && s->fin[1];
+}
+
+static void
+buf_drop(l2p_pipe_t *pipe)
+{
+    if (pipe->buf)
+        g_hash_table_remove(held_bufs, pipe->buf);
+    pipe->buf = NULL;
+}
+
+void
+l2p_stream_free(l2p_stream_t *s)
+{
+    for (int d = 0; d < 2; d++) {
+        buf_drop(s->pipe[d]);
+        if (!s->kept)
+            wmem_free(wmem_file_scope(), s->pipe[d]);
+    }
+    if (!s->kept)
+        wmem_free(wmem_file_scope(), s);
 }
 
 void
@@ -318,6 +369,7 @@ typedef struct {
 } feed_t;
 
 static expert_field ei_undecoded = EI_INIT;
+static expert_field ei_streams = EI_INIT;
 static int hf_undecoded = -1;
 
 /* The replay cache: per frame (file scope) a list of the slots each pipe's calls made, in the
@@ -369,21 +421,29 @@ l2p_frame_slot(packet_info *pinfo, l2p_pipe_t *pipe, size_t size, gboolean *repl
     return slot.state;
 }
 
-/* wmem_user_cb_t returns gboolean in 4.0, bool from 4.2: p2pc_bool_t follows. */
-static p2pc_bool_t
-free_byte_array(wmem_allocator_t *allocator, wmem_cb_event_t event, void *user_data)
+static void
+free_byte_array(gpointer arr)
 {
-    GByteArray **arr = (GByteArray **)user_data;
-    if (*arr)
-        g_byte_array_free(*arr, TRUE);
-    *arr = NULL;
-    return FALSE;
+    g_byte_array_free((GByteArray *)arr, TRUE);
 }
 
-void
-l2p_free_with_file(GByteArray **arr)
+static void
+bufs_cleanup(void)
 {
-    wmem_register_callback(wmem_file_scope(), free_byte_array, arr);
+    g_hash_table_remove_all(held_bufs);
+}
+
+/* Undecoded bytes, `len` of them (tvb shows those of this frame): shown, and counted, not
+ * lost: they get a record of their own.  Returns the item for the expert item saying why. */
+static proto_item *
+undecoded(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint len)
+{
+    proto_item *ti = proto_tree_add_item(tree, hf_undecoded, tvb, 0, -1, ENC_NA);
+    p2pc_record_t rec;
+    p2pc_record_init(&rec, "libp2p", "undecoded");
+    rec.wire_len = rec.payload_len = rec.raw_len = len;
+    p2pc_record_add(tvb, 0, -1, pinfo, tree, &rec);
+    return ti;
 }
 
 static tvbuff_t *
@@ -424,21 +484,25 @@ run_item(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, 
         l2p_pipe_call(it->to, t, pinfo, tree, it->fin);
         break;
     case IT_UNDECODED: {
-        proto_item *ti = proto_tree_add_item(tree, hf_undecoded, t, 0, -1, ENC_NA);
-        p2pc_record_t rec;
+        proto_item *ti = undecoded(t, pinfo, tree, it->len);
         if (pipe->depth > L2P_MAX_DEPTH)
             expert_add_info_format(pinfo, ti, &ei_depth, "%u bytes of a layer nested %u deep (p2pc "
                                    "decodes %u): counted as undecoded", it->len, pipe->depth, L2P_MAX_DEPTH);
         else
             expert_add_info_format(pinfo, ti, &ei_undecoded, "%u bytes p2pc cannot frame%s%s", it->len,
                                    *pipe->protocol ? " on " : "", pipe->protocol);
-        /* Counted, not lost: the bytes get a record of their own. */
-        p2pc_record_init(&rec, "libp2p", "undecoded");
-        rec.wire_len = rec.payload_len = rec.raw_len = it->len;
-        p2pc_record_add(t, 0, -1, pinfo, tree, &rec);
         break;
     }
     }
+}
+
+void
+l2p_stream_refused(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+{
+    guint len = tvb_reported_length(tvb);
+    expert_add_info_format(pinfo, undecoded(tvb, pinfo, tree, len), &ei_streams, "A frame of a new "
+                           "stream while %u are open on this connection (L2P_MAX_STREAMS): its %u bytes "
+                           "are counted as undecoded", L2P_MAX_STREAMS, len);
 }
 
 /* Record p[0, len) as an item (in `scope`, counted against the replay budget when kept);
@@ -506,7 +570,7 @@ after_hole(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe
     if (held_len) {
         run_item(tvb, pinfo, tree, pipe,
                  add_item(pinfo, scope, f, IT_UNDECODED, NULL, 0, pipe->buf->data, held_len), pdu_fn);
-        g_byte_array_set_size(pipe->buf, 0);
+        buf_drop(pipe);
     }
     pipe->skip = 0;
     if (resumes)
@@ -557,16 +621,11 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
                      add_item(pinfo, scope, f, IT_UNDECODED, in, inlen, in, inlen), pdu_fn);
         return;
     }
-    if (!pipe->buf) {
-        /* The buffer lives outside wmem (it shrinks as PDUs leave it): free it with the file
-         * if the pipe never closes. */
-        if (!pipe->buf_cb) {
-            l2p_free_with_file(&pipe->buf);
-            pipe->buf_cb = TRUE;
-        }
+    direct = !pipe->buf;
+    if (direct) {
         pipe->buf = g_byte_array_new();
+        g_hash_table_add(held_bufs, pipe->buf);
     }
-    direct = pipe->buf->len == 0;
     if (direct) {
         work = in;
         worklen = inlen;
@@ -655,10 +714,8 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
     }
     /* An empty buffer goes too: it keeps the capacity of the largest PDU it ever held, and
      * a capture has thousands of idle pipes. */
-    if (pipe->closed || pipe->next || pipe->buf->len == 0) {
-        g_byte_array_free(pipe->buf, TRUE);
-        pipe->buf = NULL;
-    }
+    if (pipe->closed || pipe->next || pipe->buf->len == 0)
+        buf_drop(pipe);
 }
 
 void
@@ -674,6 +731,10 @@ l2p_register_engine(int proto)
         { &ei_depth, { "libp2p.depth", PI_MALFORMED, PI_WARN,
             "libp2p layers nest deeper than p2pc decodes (L2P_MAX_DEPTH, a muxer inside a muxed "
             "stream and so on): the deeper layer's bytes are counted as undecoded", EXPFILL } },
+        { &ei_streams, { "libp2p.streams", PI_UNDECODED, PI_WARN,
+            "A frame of a new muxed stream while L2P_MAX_STREAMS streams are open on its "
+            "connection (a flood of streams never closed): its bytes are counted as undecoded",
+            EXPFILL } },
         { &ei_role_unknown, { "libp2p.role.unknown", PI_ASSUMPTION, PI_WARN,
             "Which side dialed is not in the capture (no TCP SYN, multistream-select proposal, "
             "Noise initiator, TLS ClientHello or yamux stream opening): this stream's direction "
@@ -687,4 +748,6 @@ l2p_register_engine(int proto)
     proto_register_field_array(proto, hf, array_length(hf));
     expert = expert_register_protocol(proto);
     expert_register_field_array(expert, ei, array_length(ei));
+    held_bufs = g_hash_table_new_full(g_direct_hash, g_direct_equal, free_byte_array, NULL);
+    register_cleanup_routine(bufs_cleanup);
 }

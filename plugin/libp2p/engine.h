@@ -73,7 +73,8 @@ typedef enum {
 } l2p_role_t;
 
 
-/* One direction of one byte stream at one layer.  Allocated in file scope, never freed. */
+/* One direction of one byte stream at one layer.  Allocated in file scope; a muxed stream's two
+ * are freed when it ends (l2p_stream_free()), the others with the capture file. */
 struct l2p_pipe {
     guint32 id;                 /* unique in the capture: the per-frame cache key */
     int dir;                    /* 0: dialer -> listener (connection) or opener -> other (stream) */
@@ -88,11 +89,11 @@ struct l2p_pipe {
      * direction after these bytes (yamux FIN/RST, mplex Close/Reset). */
     gboolean fin;
     /* The engine (first pass only). */
-    GByteArray *buf;            /* bytes not yet cut into PDUs */
+    GByteArray *buf;            /* bytes not yet cut into PDUs (NULL when none; outside wmem:
+                                   it grows and shrinks; freed when emptied, or with the file) */
     guint32 pdus;               /* PDUs cut so far: the index of the next */
     guint32 overhead;           /* lower-layer framing bytes not yet attributed to a PDU */
     gboolean closed;
-    gboolean buf_cb;            /* buf is freed with the capture file */
     gboolean undecodable;       /* framing broke: the rest of the pipe is shown as bytes */
     guint32 skip;               /* set by a len_fn returning < 0: the framing resumes after this
                                    many undecodable bytes (0: it never does) */
@@ -152,9 +153,53 @@ l2p_pipe_t *l2p_pipe_new(dissector_handle_t handle, int dir);
  * deeper.  Past L2P_MAX_DEPTH its bytes are undecoded, with the expert item libp2p.depth. */
 l2p_pipe_t *l2p_pipe_inside(dissector_handle_t handle, int dir, const l2p_pipe_t *below);
 
-/* A muxed stream's two directions inside the connection pipe `conn`, linked to each other
- * ([0]: opener -> other), starting in multistream-select (file scope). */
-l2p_pipe_t **l2p_stream_pair_new(const l2p_pipe_t *conn, const char *muxer, guint64 id);
+/* Streams a muxed connection may have open at once, both sides' together.  Each costs about
+ * 500 bytes until it ends, so a peer that opens streams and never uses or closes them (a flood)
+ * would grow the capture's state without bound: past this, a frame that would open another is
+ * counted as undecoded bytes, with the expert item libp2p.streams (l2p_stream_refused()).
+ * Generously above what implementations accept by default: go-yamux 1,000 incoming, js-libp2p
+ * 1,000 (yamux) and 1,024 (mplex) each way, rust-yamux 8,192 (512 since 0.13), rust mplex 128. */
+#define L2P_MAX_STREAMS 16384
+
+/* A muxed stream: its two directions inside one connection (file scope).  A muxer keeps its
+ * streams in a table while they are open and may extend this struct (it comes first in the
+ * muxer's own, whose size l2p_stream_new() takes).
+ *
+ * Later passes never look a stream up in the muxer's table (which forgets a stream when it
+ * ends, and may meet its id again): the first pass remembers, in the PDU that feeds or closes a
+ * stream, which one it was (l2p_stream_mark()), and later passes take it from there. */
+typedef struct {
+    l2p_pipe_t *pipe[2];        /* [0]: opener -> other, starting in multistream-select */
+    gboolean fin[2];            /* that direction has closed (first pass) */
+    gboolean kept;              /* a frame kept for re-dissection points at it */
+} l2p_stream_t;
+
+/* A new stream `id` inside the connection pipe `conn`: `size` bytes (at least
+ * sizeof(l2p_stream_t)), zeroed but for its two linked pipes. */
+l2p_stream_t *l2p_stream_new(const l2p_pipe_t *conn, const char *muxer, guint64 id, size_t size);
+
+/* First pass: this PDU feeds or closes `s` (remembered in pdu->info, see above); NULL: the PDU
+ * would have opened a stream past L2P_MAX_STREAMS. */
+void l2p_stream_mark(packet_info *pinfo, l2p_pdu_t *pdu, l2p_stream_t *s);
+
+/* The stream l2p_stream_mark() gave this PDU, on any pass; NULL when none (a session frame) or
+ * refused (*refused set: draw it with l2p_stream_refused()). */
+l2p_stream_t *l2p_stream_of(const l2p_pdu_t *pdu, gboolean *refused);
+
+/* A frame that would open a stream past L2P_MAX_STREAMS (every pass): its bytes (tvb) are shown
+ * and counted as undecoded, with the expert item libp2p.streams. */
+void l2p_stream_refused(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
+
+/* First pass, after the muxer called the pipes with fin: direction `dir` of `s` has closed
+ * (yamux FIN, mplex Close), or both have (dir < 0: yamux RST, mplex Reset).  TRUE once both
+ * have: the muxer then drops the stream from its table and calls l2p_stream_free(). */
+gboolean l2p_stream_close(l2p_stream_t *s, int dir);
+
+/* First pass: a stream the muxer's table no longer holds.  When no frame kept for
+ * re-dissection points at it (one pass keeps none), it and its two pipes are freed; else only
+ * what replay does not need (its pipes' buffers) is.  What the layers above it keep is theirs
+ * (the pipes it handed off to, and their state). */
+void l2p_stream_free(l2p_stream_t *s);
 
 /* A fact (`how`) shows whether `pipe`'s sender is the dialer: dir of the pipe and of its peer
  * follow it when no stronger fact was learnt before.  A fact that contradicts one as strong or
@@ -207,10 +252,6 @@ void l2p_set_protocol_map(const char *pref);
  * stateful layer.  *replay says whether an earlier pass made it; NULL on a later pass that
  * finds nothing (the first pass did not get this far). */
 void *l2p_frame_slot(packet_info *pinfo, l2p_pipe_t *pipe, size_t size, gboolean *replay);
-
-/* A byte array that outlives packets (it grows and shrinks, so wmem cannot hold it) is freed
- * with the capture file: *arr, if still set then, is freed and cleared. */
-void l2p_free_with_file(GByteArray **arr);
 
 /* Registers the engine's own fields and replay cache under `proto` (packet-multistream.c). */
 void l2p_register_engine(int proto);

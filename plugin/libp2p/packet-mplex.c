@@ -9,7 +9,8 @@
  * connection direction's pipe, it cuts frames out of it and feeds each message frame's data to
  * its stream's pipe (per direction), where multistream-select negotiates the stream's protocol
  * and that protocol's dissector reassembles its messages.  Close ends the sender's direction,
- * Reset both.
+ * Reset both; a stream both have ended leaves the connection's table and is freed (engine.h,
+ * l2p_stream_free), and a connection holds at most L2P_MAX_STREAMS open ones.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -31,8 +32,13 @@ static gint ett_mplex = -1;
 static dissector_handle_t mplex_handle;
 
 typedef struct {
-    wmem_map_t *streams;    /* id * 2 + opener_is_listener -> l2p_pipe_t *[2] ([0]: opener -> other) */
+    wmem_map_t *streams;    /* &key -> mplex_stream_t, while open (first pass) */
 } mplex_conn_t;
+
+typedef struct {
+    l2p_stream_t s;
+    guint64 key;            /* id * 2 + opener_is_listener */
+} mplex_stream_t;
 
 static const value_string mplex_flag_vals[] = {
     { 0, "NewStream" }, { 1, "MessageReceiver" }, { 2, "MessageInitiator" },
@@ -69,18 +75,27 @@ mplex_conn(l2p_pipe_t *pipe)
     return mc;
 }
 
-static l2p_pipe_t **
-stream_pair(l2p_pipe_t *conn, mplex_conn_t *mc, guint64 id, gboolean opener_is_dialer, gboolean create)
+/* First pass: the stream a frame belongs to, opened by NewStream or by a message of a stream
+ * whose opening was not captured (Close and Reset open none: they may come after it ended).
+ * Remembered in the PDU (l2p_stream_mark()) when the frame feeds or closes it, or would open
+ * one past L2P_MAX_STREAMS. */
+static void
+find_pdu_stream(l2p_pipe_t *conn, packet_info *pinfo, mplex_conn_t *mc, l2p_pdu_t *pdu, guint64 id,
+                gboolean opener_is_dialer, guint flag, guint64 dlen)
 {
     guint64 key = id * 2 + (opener_is_dialer ? 0 : 1);
-    l2p_pipe_t **pair = (l2p_pipe_t **)wmem_map_lookup(mc->streams, &key);
-    if (!pair && create) {
-        guint64 *k = wmem_new(wmem_file_scope(), guint64);
-        *k = key;
-        pair = l2p_stream_pair_new(conn, "mplex", id);
-        wmem_map_insert(mc->streams, k, pair);
+    mplex_stream_t *ms = (mplex_stream_t *)wmem_map_lookup(mc->streams, &key);
+    if (!ms && flag <= 2) {
+        if (wmem_map_size(mc->streams) >= L2P_MAX_STREAMS) {
+            l2p_stream_mark(pinfo, pdu, NULL);
+            return;
+        }
+        ms = (mplex_stream_t *)l2p_stream_new(conn, "mplex", id, sizeof(mplex_stream_t));
+        ms->key = key;
+        wmem_map_insert(mc->streams, &ms->key, ms);
     }
-    return pair;
+    if (ms && (flag > 2 || (flag > 0 && dlen)))
+        l2p_stream_mark(pinfo, pdu, &ms->s);
 }
 
 static gint64
@@ -104,8 +119,8 @@ mplex_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
     guint u1, u2;
     guint64 hdr, dlen, id;
     guint flag;
-    gboolean from_dialer = pipe->dir == 0, opener_is_dialer, from_opener;
-    l2p_pipe_t **pair;
+    gboolean from_dialer = pipe->dir == 0, opener_is_dialer, from_opener, refused;
+    l2p_stream_t *s;
     gboolean first = !PINFO_FD_VISITED(pinfo);
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "mplex");
@@ -117,28 +132,33 @@ mplex_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
     /* Even flags come from the stream's initiator, odd ones from its receiver. */
     from_opener = (flag & 1) == 0;
     opener_is_dialer = from_opener ? from_dialer : !from_dialer;
-    pair = stream_pair(pipe, mc, id, opener_is_dialer, first);
-    if (!pair)
-        return;
+    if (first)
+        find_pdu_stream(pipe, pinfo, mc, pdu, id, opener_is_dialer, flag, dlen);
+    s = l2p_stream_of(pdu, &refused);
+    if (refused)
+        l2p_stream_refused(tvb, pinfo, tree);
+    if (!s)
+        return;     /* NewStream (the data is the stream's name), or an empty message */
     switch (flag) {
-    case 0:     /* NewStream: the data is the stream's name */
-        break;
     case 1:
     case 2:     /* Message */
-        if (dlen) {
-            if (first)
-                pair[from_opener ? 0 : 1]->overhead += u1 + u2;
-            l2p_pipe_call(pair[from_opener ? 0 : 1], tvb_new_subset_remaining(tvb, u1 + u2), pinfo, tree, FALSE);
-        }
+        if (first)
+            s->pipe[from_opener ? 0 : 1]->overhead += u1 + u2;
+        l2p_pipe_call(s->pipe[from_opener ? 0 : 1], tvb_new_subset_remaining(tvb, u1 + u2), pinfo, tree, FALSE);
         break;
     case 3:
     case 4:     /* Close: the sender will send no more */
-        l2p_pipe_call(pair[from_opener ? 0 : 1], tvb_new_subset_length(tvb, u1 + u2, 0), pinfo, tree, TRUE);
+        l2p_pipe_call(s->pipe[from_opener ? 0 : 1], tvb_new_subset_length(tvb, u1 + u2, 0), pinfo, tree, TRUE);
         break;
     default:    /* Reset: both directions end */
-        l2p_pipe_call(pair[0], tvb_new_subset_length(tvb, u1 + u2, 0), pinfo, tree, TRUE);
-        l2p_pipe_call(pair[1], tvb_new_subset_length(tvb, u1 + u2, 0), pinfo, tree, TRUE);
+        l2p_pipe_call(s->pipe[0], tvb_new_subset_length(tvb, u1 + u2, 0), pinfo, tree, TRUE);
+        l2p_pipe_call(s->pipe[1], tvb_new_subset_length(tvb, u1 + u2, 0), pinfo, tree, TRUE);
         break;
+    }
+    /* A stream both directions have ended leaves the table. */
+    if (first && flag > 2 && l2p_stream_close(s, flag > 4 ? -1 : from_opener ? 0 : 1)) {
+        wmem_map_remove(mc->streams, &((mplex_stream_t *)s)->key);
+        l2p_stream_free(s);
     }
 }
 

@@ -8,7 +8,9 @@
  * connection direction's pipe, it cuts frames out of it and feeds each data frame's bytes to
  * its stream's pipe (per direction; keyed by stream id, whose parity says who opened it), where
  * multistream-select negotiates the stream's protocol and that protocol's dissector
- * reassembles its messages.  FIN and RST close the sender's direction of the stream.
+ * reassembles its messages.  FIN closes the sender's direction of the stream, RST both; a stream
+ * both have ended leaves the connection's table and is freed (engine.h, l2p_stream_free), and
+ * a connection holds at most L2P_MAX_STREAMS open ones.
  *
  * Flow control bounds what a frame may claim: a stream starts with a 256 KiB window each way,
  * the receiver's Window Update frames widen it, and a sender's Data frames use it up.  A Data
@@ -51,12 +53,16 @@ static gint ett_yamux = -1;
 static gint ett_yamux_flags = -1;
 static dissector_handle_t yamux_handle;
 
-/* Both directions of a connection share the stream tables. */
+/* Both directions of a connection share the stream table. */
 typedef struct {
-    wmem_map_t *streams;        /* stream id -> l2p_pipe_t *[2] ([0]: opener -> other) */
-    wmem_map_t *windows;        /* stream id -> guint64[2]: what the dialer (0) / listener (1)
-                                   may still send; only for streams whose SYN was captured */
+    wmem_map_t *streams;        /* stream id -> yamux_stream_t, while open (first pass) */
 } yamux_conn_t;
+
+typedef struct {
+    l2p_stream_t s;
+    gboolean windowed;          /* its SYN was captured (since the last hole): window holds */
+    guint64 window[2];          /* what the dialer (0) / listener (1) may still send */
+} yamux_stream_t;
 
 static const value_string yamux_type_vals[] = {
     { 0, "Data" }, { 1, "Window Update" }, { 2, "Ping" }, { 3, "Go Away" }, { 0, NULL }
@@ -74,27 +80,24 @@ yamux_conn(l2p_pipe_t *pipe)
     if (!yc) {
         yc = wmem_new0(wmem_file_scope(), yamux_conn_t);
         yc->streams = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
-        yc->windows = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
     }
     pipe->state = yc;
     pipe->gap_fn = yamux_gap;
     return yc;
 }
 
-/* The pipe of stream `id` in the direction of a frame the dialer (or listener) sent. */
-static l2p_pipe_t *
-stream_pipe(l2p_pipe_t *conn, yamux_conn_t *yc, guint32 id, gboolean from_dialer, gboolean create)
+static yamux_stream_t *
+find_stream(yamux_conn_t *yc, guint32 id)
 {
-    l2p_pipe_t **pair = (l2p_pipe_t **)wmem_map_lookup(yc->streams, GUINT_TO_POINTER(id));
-    /* The dialer opens odd stream ids, the listener even ones. */
-    gboolean opener_is_dialer = (id & 1) == 1;
-    if (!pair) {
-        if (!create)
-            return NULL;
-        pair = l2p_stream_pair_new(conn, "yamux", id);
-        wmem_map_insert(yc->streams, GUINT_TO_POINTER(id), pair);
-    }
-    return pair[from_dialer == opener_is_dialer ? 0 : 1];
+    return (yamux_stream_t *)wmem_map_lookup(yc->streams, GUINT_TO_POINTER(id));
+}
+
+/* Which of stream `id`'s pipes a frame the dialer (or listener) sent goes to: the dialer opens
+ * odd stream ids, the listener even ones. */
+static int
+stream_dir(guint32 id, gboolean from_dialer)
+{
+    return from_dialer == ((id & 1) == 1) ? 0 : 1;
 }
 
 /* Whether a frame header at p could be real: what resynchronisation looks for after bytes that
@@ -105,16 +108,16 @@ plausible_header(yamux_conn_t *yc, int dir, const guint8 *p)
     guint8 type = p[1];
     guint16 flags = pntohu16(p + 2);
     guint32 id = pntohu32(p + 4), len = pntohu32(p + 8);
-    const guint64 *window;
+    const yamux_stream_t *ys;
 
     if (p[0] != 0 || type > 3 || (flags & ~0xf))
         return FALSE;
     if (type > YAMUX_TYPE_WINDOW)
         return id == 0;
-    if (id == 0 || (!wmem_map_lookup(yc->streams, GUINT_TO_POINTER(id)) && !(flags & YAMUX_FLAG_SYN)))
+    ys = find_stream(yc, id);
+    if (id == 0 || (!ys && !(flags & YAMUX_FLAG_SYN)))
         return FALSE;
-    window = (const guint64 *)wmem_map_lookup(yc->windows, GUINT_TO_POINTER(id));
-    return type != YAMUX_TYPE_DATA || len <= (window ? window[dir] : YAMUX_INITIAL_WINDOW);
+    return type != YAMUX_TYPE_DATA || len <= (ys && ys->windowed ? ys->window[dir] : YAMUX_INITIAL_WINDOW);
 }
 
 /* After a header that cannot be real: skip to the next plausible one (or to the last 11 bytes,
@@ -130,12 +133,20 @@ resync(l2p_pipe_t *pipe, yamux_conn_t *yc, const guint8 *p, guint avail)
     return -1;
 }
 
+/* `all`: a hole took frames of any stream in direction `dir`. */
+typedef struct {
+    int dir;
+    gboolean all;
+} gap_t;
+
 static void
-gap_stream(gpointer key, gpointer value, gpointer dir)
+gap_stream(gpointer key, gpointer value, gpointer user_data)
 {
-    l2p_pipe_t **pair = (l2p_pipe_t **)value;
-    gboolean from_dialer = GPOINTER_TO_INT(dir) == 0, opener_is_dialer = (GPOINTER_TO_UINT(key) & 1) == 1;
-    l2p_pipe_gap(pair[from_dialer == opener_is_dialer ? 0 : 1], 0);
+    yamux_stream_t *ys = (yamux_stream_t *)value;
+    const gap_t *g = (const gap_t *)user_data;
+    if (g->all)
+        l2p_pipe_gap(ys->s.pipe[stream_dir(GPOINTER_TO_UINT(key), g->dir == 0)], 0);
+    ys->windowed = FALSE;
 }
 
 /* A hole in the capture took bytes of this direction (engine.h): the stream of the frame it
@@ -148,14 +159,14 @@ static gboolean
 yamux_gap(l2p_pipe_t *pipe, const guint8 *held, guint held_len)
 {
     yamux_conn_t *yc = yamux_conn(pipe);
+    gap_t g = { pipe->dir, TRUE };
     if (held_len >= 12 && pipe->gap_bytes && pipe->gap_bytes <= 12 + (guint64)pntohu32(held + 8) - held_len) {
-        l2p_pipe_t *sp = stream_pipe(pipe, yc, pntohu32(held + 4), pipe->dir == 0, FALSE);
-        if (sp)
-            l2p_pipe_gap(sp, 0);
-    } else {
-        wmem_map_foreach(yc->streams, gap_stream, GINT_TO_POINTER(pipe->dir));
+        yamux_stream_t *ys = find_stream(yc, pntohu32(held + 4));
+        if (ys)
+            l2p_pipe_gap(ys->s.pipe[stream_dir(pntohu32(held + 4), pipe->dir == 0)], 0);
+        g.all = FALSE;
     }
-    yc->windows = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
+    wmem_map_foreach(yc->streams, gap_stream, &g);
     return TRUE;
 }
 
@@ -164,7 +175,7 @@ yamux_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
 {
     yamux_conn_t *yc = yamux_conn(pipe);
     guint32 len;
-    const guint64 *window;
+    const yamux_stream_t *ys;
     if (avail < 12)
         return 0;
     if (pipe->resync) {
@@ -177,28 +188,57 @@ yamux_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
     len = pntohu32(p + 8);
     if (p[1] != YAMUX_TYPE_DATA)
         return 12;
-    window = (const guint64 *)wmem_map_lookup(yc->windows, GUINT_TO_POINTER(pntohu32(p + 4)));
-    if (len > L2P_MAX_PDU || (window && len > window[pipe->dir]))
+    ys = find_stream(yc, pntohu32(p + 4));
+    if (len > L2P_MAX_PDU || (ys && ys->windowed && len > ys->window[pipe->dir]))
         return resync(pipe, yc, p, avail);  /* more than flow control lets the sender send */
     return 12 + (gint64)len;
 }
 
 /* First pass: a frame's effect on its stream's windows. */
 static void
-track_window(yamux_conn_t *yc, int dir, guint8 type, guint16 flags, guint32 id, guint32 len)
+track_window(yamux_stream_t *ys, int dir, guint8 type, guint16 flags, guint32 len)
 {
-    guint64 *window = (guint64 *)wmem_map_lookup(yc->windows, GUINT_TO_POINTER(id));
-    if (!window && (flags & YAMUX_FLAG_SYN)) {
-        window = wmem_alloc_array(wmem_file_scope(), guint64, 2);
-        window[0] = window[1] = YAMUX_INITIAL_WINDOW;
-        wmem_map_insert(yc->windows, GUINT_TO_POINTER(id), window);
+    if (!ys->windowed && (flags & YAMUX_FLAG_SYN)) {
+        ys->windowed = TRUE;
+        ys->window[0] = ys->window[1] = YAMUX_INITIAL_WINDOW;
     }
-    if (!window)
+    if (!ys->windowed)
         return;
     if (type == YAMUX_TYPE_WINDOW)
-        window[1 - dir] += len;     /* the receiver lets the other side send more */
+        ys->window[1 - dir] += len;     /* the receiver lets the other side send more */
     else if (type == YAMUX_TYPE_DATA)
-        window[dir] -= MIN(len, window[dir]);
+        ys->window[dir] -= MIN(len, ys->window[dir]);
+}
+
+/* First pass: the stream a frame belongs to, opened by a SYN or by data of a stream whose
+ * opening was not captured (a frame that carries nothing opens none: a stream's last window
+ * update may come after it ended).  Remembered in the PDU (l2p_stream_mark()) when the frame
+ * feeds or closes it, or would open one past L2P_MAX_STREAMS. */
+static void
+find_pdu_stream(l2p_pipe_t *pipe, packet_info *pinfo, yamux_conn_t *yc, l2p_pdu_t *pdu, guint8 type,
+                guint16 flags, guint32 id, guint32 len)
+{
+    yamux_stream_t *ys = find_stream(yc, id);
+    gboolean data = type == YAMUX_TYPE_DATA && len > 0;
+
+    /* The client (the dialer) opens odd stream ids: a SYN says who sent it. */
+    if (flags & YAMUX_FLAG_SYN)
+        l2p_learn_role(pipe, pinfo, (id & 1) == 1, L2P_ROLE_MUXER);
+    else if (!ys && data)
+        l2p_role_needed(pipe, pinfo);
+    if (!ys && ((flags & YAMUX_FLAG_SYN) || data)) {
+        if (wmem_map_size(yc->streams) >= L2P_MAX_STREAMS) {
+            l2p_stream_mark(pinfo, pdu, NULL);
+            return;
+        }
+        ys = (yamux_stream_t *)l2p_stream_new(pipe, "yamux", id, sizeof(yamux_stream_t));
+        wmem_map_insert(yc->streams, GUINT_TO_POINTER(id), ys);
+    }
+    if (!ys)
+        return;
+    track_window(ys, pipe->dir, type, flags, len);
+    if (data || (flags & (YAMUX_FLAG_FIN | YAMUX_FLAG_RST)))
+        l2p_stream_mark(pinfo, pdu, &ys->s);
 }
 
 static void
@@ -208,8 +248,9 @@ yamux_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
     guint8 type;
     guint16 flags;
     guint32 id;
+    l2p_stream_t *s;
     l2p_pipe_t *sp;
-    gboolean fin;
+    gboolean fin, refused;
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "yamux");
     draw_yamux(tvb, pinfo, tree);
@@ -221,23 +262,26 @@ yamux_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
     fin = (flags & (YAMUX_FLAG_FIN | YAMUX_FLAG_RST)) != 0;
     if (id == 0 || (type != YAMUX_TYPE_DATA && type != YAMUX_TYPE_WINDOW))
         return;     /* session pings and go-away */
-    if (!PINFO_FD_VISITED(pinfo)) {
-        /* The client (the dialer) opens odd stream ids: a SYN says who sent it. */
-        if (flags & YAMUX_FLAG_SYN)
-            l2p_learn_role(pipe, pinfo, (id & 1) == 1, L2P_ROLE_MUXER);
-        else if (!wmem_map_contains(yc->streams, GUINT_TO_POINTER(id)))
-            l2p_role_needed(pipe, pinfo);
-        track_window(yc, pipe->dir, type, flags, id, tvb_get_ntohl(tvb, 8));
-    }
-    sp = stream_pipe(pipe, yc, id, pipe->dir == 0, !PINFO_FD_VISITED(pinfo));
-    if (!sp)
+    if (!PINFO_FD_VISITED(pinfo))
+        find_pdu_stream(pipe, pinfo, yc, pdu, type, flags, id, tvb_get_ntohl(tvb, 8));
+    s = l2p_stream_of(pdu, &refused);
+    if (refused)
+        l2p_stream_refused(tvb, pinfo, tree);
+    if (!s)
         return;
+    sp = s->pipe[stream_dir(id, pipe->dir == 0)];
     if (type == 0 && tvb_captured_length(tvb) > 12) {
         if (!PINFO_FD_VISITED(pinfo))
             sp->overhead += 12;
         l2p_pipe_call(sp, tvb_new_subset_remaining(tvb, 12), pinfo, tree, fin);
     } else if (fin) {
         l2p_pipe_call(sp, tvb_new_subset_length(tvb, 12, 0), pinfo, tree, TRUE);
+    }
+    /* FIN ends the sender's direction, RST both: a stream both have ended leaves the table. */
+    if (!PINFO_FD_VISITED(pinfo) && fin &&
+        l2p_stream_close(s, (flags & YAMUX_FLAG_RST) ? -1 : sp == s->pipe[0] ? 0 : 1)) {
+        wmem_map_remove(yc->streams, GUINT_TO_POINTER(id));
+        l2p_stream_free(s);
     }
 }
 
