@@ -237,6 +237,10 @@ def cmd_compare(args) -> int:
     from .gather import gather
     base = gather([args.baseline], args.plugin, 1, args.tshark)
     comp = gather([args.compressed], args.plugin, 1, args.tshark)
+    from .model import not_comparable
+    why = not_comparable(base, comp, args.baseline, args.compressed)
+    if why:
+        raise UsageError(why)
     emit(compare_report(base, comp), args)
     return TRUNCATED_EXIT if base.warnings or comp.warnings else 0
 

@@ -27,9 +27,10 @@ HEAD = {"proto": "proto", "msg_type": "message type", "direction": "direction", 
         # compare
         "family": "family", "baseline_msgs": "baseline msgs", "compressed_msgs": "compressed msgs",
         "baseline_wire": "baseline wire B", "compressed_wire": "compressed wire B",
-        "measured_message_saved": "message saved", "measured_segment_hdr_saved": "segment hdr saved",
+        "measured_message_saved": "message B saved (measured)",
+        "measured_segment_hdr_saved": "segment hdr saved (measured)",
         "measured_ack_saved": "ACK saved (measured)", "measured_total_saved": "measured total saved",
-        "modelled_total_saved": "modelled total saved", "model_error_pct": "model error %",
+        "modelled_total_saved": "modelled total saved", "model_error_pct": "model − measured %",
         "saved_pct": "saved %", "compression_pct": "compression %", "avg_raw": "avg raw B",
         "avg_sent": "avg sent B",
         # diff (A and B are the sides; lengths in bytes)
