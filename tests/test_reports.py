@@ -276,15 +276,17 @@ FIGURES = {
                 "Compression ratio CDF per message size range", "Bandwidth over time"],
     "compare": ["Bandwidth over time: compression off vs on"],
     "whatif": ["What-if codecs: compression ratio", "What-if codecs: time per message"],
+    "diff": ["Compressed size, A vs B"],
 }
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (tools/install-deps.sh installs it)")
-@pytest.mark.parametrize("command", ["analyze", "compare", "whatif"])
+@pytest.mark.parametrize("command", ["analyze", "compare", "whatif", "diff"])
 def test_html_report_renders_offline_in_chromium(tmp_path, command):
     page = tmp_path / f"{command}.html"
     args = {"analyze": [COMPRESSED], "compare": [BASELINE, COMPRESSED],
-            "whatif": ["--codecs", "zlib-6,lzo1x-1,zstd", BASELINE]}[command]
+            "whatif": ["--codecs", "zlib-6,lzo1x-1,zstd", BASELINE],
+            "diff": [COMPRESSED, COMPRESSED]}[command]
     res = p2pc(command, *args, "--format", "html", "--output", str(page))
     assert res.returncode == 0, res.stderr
     html = page.read_text()

@@ -1,4 +1,4 @@
-"""The `p2pc` command: analyze, compare, whatif, records, live, doctor, shard, merge.
+"""The `p2pc` command: analyze, compare, diff, whatif, records, live, doctor, shard, merge.
 
 Exit codes: EXIT_CODES below (each error is a P2pcError subclass carrying its code).
 """
@@ -237,8 +237,26 @@ def cmd_compare(args) -> int:
     from .gather import gather
     base = gather([args.baseline], args.plugin, 1, args.tshark)
     comp = gather([args.compressed], args.plugin, 1, args.tshark)
+    from .model import not_comparable
+    why = not_comparable(base, comp, args.baseline, args.compressed)
+    if why:
+        raise UsageError(why)
     emit(compare_report(base, comp), args)
     return TRUNCATED_EXIT if base.warnings or comp.warnings else 0
+
+
+def cmd_diff(args) -> int:
+    from .diff import DIFFER_EXIT, Side, run_diff
+    if args.capture_b is None and not (args.filter_a and args.filter_b):
+        raise UsageError("diff of one capture needs both sides' filters: --a FILTER --b FILTER")
+    sides = (Side("A", args.capture_a, args.filter_a), Side("B", args.capture_b or args.capture_a, args.filter_b))
+    ws = open_wireshark(args.plugin)
+    try:
+        report = run_diff(ws, sides, args.tshark)
+    finally:
+        ws.cleanup()
+    emit(report, args)
+    return TRUNCATED_EXIT if report["warnings"] else 0 if report["equivalent"] else DIFFER_EXIT
 
 
 def cmd_whatif(args) -> int:
@@ -557,6 +575,8 @@ EXIT_CODES = {
         "printed first, is that of the whole packets the file holds",
     14: "live: dumpcap or tshark ended while capturing: the report, printed first, covers what "
         "was decoded",
+    15: "diff: A and B differ (messages on one side only, or matched messages whose lengths, "
+        "codec or header bytes differ)",
 }
 EXIT_HELP = "exit codes:\n" + "\n".join(
     textwrap.fill(text, 79, initial_indent=f"{code:>3}  ", subsequent_indent=" " * 5)
@@ -567,6 +587,7 @@ EXAMPLES = {
   p2pc analyze captures/bitcoin/btc-compressed.pcapng
   p2pc analyze --format html --output report.html a.pcapng b.pcapng
   p2pc compare btc-baseline.pcapng btc-compressed.pcapng
+  p2pc diff eth2-yamux.pcapng eth2-mplex.pcapng
   p2pc whatif --codecs zlib-6,zstd btc-baseline.pcapng
   p2pc records btc-compressed.pcapng --output records.parquet
   p2pc live -i eth0 -f 'tcp port 8333'
@@ -589,6 +610,14 @@ sections (--section): main, size_ranges, explain (with --explain)""",
   p2pc compare --format html --output compare.html btc-baseline.pcapng btc-compressed.pcapng
 
 sections (--section): main, connections""",
+    "diff": """examples:
+  p2pc diff captures/eth2/eth2-yamux.pcapng captures/eth2/eth2-mplex.pcapng
+  p2pc diff --format html --output diff.html node-a.pcapng node-b.pcapng
+  p2pc diff both.pcapng --a 'tcp.port==52396' --b 'tcp.port==36186'   # two connections of one capture
+  p2pc diff -Y eth2 a.pcapng b.pcapng            # only the eth2 messages of each
+
+sections (--section): main, differences, messages, unmatched, not_derived
+docs/interop.md walks through an interop problem.""",
     "whatif": """examples:
   p2pc whatif btc-baseline.pcapng
   p2pc whatif --codecs zlib-1,lzo1x-1,zstd --format html --output whatif.html btc-baseline.pcapng
@@ -740,6 +769,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("compressed", metavar="COMPRESSED", help="the capture with compression on")
     common(p)
     p.set_defaults(func=cmd_compare)
+
+    p = command("diff", "two implementations' messages side by side (interop)",
+                "Align A's and B's messages by protocol, message type and the SHA-256 of the "
+                "uncompressed payload; list what only one side sent, and for each matched pair "
+                "the wire, payload (compressed), raw and header bytes and codec of both, the "
+                "payload ratio B/A and, for req/resp, the time to the first and last response "
+                "chunk. A and B are two captures, or one capture and two display filters.")
+    p.add_argument("capture_a", metavar="A", help="a pcap/pcapng file")
+    p.add_argument("capture_b", metavar="B", nargs="?",
+                   help="another pcap/pcapng file (default: A again, with --a and --b)")
+    p.add_argument("--a", dest="filter_a", metavar="FILTER",
+                   help="side A: only the messages of A's frames this display filter matches")
+    p.add_argument("--b", dest="filter_b", metavar="FILTER",
+                   help="side B: only the messages of B's frames this display filter matches")
+    common(p)
+    p.set_defaults(func=cmd_diff)
 
     p = command("whatif", "what each codec would save on uncompressed traffic",
                 "Recompress every uncompressed payload with each codec: compression per message "

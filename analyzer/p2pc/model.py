@@ -379,3 +379,24 @@ def family_measured(agg: Aggregate) -> dict:
             if rev:
                 f["ack_bytes"] += share * rev.pure_ack_bytes
     return out
+
+
+def not_comparable(base: Aggregate, comp: Aggregate, base_name: str, comp_name: str) -> str | None:
+    """Why `compare` cannot read these two captures as one stack's baseline (compression off)
+    and compressed run, or None: different protocols, or a COMPRESSED without any compressed
+    message (arguments swapped, when the baseline has some)."""
+    def protos(agg: Aggregate) -> set:
+        return {p for types in agg.by_dir.values() for (p, _, _), s in types.items() if s.messages}
+
+    def compressed(agg: Aggregate) -> int:
+        return sum(s.messages for types in agg.by_dir.values() for (_, _, c), s in types.items()
+                   if c != "none")
+    pb, pc = protos(base), protos(comp)
+    if pb != pc:
+        return (f"{base_name} carries {', '.join(sorted(pb))}, {comp_name} {', '.join(sorted(pc))}: "
+                "compare takes one stack's captures with compression off and on")
+    if not compressed(comp):
+        return (f"{comp_name} has no compressed message" +
+                (f" and {base_name} has {compressed(base)}: are BASELINE and COMPRESSED swapped?"
+                 if compressed(base) else ": compare takes one stack's captures with compression off and on"))
+    return None

@@ -7,6 +7,7 @@ Figures, from the report's rows and series (as the seeds' figures):
            range; the compression-ratio CDF per size range; inbound and outbound bandwidth
   compare  inbound and outbound bandwidth over time, compression off vs on
   whatif   each codec's compression ratio (per size range and overall) and time per message
+  diff     compressed size A vs B per matched message (the two encoders on the same content)
 Legends sit outside the plotting area, so they never cover data.
 """
 from __future__ import annotations
@@ -152,6 +153,23 @@ def codec_time(report: dict):
     return ("What-if codecs: time per message", "mean over every message recompressed", fig)
 
 
+def compressed_size_ab(report: dict):
+    per_type = report.get("series", {}).get("compressed_size_ab") or {}
+    if not per_type:
+        return None
+    fig = go.Figure()
+    every = [v for pts in per_type.values() for p in pts for v in p if v > 0]
+    if every:                   # equal sizes lie on this line
+        fig.add_scatter(x=[min(every), max(every)], y=[min(every), max(every)], mode="lines",
+                        name="B = A", line=dict(color="#999", dash="dot"), hoverinfo="skip")
+    for name, pts in per_type.items():
+        fig.add_scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], name=name, mode="markers",
+                        hovertemplate=name + ": A %{x:,} B, B %{y:,} B<extra></extra>")
+    _layout(fig, 420, xaxis=dict(type="log", title="A: payload bytes as sent"),
+            yaxis=dict(type="log", title="B: payload bytes as sent"))
+    return ("Compressed size, A vs B", "each matched message; above the line B sent more", fig)
+
+
 def figures(report: dict) -> list[tuple[str, str, go.Figure]]:
     series = report.get("series", {})
     cmd = report.get("command")
@@ -161,6 +179,8 @@ def figures(report: dict) -> list[tuple[str, str, go.Figure]]:
                            "Bandwidth over time: compression off vs on")]
     elif cmd == "whatif":
         found = [codec_ratio(report), codec_time(report)]
+    elif cmd == "diff":
+        found = [compressed_size_ab(report)]
     else:
         found = [savings_by_type(report), compression_by_size(report), ratio_cdf(report),
                  bandwidth({"captured": series.get("bandwidth")}, "Bandwidth over time")]

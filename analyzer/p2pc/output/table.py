@@ -27,11 +27,20 @@ HEAD = {"proto": "proto", "msg_type": "message type", "direction": "direction", 
         # compare
         "family": "family", "baseline_msgs": "baseline msgs", "compressed_msgs": "compressed msgs",
         "baseline_wire": "baseline wire B", "compressed_wire": "compressed wire B",
-        "measured_message_saved": "message saved", "measured_segment_hdr_saved": "segment hdr saved",
+        "measured_message_saved": "message B saved (measured)",
+        "measured_segment_hdr_saved": "segment hdr saved (measured)",
         "measured_ack_saved": "ACK saved (measured)", "measured_total_saved": "measured total saved",
-        "modelled_total_saved": "modelled total saved", "model_error_pct": "model error %",
+        "modelled_total_saved": "modelled total saved", "model_error_pct": "model − measured %",
         "saved_pct": "saved %", "compression_pct": "compression %", "avg_raw": "avg raw B",
-        "avg_sent": "avg sent B"}
+        "avg_sent": "avg sent B",
+        # diff (A and B are the sides; lengths in bytes)
+        "matched": "matched", "only_a": "only A", "only_b": "only B", "a_frame": "A frame",
+        "b_frame": "B frame", "a_codec": "A codec", "b_codec": "B codec", "a_wire": "A wire",
+        "b_wire": "B wire", "a_payload": "A payload", "b_payload": "B payload", "a_raw": "A raw",
+        "b_raw": "B raw", "a_header": "A header", "b_header": "B header",
+        "payload_ratio": "payload B/A", "a_first_ms": "A 1st resp ms", "b_first_ms": "B 1st resp ms",
+        "a_last_ms": "A last resp ms", "b_last_ms": "B last resp ms", "sha256": "payload SHA-256",
+        "wire": "wire", "payload": "payload", "raw": "raw", "header": "header"}
 
 # Columns left out first when a table is too wide for the terminal, in this order; columns not
 # named here go after them, rightmost first; the first two columns always stay.
