@@ -48,6 +48,9 @@ def cells() -> dict[str, tuple[str, str, str, str]]:
     for a, b, combos in [("go", "js", [("plaintext", "yamux"), ("noise", "yamux"), ("plaintext", "mplex")]),
                          ("go", "rust", [("plaintext", "yamux"), ("noise", "yamux")]),
                          ("js", "rust", [("plaintext", "yamux")])]:
+        # interop-js-rust-plaintext-yamux is made but not committed: p2pc does not yet frame a
+        # js-libp2p dialer's multistream header written as a 1-byte length segment and then its
+        # message, when the listener (rust) does not speak first (docs/interop.md).
         for sec, mux in combos:
             out[f"interop-{a}-{b}-{sec}-{mux}"] = (a, b, "a", sec, mux)
             out[f"interop-{b}-{a}-{sec}-{mux}-lf"] = (a, b, "b", sec, mux)
