@@ -154,7 +154,7 @@ func serve(h host.Host, blocks []block, broken bool, bye chan<- struct{}) {
 	bad := brokenPings()
 	h.SetStreamHandler(protoStatus, func(s network.Stream) {
 		readRequest(s)
-		s.Write(chunk(0, nil, status()))
+		send(s, chunk(0, nil, status()))
 		s.Close()
 	})
 	h.SetStreamHandler(protoPing, func(s network.Stream) {
@@ -162,14 +162,14 @@ func serve(h host.Host, blocks []block, broken bool, bye chan<- struct{}) {
 		if n := int(pings.Add(1)) - 1; broken && n < len(bad) {
 			s.Write(bad[n])
 		} else {
-			s.Write(chunk(0, nil, u64(7)))
+			send(s, chunk(0, nil, u64(7)))
 		}
 		s.Close()
 	})
 	h.SetStreamHandler(protoMetadata, func(s network.Stream) {
 		md := append(u64(7), bytes.Repeat([]byte{0xff}, 8)...) // seq_number, attnets
 		md = append(md, 0x0f)                                  // syncnets
-		s.Write(chunk(0, nil, md))
+		send(s, chunk(0, nil, md))
 		s.Close()
 	})
 	h.SetStreamHandler(protoGoodbye, func(s network.Stream) {
@@ -184,6 +184,7 @@ func serve(h host.Host, blocks []block, broken bool, bye chan<- struct{}) {
 		for i, b := range blocks {
 			ctx, _ := hex.DecodeString(digests[b.fork])
 			c := chunk(0, ctx, b.ssz)
+			recordChunks(protoByRange, c, true, "sent")
 			if i < len(blocks)-1 {
 				s.Write(c)
 				continue
@@ -193,15 +194,20 @@ func serve(h host.Host, blocks []block, broken bool, bye chan<- struct{}) {
 			s.Write(c[:len(c)-100])
 			s.Write(append(c[len(c)-100:], errChunk...))
 		}
+		recordChunks(protoByRange, errChunk, true, "sent")
 		s.Close()
 	})
 }
 
 func readRequest(s network.Stream) {
-	var hdr [10]byte
-	n, _ := s.Read(hdr[:])
-	_ = n
-	io.Copy(io.Discard, s)
+	req, _ := io.ReadAll(s)
+	recordChunks(string(s.Protocol()), req, false, "received")
+}
+
+// send writes b on s and records the response chunks it holds (the truth of what was sent).
+func send(s network.Stream, b []byte) {
+	recordChunks(string(s.Protocol()), b, true, "sent")
+	s.Write(b)
 }
 
 func call(ctx context.Context, h host.Host, p peer.ID, proto string, req []byte) []byte {
@@ -213,11 +219,13 @@ func call(ctx context.Context, h host.Host, p peer.ID, proto string, req []byte)
 		log.Fatalf("%s: %v", proto, err)
 	}
 	if req != nil {
+		recordChunks(proto, req, false, "sent")
 		s.Write(req)
 	}
 	s.CloseWrite()
 	resp, _ := io.ReadAll(s)
 	s.Close()
+	recordChunks(proto, resp, true, "received")
 	return resp
 }
 
@@ -253,7 +261,10 @@ func main() {
 	transport := flag.String("transport", "tcp", "tcp or quic")
 	security := flag.String("security", "plaintext", "plaintext, noise (the muxer negotiated early, in "+
 		"the handshake's extensions), noise-ms (the muxer negotiated by multistream-select inside) or tls")
+	truthFile := flag.String("truth", "", "write what this peer sent and received here (JSON)")
 	flag.Parse()
+	truth.path = *truthFile
+	defer truth.write(*role)
 	broken := *session == "broken"
 
 	keySrc := bytes.NewReader(bytes.Repeat([]byte{byte(*seed)}, 64))
@@ -316,8 +327,12 @@ func main() {
 		os.WriteFile(*idFile, []byte(addr), 0o644)
 		go func() {
 			for {
-				if _, err := sub.Next(ctx); err != nil {
+				m, err := sub.Next(ctx)
+				if err != nil {
 					return
+				}
+				if m.ReceivedFrom != h.ID() {
+					recordGossip(m.GetTopic(), m.Data, messageID(m.Message), "received")
 				}
 			}
 		}()
@@ -370,7 +385,9 @@ func main() {
 	}
 	time.Sleep(1500 * time.Millisecond)
 	for _, b := range blocks[:*gossipN] {
-		if err := t.Publish(ctx, snappy.Encode(nil, b.ssz)); err != nil {
+		data := snappy.Encode(nil, b.ssz)
+		recordGossip(topic, data, messageID(&pb.Message{Data: data, Topic: &topic}), "sent")
+		if err := t.Publish(ctx, data); err != nil {
 			log.Fatal(err)
 		}
 		time.Sleep(300 * time.Millisecond)

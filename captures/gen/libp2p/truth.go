@@ -1,0 +1,114 @@
+package main
+
+// The peer's own account of what it sent and received (-truth FILE), for the interop captures
+// (make_interop.py merges both peers' files into the capture's truth): per req/resp chunk the
+// protocol, request or response, sent or received, the result code, the context bytes, the SSZ
+// length and sha256, and the length of its Snappy frames; per gossip message its topic, message
+// id, data length and the SSZ's sha256.
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/golang/snappy"
+)
+
+type truthMsg struct {
+	Protocol  string  `json:"protocol"`
+	Kind      string  `json:"kind"`
+	Dir       string  `json:"dir"`
+	Result    *int    `json:"result,omitempty"`
+	Context   string  `json:"context,omitempty"`
+	SSZLen    int     `json:"ssz_len"`
+	SSZSha256 string  `json:"ssz_sha256"`
+	FramedLen int     `json:"framed_len,omitempty"`
+	Topic     string  `json:"topic,omitempty"`
+	MsgID     string  `json:"msg_id,omitempty"`
+	DataLen   int     `json:"data_len,omitempty"`
+	Error     *string `json:"error,omitempty"`
+}
+
+type truthLog struct {
+	mu   sync.Mutex
+	path string
+	Msgs []truthMsg `json:"messages"`
+}
+
+var truth = &truthLog{}
+
+func (t *truthLog) add(m truthMsg) {
+	t.mu.Lock()
+	t.Msgs = append(t.Msgs, m)
+	t.mu.Unlock()
+}
+
+func (t *truthLog) write(role string) {
+	if t.path == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out, _ := json.MarshalIndent(map[string]any{"stack": "go-libp2p", "version": "v0.39.1", "role": role,
+		"snappy": "github.com/golang/snappy v1.0.0", "messages": t.Msgs}, "", " ")
+	os.WriteFile(t.path, out, 0o644)
+}
+
+func shortName(proto string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(proto, "/eth2/beacon_chain/req/"), "/ssz_snappy")
+}
+
+func sum(b []byte) string { h := sha256.Sum256(b); return hex.EncodeToString(h[:]) }
+
+// recordChunks parses a request (response=false: uvarint length, Snappy frames) or the response
+// chunks (result, context bytes for blocks_by_range/2, uvarint length, frames) in data and records
+// each.  Parsing stops at the first thing it cannot read.
+func recordChunks(proto string, data []byte, response bool, dir string) {
+	r := bytes.NewReader(data)
+	withContext := strings.Contains(proto, "beacon_blocks_by_range/2")
+	for r.Len() > 0 {
+		m := truthMsg{Protocol: shortName(proto), Kind: "request", Dir: dir}
+		if response {
+			m.Kind = "response"
+			res, _ := r.ReadByte()
+			code := int(res)
+			m.Result = &code
+			if withContext && res == 0 {
+				ctx := make([]byte, 4)
+				if _, err := io.ReadFull(r, ctx); err != nil {
+					return
+				}
+				m.Context = hex.EncodeToString(ctx)
+			}
+		}
+		n, err := binary.ReadUvarint(r)
+		if err != nil {
+			return
+		}
+		start := r.Len()
+		ssz := make([]byte, n)
+		if _, err := io.ReadFull(snappy.NewReader(r), ssz); err != nil {
+			return
+		}
+		m.SSZLen, m.SSZSha256, m.FramedLen = int(n), sum(ssz), start-r.Len()
+		truth.add(m)
+		if !response {
+			return
+		}
+	}
+}
+
+func recordGossip(topic string, data []byte, id string, dir string) {
+	m := truthMsg{Protocol: "gossip beacon_block", Kind: "gossip", Dir: dir, Topic: topic,
+		MsgID: hex.EncodeToString([]byte(id)), DataLen: len(data)}
+	if ssz, err := snappy.Decode(nil, data); err == nil {
+		m.SSZLen, m.SSZSha256 = len(ssz), sum(ssz)
+	}
+	truth.add(m)
+}

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Make the interop captures in captures/interop/: two DIFFERENT real libp2p implementations,
+each installed from its registry at a pinned version, speaking eth2peers' workload to each other
+over netem.py's emulated link (60 ms each way, 20 Mbit/s), captured on node A.
+
+Stacks (each a program of its own; the truth is what each peer says it sent and received):
+  go    captures/gen/libp2p/ (eth2peers: go-libp2p v0.39.1, go-libp2p-pubsub v0.15.0; go.sum)
+  js    captures/gen/js/ (eth2peer.mjs: libp2p 3.3.11 and its modules; package-lock.json)
+  rust  captures/gen/rust/ (eth2peer-rs: libp2p 0.57.1; Cargo.lock)
+
+A cell is a pair, a direction, a security and a muxer.  For a pair "x-y" stack x runs on node A
+(where the capture is taken) and y on node B; "x>y" cells have x dial, "y>x" cells have y dial,
+so the listener is on either side of the capture.  The workload: status, ping, metadata,
+beacon_blocks_by_range (the smallest real block in captures/data/ethereum, then a
+ResourceUnavailable error chunk), the block published on /eth2/bba4da96/beacon_block/ssz_snappy
+in the plaintext/yamux cells only (a second copy of a 440 KB block would double the others),
+goodbye.  Noise cells with a go peer run eth2peers with keylog/'s patch and keep its keys
+(<name>.keys); the other stacks cannot log Noise keys cheaply, so their pairs are plaintext.
+
+Regenerate (root; Go, Node.js/npm and cargo): sudo python3 captures/gen/make_interop.py [name ...]
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from golib import WORK, listener_addr  # noqa: E402
+from make_eth2 import build as build_go  # noqa: E402
+from netem import EmulatedLink  # noqa: E402
+
+OUT = HERE.parent / "interop"
+BLOCK = HERE.parent / "data" / "ethereum" / "eth_mainnet_SignedBeaconBlock_capella_slot6507058.ssz"
+DELAY_MS, RATE_KBIT, PORT = 60, 20000, 9000
+SEEDS = {"dialer": 1, "listener": 2}
+SECURITY_IDS = {"plaintext": "/plaintext/2.0.0", "noise": "/noise"}
+MUXER_IDS = {"yamux": "/yamux/1.0.0", "mplex": "/mplex/6.7.0"}
+
+
+def cells() -> dict[str, tuple[str, str, str, str]]:
+    """name: (stack on node A, stack on node B, which dials ("a" or "b"), security, muxer)."""
+    out = {}
+    for a, b, combos in [("go", "js", [("plaintext", "yamux"), ("noise", "yamux"), ("plaintext", "mplex")]),
+                         ("go", "rust", [("plaintext", "yamux"), ("noise", "yamux")]),
+                         ("js", "rust", [("plaintext", "yamux")])]:
+        # interop-js-rust-plaintext-yamux is made but not committed: p2pc does not yet frame a
+        # js-libp2p dialer's multistream header written as a 1-byte length segment and then its
+        # message, when the listener (rust) does not speak first (docs/interop.md).
+        for sec, mux in combos:
+            out[f"interop-{a}-{b}-{sec}-{mux}"] = (a, b, "a", sec, mux)
+            out[f"interop-{b}-{a}-{sec}-{mux}-lf"] = (a, b, "b", sec, mux)
+    return out
+
+
+def build(stacks: set[str]) -> dict[str, object]:
+    exes: dict[str, object] = {}
+    if "go" in stacks:
+        exes["go"] = build_go()
+    if "js" in stacks:
+        js = HERE / "js"
+        if not (js / "node_modules").exists():
+            subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=js, check=True)
+        exes["js"] = ["node", "--import", str(js / "polyfill.mjs"), str(js / "eth2peer.mjs")]
+    if "rust" in stacks:
+        rs = HERE / "rust"
+        subprocess.run(["cargo", "build", "--release", "--locked", "-j", "1"], cwd=rs, check=True)
+        exes["rust"] = [str(rs / "target" / "release" / "eth2peer-rs")]
+    return exes
+
+
+def argv(stack: str, exes: dict, role: str, sec: str, mux: str, gossip: int, blocks: Path, truth: Path,
+         idfile: Path | None, peer: str | None, keyed: bool) -> list[str]:
+    seed = SEEDS["listener" if role == "listen" else "dialer"]
+    if stack == "go":
+        exe = exes["go"][1] if keyed else exes["go"][0]
+        cmd = [str(exe), "-role", role, "-muxer", mux, "-blocks", str(blocks), "-gossip", str(gossip),
+               "-session", "full", "-security", sec, "-seed", str(seed), "-truth", str(truth)]
+        return cmd + (["-idfile", str(idfile), "-listen", f"/ip4/0.0.0.0/tcp/{PORT}"] if role == "listen"
+                      else ["-peer", peer])
+    cmd = [*exes[stack], "--role", role, "--muxer", mux, "--security", sec, "--block", str(BLOCK),
+           "--gossip", str(gossip), "--seed", str(seed), "--truth", str(truth)]
+    return cmd + (["--idfile", str(idfile), "--listen", f"/ip4/0.0.0.0/tcp/{PORT}"] if role == "listen"
+                  else ["--peer", peer])
+
+
+def make(name: str, a: str, b: str, dials: str, sec: str, mux: str, exes: dict) -> None:
+    cap = OUT / f"{name}.pcapng"
+    dialer, listener = (dials, "b" if dials == "a" else "a")
+    stack = {"a": a, "b": b}
+    gossip = 1 if (sec, mux) == ("plaintext", "yamux") else 0
+    blocks = WORK / "interop-blocks"
+    blocks.mkdir(parents=True, exist_ok=True)
+    shutil.copy(BLOCK, blocks / BLOCK.name)
+    idfile, keys = WORK / f"{name}.id", OUT / f"{name}.keys"
+    idfile.unlink(missing_ok=True)
+    keys.unlink(missing_ok=True)
+    truths = {side: WORK / f"{name}.{side}.json" for side in ("a", "b")}
+    for t in truths.values():
+        t.unlink(missing_ok=True)
+    # The go peer logs its Noise keys (eth2peers-keylog); either side's keys decrypt a connection.
+    keyed = sec == "noise" and "go" in stack.values()
+    env = dict(os.environ, LIBP2P_NOISE_KEYLOG=str(keys))
+    addrs = {"a": EmulatedLink.addr_a, "b": EmulatedLink.addr_b}
+    with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
+        lp = link.popen(listener, argv(stack[listener], exes, "listen", sec, mux, gossip, blocks, truths[listener],
+                                       idfile, None, keyed and stack[listener] == "go"), env=env)
+        addr = listener_addr(idfile, addrs[listener], timeout=30)
+        link.run(dialer, argv(stack[dialer], exes, "dial", sec, mux, gossip, blocks, truths[dialer], None, addr,
+                              keyed and stack[dialer] == "go"), timeout=float(os.environ.get("INTEROP_TIMEOUT", 180)), env=env)
+        lp.wait(60)
+    peer = {side: json.loads(truths[side].read_text()) for side in ("a", "b")}
+    truth = {
+        "capture": cap.name, "security": SECURITY_IDS[sec], "muxer": MUXER_IDS[mux], "session": "interop",
+        "seeds": {"a" if dialer == "a" else "b": SEEDS["dialer"], listener: SEEDS["listener"]},
+        "key_type": "ed25519",
+        "link": {"delay_ms_each_way": DELAY_MS, "rate_kbit": RATE_KBIT, "mtu": 1500,
+                 "addr_a": EmulatedLink.addr_a, "addr_b": EmulatedLink.addr_b, f"port_{listener}": PORT,
+                 "dialer": addrs[dialer], "listener": addrs[listener], "listener_port": PORT,
+                 "captured_at": "dialer" if dialer == "a" else "listener"},
+        "dialer": {"node": dialer, "stack": peer[dialer]["stack"], "version": peer[dialer]["version"]},
+        "listener": {"node": listener, "stack": peer[listener]["stack"], "version": peer[listener]["version"]},
+        "block": {"file": BLOCK.name, "fork": "capella", "gossiped": gossip},
+        # What each peer says it sent and received, as it wrote it.
+        "peers": {"dialer": peer[dialer], "listener": peer[listener]},
+    }
+    if keyed:
+        os.chmod(keys, 0o644)
+        truth["keys"] = {"go": keys.name, "side": "dialer" if stack[dialer] == "go" else "listener"}
+    (OUT / f"{name}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+    print(f"{cap.name}: {cap.stat().st_size} bytes")
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    all_cells = cells()
+    names = sys.argv[1:] or list(all_cells)
+    exes = build({s for n in names for s in all_cells[n][:2]})
+    for name in names:
+        make(name, *all_cells[name], exes)
+
+
+if __name__ == "__main__":
+    main()
