@@ -190,6 +190,9 @@ def test_each_message_is_a_batch_of_its_items(tshark, version):
         want = Counter((msg_type(m), max(1, len(m["wantlist"]) + len(m["blocks"]) + len(m["presences"])),
                         m["size"], m["size"]) for m in t[receiver])
         assert mine == want
+    for r in recs:
+        size = int(r["payload_len"])
+        assert int(r["wire_len"]) == int(r["header_len"]) + size and int(r["header_len"]) >= len(uvarint(size))
     blocks_only = [m for m in decoded(tshark, cap(version)) if m["blocks"] and not m["wantlist"]]
     assert blocks_only and all(m["wantlist_field"] for m in blocks_only)   # boxo always sends the field
 
@@ -244,3 +247,25 @@ def test_crafted_messages_cover_every_part(tshark, tmp_path):
     assert recs == [("wantlist", "2"), ("blocks+wantlist+presences", "3"), ("empty", "1"), ("blocks", "1")]
     assert not tshark.fields(path, ["frame.number"], dfilter="bitswap.malformed or bitswap.bad_cid or "
                              "bitswap.hash_unsupported or bitswap.truncated")
+
+
+def test_what_does_not_decode_is_flagged(tshark, tmp_path):
+    """A sha2-512 block gets the note and no CID, a presence whose CID is no CID bad_cid, a
+    field running past its message malformed, a stream closed inside a message truncated."""
+    sha512 = pb_field(3, pb_field(1, bytes([1, 0x55, 0x13, 0x40])) + pb_field(2, b"x"))
+    bad_cid = pb_field(4, pb_field(1, b"\x02\x55\x12\x01\x00"))
+    past_end = pb_field(1, b"") + b"\x1a\x7f\x00"
+    path = tmp_path / "bitswap-flagged.pcap"
+    tcp_pcap(path, [("a", ms("/multistream/1.0.0") + ms("/yamux/1.0.0")),
+                    ("b", ms("/multistream/1.0.0") + ms("/yamux/1.0.0")),
+                    ("a", yamux(1, 1, ms("/multistream/1.0.0") + ms("/ipfs/bitswap/1.2.0"))),
+                    ("b", yamux(1, 2, ms("/multistream/1.0.0") + ms("/ipfs/bitswap/1.2.0") + framed(sha512) +
+                                framed(bad_cid) + framed(past_end))),
+                    ("b", yamux(4, 2, b"\x20" + pb_field(1, b"")))], syn="a")
+    rows = tshark.fields(path, ["bitswap.block.cid", "bitswap.hash_unsupported", "bitswap.bad_cid",
+                                "bitswap.malformed", "bitswap.truncated"], dfilter="bitswap")
+    flagged = [[bool(c) for c in r] for r in rows]
+    # Three messages end in the first frame, the truncated one at the FIN.
+    assert flagged == [[False, True, True, True, False], [False, False, False, False, True]]
+    assert [r["msg_type"] for r in tshark.records(path) if r["proto"] == "bitswap"] == \
+        ["blocks", "presences", "empty", "empty"]
