@@ -6,7 +6,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 GENERATORS = ["make_bitcoin.py", "make_fisco.py", "make_fisco3.py", "make_eth2.py", "make_compression.py",
-              "make_lumen.py"]
+              "make_bitswap.py", "make_lumen.py"]
 
 for gen in GENERATORS:
     print(f"== {gen}", flush=True)

@@ -1,0 +1,271 @@
+"""Bitswap 1.0.0, 1.1.0 and 1.2.0 (plugin/ipfs/packet-bitswap.c).  The captures are real: two
+go-libp2p hosts running boxo's Bitswap (captures/gen/make_bitswap.py), and the truth is what each
+peer's Bitswap decoded from the other.  CIDs are computed here from the block data and the
+files (hashlib, base64.b32encode, the base58 helper), never taken from p2pc's output; what the
+real exchange never sends (dont-have, CIDv1 dag-pb, a full wantlist, every part in one
+message, the unversioned ID) is in a crafted capture written from message.proto."""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import xml.etree.ElementTree as ET
+from collections import Counter
+
+import pytest
+
+from conftest import CAPTURES, REPO, tcp_pcap
+from test_libp2p import base58btc, ms, yamux
+
+BS = CAPTURES / "bitswap"
+VERSIONS = ["1.2.0", "1.1.0", "1.0.0"]
+CHUNK = 16384   # the generator's chunker
+
+
+def truth(version: str) -> dict:
+    return json.loads((BS / f"bitswap-{version}.truth.json").read_text())
+
+
+def cap(version: str) -> str:
+    return str(BS / f"bitswap-{version}.pcapng")
+
+
+# ---- CIDs from their definition (multiformats/cid, multibase, multihash) ----
+def uvarint(n: int) -> bytes:
+    out = b""
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+
+
+def cid_string(version: int, codec: int, data: bytes) -> str:
+    """The CID of `data` hashed with sha2-256: CIDv0 base58btc, CIDv1 "b" + RFC 4648 base32."""
+    mh = b"\x12\x20" + hashlib.sha256(data).digest()
+    if version == 0:
+        return base58btc(mh)
+    return "b" + base64.b32encode(uvarint(1) + uvarint(codec) + mh).decode().lower().rstrip("=")
+
+
+def test_cid_helper_matches_known_vectors():
+    # The empty raw block and the empty UnixFS directory, as every IPFS implementation names them.
+    assert cid_string(1, 0x55, b"") == "bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku"
+    assert cid_string(0, 0x70, bytes.fromhex("0a020801")) == "QmUNLLsPACCz1vLxQVkXqqLX5R1X345qqfHbsf67hvA3Nn"
+
+
+# ---- the capture's messages, one dict per Bitswap message (PDML keeps them apart) ----
+def field(el, name):
+    return next((f for f in el.iter("field") if f.get("name") == name), None)
+
+
+def value(el, name, default):
+    f = field(el, name)
+    if f is None:
+        return default
+    show = f.get("show")
+    # Booleans show as 1/0 up to 4.0 and as True/False from 4.2.
+    return show in ("1", "True") if isinstance(default, bool) else type(default)(show)
+
+
+def raw(el, name) -> bytes:
+    f = field(el, name)
+    return b"" if f is None else bytes.fromhex(f.get("value"))
+
+
+def decoded(tshark, capture, two_pass: bool = False) -> list[dict]:
+    args = ["-n", "-r", tshark.ws.readable(capture), "-Y", "bitswap", "-T", "pdml"] + (["-2"] if two_pass else [])
+    root = ET.fromstring(tshark.run(args).stdout)
+    out = []
+    for pkt in root.iter("packet"):
+        src = value(pkt, "ip.src", "")
+        for p in pkt.iter("proto"):
+            if p.get("name") != "bitswap":
+                continue
+            kids = lambda n: [f for f in p.iter("field") if f.get("name") == n]  # noqa: E731
+            wl = field(p, "bitswap.wantlist")
+            out.append({
+                "src": src,
+                "size": value(p, "bitswap.length", 0),
+                "full": value(p, "bitswap.wantlist.full", False),
+                "wantlist_field": wl is not None,
+                "wantlist": sorted((value(e, "bitswap.wantlist.entry.cid", ""),
+                                    value(e, "bitswap.wantlist.entry.priority", 0),
+                                    value(e, "bitswap.wantlist.entry.cancel", False),
+                                    ["block", "have"][value(e, "bitswap.wantlist.entry.want_type", 0)],
+                                    value(e, "bitswap.wantlist.entry.send_dont_have", False))
+                                   for e in kids("bitswap.wantlist.entry")),
+                "blocks": sorted((value(b, "bitswap.block.cid", ""), value(b, "bitswap.block.size", 0))
+                                 for b in kids("bitswap.block")),
+                "block_data": [(raw(b, "bitswap.block.prefix"), raw(b, "bitswap.block.data"),
+                                value(b, "bitswap.block.cid", "")) for b in kids("bitswap.block")],
+                "presences": sorted((value(x, "bitswap.presence.cid", ""),
+                                     ["have", "dont_have"][value(x, "bitswap.presence.type", 0)])
+                                    for x in kids("bitswap.presence")),
+                "pending_bytes": value(p, "bitswap.pending_bytes", 0),
+            })
+    return out
+
+
+def canonical(m: dict) -> tuple:
+    return (m["size"], m["full"], tuple(sorted(tuple(e) if isinstance(e, (list, tuple)) else
+                                               (e["cid"], e["priority"], e["cancel"], e["want_type"], e["send_dont_have"])
+                                               for e in m["wantlist"])),
+            tuple(sorted(tuple(b) if isinstance(b, (list, tuple)) else (b["cid"], b["size"]) for b in m["blocks"])),
+            tuple(sorted(tuple(x) if isinstance(x, (list, tuple)) else (x["cid"], x["type"]) for x in m["presences"])),
+            m["pending_bytes"])
+
+
+def msg_type(m: dict) -> str:
+    parts = [n for n, k in (("blocks", "blocks"), ("wantlist", "wantlist"), ("presences", "presences")) if m[k]]
+    return "+".join(parts) or "empty"
+
+
+@pytest.mark.parametrize("two_pass", [False, True])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_message_is_what_the_peer_received(tshark, version, two_pass):
+    """Each direction's messages, field by field (CIDs, priorities, cancels, want types,
+    sendDontHave, full, blocks and their sizes, presences, pendingBytes, the protobuf length),
+    are the messages the other peer's Bitswap decoded: the same multiset, in one pass or two."""
+    t = truth(version)
+    got = decoded(tshark, cap(version), two_pass)
+    for sender, receiver in (("addr_b", "received_by_a"), ("addr_a", "received_by_b")):
+        mine = Counter(canonical(m) for m in got if m["src"] == t["link"][sender])
+        want = Counter(canonical(m) for m in t[receiver])
+        assert mine == want, (sender, mine - want, want - mine)
+
+
+def test_the_real_exchange_uses_what_each_version_has():
+    """So that the comparison above covers them: 1.2.0 sends want-have, sendDontHave, cancels,
+    a presence and pendingBytes; 1.1.0 and 1.0.0 only want-block and no presence (boxo's 1.1.0
+    serializer still sends pendingBytes, 1.0.0's does not); 1.0.0 only CIDv0 blocks."""
+    t = truth("1.2.0")
+    entries = [e for m in t["received_by_b"] for e in m["wantlist"]]
+    assert {e["want_type"] for e in entries} == {"block", "have"}
+    assert any(e["cancel"] for e in entries) and any(e["send_dont_have"] for e in entries)
+    assert any(m["presences"] for m in t["received_by_a"])
+    assert any(m["pending_bytes"] for m in t["received_by_a"])
+    for version in ("1.1.0", "1.0.0"):
+        t = truth(version)
+        assert {e["want_type"] for m in t["received_by_b"] for e in m["wantlist"]} == {"block"}
+        assert not any(m["presences"] for m in t["received_by_a"])
+        assert any(m["pending_bytes"] for m in t["received_by_a"]) == (version == "1.1.0")
+    assert all(b["cid"].startswith("Qm") for r in truth("1.0.0")["files"] for b in r["blocks"])
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_block_cids_are_their_data_hashed(tshark, version):
+    """Every block's CID is its prefix's version and codec with the sha2-256 of the data shown
+    (1.0.0: CIDv0); the provider's blocks all arrive, and the raw leaves are the files' 16 KiB
+    chunks in order."""
+    t = truth(version)
+    blocks = [b for m in decoded(tshark, cap(version)) for b in m["block_data"]]
+    for prefix, data, cid in blocks:
+        if version == "1.0.0":
+            assert prefix == b"" and cid == cid_string(0, 0x70, data)
+        else:
+            p = prefix
+            assert p[0] in (0, 1) and p[-2:] == b"\x12\x20"
+            assert cid == cid_string(p[0], p[1], data)
+    assert sorted({c for _, _, c in blocks}) == sorted(b["cid"] for f in t["files"] for b in f["blocks"])
+    if version != "1.0.0":
+        by_cid = {c: d for _, d, c in blocks}
+        for f in t["files"]:
+            text = (REPO / f["file"]).read_bytes()
+            chunks = [text[i:i + CHUNK] for i in range(0, len(text), CHUNK)]
+            leaves = [b["cid"] for b in f["blocks"] if b["cid"].startswith("bafk")]
+            assert leaves == [cid_string(1, 0x55, c) for c in chunks]
+            assert b"".join(by_cid[c] for c in leaves) == text
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_each_message_is_a_batch_of_its_items(tshark, version):
+    """One record per message: msg_type says what it carries (an empty wantlist field is no
+    wantlist), batch_count its entries + blocks + presences, payload its protobuf bytes."""
+    t = truth(version)
+    recs = [r for r in tshark.records(cap(version)) if r["proto"] == "bitswap"]
+    for sender, receiver in (("addr_b", "received_by_a"), ("addr_a", "received_by_b")):
+        mine = Counter((r["msg_type"], int(r["batch_count"]), int(r["payload_len"]), int(r["raw_len"]))
+                       for r in recs if r["src"] == t["link"][sender])
+        want = Counter((msg_type(m), max(1, len(m["wantlist"]) + len(m["blocks"]) + len(m["presences"])),
+                        m["size"], m["size"]) for m in t[receiver])
+        assert mine == want
+    for r in recs:
+        size = int(r["payload_len"])
+        assert int(r["wire_len"]) == int(r["header_len"]) + size and int(r["header_len"]) >= len(uvarint(size))
+    blocks_only = [m for m in decoded(tshark, cap(version)) if m["blocks"] and not m["wantlist"]]
+    assert blocks_only and all(m["wantlist_field"] for m in blocks_only)   # boxo always sends the field
+
+
+# ---- a crafted exchange: what the real one lacks ----
+def pb_field(number: int, value) -> bytes:
+    if isinstance(value, bytes):
+        return uvarint(number << 3 | 2) + uvarint(len(value)) + value
+    return uvarint(number << 3) + uvarint(value & (2**64 - 1))
+
+
+def entry(cid: bytes, priority: int, cancel=False, want_have=False, send_dont_have=False) -> bytes:
+    return (pb_field(1, cid) + pb_field(2, priority) + (pb_field(3, 1) if cancel else b"") +
+            (pb_field(4, 1) if want_have else b"") + (pb_field(5, 1) if send_dont_have else b""))
+
+
+def framed(msg: bytes) -> bytes:
+    return uvarint(len(msg)) + msg
+
+
+def test_crafted_messages_cover_every_part(tshark, tmp_path):
+    """A CIDv1 dag-pb want (bafy...) with a negative priority, a full wantlist, dont-have, a
+    1.1.0 payload with all three parts in one message, 1.0.0 bare blocks on the unversioned ID,
+    and a message of nothing but an empty wantlist and pendingBytes."""
+    node, leaf = b"\x0a\x02\x08\x01", b"hello bitswap\n"
+    cid_pb = uvarint(1) + uvarint(0x70) + b"\x12\x20" + hashlib.sha256(node).digest()
+    cid_raw = uvarint(1) + uvarint(0x55) + b"\x12\x20" + hashlib.sha256(leaf).digest()
+    cid_v0 = b"\x12\x20" + hashlib.sha256(node).digest()
+    want = pb_field(1, pb_field(1, entry(cid_pb, -5, want_have=True, send_dont_have=True)) +
+                    pb_field(1, entry(cid_v0, 7, cancel=True)) + pb_field(2, 1))
+    reply = (pb_field(1, pb_field(1, entry(cid_raw, 1))) +
+             pb_field(3, pb_field(1, bytes([1, 0x55, 0x12, 0x20])) + pb_field(2, leaf)) +
+             pb_field(4, pb_field(1, cid_pb) + pb_field(2, 1)) + pb_field(5, 300))
+    empty = pb_field(1, b"") + pb_field(5, 2)
+    v0 = pb_field(1, b"") + pb_field(2, node)
+    path = tmp_path / "bitswap-crafted.pcap"
+    tcp_pcap(path, [("a", ms("/multistream/1.0.0") + ms("/yamux/1.0.0")),
+                    ("b", ms("/multistream/1.0.0") + ms("/yamux/1.0.0")),
+                    ("a", yamux(1, 1, ms("/multistream/1.0.0") + ms("/ipfs/bitswap/1.2.0") + framed(want))),
+                    ("b", yamux(1, 2, ms("/multistream/1.0.0") + ms("/ipfs/bitswap/1.2.0") + framed(reply) + framed(empty))),
+                    ("b", yamux(1, 4, ms("/multistream/1.0.0") + ms("/ipfs/bitswap") + framed(v0)))], syn="a")
+    got = decoded(tshark, path)
+    s_pb, s_raw, s_v0 = (cid_string(1, 0x70, node), cid_string(1, 0x55, leaf), cid_string(0, 0x70, node))
+    assert s_pb.startswith("bafy") and s_raw.startswith("bafk") and s_v0.startswith("Qm")
+    assert [canonical(m) for m in got] == [
+        (len(want), True, ((s_v0, 7, True, "block", False), (s_pb, -5, False, "have", True)), (), (), 0),
+        (len(reply), False, ((s_raw, 1, False, "block", False),), ((s_raw, len(leaf)),), ((s_pb, "dont_have"),), 300),
+        (len(empty), False, (), (), (), 2),
+        (len(v0), False, (), ((s_v0, len(node)),), (), 0),
+    ]
+    recs = [(r["msg_type"], r["batch_count"]) for r in tshark.records(path) if r["proto"] == "bitswap"]
+    assert recs == [("wantlist", "2"), ("blocks+wantlist+presences", "3"), ("empty", "1"), ("blocks", "1")]
+    assert not tshark.fields(path, ["frame.number"], dfilter="bitswap.malformed or bitswap.bad_cid or "
+                             "bitswap.hash_unsupported or bitswap.truncated")
+
+
+def test_what_does_not_decode_is_flagged(tshark, tmp_path):
+    """A sha2-512 block gets the note and no CID, a presence whose CID is no CID bad_cid, a
+    field running past its message malformed, a stream closed inside a message truncated."""
+    sha512 = pb_field(3, pb_field(1, bytes([1, 0x55, 0x13, 0x40])) + pb_field(2, b"x"))
+    bad_cid = pb_field(4, pb_field(1, b"\x02\x55\x12\x01\x00"))
+    past_end = pb_field(1, b"") + b"\x1a\x7f\x00"
+    path = tmp_path / "bitswap-flagged.pcap"
+    tcp_pcap(path, [("a", ms("/multistream/1.0.0") + ms("/yamux/1.0.0")),
+                    ("b", ms("/multistream/1.0.0") + ms("/yamux/1.0.0")),
+                    ("a", yamux(1, 1, ms("/multistream/1.0.0") + ms("/ipfs/bitswap/1.2.0"))),
+                    ("b", yamux(1, 2, ms("/multistream/1.0.0") + ms("/ipfs/bitswap/1.2.0") + framed(sha512) +
+                                framed(bad_cid) + framed(past_end))),
+                    ("b", yamux(4, 2, b"\x20" + pb_field(1, b"")))], syn="a")
+    rows = tshark.fields(path, ["bitswap.block.cid", "bitswap.hash_unsupported", "bitswap.bad_cid",
+                                "bitswap.malformed", "bitswap.truncated"], dfilter="bitswap")
+    flagged = [[bool(c) for c in r] for r in rows]
+    # Three messages end in the first frame, the truncated one at the FIN.
+    assert flagged == [[False, True, True, True, False], [False, False, False, False, True]]
+    assert [r["msg_type"] for r in tshark.records(path) if r["proto"] == "bitswap"] == \
+        ["blocks", "presences", "empty", "empty"]
