@@ -7,7 +7,7 @@
  *
  * QUIC hands each STREAM frame's data to the dissector its "quic.proto" table has for the ALPN
  * (this file's, for "libp2p"), with a quic_stream_info as data.  The two directions of a QUIC
- * stream are a stream pair of pipes (engine.h, [0]: opener -> other), kept per QUIC connection
+ * stream are a stream's two pipes (engine.h l2p_stream_t, [0]: opener -> other), kept per QUIC connection
  * (the quic_info the QUIC dissector keeps for it) and stream id; the opener is the side the
  * stream id names (RFC 9000 2.1: bit 0 clear, the client).  Each direction is fed its bytes
  * once and in order, by stream offset: bytes already fed (a retransmission) are skipped, and
@@ -69,7 +69,7 @@ typedef struct {
 } quic_conn_t;
 
 typedef struct {
-    l2p_pipe_t **pair;          /* [0]: opener -> other */
+    l2p_stream_t s;             /* first (engine.h): its two pipes, [0]: opener -> other */
     guint64 next[2];            /* the stream offset each direction expects next */
 } quic_stream_t;
 
@@ -110,7 +110,7 @@ static void
 plan_feed(quic_stream_t *st, int d, guint64 off, guint len, quic_feed_t *f)
 {
     guint64 next = st->next[d];
-    f->to = st->pair[d];
+    f->to = st->s.pipe[d];
     if (off + len <= next) {
         f->skip = len;          /* all of it fed before */
         return;
@@ -162,8 +162,7 @@ dissect_l2p_quic(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
         if (!st) {
             guint64 *id = wmem_new(wmem_file_scope(), guint64);
             *id = si->stream_id;
-            st = wmem_new0(wmem_file_scope(), quic_stream_t);
-            st->pair = l2p_stream_pair_new(c->conn, "quic", si->stream_id);
+            st = (quic_stream_t *)l2p_stream_new(c->conn, "quic", si->stream_id, sizeof(quic_stream_t));
             wmem_map_insert(c->streams, id, st);
         }
         /* si->offset: the stream offset of this tvb's first byte, which QUIC sets before each
