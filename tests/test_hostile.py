@@ -786,3 +786,19 @@ def test_streams_that_end_are_freed(tshark, tmp_path, ending):
     assert ours[0] < stock[0] + 32, (stock, ours)
     assert tshark.fields(cap, ["frame.number"], dfilter="libp2p.streams || multistream.undecoded") == []
     assert tshark.records(cap) == tshark.records(cap, two_pass=True)
+
+
+def test_a_frame_of_a_million_muxer_frames_is_drawn_in_part_and_counted_whole(tshark, tmp_path):
+    """The hostile generator's gzip bomb: one segment decompresses to ~100,000 yamux frames.
+    Wireshark calls more than 1,000,000 tree items a dissector bug; p2pc draws the first
+    10,000 PDUs (libp2p.not_drawn says so) and decodes and counts every one: the records are the
+    same with a tree (-V) as without."""
+    import craft
+    case = next(c for c in craft.cases() if c.name == "bomb-comp-gzip")
+    path = tmp_path / "bomb-comp-gzip.pcap"
+    craft.tcp_pcap(path, case.build(), case.ports, syn="a", mss=case.mss)
+    res = tshark.run(["-n", "-2", "-V", "-r", tshark.ws.readable(path)])
+    assert "Dissector bug" not in res.stdout + res.stderr
+    assert tshark.fields(path, ["frame.number"], dfilter="libp2p.not_drawn")
+    tree = tshark.records(path, extra=["-V"])
+    assert tree == tshark.records(path) and len(tree) > 0

@@ -120,6 +120,7 @@ l2p_pipe_new(dissector_handle_t handle, int dir)
 
 static expert_field ei_role_unknown = EI_INIT;
 static expert_field ei_depth = EI_INIT;
+static expert_field ei_not_drawn = EI_INIT;
 static expert_field ei_role_conflict = EI_INIT;
 
 /* Per frame (file scope): what l2p_draw_roles() shows. */
@@ -382,6 +383,7 @@ typedef struct {
 
 #define KEY_FRAME_SLOTS 0       /* wmem_array_t of frame_slot_t, file scope */
 #define KEY_CALLS       1       /* wmem_map_t pipe id -> calls so far, packet scope */
+#define KEY_DRAWN       4       /* PDUs drawn in this dissection of the frame, packet scope */
 
 void *
 l2p_frame_slot(packet_info *pinfo, l2p_pipe_t *pipe, size_t size, gboolean *replay)
@@ -460,6 +462,24 @@ item_tvb(tvbuff_t *tvb, packet_info *pinfo, l2p_pipe_t *pipe, item_t *it)
     return t;
 }
 
+/* The tree a PDU is drawn in: `tree` for the first L2P_PDUS_DRAWN PDUs of a frame, then none.
+ * A decompressed stream can put a million muxer frames in one segment: Wireshark calls more
+ * than gui.max_tree_items items a dissector bug.  The PDUs past the bound are decoded and
+ * counted all the same; the frame says how many were not drawn. */
+static proto_tree *
+drawn(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+{
+    guint n = GPOINTER_TO_UINT(p_get_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_DRAWN));
+    if (!tree)
+        return NULL;
+    p_add_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_DRAWN, GUINT_TO_POINTER(n + 1));
+    if (n < L2P_PDUS_DRAWN)
+        return tree;
+    if (n == L2P_PDUS_DRAWN)
+        proto_tree_add_expert(tree, pinfo, &ei_not_drawn, tvb, 0, 0);
+    return NULL;
+}
+
 static void
 run_item(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, item_t *it, l2p_pdu_fn pdu_fn)
 {
@@ -470,9 +490,10 @@ run_item(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, 
             l2p_pdu_t later = { it->pdu.index + i, 0, FALSE, NULL };
             l2p_pdu_t *volatile pdu = i == 0 ? &it->pdu : &later;
             tvbuff_t *volatile pt = i == 0 ? t : tvb_new_subset_length(tvb, it->off + (gint)(i * it->len), it->len);
+            proto_tree *volatile pt_tree = drawn(pt, pinfo, tree);
             /* One PDU's exception must not stop the PDUs after it, nor the pipe's bookkeeping. */
             TRY {
-                pdu_fn(pt, pinfo, tree, pipe, pdu);
+                pdu_fn(pt, pinfo, pt_tree, pipe, pdu);
             }
             CATCH_NONFATAL_ERRORS {
                 show_exception(pt, pinfo, tree, EXCEPT_CODE, GET_MESSAGE);
@@ -728,6 +749,9 @@ l2p_register_engine(int proto)
     };
     static ei_register_info ei[] = {
         { &ei_undecoded, { "multistream.undecoded.expert", PI_MALFORMED, PI_WARN, "Bytes p2pc cannot frame", EXPFILL } },
+        { &ei_not_drawn, { "libp2p.not_drawn", PI_UNDECODED, PI_NOTE,
+            "This frame completes more PDUs than p2pc draws (L2P_PDUS_DRAWN): the later ones are "
+            "decoded and counted, not drawn", EXPFILL } },
         { &ei_depth, { "libp2p.depth", PI_MALFORMED, PI_WARN,
             "libp2p layers nest deeper than p2pc decodes (L2P_MAX_DEPTH, a muxer inside a muxed "
             "stream and so on): the deeper layer's bytes are counted as undecoded", EXPFILL } },

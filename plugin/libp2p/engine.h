@@ -56,6 +56,9 @@ gboolean l2p_pb_next(tvbuff_t *tvb, int *off, int end, l2p_pb_field_t *field);
 /* Protocol layers a frame lists (frame.protocols) before the layers of each further pipe call
  * are dropped when it returns (l2p_pipe_call()): well below gui.max_tree_depth (500). */
 #define L2P_LAYERS_LISTED 64
+/* PDUs of one frame drawn in its tree (the rest are decoded and counted, not drawn): well below
+ * gui.max_tree_items (1,000,000) at a few items each. */
+#define L2P_PDUS_DRAWN 10000
 
 typedef struct l2p_pipe l2p_pipe_t;
 
