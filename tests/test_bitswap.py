@@ -15,7 +15,8 @@ from collections import Counter
 import pytest
 
 from conftest import CAPTURES, REPO, tcp_pcap
-from test_libp2p import base58btc, ms, yamux
+from craft import ms, yamux
+from test_libp2p import base58btc
 
 BS = CAPTURES / "bitswap"
 VERSIONS = ["1.2.0", "1.1.0", "1.0.0"]

@@ -334,7 +334,7 @@ def test_a_gossip_topic_is_counted_by_its_name(tshark, tmp_path, topic, msg_type
 # ---- the current consensus specs, checked against them (#25) ----
 # Crafted captures: one TCP connection, multistream-select, yamux, one stream per message.
 from conftest import tcp_pcap  # noqa: E402
-from test_libp2p import ms, yamux  # noqa: E402
+from craft import ms, yamux  # noqa: E402
 
 # Every req/resp protocol ID, as the spec file writes it (the encoding `ssz_snappy` follows).
 SPEC_METHODS = {

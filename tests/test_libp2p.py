@@ -13,6 +13,7 @@ import struct
 import pytest
 
 from conftest import CAPTURES, tcp_pcap
+from craft import ms, yamux
 
 ETH = CAPTURES / "eth2"
 MUXED = ["eth2-yamux", "eth2-mplex"]
@@ -287,16 +288,6 @@ def test_plaintext_peer_ids_print_in_base58(tshark, name):
 
 
 # ---- which side dialed: facts, never who spoke first (engine.h, l2p_role_t) ----
-def ms(text: str) -> bytes:
-    """One multistream-select message: uvarint length, text, newline."""
-    body = text.encode() + b"\n"
-    return bytes([len(body)]) + body
-
-
-def yamux(flags: int, stream: int, data: bytes = b"", type_: int = 0) -> bytes:
-    return struct.pack(">BBHII", 0, type_, flags, stream, len(data)) + data
-
-
 def simopen_capture(path, initiator: str, opener: str) -> None:
     """Both sides propose /libp2p/simultaneous-connect (a first), `initiator` wins the select,
     then yamux; `opener` opens stream 1 (odd: the yamux client's) with an eth2 ping request and
