@@ -720,7 +720,7 @@ def test_a_folder_given_as_the_capture_is_one_line_exit_5(tmp_path, command):
 
 
 # ---- muxed streams: freed when they end, at most L2P_MAX_STREAMS open per connection ----
-from test_libp2p import ms, yamux  # noqa: E402
+from craft import ms, yamux  # noqa: E402
 
 L2P_MAX_STREAMS = int(re.search(r"#define L2P_MAX_STREAMS (\d+)",
                                 (REPO / "plugin" / "libp2p" / "engine.h").read_text()).group(1))
