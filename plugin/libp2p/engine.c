@@ -469,10 +469,16 @@ item_tvb(tvbuff_t *tvb, packet_info *pinfo, l2p_pipe_t *pipe, item_t *it)
 static proto_tree *
 drawn(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
-    guint n = GPOINTER_TO_UINT(p_get_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_DRAWN));
+    guint *drawn_so_far, n;
     if (!tree)
         return NULL;
-    p_add_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_DRAWN, GUINT_TO_POINTER(n + 1));
+    /* Counted in place: a p_add_proto_data() per PDU would lengthen every later lookup. */
+    drawn_so_far = (guint *)p_get_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_DRAWN);
+    if (!drawn_so_far) {
+        drawn_so_far = wmem_new0(pinfo->pool, guint);
+        p_add_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_DRAWN, drawn_so_far);
+    }
+    n = (*drawn_so_far)++;
     if (n < L2P_PDUS_DRAWN)
         return tree;
     if (n == L2P_PDUS_DRAWN)
