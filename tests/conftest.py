@@ -1,6 +1,7 @@
 """Shared fixtures: every test drives the real tshark with the freshly built plugin."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 # This checkout's analyzer, whatever another checkout installed (pip install -e) for the user.
 sys.path.insert(0, str(REPO / "analyzer"))
 
+from p2pc.records import parse_m  # noqa: E402
 from p2pc.wsenv import Wireshark, built_plugin  # noqa: E402
 
 # The project's one pcap writer (tools/craft.py, which also makes the fuzz gate's hostile
@@ -91,20 +93,14 @@ class Tshark:
         return rows
 
     def records(self, capture, two_pass: bool = False, extra: list[str] | None = None) -> list[dict]:
-        """The plugin's `-z p2pc,records` message lines as dicts."""
+        """The plugin's `-z p2pc,records` message lines as dicts of the record's fields, read
+        by the analyzer's own parser (p2pc.records.parse_m)."""
         args = ["-n", "-q", "-r", self.ws.readable(capture), "-z", "p2pc,records", *(extra or [])]
         if two_pass:
             args.append("-2")
         out = self.run(args).stdout
-        cols = None
-        rows = []
-        for line in out.splitlines():
-            parts = line.split("\t")
-            if parts[0] == "#M":
-                cols = parts[1:]
-            elif parts[0] == "M":
-                rows.append(dict(zip(cols, parts[1:])))
-        return rows
+        return [dataclasses.asdict(parse_m(line.split("\t"))) for line in out.splitlines()
+                if line.startswith("M\t")]
 
     def payloads(self, capture, extra: list[str] | None = None) -> list[tuple[int, str, bytes]]:
         """(frame, msg_type, uncompressed payload) per record, from `-z p2pc,payloads`."""

@@ -629,7 +629,8 @@ sections (--section): whatif, timing, batching""",
   python3 -c "import pyarrow.parquet as pq; t = pq.read_table('records.parquet'); print(t.group_by(['proto', 'msg_type']).aggregate([('wire_len', 'sum'), ('raw_len', 'sum')]))"
 
 columns: proto, msg_type, codec, wire_len, header_len, payload_len, raw_len, batch_count,
-frame, stream, src, srcport, dst, dstport, time (docs/tap-format.md)""",
+frame, stream, src, srcport, dst, dstport, time, mux_stream, mux_frames, snappy_chunks, reason
+(docs/tap-format.md)""",
     "live": """examples:
   p2pc live -i eth0 -f 'tcp port 8333'
   p2pc live -i eth0 -f 'tcp port 8333' -w node.pcapng --metrics 127.0.0.1:9464

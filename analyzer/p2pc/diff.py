@@ -9,7 +9,7 @@ when a side sends the same content more than once; a message without a payload (
 bytes) aligns by order within its type.  What is left over on either side is unmatched.
 
 For each matched pair the report puts A's and B's wire, payload (as sent: compressed), raw and
-header bytes and codec next to each other, the payload ratio B/A (the two encoders' output on
+header bytes, codec, muxer frames, Snappy chunks and muxed stream id next to each other, the payload ratio B/A (the two encoders' output on
 the same content), and, for req/resp methods (message types `<method> request` / `… response`,
 eth2), the time from the request to its first and last response chunk on that connection.
 """
@@ -30,14 +30,9 @@ DIFFER_EXIT = 15
 COMPARED = (("codec", "codec"), ("wire_len", "wire"), ("payload_len", "payload"),
             ("raw_len", "raw"), ("header_len", "header"))
 
-# What the records cannot tell yet (new record columns, not in this version).
-NOT_DERIVED = [
-    {"figure": "muxer frames per message",
-     "why": "the records carry no muxer stream ID or frame count: header bytes include the muxer "
-            "frame headers, but not how many frames carried the message"},
-    {"figure": "Snappy chunks per message",
-     "why": "the records carry no chunk count of the framed Snappy stream"},
-]
+# How the framing cut a matched pair's message up, compared per message (not summed per type:
+# a count of frames means something only next to its message's size).
+FRAMING = (("mux_frames", "frames"), ("snappy_chunks", "chunks"))
 
 
 @dataclass(frozen=True)
@@ -135,9 +130,13 @@ def _message_row(x: Sent, y: Sent, tx: list, ty: list) -> dict:
     row = {"proto": x.m.proto, "msg_type": x.m.msg_type, "a_frame": x.m.frame, "b_frame": y.m.frame}
     for field, col in COMPARED:
         row[f"a_{col}"], row[f"b_{col}"] = getattr(x.m, field), getattr(y.m, field)
+    for field, col in FRAMING:
+        row[f"a_{col}"], row[f"b_{col}"] = getattr(x.m, field), getattr(y.m, field)
+    # The muxed streams' ids, shown and not compared: each side numbers its own streams.
+    row["a_stream"], row["b_stream"] = x.m.mux_stream, y.m.mux_stream
     row["payload_ratio"] = _ratio(x.m.payload_len, y.m.payload_len)
     row["a_first_ms"], row["b_first_ms"], row["a_last_ms"], row["b_last_ms"] = tx[0], ty[0], tx[1], ty[1]
-    row["differs"] = " ".join(col for field, col in COMPARED if getattr(x.m, field) != getattr(y.m, field))
+    row["differs"] = " ".join(col for field, col in COMPARED + FRAMING if getattr(x.m, field) != getattr(y.m, field))
     row["sha256"] = x.sha256
     return row
 
@@ -191,7 +190,7 @@ def _differences(messages: list[dict], only_a: list[dict], only_b: list[dict]) -
             n = Counter(f"{r['proto']} {r['msg_type']}" for r in rows)
             out.append({"difference": what, "messages": len(rows),
                         "types": ", ".join(f"{t} ({c})" for t, c in sorted(n.items()))})
-    for _, col in COMPARED:
+    for _, col in COMPARED + FRAMING:
         rows = [r for r in messages if col in r["differs"].split()]
         if rows:
             n = Counter(f"{r['proto']} {r['msg_type']}" for r in rows)
@@ -201,8 +200,8 @@ def _differences(messages: list[dict], only_a: list[dict], only_b: list[dict]) -
 
 
 def _not_derived(a: list[Sent], b: list[Sent], ta: dict, tb: dict) -> list[dict]:
-    """NOT_DERIVED, and the response types whose time no request record gives."""
-    rows = list(NOT_DERIVED)
+    """The response types whose time no request record gives."""
+    rows = []
     for label, msgs, times in (("A", a, ta), ("B", b, tb)):
         answered = {msgs[i].m.msg_type.rpartition(" ")[0] for i, t in times.items() if t[0] is not None}
         orphans = sorted({s.m.msg_type for s in msgs if s.m.msg_type.endswith(" response")

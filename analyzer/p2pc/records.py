@@ -109,6 +109,10 @@ class Message(Directed):
     payload_len: int
     raw_len: int
     batch_count: int
+    mux_stream: int | None = None   # the muxed stream (yamux, mplex) that carried it
+    mux_frames: int = 0             # the muxer frames that carried its bytes (0: not muxed)
+    snappy_chunks: int = 0          # data chunks of its framed Snappy stream (0: not framed)
+    reason: str = ""                # msg_type undecoded: why, when known ("bound")
 
 
 @dataclass(frozen=True)
@@ -224,8 +228,11 @@ def open_wireshark(plugin: str | os.PathLike | None = None) -> Wireshark:
                         "repository (or pass --plugin PATH/p2pc.so)")
 
 
+# The dump's format version (its `#p2pc-records` line) this parser reads.
+RECORDS_VERSION = "2"
 M_FIELDS = ("frame", "stream", "src", "srcport", "dst", "dstport", "time", "proto", "msg_type",
-            "codec", "wire_len", "header_len", "payload_len", "raw_len", "batch_count")
+            "codec", "wire_len", "header_len", "payload_len", "raw_len", "batch_count", "mux_stream",
+            "mux_frames", "snappy_chunks", "reason")
 
 
 def unescape(field: str) -> str:
@@ -243,12 +250,14 @@ def _malformed(kind: str, parts: list[str], why: str) -> MalformedRecord:
 
 
 def parse_m(parts: list[str]) -> Message:
-    if len(parts) != 16:
-        raise _malformed("message", parts, f"{len(parts)} columns, 16 expected")
+    if len(parts) != len(M_FIELDS) + 1:
+        raise _malformed("message", parts, f"{len(parts)} columns, {len(M_FIELDS) + 1} expected")
     try:
         return Message(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), parts[5], int(parts[6]),
                        float(parts[7]), unescape(parts[8]), unescape(parts[9]), unescape(parts[10]),
-                       int(parts[11]), int(parts[12]), int(parts[13]), int(parts[14]), int(parts[15]))
+                       int(parts[11]), int(parts[12]), int(parts[13]), int(parts[14]), int(parts[15]),
+                       int(parts[16]) if parts[16] else None, int(parts[17]), int(parts[18]),
+                       unescape(parts[19]))
     except ValueError as e:
         raise _malformed("message", parts, str(e)) from None
 
@@ -272,6 +281,15 @@ def parse_i(parts: list[str]) -> PeerIdentity:
                             unescape(parts[7]), unescape(parts[8]))
     except ValueError as e:
         raise _malformed("peer ID", parts, str(e)) from None
+
+
+def check_version(line: str) -> None:
+    """The dump's `#p2pc-records VERSION` line: a version this parser does not read is an error
+    that says so (a plugin of another p2pc version), not a column count that fails later."""
+    version = line.rstrip("\n").split("\t")[1:2]
+    if version != [RECORDS_VERSION]:
+        raise MalformedRecord(f"the records dump is format {''.join(version) or '?'}, this analyzer reads "
+                              f"{RECORDS_VERSION}: is the plugin this analyzer's version? `p2pc doctor` checks")
 
 
 @dataclass
@@ -398,6 +416,7 @@ def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message,
                 if on_peer:
                     on_peer(peer)
             elif line.startswith("#p2pc-records"):
+                check_version(line)
                 header_seen = True
             elif line.startswith("#END"):
                 end = dict(kv.split("=", 1) for kv in line.rstrip("\n").split("\t")[1:] if "=" in kv)

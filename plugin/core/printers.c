@@ -140,8 +140,15 @@ print_record(records_tap_t *t, const p2pc_record_t *r)
     putchar('\t');
     print_field(stdout, r->codec);
     printf("\t%" G_GUINT64_FORMAT "\t%" G_GUINT64_FORMAT "\t%" G_GUINT64_FORMAT
-           "\t%" G_GUINT64_FORMAT "\t%u\n",
+           "\t%" G_GUINT64_FORMAT "\t%u\t",
            r->wire_len, r->header_len, r->payload_len, r->raw_len, r->batch_count);
+    /* Not in a muxed stream: an empty mux_stream. */
+    if (r->mux_stream >= 0)
+        printf("%" G_GINT64_FORMAT, r->mux_stream);
+    printf("\t%u\t%u\t", r->mux_frames, r->snappy_chunks);
+    if (r->reason)
+        print_field(stdout, r->reason);
+    putchar('\n');
 }
 
 static tap_packet_status
@@ -366,9 +373,10 @@ records_init(const char *opt_arg, void *userdata)
     t->tcp.dirs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     t->tcp.order = g_ptr_array_new_with_free_func(dir_stats_free);
 
-    printf("#p2pc-records\t1\n");
+    printf("#p2pc-records\t2\n");
     printf("#M\tframe\tstream\tsrc\tsrcport\tdst\tdstport\ttime\tproto\tmsg_type\tcodec"
-           "\twire_len\theader_len\tpayload_len\traw_len\tbatch_count\n");
+           "\twire_len\theader_len\tpayload_len\traw_len\tbatch_count\tmux_stream\tmux_frames"
+           "\tsnappy_chunks\treason\n");
     printf("#I\tframe\tstream\tsrc\tsrcport\tdst\tdstport\tvia\tpeer_id\n");
     if (t->tcp.stream) {
         print_tcp_header();

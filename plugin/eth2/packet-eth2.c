@@ -483,6 +483,7 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
     tvbuff_t *ssz = NULL;
     p2pc_bound_t bound;
     gboolean bounded = FALSE;
+    guint32 data_chunks = 0;
 
     /* A protocol ID mapped here by the user (multistream.protocol_map, Decode As) that is
      * no method is shown as it is, and counted as unknown. */
@@ -557,6 +558,8 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
                                        wmem_array_get_count(chunks));
     for (guint i = 0; i < wmem_array_get_count(chunks); i++) {
         p2pc_snappy_chunk_t *c = (p2pc_snappy_chunk_t *)wmem_array_index(chunks, i);
+        if (c->type <= 1)
+            data_chunks++;
         proto_item *ci = proto_tree_add_uint(ct, hf_eth2_chunk_type, tvb, off + c->offset, 4 + c->length, c->type);
         proto_tree *cit = proto_item_add_subtree(ci, ett_eth2_chunks);
         proto_tree_add_uint(cit, hf_eth2_chunk_length, tvb, off + c->offset + 1, 3, c->length);
@@ -594,6 +597,8 @@ record:
     rec.raw_len = ssz ? out_len : len - off;
     rec.wire_len = len + pdu->overhead;
     rec.raw_tvb = ssz;
+    rec.snappy_chunks = data_chunks;
+    l2p_record_framing(&rec, pipe, pdu);
     if (bounded)
         p2pc_record_bound(&rec);
     p2pc_record_add(tvb, 0, len, pinfo, tree, &rec);
@@ -658,7 +663,7 @@ topic_name(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int hf, int off,
 
 static void
 gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, int len,
-               guint rpc_overhead, guint nmsgs)
+               guint rpc_overhead, guint nmsgs, const l2p_pipe_t *pipe, const l2p_pdu_t *pdu)
 {
     int off = start, data_off = 0, data_len = 0, topic_off = 0, topic_len = 0;
     l2p_pb_field_t f;
@@ -739,6 +744,7 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, i
     rec.header_len = (len - data_len) + (nmsgs ? rpc_overhead / nmsgs : 0);
     rec.wire_len = rec.header_len + rec.payload_len;
     rec.raw_tvb = ssz;
+    l2p_record_framing(&rec, pipe, pdu);
     if (bounded)
         p2pc_record_bound(&rec);
     p2pc_record_add(tvb, start, len, pinfo, tree, &rec);
@@ -857,7 +863,7 @@ gossipsub_rpc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *p
                 }
             }
         } else if (f.number == 2) {     /* Message */
-            gossip_message(tvb, pinfo, t, f.start, f.len, len - msg_bytes + pdu->overhead, nmsgs);
+            gossip_message(tvb, pinfo, t, f.start, f.len, len - msg_bytes + pdu->overhead, nmsgs, pipe, pdu);
         } else if (f.number == 3) {     /* ControlMessage */
             static const char *const names[] = { "IHAVE", "IWANT", "GRAFT", "PRUNE", "IDONTWANT" };
             static int *const counts[] = { &hf_gs_ihave, &hf_gs_iwant, &hf_gs_graft, &hf_gs_prune, &hf_gs_idontwant };
