@@ -19,7 +19,7 @@ import hashlib
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, replace
 
-from .records import Message, NoP2PTraffic, ReadResult, read_capture, read_payloads
+from .records import Message, NoP2PTraffic, ReadResult, Violation, read_capture, read_payloads
 from .tsharkopts import TsharkOptions
 from .wsenv import Wireshark
 
@@ -63,13 +63,16 @@ class Sent:
         return (self.m.proto, self.m.msg_type, self.sha256)
 
 
-def read_side(ws: Wireshark, side: Side, opts: TsharkOptions) -> tuple[list[Sent], ReadResult]:
-    """The side's messages in record order, each with its payload's digest.  The payloads tap
-    prints a P line for the records that have a payload, in the records' order: each is the
-    next record of its frame, type and length."""
+def read_side(ws: Wireshark, side: Side, opts: TsharkOptions) -> tuple[list[Sent], ReadResult, list[Violation]]:
+    """The side's messages in record order, each with its payload's digest, and the conformance
+    checks that failed in its frames.  The payloads tap prints a P line for the records that
+    have a payload, in the records' order: each is the next record of its frame, type and
+    length."""
     side_opts = side.options(opts)
     msgs: list[Message] = []
-    res = read_capture(ws, side.capture, msgs.append, lambda t: None, opts=side_opts)
+    hits: list[Violation] = []
+    res = read_capture(ws, side.capture, msgs.append, lambda t: None, opts=side_opts,
+                       on_violation=hits.append)
     digests = ((f, p, t, len(raw), hashlib.sha256(raw).hexdigest())
                for f, p, t, _, raw in read_payloads(ws, side.capture, side_opts, ReadResult()))
     nxt = next(digests, None)
@@ -82,7 +85,9 @@ def read_side(ws: Wireshark, side: Side, opts: TsharkOptions) -> tuple[list[Sent
             out.append(Sent(m, None))
     if not out:
         raise NoP2PTraffic(f"no P2P messages in side {side.label}: {side.name}")
-    return out, res
+    # The checks of the side's frames (the S lines come whatever the filter).
+    frames = {m.frame for m in msgs}
+    return out, res, [v for v in hits if v.frame in frames]
 
 
 def align(a: list[Sent], b: list[Sent]) -> tuple[list[tuple[int, int]], list[int], list[int]]:
@@ -213,7 +218,21 @@ def _not_derived(a: list[Sent], b: list[Sent], ta: dict, tb: dict) -> list[dict]
     return rows
 
 
-def diff_report(a: list[Sent], b: list[Sent], sides: tuple[Side, Side], warnings: list[str]) -> dict:
+def _conformance(va: list[Violation], vb: list[Violation]) -> list[dict]:
+    """Per p2pc.spec.* check that failed on either side: A's and B's count and first frame."""
+    rows: dict = {}
+    for label, hits in (("a", va), ("b", vb)):
+        for v in hits:
+            r = rows.setdefault(v.check, {"check": v.check, "a_count": 0, "a_first_frame": None,
+                                          "b_count": 0, "b_first_frame": None})
+            r[f"{label}_count"] += 1
+            first = r[f"{label}_first_frame"]
+            r[f"{label}_first_frame"] = v.frame if first is None else min(first, v.frame)
+    return [rows[k] for k in sorted(rows)]
+
+
+def diff_report(a: list[Sent], b: list[Sent], sides: tuple[Side, Side], warnings: list[str],
+                va: list[Violation] = (), vb: list[Violation] = ()) -> dict:
     pairs, only_a, only_b = align(a, b)
     ta, tb = response_times(a), response_times(b)
     none = [None, None]
@@ -242,6 +261,9 @@ def diff_report(a: list[Sent], b: list[Sent], sides: tuple[Side, Side], warnings
                          "header", "sha256"], "rows": unmatched},
             {"name": "not_derived", "title": "Not derived from the records", "columns": ["figure", "why"],
              "rows": _not_derived(a, b, ta, tb)},
+            {"name": "conformance", "title": "Conformance checks that failed (p2pc.spec.*)",
+             "columns": ["check", "a_count", "a_first_frame", "b_count", "b_first_frame"],
+             "rows": _conformance(va, vb)},
         ],
         "series": {"compressed_size_ab": dict(sizes)},
     }
@@ -250,5 +272,5 @@ def diff_report(a: list[Sent], b: list[Sent], sides: tuple[Side, Side], warnings
 def run_diff(ws: Wireshark, sides: tuple[Side, Side], opts: TsharkOptions) -> dict:
     """Read both sides and build the diff report."""
     read = [read_side(ws, s, opts) for s in sides]
-    warnings = [res.warning for _, res in read if res.truncated]
-    return diff_report(read[0][0], read[1][0], sides, warnings)
+    warnings = [res.warning for _, res, _ in read if res.truncated]
+    return diff_report(read[0][0], read[1][0], sides, warnings, read[0][2], read[1][2])

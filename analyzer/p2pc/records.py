@@ -2,7 +2,7 @@
 
 One tshark pass per capture reads the plugin's `-z p2pc,records` dump (format:
 docs/tap-format.md): `M` lines, one per P2P message, `I` lines, one per peer ID a security
-handshake states, then `T` lines, one per TCP connection direction.  Lines are parsed as they
+handshake states, `S` lines, one per conformance check that failed, then `T` lines, one per TCP connection direction.  Lines are parsed as they
 arrive, so memory does not grow with the capture.
 """
 from __future__ import annotations
@@ -150,6 +150,13 @@ class PeerIdentity(Directed):
     peer_id: str
 
 
+@dataclass(frozen=True)
+class Violation:
+    """A conformance check (a p2pc.spec.* expert item, its filter name) that failed in `frame`."""
+    frame: int
+    check: str
+
+
 def personal_plugin() -> Path | None:
     try:
         major, minor, _ = ws_version()
@@ -292,6 +299,15 @@ def check_version(line: str) -> None:
                               f"{RECORDS_VERSION}: is the plugin this analyzer's version? `p2pc doctor` checks")
 
 
+def parse_s(parts: list[str]) -> Violation:
+    if len(parts) != 3:
+        raise _malformed("conformance", parts, f"{len(parts)} columns, 3 expected")
+    try:
+        return Violation(int(parts[1]), parts[2])
+    except ValueError as e:
+        raise _malformed("conformance", parts, str(e)) from None
+
+
 @dataclass
 class ReadResult:
     messages: int = 0
@@ -394,9 +410,10 @@ class _StderrTail:
 
 
 def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message, on_tcp,
-                 on_peer=None) -> ReadResult:
+                 on_peer=None, on_violation=None) -> ReadResult:
     """Stream the records of a tshark pass start_capture started: on_message(Message) per M
-    line, on_tcp(TcpDirection) per T line, on_peer(PeerIdentity) per I line.  Raises
+    line, on_tcp(TcpDirection) per T line, on_peer(PeerIdentity) per I line,
+    on_violation(Violation) per S line.  Raises
     P2pcError subclasses; a truncated capture returns what was read with result.truncated set."""
     path = str(capture)
     result = ReadResult()
@@ -415,6 +432,10 @@ def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message,
                 peer = parse_i(line.rstrip("\n").split("\t"))
                 if on_peer:
                     on_peer(peer)
+            elif tag == "S\t":
+                hit = parse_s(line.rstrip("\n").split("\t"))
+                if on_violation:
+                    on_violation(hit)
             elif line.startswith("#p2pc-records"):
                 check_version(line)
                 header_seen = True
@@ -439,9 +460,11 @@ def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message,
 
 
 def read_capture(ws: Wireshark, capture: str | os.PathLike, on_message, on_tcp,
-                 extra: list[str] | None = None, opts: TsharkOptions | None = None) -> ReadResult:
+                 extra: list[str] | None = None, opts: TsharkOptions | None = None,
+                 on_violation=None) -> ReadResult:
     """One capture's tshark pass, its records streamed as read_records does."""
-    return read_records(start_capture(ws, capture, extra, opts), capture, on_message, on_tcp)
+    return read_records(start_capture(ws, capture, extra, opts), capture, on_message, on_tcp,
+                        on_violation=on_violation)
 
 
 def read_payloads(ws: Wireshark, capture: str | os.PathLike, opts: TsharkOptions | None = None,
