@@ -574,12 +574,12 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
         if (i == 0 && c->type != P2PC_SNAPPY_CHUNK_STREAM_ID)
             p2pc_spec(pinfo, ci, P2PC_SPEC_SNAPPY_STREAM_ID, "The framed Snappy stream starts with a "
                       "chunk of type 0x%02x", c->type);
-        if (c->type <= 1 && c->length >= 4) {
+        if (c->type <= 1 && c->out_len > SNAPPY_MAX_CHUNK) {
+            /* The decoder stops there, its CRC not computed. */
+            p2pc_spec(pinfo, ci, P2PC_SPEC_SNAPPY_CHUNK_LEN, "A chunk of %u uncompressed bytes", c->out_len);
+        } else if (c->type <= 1 && c->length >= 4) {
             p2pc_spec_snappy_crc(cit, tvb, off + c->offset + 4, hf_eth2_chunk_crc, hf_eth2_chunk_crc_status,
                                  pinfo, c->crc_computed);
-            if (c->out_len > SNAPPY_MAX_CHUNK)
-                p2pc_spec(pinfo, ci, P2PC_SPEC_SNAPPY_CHUNK_LEN, "A chunk of %u uncompressed bytes",
-                          c->out_len);
         } else if (c->type >= 0x02 && c->type <= 0x7f) {
             p2pc_spec(pinfo, ci, P2PC_SPEC_SNAPPY_UNSKIPPABLE, NULL);
         }
@@ -587,7 +587,8 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
     if (bounded) {
         p2pc_bound_expert(pinfo, ti, bound.by);
     } else if (st == P2PC_DC_CORRUPT || st == P2PC_DC_TRUNCATED || st == P2PC_DC_BOUND) {
-        if (!(detail && strstr(detail, "unskippable")))
+        /* The reserved and oversized chunks have their conformance checks above. */
+        if (!(detail && (strstr(detail, "unskippable") || strstr(detail, "more than 65536"))))
             expert_add_info_format(pinfo, ti, &ei_eth2_decompress, "Snappy framing: %s", detail ? detail : p2pc_dc_status_name(st));
     } else {
         ssz = tvb_new_child_real_data(tvb, out, (guint)out_len, (gint)out_len);
