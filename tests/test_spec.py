@@ -210,3 +210,18 @@ def test_analyze_and_diff_count_them(tshark):
     assert res.returncode == 15, res.stderr
     rows = next(s["rows"] for s in json.loads(res.stdout)["sections"] if s["name"] == "conformance")
     assert {r["check"]: (r["a_count"], r["b_count"]) for r in rows} == {c: (n, 0) for c, n in want.items()}
+
+
+def test_the_undecoded_reason_is_a_column(tshark):
+    """A capture budget of 1 MiB stops eth2-yamux's Snappy output inside its second block (each
+    of its blocks is over 800 KB uncompressed, the truth's source files): those messages are
+    undecoded, reason bound, in the dump as in the tree; no other record has a reason."""
+    opts = ["-o", "p2pc.max_capture_decompressed_mib:1"]
+    recs = tshark.records(ETH / "eth2-yamux.pcapng", extra=opts)
+    bound = [r for r in recs if r["reason"]]
+    assert bound and all(r["reason"] == "bound" and r["msg_type"] == "undecoded"
+                         and r["raw_len"] == r["payload_len"] for r in bound)
+    tree = tshark.fields(ETH / "eth2-yamux.pcapng", ["frame.number"], dfilter='p2pc.undecoded_reason == "bound"',
+                         extra=opts)
+    assert sorted({int(r[0]) for r in tree}) == sorted({r["frame"] for r in bound})
+    assert not any(r["reason"] for r in tshark.records(ETH / "eth2-yamux.pcapng"))
