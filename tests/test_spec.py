@@ -184,14 +184,24 @@ def test_committed_captures_conform_or_break_what_their_truth_says(tshark):
         firsts["p2pc.spec.eth2.compressed_length"], order
 
 
-def test_buip017_not_negotiated(tshark):
-    """btc-not-negotiated: compressed commands while neither version set the service bit; its
-    truth names the expert item each message raises."""
-    truth = json.loads((CAPTURES / "bitcoin" / "btc-not-negotiated.truth.json").read_text())
-    got = hits(tshark, CAPTURES / "bitcoin" / "btc-not-negotiated.pcapng")
-    want = Counter(m["expert"] for m in truth["messages"] if "expert" in m)
-    assert want and Counter(c for _, c in got) == want
-    assert hits(tshark, CAPTURES / "bitcoin" / "btc-compressed.pcapng") == []
+# Committed captures whose truth names, per message, the p2pc.spec.* item it raises.
+TRUTH_CHECKED = [CAPTURES / "bitcoin" / "btc-not-negotiated", CAPTURES / "bitcoin" / "btc-malformed",
+                 CAPTURES / "fisco" / "fisco-malformed"]
+
+
+@pytest.mark.parametrize("base", TRUTH_CHECKED, ids=[b.name for b in TRUTH_CHECKED])
+def test_buip017_and_fisco_checks_are_what_the_truth_says(tshark, base):
+    """BUIP017 (compression without the service bit, not smaller) and FISCO (compressed at or
+    below the threshold): one S line per message whose truth names a p2pc.spec.* item."""
+    truth = json.loads(base.with_suffix(".truth.json").read_text())
+    want = Counter(m["expert"] for m in truth["messages"] if m.get("expert", "").startswith("p2pc.spec."))
+    assert want and Counter(c for _, c in hits(tshark, base.with_suffix(".pcapng"))) == want
+
+
+def test_conforming_bitcoin_and_fisco_raise_nothing(tshark):
+    for c in (CAPTURES / "bitcoin" / "btc-compressed.pcapng", CAPTURES / "fisco" / "fisco-serial-on.pcapng",
+              CAPTURES / "fisco" / "fisco3-on.pcapng"):
+        assert hits(tshark, c) == [], c
 
 
 def test_analyze_and_diff_count_them(tshark):

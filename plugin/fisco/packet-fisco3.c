@@ -658,7 +658,7 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         rec.codec = "zstd";
         if (version < 2)
             p2pc_spec(pinfo, ti, P2PC_SPEC_FISCO_FLAG, "Compressed at Version %u: FISCO compresses "
-                                   "only from V2", version);
+                      "only from V2", version);
         p2pc_bound_t bound = p2pc_bound(pinfo, FISCO3_MAX_LENGTH, tvb_captured_length(payload), 0);
         raw = p2pc_decompress_tvb(payload, 0, -1, pinfo, P2PC_CODEC_ZSTD, bound.bound,
                                   "Decompressed FISCO 3.x payload", &st, &detail);
@@ -674,7 +674,7 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
             proto_item_set_generated(proto_tree_add_uint(ft, hf_uncompressed_len, tvb, off, length - off, rl));
             if (rl <= FISCO3_COMPRESS_THRESHOLD)
                 p2pc_spec(pinfo, ti, P2PC_SPEC_FISCO_THRESHOLD, "Compressed payload of %u bytes: "
-                                       "FISCO compresses only payloads over %u bytes", rl, FISCO3_COMPRESS_THRESHOLD);
+                          "FISCO compresses only payloads over %u bytes", rl, FISCO3_COMPRESS_THRESHOLD);
             if (length - off > rl)
                 expert_add_info_format(pinfo, ti, &ei_larger, "zstd output (%u bytes) is larger than the "
                                        "payload (%u bytes); FISCO sends it anyway", length - off, rl);
