@@ -1,7 +1,6 @@
 """Shared fixtures: every test drives the real tshark with the freshly built plugin."""
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -14,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 # This checkout's analyzer, whatever another checkout installed (pip install -e) for the user.
 sys.path.insert(0, str(REPO / "analyzer"))
 
-from p2pc.records import parse_m  # noqa: E402
+from p2pc.records import M_FIELDS, parse_m  # noqa: E402
 from p2pc.wsenv import Wireshark, built_plugin  # noqa: E402
 
 # The project's one pcap writer (tools/craft.py, which also makes the fuzz gate's hostile
@@ -93,14 +92,20 @@ class Tshark:
         return rows
 
     def records(self, capture, two_pass: bool = False, extra: list[str] | None = None) -> list[dict]:
-        """The plugin's `-z p2pc,records` message lines as dicts of the record's fields, read
-        by the analyzer's own parser (p2pc.records.parse_m)."""
+        """The plugin's `-z p2pc,records` message lines as dicts of the record's fields
+        (p2pc.records.M_FIELDS), each column as the dump has it; every line is checked by the
+        analyzer's own parser (p2pc.records.parse_m: its column count and numbers)."""
         args = ["-n", "-q", "-r", self.ws.readable(capture), "-z", "p2pc,records", *(extra or [])]
         if two_pass:
             args.append("-2")
         out = self.run(args).stdout
-        return [dataclasses.asdict(parse_m(line.split("\t"))) for line in out.splitlines()
-                if line.startswith("M\t")]
+        rows = []
+        for line in out.splitlines():
+            if line.startswith("M\t"):
+                parts = line.split("\t")
+                parse_m(parts)
+                rows.append(dict(zip(M_FIELDS, parts[1:])))
+        return rows
 
     def payloads(self, capture, extra: list[str] | None = None) -> list[tuple[int, str, bytes]]:
         """(frame, msg_type, uncompressed payload) per record, from `-z p2pc,payloads`."""

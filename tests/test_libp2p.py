@@ -328,7 +328,7 @@ def test_simultaneous_open_makes_the_initiator_the_dialer(tshark, tmp_path, two_
     assert ["select:12", "select:99", "initiator", "responder"] == [m for m in msgs if not m.startswith("/")]
     recs = [r for r in tshark.records(path, two_pass=two_pass) if r["proto"] == "eth2"]
     assert [(r["src"], r["msg_type"], r["raw_len"]) for r in recs] == \
-        [("192.0.2.2", "ping/1 request", 8), ("192.0.2.1", "ping/1 response", 8)]
+        [("192.0.2.2", "ping/1 request", "8"), ("192.0.2.1", "ping/1 response", "8")]
     assert tshark.fields(path, ["frame.number"],
                          dfilter="libp2p.role.conflict || libp2p.role.unknown || multistream.undecoded") == []
 
@@ -371,7 +371,7 @@ def test_non_canonical_varints_are_flagged_and_decoded(tshark, tmp_path):
     rows = tshark.fields(path, ["frame.number", "_ws.expert.message"], dfilter="p2pc.spec.varint")
     assert [r[0] for r in rows] == ["4", "6"]
     recs = [r for r in tshark.records(path) if r["proto"] == "eth2"]
-    assert [(r["msg_type"], r["raw_len"]) for r in recs] == [("ping/1 request", 8)]
+    assert [(r["msg_type"], r["raw_len"]) for r in recs] == [("ping/1 request", "8")]
 
 
 

@@ -231,7 +231,8 @@ def test_the_undecoded_reason_is_a_column(tshark):
     bound = [r for r in recs if r["reason"]]
     assert bound and all(r["reason"] == "bound" and r["msg_type"] == "undecoded"
                          and r["raw_len"] == r["payload_len"] for r in bound)
+    assert all(r["reason"] == "" for r in recs if r not in bound)
     tree = tshark.fields(ETH / "eth2-yamux.pcapng", ["frame.number"], dfilter='p2pc.undecoded_reason == "bound"',
                          extra=opts)
-    assert sorted({int(r[0]) for r in tree}) == sorted({r["frame"] for r in bound})
+    assert sorted({int(r[0]) for r in tree}) == sorted({int(r["frame"]) for r in bound})
     assert not any(r["reason"] for r in tshark.records(ETH / "eth2-yamux.pcapng"))
