@@ -13,6 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 # This checkout's analyzer, whatever another checkout installed (pip install -e) for the user.
 sys.path.insert(0, str(REPO / "analyzer"))
 
+from p2pc.records import M_FIELDS, parse_m  # noqa: E402
 from p2pc.wsenv import Wireshark, built_plugin  # noqa: E402
 
 # The project's one pcap writer (tools/craft.py, which also makes the fuzz gate's hostile
@@ -91,19 +92,19 @@ class Tshark:
         return rows
 
     def records(self, capture, two_pass: bool = False, extra: list[str] | None = None) -> list[dict]:
-        """The plugin's `-z p2pc,records` message lines as dicts."""
+        """The plugin's `-z p2pc,records` message lines as dicts of the record's fields
+        (p2pc.records.M_FIELDS), each column as the dump has it; every line is checked by the
+        analyzer's own parser (p2pc.records.parse_m: its column count and numbers)."""
         args = ["-n", "-q", "-r", self.ws.readable(capture), "-z", "p2pc,records", *(extra or [])]
         if two_pass:
             args.append("-2")
         out = self.run(args).stdout
-        cols = None
         rows = []
         for line in out.splitlines():
-            parts = line.split("\t")
-            if parts[0] == "#M":
-                cols = parts[1:]
-            elif parts[0] == "M":
-                rows.append(dict(zip(cols, parts[1:])))
+            if line.startswith("M\t"):
+                parts = line.split("\t")
+                parse_m(parts)
+                rows.append(dict(zip(M_FIELDS, parts[1:])))
         return rows
 
     def payloads(self, capture, extra: list[str] | None = None) -> list[tuple[int, str, bytes]]:

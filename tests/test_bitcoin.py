@@ -159,7 +159,7 @@ def test_zlib_2015_variant(tshark):
     assert {c for r in rows for c in r[0].split("|")} == {"zlib"}
     assert {n for r in rows for n in r[1].split("|")} == {"1"}
     # With the default bit (5) the same capture is a compressed command without negotiation.
-    assert tshark.fields(BTC / name, ["frame.number"], dfilter="btcc.not_negotiated")
+    assert tshark.fields(BTC / name, ["frame.number"], dfilter="p2pc.spec.buip017.not_negotiated")
 
 
 def test_malformed_captures_yield_their_expert_items(tshark):

@@ -9,6 +9,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import struct
 import subprocess
 
@@ -24,6 +25,10 @@ DIFFER = 15
 # A request under 128 bytes travels in one muxer frame: a yamux header is 12 bytes (yamux spec,
 # "Framing"), an mplex header a uvarint of stream ID and flag plus a uvarint length, 1 + 1 here.
 YAMUX_HEADER, MPLEX_HEADER = 12, 2
+# A yamux frame carries at most the initial stream window, 256 KiB (yamux spec, "Flow
+# Control"); an mplex message at most 1 MiB (libp2p/specs mplex, "Message size").  A framed
+# Snappy data chunk holds at most 65,536 uncompressed bytes (framing_format.txt 4.2).
+YAMUX_MAX_FRAME, MPLEX_MAX_FRAME, SNAPPY_CHUNK = 256 * 1024, 1024 * 1024, 65536
 
 
 def truth(name: str) -> dict:
@@ -102,10 +107,23 @@ def test_yamux_against_mplex_reports_what_the_truth_says(yamux_mplex):
     assert [(r["side"], r["sha256"], r["src"]) for r in gossip] == \
         [("A", second, f"{ty['link']['addr_a']}:{dialer_port(YAMUX)}")]
     # Same go-libp2p and Snappy on both sides: what is sent of a message is the same; only the
-    # muxer's bytes (header, hence wire) differ.
+    # muxer's bytes (header, hence wire) and how many muxer frames carried it differ.
     for r in pairs:
         assert (r["a_codec"], r["a_payload"], r["a_raw"]) == (r["b_codec"], r["b_payload"], r["b_raw"]), r
-        assert set(r["differs"].split()) <= {"wire", "header"} and r["payload_ratio"] == 1.0, r
+        assert set(r["differs"].split()) <= {"wire", "header", "frames"} and r["payload_ratio"] == 1.0, r
+        assert r["a_frames"] >= max(1, math.ceil(r["a_wire"] / YAMUX_MAX_FRAME)), r
+        assert r["b_frames"] >= max(1, math.ceil(r["b_wire"] / MPLEX_MAX_FRAME)), r
+        assert r["a_stream"] is not None and r["b_stream"] is not None, r
+        # The framed Snappy chunks of a req/resp message: as many as its SSZ needs, the same
+        # on both sides; a gossip message is one Snappy block, no framing.
+        framed = r["a_codec"] == "snappy-framed"
+        assert r["a_chunks"] == r["b_chunks"] == (max(1, math.ceil(r["a_raw"] / SNAPPY_CHUNK)) if framed else 0), r
+    # The source blocks, served by range: one chunk per 64 KiB of the block, from its file.
+    for name, digest in sha.items():
+        resp = [r for r in by_sha[digest] if r["msg_type"] == "beacon_blocks_by_range/2 response"]
+        size = (DATA / "ethereum" / name).stat().st_size
+        assert [(r["a_chunks"], r["b_chunks"]) for r in resp] == [(math.ceil(size / SNAPPY_CHUNK),) * 2]
+        assert all(r["a_frames"] > 1 and r["b_frames"] > 1 for r in resp)
     requests = [r for r in pairs if r["msg_type"].endswith(" request")]
     assert requests and all(r["a_wire"] < 128 for r in requests)
     for r in requests:
@@ -118,7 +136,7 @@ def test_yamux_against_mplex_reports_what_the_truth_says(yamux_mplex):
     for r in timed:
         assert rtt <= r["a_first_ms"] <= r["a_last_ms"] and rtt <= r["b_first_ms"] <= r["b_last_ms"], r
     assert {r["difference"] for r in section(rep, "differences")} == \
-        {"only in A", "only in B", "wire differs", "header differs"}
+        {"only in A", "only in B", "wire differs", "header differs", "frames differs"}
 
 
 def test_the_unmatched_identify_carries_each_dialers_port(yamux_mplex):

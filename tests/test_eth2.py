@@ -114,7 +114,7 @@ def test_one_pass_equals_two_pass(tshark, name):
 def test_corrupted_crc_is_flagged(tshark):
     res = tshark.run(["-n", "-r", tshark.ws.readable(ETH / "eth2-badcrc.pcapng")])
     assert res.returncode == 0
-    rows = tshark.fields(ETH / "eth2-badcrc.pcapng", ["eth2.method", "eth2.direction"], dfilter="eth2.snappy.crc_bad")
+    rows = tshark.fields(ETH / "eth2-badcrc.pcapng", ["eth2.method", "eth2.direction"], dfilter="p2pc.spec.snappy.crc")
     assert rows == [["ping/1", "response"]]
 
 
@@ -127,11 +127,11 @@ def test_truncated_capture_keeps_what_completed(tshark):
 
 # What each of the broken session's ping answers must raise (main.go brokenPings).
 BROKEN_EXPERT = {
-    "bad_crc": {"eth2.snappy.crc_bad"},
-    "unskippable": {"eth2.snappy.unskippable"},
-    "length_mismatch": {"eth2.length_mismatch"},
-    "too_long": {"eth2.too_long", "eth2.truncated", "eth2.length_mismatch"},
-    "compressed_too_long": {"eth2.compressed_too_long"},
+    "bad_crc": {"p2pc.spec.snappy.crc"},
+    "unskippable": {"p2pc.spec.snappy.unskippable"},
+    "length_mismatch": {"p2pc.spec.eth2.length"},
+    "too_long": {"p2pc.spec.eth2.too_long", "eth2.truncated", "p2pc.spec.eth2.length"},
+    "compressed_too_long": {"p2pc.spec.eth2.compressed_length"},
     "decompress_failed": {"eth2.decompress_failed"},
     "trailing": {"eth2.trailing"},
     "truncated": {"eth2.truncated", "eth2.decompress_failed"},
@@ -409,28 +409,28 @@ def test_every_req_resp_method_of_the_specs_is_named(tshark, tmp_path):
 BOUNDS = [
     # specs/fulu/p2p-interface.md: (start_slot, count, columns: List[ColumnIndex, NUMBER_OF_COLUMNS
     # = 128]) is 8 + 8 + 4 offset, plus 8 per column
-    ("data_column_sidecars_by_range/1", None, 19, "eth2.too_short"),
+    ("data_column_sidecars_by_range/1", None, 19, "p2pc.spec.eth2.too_short"),
     ("data_column_sidecars_by_range/1", None, 20, None),
     ("data_column_sidecars_by_range/1", None, 20 + 128 * 8, None),
-    ("data_column_sidecars_by_range/1", None, 20 + 128 * 8 + 1, "eth2.too_long"),
+    ("data_column_sidecars_by_range/1", None, 20 + 128 * 8 + 1, "p2pc.spec.eth2.too_long"),
     # specs/fulu/p2p-interface.md: BeaconBlocksByHead (beacon_root: Root, count: Uint64)
-    ("beacon_blocks_by_head/1", None, 32 + 8 + 1, "eth2.too_long"),
+    ("beacon_blocks_by_head/1", None, 32 + 8 + 1, "p2pc.spec.eth2.too_long"),
     # specs/fulu/p2p-interface.md: Status v2, 84 + earliest_available_slot
-    ("status/2", None, 91, "eth2.too_short"),
+    ("status/2", None, 91, "p2pc.spec.eth2.too_short"),
     # specs/electra/p2p-interface.md: BlobIdentifiers, 128 * MAX_BLOBS_PER_BLOCK_ELECTRA (9)
     # BlobIdentifier (block_root 32, index 8)
     ("blob_sidecars_by_root/1", None, 128 * 9 * 40, None),
-    ("blob_sidecars_by_root/1", None, 128 * 9 * 40 + 1, "eth2.too_long"),
+    ("blob_sidecars_by_root/1", None, 128 * 9 * 40 + 1, "p2pc.spec.eth2.too_long"),
     # specs/gloas/p2p-interface.md: ExecutionPayloadEnvelopeRoots List[Root, MAX_REQUEST_PAYLOADS = 128]
-    ("execution_payload_envelopes_by_root/1", None, 128 * 32 + 1, "eth2.too_long"),
+    ("execution_payload_envelopes_by_root/1", None, 128 * 32 + 1, "p2pc.spec.eth2.too_long"),
     # specs/heze/p2p-interface.md: (slot, dependent_root, indices: Bitvector[16])
     ("inclusion_lists_by_indices/1", None, 8 + 32 + 2, None),
     # specs/deneb/p2p-interface.md: BlobSidecar, index 8 + blob 4096 * 32 + commitment 48 +
     # proof 48 + SignedBeaconBlockHeader 208 + inclusion proof 17 * 32
-    ("blob_sidecars_by_range/1", DENEB, 8 + 4096 * 32 + 48 + 48 + 208 + 17 * 32 - 1, "eth2.too_short"),
+    ("blob_sidecars_by_range/1", DENEB, 8 + 4096 * 32 + 48 + 48 + 208 + 17 * 32 - 1, "p2pc.spec.eth2.too_short"),
     # specs/fulu/das-core.md: DataColumnSidecar's fixed part, index 8 + 3 offsets +
     # SignedBeaconBlockHeader 208 + KZGCommitmentsInclusionProof 4 * 32
-    ("data_column_sidecars_by_root/1", FULU, 8 + 3 * 4 + 208 + 4 * 32 - 1, "eth2.too_short"),
+    ("data_column_sidecars_by_root/1", FULU, 8 + 3 * 4 + 208 + 4 * 32 - 1, "p2pc.spec.eth2.too_short"),
     ("data_column_sidecars_by_root/1", FULU, 8 + 3 * 4 + 208 + 4 * 32, None),
 ]
 
@@ -447,9 +447,9 @@ def test_ssz_bounds_come_from_the_specs_types(tshark, tmp_path):
             msgs.append(("b", pid, b"\x00" + bytes.fromhex(digest) + chunk(b"\x00" * n)))
     path = tmp_path / "bounds.pcap"
     streams_pcap(path, msgs)
-    rows = tshark.fields(path, ["eth2.method", "eth2.ssz_length", "eth2.too_long", "eth2.too_short"],
+    rows = tshark.fields(path, ["eth2.method", "eth2.ssz_length", "p2pc.spec.eth2.too_long", "p2pc.spec.eth2.too_short"],
                          dfilter="eth2")
-    got = [(m, int(n), "eth2.too_long" if long_ else "eth2.too_short" if short else None)
+    got = [(m, int(n), "p2pc.spec.eth2.too_long" if long_ else "p2pc.spec.eth2.too_short" if short else None)
            for m, n, long_, short in rows]
     assert got == [(m, n, e) for m, _, n, e in BOUNDS]
 

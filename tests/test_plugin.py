@@ -48,6 +48,8 @@ def _expert_abbrevs() -> set[str]:
     names = set()
     for src in (REPO / "plugin").rglob("*.c"):
         names |= set(re.findall(r'\{\s*&ei_\w+,\s*\{\s*"([^"]+)"', src.read_text()))
+        # core/spec.c: the conformance checks' table, [P2PC_SPEC_X] = { "p2pc.spec.x", ... }
+        names |= set(re.findall(r'\[P2PC_SPEC_\w+\] = \{\s*"([^"]+)"', src.read_text()))
     return names
 
 

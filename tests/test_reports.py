@@ -104,13 +104,15 @@ def test_records_parquet_holds_every_message(tmp_path):
     table = pq.read_table(out)
     assert table.column_names == ["proto", "msg_type", "codec", "wire_len", "header_len", "payload_len",
                                   "raw_len", "batch_count", "frame", "stream", "src", "srcport", "dst",
-                                  "dstport", "time"]
+                                  "dstport", "time", "mux_stream", "mux_frames", "snappy_chunks", "reason"]
     recs = table.to_pylist()
     t = truth("btc-compressed")
     link = t["link"]
     for r in recs:
         assert r["proto"] == "bitcoin" and r["wire_len"] == r["payload_len"] + 24 == r["header_len"] + r["payload_len"]
         assert {r["src"], r["dst"]} == {link["addr_a"], link["addr_b"]} and link["port_b"] in (r["srcport"], r["dstport"])
+        # Bitcoin over plain TCP: no muxer, no framed Snappy, every message decoded.
+        assert (r["mux_stream"], r["mux_frames"], r["snappy_chunks"], r["reason"]) == (None, 0, 0, "")
     got = Counter((r["msg_type"], r["payload_len"], r["raw_len"]) for r in recs)
     raw = lambda m: source_raw_len(m) if "source" in m or "txs" in m else m["raw_len"]   # ping: no source
     want = Counter((m["command"], m["payload_len"], raw(m)) for m in t["messages"])

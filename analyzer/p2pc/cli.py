@@ -69,12 +69,17 @@ def bandwidth_warning(agg: Aggregate) -> list[str]:
             f"{BANDWIDTH_CELLS:,} sums of a second and a connection direction)"]
 
 
+# The rules of a protocol's specification a peer broke: the p2pc.spec.* expert items.
+CONFORMANCE_SECTION = {"name": "conformance", "title": "Conformance checks that failed (p2pc.spec.*)",
+                       "columns": ["file", "check", "count", "first_frame"]}
+
+
 def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool,
                    by_peer: bool = False, local: set[str] | None = None, extra_rows: tuple = ()) -> dict:
     """The analyze report; by_peer: rows per remote address and peer ID (`local`: the node's
     own addresses, else guessed); extra_rows: rows the records do not hold (live's undecoded
     bytes)."""
-    from .model import compute_rows, size_table, totals
+    from .model import compute_rows, conformance_rows, size_table, totals
     from .series import ratio_cdf_by_size
     rows = compute_rows(agg, model=model, by_direction=by_direction, explain=explain)
     for extra in extra_rows:                # into the records' own row of that kind, if any
@@ -99,7 +104,8 @@ def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool
         "rows": row_dicts, "totals": tot,
         "sections": [{"name": "size_ranges", "title": "Compression by message size range",
                       "columns": ["proto", "msg_type", "range", "messages", "avg_raw", "avg_sent",
-                                  "compression_pct"], "rows": sizes}],
+                                  "compression_pct"], "rows": sizes},
+                     CONFORMANCE_SECTION | {"rows": conformance_rows(agg)}],
         "series": {"size_ranges": [s for s in sizes if s["compression_pct"]],
                    "ratio_cdf": ratio_cdf(agg), "ratio_cdf_by_size": ratio_cdf_by_size(agg),
                    "bandwidth": {k: v for k, v in bandwidth_series(agg).items()}},
@@ -604,7 +610,7 @@ EXAMPLES = {
   p2pc analyze --keylog keys.log -o fisco.rc1:TRUE fisco-tls.pcapng
   p2pc analyze --by-peer node.pcapng                     # one row per remote address and peer ID
 
-sections (--section): main, size_ranges, explain (with --explain)""",
+sections (--section): main, size_ranges, conformance, explain (with --explain)""",
     "compare": """examples:
   p2pc compare btc-baseline.pcapng btc-compressed.pcapng
   p2pc compare --format html --output compare.html btc-baseline.pcapng btc-compressed.pcapng
@@ -616,7 +622,7 @@ sections (--section): main, connections""",
   p2pc diff both.pcapng --a 'tcp.port==52396' --b 'tcp.port==36186'   # two connections of one capture
   p2pc diff -Y eth2 a.pcapng b.pcapng            # only the eth2 messages of each
 
-sections (--section): main, differences, messages, unmatched, not_derived
+sections (--section): main, differences, messages, unmatched, not_derived, conformance
 docs/interop.md walks through an interop problem.""",
     "whatif": """examples:
   p2pc whatif btc-baseline.pcapng
@@ -629,7 +635,8 @@ sections (--section): whatif, timing, batching""",
   python3 -c "import pyarrow.parquet as pq; t = pq.read_table('records.parquet'); print(t.group_by(['proto', 'msg_type']).aggregate([('wire_len', 'sum'), ('raw_len', 'sum')]))"
 
 columns: proto, msg_type, codec, wire_len, header_len, payload_len, raw_len, batch_count,
-frame, stream, src, srcport, dst, dstport, time (docs/tap-format.md)""",
+frame, stream, src, srcport, dst, dstport, time, mux_stream, mux_frames, snappy_chunks, reason
+(docs/tap-format.md)""",
     "live": """examples:
   p2pc live -i eth0 -f 'tcp port 8333'
   p2pc live -i eth0 -f 'tcp port 8333' -w node.pcapng --metrics 127.0.0.1:9464

@@ -9,7 +9,7 @@ when a side sends the same content more than once; a message without a payload (
 bytes) aligns by order within its type.  What is left over on either side is unmatched.
 
 For each matched pair the report puts A's and B's wire, payload (as sent: compressed), raw and
-header bytes and codec next to each other, the payload ratio B/A (the two encoders' output on
+header bytes, codec, muxer frames, Snappy chunks and muxed stream id next to each other, the payload ratio B/A (the two encoders' output on
 the same content), and, for req/resp methods (message types `<method> request` / `… response`,
 eth2), the time from the request to its first and last response chunk on that connection.
 """
@@ -19,7 +19,7 @@ import hashlib
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, replace
 
-from .records import Message, NoP2PTraffic, ReadResult, read_capture, read_payloads
+from .records import Message, NoP2PTraffic, ReadResult, Violation, read_capture, read_payloads
 from .tsharkopts import TsharkOptions
 from .wsenv import Wireshark
 
@@ -30,14 +30,9 @@ DIFFER_EXIT = 15
 COMPARED = (("codec", "codec"), ("wire_len", "wire"), ("payload_len", "payload"),
             ("raw_len", "raw"), ("header_len", "header"))
 
-# What the records cannot tell yet (new record columns, not in this version).
-NOT_DERIVED = [
-    {"figure": "muxer frames per message",
-     "why": "the records carry no muxer stream ID or frame count: header bytes include the muxer "
-            "frame headers, but not how many frames carried the message"},
-    {"figure": "Snappy chunks per message",
-     "why": "the records carry no chunk count of the framed Snappy stream"},
-]
+# How the framing cut a matched pair's message up, compared per message (not summed per type:
+# a count of frames means something only next to its message's size).
+FRAMING = (("mux_frames", "frames"), ("snappy_chunks", "chunks"))
 
 
 @dataclass(frozen=True)
@@ -68,13 +63,16 @@ class Sent:
         return (self.m.proto, self.m.msg_type, self.sha256)
 
 
-def read_side(ws: Wireshark, side: Side, opts: TsharkOptions) -> tuple[list[Sent], ReadResult]:
-    """The side's messages in record order, each with its payload's digest.  The payloads tap
-    prints a P line for the records that have a payload, in the records' order: each is the
-    next record of its frame, type and length."""
+def read_side(ws: Wireshark, side: Side, opts: TsharkOptions) -> tuple[list[Sent], ReadResult, list[Violation]]:
+    """The side's messages in record order, each with its payload's digest, and the conformance
+    checks that failed in its frames.  The payloads tap prints a P line for the records that
+    have a payload, in the records' order: each is the next record of its frame, type and
+    length."""
     side_opts = side.options(opts)
     msgs: list[Message] = []
-    res = read_capture(ws, side.capture, msgs.append, lambda t: None, opts=side_opts)
+    hits: list[Violation] = []
+    res = read_capture(ws, side.capture, msgs.append, lambda t: None, opts=side_opts,
+                       on_violation=hits.append)
     digests = ((f, p, t, len(raw), hashlib.sha256(raw).hexdigest())
                for f, p, t, _, raw in read_payloads(ws, side.capture, side_opts, ReadResult()))
     nxt = next(digests, None)
@@ -87,7 +85,9 @@ def read_side(ws: Wireshark, side: Side, opts: TsharkOptions) -> tuple[list[Sent
             out.append(Sent(m, None))
     if not out:
         raise NoP2PTraffic(f"no P2P messages in side {side.label}: {side.name}")
-    return out, res
+    # The checks of the side's frames (the S lines come whatever the filter).
+    frames = {m.frame for m in msgs}
+    return out, res, [v for v in hits if v.frame in frames]
 
 
 def align(a: list[Sent], b: list[Sent]) -> tuple[list[tuple[int, int]], list[int], list[int]]:
@@ -135,9 +135,13 @@ def _message_row(x: Sent, y: Sent, tx: list, ty: list) -> dict:
     row = {"proto": x.m.proto, "msg_type": x.m.msg_type, "a_frame": x.m.frame, "b_frame": y.m.frame}
     for field, col in COMPARED:
         row[f"a_{col}"], row[f"b_{col}"] = getattr(x.m, field), getattr(y.m, field)
+    for field, col in FRAMING:
+        row[f"a_{col}"], row[f"b_{col}"] = getattr(x.m, field), getattr(y.m, field)
+    # The muxed streams' ids, shown and not compared: each side numbers its own streams.
+    row["a_stream"], row["b_stream"] = x.m.mux_stream, y.m.mux_stream
     row["payload_ratio"] = _ratio(x.m.payload_len, y.m.payload_len)
     row["a_first_ms"], row["b_first_ms"], row["a_last_ms"], row["b_last_ms"] = tx[0], ty[0], tx[1], ty[1]
-    row["differs"] = " ".join(col for field, col in COMPARED if getattr(x.m, field) != getattr(y.m, field))
+    row["differs"] = " ".join(col for field, col in COMPARED + FRAMING if getattr(x.m, field) != getattr(y.m, field))
     row["sha256"] = x.sha256
     return row
 
@@ -191,7 +195,7 @@ def _differences(messages: list[dict], only_a: list[dict], only_b: list[dict]) -
             n = Counter(f"{r['proto']} {r['msg_type']}" for r in rows)
             out.append({"difference": what, "messages": len(rows),
                         "types": ", ".join(f"{t} ({c})" for t, c in sorted(n.items()))})
-    for _, col in COMPARED:
+    for _, col in COMPARED + FRAMING:
         rows = [r for r in messages if col in r["differs"].split()]
         if rows:
             n = Counter(f"{r['proto']} {r['msg_type']}" for r in rows)
@@ -201,8 +205,8 @@ def _differences(messages: list[dict], only_a: list[dict], only_b: list[dict]) -
 
 
 def _not_derived(a: list[Sent], b: list[Sent], ta: dict, tb: dict) -> list[dict]:
-    """NOT_DERIVED, and the response types whose time no request record gives."""
-    rows = list(NOT_DERIVED)
+    """The response types whose time no request record gives."""
+    rows = []
     for label, msgs, times in (("A", a, ta), ("B", b, tb)):
         answered = {msgs[i].m.msg_type.rpartition(" ")[0] for i, t in times.items() if t[0] is not None}
         orphans = sorted({s.m.msg_type for s in msgs if s.m.msg_type.endswith(" response")
@@ -214,7 +218,21 @@ def _not_derived(a: list[Sent], b: list[Sent], ta: dict, tb: dict) -> list[dict]
     return rows
 
 
-def diff_report(a: list[Sent], b: list[Sent], sides: tuple[Side, Side], warnings: list[str]) -> dict:
+def _conformance(va: list[Violation], vb: list[Violation]) -> list[dict]:
+    """Per p2pc.spec.* check that failed on either side: A's and B's count and first frame."""
+    rows: dict = {}
+    for label, hits in (("a", va), ("b", vb)):
+        for v in hits:
+            r = rows.setdefault(v.check, {"check": v.check, "a_count": 0, "a_first_frame": None,
+                                          "b_count": 0, "b_first_frame": None})
+            r[f"{label}_count"] += 1
+            first = r[f"{label}_first_frame"]
+            r[f"{label}_first_frame"] = v.frame if first is None else min(first, v.frame)
+    return [rows[k] for k in sorted(rows)]
+
+
+def diff_report(a: list[Sent], b: list[Sent], sides: tuple[Side, Side], warnings: list[str],
+                va: list[Violation] = (), vb: list[Violation] = ()) -> dict:
     pairs, only_a, only_b = align(a, b)
     ta, tb = response_times(a), response_times(b)
     none = [None, None]
@@ -243,6 +261,9 @@ def diff_report(a: list[Sent], b: list[Sent], sides: tuple[Side, Side], warnings
                          "header", "sha256"], "rows": unmatched},
             {"name": "not_derived", "title": "Not derived from the records", "columns": ["figure", "why"],
              "rows": _not_derived(a, b, ta, tb)},
+            {"name": "conformance", "title": "Conformance checks that failed (p2pc.spec.*)",
+             "columns": ["check", "a_count", "a_first_frame", "b_count", "b_first_frame"],
+             "rows": _conformance(va, vb)},
         ],
         "series": {"compressed_size_ab": dict(sizes)},
     }
@@ -251,5 +272,5 @@ def diff_report(a: list[Sent], b: list[Sent], sides: tuple[Side, Side], warnings
 def run_diff(ws: Wireshark, sides: tuple[Side, Side], opts: TsharkOptions) -> dict:
     """Read both sides and build the diff report."""
     read = [read_side(ws, s, opts) for s in sides]
-    warnings = [res.warning for _, res in read if res.truncated]
-    return diff_report(read[0][0], read[1][0], sides, warnings)
+    warnings = [res.warning for _, res, _ in read if res.truncated]
+    return diff_report(read[0][0], read[1][0], sides, warnings, read[0][2], read[1][2])

@@ -1,6 +1,8 @@
 """The per-message records as a Parquet file (`p2pc records CAPTURE -o records.parquet`): one
 row per P2P message, columns named as the record's fields (docs/tap-format.md), written in
-row groups as tshark streams them, so memory does not grow with the capture."""
+row groups as tshark streams them, so memory does not grow with the capture.  mux_stream is
+null for a message not carried in a muxed stream; reason is empty but for undecoded bytes whose
+cause is known."""
 from __future__ import annotations
 
 from .records import Message
@@ -10,7 +12,8 @@ COLUMNS = [("proto", "string"), ("msg_type", "string"), ("codec", "string"),
            ("wire_len", "int64"), ("header_len", "int64"), ("payload_len", "int64"),
            ("raw_len", "int64"), ("batch_count", "int64"), ("frame", "int64"),
            ("stream", "int64"), ("src", "string"), ("srcport", "int64"), ("dst", "string"),
-           ("dstport", "int64"), ("time", "float64")]
+           ("dstport", "int64"), ("time", "float64"), ("mux_stream", "int64"),
+           ("mux_frames", "int64"), ("snappy_chunks", "int64"), ("reason", "string")]
 ROW_GROUP = 65_536
 
 

@@ -24,7 +24,8 @@ def analyze_file(capture: str, plugin: str | None, opts: TsharkOptions | None = 
         agg = SeriesAggregate(files=[capture])
         res = read_records(proc, capture, lambda m: agg.add_message(capture, m),
                            lambda t: agg.add_tcp(capture, t),
-                           on_peer=lambda p: agg.add_peer(capture, p))
+                           on_peer=lambda p: agg.add_peer(capture, p),
+                           on_violation=lambda v: agg.add_violation(capture, v))
         if res.truncated:
             agg.warnings.append(res.warning)
         return agg

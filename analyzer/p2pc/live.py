@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from . import private
 from .records import (ONE_PASS_PREFS, InterfaceError, P2pcError, PluginMissing, option_error,
-                      parse_i, parse_m, parse_t)
+                      check_version, parse_i, parse_m, parse_s, parse_t)
 from .series import SeriesAggregate
 from .wsenv import Wireshark
 
@@ -190,6 +190,10 @@ class LiveTotals:
             p = parse_i(line.rstrip("\n").split("\t"))
             with self.lock:
                 self.agg.add_peer(self.source, p)
+        elif tag == "S\t":
+            v = parse_s(line.rstrip("\n").split("\t"))
+            with self.lock:
+                self.agg.add_violation(self.source, v)
         elif line.startswith("#RESET"):
             with self.lock:
                 if self.metrics:
@@ -404,6 +408,7 @@ class LiveCapture:
                 for raw in lines:
                     line = raw.decode("utf-8", "replace")
                     if line.startswith("#p2pc-records"):
+                        check_version(line)
                         header = True
                     self.totals.line(line)
             if time.monotonic() >= next_tick:

@@ -16,7 +16,7 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .records import Message, PeerIdentity, TcpDirection
+from .records import Message, PeerIdentity, TcpDirection, Violation
 
 # Per-message P2P header bytes that batching avoids for each item merged into a batch.
 PROTOCOL_HEADER = {"bitcoin": 24, "fisco": 16, "eth2": 0, "libp2p": 0}
@@ -126,6 +126,8 @@ class Aggregate:
     span: list = field(default_factory=list)    # [first, last] second of the messages
     # (file, stream, src, srcport) endpoint -> the libp2p peer ID its handshake stated
     peers: dict = field(default_factory=dict)
+    # (file, p2pc.spec.* check) -> [failures, first frame]
+    conformance: dict = field(default_factory=dict)
     files: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
 
@@ -172,12 +174,21 @@ class Aggregate:
     def add_peer(self, file: str, p: PeerIdentity) -> None:
         self.peers[(file, *p.key)] = p.peer_id
 
+    def add_violation(self, file: str, v: Violation) -> None:
+        c = self.conformance.setdefault((file, v.check), [0, v.frame])
+        c[0] += 1
+        c[1] = min(c[1], v.frame)
+
     def merge(self, o: "Aggregate") -> None:
         for d, types in o.by_dir.items():
             for k, s in types.items():
                 self.by_dir[d][k].merge(s)
         self.tcp.update(o.tcp)
         self.peers.update(o.peers)
+        for k, (n, first) in o.conformance.items():
+            c = self.conformance.setdefault(k, [0, first])
+            c[0] += n
+            c[1] = min(c[1], first)
         for k, v in o.sizes.items():
             mine = self.sizes[k]
             for i in range(3):
@@ -400,3 +411,10 @@ def not_comparable(base: Aggregate, comp: Aggregate, base_name: str, comp_name: 
                 (f" and {base_name} has {compressed(base)}: are BASELINE and COMPRESSED swapped?"
                  if compressed(base) else ": compare takes one stack's captures with compression off and on"))
     return None
+
+
+def conformance_rows(agg: Aggregate) -> list[dict]:
+    """The conformance section: per capture and p2pc.spec.* check that failed, how often and
+    the first frame (Wireshark's filter for the check finds them all)."""
+    return [{"file": f, "check": check, "count": n, "first_frame": first}
+            for (f, check), (n, first) in sorted(agg.conformance.items())]

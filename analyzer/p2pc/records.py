@@ -2,7 +2,7 @@
 
 One tshark pass per capture reads the plugin's `-z p2pc,records` dump (format:
 docs/tap-format.md): `M` lines, one per P2P message, `I` lines, one per peer ID a security
-handshake states, then `T` lines, one per TCP connection direction.  Lines are parsed as they
+handshake states, `S` lines, one per conformance check that failed, then `T` lines, one per TCP connection direction.  Lines are parsed as they
 arrive, so memory does not grow with the capture.
 """
 from __future__ import annotations
@@ -109,6 +109,10 @@ class Message(Directed):
     payload_len: int
     raw_len: int
     batch_count: int
+    mux_stream: int | None = None   # the muxed stream (yamux, mplex) that carried it
+    mux_frames: int = 0             # the muxer frames that carried its bytes (0: not muxed)
+    snappy_chunks: int = 0          # data chunks of its framed Snappy stream (0: not framed)
+    reason: str = ""                # msg_type undecoded: why, when known ("bound")
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,13 @@ class PeerIdentity(Directed):
     dstport: int
     via: str
     peer_id: str
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A conformance check (a p2pc.spec.* expert item, its filter name) that failed in `frame`."""
+    frame: int
+    check: str
 
 
 def personal_plugin() -> Path | None:
@@ -224,8 +235,11 @@ def open_wireshark(plugin: str | os.PathLike | None = None) -> Wireshark:
                         "repository (or pass --plugin PATH/p2pc.so)")
 
 
+# The dump's format version (its `#p2pc-records` line) this parser reads.
+RECORDS_VERSION = "2"
 M_FIELDS = ("frame", "stream", "src", "srcport", "dst", "dstport", "time", "proto", "msg_type",
-            "codec", "wire_len", "header_len", "payload_len", "raw_len", "batch_count")
+            "codec", "wire_len", "header_len", "payload_len", "raw_len", "batch_count", "mux_stream",
+            "mux_frames", "snappy_chunks", "reason")
 
 
 def unescape(field: str) -> str:
@@ -243,12 +257,14 @@ def _malformed(kind: str, parts: list[str], why: str) -> MalformedRecord:
 
 
 def parse_m(parts: list[str]) -> Message:
-    if len(parts) != 16:
-        raise _malformed("message", parts, f"{len(parts)} columns, 16 expected")
+    if len(parts) != len(M_FIELDS) + 1:
+        raise _malformed("message", parts, f"{len(parts)} columns, {len(M_FIELDS) + 1} expected")
     try:
         return Message(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), parts[5], int(parts[6]),
                        float(parts[7]), unescape(parts[8]), unescape(parts[9]), unescape(parts[10]),
-                       int(parts[11]), int(parts[12]), int(parts[13]), int(parts[14]), int(parts[15]))
+                       int(parts[11]), int(parts[12]), int(parts[13]), int(parts[14]), int(parts[15]),
+                       int(parts[16]) if parts[16] else None, int(parts[17]), int(parts[18]),
+                       unescape(parts[19]))
     except ValueError as e:
         raise _malformed("message", parts, str(e)) from None
 
@@ -272,6 +288,24 @@ def parse_i(parts: list[str]) -> PeerIdentity:
                             unescape(parts[7]), unescape(parts[8]))
     except ValueError as e:
         raise _malformed("peer ID", parts, str(e)) from None
+
+
+def check_version(line: str) -> None:
+    """The dump's `#p2pc-records VERSION` line: a version this parser does not read is an error
+    that says so (a plugin of another p2pc version), not a column count that fails later."""
+    version = line.rstrip("\n").split("\t")[1:2]
+    if version != [RECORDS_VERSION]:
+        raise MalformedRecord(f"the records dump is format {''.join(version) or '?'}, this analyzer reads "
+                              f"{RECORDS_VERSION}: is the plugin this analyzer's version? `p2pc doctor` checks")
+
+
+def parse_s(parts: list[str]) -> Violation:
+    if len(parts) != 3:
+        raise _malformed("conformance", parts, f"{len(parts)} columns, 3 expected")
+    try:
+        return Violation(int(parts[1]), parts[2])
+    except ValueError as e:
+        raise _malformed("conformance", parts, str(e)) from None
 
 
 @dataclass
@@ -376,9 +410,10 @@ class _StderrTail:
 
 
 def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message, on_tcp,
-                 on_peer=None) -> ReadResult:
+                 on_peer=None, on_violation=None) -> ReadResult:
     """Stream the records of a tshark pass start_capture started: on_message(Message) per M
-    line, on_tcp(TcpDirection) per T line, on_peer(PeerIdentity) per I line.  Raises
+    line, on_tcp(TcpDirection) per T line, on_peer(PeerIdentity) per I line,
+    on_violation(Violation) per S line.  Raises
     P2pcError subclasses; a truncated capture returns what was read with result.truncated set."""
     path = str(capture)
     result = ReadResult()
@@ -397,7 +432,12 @@ def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message,
                 peer = parse_i(line.rstrip("\n").split("\t"))
                 if on_peer:
                     on_peer(peer)
+            elif tag == "S\t":
+                hit = parse_s(line.rstrip("\n").split("\t"))
+                if on_violation:
+                    on_violation(hit)
             elif line.startswith("#p2pc-records"):
+                check_version(line)
                 header_seen = True
             elif line.startswith("#END"):
                 end = dict(kv.split("=", 1) for kv in line.rstrip("\n").split("\t")[1:] if "=" in kv)
@@ -420,9 +460,11 @@ def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message,
 
 
 def read_capture(ws: Wireshark, capture: str | os.PathLike, on_message, on_tcp,
-                 extra: list[str] | None = None, opts: TsharkOptions | None = None) -> ReadResult:
+                 extra: list[str] | None = None, opts: TsharkOptions | None = None,
+                 on_violation=None) -> ReadResult:
     """One capture's tshark pass, its records streamed as read_records does."""
-    return read_records(start_capture(ws, capture, extra, opts), capture, on_message, on_tcp)
+    return read_records(start_capture(ws, capture, extra, opts), capture, on_message, on_tcp,
+                        on_violation=on_violation)
 
 
 def read_payloads(ws: Wireshark, capture: str | os.PathLike, opts: TsharkOptions | None = None,

@@ -322,7 +322,7 @@ def _malformed_steps() -> list[Step]:
     tiny = txs[min(range(1, len(txs)), key=lambda i: len(txs[i]))]
     tc = lzo1x_1(tiny)
     assert len(tc) >= len(tiny)
-    send("ctxcat", tc, "compressed payload not smaller than the raw one", "btcc.not_smaller",
+    send("ctxcat", tc, "compressed payload not smaller than the raw one", "p2pc.spec.buip017.not_smaller",
          raw_len=len(tiny))
     return steps
 
@@ -411,7 +411,7 @@ def sessions() -> dict[str, "callable"]:
         "btc-not-negotiated": lambda: Session("btc-not-negotiated", NODE_NETWORK, NODE_NETWORK,
                                       [Step("send", [], [("cblock", lzo1x_1(load_block("testnet3_block924634.raw")), None)],
                                             [{"command": "cblock", "malformed": "cblock without negotiation",
-                                              "expert": "btcc.not_negotiated", "source": "testnet3_block924634.raw"}]),
+                                              "expert": "p2pc.spec.buip017.not_negotiated", "source": "testnet3_block924634.raw"}]),
                                        _ping_step(3)],
                                       "neither peer sets the bit, yet a cblock is sent"),
     }

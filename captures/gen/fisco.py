@@ -370,7 +370,7 @@ def malformed() -> list[Msg]:
     cases = [
         (corrupt, "Snappy data with bytes flipped every 997", "fisco.decompress_failed"),
         (hdr(16 + len(sc), COMPRESS_FLAG, BLOCKSYNC, 1, 4) + sc, "a compressed payload of 1024 bytes or less",
-         "fisco.small_compressed"),
+         "p2pc.spec.fisco.threshold"),
         (hdr(20, 0, 42, 0, 5) + b"\0\1\2\3", "module 42", "p2pc.unknown_msg_type"),
         (hdr(16 + 1, 0x0001, TOPIC, 1, 0) + b"7", "Version 0x0001", "fisco.version.unknown"),
         (hdr(16 + len(bad_pbft), 0, PBFT, 0, 6) + bad_pbft, "PBFT payload without its RLP list",

@@ -40,6 +40,7 @@
 #include "core/prefs.h"
 #include "core/record.h"
 #include "core/retrans.h"
+#include "core/spec.h"
 
 #include <epan/conversation.h>
 #include <epan/exceptions.h>
@@ -109,9 +110,7 @@ static gint ett_btcc_bloom = -1;
 static expert_field ei_btcc_decompress_failed = EI_INIT;
 static expert_field ei_btcc_bound = EI_INIT;
 static expert_field ei_btcc_trailing = EI_INIT;
-static expert_field ei_btcc_not_negotiated = EI_INIT;
 static expert_field ei_btcc_negotiation_unseen = EI_INIT;
-static expert_field ei_btcc_not_smaller = EI_INIT;
 static expert_field ei_btcc_bad_checksum = EI_INIT;
 static expert_field ei_btcc_bad_tx = EI_INIT;
 static expert_field ei_btcc_length = EI_INIT;
@@ -606,7 +605,7 @@ add_negotiation(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, btcc_conv_t
     ti = proto_tree_add_boolean(tree, hf_btcc_negotiated, tvb, 0, 0, st == NEG_YES);
     proto_item_set_generated(ti);
     if (compressed_cmd && st == NEG_NO)
-        expert_add_info_format(pinfo, ti, &ei_btcc_not_negotiated,
+        p2pc_spec(pinfo, ti, P2PC_SPEC_BUIP017_NOT_NEGOTIATED,
             "Compressed command on a conversation that did not negotiate compression "
             "(service bit %u not set by both peers)", pref_service_bit);
 }
@@ -668,7 +667,7 @@ decompress_payload(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const ch
     proto_item_set_generated(proto_tree_add_uint(tree, hf_btcc_decompressed_len, tvb, 0, len,
                                                  tvb_captured_length(out)));
     if (tvb_captured_length(out) <= len)
-        expert_add_info_format(pinfo, ti, &ei_btcc_not_smaller,
+        p2pc_spec(pinfo, ti, P2PC_SPEC_BUIP017_NOT_SMALLER,
             "Compressed payload (%u bytes) is not smaller than the raw one (%u bytes): BUIP017 sends it uncompressed",
             len, tvb_captured_length(out));
     col_append_fstr(pinfo->cinfo, COL_INFO, " [%s %u\xe2\x86\x92%u]", p2pc_codec_name(codec), len,
@@ -1033,12 +1032,8 @@ proto_register_btcc(void)
             "Decompressed size exceeds the bound", EXPFILL } },
         { &ei_btcc_trailing, { "btcc.trailing", PI_MALFORMED, PI_WARN,
             "Bytes after the last transaction", EXPFILL } },
-        { &ei_btcc_not_negotiated, { "btcc.not_negotiated", PI_PROTOCOL, PI_WARN,
-            "Compressed command on a conversation that did not negotiate compression", EXPFILL } },
         { &ei_btcc_negotiation_unseen, { "btcc.negotiation_unseen", PI_SEQUENCE, PI_NOTE,
             "Compressed command, but the version exchange is not in the capture", EXPFILL } },
-        { &ei_btcc_not_smaller, { "btcc.not_smaller", PI_PROTOCOL, PI_WARN,
-            "Compressed payload is not smaller than the raw one", EXPFILL } },
         { &ei_btcc_bad_checksum, { "btcc.bad_checksum", PI_CHECKSUM, PI_ERROR,
             "Header checksum mismatch", EXPFILL } },
         { &ei_btcc_bad_tx, { "btcc.bad_tx", PI_MALFORMED, PI_NOTE,

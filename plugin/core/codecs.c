@@ -374,6 +374,10 @@ p2pc_snappy_framed_decode(wmem_allocator_t *scope, const guint8 *in, size_t in_l
             if (n > 65536) {
                 *detail = "framed Snappy chunk decodes to more than 65536 bytes";
                 st = P2PC_DC_CORRUPT;
+                c.out_len = (guint32)MIN(n, G_MAXUINT32);  /* listed, for its conformance check */
+                if (chunks)
+                    wmem_array_append_one(chunks, c);
+                off += 4 + c.length;
                 break;
             }
             if (ob.len + n > bound) {

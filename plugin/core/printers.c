@@ -15,6 +15,7 @@
  */
 #include "core/prefs.h"
 #include "core/record.h"
+#include "core/spec.h"
 
 #include <stdio.h>
 #include <epan/stat_tap_ui.h>
@@ -87,12 +88,18 @@ typedef struct {
     tcp_dirs_t *tcp;
 } peers_tap_t;
 
+/* The "p2pc_spec" listener's (the same). */
+typedef struct {
+    tcp_dirs_t *tcp;
+} spec_tap_t;
+
 typedef struct {
     guint64 records;
     gboolean filtered;          /* a display filter chooses the records: no tails */
     gboolean ended;             /* the tails of the last session are printed */
     tcp_dirs_t tcp;
     peers_tap_t peers;
+    spec_tap_t spec;
 } records_tap_t;
 
 /* The stream-mode records tap, for its session's tails at a session reset. */
@@ -140,8 +147,15 @@ print_record(records_tap_t *t, const p2pc_record_t *r)
     putchar('\t');
     print_field(stdout, r->codec);
     printf("\t%" G_GUINT64_FORMAT "\t%" G_GUINT64_FORMAT "\t%" G_GUINT64_FORMAT
-           "\t%" G_GUINT64_FORMAT "\t%u\n",
+           "\t%" G_GUINT64_FORMAT "\t%u\t",
            r->wire_len, r->header_len, r->payload_len, r->raw_len, r->batch_count);
+    /* Not in a muxed stream: an empty mux_stream. */
+    if (r->mux_stream >= 0)
+        printf("%" G_GINT64_FORMAT, r->mux_stream);
+    printf("\t%u\t%u\t", r->mux_frames, r->snappy_chunks);
+    if (r->reason)
+        print_field(stdout, r->reason);
+    putchar('\n');
 }
 
 static tap_packet_status
@@ -199,6 +213,21 @@ records_peer_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, cons
     putchar('\t');
     print_field(stdout, r->peer_id);
     putchar('\n');
+    if (t->tcp->stream)
+        fflush(stdout);
+    return TAP_PACKET_DONT_REDRAW;
+}
+
+static tap_packet_status
+records_spec_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
+                    tap_flags_t flags)
+{
+    spec_tap_t *t = (spec_tap_t *)tapdata;
+    const p2pc_spec_hit_t *hit = (const p2pc_spec_hit_t *)p;
+
+    if (t->tcp->stream)
+        stream_check_reset(t->tcp, hit->frame);
+    printf("S\t%u\t%s\n", hit->frame, hit->check);
     if (t->tcp->stream)
         fflush(stdout);
     return TAP_PACKET_DONT_REDRAW;
@@ -366,10 +395,12 @@ records_init(const char *opt_arg, void *userdata)
     t->tcp.dirs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     t->tcp.order = g_ptr_array_new_with_free_func(dir_stats_free);
 
-    printf("#p2pc-records\t1\n");
+    printf("#p2pc-records\t2\n");
     printf("#M\tframe\tstream\tsrc\tsrcport\tdst\tdstport\ttime\tproto\tmsg_type\tcodec"
-           "\twire_len\theader_len\tpayload_len\traw_len\tbatch_count\n");
+           "\twire_len\theader_len\tpayload_len\traw_len\tbatch_count\tmux_stream\tmux_frames"
+           "\tsnappy_chunks\treason\n");
     printf("#I\tframe\tstream\tsrc\tsrcport\tdst\tdstport\tvia\tpeer_id\n");
+    printf("#S\tframe\tcheck\n");
     if (t->tcp.stream) {
         print_tcp_header();
         fflush(stdout);
@@ -384,10 +415,19 @@ records_init(const char *opt_arg, void *userdata)
     }
     /* The peer IDs handshakes state, whatever the filter: they name connections, not messages. */
     t->peers.tcp = &t->tcp;
+    t->spec.tcp = &t->tcp;
     err = register_tap_listener("p2pc_peer", &t->peers, NULL, TL_REQUIRES_NOTHING, NULL,
                                 records_peer_packet, NULL, NULL);
     if (err) {
         fprintf(stderr, "tshark: Couldn't register the p2pc,records peer listener: %s\n", err->str);
+        g_string_free(err, TRUE);
+        exit(1);
+    }
+    /* The conformance checks that failed, whatever the filter (as the peer IDs). */
+    err = register_tap_listener("p2pc_spec", &t->spec, NULL, TL_REQUIRES_NOTHING, NULL,
+                                records_spec_packet, NULL, NULL);
+    if (err) {
+        fprintf(stderr, "tshark: Couldn't register the p2pc,records spec listener: %s\n", err->str);
         g_string_free(err, TRUE);
         exit(1);
     }

@@ -40,6 +40,9 @@ static int hf_p2pc_saved = -1;
 static int hf_p2pc_ratio = -1;
 static int hf_p2pc_batch_count = -1;
 static int hf_p2pc_reason = -1;
+static int hf_p2pc_mux_stream = -1;
+static int hf_p2pc_mux_frames = -1;
+static int hf_p2pc_snappy_chunks = -1;
 
 static gint ett_p2pc = -1;
 
@@ -51,6 +54,7 @@ p2pc_record_init(p2pc_record_t *rec, const char *proto, const char *msg_type)
     rec->msg_type = msg_type;
     rec->codec = "none";
     rec->batch_count = 1;
+    rec->mux_stream = -1;
 }
 
 void
@@ -283,6 +287,12 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
         proto_item_set_generated(proto_tree_add_uint(st, hf_p2pc_batch_count, tvb, offset, len, rec->batch_count));
         if (rec->reason)
             proto_item_set_generated(proto_tree_add_string(st, hf_p2pc_reason, tvb, offset, len, rec->reason));
+        if (rec->mux_stream >= 0) {
+            proto_item_set_generated(proto_tree_add_uint64(st, hf_p2pc_mux_stream, tvb, offset, len, (guint64)rec->mux_stream));
+            proto_item_set_generated(proto_tree_add_uint(st, hf_p2pc_mux_frames, tvb, offset, len, rec->mux_frames));
+        }
+        if (rec->snappy_chunks)
+            proto_item_set_generated(proto_tree_add_uint(st, hf_p2pc_snappy_chunks, tvb, offset, len, rec->snappy_chunks));
     }
 
     q = wmem_new(pinfo->pool, p2pc_record_t);
@@ -336,6 +346,12 @@ proto_register_p2pc(void)
         { &hf_p2pc_reason, { "Undecoded because", "p2pc.undecoded_reason", FT_STRING, BASE_NONE, NULL, 0x0,
             "Why bytes counted as undecoded were not decoded: bound (a decompression ratio or the capture's "
             "decompression budget stopped them)", HFILL } },
+        { &hf_p2pc_mux_stream, { "Muxed stream", "p2pc.mux_stream", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "ID of the muxed stream (yamux, mplex) that carried this message", HFILL } },
+        { &hf_p2pc_mux_frames, { "Muxer frames", "p2pc.mux_frames", FT_UINT32, BASE_DEC, NULL, 0x0,
+            "Muxer frames (yamux, mplex) whose data carried bytes of this message", HFILL } },
+        { &hf_p2pc_snappy_chunks, { "Snappy chunks", "p2pc.snappy_chunks", FT_UINT32, BASE_DEC, NULL, 0x0,
+            "Data chunks (compressed or uncompressed) of this message's framed Snappy stream", HFILL } },
         { &hf_p2pc_batch_count, { "Batch count", "p2pc.batch_count", FT_UINT32, BASE_DEC, NULL, 0x0,
             "Items carried by this message (transactions in a batch; 1 otherwise)", HFILL } },
     };

@@ -34,6 +34,10 @@ typedef struct {
     tvbuff_t *raw_tvb;          /* optional: the uncompressed payload (for -z p2pc,payloads) */
     const char *reason;         /* msg_type "undecoded": why, when it is a bound ("bound": a
                                    decompression ratio or the capture's budget; NULL otherwise) */
+    /* How the framing cut the message up (0 / -1 where there is no such framing). */
+    gint64 mux_stream;          /* its muxed stream's id (yamux, mplex); -1: not in a muxed stream */
+    guint32 mux_frames;         /* the muxer frames that carried its bytes; 0: not muxed */
+    guint32 snappy_chunks;      /* data chunks (compressed or not) of its framed Snappy stream */
     /* Filled by p2pc_record_add() from the packet. */
     p2pc_where_t at;
     nstime_t abs_ts;
@@ -44,7 +48,7 @@ typedef struct {
 proto_item *p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo,
                             proto_tree *tree, const p2pc_record_t *rec);
 
-/* Set a record's defaults: codec "none", batch_count 1. */
+/* Set a record's defaults: codec "none", batch_count 1, mux_stream -1. */
 void p2pc_record_init(p2pc_record_t *rec, const char *proto, const char *msg_type);
 
 /* Add a record of `bytes` bytes of `proto` that are no message it could decode (msg_type

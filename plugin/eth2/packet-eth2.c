@@ -40,6 +40,8 @@ void proto_register_eth2(void);
 void proto_reg_handoff_eth2(void);
 
 #define ETH2_MAX_PAYLOAD (10 * 1024 * 1024)     /* MAX_PAYLOAD_SIZE */
+#define ETH2_MAX_REQUEST_BLOCKS 1024            /* MAX_REQUEST_BLOCKS (phase0; the largest) */
+#define SNAPPY_MAX_CHUNK 65536                  /* framing_format.txt 4.2, 4.3 */
 
 static int proto_eth2 = -1;
 static int proto_gossipsub = -1;
@@ -107,12 +109,6 @@ static gint ett_gs = -1;
 static gint ett_gs_msg = -1;
 static gint ett_gs_ext = -1;
 
-static expert_field ei_eth2_crc = EI_INIT;
-static expert_field ei_eth2_unskippable = EI_INIT;
-static expert_field ei_eth2_length_mismatch = EI_INIT;
-static expert_field ei_eth2_too_long = EI_INIT;
-static expert_field ei_eth2_too_short = EI_INIT;
-static expert_field ei_eth2_compressed_too_long = EI_INIT;
 static expert_field ei_eth2_result = EI_INIT;
 static expert_field ei_eth2_trailing = EI_INIT;
 static expert_field ei_eth2_decompress = EI_INIT;
@@ -363,8 +359,13 @@ dissect_ssz(tvbuff_t *ssz, packet_info *pinfo, proto_tree *tree, const char *met
         if (len >= 17)
             proto_tree_add_item(t, hf_eth2_syncnets, ssz, 16, 1, ENC_NA);
     } else if (g_str_has_prefix(method, "beacon_blocks_by_range/") && request && len >= 16) {
+        guint64 count = tvb_get_letoh64(ssz, 8);
+        proto_item *ci;
         proto_tree_add_item(t, hf_eth2_start_slot, ssz, 0, 8, ENC_LITTLE_ENDIAN);
-        proto_tree_add_item(t, hf_eth2_count, ssz, 8, 8, ENC_LITTLE_ENDIAN);
+        ci = proto_tree_add_item(t, hf_eth2_count, ssz, 8, 8, ENC_LITTLE_ENDIAN);
+        if (count > ETH2_MAX_REQUEST_BLOCKS)
+            p2pc_spec(pinfo, ci, P2PC_SPEC_ETH2_REQUEST_LIMIT, "count %" G_GUINT64_FORMAT
+                      " exceeds MAX_REQUEST_BLOCKS (%u)", count, ETH2_MAX_REQUEST_BLOCKS);
         if (len >= 24)
             proto_tree_add_item(t, hf_eth2_step, ssz, 16, 8, ENC_LITTLE_ENDIAN);
     } else if (g_str_has_prefix(method, "data_column_sidecars_by_range/") && request && len >= 20) {
@@ -483,6 +484,7 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
     tvbuff_t *ssz = NULL;
     p2pc_bound_t bound;
     gboolean bounded = FALSE;
+    guint32 data_chunks = 0;
 
     /* A protocol ID mapped here by the user (multistream.protocol_map, Decode As) that is
      * no method is shown as it is, and counted as unknown. */
@@ -509,11 +511,17 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
         if (result != 0) {
             expert_add_info_format(pinfo, ti, &ei_eth2_result, "Response result %u (%s)", result,
                                    val_to_str_const(result, result_vals, "method-specific"));
+            if (result >= 4 && result <= 127)
+                p2pc_spec(pinfo, ti, P2PC_SPEC_ETH2_RESULT, "Response result %u is in the reserved "
+                          "range [4, 127]", result);
         } else if (rows && rows->context) {
             char hex[9];
             const char *name;
-            if (len < off + 4)
+            if (len < off + 4) {
+                p2pc_spec(pinfo, ti, P2PC_SPEC_ETH2_CONTEXT, "A %s success chunk of %u bytes: no "
+                          "room for its 4 context bytes", method, len);
                 goto record;
+            }
             proto_tree_add_item(t, hf_eth2_context, tvb, off, 4, ENC_NA);
             snprintf(hex, sizeof hex, "%02x%02x%02x%02x", tvb_get_uint8(tvb, off), tvb_get_uint8(tvb, off + 1),
                      tvb_get_uint8(tvb, off + 2), tvb_get_uint8(tvb, off + 3));
@@ -530,23 +538,23 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
     off += used;
     li = proto_tree_get_parent(t);
     if (ssz_len > ETH2_MAX_PAYLOAD) {
-        expert_add_info_format(pinfo, ti, &ei_eth2_too_long, "SSZ length %" G_GUINT64_FORMAT " exceeds MAX_PAYLOAD_SIZE (%u)",
-                               ssz_len, ETH2_MAX_PAYLOAD);
+        p2pc_spec(pinfo, ti, P2PC_SPEC_ETH2_TOO_LONG, "SSZ length %" G_GUINT64_FORMAT " exceeds MAX_PAYLOAD_SIZE (%u)",
+                  ssz_len, ETH2_MAX_PAYLOAD);
     } else if (result == 0 && rows) {
         ssz_bounds(rows, n_rows, request, fork, &min, &max, &from);
         if (ssz_len > max || ssz_len < min)
-            expert_add_info_format(pinfo, ti, ssz_len > max ? &ei_eth2_too_long : &ei_eth2_too_short,
-                                   "SSZ length %" G_GUINT64_FORMAT " is outside the %s %s's bounds%s%s (%"
-                                   G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT " bytes)", ssz_len, method,
-                                   request ? "request" : "response", from ? " from " : "", from ? from : "",
-                                   min, max);
+            p2pc_spec(pinfo, ti, ssz_len > max ? P2PC_SPEC_ETH2_TOO_LONG : P2PC_SPEC_ETH2_TOO_SHORT,
+                      "SSZ length %" G_GUINT64_FORMAT " is outside the %s %s's bounds%s%s (%"
+                      G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT " bytes)", ssz_len, method,
+                      request ? "request" : "response", from ? " from " : "", from ? from : "",
+                      min, max);
     }
     proto_item_set_generated(proto_tree_add_uint(t, hf_eth2_compressed_len, tvb, off, len - off, len - off));
     /* p2p-interface.md: a conforming encoder never exceeds snappy's max_compressed_len. */
     if ((guint64)(len - off) > 32 + ssz_len + ssz_len / 6)
-        expert_add_info_format(pinfo, ti, &ei_eth2_compressed_too_long,
-                               "Compressed length %u exceeds 32 + n + n/6 = %" G_GUINT64_FORMAT, len - off,
-                               32 + ssz_len + ssz_len / 6);
+        p2pc_spec(pinfo, ti, P2PC_SPEC_ETH2_COMPRESSED_LEN,
+                  "Compressed length %u exceeds 32 + n + n/6 = %" G_GUINT64_FORMAT, len - off,
+                  32 + ssz_len + ssz_len / 6);
 
     chunks = wmem_array_new(pinfo->pool, sizeof(p2pc_snappy_chunk_t));
     bound = p2pc_bound(pinfo, MIN(ssz_len + 65536, ETH2_MAX_PAYLOAD), len - off, 0);
@@ -557,27 +565,37 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
                                        wmem_array_get_count(chunks));
     for (guint i = 0; i < wmem_array_get_count(chunks); i++) {
         p2pc_snappy_chunk_t *c = (p2pc_snappy_chunk_t *)wmem_array_index(chunks, i);
+        if (c->type <= 1)
+            data_chunks++;
+
         proto_item *ci = proto_tree_add_uint(ct, hf_eth2_chunk_type, tvb, off + c->offset, 4 + c->length, c->type);
         proto_tree *cit = proto_item_add_subtree(ci, ett_eth2_chunks);
         proto_tree_add_uint(cit, hf_eth2_chunk_length, tvb, off + c->offset + 1, 3, c->length);
-        if (c->type <= 1 && c->length >= 4) {
-            proto_tree_add_checksum(cit, tvb, off + c->offset + 4, hf_eth2_chunk_crc, hf_eth2_chunk_crc_status,
-                                    &ei_eth2_crc, pinfo, c->crc_computed, ENC_LITTLE_ENDIAN, PROTO_CHECKSUM_VERIFY);
+        if (i == 0 && c->type != P2PC_SNAPPY_CHUNK_STREAM_ID)
+            p2pc_spec(pinfo, ci, P2PC_SPEC_SNAPPY_STREAM_ID, "The framed Snappy stream starts with a "
+                      "chunk of type 0x%02x", c->type);
+        if (c->type <= 1 && c->out_len > SNAPPY_MAX_CHUNK) {
+            /* The decoder stops there, its CRC not computed. */
+            p2pc_spec(pinfo, ci, P2PC_SPEC_SNAPPY_CHUNK_LEN, "A chunk of %u uncompressed bytes", c->out_len);
+        } else if (c->type <= 1 && c->length >= 4) {
+            p2pc_spec_snappy_crc(cit, tvb, off + c->offset + 4, hf_eth2_chunk_crc, hf_eth2_chunk_crc_status,
+                                 pinfo, c->crc_computed);
         } else if (c->type >= 0x02 && c->type <= 0x7f) {
-            expert_add_info(pinfo, ci, &ei_eth2_unskippable);
+            p2pc_spec(pinfo, ci, P2PC_SPEC_SNAPPY_UNSKIPPABLE, NULL);
         }
     }
     if (bounded) {
         p2pc_bound_expert(pinfo, ti, bound.by);
     } else if (st == P2PC_DC_CORRUPT || st == P2PC_DC_TRUNCATED || st == P2PC_DC_BOUND) {
-        if (!(detail && strstr(detail, "unskippable")))
+        /* The reserved and oversized chunks have their conformance checks above. */
+        if (!(detail && (strstr(detail, "unskippable") || strstr(detail, "more than 65536"))))
             expert_add_info_format(pinfo, ti, &ei_eth2_decompress, "Snappy framing: %s", detail ? detail : p2pc_dc_status_name(st));
     } else {
         ssz = tvb_new_child_real_data(tvb, out, (guint)out_len, (gint)out_len);
         add_new_data_source(pinfo, ssz, "Decompressed SSZ");
         if (out_len != ssz_len)
-            expert_add_info_format(pinfo, ti, &ei_eth2_length_mismatch, "Declared SSZ length %" G_GUINT64_FORMAT
-                                   ", decompressed %zu", ssz_len, out_len);
+            p2pc_spec(pinfo, ti, P2PC_SPEC_ETH2_LENGTH, "Declared SSZ length %" G_GUINT64_FORMAT
+                      ", decompressed %zu", ssz_len, out_len);
         dissect_ssz(ssz, pinfo, t, method, request, result);
     }
     if (off + consumed < len && ssz)
@@ -594,6 +612,8 @@ record:
     rec.raw_len = ssz ? out_len : len - off;
     rec.wire_len = len + pdu->overhead;
     rec.raw_tvb = ssz;
+    rec.snappy_chunks = data_chunks;
+    l2p_record_framing(&rec, pipe, pdu);
     if (bounded)
         p2pc_record_bound(&rec);
     p2pc_record_add(tvb, 0, len, pinfo, tree, &rec);
@@ -658,7 +678,7 @@ topic_name(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int hf, int off,
 
 static void
 gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, int len,
-               guint rpc_overhead, guint nmsgs)
+               guint rpc_overhead, guint nmsgs, const l2p_pipe_t *pipe, const l2p_pdu_t *pdu)
 {
     int off = start, data_off = 0, data_len = 0, topic_off = 0, topic_len = 0;
     l2p_pb_field_t f;
@@ -673,9 +693,16 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, i
     gboolean bounded = FALSE;
     guint8 h[32], id[20];
     gcry_md_hd_t md;
+    static const char *const signing_fields[] = { NULL, "from", NULL, "seqno", NULL, "signature", "key" };
+    wmem_strbuf_t *signed_fields = wmem_strbuf_new(pinfo->pool, "");
+    guint64 declared;
 
     mt = proto_tree_add_subtree(tree, tvb, start, len, ett_gs_msg, &mi, "Message");
     while (l2p_pb_next(tvb, &off, start + len, &f)) {
+        /* Message { from = 1; data = 2; seqno = 3; topic = 4; signature = 5; key = 6 } */
+        if (f.number == 1 || f.number == 3 || f.number == 5 || f.number == 6)
+            wmem_strbuf_append_printf(signed_fields, "%s%s", wmem_strbuf_get_len(signed_fields) ? ", " : "",
+                                      signing_fields[f.number]);
         if (f.wire_type != 2)
             continue;
         if (f.number == 2) {
@@ -692,8 +719,16 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, i
         topic = (const char *)tvb_get_string_enc(pinfo->pool, tvb, topic_off, topic_len, ENC_UTF_8);
         name = topic_name(tvb, pinfo, mt, hf_gs_topic, topic_off, topic_len);
     }
+    if (g_str_has_prefix(topic, "/eth2/") && wmem_strbuf_get_len(signed_fields))
+        p2pc_spec(pinfo, mi, P2PC_SPEC_GOSSIP_NO_SIGN, "%s on eth2 topic %s (StrictNoSign)",
+                  wmem_strbuf_get_str(signed_fields), topic);
     if (data_len) {
-        proto_tree_add_item(mt, hf_gs_data, tvb, data_off, data_len, ENC_NA);
+        proto_item *di = proto_tree_add_item(mt, hf_gs_data, tvb, data_off, data_len, ENC_NA);
+        /* A Snappy block starts with its uncompressed length (format_description.txt 1). */
+        if (tvb_get_varint(tvb, data_off, MIN(FT_VARINT_MAX_LEN, data_len), &declared, ENC_VARINT_PROTOBUF) &&
+            declared > ETH2_MAX_PAYLOAD)
+            p2pc_spec(pinfo, di, P2PC_SPEC_GOSSIP_SIZE, "%" G_GUINT64_FORMAT " bytes uncompressed, over "
+                      "MAX_PAYLOAD_SIZE (%u)", declared, ETH2_MAX_PAYLOAD);
         bound = p2pc_bound(pinfo, ETH2_MAX_PAYLOAD, data_len, 0);
         ssz = p2pc_decompress_tvb(tvb, data_off, data_len, pinfo, P2PC_CODEC_SNAPPY, bound.bound,
                                   "Decompressed gossip SSZ", &st, &detail);
@@ -739,6 +774,7 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, i
     rec.header_len = (len - data_len) + (nmsgs ? rpc_overhead / nmsgs : 0);
     rec.wire_len = rec.header_len + rec.payload_len;
     rec.raw_tvb = ssz;
+    l2p_record_framing(&rec, pipe, pdu);
     if (bounded)
         p2pc_record_bound(&rec);
     p2pc_record_add(tvb, start, len, pinfo, tree, &rec);
@@ -857,7 +893,7 @@ gossipsub_rpc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *p
                 }
             }
         } else if (f.number == 2) {     /* Message */
-            gossip_message(tvb, pinfo, t, f.start, f.len, len - msg_bytes + pdu->overhead, nmsgs);
+            gossip_message(tvb, pinfo, t, f.start, f.len, len - msg_bytes + pdu->overhead, nmsgs, pipe, pdu);
         } else if (f.number == 3) {     /* ControlMessage */
             static const char *const names[] = { "IHAVE", "IWANT", "GRAFT", "PRUNE", "IDONTWANT" };
             static int *const counts[] = { &hf_gs_ihave, &hf_gs_iwant, &hf_gs_graft, &hf_gs_prune, &hf_gs_idontwant };
@@ -975,12 +1011,6 @@ proto_register_eth2(void)
     };
     static gint *ett[] = { &ett_eth2, &ett_eth2_chunks, &ett_eth2_ssz, &ett_gs, &ett_gs_msg, &ett_gs_ext };
     static ei_register_info ei[] = {
-        { &ei_eth2_crc, { "eth2.snappy.crc_bad", PI_CHECKSUM, PI_ERROR, "Masked CRC-32C mismatch", EXPFILL } },
-        { &ei_eth2_unskippable, { "eth2.snappy.unskippable", PI_MALFORMED, PI_ERROR, "Reserved unskippable Snappy frame", EXPFILL } },
-        { &ei_eth2_length_mismatch, { "eth2.length_mismatch", PI_MALFORMED, PI_ERROR, "Declared length differs from the decompressed length", EXPFILL } },
-        { &ei_eth2_too_long, { "eth2.too_long", PI_PROTOCOL, PI_WARN, "SSZ length over MAX_PAYLOAD_SIZE or the type's bound", EXPFILL } },
-        { &ei_eth2_too_short, { "eth2.too_short", PI_PROTOCOL, PI_WARN, "SSZ length under the type's smallest size", EXPFILL } },
-        { &ei_eth2_compressed_too_long, { "eth2.compressed_too_long", PI_PROTOCOL, PI_WARN, "Compressed length over 32 + n + n/6", EXPFILL } },
         { &ei_eth2_result, { "eth2.result_error", PI_RESPONSE_CODE, PI_NOTE, "Non-zero response result", EXPFILL } },
         { &ei_eth2_trailing, { "eth2.trailing", PI_MALFORMED, PI_WARN, "Bytes after the Snappy frames", EXPFILL } },
         { &ei_eth2_truncated, { "eth2.truncated", PI_MALFORMED, PI_ERROR, "The stream closed inside a message", EXPFILL } },

@@ -34,6 +34,7 @@
 #include "core/prefs.h"
 #include "core/record.h"
 #include "core/retrans.h"
+#include "core/spec.h"
 #include "fisco/fisco3.h"
 
 #include <epan/conversation.h>
@@ -126,7 +127,6 @@ static gint ett_fisco_txs = -1;
 static expert_field ei_fisco_length = EI_INIT;
 static expert_field ei_fisco_version = EI_INIT;
 static expert_field ei_fisco_decompress = EI_INIT;
-static expert_field ei_fisco_small_compressed = EI_INIT;
 static expert_field ei_fisco_larger = EI_INIT;
 static expert_field ei_fisco_rlp = EI_INIT;
 
@@ -682,7 +682,7 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
                 proto_item_set_generated(ri);
             }
             if (rl <= FISCO_COMPRESS_THRESHOLD)
-                expert_add_info_format(pinfo, ti, &ei_fisco_small_compressed,
+                p2pc_spec(pinfo, ti, P2PC_SPEC_FISCO_THRESHOLD,
                     "Compressed payload of %u bytes: FISCO compresses only payloads over %u bytes",
                     rl, FISCO_COMPRESS_THRESHOLD);
             if (length - hlen > rl)
@@ -891,8 +891,6 @@ proto_register_fisco(void)
             "Version bits other than 0x8000", EXPFILL } },
         { &ei_fisco_decompress, { "fisco.decompress_failed", PI_MALFORMED, PI_ERROR,
             "Snappy decompression failed", EXPFILL } },
-        { &ei_fisco_small_compressed, { "fisco.small_compressed", PI_PROTOCOL, PI_WARN,
-            "Compressed payload at or below the 1024-byte threshold", EXPFILL } },
         { &ei_fisco_larger, { "fisco.compressed_larger", PI_PROTOCOL, PI_NOTE,
             "Compressed output larger than the payload", EXPFILL } },
         { &ei_fisco_rlp, { "fisco.rlp", PI_MALFORMED, PI_WARN, "Payload structure problem", EXPFILL } },

@@ -41,6 +41,7 @@
 #include "core/msgtype.h"
 #include "core/prefs.h"
 #include "core/record.h"
+#include "core/spec.h"
 #include "core/retrans.h"
 #include "fisco/fisco3.h"
 
@@ -150,9 +151,7 @@ static gint ett_module = -1;
 static expert_field ei_length = EI_INIT;
 static expert_field ei_header = EI_INIT;
 static expert_field ei_decompress = EI_INIT;
-static expert_field ei_small_compressed = EI_INIT;
 static expert_field ei_larger = EI_INIT;
-static expert_field ei_old_version = EI_INIT;
 static expert_field ei_front = EI_INIT;
 static expert_field ei_module_payload = EI_INIT;
 static expert_field ei_handshake = EI_INIT;
@@ -658,8 +657,8 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         const char *detail = NULL;
         rec.codec = "zstd";
         if (version < 2)
-            expert_add_info_format(pinfo, ti, &ei_old_version, "Compressed at Version %u: FISCO compresses "
-                                   "only from V2", version);
+            p2pc_spec(pinfo, ti, P2PC_SPEC_FISCO_FLAG, "Compressed at Version %u: FISCO compresses "
+                      "only from V2", version);
         p2pc_bound_t bound = p2pc_bound(pinfo, FISCO3_MAX_LENGTH, tvb_captured_length(payload), 0);
         raw = p2pc_decompress_tvb(payload, 0, -1, pinfo, P2PC_CODEC_ZSTD, bound.bound,
                                   "Decompressed FISCO 3.x payload", &st, &detail);
@@ -674,8 +673,8 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
             rec.raw_len = rl;
             proto_item_set_generated(proto_tree_add_uint(ft, hf_uncompressed_len, tvb, off, length - off, rl));
             if (rl <= FISCO3_COMPRESS_THRESHOLD)
-                expert_add_info_format(pinfo, ti, &ei_small_compressed, "Compressed payload of %u bytes: "
-                                       "FISCO compresses only payloads over %u bytes", rl, FISCO3_COMPRESS_THRESHOLD);
+                p2pc_spec(pinfo, ti, P2PC_SPEC_FISCO_THRESHOLD, "Compressed payload of %u bytes: "
+                          "FISCO compresses only payloads over %u bytes", rl, FISCO3_COMPRESS_THRESHOLD);
             if (length - off > rl)
                 expert_add_info_format(pinfo, ti, &ei_larger, "zstd output (%u bytes) is larger than the "
                                        "payload (%u bytes); FISCO sends it anyway", length - off, rl);
@@ -812,12 +811,8 @@ proto_register_fisco3(void)
             "Header fields run past the message's Length", EXPFILL } },
         { &ei_decompress, { "fisco3.decompress.failed", PI_MALFORMED, PI_ERROR, "zstd decompression failed",
             EXPFILL } },
-        { &ei_small_compressed, { "fisco3.compressed.small", PI_PROTOCOL, PI_NOTE,
-            "Compressed a payload FISCO would not compress", EXPFILL } },
         { &ei_larger, { "fisco3.compressed.larger", PI_PROTOCOL, PI_NOTE,
             "zstd output larger than its input", EXPFILL } },
-        { &ei_old_version, { "fisco3.compressed.version", PI_PROTOCOL, PI_WARN,
-            "Compressed below Version V2", EXPFILL } },
         { &ei_front, { "fisco3.front.bad", PI_MALFORMED, PI_ERROR, "Front message malformed", EXPFILL } },
         { &ei_module_payload, { "fisco3.module.payload", PI_MALFORMED, PI_ERROR,
             "TxsSync/BlockSync payload (protobuf, tars block) does not parse", EXPFILL } },

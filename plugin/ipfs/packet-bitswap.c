@@ -289,10 +289,13 @@ draw_presence(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, in
     proto_item_append_text(ti, ": %s", val_to_str_const((guint32)type, presence_types, "?"));
 }
 
-/* One message, tvb = uvarint length + protobuf; `overhead` the muxer's framing bytes. */
+/* One message, tvb = uvarint length + protobuf; `pdu` (NULL: drawn without its stream) as the
+ * muxed stream `pipe` cut it. */
 static void
-draw_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint32 overhead, gboolean truncated)
+draw_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const l2p_pipe_t *pipe, const l2p_pdu_t *pdu)
 {
+    guint32 overhead = pdu ? pdu->overhead : 0;
+    gboolean truncated = pdu && pdu->truncated;
     proto_item *ti = proto_tree_add_item(tree, proto_bitswap, tvb, 0, -1, ENC_NA);
     proto_tree *t = proto_item_add_subtree(ti, ett_bs);
     int len = (int)tvb_captured_length(tvb), off, at, end;
@@ -349,13 +352,15 @@ draw_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint32 overhe
     rec.wire_len = rec.header_len + rec.payload_len;
     rec.batch_count = MAX(1, count.entries + count.blocks + count.presences);
     rec.raw_tvb = tvb_new_subset_remaining(tvb, (int)used);
+    if (pipe)
+        l2p_record_framing(&rec, pipe, pdu);
     p2pc_record_add(tvb, 0, len, pinfo, t, &rec);
 }
 
 static void
 bitswap_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2p_pdu_t *pdu)
 {
-    draw_message(tvb, pinfo, tree, pdu->overhead, pdu->truncated);
+    draw_message(tvb, pinfo, tree, pipe, pdu);
 }
 
 static int
@@ -365,7 +370,7 @@ dissect_bitswap(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
     if (pipe)
         l2p_dissect_pdus(tvb, pinfo, tree, pipe, bitswap_len, bitswap_pdu);
     else
-        draw_message(tvb, pinfo, tree, 0, FALSE);
+        draw_message(tvb, pinfo, tree, NULL, NULL);
     return tvb_captured_length(tvb);
 }
 

@@ -493,7 +493,7 @@ run_item(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, 
     switch (it->kind) {
     case IT_PDU:
         for (guint32 i = 0; i < it->count; i++) {
-            l2p_pdu_t later = { it->pdu.index + i, 0, FALSE, NULL };
+            l2p_pdu_t later = { it->pdu.index + i, 0, 1, FALSE, NULL };
             l2p_pdu_t *volatile pdu = i == 0 ? &it->pdu : &later;
             tvbuff_t *volatile pt = i == 0 ? t : tvb_new_subset_length(tvb, it->off + (gint)(i * it->len), it->len);
             proto_tree *volatile pt_tree = drawn(pt, pinfo, tree);
@@ -573,7 +573,7 @@ merge_into_run(packet_info *pinfo, wmem_allocator_t *scope, feed_t *f, item_t *p
     if (!prev || prev->kind != IT_PDU || prev->off < 0 || last->off < 0 || prev->len != last->len ||
         prev->off + (gint)(prev->count * prev->len) != last->off || prev->pdu.info || last->pdu.info ||
         last->pdu.overhead || prev->pdu.truncated || last->pdu.truncated ||
-        prev->pdu.index + prev->count != last->pdu.index)
+        prev->pdu.index + prev->count != last->pdu.index || last->pdu.calls != 1)
         return;
     prev->count++;
     prev->next = NULL;
@@ -665,6 +665,8 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
     /* In `work`, the bytes from this frame start at fresh_at. */
 #define FRESH_AT (direct ? 0 : worklen - inlen)
 #define ADD(kind, p, l) add_item(pinfo, scope, f, kind, work + FRESH_AT, inlen, p, l)
+/* The calls whose bytes work[start, end) holds: those buf held before, and this one. */
+#define CALLS(start, end) (((start) < FRESH_AT ? pipe->held_calls : 0) + ((end) > FRESH_AT ? 1u : 0u))
     while (pos < worklen) {
         gint64 n = len_fn(pipe, work + pos, worklen - pos);
         if (pipe->next)
@@ -693,6 +695,7 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
         it = ADD(IT_PDU, work + pos, (guint)n);
         it->pdu.index = pipe->pdus++;
         it->pdu.overhead = pipe->overhead;
+        it->pdu.calls = CALLS(pos, pos + (guint)n);
         pipe->overhead = 0;
         pos += (guint)n;
         run_item(tvb, pinfo, tree, pipe, it, pdu_fn);
@@ -716,6 +719,7 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
         it = ADD(IT_PDU, work + pos, worklen - pos);
         it->pdu.index = pipe->pdus++;
         it->pdu.overhead = pipe->overhead;
+        it->pdu.calls = CALLS(pos, worklen);
         it->pdu.truncated = TRUE;
         pipe->overhead = 0;
         pos = worklen;
@@ -728,6 +732,8 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
         run_item(tvb, pinfo, tree, pipe, ADD(IT_UNDECODED, work + pos, worklen - pos), pdu_fn);
         pos = worklen;
     }
+    pipe->held_calls = pos < worklen ? CALLS(pos, worklen) : 0;
+#undef CALLS
 #undef ADD
 #undef FRESH_AT
     if (pipe->fin)
@@ -743,6 +749,15 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
      * a capture has thousands of idle pipes. */
     if (pipe->closed || pipe->next || pipe->buf->len == 0)
         buf_drop(pipe);
+}
+
+void
+l2p_record_framing(p2pc_record_t *rec, const l2p_pipe_t *pipe, const l2p_pdu_t *pdu)
+{
+    if (!pipe->muxer)
+        return;
+    rec->mux_stream = (gint64)pipe->stream_id;
+    rec->mux_frames = pdu ? pdu->calls : 0;
 }
 
 void

@@ -96,6 +96,7 @@ struct l2p_pipe {
                                    it grows and shrinks; freed when emptied, or with the file) */
     guint32 pdus;               /* PDUs cut so far: the index of the next */
     guint32 overhead;           /* lower-layer framing bytes not yet attributed to a PDU */
+    guint32 held_calls;         /* the calls (a muxer's frames) whose bytes buf holds */
     gboolean closed;
     gboolean undecodable;       /* framing broke: the rest of the pipe is shown as bytes */
     guint32 skip;               /* set by a len_fn returning < 0: the framing resumes after this
@@ -121,6 +122,8 @@ struct l2p_pipe {
 typedef struct {
     guint32 index;              /* position in its pipe (0 = first) */
     guint32 overhead;           /* lower-layer framing bytes of the frames that carried it */
+    guint32 calls;              /* the pipe's calls whose bytes it holds: in a muxed stream, the
+                                   muxer frames that carried it */
     gboolean truncated;         /* the pipe closed before the PDU was complete */
     void *info;                 /* the layer's per-PDU data, set on the first pass */
 } l2p_pdu_t;
@@ -131,6 +134,10 @@ typedef struct {
  * skip 0 the rest of the pipe is.  Undecoded bytes get an expert item and a p2pc record.
  * First pass only; may call l2p_handoff() (then return 0: the rest goes to the next layer). */
 typedef gint64 (*l2p_len_fn)(l2p_pipe_t *pipe, const guint8 *p, guint avail);
+
+/* A record of a PDU of `pipe` says how the muxer cut it: its stream id and the muxer frames that
+ * carried it (pdu NULL: none counted); nothing when the pipe is not in a muxed stream. */
+void l2p_record_framing(p2pc_record_t *rec, const l2p_pipe_t *pipe, const l2p_pdu_t *pdu);
 
 /* Draw one PDU (tvb holds exactly it).  Called in every dissection of the frame that completed
  * it; on the first pass (!PINFO_FD_VISITED) it may update layer state, set pdu->info, call

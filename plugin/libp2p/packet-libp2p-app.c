@@ -129,6 +129,7 @@ app_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l
     rec.header_len = pdu->overhead;
     rec.wire_len = rec.header_len + rec.payload_len;
     rec.raw_tvb = tvb;
+    l2p_record_framing(&rec, pipe, pdu);
     p2pc_record_add(tvb, 0, -1, pinfo, t, &rec);
 }
 
