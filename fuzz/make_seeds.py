@@ -45,9 +45,9 @@ def payloads(plugin: Path, max_bytes: int, per_capture: int) -> list[bytes]:
             got: list[bytes] = []
             for line in r.stdout.splitlines():
                 cols = line.split("\t")
-                if len(cols) != 6 or cols[0] != "P" or not cols[5]:
+                if len(cols) != 11 or cols[0] != "P" or not cols[10]:
                     continue
-                data = bytes.fromhex(cols[5])[:max_bytes]
+                data = bytes.fromhex(cols[10])[:max_bytes]
                 key = hashlib.sha1(data).digest()
                 if len(data) >= 8 and key not in seen:
                     seen.add(key)

@@ -114,8 +114,8 @@ class Tshark:
         rows = []
         for line in out.splitlines():
             if line.startswith("P\t"):
-                _, frame, _proto, mtype, _codec, hexdata = line.split("\t")
-                rows.append((int(frame), mtype, bytes.fromhex(hexdata)))
+                cols = line.split("\t")
+                rows.append((int(cols[1]), cols[8], bytes.fromhex(cols[10])))
         return rows
 
     def expert(self, capture) -> list[str]:

@@ -277,7 +277,8 @@ FIGURES = {
     "analyze": ["Savings per message type", "Compression by message size range",
                 "Compression ratio CDF per message size range", "Bandwidth over time"],
     "compare": ["Bandwidth over time: compression off vs on"],
-    "whatif": ["What-if codecs: compression ratio", "What-if codecs: time per message"],
+    "whatif": ["What-if strategies side by side", "What-if strategies: CPU time per MB",
+               "Compress-above-N sweep", "What-if codecs: compression ratio"],
     "diff": ["Compressed size, A vs B"],
 }
 

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING
 
 from . import __version__
 from .output import ALL, FORMATS, SECTION_FORMATS, UnknownSection, render
-from .records import (TRUNCATED_EXIT, InterfaceError, NoP2PTraffic, P2pcError, ReadResult,
-                      open_wireshark, personal_plugin, read_capture, read_payloads,
+from .records import (TRUNCATED_EXIT, InterfaceError, NoP2PTraffic, P2pcError,
+                      open_wireshark, personal_plugin, read_capture,
                       tshark_has_plugin)
 from . import private, tsharkopts
+from .whatif import CODEC_FIX, CODEC_NAMES, DEFAULT_THRESHOLDS, STRATEGIES
 from .wsenv import Wireshark, built_plugin, version_mismatch, ws_version
 
 if TYPE_CHECKING:
@@ -266,21 +267,25 @@ def cmd_diff(args) -> int:
 
 
 def cmd_whatif(args) -> int:
-    from .model import BATCHABLE, BIP_ACK_BYTES, PROTOCOL_HEADER
     from .progress import CaptureProgress
-    from .whatif import WhatIf
+    from .records import start_capture, read_records
+    from .whatif import WhatIf, report
     ws = open_wireshark(args.plugin)
-    w = WhatIf(args.codecs)
+    w = WhatIf(args.strategy, args.codecs, args.threshold)
     n = 0
     cut = []
+
+    def payload(cap: str, p) -> None:
+        nonlocal n
+        if args.all or p.codec == "none":
+            w.add(cap, p)
+            n += 1
     try:
         with CaptureProgress(args.captures, "recompressing") as bar:
             for cap in args.captures:
-                res = ReadResult()
-                for _, proto, mtype, codec, raw in read_payloads(ws, cap, args.tshark, res):
-                    if args.all or codec == "none":
-                        w.add(proto, mtype, raw)
-                        n += 1
+                proc = start_capture(ws, cap, ["-z", args.tshark.tap("payloads")], args.tshark)
+                res = read_records(proc, cap, lambda m: None, lambda t, c=cap: w.add_tcp(c, t),
+                                   on_payload=lambda p, c=cap: payload(c, p))
                 if res.truncated:
                     cut.append(res.warning)
                 bar.done(cap)
@@ -291,42 +296,10 @@ def cmd_whatif(args) -> int:
     if not n:
         raise NoP2PTraffic("no uncompressed P2P payloads found (use --all to recompress "
                            "already-compressed traffic's decompressed payloads)")
-    report = {"schema": SCHEMA, "command": "whatif", "title": "p2pc: what each codec would save",
-              "files": list(args.captures),
-              "warnings": cut + [f"codec not available: {m} ({CODEC_FIX[m]})" for m in w.missing
-                                 if not args.codecs or m in args.codecs],
-              "rows": [], "sections": w.sections(PROTOCOL_HEADER, BIP_ACK_BYTES, BATCHABLE),
-              "series": {"codecs": codec_series(w)}}
-    emit(report, args)
+    missing = [f"codec not available: {m} ({CODEC_FIX[m]})" for m in w.missing
+               if not args.codecs or m in args.codecs]
+    emit(report(w, SCHEMA, list(args.captures), cut + missing), args)
     return TRUNCATED_EXIT if cut else 0
-
-
-# What installs each what-if codec (liblzo2 is a C library, read through ctypes: see whatif.py).
-CODEC_FIX = {"lzo1x-1": "sudo apt-get install liblzo2-2", "lzo1x-999": "sudo apt-get install liblzo2-2",
-             "snappy": "pip install python-snappy", "zstd": "pip install zstandard",
-             "brotli": "pip install brotli"}
-
-
-def codec_series(w) -> list[dict]:
-    """Per codec, per size range and over all messages: bytes in and out, the ratio (raw/sent)
-    and the time per message, for the what-if figures."""
-    from .model import SIZE_RANGES, size_range_label
-    sums: dict = defaultdict(lambda: [0, 0, 0, 0.0, 0.0])
-    for (_, _, idx), per in w.sums.items():
-        for codec, v in per.items():
-            for key in ((codec, idx), (codec, None)):
-                acc = sums[key]
-                for i in range(5):
-                    acc[i] += v[i]
-    order = {name: i for i, name in enumerate(w.codecs)}
-    out = []
-    for (codec, idx), (m, raw, comp, ct, dt) in sorted(
-            sums.items(), key=lambda kv: (order.get(kv[0][0], 99), -1 if kv[0][1] is None else kv[0][1])):
-        out.append({"codec": codec, "range": "all" if idx is None else size_range_label(*SIZE_RANGES[idx]),
-                    "messages": m, "raw_bytes": raw, "compressed_bytes": comp,
-                    "ratio": round(raw / comp, 4) if comp else 0.0,
-                    "compress_ms": round(1000 * ct / m, 4), "decompress_ms": round(1000 * dt / m, 4)})
-    return out
 
 
 def cmd_records(args) -> int:
@@ -514,7 +487,7 @@ def doctor_optional(line) -> None:
     have = lambda mod: importlib.util.find_spec(mod) is not None
     for name, mods, fix in (("snappy", ("snappy", "cramjam"), CODEC_FIX["snappy"]),
                             ("zstd", ("zstandard",), CODEC_FIX["zstd"]),
-                            ("brotli", ("brotli",), CODEC_FIX["brotli"])):
+                            ("brotli", ("brotli",), CODEC_FIX["brotli-2"])):
         found = [m for m in mods if have(m)]
         line(bool(found), f"whatif codec {name}: " + (f"python module {found[0]}" if found else "not installed"),
              fix + "   (or all codecs: pip install -e 'analyzer[codecs]' in the p2pc repository)",
@@ -594,7 +567,7 @@ EXAMPLES = {
   p2pc analyze --format html --output report.html a.pcapng b.pcapng
   p2pc compare btc-baseline.pcapng btc-compressed.pcapng
   p2pc diff eth2-yamux.pcapng eth2-mplex.pcapng
-  p2pc whatif --codecs zlib-6,zstd btc-baseline.pcapng
+  p2pc whatif --strategy stream --codecs gzip,zstd btc-baseline.pcapng
   p2pc records btc-compressed.pcapng --output records.parquet
   p2pc live -i eth0 -f 'tcp port 8333'
   p2pc doctor
@@ -626,10 +599,13 @@ sections (--section): main, differences, messages, unmatched, not_derived, confo
 docs/interop.md walks through an interop problem.""",
     "whatif": """examples:
   p2pc whatif btc-baseline.pcapng
+  p2pc whatif --strategy stream --codecs gzip,brotli-9 comp-none.pcapng   # the libp2p transports
+  p2pc whatif --strategy message,block --threshold 512,1024,4096 fisco.pcapng
   p2pc whatif --codecs zlib-1,lzo1x-1,zstd --format html --output whatif.html btc-baseline.pcapng
   p2pc whatif --all btc-compressed.pcapng    # recompress what was sent compressed, too
 
-sections (--section): whatif, timing, batching""",
+sections (--section): main (strategies side by side), by_type, thresholds, whatif (message
+strategy by size range), batching""",
     "records": """examples:
   p2pc records btc-compressed.pcapng --output records.parquet
   python3 -c "import pyarrow.parquet as pq; t = pq.read_table('records.parquet'); print(t.group_by(['proto', 'msg_type']).aggregate([('wire_len', 'sum'), ('raw_len', 'sum')]))"
@@ -665,9 +641,6 @@ Every TCP connection lands whole (both directions) in one shard; docs/analyzer.m
   p2pc merge --format json --output week.json day*.json     # merges again later""",
 }
 
-CODEC_NAMES = ("zlib-1", "zlib-6", "lzo1x-1", "lzo1x-999", "snappy", "zstd", "brotli")
-
-
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors (exit 2) and help that keeps the examples' layout."""
 
@@ -701,13 +674,22 @@ def listen_address(text: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
-def codec_list(text: str) -> list[str]:
-    names = [c.strip() for c in text.split(",") if c.strip()]
-    bad = [c for c in names if c not in CODEC_NAMES]
-    if bad or not names:
-        raise argparse.ArgumentTypeError(f"unknown codec {', '.join(bad) or repr(text)}: choose from "
-                                         + ",".join(CODEC_NAMES))
-    return names
+def name_list(what: str, choices: tuple):
+    """A comma-separated list of names from `choices` (--codecs, --strategy)."""
+    def parse(text: str) -> list[str]:
+        names = [c.strip() for c in text.split(",") if c.strip()]
+        bad = [c for c in names if c not in choices]
+        if bad or not names:
+            raise argparse.ArgumentTypeError(f"unknown {what} {', '.join(bad) or repr(text)}: choose from "
+                                             + ",".join(choices))
+        return names
+    return parse
+
+
+def size_list(text: str) -> list[int]:
+    """--threshold N[,N...]: byte counts."""
+    parse = whole(0)
+    return [parse(t.strip()) for t in text.split(",") if t.strip()] or [parse(text)]
 
 
 def _terminate(signum, frame) -> None:
@@ -793,12 +775,21 @@ def main(argv: list[str] | None = None) -> int:
     common(p)
     p.set_defaults(func=cmd_diff)
 
-    p = command("whatif", "what each codec would save on uncompressed traffic",
-                "Recompress every uncompressed payload with each codec: compression per message "
-                "type and size range, time per message, and what batching small messages would save.")
+    p = command("whatif", "what compression would save on uncompressed traffic, by strategy",
+                "Compress every uncompressed payload by each strategy (message: each on its own; "
+                "stream: each connection direction as one stream, flushed after each message; "
+                "block: only the messages carrying blocks) and codec: bytes saved with the header "
+                "and ACK bytes fewer segments save (analyze's model), CPU time per MB, per message "
+                "type; a compress-above-N sweep; what batching small messages would save.")
     p.add_argument("captures", nargs="+", metavar="CAPTURE", help="pcap/pcapng files")
-    p.add_argument("--codecs", type=codec_list, metavar="LIST",
+    p.add_argument("--strategy", type=name_list("strategy", STRATEGIES), default=list(STRATEGIES),
+                   metavar="LIST", help="comma-separated subset of " + ",".join(STRATEGIES) +
+                   " (default: all three, side by side)")
+    p.add_argument("--codecs", type=name_list("codec", CODEC_NAMES), metavar="LIST",
                    help="comma-separated subset of " + ",".join(CODEC_NAMES) + " (default: all available)")
+    p.add_argument("--threshold", type=size_list, default=list(DEFAULT_THRESHOLDS), metavar="N[,N...]",
+                   help="compress only payloads over N bytes, for each N (message and block "
+                        "strategies; default: " + ",".join(map(str, DEFAULT_THRESHOLDS)) + ")")
     p.add_argument("--all", action="store_true", help="also recompress already-compressed messages' payloads")
     common(p)
     p.set_defaults(func=cmd_whatif)

@@ -73,8 +73,8 @@ def read_side(ws: Wireshark, side: Side, opts: TsharkOptions) -> tuple[list[Sent
     hits: list[Violation] = []
     res = read_capture(ws, side.capture, msgs.append, lambda t: None, opts=side_opts,
                        on_violation=hits.append)
-    digests = ((f, p, t, len(raw), hashlib.sha256(raw).hexdigest())
-               for f, p, t, _, raw in read_payloads(ws, side.capture, side_opts, ReadResult()))
+    digests = ((p.frame, p.proto, p.msg_type, len(p.raw), hashlib.sha256(p.raw).hexdigest())
+               for p in read_payloads(ws, side.capture, side_opts, ReadResult()))
     nxt = next(digests, None)
     out = []
     for m in msgs:

@@ -26,6 +26,25 @@ BIP_ACK_BYTES = 52
 # Message types a protocol can merge into batches (for `whatif`'s batching estimate).
 BATCHABLE = {"bitcoin": {"tx"}, "fisco": {"BlockSync.Transactions"}}
 
+# Message types that carry blocks (for `whatif --strategy block`): Bitcoin's block (cblock: the
+# same, compressed), FISCO 2.x's BlockSync.Blocks and 3.x's BlockResponsePacket, eth2's gossiped
+# beacon_block and the block-by-range/root responses, and a Bitswap message with blocks (its
+# msg_type names its parts joined by "+", docs/bitswap.md).  The whole record is the block's:
+# a Bitswap message's CIDs and wantlist around its blocks are compressed with them.
+BLOCKS = {
+    "bitcoin": {"block", "cblock"},
+    "fisco": {"BlockSync.Blocks"},
+    "fisco3": {"BlockSync.BlockResponsePacket"},
+    "eth2": {"gossip beacon_block", "beacon_blocks_by_range/1 response", "beacon_blocks_by_range/2 response",
+             "beacon_blocks_by_root/1 response", "beacon_blocks_by_root/2 response"},
+    "bitswap": {"blocks"},
+}
+
+
+def is_block(proto: str, msg_type: str) -> bool:
+    return any(part in BLOCKS.get(proto, ()) for part in msg_type.split("+"))
+
+
 # For `compare`: which message types carry the same content compressed and not.
 FAMILY = {
     "bitcoin": {"cblock": "block", "block": "block", "ctxcat": "tx", "txcat": "tx", "tx": "tx",

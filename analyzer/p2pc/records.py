@@ -157,6 +157,21 @@ class Violation:
     check: str
 
 
+@dataclass(frozen=True)
+class Payload(Directed):
+    """A record's uncompressed payload (`-z p2pc,payloads`), with its frame and direction."""
+    frame: int
+    stream: int
+    src: str
+    srcport: int
+    dst: str
+    dstport: int
+    proto: str
+    msg_type: str
+    codec: str
+    raw: bytes
+
+
 def personal_plugin() -> Path | None:
     try:
         major, minor, _ = ws_version()
@@ -308,6 +323,16 @@ def parse_s(parts: list[str]) -> Violation:
         raise _malformed("conformance", parts, str(e)) from None
 
 
+def parse_p(parts: list[str]) -> Payload:
+    if len(parts) != 11:
+        raise _malformed("payload", parts, f"{len(parts)} columns, 11 expected")
+    try:
+        return Payload(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), parts[5], int(parts[6]),
+                       unescape(parts[7]), unescape(parts[8]), unescape(parts[9]), bytes.fromhex(parts[10]))
+    except ValueError as e:
+        raise _malformed("payload", parts, str(e)) from None
+
+
 @dataclass
 class ReadResult:
     messages: int = 0
@@ -410,10 +435,11 @@ class _StderrTail:
 
 
 def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message, on_tcp,
-                 on_peer=None, on_violation=None) -> ReadResult:
+                 on_peer=None, on_violation=None, on_payload=None) -> ReadResult:
     """Stream the records of a tshark pass start_capture started: on_message(Message) per M
     line, on_tcp(TcpDirection) per T line, on_peer(PeerIdentity) per I line,
-    on_violation(Violation) per S line.  Raises
+    on_violation(Violation) per S line, on_payload(Payload) per P line (when the pass also runs
+    `-z p2pc,payloads`).  Raises
     P2pcError subclasses; a truncated capture returns what was read with result.truncated set."""
     path = str(capture)
     result = ReadResult()
@@ -428,6 +454,9 @@ def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message,
                 result.messages += 1
             elif tag == "T\t":
                 on_tcp(parse_t(line.rstrip("\n").split("\t")))
+            elif tag == "P\t":
+                if on_payload:
+                    on_payload(parse_p(line.rstrip("\n").split("\t")))
             elif tag == "I\t":
                 peer = parse_i(line.rstrip("\n").split("\t"))
                 if on_peer:
@@ -468,9 +497,9 @@ def read_capture(ws: Wireshark, capture: str | os.PathLike, on_message, on_tcp,
 
 
 def read_payloads(ws: Wireshark, capture: str | os.PathLike, opts: TsharkOptions | None = None,
-                  result: ReadResult | None = None) -> Iterator[tuple[int, str, str, str, bytes]]:
-    """(frame, proto, msg_type, codec, uncompressed payload) for every record that has one;
-    `result` says whether the capture was cut short (what was read is yielded)."""
+                  result: ReadResult | None = None) -> Iterator[Payload]:
+    """The Payload of every record that has one; `result` says whether the capture was cut
+    short (what was read is yielded)."""
     opts = opts or TsharkOptions()
     args = ["-n", "-q", "-r", readable_capture(ws, capture), *ONE_PASS_PREFS, *opts.args, "-z",
             opts.tap("payloads")]
@@ -480,8 +509,7 @@ def read_payloads(ws: Wireshark, capture: str | os.PathLike, opts: TsharkOptions
     try:
         for line in proc.stdout:
             if line.startswith("P\t"):
-                _, frame, proto, mtype, codec, hexdata = line.rstrip("\n").split("\t")
-                yield int(frame), proto, mtype, codec, bytes.fromhex(hexdata)
+                yield parse_p(line.rstrip("\n").split("\t"))
     except BaseException:       # the caller stopped early (GeneratorExit) or failed: no orphan
         proc.kill()
         proc.wait()

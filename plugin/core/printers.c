@@ -7,7 +7,8 @@
  *                                        dissected (p2pc live): a direction's T line, its
  *                                        counts so far, after each of its frames; #RESET when
  *                                        tshark's session reset (-M) restarts frame numbers
- *   tshark -q -z p2pc,payloads[,FILTER]  each record's uncompressed payload, in hex
+ *   tshark -q -z p2pc,payloads[,FILTER]  each record's uncompressed payload, in hex, with the
+ *                                        record's frame and connection direction
  * Lines are tab-separated; every string field is escaped (escape_field()) so that no byte a
  * peer sent can split a line or a column.
  *
@@ -465,7 +466,7 @@ payloads_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const vo
     len = tvb_captured_length(r->raw_tvb);
     line = (char *)g_malloc((gsize)len * 2 + 1);
     *(len ? bytes_to_hexstr(line, tvb_get_ptr(r->raw_tvb, 0, len), len) : line) = '\0';
-    printf("P\t%u\t", r->at.frame);
+    print_where('P', &r->at);
     print_field(stdout, r->proto);
     putchar('\t');
     print_field(stdout, r->msg_type);
@@ -483,7 +484,7 @@ payloads_init(const char *opt_arg, void *userdata)
     GString *err;
     if (!strncmp(opt_arg, "p2pc,payloads,", 14))
         filter = opt_arg + 14;
-    printf("#p2pc-payloads\t1\n#P\tframe\tproto\tmsg_type\tcodec\traw_hex\n");
+    printf("#p2pc-payloads\t2\n#P\tframe\tstream\tsrc\tsrcport\tdst\tdstport\tproto\tmsg_type\tcodec\traw_hex\n");
     err = register_tap_listener("p2pc", (void *)payloads_init, filter, TL_REQUIRES_NOTHING, NULL,
                                 payloads_packet, NULL, NULL);
     if (err) {

@@ -6,7 +6,8 @@ Figures, from the report's rows and series (as the seeds' figures):
   analyze  savings per message type, stacked payload/header/ACK; compression % by message size
            range; the compression-ratio CDF per size range; inbound and outbound bandwidth
   compare  inbound and outbound bandwidth over time, compression off vs on
-  whatif   each codec's compression ratio (per size range and overall) and time per message
+  whatif   the strategies side by side (bytes saved per codec), CPU time per MB, the
+           compress-above-N sweep, and the message strategy's ratio per size range
   diff     compressed size A vs B per matched message (the two encoders on the same content)
 Legends sit outside the plotting area, so they never cover data.
 """
@@ -138,19 +139,74 @@ def codec_ratio(report: dict):
                     hovertemplate="%{x} " + rng + ": ratio %{y:.3f}<extra></extra>")
     _layout(fig, 400, barmode="group", xaxis_title="codec", yaxis_title="compression ratio (raw / compressed)",
             legend_title_text="raw size")
-    return ("What-if codecs: compression ratio", "per uncompressed size range and over all messages", fig)
+    return ("What-if codecs: compression ratio", "message strategy, per uncompressed size range and over all "
+            "messages", fig)
 
 
-def codec_time(report: dict):
-    rows = [r for r in report.get("series", {}).get("codecs") or [] if r["range"] == "all"]
+STRATEGY_COLORS = {"message": "#4c72b0", "stream": "#55a868", "block": "#c44e52"}
+
+
+def strategies(report: dict):
+    rows = report.get("series", {}).get("strategies") or []
     if not rows:
         return None
+    codecs = list(dict.fromkeys(r["codec"] for r in rows))
     fig = go.Figure()
-    for key, name, color in (("compress_ms", "compress", "#4c72b0"), ("decompress_ms", "decompress", "#dd8452")):
-        fig.add_bar(x=[r["codec"] for r in rows], y=[r[key] for r in rows], name=name, marker_color=color,
-                    hovertemplate="%{x} " + name + ": %{y:.4f} ms per message<extra></extra>")
-    _layout(fig, 380, barmode="group", xaxis_title="codec", yaxis_title="ms per message")
-    return ("What-if codecs: time per message", "mean over every message recompressed", fig)
+    for strategy in dict.fromkeys(r["strategy"] for r in rows):
+        got = {r["codec"]: r for r in rows if r["strategy"] == strategy}
+        fig.add_bar(x=codecs, y=[got[c]["total_saved"] if c in got else None for c in codecs], name=strategy,
+                    marker_color=STRATEGY_COLORS.get(strategy),
+                    customdata=[[got[c][k] for k in ("payload_saved", "header_saved", "ack_saved", "messages")]
+                                if c in got else [0, 0, 0, 0] for c in codecs],
+                    hovertemplate=strategy + " %{x}: %{y:,} B saved (payload %{customdata[0]:,}, headers "
+                                  "%{customdata[1]:,}, ACKs %{customdata[2]:,}; %{customdata[3]:,} messages)<extra></extra>")
+    _layout(fig, 400, barmode="group", xaxis_title="codec", yaxis_title="bytes saved (payload + headers + ACKs)",
+            legend_title_text="strategy")
+    return ("What-if strategies side by side", "bytes saved by each strategy and codec", fig)
+
+
+def strategy_time(report: dict):
+    rows = report.get("series", {}).get("strategies") or []
+    if not rows:
+        return None
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("compress", "decompress"))
+    codecs = list(dict.fromkeys(r["codec"] for r in rows))
+    for strategy in dict.fromkeys(r["strategy"] for r in rows):
+        got = {r["codec"]: r for r in rows if r["strategy"] == strategy}
+        for col, key in ((1, "compress_ms_per_mb"), (2, "decompress_ms_per_mb")):
+            fig.add_bar(x=codecs, y=[got[c][key] if c in got else None for c in codecs], name=strategy,
+                        legendgroup=strategy, showlegend=col == 1, marker_color=STRATEGY_COLORS.get(strategy),
+                        hovertemplate=strategy + " %{x}: %{y:,.2f} CPU ms per MB<extra></extra>", row=1, col=col)
+    fig.update_yaxes(title_text="CPU ms per MB of raw bytes", type="log", row=1, col=1)
+    fig.update_yaxes(type="log", row=1, col=2)
+    _layout(fig, 400, barmode="group", legend_title_text="strategy")
+    return ("What-if strategies: CPU time per MB", "process time, per MB of uncompressed bytes (log scale)", fig)
+
+
+def threshold_sweep(report: dict):
+    rows = report.get("series", {}).get("thresholds") or []
+    if not rows:
+        return None
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
+                        subplot_titles=("bytes saved", "messages compressed"))
+    xs = sorted({r["threshold"] for r in rows})
+    labels = [f"> {x:,} B" for x in xs]
+    for strategy, codec in dict.fromkeys((r["strategy"], r["codec"]) for r in rows):
+        got = {r["threshold"]: r for r in rows if (r["strategy"], r["codec"]) == (strategy, codec)}
+        name = f"{strategy} {codec}"
+        fig.add_scatter(x=labels, y=[got[x]["total_saved"] for x in xs], name=name, mode="lines+markers",
+                        line=dict(dash="solid" if strategy == "message" else "dot"),
+                        hovertemplate=name + " %{x}: %{y:,} B saved<extra></extra>", row=1, col=1)
+    for strategy in dict.fromkeys(r["strategy"] for r in rows):
+        got = {r["threshold"]: r for r in rows if r["strategy"] == strategy}
+        fig.add_scatter(x=labels, y=[got[x]["messages"] for x in xs], name=f"{strategy}: messages",
+                        mode="lines+markers", line=dict(color=STRATEGY_COLORS.get(strategy), shape="hv"),
+                        hovertemplate=strategy + " %{x}: %{y:,} messages compressed<extra></extra>", row=2, col=1)
+    fig.update_yaxes(title_text="bytes saved", row=1, col=1)
+    fig.update_yaxes(title_text="messages", rangemode="tozero", row=2, col=1)
+    fig.update_xaxes(title_text="compress only payloads over", row=2, col=1)
+    _layout(fig, 560)
+    return ("Compress-above-N sweep", "message and block strategies, each codec; FISCO compresses over 1,024 B", fig)
 
 
 def compressed_size_ab(report: dict):
@@ -178,7 +234,7 @@ def figures(report: dict) -> list[tuple[str, str, go.Figure]]:
         found = [bandwidth({"compression off": bw.get("baseline"), "compression on": bw.get("compressed")},
                            "Bandwidth over time: compression off vs on")]
     elif cmd == "whatif":
-        found = [codec_ratio(report), codec_time(report)]
+        found = [strategies(report), strategy_time(report), threshold_sweep(report), codec_ratio(report)]
     elif cmd == "diff":
         found = [compressed_size_ab(report)]
     else:

@@ -40,11 +40,14 @@ HEAD = {"proto": "proto", "msg_type": "message type", "direction": "direction", 
         "b_raw": "B raw", "a_header": "A header", "b_header": "B header",
         "payload_ratio": "payload B/A", "a_first_ms": "A 1st resp ms", "b_first_ms": "B 1st resp ms",
         "a_last_ms": "A last resp ms", "b_last_ms": "B last resp ms", "sha256": "payload SHA-256",
-        "wire": "wire", "payload": "payload", "raw": "raw", "header": "header"}
+        "wire": "wire", "payload": "payload", "raw": "raw", "header": "header",
+        # whatif
+        "strategy": "strategy", "codec": "codec", "sent_bytes": "compressed B", "threshold": "over N B",
+        "compress_ms_per_mb": "compress CPU ms/MB", "decompress_ms_per_mb": "decompress CPU ms/MB"}
 
 # Columns left out first when a table is too wide for the terminal, in this order; columns not
 # named here go after them, rightmost first; the first two columns always stay.
-DROP_ORDER = ["payload_bytes", "raw_bytes", "header_bytes", "items", "wire_bytes", "payload_saved_pct",
+DROP_ORDER = ["payload_bytes", "raw_bytes", "sent_bytes", "header_bytes", "items", "wire_bytes", "payload_saved_pct",
               "header_saved", "ack_saved", "direction",
               "baseline_msgs", "compressed_msgs", "measured_segment_hdr_saved", "measured_ack_saved",
               "baseline_wire", "compressed_wire", "measured_message_saved",
