@@ -10,6 +10,7 @@
 #include <epan/expert.h>
 #include <epan/prefs.h>
 #include <epan/proto_data.h>
+#include <epan/uat.h>
 
 /* Cap on any one decompression, in MiB (each protocol's own limit applies beneath it). */
 #define MAX_DECOMPRESSED_MIB_DEFAULT 128
@@ -260,20 +261,104 @@ apply_prefs(void)
     pref_max_ratio = CLAMP(pref_max_ratio, MAX_RATIO_MIN, MAX_RATIO_MAX);
 }
 
-GHashTable *
-p2pc_pref_pairs(const char *text, gboolean fold_case)
+/* One row of a p2pc_pairs_t table. */
+typedef struct {
+    char *key;
+    char *value;
+} pair_rec_t;
+
+struct p2pc_pairs {
+    pair_rec_t *recs;           /* the UAT's own array, num rows */
+    guint num;
+    p2pc_pairs_check_fn check_key;
+    uat_field_t fields[3];
+};
+
+UAT_CSTRING_CB_DEF(pair_rec, key, pair_rec_t)
+UAT_CSTRING_CB_DEF(pair_rec, value, pair_rec_t)
+
+static void *
+pair_rec_copy(void *dest, const void *src, size_t len _U_)
 {
-    GHashTable *pairs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-    gchar **items = g_strsplit(text ? text : "", ",", -1);
-    for (gchar **item = items; *item; item++) {
-        gchar **kv = g_strsplit(*item, "=", 2);
-        if (kv[0] && kv[1] && *g_strstrip(kv[0]) && *g_strstrip(kv[1]))
-            g_hash_table_replace(pairs, fold_case ? g_ascii_strdown(kv[0], -1) : g_strdup(kv[0]),
-                                 g_strdup(kv[1]));
-        g_strfreev(kv);
+    pair_rec_t *d = (pair_rec_t *)dest;
+    const pair_rec_t *s = (const pair_rec_t *)src;
+    d->key = g_strdup(s->key);
+    d->value = g_strdup(s->value);
+    return d;
+}
+
+static void
+pair_rec_free(void *r)
+{
+    pair_rec_t *rec = (pair_rec_t *)r;
+    g_free(rec->key);
+    g_free(rec->value);
+}
+
+/* A row as it is read (file, -o uat:, the dialog): trimmed, neither side empty. */
+static p2pc_bool_t
+pair_rec_update(void *r, char **err)
+{
+    pair_rec_t *rec = (pair_rec_t *)r;
+    if (rec->key)
+        g_strstrip(rec->key);
+    if (rec->value)
+        g_strstrip(rec->value);
+    if (!rec->key || !*rec->key || !rec->value || !*rec->value) {
+        *err = g_strdup("Neither side of a row may be empty");
+        return FALSE;
     }
-    g_strfreev(items);
+    return TRUE;
+}
+
+/* The key field's check: the table's own rule (chk_data is the table). */
+static p2pc_bool_t
+pair_key_check(void *r _U_, const char *ptr, unsigned len, const void *chk_data, const void *fld_data _U_,
+               char **err)
+{
+    const p2pc_pairs_t *pairs = (const p2pc_pairs_t *)chk_data;
+    gchar *key;
+    if (!pairs->check_key)
+        return TRUE;
+    key = g_strstrip(g_strndup(ptr, len));
+    *err = pairs->check_key(key);
+    g_free(key);
+    return *err == NULL;
+}
+
+p2pc_pairs_t *
+p2pc_pairs_register(module_t *module, const char *pref_name, const char *name, const char *title,
+                    const char *description, const char *key_title, const char *key_desc,
+                    const char *value_title, const char *value_desc, p2pc_pairs_check_fn check_key)
+{
+    p2pc_pairs_t *pairs = g_new0(p2pc_pairs_t, 1);
+    uat_field_t key = { "key", key_title, PT_TXTMOD_STRING,
+                        { pair_key_check, pair_rec_key_set_cb, pair_rec_key_tostr_cb },
+                        { pairs, NULL, NULL }, NULL, key_desc, FLDFILL };
+    uat_field_t value = { "value", value_title, PT_TXTMOD_STRING,
+                          { uat_fld_chk_str, pair_rec_value_set_cb, pair_rec_value_tostr_cb },
+                          { NULL, NULL, NULL }, NULL, value_desc, FLDFILL };
+    uat_field_t end = UAT_END_FIELDS;
+    uat_t *uat;
+
+    pairs->check_key = check_key;
+    pairs->fields[0] = key;
+    pairs->fields[1] = value;
+    pairs->fields[2] = end;
+    uat = uat_new(title, sizeof(pair_rec_t), name, TRUE, &pairs->recs, &pairs->num,
+                  UAT_AFFECTS_DISSECTION, NULL, pair_rec_copy, pair_rec_update, pair_rec_free,
+                  NULL, NULL, pairs->fields);
+    prefs_register_uat_preference(module, pref_name, title, description, uat);
     return pairs;
+}
+
+const char *
+p2pc_pairs_lookup(const p2pc_pairs_t *pairs, const char *key, gboolean fold_case)
+{
+    for (guint i = pairs->num; i-- > 0; )
+        if (fold_case ? !g_ascii_strcasecmp(pairs->recs[i].key, key) : !strcmp(pairs->recs[i].key, key))
+            return pairs->recs[i].value;
+    return NULL;
 }
 
 module_t *

@@ -73,8 +73,23 @@ guint32 p2pc_replay_cut(void);
  * TRUE. */
 gboolean p2pc_replay_missing(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
 
-/* A "key=value,key=value" string preference as a new table of its pairs (keys and values
- * trimmed; keys lowercased when fold_case; both freed with the table). */
-GHashTable *p2pc_pref_pairs(const char *text, gboolean fold_case);
+/* A table of pairs the user edits (a key, the value it maps to): a UAT, so a file named `name`
+ * in the profile, a button in the protocol's preferences (Preferences > Protocols) and, on
+ * tshark's command line, -o 'uat:NAME:"key","value"' (one row a flag).  Keys and values are
+ * trimmed; a row with either empty is refused, and so is a key `check_key` (may be NULL)
+ * refuses: it returns why, a g_malloc'ed string, or NULL.  Registered as the preference
+ * `pref_name` of `module`; the table lives as long as the program. */
+typedef struct p2pc_pairs p2pc_pairs_t;
+typedef char *(*p2pc_pairs_check_fn)(const char *key);
+
+p2pc_pairs_t *p2pc_pairs_register(module_t *module, const char *pref_name, const char *name,
+                                  const char *title, const char *description,
+                                  const char *key_title, const char *key_desc,
+                                  const char *value_title, const char *value_desc,
+                                  p2pc_pairs_check_fn check_key);
+
+/* The value of `key` in the table (the last row that names it), compared ignoring ASCII case
+ * when fold_case; NULL when no row names it.  Valid until the user next edits the table. */
+const char *p2pc_pairs_lookup(const p2pc_pairs_t *pairs, const char *key, gboolean fold_case);
 
 #endif /* P2PC_PREFS_H */
