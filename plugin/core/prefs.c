@@ -72,44 +72,24 @@ static expert_field ei_replay_not_kept = EI_INIT;
 static expert_field ei_bound_ratio = EI_INIT;
 static expert_field ei_bound_capture = EI_INIT;
 
-/* Whether this process is tshark's one pass, in which no frame is dissected twice, found when
- * the preferences register.  The frame store is the program's, and Wireshark's API does not say
- * whether it keeps frames; tshark's command line does: -2 is the only way to a second pass.  Any
- * argument that could be a cluster of short options holding -2 counts as -2 (a doubt keeps the
- * replay state, which only costs memory), and any other program keeps it: Wireshark and sharkd
- * dissect frames again when they are clicked or asked for. */
-static gboolean one_pass;
+/* Whether the program has finished its sequential first pass through the file and may now
+ * dissect frames again, in any order: Wireshark calls the postseq cleanup routines there (the
+ * GUI and sharkd once a file is loaded, tshark -2 between its passes), and tshark's one pass
+ * never does.  Before it nothing says whether a second pass will come, so the first pass keeps
+ * what it decodes (within p2pc.max_replay_mib); a run that knows it makes one pass (p2pc
+ * analyze, p2pc live) turns p2pc.keep_replay off. */
+static gboolean sequential_done;
 
-static gboolean
-tshark_one_pass(void)
+static void
+sequential_pass_done(void)
 {
-    gchar *exe = g_file_read_link("/proc/self/exe", NULL);
-    gchar *name = exe ? g_path_get_basename(exe) : NULL;
-    gchar *args = NULL;
-    gsize len = 0;
-    gboolean found = FALSE;
-
-    if (name && !strcmp(name, "tshark") && g_file_get_contents("/proc/self/cmdline", &args, &len, NULL)) {
-        found = TRUE;
-        for (const gchar *a = args + strlen(args) + 1; a < args + len; a += strlen(a) + 1) {
-            if (!strcmp(a, "--"))
-                break;
-            if (a[0] == '-' && a[1] != '-' && strchr(a + 1, '2')) {
-                found = FALSE;
-                break;
-            }
-        }
-    }
-    g_free(args);
-    g_free(name);
-    g_free(exe);
-    return found;
+    sequential_done = TRUE;
 }
 
 gboolean
 p2pc_keep_replay(packet_info *pinfo)
 {
-    return pref_keep_replay && !one_pass && (!replay_cut || pinfo->num < replay_cut);
+    return pref_keep_replay && (!replay_cut || pinfo->num < replay_cut);
 }
 
 const char *
@@ -117,7 +97,7 @@ p2pc_replay_mode(void)
 {
     if (!pref_keep_replay)
         return "off";
-    return one_pass ? "one-pass" : "kept";
+    return sequential_done ? "kept" : "one-pass";
 }
 
 wmem_allocator_t *
@@ -147,7 +127,8 @@ p2pc_replay_release(packet_info *pinfo, size_t bytes)
 guint32
 p2pc_replay_cut(void)
 {
-    return replay_cut;
+    /* Only a later pass misses what the frames past the cut did not keep. */
+    return sequential_done ? replay_cut : 0;
 }
 
 gboolean
@@ -169,6 +150,7 @@ replay_reset(void)
     replay_cut = 0;
     budget_spent = budget_frame_start = budget_cut_left = 0;
     budget_frame = budget_cut = 0;
+    sequential_done = FALSE;
 }
 
 /* Bytes charged in this dissection of the frame so far. */
@@ -396,9 +378,10 @@ p2pc_prefs_register(int proto)
         "stream is counted as undecoded (reason bound, p2pc.bound.ratio)", 10, &pref_max_ratio);
     prefs_register_bool_preference(module, "keep_replay", "Keep decoded data for re-dissection",
         "Each frame keeps what the stateful layers (libp2p streams, the compression transport) "
-        "decoded in it, so that re-dissecting it (the GUI, tshark -2) shows the same. Off, memory "
-        "stays flat over any capture but only the first pass decodes: for tshark one-pass runs "
-        "(p2pc analyze turns it off). tshark without -2 never keeps them: it dissects no frame twice",
+        "decoded in it, so that re-dissecting it (the GUI, sharkd, tshark -2) shows the same. Off, "
+        "memory stays flat over any capture but only the first pass decodes: for one-pass runs "
+        "(tshark without -2, which cannot tell p2pc it will not dissect a frame twice; p2pc analyze "
+        "and p2pc live turn it off)",
         &pref_keep_replay);
     prefs_register_uint_preference(module, "max_replay_mib", "Kept for re-dissection (MiB)",
         "Budget, over the whole capture and every p2pc layer, for what is kept for re-dissection "
@@ -406,6 +389,6 @@ p2pc_prefs_register(int proto)
         "up, the frames that follow are decoded in the first pass only, and say so when dissected "
         "again (p2pc.replay_not_kept)", 10, &pref_max_replay_mib);
     register_init_routine(replay_reset);
-    one_pass = tshark_one_pass();
+    register_postseq_cleanup_routine(sequential_pass_done);
     return module;
 }
