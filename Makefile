@@ -6,6 +6,10 @@ JOBS ?= $(shell nproc)
 # `make demo` installs tshark (deps) before install-user asks which version it is.
 WS_MM = $(shell tshark --version 2>/dev/null | sed -n 's/^TShark (Wireshark) \([0-9]*\.[0-9]*\).*/\1/p')
 USER_PLUGIN_ROOT := $(HOME)/.local/lib/wireshark/plugins
+# Wireshark's personal configuration: $XDG_CONFIG_HOME/wireshark (~/.config/wireshark), or the
+# older ~/.wireshark when only that one exists (as Wireshark itself chooses).
+USER_CONFIG_DIR := $(shell x="$${XDG_CONFIG_HOME:-$(HOME)/.config}/wireshark"; \
+  if [ ! -d "$$x" ] && [ -d "$(HOME)/.wireshark" ]; then echo "$(HOME)/.wireshark"; else echo "$$x"; fi)
 DEMO_CAPTURE ?= captures/bitcoin/btc-compressed.pcapng
 P2PC_ONLY ?=
 
@@ -36,12 +40,18 @@ install-user: build
 	  mkdir -p "$(USER_PLUGIN_ROOT)/$$mm/epan" && install -m 0644 "$$so" "$(USER_PLUGIN_ROOT)/$$mm/epan/p2pc.so"; \
 	  for f in lua/*.lua; do install -m 0644 "$$f" "$(USER_PLUGIN_ROOT)/"; done; \
 	  echo "p2pc: plugin installed in $(USER_PLUGIN_ROOT)/$$mm/epan (Wireshark $$mm)"
+	@# The p2pc configuration profile (columns, colouring rules, I/O graphs): Edit > Configuration
+	@# Profiles, or tshark -C p2pc. Reinstalling replaces it: copy it under another name to change it.
+	@mkdir -p "$(USER_CONFIG_DIR)/profiles/p2pc" && \
+	  for f in profiles/p2pc/*; do install -m 0644 "$$f" "$(USER_CONFIG_DIR)/profiles/p2pc/"; done; \
+	  echo "p2pc: profile p2pc installed in $(USER_CONFIG_DIR)/profiles/p2pc (-C p2pc)"
 	@if [ "$$(id -u)" -eq 0 ]; then \
 	  echo "p2pc: note: Wireshark ignores personal plugins when run as root;"; \
 	  echo "      the p2pc command handles that itself (see README, 'Running as root')."; fi
 
 uninstall-user:
 	rm -f "$(USER_PLUGIN_ROOT)/$(WS_MM)/epan/p2pc.so"
+	rm -rf "$(USER_CONFIG_DIR)/profiles/p2pc"
 
 demo: deps install-user
 	@PYTHONPATH=analyzer $(PYTHON) -m p2pc analyze $(DEMO_CAPTURE)

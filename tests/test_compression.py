@@ -20,8 +20,8 @@ COMPRESSED = ["comp-gzip", "comp-cbrotli"]
 FILE = "/p2pc/file/1.0.0"
 ECHO = "/echo/1.0.0"
 # The captures' application protocols are the generator's, no ID libp2p defines: named here as a
-# user names theirs, so that their records carry their IDs rather than "unknown".
-NAMED = ["-o", f"multistream.protocol_map:{FILE}=libp2p_app,{ECHO}=libp2p_app"]
+# user names theirs (Decode As), so that their records carry their IDs rather than "unknown".
+NAMED = ["-d", f"multistream.protocol=={FILE},libp2p_app", "-d", f"multistream.protocol=={ECHO},libp2p_app"]
 
 
 def truth(name: str) -> dict:

@@ -208,16 +208,21 @@ def test_decode_as_on_the_protocol_table(tshark):
                              extra=["-d", f"multistream.protocol=={PING},libp2p_app"])
 
 
-def test_protocol_map_preference(tshark):
-    """multistream.protocol_map sends a protocol ID of the user's to a dissector."""
+def test_decode_as_names_a_protocol_id_and_protocol_map_is_obsolete(tshark):
+    """Decode As on multistream.protocol is how a protocol ID of the user's reaches a dissector
+    (either way round); the "ID=dissector" preference that duplicated it is obsolete, and
+    tshark says so as it does for its own."""
     status = "/eth2/beacon_chain/req/status/1/ssz_snappy"
     rows = tshark.fields(cap("eth2-yamux"), ["libp2p_app.protocol"], dfilter="libp2p_app.protocol",
-                         extra=["-o", f"multistream.protocol_map:{status}=libp2p_app"])
+                         extra=["-d", f"multistream.protocol=={status},libp2p_app"])
     assert [r[0] for r in rows].count(status) == 2
     # and the other way: an unknown ID read as Ethereum req/resp
     rows = tshark.fields(cap("eth2-yamux"), ["eth2.method"], dfilter="eth2.method",
-                         extra=["-o", "multistream.protocol_map:/ipfs/id/1.0.0=eth2"])
+                         extra=["-d", "multistream.protocol==/ipfs/id/1.0.0,eth2"])
     assert rows
+    res = tshark.run(["-n", "-r", tshark.ws.readable(cap("eth2-yamux")), "-c", "1",
+                      "-o", f"multistream.protocol_map:{status}=libp2p_app"], check=False)
+    assert res.returncode != 0 and "obsolete preference" in res.stderr, res.stderr
 
 
 def test_a_lua_dissector_receives_its_protocol(tshark, tmp_path):
@@ -369,7 +374,8 @@ def test_non_canonical_varints_are_flagged_and_decoded(tshark, tmp_path):
 def test_a_protocol_id_nobody_named_is_counted_as_unknown(tshark, tmp_path):
     """identify is libp2p's own protocol: its msg_type is its ID. The same streams under an ID
     nobody defines (rewritten in place) are `unknown`, with the note, the ID as negotiated in
-    libp2p_app.protocol; named by the user (multistream.protocol_map), it is its own again."""
+    libp2p_app.protocol; named by the user (Decode As on multistream.protocol), it is its own
+    again."""
     src = CAPTURES / "eth2" / "eth2-yamux.pcapng"
     made_up = tmp_path / "eth2-made-up-id.pcapng"
     made_up.write_bytes(src.read_bytes().replace(b"/ipfs/id/1.0.0", b"/made/up/1.0.0"))
@@ -381,7 +387,7 @@ def test_a_protocol_id_nobody_named_is_counted_as_unknown(tshark, tmp_path):
         ["/made/up/1.0.0"] * 2
     assert tshark.expert(made_up).count(
         '"/made/up/1.0.0" is not a message type of the protocol: counted as unknown') == 2
-    named = ["-o", "multistream.protocol_map:/made/up/1.0.0=libp2p_app"]
+    named = ["-d", "multistream.protocol==/made/up/1.0.0,libp2p_app"]
     assert libp2p(made_up, named) == ["/made/up/1.0.0"] * 2
 
 

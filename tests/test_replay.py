@@ -1,8 +1,11 @@
 """Re-dissection: what p2pc keeps for it, and where.
 
 A session that keeps its frames (Wireshark, sharkd, tshark -2) dissects them again, in any order:
-p2pc keeps what its stateful layers decoded in each frame and replays it. tshark's one pass keeps
-no frame, so p2pc keeps nothing either (the records tap's #END line says which)."""
+p2pc keeps what its stateful layers decoded in each frame and replays it. Wireshark says when the
+sequential first pass is over (the postseq cleanup routines: the GUI and sharkd once the file is
+loaded, tshark -2 between its passes), not whether one will follow, so the first pass keeps what
+it decodes unless p2pc.keep_replay is off (as p2pc analyze runs); the records tap's #END line says
+whether a pass followed ("kept") or not ("one-pass"), or that nothing was kept ("off")."""
 from __future__ import annotations
 
 import base64
@@ -28,6 +31,17 @@ def test_one_pass_keeps_nothing_and_two_passes_keep_it(tshark):
     assert replay_mode(tshark, ETH2, []) == "one-pass"
     assert replay_mode(tshark, ETH2, ["-2"]) == "kept"
     assert replay_mode(tshark, ETH2, ["-2", "-o", "p2pc.keep_replay:FALSE"]) == "off"
+    assert replay_mode(tshark, ETH2, ["-o", "p2pc.keep_replay:FALSE"]) == "off"
+
+
+def test_the_pass_is_known_from_wireshark_not_from_the_command_line(tshark):
+    """Whether a second pass came is what Wireshark says (its postseq cleanup), not a guess
+    from tshark's arguments: -c20000 (a packet count holding a "2") is one pass, and -2 among
+    other options is two."""
+    assert replay_mode(tshark, ETH2, ["-c20000"]) == "one-pass"
+    assert replay_mode(tshark, ETH2, ["-c", "20000", "-2"]) == "kept"
+    plugin = tshark.ws.plugin.read_bytes()
+    assert b"/proc/self/cmdline" not in plugin and b"/proc/self/exe" not in plugin
 
 
 def sharkd_frames(ws, capture, frames: list[int], bytes_too: bool = False) -> dict[int, dict]:

@@ -251,9 +251,12 @@ def main() -> None:
     def dissect(w: Wireshark, cap: Path, *prefs: str) -> list[str]:
         return w.command("tshark", ["-n", "-q", "-r", str(cap), "-z", "io,stat,0", *prefs])
 
-    # tshark's one pass keeps no frame, so p2pc keeps no replay state there; two passes (-2),
-    # like the GUI, dissect every frame again: p2pc keeps what its stateful layers decoded, up
-    # to its budget (what -2 costs over stock is about that budget, whatever the capture).
+    # tshark's one pass keeps no frame, but Wireshark does not tell p2pc so before the pass is
+    # over: one-pass runs say it (p2pc.keep_replay off, as p2pc analyze and p2pc live do) and p2pc
+    # keeps no replay state there; two passes (-2), like the GUI, dissect every frame again: p2pc
+    # keeps what its stateful layers decoded, up to its budget (what -2 costs over stock is about
+    # that budget, whatever the capture).
+    one_pass = ("-o", "p2pc.keep_replay:FALSE")
     two_pass = ("-2",)
     budget = replay_budget_mib(ws)
 
@@ -282,11 +285,11 @@ def main() -> None:
                 str(work / "sharded-j2.json"), str(mixed)]
     for i in range(repeat):
         r.run("stock tshark", dissect(stock, mixed))
-        r.run("tshark + p2pc", dissect(ws, mixed))
+        r.run("tshark + p2pc", dissect(ws, mixed, *one_pass))
         r.run("stock tshark -2", dissect(stock, mixed, *two_pass))
         r.run("tshark + p2pc -2", dissect(ws, mixed, *two_pass))
         r.run("tshark + p2pc -z p2pc,records", ws.command(
-            "tshark", ["-n", "-q", "-r", str(mixed), "-z", "p2pc,records"]))
+            "tshark", ["-n", "-q", "-r", str(mixed), *one_pass, "-z", "p2pc,records"]))
         r.run("p2pc analyze", [*py, "analyze", str(mixed), "--format", "json", "--output", str(all_json)], env=env)
         # sharded end to end: the split, then the shards' analysis with 1 and 2 workers
         r.run(f"p2pc analyze --shards {SHARDS} -j 1", shard_j1, env=env)
@@ -375,7 +378,7 @@ def main() -> None:
     for _ in range(repeat):
         for d, (cap, _, _) in per.items():
             r.run(f"{d}: stock", dissect(stock, cap))
-            r.run(f"{d}: p2pc", dissect(ws, cap))
+            r.run(f"{d}: p2pc", dissect(ws, cap, *one_pass))
     for d, (cap, _, n) in per.items():
         (sw, sm), (pw, pm) = r.med(f"{d}: stock"), r.med(f"{d}: p2pc")
         line = (f"  {PROTOS[d]:30s} {cap.stat().st_size / 1e6:5.0f} MB ({n:3d} copies)  stock "
@@ -389,7 +392,7 @@ def main() -> None:
     zeros = REPO / "tests" / "data" / "repro" / "gzip-stream-512MiB-zeros.pcapng.gz"
     for _ in range(repeat):
         r.run("zeros: stock", dissect(stock, zeros))
-        r.run("zeros: p2pc", dissect(ws, zeros))
+        r.run("zeros: p2pc", dissect(ws, zeros, *one_pass))
         r.run("zeros: stock -2", dissect(stock, zeros, *two_pass))
         r.run("zeros: p2pc -2", dissect(ws, zeros, *two_pass))
     table(["zeros: stock", "zeros: p2pc"], "zeros: stock")

@@ -66,8 +66,9 @@
 #define P2PC_STRING_CASE_SENSITIVE 0
 #endif
 
-/* Preference booleans, heuristic dissector results, wmem user callbacks (wmem_user_cb_t) and
- * the flags get_ber_identifier() / get_ber_length() return: gboolean in 4.0, bool from 4.2. */
+/* Preference booleans, heuristic dissector results, wmem user callbacks (wmem_user_cb_t), UAT
+ * record and field checks (uat_update_cb_t, uat_fld_chk_cb_t) and the flags
+ * get_ber_identifier() / get_ber_length() return: gboolean in 4.0, bool from 4.2. */
 #if P2PC_WS_AT_LEAST(4, 2)
 typedef bool p2pc_bool_t;
 #else

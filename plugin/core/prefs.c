@@ -10,6 +10,7 @@
 #include <epan/expert.h>
 #include <epan/prefs.h>
 #include <epan/proto_data.h>
+#include <epan/uat.h>
 
 /* Cap on any one decompression, in MiB (each protocol's own limit applies beneath it). */
 #define MAX_DECOMPRESSED_MIB_DEFAULT 128
@@ -71,44 +72,24 @@ static expert_field ei_replay_not_kept = EI_INIT;
 static expert_field ei_bound_ratio = EI_INIT;
 static expert_field ei_bound_capture = EI_INIT;
 
-/* Whether this process is tshark's one pass, in which no frame is dissected twice, found when
- * the preferences register.  The frame store is the program's, and Wireshark's API does not say
- * whether it keeps frames; tshark's command line does: -2 is the only way to a second pass.  Any
- * argument that could be a cluster of short options holding -2 counts as -2 (a doubt keeps the
- * replay state, which only costs memory), and any other program keeps it: Wireshark and sharkd
- * dissect frames again when they are clicked or asked for. */
-static gboolean one_pass;
+/* Whether the program has finished its sequential first pass through the file and may now
+ * dissect frames again, in any order: Wireshark calls the postseq cleanup routines there (the
+ * GUI and sharkd once a file is loaded, tshark -2 between its passes), and tshark's one pass
+ * never does.  Before it nothing says whether a second pass will come, so the first pass keeps
+ * what it decodes (within p2pc.max_replay_mib); a run that knows it makes one pass (p2pc
+ * analyze, p2pc live) turns p2pc.keep_replay off. */
+static gboolean sequential_done;
 
-static gboolean
-tshark_one_pass(void)
+static void
+sequential_pass_done(void)
 {
-    gchar *exe = g_file_read_link("/proc/self/exe", NULL);
-    gchar *name = exe ? g_path_get_basename(exe) : NULL;
-    gchar *args = NULL;
-    gsize len = 0;
-    gboolean found = FALSE;
-
-    if (name && !strcmp(name, "tshark") && g_file_get_contents("/proc/self/cmdline", &args, &len, NULL)) {
-        found = TRUE;
-        for (const gchar *a = args + strlen(args) + 1; a < args + len; a += strlen(a) + 1) {
-            if (!strcmp(a, "--"))
-                break;
-            if (a[0] == '-' && a[1] != '-' && strchr(a + 1, '2')) {
-                found = FALSE;
-                break;
-            }
-        }
-    }
-    g_free(args);
-    g_free(name);
-    g_free(exe);
-    return found;
+    sequential_done = TRUE;
 }
 
 gboolean
 p2pc_keep_replay(packet_info *pinfo)
 {
-    return pref_keep_replay && !one_pass && (!replay_cut || pinfo->num < replay_cut);
+    return pref_keep_replay && (!replay_cut || pinfo->num < replay_cut);
 }
 
 const char *
@@ -116,7 +97,7 @@ p2pc_replay_mode(void)
 {
     if (!pref_keep_replay)
         return "off";
-    return one_pass ? "one-pass" : "kept";
+    return sequential_done ? "kept" : "one-pass";
 }
 
 wmem_allocator_t *
@@ -146,7 +127,8 @@ p2pc_replay_release(packet_info *pinfo, size_t bytes)
 guint32
 p2pc_replay_cut(void)
 {
-    return replay_cut;
+    /* Only a later pass misses what the frames past the cut did not keep. */
+    return sequential_done ? replay_cut : 0;
 }
 
 gboolean
@@ -168,6 +150,7 @@ replay_reset(void)
     replay_cut = 0;
     budget_spent = budget_frame_start = budget_cut_left = 0;
     budget_frame = budget_cut = 0;
+    sequential_done = FALSE;
 }
 
 /* Bytes charged in this dissection of the frame so far. */
@@ -260,20 +243,104 @@ apply_prefs(void)
     pref_max_ratio = CLAMP(pref_max_ratio, MAX_RATIO_MIN, MAX_RATIO_MAX);
 }
 
-GHashTable *
-p2pc_pref_pairs(const char *text, gboolean fold_case)
+/* One row of a p2pc_pairs_t table. */
+typedef struct {
+    char *key;
+    char *value;
+} pair_rec_t;
+
+struct p2pc_pairs {
+    pair_rec_t *recs;           /* the UAT's own array, num rows */
+    guint num;
+    p2pc_pairs_check_fn check_key;
+    uat_field_t fields[3];
+};
+
+UAT_CSTRING_CB_DEF(pair_rec, key, pair_rec_t)
+UAT_CSTRING_CB_DEF(pair_rec, value, pair_rec_t)
+
+static void *
+pair_rec_copy(void *dest, const void *src, size_t len _U_)
 {
-    GHashTable *pairs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-    gchar **items = g_strsplit(text ? text : "", ",", -1);
-    for (gchar **item = items; *item; item++) {
-        gchar **kv = g_strsplit(*item, "=", 2);
-        if (kv[0] && kv[1] && *g_strstrip(kv[0]) && *g_strstrip(kv[1]))
-            g_hash_table_replace(pairs, fold_case ? g_ascii_strdown(kv[0], -1) : g_strdup(kv[0]),
-                                 g_strdup(kv[1]));
-        g_strfreev(kv);
+    pair_rec_t *d = (pair_rec_t *)dest;
+    const pair_rec_t *s = (const pair_rec_t *)src;
+    d->key = g_strdup(s->key);
+    d->value = g_strdup(s->value);
+    return d;
+}
+
+static void
+pair_rec_free(void *r)
+{
+    pair_rec_t *rec = (pair_rec_t *)r;
+    g_free(rec->key);
+    g_free(rec->value);
+}
+
+/* A row as it is read (file, -o uat:, the dialog): trimmed, neither side empty. */
+static p2pc_bool_t
+pair_rec_update(void *r, char **err)
+{
+    pair_rec_t *rec = (pair_rec_t *)r;
+    if (rec->key)
+        g_strstrip(rec->key);
+    if (rec->value)
+        g_strstrip(rec->value);
+    if (!rec->key || !*rec->key || !rec->value || !*rec->value) {
+        *err = g_strdup("Neither side of a row may be empty");
+        return FALSE;
     }
-    g_strfreev(items);
+    return TRUE;
+}
+
+/* The key field's check: the table's own rule (chk_data is the table). */
+static p2pc_bool_t
+pair_key_check(void *r _U_, const char *ptr, unsigned len, const void *chk_data, const void *fld_data _U_,
+               char **err)
+{
+    const p2pc_pairs_t *pairs = (const p2pc_pairs_t *)chk_data;
+    gchar *key;
+    if (!pairs->check_key)
+        return TRUE;
+    key = g_strstrip(g_strndup(ptr, len));
+    *err = pairs->check_key(key);
+    g_free(key);
+    return *err == NULL;
+}
+
+p2pc_pairs_t *
+p2pc_pairs_register(module_t *module, const char *pref_name, const char *name, const char *title,
+                    const char *description, const char *key_title, const char *key_desc,
+                    const char *value_title, const char *value_desc, p2pc_pairs_check_fn check_key)
+{
+    p2pc_pairs_t *pairs = g_new0(p2pc_pairs_t, 1);
+    uat_field_t key = { "key", key_title, PT_TXTMOD_STRING,
+                        { pair_key_check, pair_rec_key_set_cb, pair_rec_key_tostr_cb },
+                        { pairs, NULL, NULL }, NULL, key_desc, FLDFILL };
+    uat_field_t value = { "value", value_title, PT_TXTMOD_STRING,
+                          { uat_fld_chk_str, pair_rec_value_set_cb, pair_rec_value_tostr_cb },
+                          { NULL, NULL, NULL }, NULL, value_desc, FLDFILL };
+    uat_field_t end = UAT_END_FIELDS;
+    uat_t *uat;
+
+    pairs->check_key = check_key;
+    pairs->fields[0] = key;
+    pairs->fields[1] = value;
+    pairs->fields[2] = end;
+    uat = uat_new(title, sizeof(pair_rec_t), name, TRUE, &pairs->recs, &pairs->num,
+                  UAT_AFFECTS_DISSECTION, NULL, pair_rec_copy, pair_rec_update, pair_rec_free,
+                  NULL, NULL, pairs->fields);
+    prefs_register_uat_preference(module, pref_name, title, description, uat);
     return pairs;
+}
+
+const char *
+p2pc_pairs_lookup(const p2pc_pairs_t *pairs, const char *key, gboolean fold_case)
+{
+    for (guint i = pairs->num; i-- > 0; )
+        if (fold_case ? !g_ascii_strcasecmp(pairs->recs[i].key, key) : !strcmp(pairs->recs[i].key, key))
+            return pairs->recs[i].value;
+    return NULL;
 }
 
 module_t *
@@ -311,9 +378,10 @@ p2pc_prefs_register(int proto)
         "stream is counted as undecoded (reason bound, p2pc.bound.ratio)", 10, &pref_max_ratio);
     prefs_register_bool_preference(module, "keep_replay", "Keep decoded data for re-dissection",
         "Each frame keeps what the stateful layers (libp2p streams, the compression transport) "
-        "decoded in it, so that re-dissecting it (the GUI, tshark -2) shows the same. Off, memory "
-        "stays flat over any capture but only the first pass decodes: for tshark one-pass runs "
-        "(p2pc analyze turns it off). tshark without -2 never keeps them: it dissects no frame twice",
+        "decoded in it, so that re-dissecting it (the GUI, sharkd, tshark -2) shows the same. Off, "
+        "memory stays flat over any capture but only the first pass decodes: for one-pass runs "
+        "(tshark without -2, which cannot tell p2pc it will not dissect a frame twice; p2pc analyze "
+        "and p2pc live turn it off)",
         &pref_keep_replay);
     prefs_register_uint_preference(module, "max_replay_mib", "Kept for re-dissection (MiB)",
         "Budget, over the whole capture and every p2pc layer, for what is kept for re-dissection "
@@ -321,6 +389,6 @@ p2pc_prefs_register(int proto)
         "up, the frames that follow are decoded in the first pass only, and say so when dissected "
         "again (p2pc.replay_not_kept)", 10, &pref_max_replay_mib);
     register_init_routine(replay_reset);
-    one_pass = tshark_one_pass();
+    register_postseq_cleanup_routine(sequential_pass_done);
     return module;
 }

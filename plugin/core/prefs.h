@@ -42,13 +42,15 @@ gboolean p2pc_bound_charge(packet_info *pinfo, const p2pc_bound_t *b, size_t out
 void p2pc_bound_expert(packet_info *pinfo, proto_item *item, p2pc_limit_t by);
 
 /* Whether this frame keeps what it decodes for re-dissection (the GUI, sharkd, tshark -2): TRUE
- * unless the p2pc.keep_replay preference is off (p2pc analyze turns it off for its one-pass
- * runs), the process is tshark without -2 (no frame is dissected twice), or the
- * p2pc.max_replay_mib budget ran out before this frame. */
+ * unless the p2pc.keep_replay preference is off (p2pc analyze and p2pc live turn it off for
+ * their one-pass runs) or the p2pc.max_replay_mib budget ran out before this frame.  Wireshark
+ * does not say during the first pass whether a second will follow, so tshark's one pass keeps
+ * as much too (and it goes unused) unless told otherwise. */
 gboolean p2pc_keep_replay(packet_info *pinfo);
 
-/* "kept", "one-pass" (tshark without -2: nothing is dissected twice, so nothing is kept) or
- * "off" (the preference): what the records tap's #END line reports. */
+/* "kept" (the program finished its sequential pass and may dissect frames again: Wireshark,
+ * sharkd, tshark -2), "one-pass" (no such end of a first pass yet: tshark without -2, whatever
+ * it kept went unused) or "off" (the preference): what the records tap's #END line reports. */
 const char *p2pc_replay_mode(void);
 
 /* Where a frame's decoding results live: file scope when kept for re-dissection, else the
@@ -64,8 +66,8 @@ void p2pc_replay_charge(packet_info *pinfo, size_t bytes);
 /* Gives back what p2pc_replay_charge counted for something this frame kept and then freed. */
 void p2pc_replay_release(packet_info *pinfo, size_t bytes);
 
-/* The first frame that kept nothing because the budget ran out (0: it has not), for the
- * records tap's #END line. */
+/* The first frame that kept nothing because the budget ran out (0: it has not, or no pass can
+ * follow the first, so nothing is missing), for the records tap's #END line. */
 guint32 p2pc_replay_cut(void);
 
 /* On a later pass of a frame that kept nothing because the budget ran out: adds the
@@ -73,8 +75,23 @@ guint32 p2pc_replay_cut(void);
  * TRUE. */
 gboolean p2pc_replay_missing(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
 
-/* A "key=value,key=value" string preference as a new table of its pairs (keys and values
- * trimmed; keys lowercased when fold_case; both freed with the table). */
-GHashTable *p2pc_pref_pairs(const char *text, gboolean fold_case);
+/* A table of pairs the user edits (a key, the value it maps to): a UAT, so a file named `name`
+ * in the profile, a button in the protocol's preferences (Preferences > Protocols) and, on
+ * tshark's command line, -o 'uat:NAME:"key","value"' (one row a flag).  Keys and values are
+ * trimmed; a row with either empty is refused, and so is a key `check_key` (may be NULL)
+ * refuses: it returns why, a g_malloc'ed string, or NULL.  Registered as the preference
+ * `pref_name` of `module`; the table lives as long as the program. */
+typedef struct p2pc_pairs p2pc_pairs_t;
+typedef char *(*p2pc_pairs_check_fn)(const char *key);
+
+p2pc_pairs_t *p2pc_pairs_register(module_t *module, const char *pref_name, const char *name,
+                                  const char *title, const char *description,
+                                  const char *key_title, const char *key_desc,
+                                  const char *value_title, const char *value_desc,
+                                  p2pc_pairs_check_fn check_key);
+
+/* The value of `key` in the table (the last row that names it), compared ignoring ASCII case
+ * when fold_case; NULL when no row names it.  Valid until the user next edits the table. */
+const char *p2pc_pairs_lookup(const p2pc_pairs_t *pairs, const char *key, gboolean fold_case);
 
 #endif /* P2PC_PREFS_H */

@@ -114,8 +114,7 @@ static expert_field ei_eth2_trailing = EI_INIT;
 static expert_field ei_eth2_decompress = EI_INIT;
 static expert_field ei_eth2_truncated = EI_INIT;
 
-static const char *pref_extra_digests = "";
-static GHashTable *extra_digests;   /* lowercase hex digest -> fork name, from the preference */
+static p2pc_pairs_t *fork_digests;  /* the user's fork digest -> fork name table (a UAT) */
 
 static const value_string result_vals[] = {
     { 0, "Success" }, { 1, "InvalidRequest" }, { 2, "ServerError" }, { 3, "ResourceUnavailable" },
@@ -132,7 +131,7 @@ static const char *const forks[] = {
     "phase0", "altair", "bellatrix", "capella", "deneb", "electra", "fulu", "gloas", "heze",
 };
 
-/* Mainnet fork digests (consensus-specs); others through the extra_digests preference. */
+/* Mainnet fork digests (consensus-specs); others through the eth2_fork_digests table. */
 static const struct { const char *digest; const char *fork; } mainnet_digests[] = {
     { "b5303f2a", "phase0" }, { "afcaaba0", "altair" }, { "4a26c58b", "bellatrix" },
     { "bba4da96", "capella" }, { "6a95a1a9", "deneb" }, { "ad532ceb", "electra" },
@@ -142,17 +141,12 @@ static const struct { const char *digest; const char *fork; } mainnet_digests[] 
 static const char *
 fork_name(const char *hex)
 {
+    const char *found;
     for (size_t i = 0; i < G_N_ELEMENTS(mainnet_digests); i++)
         if (!g_ascii_strcasecmp(hex, mainnet_digests[i].digest))
             return mainnet_digests[i].fork;
-    if (extra_digests) {
-        gchar *key = g_ascii_strdown(hex, -1);
-        const char *found = (const char *)g_hash_table_lookup(extra_digests, key);
-        g_free(key);
-        if (found)
-            return found;
-    }
-    return "unknown";
+    found = p2pc_pairs_lookup(fork_digests, hex, TRUE);
+    return found ? found : "unknown";
 }
 
 /* A fork's place in forks[], or -1 for a name that is none of them. */
@@ -486,7 +480,7 @@ reqresp_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pip
     gboolean bounded = FALSE;
     guint32 data_chunks = 0;
 
-    /* A protocol ID mapped here by the user (multistream.protocol_map, Decode As) that is
+    /* A protocol ID mapped here by the user (Decode As, Lua) that is
      * no method is shown as it is, and counted as unknown. */
     rows = method_rows(pipe->protocol, &n_rows);
     method = rows ? rows->method : pipe->protocol;
@@ -939,12 +933,15 @@ dissect_gossipsub(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
     return tvb_captured_length(tvb);
 }
 
-static void
-apply_prefs(void)
+/* A fork digest as the table takes it: 4 bytes, 8 hex digits. */
+static char *
+check_digest(const char *key)
 {
-    if (extra_digests)
-        g_hash_table_destroy(extra_digests);
-    extra_digests = p2pc_pref_pairs(pref_extra_digests, TRUE);
+    for (const char *c = key; *c; c++)
+        if (!g_ascii_isxdigit(*c))
+            return g_strdup_printf("\"%s\" is not hex: a fork digest is 8 hex digits (e.g. 6a95a1a9)", key);
+    return strlen(key) == 8 ? NULL :
+        g_strdup_printf("\"%s\": a fork digest is 8 hex digits (e.g. 6a95a1a9)", key);
 }
 
 void
@@ -1025,9 +1022,15 @@ proto_register_eth2(void)
     proto_register_subtree_array(ett, array_length(ett));
     expert = expert_register_protocol(proto_eth2);
     expert_register_field_array(expert, ei, array_length(ei));
-    module = prefs_register_protocol(proto_eth2, apply_prefs);
-    prefs_register_string_preference(module, "extra_digests", "Fork digests of other networks",
-        "digest=name pairs, comma-separated (e.g. 6a95a1a9=deneb), added to the mainnet ones", &pref_extra_digests);
+    module = prefs_register_protocol(proto_eth2, NULL);
+    fork_digests = p2pc_pairs_register(module, "fork_digests", "eth2_fork_digests",
+        "Fork digests of other networks",
+        "Fork digests (8 hex digits) and the fork each names, added to the mainnet ones: "
+        "eth2.fork of a chunk's context or a gossip topic",
+        "Fork digest", "4 bytes in hex, as in a gossip topic (e.g. 6a95a1a9)",
+        "Fork", "The fork's name (phase0 ... fulu): its methods' bounds then apply", check_digest);
+    /* The "digest=name,..." string of before: the table above replaced it (-o says so). */
+    prefs_register_obsolete_preference(module, "extra_digests");
 }
 
 void

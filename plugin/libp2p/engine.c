@@ -23,7 +23,6 @@
 
 static int l2p_proto = -1;
 static guint32 next_pipe_id = 1;
-static GHashTable *protocol_map;    /* protocol ID -> dissector name (the user's preference) */
 /* The pipes' buffers (GByteArray *, each freed when removed): only those holding bytes between
  * frames, so the ones left when the capture file closes are freed then (bufs_cleanup()). */
 static GHashTable *held_bufs;
@@ -97,14 +96,6 @@ l2p_multistream_handle(void)
     if (!h)
         h = find_dissector("multistream");
     return h;
-}
-
-void
-l2p_set_protocol_map(const char *pref)
-{
-    if (protocol_map)
-        g_hash_table_destroy(protocol_map);
-    protocol_map = p2pc_pref_pairs(pref, FALSE);
 }
 
 l2p_pipe_t *
@@ -253,13 +244,10 @@ dissector_handle_t
 l2p_handle_for(const char *protocol)
 {
     dissector_table_t table = find_dissector_table("multistream.protocol");
-    dissector_handle_t h = NULL;
-    const char *name;
+    dissector_handle_t h;
 
-    /* The user's map first: it overrides the built-in entries. */
-    if (protocol_map && (name = (const char *)g_hash_table_lookup(protocol_map, protocol)) != NULL &&
-        (h = find_dissector(name)) != NULL)
-        return h;
+    /* Exact entries first: a dissector's, or the user's through Decode As or Lua (which
+     * replace the dissector's). */
     if ((h = dissector_get_string_handle(table, protocol)) != NULL)
         return h;
     /* Families registered by their first path element ("/noise" for every Noise variant). */
@@ -279,8 +267,7 @@ l2p_handle_for(const char *protocol)
 gboolean
 l2p_protocol_named(const char *protocol)
 {
-    return (protocol_map && g_hash_table_contains(protocol_map, protocol)) ||
-           dissector_get_string_handle(find_dissector_table("multistream.protocol"), protocol) != NULL;
+    return dissector_get_string_handle(find_dissector_table("multistream.protocol"), protocol) != NULL;
 }
 
 l2p_pipe_t *

@@ -241,21 +241,18 @@ void l2p_pipe_call(l2p_pipe_t *pipe, tvbuff_t *tvb, packet_info *pinfo, proto_tr
 void l2p_pipe_call_held(l2p_pipe_t *pipe, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
                         gboolean fin, p2pc_record_adjust_fn adjust, void *ctx);
 
-/* The handle for a protocol ID: the protocol_map preference first, then "multistream.protocol"
- * (exact, then the prefix entries such as "/noise"), else the generic application-data
+/* The handle for a protocol ID: its "multistream.protocol" entry (exact, which Decode As and
+ * Lua set, then the prefix entries such as "/noise"), else the generic application-data
  * dissector ("libp2p_app"). */
 dissector_handle_t l2p_handle_for(const char *protocol);
 
-/* Whether the user or a dissector named this protocol ID: an entry of the protocol_map
- * preference or an exact one of "multistream.protocol" (a dissector's, Decode As, Lua). */
+/* Whether the user or a dissector named this protocol ID: an exact entry of
+ * "multistream.protocol" (a dissector's, Decode As, Lua). */
 gboolean l2p_protocol_named(const char *protocol);
 
 /* The multistream-select dissector: where every connection direction starts, and where a
  * layer hands the rest of its pipe to negotiate the next protocol. */
 dissector_handle_t l2p_multistream_handle(void);
-
-/* The multistream.protocol_map preference ("protocol-ID=dissector,..."), parsed once per change. */
-void l2p_set_protocol_map(const char *pref);
 
 /* The state a layer keeps for this (frame, pipe, n-th call of the pipe in this dissection of
  * the frame), `size` bytes in file scope, zeroed when new: the per-frame replay cache of every

@@ -6,8 +6,8 @@
  * message gets its p2pc record, so its bytes are accounted like every other protocol's.
  *
  * A protocol ID is a string the peers choose: the record names it (msg_type) when it is one of
- * libp2p's own (libp2p_protocol_ids) or one the user named (multistream.protocol_map, Decode
- * As, a Lua registration), and counts it as "unknown" otherwise (core/msgtype.h); the ID as
+ * libp2p's own (libp2p_protocol_ids) or one the user named (Decode As on multistream.protocol,
+ * a Lua registration), and counts it as "unknown" otherwise (core/msgtype.h); the ID as
  * negotiated is libp2p_app.protocol.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later

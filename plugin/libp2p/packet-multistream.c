@@ -13,9 +13,9 @@
  * (/plaintext/2.0.0, /noise), the muxer (/yamux/1.0.0, /mplex/6.7.0), or, inside a muxed
  * stream, the application protocol (packet-eth2.c registers Ethereum's).  Map your own:
  *   - Decode As on the table: tshark -d 'multistream.protocol==/my/proto/1.0.0,eth2'
- *   - the preference multistream.protocol_map: "/my/proto/1.0.0=eth2,/other/1=gossipsub"
  *   - Lua: DissectorTable.get("multistream.protocol"):add("/my/proto/1.0.0", my_proto)
  *     (a Lua dissector receives the stream's bytes as they arrive).
+ * (The preference multistream.protocol_map of before duplicated Decode As: it is obsolete.)
  * Protocols nobody registered go to "libp2p_app" (packet-libp2p-app.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -43,7 +43,6 @@ static gint ett_ms = -1;
 static expert_field ei_ms_na = EI_INIT;
 
 static dissector_handle_t ms_handle;
-static const char *pref_protocol_map = "";
 
 /* Per pipe: the protocol this side proposed or echoed and may switch to, and how many of its
  * proposals the other side has not answered yet (a proposal may follow another unanswered:
@@ -244,12 +243,6 @@ ms_da_value(packet_info *pinfo)
     return p_get_proto_data(wmem_file_scope(), pinfo, proto_multistream, 3);
 }
 
-static void
-apply_prefs(void)
-{
-    l2p_set_protocol_map(pref_protocol_map);
-}
-
 void
 proto_register_multistream(void)
 {
@@ -277,11 +270,10 @@ proto_register_multistream(void)
     expert_register_field_array(expert, ei, array_length(ei));
     l2p_register_engine(proto_multistream);
 
-    module = prefs_register_protocol(proto_multistream, apply_prefs);
-    prefs_register_string_preference(module, "protocol_map", "Protocol ID map",
-        "protocol-ID=dissector pairs, comma-separated (e.g. /my/blocks/1.0.0=eth2): which dissector gets "
-        "the streams that negotiated that ID; overrides the multistream.protocol table",
-        &pref_protocol_map);
+    /* Decode As on "multistream.protocol" names a protocol ID's dissector (and is saved in the
+     * profile's decode_as_entries); the "ID=dissector,..." string that duplicated it is gone. */
+    module = prefs_register_protocol(proto_multistream, NULL);
+    prefs_register_obsolete_preference(module, "protocol_map");
 
     register_dissector_table("multistream.protocol", "multistream-select protocol ID", proto_multistream,
                              FT_STRING, P2PC_STRING_CASE_SENSITIVE);

@@ -1,0 +1,109 @@
+"""The `p2pc` configuration profile shipped in profiles/p2pc (#30): its packet-list columns, its
+colouring rules and its I/O Graph presets, read by tshark -C p2pc from a profiles folder of the
+user's (as `make install-user` puts it), in a private HOME (p2pc.wsenv)."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import xml.etree.ElementTree as ET
+
+import pytest
+from conftest import CAPTURES, REPO, Tshark
+from p2pc.wsenv import Wireshark, built_plugin
+
+PROFILE = REPO / "profiles" / "p2pc"
+BTC = CAPTURES / "bitcoin" / "btc-compressed.pcapng"
+
+
+@pytest.fixture(scope="module")
+def profiled(tmp_path_factory):
+    """tshark in a private HOME whose Wireshark configuration holds the p2pc profile."""
+    config = tmp_path_factory.mktemp("xdg")
+    shutil.copytree(PROFILE, config / "wireshark" / "profiles" / "p2pc")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("XDG_CONFIG_HOME", str(config))
+    ws = Wireshark(plugin=built_plugin())
+    mp.undo()
+    yield Tshark(ws)
+    ws.cleanup()
+
+
+def psml(tshark, capture, extra=()) -> tuple[list[str], list[tuple[dict, list[str]]]]:
+    """The column titles, and per packet its attributes (colours) and column texts."""
+    out = tshark.run(["-n", "-C", "p2pc", "-r", tshark.ws.readable(capture), "-T", "psml", *extra]).stdout
+    root = ET.fromstring(out[out.index("<psml"):])
+    titles = [s.text or "" for s in root.find("structure")]
+    return titles, [(dict(p.attrib), [s.text or "" for s in p]) for p in root.findall("packet")]
+
+
+def test_columns_show_each_message_as_the_truth_file_has_it(profiled):
+    titles, packets = psml(profiled, BTC, ["-Y", "p2pc"])
+    assert titles[-6:] == ["Message", "Codec", "Wire bytes", "Raw bytes", "Ratio", "Info"]
+    col = {t: i for i, t in enumerate(titles)}
+    shown = []
+    for _, cells in packets:
+        per = [cells[col[t]].split(",") for t in ("Message", "Codec", "Wire bytes", "Raw bytes", "Ratio")]
+        assert len({len(p) for p in per}) == 1, cells     # one value per record in every column
+        shown += list(zip(*per))
+    truth = json.loads(BTC.with_suffix("").with_suffix(".truth.json").read_text())["messages"]
+    for m in truth:
+        # Bitcoin's header is 24 bytes; the ratio is raw over sent payload
+        row = [s for s in shown if s[0] == m["command"] and s[1] == m["codec"] and int(s[3]) == m["raw_len"]]
+        assert row, (m, shown[:20])
+        assert int(row[0][2]) == m["payload_len"] + 24
+        assert float(row[0][4]) == pytest.approx(m["raw_len"] / m["payload_len"])
+
+
+def rules() -> list[tuple[str, str, str, str]]:
+    """(name, filter, background #rrggbb, foreground #rrggbb) of each colouring rule, in order."""
+    out = []
+    for line in (PROFILE / "colorfilters").read_text().splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        m = re.fullmatch(r"@([^@]+)@([^@]+)@\[(\d+),(\d+),(\d+)\]\[(\d+),(\d+),(\d+)\]", line)
+        assert m, line
+        c = [int(v) >> 8 for v in m.groups()[2:]]
+        out.append((m[1], m[2], "#%02x%02x%02x" % tuple(c[:3]), "#%02x%02x%02x" % tuple(c[3:])))
+    return out
+
+
+def test_every_colouring_rule_is_a_valid_filter(profiled):
+    assert [r[0] for r in rules()] == ["p2pc spec violation", "p2pc undecoded", "p2pc not smaller",
+                                       "p2pc compressed"]
+    for name, flt, _, _ in rules():
+        res = profiled.run(["-n", "-r", profiled.ws.readable(BTC), "-c", "1", "-Y", flt], check=False)
+        assert res.returncode == 0, (name, res.stderr)
+
+
+def test_compressed_messages_are_coloured_as_the_rule_says(profiled):
+    """tshark --color reads the profile's rules: every frame carrying a compressed block is
+    painted with the "p2pc compressed" colours, and frames without a p2pc record are not."""
+    _, _, bg, fg = rules()[-1]
+    _, packets = psml(profiled, BTC, ["--color", "-Y", 'p2pc.codec == "lzo1x" || !p2pc'])
+    compressed = [a for a, cells in packets if "lzo1x" in ",".join(cells)]
+    assert len(compressed) >= 6
+    assert all(a.get("background") == bg and a.get("foreground") == fg for a in compressed), compressed
+    assert all(a.get("background") != bg for a, cells in packets if "lzo1x" not in ",".join(cells))
+
+
+def test_io_graph_presets_name_real_fields_and_filters(profiled):
+    """io_graphs is the UAT the I/O Graph dialog reads (GUI only): each row's filter compiles
+    and its Y field exists; one wire-bytes and one raw-bytes graph per protocol."""
+    rows = [re.findall(r'"((?:[^"\\]|\\.)*)"', line)
+            for line in (PROFILE / "io_graphs").read_text().splitlines() if line.startswith('"')]
+    assert rows and all(len(r) == 9 for r in rows)
+    fields = {line.split("\t")[2] for line in profiled.run(["-G", "fields"]).stdout.splitlines()
+              if line.startswith("F\t")}
+    protos = set()
+    for enabled, name, flt, colour, style, yaxis, yfield, sma, factor in rows:
+        flt = flt.replace("\\x22", '"')
+        if flt:
+            res = profiled.run(["-n", "-r", profiled.ws.readable(BTC), "-c", "1", "-Y", flt], check=False)
+            assert res.returncode == 0, (name, res.stderr)
+        if yfield:
+            assert yfield in fields and yaxis == "SUM(Y Field)", name
+            protos.add((re.search(r'"(\w+)"', flt)[1], yfield))
+    for proto in {p for p, _ in protos}:
+        assert {(proto, "p2pc.wire_len"), (proto, "p2pc.raw_len")} <= protos
+    assert "bitcoin" in {p for p, _ in protos}
