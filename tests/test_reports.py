@@ -184,6 +184,38 @@ def test_progress_bar_on_a_terminal_only():
     assert res.returncode == 0 and res.stderr == ""
 
 
+def test_progress_reads_the_offset_of_every_process_below(tmp_path):
+    """The bar's bytes come from where the processes below p2pc are in each capture: here a
+    grandchild (as tshark below setpriv and env) that has read 12,345 bytes of it."""
+    from p2pc.progress import read_offsets
+    cap = tmp_path / "big.pcapng"
+    cap.write_bytes(b"\0" * 100_000)
+    code = (f"import subprocess, sys; subprocess.run([sys.executable, '-c', "
+            f"\"f = open({str(cap)!r}, 'rb', buffering=0); f.read(12345); print('ready', flush=True); "
+            f"import time; time.sleep(30)\"])")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        assert read_offsets({cap.name: str(cap)}) == {str(cap): 12345}
+    finally:
+        for p in __import__("psutil").Process(child.pid).children(recursive=True) + [child]:
+            p.kill()
+        child.wait()
+
+
+def test_progress_bar_does_not_need_proc(monkeypatch):
+    """The offsets come from psutil, so a terminal gets the bar where there is no /proc (macOS,
+    the BSDs, a container without it)."""
+    from p2pc import progress
+    real_isdir = os.path.isdir
+    monkeypatch.setattr(os.path, "isdir", lambda p: False if str(p).startswith("/proc") else real_isdir(p))
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    assert progress.CaptureProgress([COMPRESSED], stream=Tty()).enabled
+
+
 # ---- help and usage errors ----
 def all_parsers(monkeypatch) -> list:
     """p2pc's parser and every subcommand's, as main() builds them."""
