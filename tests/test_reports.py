@@ -343,3 +343,36 @@ def test_html_report_renders_offline_in_chromium(tmp_path, command):
         row = re.search(r"<tr><td>bitcoin</td><td>cblock</td>(.*?)</tr>", dom.stdout).group(1)
         cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
         assert f"{expected_payload_saved('cblock'):,}" in cells
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (tools/install-deps.sh installs it)")
+def test_html_report_is_small_and_compare_fits_1400_px(tmp_path):
+    """A small capture's report is under 1 MB (plotly.js's basic bundle, gzipped, not the whole
+    4.8 MB plotly.min.js), and compare's widest table fits a 1,400 px window without scrolling:
+    its headers wrap.  Measured in Chromium by a script added to a copy of the page."""
+    sizes = {}
+    for command, args in (("analyze", [COMPRESSED]), ("compare", [BASELINE, COMPRESSED])):
+        page = tmp_path / f"{command}.html"
+        res = p2pc(command, *args, "--format", "html", "--output", str(page))
+        assert res.returncode == 0, res.stderr
+        sizes[command] = page.stat().st_size
+    assert all(n < 1_000_000 for n in sizes.values()), sizes
+
+    probe = tmp_path / "compare-probe.html"
+    probe.write_text((tmp_path / "compare.html").read_text().replace("</body>", """<script>
+window.addEventListener("load", function () { setTimeout(function () {
+  var wraps = Array.prototype.map.call(document.querySelectorAll(".table-wrap"),
+                                       function (w) { return [w.scrollWidth, w.clientWidth]; });
+  document.body.setAttribute("data-probe", JSON.stringify(
+    {page: document.documentElement.scrollWidth, view: window.innerWidth, wraps: wraps,
+     plots: document.querySelectorAll(".js-plotly-plot").length}));
+}, 500); });
+</script></body>"""))
+    dom = chromium(tmp_path, probe, "--window-size=1400,1000", "--dump-dom")
+    m = re.search(r'data-probe="([^"]*)"', dom.stdout)
+    assert m, dom.stderr[-2000:]
+    got = json.loads(m.group(1).replace("&quot;", '"'))
+    assert got["view"] == 1400 and got["plots"] == 1, got
+    assert got["page"] <= 1400, got
+    assert got["wraps"] and all(scroll <= client for scroll, client in got["wraps"]), got
+
