@@ -7,6 +7,7 @@ import filecmp
 import os
 import stat
 import subprocess
+import sys
 
 import pytest
 
@@ -92,3 +93,19 @@ def test_install_deps_says_when_it_breaks_system_packages(tmp_path, pip_refuses)
         assert len(calls) == 2 and "--break-system-packages" in calls[1]
     else:
         assert said == [] and len(calls) == 1 and "--break-system-packages" not in calls[0]
+
+
+def test_tests_never_touch_the_users_home():
+    """conftest gives the tests and every process they start a private HOME: the analyzer's
+    ws-version cache lands there, and a personal plugin installed by the user (or by another
+    clone) is not seen."""
+    import pwd
+    from conftest import TEST_HOME, run_p2pc
+    real = pwd.getpwuid(os.getuid()).pw_dir
+    assert os.environ["HOME"] == str(TEST_HOME) != real
+    res = run_p2pc("doctor")
+    assert res.returncode == 0, res.stdout
+    assert (TEST_HOME / ".cache" / "p2pc" / "ws-version.json").is_file()
+    env = subprocess.run([sys.executable, "-c", "import os, pathlib; print(pathlib.Path.home(), "
+                          "os.environ['XDG_CACHE_HOME'])"], capture_output=True, text=True).stdout.split()
+    assert env == [str(TEST_HOME), str(TEST_HOME / ".cache")]
