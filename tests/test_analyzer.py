@@ -131,8 +131,10 @@ def test_every_output_format_parses(fmt):
         assert "| proto |" in out and "| cblock |" in out.replace("  ", " ")
     elif fmt == "html":
         assert out.startswith("<!DOCTYPE html>") and "</html>" in out
-        # plotly figures, plotly.js inlined once (test_reports.py renders them in Chromium)
-        assert out.count('<div id="figure-') >= 3 and out.count("Plotly.newPlot") >= 3
+        # plotly figures (their JSON), plotly.js's basic bundle embedded once (test_reports.py
+        # renders them in Chromium)
+        assert out.count('<div id="figure-') >= 3 and out.count('class="figure-spec"') >= 3
+        assert out.count('id="plotly-js"') == 1
     else:
         assert "cblock" in out and "total saved" in out
 
