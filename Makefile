@@ -10,10 +10,16 @@ USER_PLUGIN_ROOT := $(HOME)/.local/lib/wireshark/plugins
 # older ~/.wireshark when only that one exists (as Wireshark itself chooses).
 USER_CONFIG_DIR := $(shell x="$${XDG_CONFIG_HOME:-$(HOME)/.config}/wireshark"; \
   if [ ! -d "$$x" ] && [ -d "$(HOME)/.wireshark" ]; then echo "$(HOME)/.wireshark"; else echo "$$x"; fi)
+# The folders every user's Wireshark loads, root's too, as the installed tshark names them
+# ("Global Plugins" is already per major.minor; Lua files go in "Global Lua Plugins").
+# Read when a recipe needs them; override to install elsewhere (a package's staging dir, a test).
+WS_FOLDER = $(shell tshark -G folders 2>/dev/null | sed -n 's/^$(1):[[:space:]]*//p')
+GLOBAL_PLUGIN_DIR = $(call WS_FOLDER,Global Plugins)
+GLOBAL_LUA_DIR = $(call WS_FOLDER,Global Lua Plugins)
 DEMO_CAPTURE ?= captures/bitcoin/btc-compressed.pcapng
 P2PC_ONLY ?=
 
-.PHONY: all deps build test demo install-user uninstall-user captures bench bench-huge bench-live fuzz check-versions check-bare clean
+.PHONY: all deps build test demo install-user uninstall-user install-system uninstall-system captures bench bench-huge bench-live fuzz check-versions check-bare clean
 
 all: build
 
@@ -47,11 +53,31 @@ install-user: build
 	  echo "p2pc: profile p2pc installed in $(USER_CONFIG_DIR)/profiles/p2pc (-C p2pc)"
 	@if [ "$$(id -u)" -eq 0 ]; then \
 	  echo "p2pc: note: Wireshark ignores personal plugins when run as root;"; \
-	  echo "      the p2pc command handles that itself (see README, 'Running as root')."; fi
+	  echo "      the p2pc command handles that itself; for your own root tshark: make install-system"; fi
 
 uninstall-user:
 	rm -f "$(USER_PLUGIN_ROOT)/$(WS_MM)/epan/p2pc.so"
 	rm -rf "$(USER_CONFIG_DIR)/profiles/p2pc"
+	@for f in lua/*.lua; do rm -f "$(USER_PLUGIN_ROOT)/$$(basename "$$f")"; done
+
+# Into the global folders, for every user and for root (who ignores personal plugins): run as
+# root.  A global copy is loaded before any other, so `make test` and `p2pc --plugin` would load
+# it and not the build they name: uninstall-system before working on p2pc itself.
+install-system: build
+	@mm="$(WS_MM)"; [ -n "$$mm" ] || { echo "p2pc: tshark not found: run make deps" >&2; exit 1; }; \
+	  so="$(BUILD)/plugins/$$mm/epan/p2pc.so"; \
+	  [ -f "$$so" ] || { echo "p2pc: $$so missing: the build is for another Wireshark; run make clean build" >&2; exit 1; }; \
+	  dir="$(GLOBAL_PLUGIN_DIR)"; lua="$(GLOBAL_LUA_DIR)"; \
+	  [ -n "$$dir" ] && [ -n "$$lua" ] || { echo "p2pc: tshark -G folders names no global plugin folder" >&2; exit 1; }; \
+	  mkdir -p "$$dir/epan" "$$lua" && install -m 0644 "$$so" "$$dir/epan/p2pc.so" && \
+	  for f in lua/*.lua; do install -m 0644 "$$f" "$$lua/"; done && \
+	  echo "p2pc: plugin installed in $$dir/epan, its Lua parts in $$lua (Wireshark $$mm, every user)"
+
+uninstall-system:
+	@dir="$(GLOBAL_PLUGIN_DIR)"; lua="$(GLOBAL_LUA_DIR)"; \
+	  [ -n "$$dir" ] && [ -n "$$lua" ] || { echo "p2pc: tshark -G folders names no global plugin folder" >&2; exit 1; }; \
+	  rm -f "$$dir/epan/p2pc.so"; for f in lua/*.lua; do rm -f "$$lua/$$(basename "$$f")"; done; \
+	  echo "p2pc: removed from $$dir/epan and $$lua"
 
 demo: deps install-user
 	@PYTHONPATH=analyzer $(PYTHON) -m p2pc analyze $(DEMO_CAPTURE)

@@ -1,15 +1,31 @@
 """Shared fixtures: every test drives the real tshark with the freshly built plugin."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
+import site
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+# No test reads or writes the user's home: not their Wireshark plugins or preferences (another
+# clone's `make install-user` there once made test_doctor fail), nor p2pc's caches.  HOME and
+# the XDG folders point into a private folder for this process and every one it starts; the
+# user's own Python packages stay importable (PYTHONUSERBASE is where they are, not HOME).
+os.environ.setdefault("PYTHONUSERBASE", site.getuserbase())
+TEST_HOME = Path(tempfile.mkdtemp(prefix="p2pc-test-home-"))
+atexit.register(shutil.rmtree, TEST_HOME, True)
+REAL_HOME = os.environ.get("HOME")
+os.environ.update(HOME=str(TEST_HOME), XDG_CACHE_HOME=str(TEST_HOME / ".cache"),
+                  XDG_CONFIG_HOME=str(TEST_HOME / ".config"), XDG_DATA_HOME=str(TEST_HOME / ".local/share"))
+os.environ.pop("SUDO_USER", None)       # else wsenv copies SUDO_USER's Wireshark preferences
 # This checkout's analyzer, whatever another checkout installed (pip install -e) for the user.
 sys.path.insert(0, str(REPO / "analyzer"))
 
@@ -68,6 +84,22 @@ class Tshark:
         if check and res.returncode != 0:
             raise AssertionError(f"tshark {args} exited {res.returncode}: {res.stderr}")
         return res
+
+    def read_whole(self, capture, protocol: str) -> list[str]:
+        """`tshark -n -r CAPTURE` as a user runs it, which bad input must never break: exit 0,
+        nothing on stderr, one summary line per frame of the capture (capinfos counts them), no
+        "Dissector bug" or exception text, and `protocol` in the Protocol column of some frame
+        (the plugin did dissect).  The summary lines."""
+        res = self.run(["-n", "-r", self.ws.readable(capture)])
+        assert res.stderr == "", res.stderr
+        lines = res.stdout.splitlines()
+        frames = int(subprocess.run(["capinfos", "-M", "-c", "-T", "-r", str(capture)], capture_output=True,
+                                    text=True, check=True).stdout.split()[-1])
+        assert len(lines) == frames, (len(lines), frames)
+        bad = [l for l in lines if "Dissector bug" in l or "Exception" in l or "unexpected" in l.lower()]
+        assert not bad, bad[:3]
+        assert any(len(l.split()) > 5 and l.split()[5] == protocol for l in lines), protocol
+        return lines
 
     def fields(self, capture, fields: list[str], dfilter: str | None = None,
                two_pass: bool = False, extra: list[str] | None = None) -> list[list[str]]:

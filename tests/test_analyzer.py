@@ -131,8 +131,10 @@ def test_every_output_format_parses(fmt):
         assert "| proto |" in out and "| cblock |" in out.replace("  ", " ")
     elif fmt == "html":
         assert out.startswith("<!DOCTYPE html>") and "</html>" in out
-        # plotly figures, plotly.js inlined once (test_reports.py renders them in Chromium)
-        assert out.count('<div id="figure-') >= 3 and out.count("Plotly.newPlot") >= 3
+        # plotly figures (their JSON), plotly.js's basic bundle embedded once (test_reports.py
+        # renders them in Chromium)
+        assert out.count('<div id="figure-') >= 3 and out.count('class="figure-spec"') >= 3
+        assert out.count('id="plotly-js"') == 1
     else:
         assert "cblock" in out and "total saved" in out
 
@@ -332,3 +334,27 @@ def test_the_records_help_examples_run_on_a_default_install(tmp_path):
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert "wire_len_sum" in res.stdout and "cblock" in res.stdout
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json", "markdown"])
+@pytest.mark.parametrize("command", ["analyze", "compare", "whatif", "records"])
+def test_warnings_go_to_stderr_in_every_format(tmp_path, command, fmt):
+    """A capture cut short warns on stderr, once, whatever the format; the table and CSV on stdout
+    hold data only (a script parsing them sees no warning line); JSON still carries it."""
+    src = (BTC / "btc-compressed.pcapng").read_bytes()
+    cut = tmp_path / "cut.pcapng"
+    cut.write_bytes(src[: len(src) // 2])
+    warning = f"p2pc: warning: {cut}: the capture is cut short; the report covers what could be read"
+    if command == "records":
+        if fmt != "table":
+            pytest.skip("records writes Parquet, it has no --format")
+        res = p2pc("records", str(cut), "--output", str(tmp_path / "r.parquet"))
+    else:
+        args = {"analyze": [str(cut)], "compare": [str(BTC / "btc-baseline.pcapng"), str(cut)],
+                "whatif": ["--codecs", "zlib-1", "--all", str(cut)]}[command]
+        res = p2pc(command, *args, "--format", fmt)
+    assert res.returncode == 8, res.stderr
+    assert res.stderr.splitlines() == [warning], res.stderr
+    assert "warning" not in res.stdout or fmt in ("json", "markdown")
+    if fmt == "json":
+        assert json.loads(res.stdout)["warnings"] == [warning.removeprefix("p2pc: warning: ")]

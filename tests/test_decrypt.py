@@ -319,6 +319,8 @@ def test_noise_framing_is_split_among_the_messages(tshark, name):
     frames = tshark.fields(cap, ["ip.src", "libp2p_noise.framing_given"], dfilter="libp2p_noise.decrypted",
                            extra=extra)
     recs = tshark.records(cap, extra=extra)
+    # Both directions decrypted (an empty loop would prove nothing).
+    assert len({r[0] for r in frames}) == 2, frames
     for src in {r[0] for r in frames}:
         given = [int(g) for r in frames if r[0] == src for g in r[1].split("|")]
         last = max(i for i, g in enumerate(given) if g)
@@ -398,6 +400,8 @@ def test_tls_record_framing_is_split_among_the_messages(tshark):
     cap = ETH / f"{name}.pcapng"
     rows = tshark.fields(cap, ["ip.src", "libp2p_tls.framing_given"], dfilter="libp2p_tls.framing_given", extra=extra)
     recs = tshark.records(cap, extra=extra)
+    # Both directions sent application data (an empty loop would prove nothing).
+    assert len({r[0] for r in rows}) == 2, rows
     for src in {r[0] for r in rows}:
         given = [int(g) for r in rows if r[0] == src for g in r[1].split("|")]
         last = max(i for i, g in enumerate(given) if g)

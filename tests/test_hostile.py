@@ -88,20 +88,31 @@ def test_made_up_commands_are_one_unknown_row_with_every_byte(tshark):
 
 
 def test_decompression_cap_out_of_range_takes_the_nearest_limit(tshark):
-    """p2pc.max_decompressed_mib:0 would let no decoder produce a byte: the 1 MiB minimum
-    applies, and the 999,887-byte block of btc-small still decodes."""
-    cap = CAPTURES / "bitcoin" / "btc-small.pcapng"
-    recs = [r for r in tshark.records(cap, extra=["-o", "p2pc.max_decompressed_mib:0"]) if r["msg_type"] == "cblock"]
-    assert recs and all(int(r["raw_len"]) > int(r["payload_len"]) for r in recs)
+    """As the README says: p2pc.max_decompressed_mib:0 (it would let no decoder produce a byte)
+    is neither refused nor reported (exit 0, nothing on stderr): the range's 1 MiB minimum
+    applies, so the 999,887-byte block decodes and the 1,381,836-byte one does not (with the
+    default 128 MiB both do)."""
+    cap = CAPTURES / "bitcoin" / "btc-compressed.pcapng"
+    res = tshark.run(["-n", "-q", "-r", tshark.ws.readable(cap), "-o", "p2pc.max_decompressed_mib:0",
+                      "-z", "p2pc,records"])
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    raw = lambda recs: {int(r["payload_len"]): int(r["raw_len"]) for r in recs if r["msg_type"] == "cblock"}  # noqa: E731
+    assert raw(tshark.records(cap))[903192] == 999887 and raw(tshark.records(cap))[1250565] == 1381836
+    got = raw(tshark.records(cap, extra=["-o", "p2pc.max_decompressed_mib:0"]))
+    assert got[903192] == 999887 and got[1250565] == 1250565     # past 1 MiB: left compressed
 
 
 def test_service_bit_out_of_range_takes_the_default(tshark):
-    """A service bit past 63 names no bit of the 64-bit field: bit 5 applies, and the compressed
-    session is still negotiated."""
+    """As the README says: a service bit past 63 names no bit of the 64-bit field; it is neither
+    refused nor reported (exit 0, nothing on stderr): the default bit 5 applies, and the
+    compressed session is still negotiated, as with bit 5 itself (bit 6 would not be)."""
     cap = CAPTURES / "bitcoin" / "btc-compressed.pcapng"
-    rows = tshark.fields(cap, ["btcc.negotiated"], dfilter="bitcoin.command == \"cblock\"",
-                         extra=["-o", "btcc.service_bit:99"])
-    assert rows and all(set(r[0].split("|")) == {"1"} for r in rows)
+    res = tshark.run(["-n", "-r", tshark.ws.readable(cap), "-o", "btcc.service_bit:99"])
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    neg = lambda bit: tshark.fields(cap, ["btcc.negotiated"], dfilter="bitcoin.command == \"cblock\"",  # noqa: E731
+                                    extra=["-o", f"btcc.service_bit:{bit}"])
+    rows = neg(99)
+    assert rows and all(set(r[0].split("|")) == {"1"} for r in rows) and rows == neg(5) != neg(6)
 
 
 def test_reordered_segments_decode_every_record(tshark):

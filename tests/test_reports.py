@@ -75,7 +75,7 @@ def test_csv_section_and_long_format():
 
 # ---- JSON Schema ----
 def test_json_reports_follow_the_schema():
-    jsonschema = pytest.importorskip("jsonschema")
+    import jsonschema               # a test dependency (analyzer[test]): missing, the test fails
     schema = json.loads(SCHEMA.read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
@@ -97,7 +97,7 @@ def test_json_reports_follow_the_schema():
 
 # ---- Parquet ----
 def test_records_parquet_holds_every_message(tmp_path):
-    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow.parquet as pq    # a dependency: missing, the test fails
     out = tmp_path / "records.parquet"
     res = p2pc("records", COMPRESSED, "--output", str(out))
     assert res.returncode == 0, res.stderr
@@ -184,6 +184,38 @@ def test_progress_bar_on_a_terminal_only():
     assert f"{size_mb}/{size_mb} MB" in text
     res = p2pc("analyze", "--format", "json", COMPRESSED)
     assert res.returncode == 0 and res.stderr == ""
+
+
+def test_progress_reads_the_offset_of_every_process_below(tmp_path):
+    """The bar's bytes come from where the processes below p2pc are in each capture: here a
+    grandchild (as tshark below setpriv and env) that has read 12,345 bytes of it."""
+    from p2pc.progress import read_offsets
+    cap = tmp_path / "big.pcapng"
+    cap.write_bytes(b"\0" * 100_000)
+    code = (f"import subprocess, sys; subprocess.run([sys.executable, '-c', "
+            f"\"f = open({str(cap)!r}, 'rb', buffering=0); f.read(12345); print('ready', flush=True); "
+            f"import time; time.sleep(30)\"])")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        assert read_offsets({cap.name: str(cap)}) == {str(cap): 12345}
+    finally:
+        for p in __import__("psutil").Process(child.pid).children(recursive=True) + [child]:
+            p.kill()
+        child.wait()
+
+
+def test_progress_bar_does_not_need_proc(monkeypatch):
+    """The offsets come from psutil, so a terminal gets the bar where there is no /proc (macOS,
+    the BSDs, a container without it)."""
+    from p2pc import progress
+    real_isdir = os.path.isdir
+    monkeypatch.setattr(os.path, "isdir", lambda p: False if str(p).startswith("/proc") else real_isdir(p))
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    assert progress.CaptureProgress([COMPRESSED], stream=Tty()).enabled
 
 
 # ---- help and usage errors ----
@@ -314,3 +346,36 @@ def test_html_report_renders_offline_in_chromium(tmp_path, command):
         row = re.search(r"<tr><td>bitcoin</td><td>cblock</td>(.*?)</tr>", dom.stdout).group(1)
         cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
         assert f"{expected_payload_saved('cblock'):,}" in cells
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (tools/install-deps.sh installs it)")
+def test_html_report_is_small_and_compare_fits_1400_px(tmp_path):
+    """A small capture's report is under 1 MB (plotly.js's basic bundle, gzipped, not the whole
+    4.8 MB plotly.min.js), and compare's widest table fits a 1,400 px window without scrolling:
+    its headers wrap.  Measured in Chromium by a script added to a copy of the page."""
+    sizes = {}
+    for command, args in (("analyze", [COMPRESSED]), ("compare", [BASELINE, COMPRESSED])):
+        page = tmp_path / f"{command}.html"
+        res = p2pc(command, *args, "--format", "html", "--output", str(page))
+        assert res.returncode == 0, res.stderr
+        sizes[command] = page.stat().st_size
+    assert all(n < 1_000_000 for n in sizes.values()), sizes
+
+    probe = tmp_path / "compare-probe.html"
+    probe.write_text((tmp_path / "compare.html").read_text().replace("</body>", """<script>
+window.addEventListener("load", function () { setTimeout(function () {
+  var wraps = Array.prototype.map.call(document.querySelectorAll(".table-wrap"),
+                                       function (w) { return [w.scrollWidth, w.clientWidth]; });
+  document.body.setAttribute("data-probe", JSON.stringify(
+    {page: document.documentElement.scrollWidth, view: window.innerWidth, wraps: wraps,
+     plots: document.querySelectorAll(".js-plotly-plot").length}));
+}, 500); });
+</script></body>"""))
+    dom = chromium(tmp_path, probe, "--window-size=1400,1000", "--dump-dom")
+    m = re.search(r'data-probe="([^"]*)"', dom.stdout)
+    assert m, dom.stderr[-2000:]
+    got = json.loads(m.group(1).replace("&quot;", '"'))
+    assert got["view"] == 1400 and got["plots"] == 1, got
+    assert got["page"] <= 1400, got
+    assert got["wraps"] and all(scroll <= client for scroll, client in got["wraps"]), got
+

@@ -52,5 +52,7 @@ fi
 # Python: the analyzer (editable, with its codec and plotting extras, and what the tests use).
 # Debian's own python3 is "externally managed" (PEP 668): there pip needs --break-system-packages.
 PY=${PYTHON:-python3}
-"$PY" -m pip install -q -e "analyzer[all,test]" 2>/dev/null \
-  || "$PY" -m pip install -q --break-system-packages -e "analyzer[all,test]"
+if ! "$PY" -m pip install -q -e "analyzer[all,test]" 2>/dev/null; then
+  echo "p2pc: pip install failed (an externally managed Python, PEP 668): installing with --break-system-packages"
+  "$PY" -m pip install -q --break-system-packages -e "analyzer[all,test]"
+fi

@@ -168,8 +168,14 @@ class UsageError(P2pcError):
     exit_code = 2
 
 
-def emit(report: dict, args) -> None:
+def emit(report: dict, args, warn: bool = True) -> None:
+    """The report on stdout (or --output), and its warnings on stderr whatever the format, so a
+    script reading CSV or a piped table sees them and its data holds none (JSON, HTML and Markdown
+    keep them in the report too).  warn=False: the caller says them itself (live, between reports)."""
     section = getattr(args, "section", None)
+    if warn:
+        for w in report.get("warnings", []):
+            print(f"p2pc: warning: {w}", file=sys.stderr)
     try:
         if args.format == "table" and not args.output and sys.stdout.isatty():
             from .output.table import console_for, print_report
@@ -291,9 +297,9 @@ def cmd_whatif(args) -> int:
                 bar.done(cap)
     finally:
         ws.cleanup()
-    for warning in cut:
-        print(f"p2pc: warning: {warning}", file=sys.stderr)
     if not n:
+        for warning in cut:         # no report follows to carry them
+            print(f"p2pc: warning: {warning}", file=sys.stderr)
         raise NoP2PTraffic("no uncompressed P2P payloads found (use --all to recompress "
                            "already-compressed traffic's decompressed payloads)")
     missing = [f"codec not available: {m} ({CODEC_FIX[m]})" for m in w.missing
@@ -415,7 +421,9 @@ def live_report(args, totals_, local: set[str] | None, final: bool) -> None:
     rep["title"] = f"p2pc live on {args.interface}" + (" (final)" if final else "")
     if sys.stdout.isatty() and args.format == "table" and not args.output and not final:
         sys.stdout.write("\x1b[2J\x1b[H")
-    emit(rep, args)
+    # Warnings on stderr at the end, and at each refresh of a terminal's table (the screen is
+    # cleared for it); between reports written elsewhere they would repeat every --interval.
+    emit(rep, args, warn=final or (sys.stdout.isatty() and args.format == "table" and not args.output))
     sys.stdout.flush()
 
 

@@ -2,9 +2,9 @@
 
 tshark reads each capture itself (in a worker process with `-j`, as `nobody` when p2pc runs as
 root), so the bytes read are taken from where tshark is in the file: the offset of its file
-descriptor in /proc/PID/fdinfo, for every process below this one.  That works the same for a
-capture of a few huge messages as for one of millions of small ones.  Where /proc is not there,
-the bar still shows each capture's completion.
+descriptor, for every process below this one, as psutil reports them (Linux, the BSDs, macOS,
+Windows alike).  That works the same for a capture of a few huge messages as for one of millions
+of small ones.  Where psutil cannot tell the offsets, the bar still shows each capture's completion.
 """
 from __future__ import annotations
 
@@ -16,52 +16,25 @@ from pathlib import Path
 POLL_S = 0.2
 
 
-def _children() -> dict[int, list[int]]:
-    kids: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{d}/stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        kids.setdefault(ppid, []).append(int(d))
-    return kids
-
-
-def _descendants(root: int) -> list[int]:
-    kids, out, todo = _children(), [], [root]
-    while todo:
-        for k in kids.get(todo.pop(), []):
-            out.append(k)
-            todo.append(k)
-    return out
-
-
 def read_offsets(names: dict[str, str]) -> dict[str, int]:
     """For each capture (by the file name tshark opened, a copy keeps the name), the offset
     tshark has reached in it."""
+    import psutil       # here, as rich: only a terminal's bar pays for it
     got: dict[str, int] = {}
-    for pid in _descendants(os.getpid()):
+    try:
+        procs = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return got
+    for proc in procs:
         try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
+            files = proc.open_files()
+        except (psutil.Error, OSError):     # ended meanwhile, or another user's (nobody's) files
             continue
-        for fd in fds:
-            try:
-                target = os.readlink(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue
-            cap = names.get(os.path.basename(target))
-            if cap is None:
-                continue
-            try:
-                for line in Path(f"/proc/{pid}/fdinfo/{fd}").read_text().splitlines():
-                    if line.startswith("pos:"):
-                        got[cap] = max(got.get(cap, 0), int(line.split()[1]))
-            except OSError:
-                pass
+        for f in files:
+            cap = names.get(os.path.basename(f.path))
+            position = getattr(f, "position", None)     # Linux gives it; elsewhere the bar
+            if cap is not None and position is not None:    # shows completion only
+                got[cap] = max(got.get(cap, 0), position)
     return got
 
 
@@ -70,7 +43,7 @@ class CaptureProgress:
 
     def __init__(self, captures: list[str], label: str = "reading", stream=None):
         self.stream = stream or sys.stderr
-        self.enabled = self.stream.isatty() and os.path.isdir("/proc")
+        self.enabled = self.stream.isatty()
         self.captures = list(captures)
         self.label = label
         self._stop = threading.Event()

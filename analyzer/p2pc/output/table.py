@@ -3,7 +3,7 @@
 On a terminal every table fits its width: headers wrap first, then the least important columns
 are left out (named under the table; `--format csv` or a wider terminal shows them).  Piped or
 redirected, tables keep every column at their natural width (as tshark does), unless COLUMNS
-sets a width.
+sets a width.  Warnings are not part of the table: the CLI writes them on stderr.
 """
 from __future__ import annotations
 
@@ -150,8 +150,6 @@ def print_report(console: Console, report: dict, section: str | None = None) -> 
             console.print(Text(f"(left out to fit {console.width} columns: "
                                + ", ".join(HEAD.get(c, c) for c in dropped)
                                + "; see --format csv)", style="dim"))
-    for w in report.get("warnings", []):
-        console.print(Text(f"warning: {w}", style="yellow"))
 
 
 def render(report: dict, section: str | None = None, width: int | None = None) -> str:
