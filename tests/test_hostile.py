@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CAPTURES, REPO, p2pc_report, tcp_pcap
+from p2pc.records import M_FIELDS
 from p2pc.wsenv import built_plugin
 
 
@@ -40,20 +41,20 @@ def btc_command_capture(path) -> None:
 
 @pytest.mark.parametrize("name", ANALYZER_REPROS)
 def test_records_never_split_whatever_the_peer_sent(tshark, name):
-    """Every record line has its 16 columns."""
+    """Every record line has its columns (M_FIELDS and the tag)."""
     out = tshark.run(["-n", "-q", "-r", tshark.ws.readable(REPRO / name), "-z", "p2pc,records"]).stdout
     m_lines = [l.split("\t") for l in out.splitlines() if l.startswith("M\t")]
-    assert m_lines and all(len(p) == 16 for p in m_lines)
+    assert m_lines and all(len(p) == len(M_FIELDS) + 1 for p in m_lines)
 
 
 def test_a_command_with_control_characters_keeps_its_record_whole(tshark, tmp_path):
-    """A command a peer made up, holding TAB and LF: its record line keeps its 16 columns and
+    """A command a peer made up, holding TAB and LF: its record line keeps its columns and
     names it unknown; the bytes as sent are in bitcoin.command."""
     cap = tmp_path / "btc-command-tab-newline.pcap"
     btc_command_capture(cap)
     out = tshark.run(["-n", "-q", "-r", tshark.ws.readable(cap), "-z", "p2pc,records"]).stdout
     m_lines = [l.split("\t") for l in out.splitlines() if l.startswith("M\t")]
-    assert len(m_lines) == 1 and len(m_lines[0]) == 16 and m_lines[0][9] == "unknown"
+    assert len(m_lines) == 1 and len(m_lines[0]) == len(M_FIELDS) + 1 and m_lines[0][9] == "unknown"
     assert tshark.fields(cap, ["bitcoin.command"]) == [[r"in\tv\nx"]]   # as tshark escapes it
 
 
