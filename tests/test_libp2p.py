@@ -419,3 +419,13 @@ def test_a_header_whose_length_byte_came_alone_is_recognised(tshark, tmp_path):
     msgs = [m for r in tshark.fields(path, ["multistream.message"], dfilter="multistream") for m in split(r[0])]
     assert msgs[:4] == ["/multistream/1.0.0", "/yamux/1.0.0", "/multistream/1.0.0", "/yamux/1.0.0"]
     assert [r["msg_type"] for r in tshark.records(path) if r["proto"] == "libp2p"] == ["/ipfs/ping/1.0.0"]
+
+
+def test_a_side_that_proposes_then_refuses_does_not_break_the_negotiation(tshark, tmp_path):
+    """A proposes, then says "na" itself; B then proposes: found by the fuzz gate (a null
+    protocol compared, UBSan in the sanitizer build, a crash in a release one)."""
+    path = tmp_path / "na-after-proposal.pcap"
+    tcp_pcap(path, [("a", ms("/multistream/1.0.0") + ms("/a/1.0.0")), ("a", ms("na")),
+                    ("b", ms("/multistream/1.0.0") + ms("/b/1.0.0"))], syn="a")
+    res = tshark.run(["-n", "-V", "-r", tshark.ws.readable(path)])
+    assert "/b/1.0.0" in res.stdout

@@ -180,7 +180,10 @@ ms_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2
              * proposes again. */
             if (other && other->pending && --other->pending == 0)
                 other->proposed = NULL;
+            /* A side that refuses has nothing of its own left to switch to (pending > 0 always
+             * goes with a proposed protocol). */
             st->proposed = NULL;
+            st->pending = 0;
         } else if (!strcmp(text, "initiator") || !strcmp(text, "responder") ||
                    g_str_has_prefix(text, MS_SELECT)) {
             /* Simultaneous open: what either side proposed before is void, and the side that
@@ -190,7 +193,7 @@ ms_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2
             if (!pipe->muxer && text[0] != 's')
                 l2p_learn_role(pipe, pinfo, text[0] == 'i', L2P_ROLE_SIMOPEN);
         } else if (text[0] == '/' && strcmp(text, L2P_MULTISTREAM_HEADER)) {
-            if (other && other->pending && !strcmp(text, other->proposed)) {
+            if (other && other->pending && other->proposed && !strcmp(text, other->proposed)) {
                 other->pending = 0;     /* the echo that accepts it */
             } else {
                 /* A proposal.  On a connection, the side proposing while the other has
