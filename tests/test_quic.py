@@ -118,7 +118,7 @@ def quic_packets(tshark, extra: list[str]) -> list[dict]:
                                "quic.remaining_payload"], dfilter="quic", extra=extra)
     out = []
     for src, flen, ulen, types, data, remaining in rows:
-        types = [int(t) for t in types.split("|") if t]
+        types = [int(t, 0) for t in types.split("|") if t]      # 4.4 on prints them in hex
         stream = sum(len(bytes.fromhex(d)) for d in data.replace(":", "").split("|") if d)
         out.append({"src": src, "frame": int(flen), "udp_payload": int(ulen) - 8, "stream": stream,
                     "ack_only": not stream and any(t in (2, 3) for t in types) and set(types) <= {0, 2, 3},

@@ -274,7 +274,10 @@ dissect_quic_packet(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *d
 
     if (pinfo->ptype != PT_UDP || !proto_is_frame_protocol(pinfo->layers, "quic"))
         return 0;
-    conv = find_conversation_pinfo(pinfo, 0);
+    /* The UDP conversation itself: from 4.4 on, QUIC files its packets under a conversation of
+     * its own connection (by connection ID), which find_conversation_pinfo() would give. */
+    conv = find_conversation(pinfo->num, &pinfo->src, &pinfo->dst, CONVERSATION_UDP, pinfo->srcport,
+                             pinfo->destport, 0);
     if (!conv)
         return 0;
     u = (quic_udp_t *)conversation_get_proto_data(conv, proto_l2p_quic);
