@@ -164,11 +164,13 @@ records_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const voi
                tap_flags_t flags)
 {
     records_tap_t *t = (records_tap_t *)tapdata;
-    const p2pc_record_t *r = (const p2pc_record_t *)p;
 
-    if (t->tcp.stream)
-        stream_check_reset(&t->tcp, r->at.frame);
-    print_record(t, r);
+    for (guint i = 0; i < P2PC_BATCH_COUNT(p); i++) {
+        const p2pc_record_t *r = (const p2pc_record_t *)P2PC_BATCH_ITEM(p, i);
+        if (t->tcp.stream)
+            stream_check_reset(&t->tcp, r->at.frame);
+        print_record(t, r);
+    }
     if (t->tcp.stream)
         fflush(stdout);
     return TAP_PACKET_DONT_REDRAW;
@@ -224,11 +226,13 @@ records_spec_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, cons
                     tap_flags_t flags)
 {
     spec_tap_t *t = (spec_tap_t *)tapdata;
-    const p2pc_spec_hit_t *hit = (const p2pc_spec_hit_t *)p;
 
-    if (t->tcp->stream)
-        stream_check_reset(t->tcp, hit->frame);
-    printf("S\t%u\t%s\n", hit->frame, hit->check);
+    for (guint i = 0; i < P2PC_BATCH_COUNT(p); i++) {
+        const p2pc_spec_hit_t *hit = (const p2pc_spec_hit_t *)P2PC_BATCH_ITEM(p, i);
+        if (t->tcp->stream)
+            stream_check_reset(t->tcp, hit->frame);
+        printf("S\t%u\t%s\n", hit->frame, hit->check);
+    }
     if (t->tcp->stream)
         fflush(stdout);
     return TAP_PACKET_DONT_REDRAW;
@@ -453,19 +457,12 @@ records_init(const char *opt_arg, void *userdata)
 
 /* ---- -z p2pc,payloads ---- */
 
-static tap_packet_status
-payloads_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
-                tap_flags_t flags)
+static void
+print_payload(const p2pc_record_t *r)
 {
-    const p2pc_record_t *r = (const p2pc_record_t *)p;
-    guint len;
-    char *line;
-
-    if (!r->raw_tvb)
-        return TAP_PACKET_DONT_REDRAW;
-    len = tvb_captured_length(r->raw_tvb);
-    line = (char *)g_malloc((gsize)len * 2 + 1);
-    *(len ? bytes_to_hexstr(line, tvb_get_ptr(r->raw_tvb, 0, len), len) : line) = '\0';
+    guint len = r->raw_bytes_len;
+    char *line = (char *)g_malloc((gsize)len * 2 + 1);
+    *(len ? bytes_to_hexstr(line, r->raw_bytes, len) : line) = '\0';
     print_where('P', &r->at);
     print_field(stdout, r->proto);
     putchar('\t');
@@ -474,6 +471,17 @@ payloads_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const vo
     print_field(stdout, r->codec);
     printf("\t%s\n", line);
     g_free(line);
+}
+
+static tap_packet_status
+payloads_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
+                tap_flags_t flags)
+{
+    for (guint i = 0; i < P2PC_BATCH_COUNT(p); i++) {
+        const p2pc_record_t *r = (const p2pc_record_t *)P2PC_BATCH_ITEM(p, i);
+        if (r->raw_bytes)
+            print_payload(r);
+    }
     return TAP_PACKET_DONT_REDRAW;
 }
 
@@ -485,6 +493,7 @@ payloads_init(const char *opt_arg, void *userdata)
     if (!strncmp(opt_arg, "p2pc,payloads,", 14))
         filter = opt_arg + 14;
     printf("#p2pc-payloads\t2\n#P\tframe\tstream\tsrc\tsrcport\tdst\tdstport\tproto\tmsg_type\tcodec\traw_hex\n");
+    p2pc_record_want_raw();
     err = register_tap_listener("p2pc", (void *)payloads_init, filter, TL_REQUIRES_NOTHING, NULL,
                                 payloads_packet, NULL, NULL);
     if (err) {

@@ -45,6 +45,7 @@ static int hf_p2pc_mux_frames = -1;
 static int hf_p2pc_snappy_chunks = -1;
 
 static gint ett_p2pc = -1;
+static gboolean want_raw;       /* a p2pc,payloads listener is registered */
 
 void
 p2pc_record_init(p2pc_record_t *rec, const char *proto, const char *msg_type)
@@ -55,6 +56,27 @@ p2pc_record_init(p2pc_record_t *rec, const char *proto, const char *msg_type)
     rec->codec = "none";
     rec->batch_count = 1;
     rec->mux_stream = -1;
+}
+
+void
+p2pc_record_want_raw(void)
+{
+    want_raw = TRUE;
+}
+
+/* A record that outlives the PDU it was made in (held, or queued for the tap) keeps no tvb:
+ * raw_tvb's bytes are copied when a listener wants them. */
+static void
+detach_raw(packet_info *pinfo, p2pc_record_t *rec)
+{
+    if (rec->raw_tvb && want_raw) {
+        guint8 *copy;
+        rec->raw_bytes_len = tvb_captured_length(rec->raw_tvb);
+        copy = (guint8 *)wmem_alloc(pinfo->pool, rec->raw_bytes_len ? rec->raw_bytes_len : 1);
+        tvb_memcpy(rec->raw_tvb, copy, 0, rec->raw_bytes_len);
+        rec->raw_bytes = copy;
+    }
+    rec->raw_tvb = NULL;
 }
 
 void
@@ -90,7 +112,8 @@ typedef struct hold {
     struct hold *outer;
 } hold_t;
 
-#define P2PC_HOLD_KEY 0         /* p_get_proto_data(pinfo->pool, ..., proto_p2pc, key) */
+#define P2PC_HOLD_KEY 0         /* p_get_proto_data(pinfo->pool, ..., proto_p2pc, key); 1 and 2
+                                   are the batches' (record.h), 3 holes.c's, 4 segment.c's */
 
 void
 p2pc_record_hold(packet_info *pinfo)
@@ -250,22 +273,24 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
     hold_t *h = (hold_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_HOLD_KEY);
 
     if (h) {
+        /* Only a drawn record keeps its tvb, which then lives as long as the tree. */
         held_record_t r;
-        r.tvb = tvb;
+        r.tvb = tree ? tvb : NULL;
         r.offset = offset;
         r.len = len;
         r.tree = tree;
         r.rec = *rec;
+        detach_raw(pinfo, &r.rec);
         wmem_array_append_one(h->recs, r);
         return NULL;
     }
-    if (len < 0)
-        len = tvb_captured_length_remaining(tvb, offset);
     if (tree) {
         proto_tree *st;
         gint64 saved = (gint64)rec->raw_len - (gint64)rec->payload_len;
         double ratio;
 
+        if (len < 0)
+            len = tvb_captured_length_remaining(tvb, offset);
         ti = proto_tree_add_item(tree, proto_p2pc, tvb, offset, len, ENC_NA);
         proto_item_append_text(ti, ": %s %s, %s, %" G_GUINT64_FORMAT " B on the wire",
                                rec->proto, rec->msg_type, rec->codec, rec->wire_len);
@@ -297,10 +322,24 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
 
     q = wmem_new(pinfo->pool, p2pc_record_t);
     *q = *rec;
+    detach_raw(pinfo, q);
     where_of(pinfo, &q->at);
     q->abs_ts = pinfo->abs_ts;
-    tap_queue_packet(p2pc_tap, pinfo, q);
+    p2pc_batch_queue(p2pc_tap, P2PC_BATCH_RECORDS, pinfo, q);
     return ti;
+}
+
+void
+p2pc_batch_queue(int tap, guint32 key, packet_info *pinfo, const void *item)
+{
+    p2pc_batch_t *b = (p2pc_batch_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, key);
+    if (!b) {
+        b = wmem_new(pinfo->pool, p2pc_batch_t);
+        b->items = wmem_array_new(pinfo->pool, sizeof(const void *));
+        p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, key, b);
+        tap_queue_packet(tap, pinfo, b);    /* the listeners run when the frame ends */
+    }
+    wmem_array_append_one(b->items, item);
 }
 
 void

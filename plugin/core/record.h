@@ -32,6 +32,11 @@ typedef struct {
     guint64 raw_len;            /* payload bytes after decompression */
     guint32 batch_count;        /* items carried (txs in a batch); 1 otherwise */
     tvbuff_t *raw_tvb;          /* optional: the uncompressed payload (for -z p2pc,payloads) */
+    /* Filled by p2pc_record_add(), in the tap's copy only: that copy points into no tvb (the
+       tvb of a PDU not drawn is freed before the tap runs, libp2p/engine.c).  raw_tvb's bytes
+       when a p2pc,payloads listener wants them (p2pc_record_want_raw), else NULL. */
+    const guint8 *raw_bytes;
+    guint raw_bytes_len;
     const char *reason;         /* msg_type "undecoded": why, when it is a bound ("bound": a
                                    decompression ratio or the capture's budget; NULL otherwise) */
     /* How the framing cut the message up (0 / -1 where there is no such framing). */
@@ -43,10 +48,28 @@ typedef struct {
     nstime_t abs_ts;
 } p2pc_record_t;
 
+/* What the "p2pc" tap (and "p2pc_spec") carries: everything one frame queued, in order, as
+ * one tap item.  Wireshark's tap queue holds at most 5,000 items a frame (tap.c) and drops the
+ * rest with a warning; a segment of a decompressed stream can complete many more messages. */
+typedef struct {
+    wmem_array_t *items;        /* const void * each: a p2pc_record_t, a p2pc_spec_hit_t */
+} p2pc_batch_t;
+
+#define P2PC_BATCH_COUNT(b) wmem_array_get_count(((const p2pc_batch_t *)(b))->items)
+#define P2PC_BATCH_ITEM(b, i) (*(const void **)wmem_array_index(((const p2pc_batch_t *)(b))->items, (i)))
+
+/* Queue `item` on `tap` in this frame's batch for it (`key`: the batch's own, one per tap). */
+void p2pc_batch_queue(int tap, guint32 key, packet_info *pinfo, const void *item);
+#define P2PC_BATCH_RECORDS 1
+#define P2PC_BATCH_SPEC 2
+
 /* Add the `p2pc` subtree under `tree` (covering tvb[offset, offset+len)) and queue the tap
  * record.  Strings must outlive the packet (static, or wmem_file_scope / pinfo->pool). */
 proto_item *p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo,
                             proto_tree *tree, const p2pc_record_t *rec);
+
+/* Called by the p2pc,payloads listener: the tap's copies carry their raw_tvb's bytes. */
+void p2pc_record_want_raw(void);
 
 /* Set a record's defaults: codec "none", batch_count 1, mux_stream -1. */
 void p2pc_record_init(p2pc_record_t *rec, const char *proto, const char *msg_type);

@@ -10,6 +10,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/spec.h"
+#include "core/record.h"
 
 #include <epan/expert.h>
 
@@ -96,7 +97,7 @@ p2pc_spec(packet_info *pinfo, proto_item *item, p2pc_spec_t check, const char *f
     }
     hit->frame = pinfo->num;
     hit->check = checks[check].name;
-    tap_queue_packet(spec_tap, pinfo, hit);
+    p2pc_batch_queue(spec_tap, P2PC_BATCH_SPEC, pinfo, hit);
 }
 
 void

@@ -42,12 +42,14 @@ static tap_packet_status
 p2pc_stats_tree_packet(stats_tree *st, packet_info *pinfo, epan_dissect_t *edt,
                        const void *p, tap_flags_t flags)
 {
-    const p2pc_record_t *r = (const p2pc_record_t *)p;
-    /* stats_tree counters are 32-bit: exact 64-bit totals are in -z p2pc,records. */
-    stats_add(st, st_node_messages, st_messages, r, 1);
-    stats_add(st, st_node_wire, st_wire, r, (gint)MIN(r->wire_len, G_MAXINT));
-    stats_add(st, st_node_payload, st_payload, r, (gint)MIN(r->payload_len, G_MAXINT));
-    stats_add(st, st_node_raw, st_raw, r, (gint)MIN(r->raw_len, G_MAXINT));
+    for (guint i = 0; i < P2PC_BATCH_COUNT(p); i++) {
+        const p2pc_record_t *r = (const p2pc_record_t *)P2PC_BATCH_ITEM(p, i);
+        /* stats_tree counters are 32-bit: exact 64-bit totals are in -z p2pc,records. */
+        stats_add(st, st_node_messages, st_messages, r, 1);
+        stats_add(st, st_node_wire, st_wire, r, (gint)MIN(r->wire_len, G_MAXINT));
+        stats_add(st, st_node_payload, st_payload, r, (gint)MIN(r->payload_len, G_MAXINT));
+        stats_add(st, st_node_raw, st_raw, r, (gint)MIN(r->raw_len, G_MAXINT));
+    }
     return TAP_PACKET_REDRAW;
 }
 
