@@ -223,9 +223,12 @@ class Case:
     ports: tuple[int, int]
     path: Path | None = None
     payload_bytes: int = 0
+    segment: int = 0            # its own segment size, else by kind
 
     @property
     def mss(self) -> int:
+        if self.segment:
+            return self.segment
         # Floods in Ethernet-sized segments: a 16 KB segment of 500 Bitcoin messages trips
         # Wireshark's own layer limit (packet.c "saved_layers_len < prefs.gui_max_tree_depth"),
         # stock tshark too, before p2pc's flood handling is reached.
@@ -704,6 +707,26 @@ def comp_flood() -> list[tuple[str, bytes]]:
     return out
 
 
+def comp_frames() -> list[tuple[str, bytes]]:
+    # Two gzip segments of ~60 KB, each inflating to 1,000,000 muxer frames (12 MB, ~190:1,
+    # under the ratio bound): window updates and empty data frames, and in the first a quarter
+    # one-byte data frames: 250,000 bytes on a ping stream (within its 256 KiB window), 7,812
+    # pings in one frame.
+    rng = random.Random(7007)
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    out = [("a", MS + ms("/compression/gzip")), ("b", MS + ms("/compression/gzip")),
+           ("a", GZIP_HDR + c.compress(muxer_start(ystream(1, "/ipfs/ping/1.0.0"))) + c.flush(zlib.Z_SYNC_FLUSH))]
+    for seg in range(2):
+        unit = bytearray()
+        for i in range(1_000_000):
+            if i % 200 == 1:
+                unit += yamux(0, 1, type_=1, length=rng.getrandbits(16))
+            else:
+                unit += yamux(0, 1, b"\0") if seg == 0 and i % 4 == 0 else EMPTY_YAMUX
+        out.append(("a", c.compress(bytes(unit)) + c.flush(zlib.Z_SYNC_FLUSH)))
+    return out
+
+
 def comp_nest() -> list[tuple[str, bytes]]:
     """Compression negotiated again inside the decompressed stream, 60 levels, gzip and brotli
     in turn, with yamux-in-yamux at the bottom."""
@@ -794,6 +817,8 @@ def cases() -> list[Case]:
         Case("bomb-comp-brotli", "compression", "bomb", "brotli: 1 GiB of empty yamux frames in ~5 KB", comp_bomb_brotli,
              LIBP2P_PORTS),
         Case("flood-comp", "compression", "flood", "3,000 gzip flush units, one segment each", comp_flood, LIBP2P_PORTS),
+        Case("bomb-comp-frames", "compression", "bomb", "2 gzip segments of 1,000,000 muxer frames each (12 MB, ~190:1)",
+             comp_frames, LIBP2P_PORTS, segment=65000),
         Case("nest-comp", "compression", "nest", "gzip and brotli negotiated inside each other 60 levels, 50 of yamux under",
              comp_nest, LIBP2P_PORTS),
         Case("varint-comp", "compression", "varint", "uvarints inside the gzip stream; a gzip header whose FEXTRA claims 64 KiB",

@@ -354,6 +354,7 @@ typedef struct item {
 typedef struct {
     item_t *first;
     item_t *last;
+    item_t *spare;              /* not kept: the one item each PDU reuses, run at once */
 } feed_t;
 
 static expert_field ei_undecoded = EI_INIT;
@@ -369,29 +370,55 @@ typedef struct {
 } frame_slot_t;
 
 #define KEY_FRAME_SLOTS 0       /* wmem_array_t of frame_slot_t, file scope */
-#define KEY_CALLS       1       /* wmem_map_t pipe id -> calls so far, packet scope */
+#define KEY_CALLS       1       /* calls_t, packet scope */
 #define KEY_DRAWN       4       /* PDUs drawn in this dissection of the frame, packet scope */
+
+/* This dissection's calls so far: per pipe, and in all.  A frame's calls come in the same
+ * order each time it is dissected, so the n-th call's slot is the n-th slot made: looked up
+ * where it should be first, so a frame of a million calls is not a million scans. */
+typedef struct {
+    wmem_map_t *per_pipe;       /* pipe id -> calls so far */
+    guint all;
+} calls_t;
+
+static frame_slot_t *
+find_slot(wmem_array_t *slots, guint hint, guint32 pipe_id, guint32 call)
+{
+    guint n = slots ? wmem_array_get_count(slots) : 0;
+    frame_slot_t *s = hint < n ? (frame_slot_t *)wmem_array_index(slots, hint) : NULL;
+
+    if (s && s->pipe_id == pipe_id && s->call == call)
+        return s;
+    for (guint i = 0; i < n; i++) {
+        s = (frame_slot_t *)wmem_array_index(slots, i);
+        if (s->pipe_id == pipe_id && s->call == call)
+            return s;
+    }
+    return NULL;
+}
 
 void *
 l2p_frame_slot(packet_info *pinfo, l2p_pipe_t *pipe, size_t size, gboolean *replay)
 {
     wmem_array_t *slots = (wmem_array_t *)p_get_proto_data(wmem_file_scope(), pinfo, l2p_proto, KEY_FRAME_SLOTS);
-    wmem_map_t *calls = (wmem_map_t *)p_get_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_CALLS);
-    frame_slot_t slot;
+    calls_t *calls = (calls_t *)p_get_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_CALLS);
+    frame_slot_t slot, *found;
     guint32 call;
 
     if (!calls) {
-        calls = wmem_map_new(pinfo->pool, g_direct_hash, g_direct_equal);
+        calls = wmem_new0(pinfo->pool, calls_t);
+        calls->per_pipe = wmem_map_new(pinfo->pool, g_direct_hash, g_direct_equal);
         p_add_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_CALLS, calls);
     }
-    call = GPOINTER_TO_UINT(wmem_map_lookup(calls, GUINT_TO_POINTER(pipe->id)));
-    wmem_map_insert(calls, GUINT_TO_POINTER(pipe->id), GUINT_TO_POINTER(call + 1));
-    for (guint i = 0; slots && i < wmem_array_get_count(slots); i++) {
-        frame_slot_t *s = (frame_slot_t *)wmem_array_index(slots, i);
-        if (s->pipe_id == pipe->id && s->call == call) {
-            *replay = TRUE;
-            return s->state;
-        }
+    call = GPOINTER_TO_UINT(wmem_map_lookup(calls->per_pipe, GUINT_TO_POINTER(pipe->id)));
+    wmem_map_insert(calls->per_pipe, GUINT_TO_POINTER(pipe->id), GUINT_TO_POINTER(call + 1));
+    /* On the first dissection there is no slot past those this one made. */
+    found = slots && calls->all < wmem_array_get_count(slots) ?
+            find_slot(slots, calls->all, pipe->id, call) : NULL;
+    calls->all++;
+    if (found) {
+        *replay = TRUE;
+        return found->state;
     }
     *replay = PINFO_FD_VISITED(pinfo);
     if (*replay)
@@ -435,6 +462,8 @@ undecoded(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint len)
     return ti;
 }
 
+/* The tvb of item `it` (its first PDU), a child of `tvb`; reassembled bytes are a data source
+ * of their own. */
 static tvbuff_t *
 item_tvb(tvbuff_t *tvb, packet_info *pinfo, l2p_pipe_t *pipe, item_t *it)
 {
@@ -473,32 +502,66 @@ drawn(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
     return NULL;
 }
 
+/* The tvb of PDU i of item `it`.  A drawn PDU's is a child of `tvb`: the tree points into it,
+ * so it lives as long as the frame.  One not drawn gets a tvb of its own over the same bytes
+ * (no copy), which run_pdu() frees with every tvb made from it once the PDU is done. */
+static tvbuff_t *
+pdu_tvb(tvbuff_t *tvb, packet_info *pinfo, l2p_pipe_t *pipe, item_t *it, guint32 i, gboolean shown)
+{
+    guint len = i == 0 && it->off >= 0 ? it->shown : it->len;
+    const guint8 *p;
+
+    if (shown)
+        return i == 0 ? item_tvb(tvb, pinfo, pipe, it) :
+               tvb_new_subset_length(tvb, it->off + (gint)(i * it->len), it->len);
+    p = it->off < 0 ? it->data : tvb_get_ptr(tvb, it->off + (gint)(i * it->len), len);
+    return tvb_new_real_data(p, len, len);
+}
+
+/* PDU i of item `it`.  A segment of a decompressed stream can carry a million muxer frames:
+ * the tvbs of the PDUs not drawn (a few each, about 100 bytes apiece) would otherwise all live
+ * until the frame ends.  Nothing may point into them once freed: records keep no tvb
+ * (core/record.h), and the data sources the PDU's dissection added, never shown, go. */
+static void
+run_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, item_t *it, guint32 i,
+        l2p_pdu_fn pdu_fn)
+{
+    l2p_pdu_t later = { it->pdu.index + i, 0, 1, FALSE, NULL };
+    l2p_pdu_t *volatile pdu = i == 0 ? &it->pdu : &later;
+    proto_tree *volatile pt_tree = drawn(tvb, pinfo, tree);
+    GSList *volatile sources = g_slist_last(pinfo->data_src);
+    tvbuff_t *volatile pt = pdu_tvb(tvb, pinfo, pipe, it, i, pt_tree != NULL);
+
+    /* One PDU's exception must not stop the PDUs after it, nor the pipe's bookkeeping. */
+    TRY {
+        pdu_fn(pt, pinfo, pt_tree, pipe, pdu);
+    }
+    CATCH_NONFATAL_ERRORS {
+        show_exception(pt_tree ? pt : tvb, pinfo, pt_tree, EXCEPT_CODE, GET_MESSAGE);
+    }
+    FINALLY {
+        if (!pt_tree) {
+            while (sources ? sources->next : pinfo->data_src)
+                remove_last_data_source(pinfo);
+            tvb_free_chain(pt);
+        }
+    }
+    ENDTRY;
+}
+
 static void
 run_item(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, item_t *it, l2p_pdu_fn pdu_fn)
 {
-    tvbuff_t *volatile t = item_tvb(tvb, pinfo, pipe, it);
     switch (it->kind) {
     case IT_PDU:
-        for (guint32 i = 0; i < it->count; i++) {
-            l2p_pdu_t later = { it->pdu.index + i, 0, 1, FALSE, NULL };
-            l2p_pdu_t *volatile pdu = i == 0 ? &it->pdu : &later;
-            tvbuff_t *volatile pt = i == 0 ? t : tvb_new_subset_length(tvb, it->off + (gint)(i * it->len), it->len);
-            proto_tree *volatile pt_tree = drawn(pt, pinfo, tree);
-            /* One PDU's exception must not stop the PDUs after it, nor the pipe's bookkeeping. */
-            TRY {
-                pdu_fn(pt, pinfo, pt_tree, pipe, pdu);
-            }
-            CATCH_NONFATAL_ERRORS {
-                show_exception(pt, pinfo, tree, EXCEPT_CODE, GET_MESSAGE);
-            }
-            ENDTRY;
-        }
+        for (guint32 i = 0; i < it->count; i++)
+            run_pdu(tvb, pinfo, tree, pipe, it, i, pdu_fn);
         break;
     case IT_FORWARD:
-        l2p_pipe_call(it->to, t, pinfo, tree, it->fin);
+        l2p_pipe_call(it->to, item_tvb(tvb, pinfo, pipe, it), pinfo, tree, it->fin);
         break;
     case IT_UNDECODED: {
-        proto_item *ti = undecoded(t, pinfo, tree, it->len);
+        proto_item *ti = undecoded(item_tvb(tvb, pinfo, pipe, it), pinfo, tree, it->len);
         if (pipe->depth > L2P_MAX_DEPTH)
             expert_add_info_format(pinfo, ti, &ei_depth, "%u bytes of a layer nested %u deep (p2pc "
                                    "decodes %u): counted as undecoded", it->len, pipe->depth, L2P_MAX_DEPTH);
@@ -525,7 +588,8 @@ static item_t *
 add_item(packet_info *pinfo, wmem_allocator_t *scope, feed_t *f, item_kind_t kind,
          const guint8 *fresh, guint fresh_len, const guint8 *p, guint len)
 {
-    item_t *it = wmem_new0(scope, item_t);
+    item_t *it = f->spare ? f->spare : wmem_new(scope, item_t);
+    memset(it, 0, sizeof *it);
     it->kind = kind;
     it->len = len;
     it->count = 1;
@@ -542,6 +606,8 @@ add_item(packet_info *pinfo, wmem_allocator_t *scope, feed_t *f, item_kind_t kin
         it->shown = fresh && p + len > fresh ? (guint)(p + len - fresh) : 0;
     } else
         it->data = (guint8 *)wmem_memdup(scope, p, len);
+    if (f->spare)
+        return it;  /* run at once and forgotten: a list of a million muxer frames would be */
     p2pc_replay_charge(pinfo, sizeof(item_t) + (it->data ? len : 0));
     if (f->last)
         f->last->next = it;
@@ -597,8 +663,13 @@ void
 l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
                  l2p_len_fn len_fn, l2p_pdu_fn pdu_fn)
 {
-    gboolean replay;
-    feed_t *f = (feed_t *)l2p_frame_slot(pinfo, pipe, sizeof(feed_t), &replay);
+    gboolean replay = FALSE;
+    item_t spare;
+    /* Kept for no later pass: the feed, and the one item each PDU reuses, are this call's (a
+     * pool allocation per muxer frame would last as long as the frame). */
+    feed_t once = { NULL, NULL, &spare };
+    feed_t *f = PINFO_FD_VISITED(pinfo) || p2pc_keep_replay(pinfo) ?
+                (feed_t *)l2p_frame_slot(pinfo, pipe, sizeof(feed_t), &replay) : &once;
     wmem_allocator_t *scope = p2pc_replay_scope(pinfo);
     guint inlen = tvb_captured_length(tvb);
     const guint8 *in = inlen ? tvb_get_ptr(tvb, 0, inlen) : NULL;
