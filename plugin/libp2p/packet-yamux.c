@@ -23,7 +23,8 @@
  *
  * Conformance checks (core/spec.h, p2pc.spec.yamux.*): a header of another version, or a Data
  * frame over its stream's window, where the framing breaks (the engine raises them on the
- * undecoded bytes); and, on frames it cuts, undefined flags, stream 0 misused, a SYN of the
+ * undecoded bytes); and, on frames it cuts (none from a boundary it guessed, after a hole or
+ * bytes it could not frame, until a frame of an open stream confirms it), undefined flags, stream 0 misused, a SYN of the
  * other side's parity (when a fact stronger than the muxer says who dialed), a second SYN, an
  * ACK from the opener, data after the sender's own FIN, an undefined Go Away code.
  *
@@ -67,6 +68,10 @@ static dissector_handle_t yamux_handle;
 /* Both directions of a connection share the stream table. */
 typedef struct {
     wmem_map_t *streams;        /* stream id -> yamux_stream_t, while open (first pass) */
+    /* Per direction: framing resumed at a boundary it guessed (after bytes it could not frame,
+     * or a hole), so the frames cut may be bytes of a frame; no conformance check until a frame
+     * of a stream already open (no SYN) confirms the boundary. */
+    gboolean guessing[2];
 } yamux_conn_t;
 
 typedef struct {
@@ -142,6 +147,7 @@ resync(l2p_pipe_t *pipe, yamux_conn_t *yc, const guint8 *p, guint avail)
         if (plausible_header(yc, pipe->dir, p + k))
             break;
     pipe->skip = k + 12 <= avail ? k : avail - 11;
+    yc->guessing[pipe->dir] = TRUE;
     return -1;
 }
 
@@ -194,9 +200,10 @@ yamux_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
         if (!plausible_header(yc, pipe->dir, p))
             return resync(pipe, yc, p, avail);
         pipe->resync = FALSE;
+        yc->guessing[pipe->dir] = TRUE;
     }
     if (p[0] != 0 || p[1] > 3) {
-        if (p[0] != 0)
+        if (p[0] != 0 && !yc->guessing[pipe->dir])
             pipe->broke = P2PC_SPEC_BIT(P2PC_SPEC_YAMUX_VERSION);
         return resync(pipe, yc, p, avail);
     }
@@ -205,7 +212,8 @@ yamux_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
         return 12;
     ys = find_stream(yc, pntohu32(p + 4));
     if (ys && ys->windowed && len > ys->window[pipe->dir]) {
-        pipe->broke = P2PC_SPEC_BIT(P2PC_SPEC_YAMUX_WINDOW);
+        if (!yc->guessing[pipe->dir])
+            pipe->broke = P2PC_SPEC_BIT(P2PC_SPEC_YAMUX_WINDOW);
         return resync(pipe, yc, p, avail);  /* more than flow control lets the sender send */
     }
     if (len > L2P_MAX_PDU)
@@ -268,6 +276,11 @@ frame_checks(const l2p_pipe_t *pipe, yamux_conn_t *yc, guint8 type, guint16 flag
     const yamux_stream_t *ys = find_stream(yc, id);
     guint64 broke = 0;
 
+    if (yc->guessing[pipe->dir]) {
+        if (!ys || id == 0 || type > YAMUX_TYPE_WINDOW || (flags & YAMUX_FLAG_SYN))
+            return 0;
+        yc->guessing[pipe->dir] = FALSE;
+    }
     if (flags & ~YAMUX_FLAGS)
         broke |= P2PC_SPEC_BIT(P2PC_SPEC_YAMUX_FLAGS);
     if ((type <= YAMUX_TYPE_WINDOW) == (id == 0))
