@@ -275,7 +275,8 @@ def interop_sent(name: str) -> list[dict]:
     carry its bytes, and its header bytes.  A message's header is its own bytes around the
     Snappy ones (eth2: uvarint length, result byte, context; gossip: the RPC around the data)
     and a yamux header (12 bytes, yamux spec "Framing") for every Data frame that starts after
-    the stream's previous message ended, up to the message's end."""
+    the stream's previous message (or gossipsub RPC) ended, up to the message's end.  Framed
+    Snappy chunks: one per 65,536 bytes of SSZ (framing_format.txt 4.2)."""
     t = interop_truth(name)
     conns = tcp_directions(str(INTEROP / f"{name}.pcapng"))
     out = []
@@ -295,8 +296,8 @@ def interop_sent(name: str) -> list[dict]:
                     start = p + n
                 prev, end, codec = start, p + n, "snappy"
             else:
-                name_ = f"/eth2/beacon_chain/req/{m['protocol']}/ssz_snappy".encode()
-                sid, (data, frames) = next((s, v) for s, v in streams.items() if v[0][:100].find(name_) > 0)
+                proto_id = f"/eth2/beacon_chain/req/{m['protocol']}/ssz_snappy".encode()
+                sid, (data, frames) = next((s, v) for s, v in streams.items() if v[0][:100].find(proto_id) > 0)
                 prev = ends.get(sid, 0)
                 start = ends.get(sid) or after_multistream(data)
                 p = start + (1 + 4 * ("context" in m) if m["kind"] == "response" else 0)
@@ -314,6 +315,7 @@ def expected_diff(a: str, b: str) -> tuple[list[dict], list[tuple[str, dict]]]:
     """What diff must report of cells a and b, from the truth and the captures' bytes: the
     pairs (one message of each side with the same type and SSZ sha256, in order), each with the
     columns whose values differ, and the messages left over, with their side."""
+    cols = ("codec", "wire", "payload", "raw", "header", "frames", "chunks")
     waiting: dict = defaultdict(deque)
     for m in interop_sent(b):
         waiting[(m["msg_type"], m["sha256"])].append(m)
@@ -321,7 +323,6 @@ def expected_diff(a: str, b: str) -> tuple[list[dict], list[tuple[str, dict]]]:
     for x in interop_sent(a):
         if waiting[(x["msg_type"], x["sha256"])]:
             y = waiting[(x["msg_type"], x["sha256"])].popleft()
-            cols = ("codec", "wire", "payload", "raw", "header", "frames", "chunks")
             pairs.append({"msg_type": x["msg_type"], "sha256": x["sha256"],
                           **{f"a_{c}": x[c] for c in cols}, **{f"b_{c}": y[c] for c in cols},
                           "differs": {c for c in cols if x[c] != y[c]}})
