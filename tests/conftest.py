@@ -57,6 +57,13 @@ CAPTURES = REPO / "captures"
 DATA = CAPTURES / "data"
 
 
+def spec_checks() -> list[str]:
+    """The conformance checks' filter names, from their table in plugin/core/spec.c
+    ([P2PC_SPEC_X] = { "p2pc.spec.x", ... }), in its order."""
+    import re
+    return re.findall(r'\[P2PC_SPEC_\w+\] = \{\s*"([^"]+)"', (REPO / "plugin/core/spec.c").read_text())
+
+
 def dialer_listener(truth: dict) -> tuple[str, str]:
     """A generator truth file's (dialer, listener) addresses; captures made before the generator
     named them had A dial.  The dialer's identity is always seed "a", the listener's seed "b"."""

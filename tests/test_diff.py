@@ -1,8 +1,11 @@
 """p2pc diff (interop debugging, #28) and compare's refusals.  eth2-yamux and eth2-mplex are one
 go-libp2p workload over two muxers: their truth files differ in the muxer and in the gossip
 (two blocks over yamux, one over mplex), so every difference diff reports must be one of those,
-or one the capture's own bytes show.  Expected values come from the truth files, the source
-blocks (captures/data/ethereum), the muxer specs and the capture read with dpkt."""
+or one the capture's own bytes show.  The interop matrix's cells (captures/interop/) are the
+same eth2 workload between two different real stacks: there every difference diff reports of
+two cells must be one the peers' own truth files or the captures' yamux frames show.  Expected
+values come from the truth files, the source blocks (captures/data/ethereum), the muxer specs
+and the capture read with dpkt."""
 from __future__ import annotations
 
 import csv
@@ -12,12 +15,14 @@ import json
 import math
 import struct
 import subprocess
+from collections import Counter, defaultdict, deque
 
 import dpkt
 import pytest
 
-from conftest import CAPTURES, DATA, REPO
+from conftest import CAPTURES, DATA, REPO, dialer_listener
 from conftest import run_p2pc as p2pc
+from test_interop import INTEROP, NAMES as INTEROP_NAMES, keys as interop_keys, sent, truth as interop_truth
 
 ETH2 = CAPTURES / "eth2"
 YAMUX, MPLEX = str(ETH2 / "eth2-yamux.pcapng"), str(ETH2 / "eth2-mplex.pcapng")
@@ -46,17 +51,18 @@ def section(rep: dict, name: str) -> list[dict]:
 
 
 def tcp_segments(capture: str):
-    """(frame number, src, sport, dst, dport, flags, payload) of each TCP segment, read by dpkt."""
+    """(frame number, src, sport, dst, dport, flags, seq, payload) of each TCP segment, read by dpkt."""
     with open(capture, "rb") as f:
         for n, (_, buf) in enumerate(dpkt.pcapng.Reader(f), 1):
             ip = dpkt.ethernet.Ethernet(buf).data
             if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, dpkt.tcp.TCP):
                 t = ip.data
-                yield n, dpkt.utils.inet_to_str(ip.src), t.sport, dpkt.utils.inet_to_str(ip.dst), t.dport, t.flags, t.data
+                yield (n, dpkt.utils.inet_to_str(ip.src), t.sport, dpkt.utils.inet_to_str(ip.dst), t.dport,
+                       t.flags, t.seq, t.data)
 
 
 def dialer_port(capture: str) -> int:
-    return next(sp for _, _, sp, _, _, flags, _ in tcp_segments(capture)
+    return next(sp for _, _, sp, _, _, flags, _, _ in tcp_segments(capture)
                 if flags & dpkt.tcp.TH_SYN and not flags & dpkt.tcp.TH_ACK)
 
 
@@ -192,3 +198,238 @@ def test_compare_refuses_what_is_not_off_and_on(baseline, compressed, words):
     res = p2pc("compare", str(CAPTURES / f"{baseline}.pcapng"), str(CAPTURES / f"{compressed}.pcapng"))
     assert res.returncode == 2 and res.stdout == "", res.stderr
     assert len(res.stderr.strip().splitlines()) == 1 and all(w in res.stderr for w in words), res.stderr
+
+
+# Two different real stacks (the interop matrix, captures/interop/): the same eth2 workload,
+# each peer's own account of what it sent in the cell's truth file.  The plaintext cells, whose
+# yamux frames this test reads from the capture's bytes itself.
+INTEROP_PAIRS = [
+    # go-libp2p dials both; the responses are js-libp2p's against rust-libp2p's.
+    ("interop-go-js-plaintext-yamux", "interop-go-rust-plaintext-yamux"),
+    # go-libp2p listens in both; the requests and the gossip are js-libp2p's against rust-libp2p's.
+    ("interop-js-go-plaintext-yamux-lf", "interop-rust-go-plaintext-yamux-lf"),
+    # Every message from go-libp2p in A is js-libp2p's in B, and the other way round.
+    ("interop-go-js-plaintext-yamux", "interop-js-go-plaintext-yamux-lf"),
+]
+ETH2_ONLY = ["-Y", 'p2pc.proto=="eth2"']    # identify is no part of the truth: each stack its own
+
+
+def tcp_directions(capture: str) -> dict[tuple[str, int], bytes]:
+    """Each TCP direction's bytes, (src, sport) -> payload in sequence order, each byte once."""
+    isn: dict = {}
+    segs: dict = defaultdict(dict)
+    for _, src, sport, _, _, flags, seq, data in tcp_segments(capture):
+        if flags & dpkt.tcp.TH_SYN:
+            isn[(src, sport)] = seq + 1
+        elif data:
+            segs[(src, sport)][seq] = data
+    out = {}
+    for key, by_seq in segs.items():
+        buf = bytearray()
+        for seq in sorted(by_seq, key=lambda s: (s - isn[key]) % 2**32):
+            off = (seq - isn[key]) % 2**32
+            buf += by_seq[seq][len(buf) - off:] if off + len(by_seq[seq]) > len(buf) else b""
+        out[key] = bytes(buf)
+    return out
+
+
+def read_uvarint(buf: bytes, p: int) -> tuple[int, int]:
+    """The uvarint at buf[p] and the offset after it."""
+    n = shift = 0
+    while buf[p] & 0x80:
+        n |= (buf[p] & 0x7F) << shift
+        p, shift = p + 1, shift + 7
+    return n | buf[p] << shift, p + 1
+
+
+def yamux_streams(direction: bytes) -> dict[int, tuple[bytes, list[tuple[int, int]]]]:
+    """A connection direction's yamux streams (after the "/yamux/1.0.0" of multistream-select):
+    stream id -> (the bytes its Data frames carry, (offset, length) of each non-empty one)."""
+    p = direction.index(b"\x0d/yamux/1.0.0\n") + 14
+    streams: dict = {}
+    while p + 12 <= len(direction):
+        version, kind, _, sid, length = struct.unpack(">BBHII", direction[p:p + 12])
+        assert version == 0
+        p += 12
+        if kind == 0 and length:
+            data, frames = streams.setdefault(sid, (bytearray(), []))
+            frames.append((len(data), length))
+            data += direction[p:p + length]
+            p += length
+    return {sid: (bytes(d), f) for sid, (d, f) in streams.items()}
+
+
+def after_multistream(data: bytes) -> int:
+    """Past a muxed stream's multistream-select: its header and protocol, each a uvarint length
+    and the bytes (both sides send two: the proposal, or the echo)."""
+    p = 0
+    for _ in range(2):
+        n, p = read_uvarint(data, p)
+        p += n
+    return p
+
+
+def interop_sent(name: str) -> list[dict]:
+    """What each peer of a plaintext yamux cell says it sent (the truth: type, SSZ length and
+    sha256, Snappy bytes), with what the capture's bytes show of it: the yamux Data frames that
+    carry its bytes, and its header bytes.  A message's header is its own bytes around the
+    Snappy ones (eth2: uvarint length, result byte, context; gossip: the RPC around the data)
+    and a yamux header (12 bytes, yamux spec "Framing") for every Data frame that starts after
+    the stream's previous message (or gossipsub RPC) ended, up to the message's end.  Framed
+    Snappy chunks: one per 65,536 bytes of SSZ (framing_format.txt 4.2)."""
+    t = interop_truth(name)
+    conns = tcp_directions(str(INTEROP / f"{name}.pcapng"))
+    out = []
+    for role, addr in zip(("dialer", "listener"), dialer_listener(t)):
+        streams = yamux_streams(next(b for (src, _), b in conns.items() if src == addr))
+        ends: dict = {}
+        for m, (mtype, raw, payload, sha) in zip([m for m in t["peers"][role]["messages"] if m["dir"] == "sent"],
+                                                 sent(t["peers"][role])):
+            if m["kind"] == "gossip":
+                sid, (data, frames) = next((s, v) for s, v in streams.items()
+                                           if v[0][:40].find(b"/meshsub/") > 0 and len(v[0]) > payload)
+                start = after_multistream(data)
+                while True:                     # the RPC that carries the message
+                    n, p = read_uvarint(data, start)
+                    if n >= payload:
+                        break
+                    start = p + n
+                prev, end, codec = start, p + n, "snappy"
+            else:
+                proto_id = f"/eth2/beacon_chain/req/{m['protocol']}/ssz_snappy".encode()
+                sid, (data, frames) = next((s, v) for s, v in streams.items() if v[0][:100].find(proto_id) > 0)
+                prev = ends.get(sid, 0)
+                start = ends.get(sid) or after_multistream(data)
+                p = start + (1 + 4 * ("context" in m) if m["kind"] == "response" else 0)
+                end = read_uvarint(data, p)[1] + payload
+                ends[sid], codec = end, "snappy-framed"
+            header = end - start - payload + 12 * sum(1 for off, _ in frames if prev <= off < end)
+            out.append({"msg_type": mtype, "sha256": sha, "codec": codec, "raw": raw, "payload": payload,
+                        "header": header, "wire": payload + header,
+                        "frames": sum(1 for off, n in frames if off < end and off + n > start),
+                        "chunks": math.ceil(raw / SNAPPY_CHUNK) if codec == "snappy-framed" else 0})
+    return out
+
+
+def expected_diff(a: str, b: str) -> tuple[list[dict], list[tuple[str, dict]]]:
+    """What diff must report of cells a and b, from the truth and the captures' bytes: the
+    pairs (one message of each side with the same type and SSZ sha256, in order), each with the
+    columns whose values differ, and the messages left over, with their side."""
+    cols = ("codec", "wire", "payload", "raw", "header", "frames", "chunks")
+    waiting: dict = defaultdict(deque)
+    for m in interop_sent(b):
+        waiting[(m["msg_type"], m["sha256"])].append(m)
+    pairs, only = [], []
+    for x in interop_sent(a):
+        if waiting[(x["msg_type"], x["sha256"])]:
+            y = waiting[(x["msg_type"], x["sha256"])].popleft()
+            pairs.append({"msg_type": x["msg_type"], "sha256": x["sha256"],
+                          **{f"a_{c}": x[c] for c in cols}, **{f"b_{c}": y[c] for c in cols},
+                          "differs": {c for c in cols if x[c] != y[c]}})
+        else:
+            only.append(("A", x))
+    only += [("B", y) for q in waiting.values() for y in q]
+    return pairs, only
+
+
+def test_the_js_snappy_encoder_frames_the_block_774_bytes_smaller():
+    """The figure docs/interop.md gives, from the peers' own accounts: the 859,343-byte block
+    as framed Snappy (by range) and as a Snappy block (gossip), by each stack's encoder."""
+    framed, block = defaultdict(set), defaultdict(set)
+    for name in INTEROP_NAMES:
+        t = interop_truth(name)
+        for role in ("dialer", "listener"):
+            for m in t["peers"][role]["messages"]:
+                if m["dir"] == "sent" and m["ssz_len"] == 859343:
+                    (block if m["kind"] == "gossip" else framed)[t[role]["stack"]].add(
+                        m["data_len"] if m["kind"] == "gossip" else m["framed_len"])
+    assert framed == {"go-libp2p": {440541}, "rust-libp2p": {440541}, "js-libp2p": {439767}}
+    assert block == {"go-libp2p": {440381}, "rust-libp2p": {440381}, "js-libp2p": {439607}}
+
+
+@pytest.mark.parametrize("a,b", INTEROP_PAIRS, ids=[f"{a}-vs-{b}" for a, b in INTEROP_PAIRS])
+def test_two_stacks_differ_where_their_truth_says(a, b):
+    """Every difference diff reports of two stacks' cells is one the truth (what each peer
+    says it sent) or the capture's own yamux frames show; every matched pair is one message of
+    each side with the same type and SSZ sha256; what it reports is what they say, column by
+    column."""
+    rc, rep = diff_json(str(INTEROP / f"{a}.pcapng"), str(INTEROP / f"{b}.pcapng"), *ETH2_ONLY)
+    pairs, only = expected_diff(a, b)
+    cols = [k for k in pairs[0] if k != "differs"]
+    got = section(rep, "messages")
+    assert sorted((tuple(r[k] for k in cols), set(r["differs"].split())) for r in got) == \
+        sorted((tuple(p[k] for k in cols), p["differs"]) for p in pairs)
+    assert sorted((r["side"], r["msg_type"], r["sha256"], r["payload"]) for r in section(rep, "unmatched")) == \
+        sorted((s, m["msg_type"], m["sha256"], m["payload"]) for s, m in only)
+    kinds = Counter(c for p in pairs for c in p["differs"])
+    assert {r["difference"]: r["messages"] for r in section(rep, "differences")} == \
+        {**{f"{c} differs": n for c, n in kinds.items()},
+         **{f"only in {s}": n for s, n in Counter(s for s, _ in only).items()}}
+    assert rc == (DIFFER if kinds or only else 0) and rep["equivalent"] == (rc == 0)
+    # The stacks' Snappy encoders on the same content: the block, 774 bytes apart.
+    block = [p for p in pairs if p["a_raw"] == 859343 and "payload" in p["differs"]]
+    assert block and all(abs(p["a_payload"] - p["b_payload"]) == 774 for p in block)
+    assert section(rep, "conformance") == []
+
+
+@pytest.mark.parametrize("name", INTEROP_NAMES)
+def test_an_interop_cell_against_itself_is_equivalent(tshark, name):
+    res = p2pc("diff", str(INTEROP / f"{name}.pcapng"), str(INTEROP / f"{name}.pcapng"),
+               *interop_keys(tshark, name), "--format", "json")
+    assert res.returncode == 0, res.stderr
+    rep = json.loads(res.stdout)
+    assert rep["equivalent"] and section(rep, "differences") == [] and section(rep, "unmatched") == []
+    # Every eth2 message a peer says it sent is a pair, by its sha256.
+    t = interop_truth(name)
+    assert Counter(r["sha256"] for r in section(rep, "messages") if r["proto"] == "eth2") == \
+        Counter(sha for role in ("dialer", "listener") for *_, sha in sent(t["peers"][role]))
+
+
+def test_two_stacks_in_one_capture(tmp_path):
+    """Two cells merged into one capture, each side chosen by its dialer's port (--a, --b):
+    the same diff as of the two files."""
+    a, b = (str(INTEROP / f"{n}.pcapng") for n in INTEROP_PAIRS[0])
+    both = str(tmp_path / "both.pcapng")
+    subprocess.run(["mergecap", "-w", both, a, b], check=True)
+    rc, rep = diff_json(both, "--a", f"tcp.port=={dialer_port(a)}", "--b", f"tcp.port=={dialer_port(b)}",
+                        *ETH2_ONLY)
+    rc2, rep2 = diff_json(a, b, *ETH2_ONLY)
+    assert rc == rc2 == DIFFER
+    assert rep["rows"] == rep2["rows"] and section(rep, "differences") == section(rep2, "differences")
+
+
+def test_the_worked_example_is_what_diff_reports():
+    """docs/interop.md's worked example: its table is the pairs that differ, with the figures
+    the truth and the captures' yamux frames give (test_two_stacks_differ_where_their_truth_says
+    holds diff to the same), and its figures are diff's own."""
+    a, b = INTEROP_PAIRS[2]
+    doc = (REPO / "docs/interop.md").read_text().split("## A worked example: go-libp2p against js-libp2p")[1]
+    assert f"p2pc diff {a}.pcapng {b}.pcapng -Y 'p2pc.proto==\"eth2\"'\n$ echo $?\n{DIFFER}\n" in doc
+    lines = [l for l in doc.split("What it says:")[0].splitlines() if l.startswith("|")][2:]
+    table = [[c.strip() for c in l.strip("|").split("|")] for l in lines]
+    stacks = {"dialer": interop_truth(a)["dialer"]["stack"], "listener": interop_truth(a)["listener"]["stack"]}
+    pairs, only = expected_diff(a, b)
+    want = []
+    for p in pairs:
+        if p["differs"]:
+            sender = stacks["listener" if p["msg_type"].endswith(" response") else "dialer"]
+            other = next(s for s in stacks.values() if s != sender)
+            want.append([p["msg_type"], f"{sender.removesuffix('-libp2p')} → {other.removesuffix('-libp2p')}",
+                         *(f"{p[k]:,}" for k in ("a_payload", "b_payload", "a_header", "b_header", "a_frames", "b_frames"))])
+    got = [[t.removesuffix(" (the block)"), *rest] for t, *rest in table]
+    assert sorted(got) == sorted(want) and not only
+    assert len(pairs) == 10 and len(table) == 7
+    # The block's 774 bytes, the js-libp2p encoder's against go-libp2p's.
+    block = [p for p in pairs if p["a_raw"] == 859343]
+    assert sorted(p["b_payload"] - p["a_payload"] for p in block) == [-774, 774]
+    _, rep = diff_json(str(INTEROP / f"{a}.pcapng"), str(INTEROP / f"{b}.pcapng"), *ETH2_ONLY)
+    shown = {(r["msg_type"], r["a_payload"]): r for r in section(rep, "messages")}
+    for t, _, pa, pb, ha, hb, fa, fb in got:
+        r = shown[(t, int(pa.replace(",", "")))]
+        assert [f"{r[k]:,}" for k in ("b_payload", "a_header", "b_header", "a_frames", "b_frames")] == [pb, ha, hb, fa, fb]
+    # A is captured at its dialer, B at its listener: the round trip is in A's times only.
+    rtt = 2 * interop_truth(a)["link"]["delay_ms_each_way"]
+    assert (interop_truth(a)["link"]["captured_at"], interop_truth(b)["link"]["captured_at"]) == ("dialer", "listener")
+    timed = [r for r in section(rep, "messages") if r["a_first_ms"] is not None]
+    assert timed and all(r["a_first_ms"] >= rtt and r["b_first_ms"] < r["a_first_ms"] for r in timed)
+    assert all(r["b_first_ms"] < rtt for r in timed if r["msg_type"] in ("status/1 request", "ping/1 request"))

@@ -21,6 +21,7 @@ import pytest
 from conftest import CAPTURES, REPO, p2pc_report, tcp_pcap
 from p2pc.records import M_FIELDS
 from p2pc.wsenv import built_plugin
+from test_spec import hits as spec_hits
 
 
 from conftest import CAPTURES, REPO, p2pc_report
@@ -340,6 +341,8 @@ def test_a_yamux_length_past_the_window_is_caught_where_it_is_claimed(tshark):
     cap = REPRO / "yamux-len-00ffffff.pcapng.gz"
     undecoded = tshark.fields(cap, ["frame.number"], dfilter="multistream.undecoded")
     assert undecoded and undecoded[0] == ["36"]
+    # The header breaks yamux's flow control there, and no other rule anywhere.
+    assert spec_hits(tshark, cap) == [(36, "p2pc.spec.yamux.window")]
     recs = tshark.records(cap)
     lost = [r for r in recs if r["msg_type"] == "undecoded"]
     assert lost and all(int(r["wire_len"]) > 0 for r in lost)

@@ -44,12 +44,10 @@ def _expert_abbrevs() -> set[str]:
     """Expert items also show in `-G fields` (FT_NONE, their summary as the name); an
     ei_register_info has no blurb slot, so they are read from the sources and left out."""
     import re
-    from conftest import REPO
-    names = set()
+    from conftest import REPO, spec_checks
+    names = set(spec_checks())
     for src in (REPO / "plugin").rglob("*.c"):
         names |= set(re.findall(r'\{\s*&ei_\w+,\s*\{\s*"([^"]+)"', src.read_text()))
-        # core/spec.c: the conformance checks' table, [P2PC_SPEC_X] = { "p2pc.spec.x", ... }
-        names |= set(re.findall(r'\[P2PC_SPEC_\w+\] = \{\s*"([^"]+)"', src.read_text()))
     return names
 
 

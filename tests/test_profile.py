@@ -9,7 +9,7 @@ import shutil
 import xml.etree.ElementTree as ET
 
 import pytest
-from conftest import CAPTURES, REPO, Tshark
+from conftest import CAPTURES, REPO, Tshark, spec_checks
 from p2pc.wsenv import Wireshark, built_plugin
 
 PROFILE = REPO / "profiles" / "p2pc"
@@ -74,6 +74,14 @@ def test_every_colouring_rule_is_a_valid_filter(profiled):
     for name, flt, _, _ in rules():
         res = profiled.run(["-n", "-r", profiled.ws.readable(BTC), "-c", "1", "-Y", flt], check=False)
         assert res.returncode == 0, (name, res.stderr)
+
+
+def test_every_conformance_check_is_coloured():
+    """Each p2pc.spec.* check (plugin/core/spec.c) is named by one colouring rule: "not
+    smaller" for BUIP017's, "spec violation" for every other."""
+    named = {name: flt.split(" || ") for name, flt, _, _ in rules()}
+    spec = [n for n in named["p2pc spec violation"] + named["p2pc not smaller"] if n.startswith("p2pc.spec.")]
+    assert sorted(spec) == sorted(spec_checks())
 
 
 def test_compressed_messages_are_coloured_as_the_rule_says(profiled):

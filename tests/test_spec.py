@@ -6,13 +6,17 @@ the generators' truth files, never from p2pc's output."""
 from __future__ import annotations
 
 import json
+import re
 import struct
 from collections import Counter
 
 import dpkt
 import pytest
 
-from conftest import CAPTURES, run_p2pc, tcp_pcap
+from conftest import CAPTURES, REPO, run_p2pc, spec_checks, tcp_pcap
+from craft import ACK, FIN, MPLEX_ID, RST, SYN, YAMUX_ID, mplex
+from test_interop import INTEROP
+from test_interop import keys as interop_keys
 from test_libp2p import PING, ms, yamux
 
 ETH = CAPTURES / "eth2"
@@ -20,7 +24,6 @@ MS = "/multistream/1.0.0"
 BY_RANGE = "/eth2/beacon_chain/req/beacon_blocks_by_range/2/ssz_snappy"
 MESHSUB = "/meshsub/1.1.0"
 TOPIC = "/eth2/bba4da96/beacon_block/ssz_snappy"
-ACK, FIN = 2, 4                     # yamux flags
 MAX_PAYLOAD_SIZE = 10 * 1024 * 1024  # p2p-interface.md
 MAX_REQUEST_BLOCKS = 1024
 
@@ -80,9 +83,9 @@ def pb(number: int, data: bytes) -> bytes:
     return uvarint(number << 3 | 2) + uvarint(len(data)) + data
 
 
-def hits(tshark, path) -> list[tuple[int, str]]:
+def hits(tshark, path, extra: list[str] = ()) -> list[tuple[int, str]]:
     """The S lines of the records dump: (frame, check)."""
-    out = tshark.run(["-n", "-q", "-r", tshark.ws.readable(path), "-z", "p2pc,records"]).stdout
+    out = tshark.run(["-n", "-q", "-r", tshark.ws.readable(path), "-z", "p2pc,records", *extra]).stdout
     return [(int(f), c) for _, f, c in (l.split("\t") for l in out.splitlines() if l.startswith("S\t"))]
 
 
@@ -236,3 +239,129 @@ def test_the_undecoded_reason_is_a_column(tshark):
                          extra=opts)
     assert sorted({int(r[0]) for r in tree}) == sorted({int(r["frame"]) for r in bound})
     assert not any(r["reason"] for r in tshark.records(ETH / "eth2-yamux.pcapng"))
+
+
+# -- the muxers' rules: yamux (hashicorp/yamux spec.md, libp2p's yamux spec) and mplex -------
+# A crafted connection: A dials (its TCP SYN says so), both sides agree on the muxer, then the
+# muxer frames given, one segment each: the n-th of them is frame 5 + n (3 frames of handshake,
+# 2 of multistream-select).
+WINDOW = 256 * 1024                 # yamux spec, Flow Control: each stream's initial window
+OPEN = ms(MS) + ms("/p2pc/test/1.0.0")   # a stream's negotiation: a protocol of no spec p2pc checks
+WU, PING_FRAME, GO_AWAY = 1, 2, 3   # yamux frame types
+
+
+def muxed(path, muxer: str, frames: list[tuple[str, bytes]]) -> None:
+    tcp_pcap(path, [("a", ms(MS) + ms(muxer)), ("b", ms(MS) + ms(muxer)), *frames], syn="a", mss=1448)
+
+
+MUX_CRAFTED = [
+    # (check, muxer, frames, index of the frame that breaks the rule)
+    ("p2pc.spec.yamux.version", YAMUX_ID, [("a", yamux(SYN, 1, OPEN)), ("a", b"\x01" + yamux(0, 1, b"x")[1:])], 2),
+    ("p2pc.spec.yamux.flags", YAMUX_ID, [("a", yamux(SYN, 1, OPEN)), ("a", yamux(0x10, 1, b"x"))], 2),
+    ("p2pc.spec.yamux.session_id", YAMUX_ID, [("a", yamux(SYN, 1, OPEN)), ("b", yamux(0, 0, type_=WU, length=1))], 2),
+    ("p2pc.spec.yamux.session_id", YAMUX_ID, [("a", yamux(SYN, 1, OPEN)), ("a", yamux(SYN, 1, type_=PING_FRAME, length=7))], 2),
+    # The listener (B) opens an odd stream: the dialer's parity.
+    ("p2pc.spec.yamux.stream_id", YAMUX_ID, [("a", yamux(SYN, 1, OPEN)), ("b", yamux(SYN, 3, OPEN))], 2),
+    ("p2pc.spec.yamux.syn", YAMUX_ID, [("a", yamux(SYN, 1, OPEN)), ("a", yamux(SYN, 1, b"x"))], 2),
+    ("p2pc.spec.yamux.ack", YAMUX_ID, [("a", yamux(SYN, 1, OPEN)), ("a", yamux(ACK, 1, b"x"))], 2),
+    ("p2pc.spec.yamux.ack", YAMUX_ID, [("a", yamux(SYN | ACK, 1, OPEN))], 1),
+    ("p2pc.spec.yamux.after_fin", YAMUX_ID, [("a", yamux(SYN, 1, OPEN)), ("a", yamux(FIN, 1)), ("a", yamux(0, 1, b"x"))], 3),
+    ("p2pc.spec.yamux.after_fin", YAMUX_ID, [("a", yamux(SYN, 1, OPEN)), ("a", yamux(FIN, 1, b"x")), ("a", yamux(0, 1, b"y"))], 3),
+    # One byte past the window the stream has left after the first frame.
+    ("p2pc.spec.yamux.window", YAMUX_ID, [("a", yamux(SYN, 3, OPEN)),
+                                          ("a", yamux(0, 3, b"x" * 64, length=WINDOW - len(OPEN) + 1))], 2),
+    ("p2pc.spec.yamux.go_away", YAMUX_ID, [("a", yamux(SYN, 1, OPEN)), ("b", yamux(0, 0, type_=GO_AWAY, length=3))], 2),
+    ("p2pc.spec.mplex.flag", MPLEX_ID, [("a", mplex(1, 0, b"1")), ("a", mplex(1, 7, b"x"))], 2),
+    ("p2pc.spec.mplex.new_stream", MPLEX_ID, [("a", mplex(1, 0, b"1")), ("a", mplex(1, 0, b"1"))], 2),
+    # A message on a stream its opener never opened: A opened 1 only.
+    ("p2pc.spec.mplex.stream", MPLEX_ID, [("a", mplex(1, 0, b"1")), ("a", mplex(5, 2, b"x"))], 2),
+    ("p2pc.spec.mplex.stream", MPLEX_ID, [("a", mplex(1, 0, b"1")), ("a", mplex(1, 4)), ("a", mplex(1, 2, b"x"))], 3),
+    ("p2pc.spec.mplex.stream", MPLEX_ID, [("a", mplex(1, 0, b"1")), ("b", mplex(1, 3)), ("b", mplex(1, 1, b"x"))], 3),
+    ("p2pc.spec.mplex.close_body", MPLEX_ID, [("a", mplex(1, 0, b"1")), ("a", mplex(1, 4, b"xy"))], 2),
+]
+
+
+@pytest.mark.parametrize("check,muxer,frames,n", MUX_CRAFTED, ids=[f"{c[0]}-{i}" for i, c in enumerate(MUX_CRAFTED)])
+def test_each_muxer_check_fires_on_the_rule_it_breaks(tshark, tmp_path, check, muxer, frames, n):
+    """The frame that breaks the rule raises the check once, and nothing else does (the S lines,
+    and the expert item's filter, in one pass and in two)."""
+    path = tmp_path / "muxed.pcap"
+    muxed(path, muxer, frames)
+    assert hits(tshark, path) == [(5 + n, check)]
+    assert expert_frames(tshark, path, check) == [5 + n]
+    assert [int(r[0]) for r in tshark.fields(path, ["frame.number"], dfilter=check, two_pass=True)] == [5 + n]
+
+
+def test_analyze_and_diff_count_the_muxers_checks(tmp_path):
+    """A muxer's check is counted like any other: analyze's and diff's conformance sections."""
+    ping = [("a", mplex(1, 0, b"1")), ("a", mplex(1, 2, ms(MS) + ms(PING) + uvarint(8) + framed(PING_BODY)))]
+    bad, ok = tmp_path / "bad.pcap", tmp_path / "ok.pcap"
+    muxed(ok, MPLEX_ID, ping)
+    muxed(bad, MPLEX_ID, ping + [("a", mplex(1, 0, b"1"))])     # frame 8: NewStream again
+    check = "p2pc.spec.mplex.new_stream"
+    res = run_p2pc("analyze", str(bad), "--format", "json")
+    assert res.returncode == 0, res.stderr
+    rows = next(s["rows"] for s in json.loads(res.stdout)["sections"] if s["name"] == "conformance")
+    assert [(r["check"], r["count"], r["first_frame"]) for r in rows] == [(check, 1, 8)]
+    res = run_p2pc("diff", str(ok), str(bad), "--format", "json")
+    rows = next(s["rows"] for s in json.loads(res.stdout)["sections"] if s["name"] == "conformance")
+    assert [(r["check"], r["a_count"], r["b_count"], r["b_first_frame"]) for r in rows] == [(check, 0, 1, 8)]
+
+
+def test_the_muxers_conforming_raise_nothing(tshark, tmp_path):
+    """What each rule allows: the receiver's ACK, window updates that widen the window (then
+    a frame as long as it), both sides closing, session pings and a normal Go Away; data the
+    other side sent before it saw a RST (yamux) or Reset (mplex) is not late."""
+    yamux_ok = [("a", yamux(SYN, 1, OPEN)), ("b", yamux(ACK, 1, type_=WU, length=1024)),
+                ("a", yamux(0, 1, b"x" * (WINDOW - len(OPEN) + 1024))),
+                ("a", yamux(FIN, 1)), ("b", yamux(FIN, 1)),
+                ("b", yamux(SYN, 2, OPEN)), ("a", yamux(ACK, 2, type_=WU, length=0)),
+                ("a", yamux(SYN, 3, OPEN)), ("a", yamux(RST, 3)), ("b", yamux(ACK, 3, b"late")),
+                ("a", yamux(SYN, 0, type_=PING_FRAME, length=7)), ("b", yamux(ACK, 0, type_=PING_FRAME, length=7)),
+                ("b", yamux(0, 0, type_=GO_AWAY, length=2))]
+    mplex_ok = [("a", mplex(1, 0, b"1")), ("a", mplex(1, 2, b"x")), ("b", mplex(1, 1, b"y")),
+                ("a", mplex(1, 4)), ("b", mplex(1, 3)), ("b", mplex(0, 0, b"0")), ("b", mplex(0, 2, b"z")),
+                ("a", mplex(2, 0, b"2")), ("a", mplex(2, 6)), ("b", mplex(2, 1, b"late")),
+                ("a", mplex(1, 0, b"1"))]       # a stream ID both closed, reused
+    for muxer, frames in ((YAMUX_ID, yamux_ok), (MPLEX_ID, mplex_ok)):
+        path = tmp_path / "ok.pcap"
+        muxed(path, muxer, frames)
+        assert hits(tshark, path) == [], muxer
+
+
+def _real_captures() -> list[tuple[str, list]]:
+    """The committed captures of real yamux and mplex peers, with their keys (the dialer's)."""
+    out = []
+    for path in sorted(ETH.glob("eth2-*.pcapng")):
+        if "yamux" in path.name or "mplex" in path.name:
+            t = json.loads(path.with_suffix(".truth.json").read_text())
+            kind = "tls" if "tls" in path.name else "libp2p_noise"
+            out.append((path, [("-o", kind, ETH / t["keys"]["dialer"])] if "keys" in t else []))
+    out += [(p, "interop") for p in sorted(INTEROP.glob("*.pcapng"))]
+    return out
+
+
+@pytest.mark.parametrize("path,keys", _real_captures(), ids=lambda v: v.name if hasattr(v, "name") else "")
+def test_real_muxers_break_no_rule(tshark, path, keys):
+    """go-libp2p's, js-libp2p's and rust-libp2p's yamux and mplex, decrypted where their keys
+    were logged: no conformance check fires (nor any other: these peers conform)."""
+    if keys == "interop":
+        extra = interop_keys(tshark, path.name.removesuffix(".pcapng"))
+    else:
+        extra = [a for _, kind, f in keys for a in ("-o", f"{kind}.keylog_file:{tshark.ws.readable(f)}")]
+    assert any(r["proto"] == "eth2" for r in tshark.records(path, extra=extra))     # decoded
+    assert hits(tshark, path, extra) == []
+
+
+def test_the_docs_list_every_check():
+    """docs/tap-format.md's table of checks is spec.c's, one row per check (`.x` after a check
+    names its sibling)."""
+    doc = (REPO / "docs/tap-format.md").read_text().split("The checks:")[1].split("\n- **")[0]
+    named = []
+    for row in (l for l in doc.splitlines() if l.strip().startswith("| `")):
+        for name in re.findall(r"`([^`]+)`", row.split("|")[1]):
+            named.append(name if name.startswith("p2pc.") else named[-1].rsplit(".", 1)[0] + name)
+    assert sorted(named) == sorted(spec_checks())
+    muxers = [c for c in spec_checks() if c.startswith(("p2pc.spec.yamux.", "p2pc.spec.mplex."))]
+    table = (REPO / "docs/libp2p-eth2.md").read_text()
+    assert muxers and all(f"| `{c}` |" in table for c in muxers)

@@ -65,7 +65,7 @@ class Sent:
 
 def read_side(ws: Wireshark, side: Side, opts: TsharkOptions) -> tuple[list[Sent], ReadResult, list[Violation]]:
     """The side's messages in record order, each with its payload's digest, and the conformance
-    checks that failed in its frames.  The payloads tap prints a P line for the records that
+    checks that failed in its frames (those its filters match).  The payloads tap prints a P line for the records that
     have a payload, in the records' order: each is the next record of its frame, type and
     length."""
     side_opts = side.options(opts)
@@ -85,9 +85,7 @@ def read_side(ws: Wireshark, side: Side, opts: TsharkOptions) -> tuple[list[Sent
             out.append(Sent(m, None))
     if not out:
         raise NoP2PTraffic(f"no P2P messages in side {side.label}: {side.name}")
-    # The checks of the side's frames (the S lines come whatever the filter).
-    frames = {m.frame for m in msgs}
-    return out, res, [v for v in hits if v.frame in frames]
+    return out, res, hits
 
 
 def align(a: list[Sent], b: list[Sent]) -> tuple[list[tuple[int, int]], list[int], list[int]]:

@@ -428,8 +428,9 @@ records_init(const char *opt_arg, void *userdata)
         g_string_free(err, TRUE);
         exit(1);
     }
-    /* The conformance checks that failed, whatever the filter (as the peer IDs). */
-    err = register_tap_listener("p2pc_spec", &t->spec, NULL, TL_REQUIRES_NOTHING, NULL,
+    /* The conformance checks that failed in the frames the filter matches: a muxer's check may
+     * be in a frame that completes no message (a NewStream, a window update). */
+    err = register_tap_listener("p2pc_spec", &t->spec, filter, TL_REQUIRES_NOTHING, NULL,
                                 records_spec_packet, NULL, NULL);
     if (err) {
         fprintf(stderr, "tshark: Couldn't register the p2pc,records spec listener: %s\n", err->str);

@@ -5,7 +5,8 @@
  * Sources: multiformats/unsigned-varint README; google/snappy framing_format.txt;
  * ethereum/consensus-specs specs/phase0/p2p-interface.md ("The Req/Resp domain", "The gossip
  * domain: gossipsub"); BUIP017 (Bitcoin Unlimited datastream compression); FISCO BCOS
- * bcos-gateway and FISCO-BCOS 2.x P2P (docs/fisco.md).
+ * bcos-gateway and FISCO-BCOS 2.x P2P (docs/fisco.md); hashicorp/yamux spec.md (which libp2p's
+ * yamux spec adopts); libp2p/specs mplex/README.md.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -13,6 +14,8 @@
 #include "core/record.h"
 
 #include <epan/expert.h>
+
+G_STATIC_ASSERT(P2PC_SPEC_N <= 64);     /* P2PC_SPEC_BIT() sets fit a guint64 */
 
 static expert_field ei_spec[P2PC_SPEC_N];
 static int spec_tap = -1;
@@ -79,6 +82,48 @@ static const struct {
     [P2PC_SPEC_FISCO_FLAG] = { "p2pc.spec.fisco.compressed_flag", PI_PROTOCOL, PI_WARN,
         "The compressed flag on a message below Version V2 (FISCO BCOS 3.x bcos-gateway: "
         "compression exists from protocol V2 on, docs/fisco.md)" },
+    [P2PC_SPEC_YAMUX_VERSION] = { "p2pc.spec.yamux.version", PI_MALFORMED, PI_ERROR,
+        "A yamux frame header whose version is not 0 (yamux spec, Version Field: \"the field is "
+        "always set to 0\"); its bytes are undecoded" },
+    [P2PC_SPEC_YAMUX_FLAGS] = { "p2pc.spec.yamux.flags", PI_PROTOCOL, PI_WARN,
+        "A yamux flag bit no spec defines (yamux spec, Flag Field: SYN 0x1, ACK 0x2, FIN 0x4, "
+        "RST 0x8 are \"the following flags\" supported)" },
+    [P2PC_SPEC_YAMUX_SESSION_ID] = { "p2pc.spec.yamux.session_id", PI_PROTOCOL, PI_WARN,
+        "A Data or Window Update frame on stream 0, or a Ping or Go Away on another (yamux spec, "
+        "StreamID Field: \"the 0 ID is reserved to represent the session\"; \"Both Ping and Go "
+        "Away messages should always use the 0 StreamID\")" },
+    [P2PC_SPEC_YAMUX_STREAM_ID] = { "p2pc.spec.yamux.stream_id", PI_PROTOCOL, PI_WARN,
+        "A stream opened (SYN) with the other side's parity (yamux spec, StreamID Field: \"The "
+        "client side should use odd ID's, and the server even\"; in libp2p the dialer is the client)" },
+    [P2PC_SPEC_YAMUX_SYN] = { "p2pc.spec.yamux.syn", PI_PROTOCOL, PI_WARN,
+        "SYN on a stream already open (yamux spec, Opening a stream: \"an initial data or window "
+        "update frame is sent with a new StreamID. The SYN flag should be set\")" },
+    [P2PC_SPEC_YAMUX_ACK] = { "p2pc.spec.yamux.ack", PI_PROTOCOL, PI_WARN,
+        "ACK from the side that opened the stream (yamux spec, Opening a stream: \"The receiver "
+        "must then reply [...] with the ACK flag to accept the stream\")" },
+    [P2PC_SPEC_YAMUX_AFTER_FIN] = { "p2pc.spec.yamux.after_fin", PI_PROTOCOL, PI_WARN,
+        "Data on a stream its sender already closed with FIN (yamux spec, Closing a stream: "
+        "FIN is \"a half-close indicating the sender will send no further data\")" },
+    [P2PC_SPEC_YAMUX_WINDOW] = { "p2pc.spec.yamux.window", PI_PROTOCOL, PI_ERROR,
+        "A Data frame longer than the stream's flow-control window (yamux spec, Flow Control: each "
+        "stream starts \"with a 256KB window size\", widened by Window Update; libp2p yamux: a "
+        "sender must not exceed it); its bytes are undecoded" },
+    [P2PC_SPEC_YAMUX_GO_AWAY] = { "p2pc.spec.yamux.go_away", PI_PROTOCOL, PI_WARN,
+        "A Go Away code no spec defines (yamux spec, Session termination: 0x0 normal, 0x1 "
+        "protocol error, 0x2 internal error)" },
+    [P2PC_SPEC_MPLEX_FLAG] = { "p2pc.spec.mplex.flag", PI_MALFORMED, PI_ERROR,
+        "An mplex flag of 7 (libp2p/specs mplex, Flag Values: NewStream 0 to ResetInitiator 6); "
+        "the rest of the connection direction is undecoded" },
+    [P2PC_SPEC_MPLEX_NEW_STREAM] = { "p2pc.spec.mplex.new_stream", PI_PROTOCOL, PI_WARN,
+        "NewStream for a stream ID already open (libp2p/specs mplex, Opening a new stream: \"first "
+        "allocate a new stream ID\")" },
+    [P2PC_SPEC_MPLEX_STREAM] = { "p2pc.spec.mplex.stream", PI_PROTOCOL, PI_WARN,
+        "A message on a stream its sender never opened (NewStream) or already closed (libp2p/specs "
+        "mplex, Closing a stream: \"Writing to a stream after it has been closed should result in "
+        "an error\")" },
+    [P2PC_SPEC_MPLEX_CLOSE_BODY] = { "p2pc.spec.mplex.close_body", PI_PROTOCOL, PI_WARN,
+        "A Close or Reset with data (libp2p/specs mplex, Closing a stream, Resetting a stream: "
+        "\"send a message with a zero length body\")" },
 };
 
 void

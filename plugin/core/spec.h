@@ -33,8 +33,24 @@ typedef enum {
     P2PC_SPEC_BUIP017_NOT_SMALLER,  /* BUIP017: a compressed message is smaller */
     P2PC_SPEC_FISCO_THRESHOLD,      /* FISCO BCOS: compressed only above the threshold */
     P2PC_SPEC_FISCO_FLAG,           /* FISCO BCOS 3.x: the compressed flag from V2 on only */
+    P2PC_SPEC_YAMUX_VERSION,        /* yamux spec.md, Version Field: always 0 */
+    P2PC_SPEC_YAMUX_FLAGS,          /* Flag Field: SYN, ACK, FIN, RST only */
+    P2PC_SPEC_YAMUX_SESSION_ID,     /* StreamID Field: 0 is the session's, Ping and Go Away's */
+    P2PC_SPEC_YAMUX_STREAM_ID,      /* StreamID Field: the client odd ids, the server even */
+    P2PC_SPEC_YAMUX_SYN,            /* Opening a stream: SYN opens a new StreamID */
+    P2PC_SPEC_YAMUX_ACK,            /* Opening a stream: the receiver replies with ACK */
+    P2PC_SPEC_YAMUX_AFTER_FIN,      /* Closing a stream: FIN, the sender sends no further data */
+    P2PC_SPEC_YAMUX_WINDOW,         /* Flow Control: Data within the receiver's window */
+    P2PC_SPEC_YAMUX_GO_AWAY,        /* Session termination: Go Away codes 0, 1, 2 */
+    P2PC_SPEC_MPLEX_FLAG,           /* libp2p/specs mplex, Flag Values: 0-6 */
+    P2PC_SPEC_MPLEX_NEW_STREAM,     /* Opening a new stream: a newly allocated stream ID */
+    P2PC_SPEC_MPLEX_STREAM,         /* Writing to a stream: an open one, not after its Close */
+    P2PC_SPEC_MPLEX_CLOSE_BODY,     /* Closing, Resetting a stream: a zero length body */
     P2PC_SPEC_N
 } p2pc_spec_t;
+
+/* A set of checks, one bit per check (a muxer's frame or undecoded bytes: engine.h). */
+#define P2PC_SPEC_BIT(check) (G_GUINT64_CONSTANT(1) << (check))
 
 /* `check` failed at `item` (its expert item, the text formatted from `format`; NULL: the
  * check's blurb), and the tap is told. */

@@ -526,7 +526,7 @@ static void
 run_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, item_t *it, guint32 i,
         l2p_pdu_fn pdu_fn)
 {
-    l2p_pdu_t later = { it->pdu.index + i, 0, 1, FALSE, NULL };
+    l2p_pdu_t later = { it->pdu.index + i, 0, 1, FALSE, 0, NULL };
     l2p_pdu_t *volatile pdu = i == 0 ? &it->pdu : &later;
     proto_tree *volatile pt_tree = drawn(tvb, pinfo, tree);
     GSList *volatile sources = g_slist_last(pinfo->data_src);
@@ -568,6 +568,9 @@ run_item(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, 
         else
             expert_add_info_format(pinfo, ti, &ei_undecoded, "%u bytes p2pc cannot frame%s%s", it->len,
                                    *pipe->protocol ? " on " : "", pipe->protocol);
+        for (int c = 0; c < P2PC_SPEC_N; c++)
+            if (it->pdu.spec & P2PC_SPEC_BIT(c))
+                p2pc_spec(pinfo, ti, (p2pc_spec_t)c, NULL);
         break;
     }
     }
@@ -625,6 +628,7 @@ merge_into_run(packet_info *pinfo, wmem_allocator_t *scope, feed_t *f, item_t *p
 {
     if (!prev || prev->kind != IT_PDU || prev->off < 0 || last->off < 0 || prev->len != last->len ||
         prev->off + (gint)(prev->count * prev->len) != last->off || prev->pdu.info || last->pdu.info ||
+        prev->pdu.spec || last->pdu.spec ||
         last->pdu.overhead || prev->pdu.truncated || last->pdu.truncated ||
         prev->pdu.index + prev->count != last->pdu.index || last->pdu.calls != 1)
         return;
@@ -739,13 +743,18 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
                 guint32 k = pipe->skip;
                 pipe->skip = 0;
                 it = ADD(IT_UNDECODED, work + pos, k);
+                it->pdu.spec = pipe->broke;
+                pipe->broke = 0;
                 pos += k;
                 run_item(tvb, pinfo, tree, pipe, it, pdu_fn);
                 continue;
             }
             pipe->skip = 0;
             pipe->undecodable = TRUE;
-            run_item(tvb, pinfo, tree, pipe, ADD(IT_UNDECODED, work + pos, worklen - pos), pdu_fn);
+            it = ADD(IT_UNDECODED, work + pos, worklen - pos);
+            it->pdu.spec = pipe->broke;
+            pipe->broke = 0;
+            run_item(tvb, pinfo, tree, pipe, it, pdu_fn);
             pos = worklen;
             break;
         }

@@ -27,6 +27,7 @@
 
 #include "core/p2pc-compat.h"
 #include "core/record.h"
+#include "core/spec.h"
 
 /* uvarint (multiformats unsigned-varint, at most 9 bytes) at the start of a pipe's raw buffer
  * (the length functions see bytes, not a tvb); FALSE when incomplete or too long.  In a tvb,
@@ -101,6 +102,8 @@ struct l2p_pipe {
     gboolean undecodable;       /* framing broke: the rest of the pipe is shown as bytes */
     guint32 skip;               /* set by a len_fn returning < 0: the framing resumes after this
                                    many undecodable bytes (0: it never does) */
+    guint64 broke;              /* set by a len_fn returning < 0: the conformance checks the
+                                   bytes it cannot frame break (P2PC_SPEC_BIT()s), raised on them */
     l2p_pipe_t *next;           /* after l2p_handoff(): the pipe the rest goes to */
     void *state;                /* the layer's own state */
     /* A hole in the capture below (first pass): bytes before the next ones this pipe gets are
@@ -125,13 +128,16 @@ typedef struct {
     guint32 calls;              /* the pipe's calls whose bytes it holds: in a muxed stream, the
                                    muxer frames that carried it */
     gboolean truncated;         /* the pipe closed before the PDU was complete */
+    guint64 spec;               /* the conformance checks it breaks (P2PC_SPEC_BIT()s): set by the
+                                   layer on the first pass, raised by it on every pass */
     void *info;                 /* the layer's per-PDU data, set on the first pass */
 } l2p_pdu_t;
 
 /* Length of the next PDU at p[0, avail): > 0 a complete PDU of that many bytes, 0 more bytes
  * needed, < 0 the framing is broken: the next pipe->skip bytes are shown as undecoded bytes and
  * framing resumes after them (a layer that can find its next frame boundary sets skip), or with
- * skip 0 the rest of the pipe is.  Undecoded bytes get an expert item and a p2pc record.
+ * skip 0 the rest of the pipe is.  Undecoded bytes get an expert item and a p2pc record, and
+ * the conformance checks the layer set in pipe->broke (a header that breaks its spec).
  * First pass only; may call l2p_handoff() (then return 0: the rest goes to the next layer). */
 typedef gint64 (*l2p_len_fn)(l2p_pipe_t *pipe, const guint8 *p, guint avail);
 

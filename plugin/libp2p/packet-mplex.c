@@ -12,6 +12,12 @@
  * Reset both; a stream both have ended leaves the connection's table and is freed (engine.h,
  * l2p_stream_free), and a connection holds at most L2P_MAX_STREAMS open ones.
  *
+ * Conformance checks (core/spec.h, p2pc.spec.mplex.*): flag 7, where the framing breaks (the
+ * engine raises it on the undecoded bytes); NewStream for a stream that is open; a message on a
+ * stream its opener never opened (an id above every one it opened: a stream reset, then
+ * written to by the other side before it saw the Reset, is not one) or on a direction its sender
+ * closed; Close or Reset with data.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/p2pc-compat.h"
@@ -33,6 +39,7 @@ static dissector_handle_t mplex_handle;
 
 typedef struct {
     wmem_map_t *streams;    /* &key -> mplex_stream_t, while open (first pass) */
+    guint64 next_id[2];     /* above every id the dialer (0) / listener (1) opened (NewStream) */
 } mplex_conn_t;
 
 typedef struct {
@@ -46,7 +53,7 @@ static const value_string mplex_flag_vals[] = {
     { 0, NULL }
 };
 
-static void draw_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
+static proto_item *draw_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
 
 /* A frame's header: uvarint(stream id << 3 | flag), uvarint(data length), u1 and u2 bytes long.
  * FALSE when the tvb does not hold both. */
@@ -107,9 +114,32 @@ mplex_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
         return avail >= 9 ? -1 : 0;
     if (!l2p_uvarint(p + u1, avail - u1, &dlen, &u2))
         return avail - u1 >= 9 ? -1 : 0;
+    if ((hdr & 7) == 7)
+        pipe->broke = P2PC_SPEC_BIT(P2PC_SPEC_MPLEX_FLAG);
     if ((hdr & 7) == 7 || dlen > MPLEX_MAX_MSG)
         return -1;
     return u1 + u2 + (gint64)dlen;
+}
+
+/* First pass, before the frame's effect on its stream: the rules it breaks (P2PC_SPEC_BIT()s). */
+static guint64
+frame_checks(mplex_conn_t *mc, guint64 id, gboolean opener_is_dialer, gboolean from_opener, guint flag,
+             guint64 dlen)
+{
+    guint64 key = id * 2 + (opener_is_dialer ? 0 : 1), *next = &mc->next_id[opener_is_dialer ? 0 : 1];
+    const mplex_stream_t *ms = (const mplex_stream_t *)wmem_map_lookup(mc->streams, &key);
+    guint64 broke = 0;
+
+    if (flag == 0) {
+        if (ms)
+            broke |= P2PC_SPEC_BIT(P2PC_SPEC_MPLEX_NEW_STREAM);
+        *next = MAX(*next, id + 1);
+    } else if (flag <= 2 && (ms ? ms->s.fin[from_opener ? 0 : 1] : id >= *next)) {
+        broke |= P2PC_SPEC_BIT(P2PC_SPEC_MPLEX_STREAM);
+    } else if (flag > 2 && dlen) {
+        broke |= P2PC_SPEC_BIT(P2PC_SPEC_MPLEX_CLOSE_BODY);
+    }
+    return broke;
 }
 
 static void
@@ -121,10 +151,11 @@ mplex_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
     guint flag;
     gboolean from_dialer = pipe->dir == 0, opener_is_dialer, from_opener, refused;
     l2p_stream_t *s;
+    proto_item *ti;
     gboolean first = !PINFO_FD_VISITED(pinfo);
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "mplex");
-    draw_mplex(tvb, pinfo, tree);
+    ti = draw_mplex(tvb, pinfo, tree);
     if (pdu->truncated || !read_header(tvb, &hdr, &dlen, &u1, &u2))
         return;
     flag = (guint)(hdr & 7);
@@ -132,8 +163,19 @@ mplex_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
     /* Even flags come from the stream's initiator, odd ones from its receiver. */
     from_opener = (flag & 1) == 0;
     opener_is_dialer = from_opener ? from_dialer : !from_dialer;
-    if (first)
+    if (first) {
+        pdu->spec = frame_checks(mc, id, opener_is_dialer, from_opener, flag, dlen);
         find_pdu_stream(pipe, pinfo, mc, pdu, id, opener_is_dialer, flag, dlen);
+    }
+    if (pdu->spec & P2PC_SPEC_BIT(P2PC_SPEC_MPLEX_NEW_STREAM))
+        p2pc_spec(pinfo, ti, P2PC_SPEC_MPLEX_NEW_STREAM, "NewStream for stream %" G_GUINT64_FORMAT
+                  ", open since an earlier NewStream", id);
+    if (pdu->spec & P2PC_SPEC_BIT(P2PC_SPEC_MPLEX_STREAM))
+        p2pc_spec(pinfo, ti, P2PC_SPEC_MPLEX_STREAM, "A message on stream %" G_GUINT64_FORMAT
+                  " that its sender never opened or already closed", id);
+    if (pdu->spec & P2PC_SPEC_BIT(P2PC_SPEC_MPLEX_CLOSE_BODY))
+        p2pc_spec(pinfo, ti, P2PC_SPEC_MPLEX_CLOSE_BODY, "%s with %" G_GUINT64_FORMAT " bytes of data",
+                  val_to_str_const(flag, mplex_flag_vals, "?"), dlen);
     s = l2p_stream_of(pdu, &refused);
     if (refused)
         l2p_stream_refused(tvb, pinfo, tree);
@@ -174,7 +216,8 @@ dissect_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
     return tvb_captured_length(tvb);
 }
 
-static void
+/* The frame's tree item (NULL without a tree). */
+static proto_item *
 draw_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
     proto_item *ti = proto_tree_add_item(tree, proto_mplex, tvb, 0, -1, ENC_NA);
@@ -183,7 +226,7 @@ draw_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
     guint64 hdr, dlen;
 
     if (!read_header(tvb, &hdr, &dlen, &u1, &u2))
-        return;
+        return ti;
     p2pc_spec_varint(tvb, 0, u1, pinfo, proto_tree_add_uint64(t, hf_mplex_stream, tvb, 0, u1, hdr >> 3));
     proto_tree_add_uint(t, hf_mplex_flag, tvb, 0, u1, (guint32)(hdr & 7));
     p2pc_spec_varint(tvb, u1, u2, pinfo, proto_tree_add_uint64(t, hf_mplex_length, tvb, u1, u2, dlen));
@@ -194,6 +237,7 @@ draw_mplex(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
     if ((hdr & 7) == 0 || (hdr & 7) > 2)    /* messages are named by the application data */
         col_append_sep_fstr(pinfo->cinfo, COL_INFO, ", ", "mplex %s stream %" G_GUINT64_FORMAT,
                             val_to_str_const((guint32)(hdr & 7), mplex_flag_vals, "?"), hdr >> 3);
+    return ti;
 }
 
 void

@@ -21,9 +21,17 @@
  * in the capture (engine.h, l2p_pipe_gap): the stream whose frame the hole cut gives up, the
  * others go on.
  *
+ * Conformance checks (core/spec.h, p2pc.spec.yamux.*): a header of another version, or a Data
+ * frame over its stream's window, where the framing breaks (the engine raises them on the
+ * undecoded bytes); and, on frames it cuts (none from a boundary it guessed, after a hole or
+ * bytes it could not frame, until a frame of an open stream confirms it), undefined flags, stream 0 misused, a SYN of the
+ * other side's parity (when a fact stronger than the muxer says who dialed), a second SYN, an
+ * ACK from the opener, data after the sender's own FIN, an undefined Go Away code.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/p2pc-compat.h"
+#include "core/spec.h"
 #include "libp2p/engine.h"
 
 #include <wsutil/pint.h>
@@ -32,10 +40,14 @@ void proto_register_yamux(void);
 void proto_reg_handoff_yamux(void);
 
 #define YAMUX_FLAG_SYN 0x1
+#define YAMUX_FLAG_ACK 0x2
 #define YAMUX_FLAG_FIN 0x4
 #define YAMUX_FLAG_RST 0x8
+#define YAMUX_FLAGS    0xf
 #define YAMUX_TYPE_DATA   0
 #define YAMUX_TYPE_WINDOW 1
+#define YAMUX_TYPE_GO_AWAY 3
+#define YAMUX_GO_AWAY_MAX 2     /* internal error */
 #define YAMUX_INITIAL_WINDOW (256 * 1024)
 
 static int proto_yamux = -1;
@@ -56,19 +68,24 @@ static dissector_handle_t yamux_handle;
 /* Both directions of a connection share the stream table. */
 typedef struct {
     wmem_map_t *streams;        /* stream id -> yamux_stream_t, while open (first pass) */
+    /* Per direction: framing resumed at a boundary it guessed (after bytes it could not frame,
+     * or a hole), so the frames cut may be bytes of a frame; no conformance check until a frame
+     * of a stream already open (no SYN) confirms the boundary. */
+    gboolean guessing[2];
 } yamux_conn_t;
 
 typedef struct {
     l2p_stream_t s;
     gboolean windowed;          /* its SYN was captured (since the last hole): window holds */
     guint64 window[2];          /* what the dialer (0) / listener (1) may still send */
+    int opener;                 /* the connection direction whose SYN opened it; -1: not captured */
 } yamux_stream_t;
 
 static const value_string yamux_type_vals[] = {
     { 0, "Data" }, { 1, "Window Update" }, { 2, "Ping" }, { 3, "Go Away" }, { 0, NULL }
 };
 
-static void draw_yamux(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
+static proto_item *draw_yamux(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
 static gboolean yamux_gap(l2p_pipe_t *pipe, const guint8 *held, guint held_len);
 
 static yamux_conn_t *
@@ -130,6 +147,7 @@ resync(l2p_pipe_t *pipe, yamux_conn_t *yc, const guint8 *p, guint avail)
         if (plausible_header(yc, pipe->dir, p + k))
             break;
     pipe->skip = k + 12 <= avail ? k : avail - 11;
+    yc->guessing[pipe->dir] = TRUE;
     return -1;
 }
 
@@ -182,15 +200,24 @@ yamux_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
         if (!plausible_header(yc, pipe->dir, p))
             return resync(pipe, yc, p, avail);
         pipe->resync = FALSE;
+        yc->guessing[pipe->dir] = TRUE;
     }
-    if (p[0] != 0 || p[1] > 3)
+    if (p[0] != 0 || p[1] > 3) {
+        if (p[0] != 0 && !yc->guessing[pipe->dir])
+            pipe->broke = P2PC_SPEC_BIT(P2PC_SPEC_YAMUX_VERSION);
         return resync(pipe, yc, p, avail);
+    }
     len = pntohu32(p + 8);
     if (p[1] != YAMUX_TYPE_DATA)
         return 12;
     ys = find_stream(yc, pntohu32(p + 4));
-    if (len > L2P_MAX_PDU || (ys && ys->windowed && len > ys->window[pipe->dir]))
+    if (ys && ys->windowed && len > ys->window[pipe->dir]) {
+        if (!yc->guessing[pipe->dir])
+            pipe->broke = P2PC_SPEC_BIT(P2PC_SPEC_YAMUX_WINDOW);
         return resync(pipe, yc, p, avail);  /* more than flow control lets the sender send */
+    }
+    if (len > L2P_MAX_PDU)
+        return resync(pipe, yc, p, avail);
     return 12 + (gint64)len;
 }
 
@@ -232,6 +259,7 @@ find_pdu_stream(l2p_pipe_t *pipe, packet_info *pinfo, yamux_conn_t *yc, l2p_pdu_
             return;
         }
         ys = (yamux_stream_t *)l2p_stream_new(pipe, "yamux", id, sizeof(yamux_stream_t));
+        ys->opener = (flags & YAMUX_FLAG_SYN) ? pipe->dir : -1;
         wmem_map_insert(yc->streams, GUINT_TO_POINTER(id), ys);
     }
     if (!ys)
@@ -239,6 +267,69 @@ find_pdu_stream(l2p_pipe_t *pipe, packet_info *pinfo, yamux_conn_t *yc, l2p_pdu_
     track_window(ys, pipe->dir, type, flags, len);
     if (data || (flags & (YAMUX_FLAG_FIN | YAMUX_FLAG_RST)))
         l2p_stream_mark(pinfo, pdu, &ys->s);
+}
+
+/* First pass, before the frame's effect on its stream: the rules it breaks (P2PC_SPEC_BIT()s). */
+static guint64
+frame_checks(const l2p_pipe_t *pipe, yamux_conn_t *yc, guint8 type, guint16 flags, guint32 id, guint32 len)
+{
+    const yamux_stream_t *ys = find_stream(yc, id);
+    guint64 broke = 0;
+
+    if (yc->guessing[pipe->dir]) {
+        if (!ys || id == 0 || type > YAMUX_TYPE_WINDOW || (flags & YAMUX_FLAG_SYN))
+            return 0;
+        yc->guessing[pipe->dir] = FALSE;
+    }
+    if (flags & ~YAMUX_FLAGS)
+        broke |= P2PC_SPEC_BIT(P2PC_SPEC_YAMUX_FLAGS);
+    if ((type <= YAMUX_TYPE_WINDOW) == (id == 0))
+        broke |= P2PC_SPEC_BIT(P2PC_SPEC_YAMUX_SESSION_ID);
+    if (type == YAMUX_TYPE_GO_AWAY && len > YAMUX_GO_AWAY_MAX)
+        broke |= P2PC_SPEC_BIT(P2PC_SPEC_YAMUX_GO_AWAY);
+    if (type > YAMUX_TYPE_WINDOW || id == 0)
+        return broke;
+    /* Who is the client only a fact other than this very SYN says (the muxer's own is its
+     * parity): then the dialer's ids are odd. */
+    if ((flags & YAMUX_FLAG_SYN) && pipe->role > L2P_ROLE_MUXER && ((id & 1) == 1) != (pipe->dir == 0))
+        broke |= P2PC_SPEC_BIT(P2PC_SPEC_YAMUX_STREAM_ID);
+    if ((flags & YAMUX_FLAG_SYN) && ys && ys->opener >= 0)
+        broke |= P2PC_SPEC_BIT(P2PC_SPEC_YAMUX_SYN);
+    if ((flags & YAMUX_FLAG_ACK) && ((flags & YAMUX_FLAG_SYN) || (ys && ys->opener == pipe->dir)))
+        broke |= P2PC_SPEC_BIT(P2PC_SPEC_YAMUX_ACK);
+    /* A stream still open after the sender's FIN (a RST ends it for both: data the other side
+     * sent before it saw the RST is not late, and opens no stream either). */
+    if (type == YAMUX_TYPE_DATA && len && ys && ys->s.fin[stream_dir(id, pipe->dir == 0)])
+        broke |= P2PC_SPEC_BIT(P2PC_SPEC_YAMUX_AFTER_FIN);
+    return broke;
+}
+
+/* Every pass: the rules frame_checks() found this frame breaks, on its item. */
+static void
+raise_checks(tvbuff_t *tvb, packet_info *pinfo, proto_item *ti, guint64 broke)
+{
+    guint8 type = tvb_get_uint8(tvb, 1);
+    guint16 flags = tvb_get_ntohs(tvb, 2);
+    guint32 id = tvb_get_ntohl(tvb, 4), len = tvb_get_ntohl(tvb, 8);
+    const char *name = val_to_str_const(type, yamux_type_vals, "?");
+
+    if (broke & P2PC_SPEC_BIT(P2PC_SPEC_YAMUX_FLAGS))
+        p2pc_spec(pinfo, ti, P2PC_SPEC_YAMUX_FLAGS, "Flags 0x%04x: 0x%04x are no yamux flags", flags,
+                  flags & ~YAMUX_FLAGS);
+    if (broke & P2PC_SPEC_BIT(P2PC_SPEC_YAMUX_SESSION_ID))
+        p2pc_spec(pinfo, ti, P2PC_SPEC_YAMUX_SESSION_ID, "%s frame on stream %u", name, id);
+    if (broke & P2PC_SPEC_BIT(P2PC_SPEC_YAMUX_GO_AWAY))
+        p2pc_spec(pinfo, ti, P2PC_SPEC_YAMUX_GO_AWAY, "Go Away code %u", len);
+    if (broke & P2PC_SPEC_BIT(P2PC_SPEC_YAMUX_STREAM_ID))
+        p2pc_spec(pinfo, ti, P2PC_SPEC_YAMUX_STREAM_ID, "The %s opens stream %u: its ids are %s",
+                  (id & 1) ? "listener" : "dialer", id, (id & 1) ? "even" : "odd");
+    if (broke & P2PC_SPEC_BIT(P2PC_SPEC_YAMUX_SYN))
+        p2pc_spec(pinfo, ti, P2PC_SPEC_YAMUX_SYN, "SYN on stream %u, open since an earlier SYN", id);
+    if (broke & P2PC_SPEC_BIT(P2PC_SPEC_YAMUX_ACK))
+        p2pc_spec(pinfo, ti, P2PC_SPEC_YAMUX_ACK, "ACK on stream %u from the side that opened it", id);
+    if (broke & P2PC_SPEC_BIT(P2PC_SPEC_YAMUX_AFTER_FIN))
+        p2pc_spec(pinfo, ti, P2PC_SPEC_YAMUX_AFTER_FIN, "%u data bytes on stream %u after the sender's "
+                  "FIN", len, id);
 }
 
 static void
@@ -250,16 +341,20 @@ yamux_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
     guint32 id;
     l2p_stream_t *s;
     l2p_pipe_t *sp;
+    proto_item *ti;
     gboolean fin, refused;
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "yamux");
-    draw_yamux(tvb, pinfo, tree);
+    ti = draw_yamux(tvb, pinfo, tree);
     if (pdu->truncated || tvb_captured_length(tvb) < 12)
         return;
     type = tvb_get_uint8(tvb, 1);
     flags = tvb_get_ntohs(tvb, 2);
     id = tvb_get_ntohl(tvb, 4);
     fin = (flags & (YAMUX_FLAG_FIN | YAMUX_FLAG_RST)) != 0;
+    if (!PINFO_FD_VISITED(pinfo))
+        pdu->spec = frame_checks(pipe, yc, type, flags, id, tvb_get_ntohl(tvb, 8));
+    raise_checks(tvb, pinfo, ti, pdu->spec);
     if (id == 0 || (type != YAMUX_TYPE_DATA && type != YAMUX_TYPE_WINDOW))
         return;     /* session pings and go-away */
     if (!PINFO_FD_VISITED(pinfo))
@@ -297,7 +392,8 @@ dissect_yamux(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
     return tvb_captured_length(tvb);
 }
 
-static void
+/* The frame's tree item (NULL without a tree, or under 12 bytes). */
+static proto_item *
 draw_yamux(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
     static int *const flags[] = { &hf_yamux_flag_syn, &hf_yamux_flag_ack, &hf_yamux_flag_fin, &hf_yamux_flag_rst, NULL };
@@ -306,7 +402,7 @@ draw_yamux(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
     guint8 type;
 
     if (tvb_captured_length(tvb) < 12)
-        return;
+        return NULL;
     ti = proto_tree_add_item(tree, proto_yamux, tvb, 0, -1, ENC_NA);
     t = proto_item_add_subtree(ti, ett_yamux);
     type = tvb_get_uint8(tvb, 1);
@@ -321,6 +417,7 @@ draw_yamux(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
     if (type != 0)  /* data frames are named by the messages they complete */
         col_append_sep_fstr(pinfo->cinfo, COL_INFO, ", ", "yamux %s stream %u",
                             val_to_str_const(type, yamux_type_vals, "?"), tvb_get_ntohl(tvb, 4));
+    return ti;
 }
 
 void
