@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from conftest import CAPTURES, DATA, p2pc_report
-from test_libp2p import base58btc, ed25519_public, peer_id
+from test_libp2p import OURS, base58btc, ed25519_public, peer_id
 
 ETH = CAPTURES / "eth2"
 NAME = "eth2-quic"
@@ -29,9 +29,9 @@ def source(name: str) -> bytes:
     return (DATA / "ethereum" / name).read_bytes()
 
 
-def dump(tshark, extra: list[str], two_pass: bool = False) -> list[list[str]]:
+def dump(tshark, extra: list[str], two_pass: bool = False, cap=CAP) -> list[list[str]]:
     """Every line of -z p2pc,records, split into columns."""
-    args = ["-n", "-q", "-r", tshark.ws.readable(CAP), "-z", "p2pc,records", *extra] + (["-2"] if two_pass else [])
+    args = ["-n", "-q", "-r", tshark.ws.readable(cap), "-z", "p2pc,records", *extra] + (["-2"] if two_pass else [])
     return [line.split("\t") for line in tshark.run(args).stdout.splitlines()]
 
 
@@ -217,3 +217,130 @@ def test_quic_missing_stream_data_is_a_hole(tshark, tmp_path):
     assert "goodbye/1 request" in [r["msg_type"] for r in recs]
     assert not [r for r in recs if r["msg_type"] == "beacon_blocks_by_range/2 response"]
     assert sum(int(r["wire_len"]) for r in recs if r["msg_type"] == "undecoded") > 3 * 400_000
+
+
+# ---- eth2-tcp-quic: the same two go-libp2p peers over TCP (/noise, yamux), then over QUIC ----
+# (captures/gen/make_eth2.py eth2-tcp-quic, session "dual").  Expected values: what each peer
+# wrote it sent and received over which transport (the truth's "peers", from their -truth), the
+# source block files, the identity seeds, and Wireshark's own tcp/udp fields.
+DUAL = "eth2-tcp-quic"
+DUAL_CAP = ETH / f"{DUAL}.pcapng"
+DUAL_TRUTH = json.loads((ETH / f"{DUAL}.truth.json").read_text())
+
+
+def dual_keys(tshark) -> list[str]:
+    """One key log with both hosts' kinds of keys: each preference reads its own lines (the
+    Noise keys of the TCP connection, the TLS secrets of the QUIC one) and skips the others."""
+    path = tshark.ws.readable(ETH / DUAL_TRUTH["keys"]["dialer"])
+    return ["-o", f"libp2p_noise.keylog_file:{path}", "-o", f"tls.keylog_file:{path}"]
+
+
+def frame_transports(tshark) -> dict[int, tuple[str, str]]:
+    """Frame -> (transport as the peers' truth names it, tcp.stream or ""), by Wireshark's own
+    tcp and udp dissectors."""
+    rows = tshark.fields(DUAL_CAP, ["frame.number", "tcp.stream", "udp.stream"], dfilter="tcp || udp")
+    return {int(f): ("tcp", t) if t else ("quic-v1", "") for f, t, _ in rows}
+
+
+def truth_msgs(peer: str, direction: str) -> list[tuple]:
+    """(transport, msg_type, SSZ length, SSZ sha256, gossip message-id) of what a peer says it
+    sent or received, in its order."""
+    out = []
+    for m in DUAL_TRUTH["peers"][peer]["messages"]:
+        if m["dir"] == direction:
+            mtype = m["protocol"] if m["kind"] == "gossip" else f"{m['protocol']} {m['kind']}"
+            out.append((m["transport"], mtype, m["ssz_len"], m["ssz_sha256"], m.get("msg_id", "")))
+    return out
+
+
+def test_dual_the_peers_used_both_transports_and_agree():
+    """The capture holds what the issue asks for: both transports between the same two peers,
+    each peer's account of what it sent the other's of what it received."""
+    for a, b in (("dialer", "listener"), ("listener", "dialer")):
+        assert truth_msgs(a, "sent") == truth_msgs(b, "received")
+    used = {m[0] for m in truth_msgs("dialer", "sent") + truth_msgs("listener", "sent")}
+    assert used == {"tcp", "quic-v1"}
+    gossip = [m for m in truth_msgs("dialer", "sent") if m[1] == "gossip beacon_block"]
+    assert [(m[0], m[3]) for m in gossip] == [("tcp", hashlib.sha256(source(f)).hexdigest())
+                                              for f in DUAL_TRUTH["gossip"]["blocks"][:1]] + \
+        [("quic-v1", hashlib.sha256(source(f)).hexdigest()) for f in DUAL_TRUTH["gossip"]["blocks"][1:]]
+
+
+def test_dual_every_message_on_both_transports_decodes_to_the_peers_truth(tshark):
+    """Every eth2 message p2pc reports, on either transport, is one its sender says it sent over
+    that transport, in the sender's order: its SSZ length, the sha256 of its SSZ and, for gossip,
+    the message-id Wireshark's tree shows."""
+    frames = frame_transports(tshark)
+    recs = tshark.records(DUAL_CAP, extra=dual_keys(tshark))
+    pays = tshark.payloads(DUAL_CAP, extra=dual_keys(tshark))
+    assert len(recs) == len(pays)
+    ids = {int(f): m.split("|") for f, m in tshark.fields(DUAL_CAP, ["frame.number", "eth2.gossip.message_id"],
+                                                          dfilter="eth2.gossip.message_id", extra=dual_keys(tshark))}
+    dialer, listener = DUAL_TRUTH["link"]["dialer"], DUAL_TRUTH["link"]["listener"]
+    got = {dialer: [], listener: []}
+    for rec, (frame, mtype, raw) in zip(recs, pays):
+        assert (int(rec["frame"]), rec["msg_type"]) == (frame, mtype)
+        if rec["proto"] == "eth2":
+            mid = ids[frame].pop(0) if mtype == "gossip beacon_block" else ""
+            got[rec["src"]].append((frames[frame][0], mtype, int(rec["raw_len"]), hashlib.sha256(raw).hexdigest(), mid))
+    assert got[dialer] == truth_msgs("dialer", "sent")
+    assert got[listener] == truth_msgs("listener", "sent")
+    assert not [r for r in recs if r["msg_type"] in ("undecoded", "quic (encrypted)")]
+
+
+def test_dual_records_tell_the_transports_apart(tshark):
+    """A record over TCP carries its connection's tcp.stream, a record over QUIC stream -1; the
+    T lines are one pair per connection; the I lines name the same two peers on each, learnt
+    from the Noise handshake over TCP and from the certificate over QUIC."""
+    frames = frame_transports(tshark)
+    lines = dump(tshark, dual_keys(tshark), cap=DUAL_CAP)
+    ms = [r for r in lines if r[0] == "M"]
+    assert {frames[int(r[1])][0] for r in ms} == {"tcp", "quic-v1"}
+    for r in ms:
+        transport, stream = frames[int(r[1])]
+        assert r[2] == (stream if transport == "tcp" else "-1"), r
+    assert sorted((r[1], r[2]) for r in lines if r[0] == "T") == \
+        [("-1", DUAL_TRUTH["link"]["addr_a"]), ("-1", DUAL_TRUTH["link"]["addr_b"]),
+         ("0", DUAL_TRUTH["link"]["addr_a"]), ("0", DUAL_TRUTH["link"]["addr_b"])]
+    want = {DUAL_TRUTH["link"]["addr_a"]: base58btc(peer_id(ed25519_public(DUAL_TRUTH["seeds"]["a"]))),
+            DUAL_TRUTH["link"]["addr_b"]: base58btc(peer_id(ed25519_public(DUAL_TRUTH["seeds"]["b"])))}
+    ids = sorted((r[2], r[7], r[3], r[8]) for r in lines if r[0] == "I")
+    assert ids == sorted([("0", "noise", a, p) for a, p in want.items()] + [("-1", "tls", a, p) for a, p in want.items()])
+
+
+def test_dual_by_peer_puts_both_connections_under_one_peer(tshark):
+    """`p2pc analyze --by-peer --keylog`: one row per (peer, peer ID, message type), never one
+    per connection: a message type each peer sent over both transports is one row counting
+    both."""
+    rep = p2pc_report("analyze", "--by-peer", "--keylog", str(ETH / DUAL_TRUTH["keys"]["dialer"]), str(DUAL_CAP))
+    want = {DUAL_TRUTH["link"]["addr_a"]: base58btc(peer_id(ed25519_public(DUAL_TRUTH["seeds"]["a"]))),
+            DUAL_TRUTH["link"]["addr_b"]: base58btc(peer_id(ed25519_public(DUAL_TRUTH["seeds"]["b"])))}
+    rows = [r for r in rep["rows"] if r["proto"] == "eth2"]
+    keys_ = [(r["peer"], r["msg_type"]) for r in rows]
+    assert len(keys_) == len(set(keys_))
+    assert all(r["peer_id"] == want[r["peer"]] for r in rep["rows"])
+    count: dict = {}
+    transports: dict = {}
+    for side in ("dialer", "listener"):
+        for t, mtype, *_ in truth_msgs(side, "sent"):
+            k = (DUAL_TRUTH["link"][side], mtype)
+            count[k] = count.get(k, 0) + 1
+            transports.setdefault(k, set()).add(t)
+    assert {(r["peer"], r["msg_type"]): r["messages"] for r in rows} == count
+    both = {k for k, t in transports.items() if t == {"tcp", "quic-v1"}}
+    assert {m for _, m in both} == {"status/1 request", "status/1 response", "ping/1 request", "ping/1 response",
+                                    "gossip beacon_block"}
+
+
+def test_dual_one_pass_equals_two_pass(tshark):
+    """Records and trees, with the keys and without: a second pass shows what one pass does."""
+    for extra in (dual_keys(tshark), []):
+        one = [r for r in dump(tshark, extra, cap=DUAL_CAP) if r[0] != "#END"]
+        two = [r for r in dump(tshark, extra, two_pass=True, cap=DUAL_CAP) if r[0] != "#END"]
+        assert one == two and [r for r in one if r[0] == "M"]
+    # p2pc's layers only (-O): TCP's conversation completeness is known in the second pass alone.
+    args = ["-n", "-r", tshark.ws.readable(DUAL_CAP), "-O", OURS + ",libp2p_quic,libp2p_tls", "-V", "-x",
+            "-Y", "libp2p_quic || eth2 || multistream || libp2p_noise", *dual_keys(tshark)]
+    one = tshark.run(args).stdout
+    assert "libp2p Noise: transport message" in one and "libp2p QUIC: stream" in one
+    assert one == tshark.run(args + ["-2"]).stdout
