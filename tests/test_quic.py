@@ -8,10 +8,12 @@ import hashlib
 import json
 import struct
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from conftest import CAPTURES, DATA, p2pc_report
+from conftest import CAPTURES, DATA, REPO, p2pc_report
 from test_libp2p import OURS, base58btc, ed25519_public, peer_id
 
 ETH = CAPTURES / "eth2"
@@ -344,3 +346,23 @@ def test_dual_one_pass_equals_two_pass(tshark):
     one = tshark.run(args).stdout
     assert "libp2p Noise: transport message" in one and "libp2p QUIC: stream" in one
     assert one == tshark.run(args + ["-2"]).stdout
+
+
+QUIC_CAPTURES = [CAP, DUAL_CAP]
+
+
+def test_the_fuzz_gate_mutates_the_quic_captures_with_their_keys(tshark, tmp_path):
+    """`make fuzz` (tools/fuzz.py) mutates every QUIC capture with its key log, split as `p2pc
+    analyze --keylog` splits it: the TLS secrets (and, for eth2-tcp-quic, the Noise keys) go to
+    the tshark consumers, whose QUIC then decrypts and hands every stream to p2pc."""
+    sys.path.insert(0, str(REPO / "tools"))
+    import fuzz     # noqa: E402  (tools/fuzz.py)
+    gate = fuzz.gate_captures()
+    for cap in QUIC_CAPTURES:
+        assert cap in gate
+        keys = fuzz.Keys.beside(cap, tmp_path / cap.stem)
+        prefs = dict(o.split(":", 1) for o in keys.tshark[1::2])
+        assert set(prefs) == ({"tls.keylog_file", "libp2p_noise.keylog_file"} if cap == DUAL_CAP else {"tls.keylog_file"})
+        extra = [x for pref, path in prefs.items() for x in ("-o", f"{pref}:{tshark.ws.readable(Path(path))}")]
+        streams = tshark.fields(cap, ["libp2p_quic.stream"], dfilter="libp2p_quic.stream", extra=extra)
+        assert len(streams) > 100
