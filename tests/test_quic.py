@@ -1,7 +1,10 @@
-"""libp2p over QUIC (/quic-v1), decrypted by Wireshark's own QUIC from the hosts' key log, on a
-capture of real go-libp2p hosts (captures/gen/make_eth2.py eth2-quic).  Expected values come
-from the source block files, the generator's truth file and identity seeds, and from
-Wireshark's own QUIC fields (frame types, STREAM data), never from p2pc's output."""
+"""libp2p over QUIC (/quic-v1), decrypted by Wireshark's own QUIC from the hosts' key logs, on
+captures of real go-libp2p hosts (captures/gen/make_eth2.py eth2-quic; eth2-tcp-quic, the same
+peers over TCP and then QUIC) and of go-libp2p with rust-libp2p (captures/gen/make_interop.py
+interop-go-rust-quic, interop-rust-go-quic-lf: the rust peer's key log written by rust-libp2p
+itself).  Expected values come from the source block files, the generators' truth files (what
+each peer says it sent and received) and identity seeds, and from Wireshark's own QUIC fields
+(frame types, STREAM data), never from p2pc's output."""
 from __future__ import annotations
 
 import hashlib
@@ -21,10 +24,33 @@ NAME = "eth2-quic"
 CAP = ETH / f"{NAME}.pcapng"
 TRUTH = json.loads((ETH / f"{NAME}.truth.json").read_text())
 EXPERT_NO_KEYS = "tls.keylog_file"
+INTEROP = CAPTURES / "interop"
+# Captures of one QUIC connection: name -> (folder, whose key log decrypts it by default: the
+# interop cells' is the rust peer's, the one rust-libp2p wrote).
+ONE_CONN = {NAME: (ETH, "dialer"), "interop-go-rust-quic": (INTEROP, "rust"),
+            "interop-rust-go-quic-lf": (INTEROP, "rust")}
 
 
-def keys(tshark, side: str = "dialer") -> list[str]:
-    return ["-o", f"tls.keylog_file:{tshark.ws.readable(ETH / TRUTH['keys'][side])}"]
+def capture(name: str) -> Path:
+    return ONE_CONN[name][0] / f"{name}.pcapng"
+
+
+def truth(name: str) -> dict:
+    return json.loads((ONE_CONN[name][0] / f"{name}.truth.json").read_text())
+
+
+def keys(tshark, side: str = "dialer", name: str = NAME) -> list[str]:
+    """The TLS key log option: the one `side` wrote (eth2: dialer or listener; interop: go or rust)."""
+    return ["-o", f"tls.keylog_file:{tshark.ws.readable(ONE_CONN[name][0] / truth(name)['keys'][side])}"]
+
+
+def default_keys(tshark, name: str) -> list[str]:
+    return keys(tshark, ONE_CONN[name][1], name)
+
+
+def peer_ids(t: dict) -> dict[str, str]:
+    """Address -> the peer ID of that side's identity seed (Ed25519)."""
+    return {t["link"][f"addr_{x}"]: base58btc(peer_id(ed25519_public(t["seeds"][x]))) for x in ("a", "b")}
 
 
 def source(name: str) -> bytes:
@@ -93,47 +119,57 @@ def test_quic_streams_are_opened_by_the_side_their_id_names(tshark):
     assert sorted(ident) == sorted([(dialer, 0, "1"), (listener, 1, "1"), (listener, 0, "0"), (dialer, 1, "0")])
 
 
-def test_quic_certificates_name_both_peers(tshark):
+@pytest.mark.parametrize("name", sorted(ONE_CONN))
+def test_quic_certificates_name_both_peers(tshark, name):
     """The libp2p certificate extension, inside QUIC's CRYPTO frames: each host's peer ID, from
-    its seed, in the tree and on the records' I lines."""
-    want = {TRUTH["link"]["addr_a"]: base58btc(peer_id(ed25519_public(TRUTH["seeds"]["a"]))),
-            TRUTH["link"]["addr_b"]: base58btc(peer_id(ed25519_public(TRUTH["seeds"]["b"])))}
-    rows = tshark.fields(CAP, ["ip.src", "libp2p_tls.peer_id"], dfilter="libp2p_tls.peer_id", extra=keys(tshark))
+    its seed, in the tree and on the records' I lines (go-libp2p's certificates and
+    rust-libp2p's alike)."""
+    cap, extra = capture(name), default_keys(tshark, name)
+    want = peer_ids(truth(name))
+    rows = tshark.fields(cap, ["ip.src", "libp2p_tls.peer_id"], dfilter="libp2p_tls.peer_id", extra=extra)
     assert {r[0]: r[1] for r in rows} == want
-    ids = {r[3]: r[8] for r in dump(tshark, keys(tshark)) if r[0] == "I"}
+    ids = {r[3]: r[8] for r in dump(tshark, extra, cap=cap) if r[0] == "I"}
     assert ids == want
 
 
-def test_quic_one_pass_equals_two_pass(tshark):
+@pytest.mark.parametrize("name", sorted(ONE_CONN))
+def test_quic_one_pass_equals_two_pass(tshark, name):
     """Records, trees and bytes tabs: a second pass (-2) shows what one pass does."""
-    for extra in (keys(tshark), []):
-        one = [r for r in dump(tshark, extra) if r[0] != "#END"]
-        two = [r for r in dump(tshark, extra, two_pass=True) if r[0] != "#END"]
+    cap = capture(name)
+    for extra in (default_keys(tshark, name), []):
+        one = [r for r in dump(tshark, extra, cap=cap) if r[0] != "#END"]
+        two = [r for r in dump(tshark, extra, two_pass=True, cap=cap) if r[0] != "#END"]
         assert one == two and len([r for r in one if r[0] == "M"]) >= 2
-    args = ["-n", "-r", tshark.ws.readable(CAP), "-V", "-x", "-Y", "libp2p_quic || eth2 || multistream", *keys(tshark)]
+    args = ["-n", "-r", tshark.ws.readable(cap), "-V", "-x", "-Y", "libp2p_quic || eth2 || multistream",
+            *default_keys(tshark, name)]
     assert tshark.run(args).stdout == tshark.run(args + ["-2"]).stdout
 
 
-def quic_packets(tshark, extra: list[str]) -> list[dict]:
-    """Per frame of the capture's QUIC connection, from Wireshark's own QUIC fields."""
-    rows = tshark.fields(CAP, ["ip.src", "frame.len", "udp.length", "quic.frame_type", "quic.stream_data",
-                               "quic.remaining_payload"], dfilter="quic", extra=extra)
+def quic_packets(tshark, extra: list[str], cap: Path = CAP) -> list[dict]:
+    """Per frame of the capture's QUIC connection, from Wireshark's own QUIC fields.  Not the QUIC
+    packets quoted in ICMP errors (a port unreachable after a peer closed its socket): they are
+    no packets of the connection."""
+    rows = tshark.fields(cap, ["ip.src", "frame.len", "udp.length", "quic.frame_type", "quic.stream_data",
+                               "quic.remaining_payload"], dfilter="quic && !icmp", extra=extra)
     out = []
     for src, flen, ulen, types, data, remaining in rows:
         types = [int(t, 0) for t in types.split("|") if t]      # 4.4 on prints them in hex
-        stream = sum(len(bytes.fromhex(d)) for d in data.replace(":", "").split("|") if d)
+        # An empty STREAM frame (a FIN alone) prints its data as <MISSING>: no bytes.
+        stream = sum(len(bytes.fromhex(d)) for d in data.replace(":", "").split("|") if d and d != "<MISSING>")
         out.append({"src": src, "frame": int(flen), "udp_payload": int(ulen) - 8, "stream": stream,
                     "ack_only": not stream and any(t in (2, 3) for t in types) and set(types) <= {0, 2, 3},
                     "encrypted": bool(remaining)})
     return out
 
 
-def test_quic_packets_counted_as_the_model_needs(tshark):
+@pytest.mark.parametrize("name", sorted(ONE_CONN))
+def test_quic_packets_counted_as_the_model_needs(tshark, name):
     """Each direction of the QUIC connection is a T line of stream -1: packets carrying STREAM
     data are its data segments (their STREAM data bytes, the largest as its MSS), packets of ACK
     and PADDING frames only its pure ACKs, the rest control frames."""
-    pk = quic_packets(tshark, keys(tshark))
-    tl = [r for r in dump(tshark, keys(tshark)) if r[0] == "T"]
+    cap, extra = capture(name), default_keys(tshark, name)
+    pk = quic_packets(tshark, extra, cap)
+    tl = [r for r in dump(tshark, extra, cap=cap) if r[0] == "T"]
     assert len(tl) == 2
     for r in tl:
         assert r[1] == "-1"
@@ -147,23 +183,25 @@ def test_quic_packets_counted_as_the_model_needs(tshark):
             max(p["stream"] for p in data)]
 
 
-def test_quic_without_keys_is_one_encrypted_record_per_direction(tshark):
+@pytest.mark.parametrize("name", sorted(ONE_CONN))
+def test_quic_without_keys_is_one_encrypted_record_per_direction(tshark, name):
     """No key: each direction is one `quic (encrypted)` record holding the UDP payload bytes of
     its packets Wireshark could not decrypt (all but the Initial packets, whose keys come from
     the connection ID), and each such packet has an expert note naming the key log preference.
     With the key there is none."""
-    pk = quic_packets(tshark, [])
+    cap, t = capture(name), truth(name)
+    pk = quic_packets(tshark, [], cap)
     for two_pass in (False, True):
-        recs = [r for r in tshark.records(CAP, two_pass=two_pass)]
+        recs = [r for r in tshark.records(cap, two_pass=two_pass)]
         assert {r["msg_type"] for r in recs} == {"quic (encrypted)"}
         got = {r["src"]: int(r["wire_len"]) for r in recs}
         assert got == {src: sum(p["udp_payload"] for p in pk if p["src"] == src and p["encrypted"])
-                       for src in (TRUTH["link"]["addr_a"], TRUTH["link"]["addr_b"])}
+                       for src in (t["link"]["addr_a"], t["link"]["addr_b"])}
         assert all(int(r["header_len"]) == 0 and r["wire_len"] == r["payload_len"] == r["raw_len"] for r in recs)
-    notes = tshark.fields(CAP, ["_ws.expert.message"], dfilter="libp2p_quic.no_keys")
+    notes = tshark.fields(cap, ["_ws.expert.message"], dfilter="libp2p_quic.no_keys")
     assert len(notes) == sum(p["encrypted"] for p in pk)
     assert all(EXPERT_NO_KEYS in n[0] for n in notes)
-    assert not [r for r in tshark.records(CAP, extra=keys(tshark)) if r["msg_type"] == "quic (encrypted)"]
+    assert not [r for r in tshark.records(cap, extra=default_keys(tshark, name)) if r["msg_type"] == "quic (encrypted)"]
 
 
 def test_p2pc_analyze_models_quic_headers_and_acks(tshark):
@@ -304,8 +342,7 @@ def test_dual_records_tell_the_transports_apart(tshark):
     assert sorted((r[1], r[2]) for r in lines if r[0] == "T") == \
         [("-1", DUAL_TRUTH["link"]["addr_a"]), ("-1", DUAL_TRUTH["link"]["addr_b"]),
          ("0", DUAL_TRUTH["link"]["addr_a"]), ("0", DUAL_TRUTH["link"]["addr_b"])]
-    want = {DUAL_TRUTH["link"]["addr_a"]: base58btc(peer_id(ed25519_public(DUAL_TRUTH["seeds"]["a"]))),
-            DUAL_TRUTH["link"]["addr_b"]: base58btc(peer_id(ed25519_public(DUAL_TRUTH["seeds"]["b"])))}
+    want = peer_ids(DUAL_TRUTH)
     ids = sorted((r[2], r[7], r[3], r[8]) for r in lines if r[0] == "I")
     assert ids == sorted([("0", "noise", a, p) for a, p in want.items()] + [("-1", "tls", a, p) for a, p in want.items()])
 
@@ -315,8 +352,7 @@ def test_dual_by_peer_puts_both_connections_under_one_peer(tshark):
     per connection: a message type each peer sent over both transports is one row counting
     both."""
     rep = p2pc_report("analyze", "--by-peer", "--keylog", str(ETH / DUAL_TRUTH["keys"]["dialer"]), str(DUAL_CAP))
-    want = {DUAL_TRUTH["link"]["addr_a"]: base58btc(peer_id(ed25519_public(DUAL_TRUTH["seeds"]["a"]))),
-            DUAL_TRUTH["link"]["addr_b"]: base58btc(peer_id(ed25519_public(DUAL_TRUTH["seeds"]["b"])))}
+    want = peer_ids(DUAL_TRUTH)
     rows = [r for r in rep["rows"] if r["proto"] == "eth2"]
     keys_ = [(r["peer"], r["msg_type"]) for r in rows]
     assert len(keys_) == len(set(keys_))
@@ -348,7 +384,7 @@ def test_dual_one_pass_equals_two_pass(tshark):
     assert one == tshark.run(args + ["-2"]).stdout
 
 
-QUIC_CAPTURES = [CAP, DUAL_CAP]
+QUIC_CAPTURES = [capture(n) for n in sorted(ONE_CONN)] + [DUAL_CAP]
 
 
 def test_the_fuzz_gate_mutates_the_quic_captures_with_their_keys(tshark, tmp_path):
@@ -363,6 +399,50 @@ def test_the_fuzz_gate_mutates_the_quic_captures_with_their_keys(tshark, tmp_pat
         keys = fuzz.Keys.beside(cap, tmp_path / cap.stem)
         prefs = dict(o.split(":", 1) for o in keys.tshark[1::2])
         assert set(prefs) == ({"tls.keylog_file", "libp2p_noise.keylog_file"} if cap == DUAL_CAP else {"tls.keylog_file"})
+        if cap.parent == INTEROP:   # the key log beside it is the rust peer's own
+            assert Path(prefs["tls.keylog_file"]).read_text() == \
+                (INTEROP / truth(cap.stem)["keys"]["rust"]).read_text()
         extra = [x for pref, path in prefs.items() for x in ("-o", f"{pref}:{tshark.ws.readable(Path(path))}")]
         streams = tshark.fields(cap, ["libp2p_quic.stream"], dfilter="libp2p_quic.stream", extra=extra)
         assert len(streams) > 100
+
+
+# ---- rust-libp2p over QUIC: its key log, written by rust-libp2p 0.57.1 itself ----
+# libp2p-tls 0.7.0 (src/lib.rs, make_client_config and make_server_config) sets the rustls
+# configs' key_log to rustls::KeyLogFile::new(), which reads $SSLKEYLOGFILE; libp2p-quic 0.14.0's
+# Config::new builds its QUIC TLS configs from those two functions.  eth2peer-rs changes nothing.
+RUST_CELLS = ["interop-go-rust-quic", "interop-rust-go-quic-lf"]
+
+
+def sent(t: dict, side: str) -> list[tuple]:
+    """(msg_type, SSZ length, SSZ sha256) of what a peer says it sent, in its order."""
+    return [(f"{m['protocol']} {m['kind']}", m["ssz_len"], m["ssz_sha256"]) for m in t["peers"][side]["messages"]
+            if m["dir"] == "sent"]
+
+
+@pytest.mark.parametrize("who", ["rust", "go"])
+@pytest.mark.parametrize("name", RUST_CELLS)
+def test_rust_quic_either_peers_key_log_decrypts_every_stream(tshark, name, who):
+    """rust-libp2p dialing go-libp2p over QUIC and back: the key log of either peer (rust's from
+    rustls's KeyLogFile, go's from KeyLogWriter) decrypts the connection; every eth2 message is
+    one its sender says it sent, in its order, with its SSZ length and sha256; the block is the
+    source file; both peers agreed on the ALPN libp2p."""
+    t, cap, extra = truth(name), capture(name), keys(tshark, who, name)
+    assert {t["dialer"]["stack"], t["listener"]["stack"]} == {"go-libp2p", "rust-libp2p"}
+    assert all(m["transport"] == "quic-v1" for side in ("dialer", "listener") for m in t["peers"][side]["messages"])
+    recs = tshark.records(cap, extra=extra)
+    pays = tshark.payloads(cap, extra=extra)
+    assert len(recs) == len(pays)
+    got = {t["link"]["dialer"]: [], t["link"]["listener"]: []}
+    for rec, (frame, mtype, raw) in zip(recs, pays):
+        assert (int(rec["frame"]), rec["msg_type"]) == (frame, mtype)
+        if rec["proto"] == "eth2":
+            got[rec["src"]].append((mtype, int(rec["raw_len"]), hashlib.sha256(raw).hexdigest()))
+    assert got[t["link"]["dialer"]] == sent(t, "dialer")
+    assert got[t["link"]["listener"]] == sent(t, "listener")
+    block = [sha for mtype, n, sha in got[t["link"]["listener"]] if mtype == "beacon_blocks_by_range/2 response" and n > 1000]
+    assert block == [hashlib.sha256(source(t["block"]["file"])).hexdigest()]
+    assert not [r for r in recs if r["msg_type"] in ("undecoded", "quic (encrypted)")]
+    alpn = tshark.fields(cap, ["ip.src", "tls.handshake.extensions_alpn_str"],
+                         dfilter="tls.handshake.extensions_alpn_str", extra=extra)
+    assert alpn == [[t["link"]["dialer"], "libp2p"], [t["link"]["listener"], "libp2p"]]
