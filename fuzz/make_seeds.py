@@ -9,7 +9,8 @@ zstandard, and liblzo2 through the analyzer's ctypes binding (lzo1x-1 and lzo1x-
 The dissect_* corpora are the captures' real TCP connections in fuzz_dissect.c's input
 format, cut after the multistream-select negotiation each harness's preamble replaces (yamux
 streams demultiplexed for the eth2 req/resp and gossipsub harnesses), at most 16 KiB each.
-dissect_quic's are the STREAM frames of the libp2p QUIC captures (decrypted with their key logs by
+dissect_quic's are the STREAM frames of the libp2p QUIC captures, go-libp2p's and rust-libp2p's
+(decrypted with their key logs by
 Wireshark's own QUIC: no plugin), each `[stream id][offset]` and its data.
 dissect_signed_key's are the libp2p extensions' SignedKeys of the certificates in the libp2p TLS
 captures (TLS 1.3: decrypted with the plugin) and in tests/data/repro/tls-signedkey-neg34.pcap.gz;
@@ -432,7 +433,9 @@ def keylog_seeds() -> list[bytes]:
 
 
 # dissect_quic: the QUIC captures and their key logs.
-QUIC_CAPTURES = {"eth2/eth2-quic.pcapng": "eth2/eth2-quic.keys", "eth2/eth2-tcp-quic.pcapng": "eth2/eth2-tcp-quic.keys"}
+QUIC_CAPTURES = {"eth2/eth2-quic.pcapng": "eth2/eth2-quic.keys", "eth2/eth2-tcp-quic.pcapng": "eth2/eth2-tcp-quic.keys",
+                 "interop/interop-go-rust-quic.pcapng": "interop/interop-go-rust-quic.keys",
+                 "interop/interop-rust-go-quic-lf.pcapng": "interop/interop-rust-go-quic-lf.keys"}
 QUIC_SERVER_PORT = 9000     # the listener's (captures/gen/make_eth2.py PORT): the QUIC server
 QuicFrames = list[tuple[int, int, int, bytes]]   # (0 client->server / 1 back, stream id, offset, data)
 

@@ -52,7 +52,7 @@ BUILD = REPO / "build-asan"
 HDR = 66
 PROFILES = {
     # ~400 mutants x 3 consumers; big captures cut to their first packets (still every capture).
-    # 64 captures x 3 rates x 2 seeds = 384 mutants, 1,152 runs, plus the hostile stage.
+    # 66 captures x 3 rates x 2 seeds = 396 mutants, 1,188 runs, plus the hostile stage.
     "short": dict(rates=[0.001, 0.005, 0.02], seeds=range(1, 3), max_packets=300, timeout=60),
     "long": dict(rates=[0.001, 0.005, 0.02], seeds=range(1, 21), max_packets=0, timeout=300),
 }
