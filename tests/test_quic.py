@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from conftest import CAPTURES, DATA, REPO, p2pc_report
 from test_libp2p import OURS, base58btc, ed25519_public, peer_id
+from test_live import Live, netns  # noqa: F401  (netns: the fixture live runs in)
 
 ETH = CAPTURES / "eth2"
 NAME = "eth2-quic"
@@ -446,3 +449,41 @@ def test_rust_quic_either_peers_key_log_decrypts_every_stream(tshark, name, who)
     alpn = tshark.fields(cap, ["ip.src", "tls.handshake.extensions_alpn_str"],
                          dfilter="tls.handshake.extensions_alpn_str", extra=extra)
     assert alpn == [[t["link"]["dialer"], "libp2p"], [t["link"]["listener"], "libp2p"]]
+
+
+def test_live_with_a_udp_port_filter_decodes_tcp_and_quic_as_offline(netns, tmp_path):
+    """`p2pc live -f 'tcp port 9000 or udp port 9000' --keylog` (a consensus client whose peers
+    use QUIC, and TCP as the fallback): eth2-tcp-quic replayed onto the interface decodes on both
+    transports to the messages `p2pc analyze --keylog` finds in the capture, and live's final
+    report is the offline analysis of what it captured."""
+    keylog = str(ETH / DUAL_TRUTH["keys"]["dialer"])
+    want = p2pc_report("analyze", "--keylog", keylog, str(DUAL_CAP))
+    live = Live(netns, tmp_path, "-f", "tcp port 9000 or udp port 9000", "--keylog", keylog)
+    try:
+        live.replay(DUAL_CAP)
+        time.sleep(2)
+    finally:
+        rc, err = live.stop()
+    assert rc == 0, err
+    got = json.loads(live.report.read_text())
+    rows = lambda rep: {(r["proto"], r["msg_type"]): (r["messages"], r["raw_bytes"]) for r in rep["rows"]}  # noqa: E731
+    assert rows(got) == rows(want)
+    assert {m for p, m in rows(got) if p == "eth2"} >= {"status/1 request", "beacon_blocks_by_range/2 response",
+                                                        "gossip beacon_block"}
+    assert got["totals"] == p2pc_report("analyze", "--keylog", keylog, str(live.pcap))["totals"]
+
+
+def test_rust_libp2p_writes_its_quic_key_log_unpatched():
+    """What docs/libp2p-decryption.md says of rust-libp2p's key log rests on these versions:
+    the peer's Cargo.lock pins libp2p 0.57.1 with libp2p-quic 0.14.0, libp2p-tls 0.7.0 and
+    rustls 0.23.46, and eth2peer-rs sets no key log of its own (the key logs of the interop
+    QUIC cells, which decrypt them above, are rust-libp2p's)."""
+    lock = (REPO / "captures/gen/rust/Cargo.lock").read_text()
+    pins = dict(re.findall(r'\[\[package\]\]\nname = "([^"]+)"\nversion = "([^"]+)"', lock))
+    assert {k: pins[k] for k in ("libp2p", "libp2p-quic", "libp2p-tls", "rustls")} == \
+        {"libp2p": "0.57.1", "libp2p-quic": "0.14.0", "libp2p-tls": "0.7.0", "rustls": "0.23.46"}
+    src = (REPO / "captures/gen/rust/src/main.rs").read_text()
+    code = "\n".join(line.split("//")[0] for line in src.splitlines())
+    assert "key_log" not in code and "KeyLog" not in code and "SSLKEYLOGFILE" not in code
+    for name in RUST_CELLS:
+        assert truth(name)["keys"]["rust"] == f"{name}.keys"
