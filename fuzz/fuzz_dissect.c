@@ -283,7 +283,7 @@ dissect_quic_stream(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *d
 
     if (len < 5)
         return len;
-    si.stream_id = tvb_get_guint8(tvb, 0);
+    si.stream_id = tvb_get_uint8(tvb, 0);
     si.stream_offset = si.offset = tvb_get_ntohl(tvb, 1);
     /* The connection's conversation stands for QUIC's per-connection state: only its
      * address is used, as the key of the connection's streams. */
