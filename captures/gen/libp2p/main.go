@@ -120,6 +120,9 @@ func chunk(result byte, ctx []byte, ssz []byte) []byte {
 	return append(out, framed(ssz)...)
 }
 
+// byRange is the beacon_blocks_by_range request: start slot, count, step.
+func byRange() []byte { return request(append(append(u64(6_507_058), u64(8)...), u64(1)...)) }
+
 func u64(v uint64) []byte { b := make([]byte, 8); binary.LittleEndian.PutUint64(b, v); return b }
 
 type block struct {
@@ -381,7 +384,7 @@ func main() {
 	}
 	call(ctx, h, info.ID, protoPing, request(u64(3)))
 	call(ctx, h, info.ID, protoMetadata, nil)
-	call(ctx, h, info.ID, protoByRange, request(append(append(u64(6_507_058), u64(8)...), u64(1)...)))
+	call(ctx, h, info.ID, protoByRange, byRange())
 	gossip(ctx, h, info.ID, t, topic, blocks[:*gossipN])
 	call(ctx, h, info.ID, protoGoodbye, request(u64(1)))
 	time.Sleep(500 * time.Millisecond)
@@ -434,7 +437,7 @@ func dual(ctx context.Context, h host.Host, t *pubsub.Topic, addrs []string, blo
 		last := i == len(addrs)-1
 		if last {
 			call(ctx, h, info.ID, protoMetadata, nil)
-			call(ctx, h, info.ID, protoByRange, request(append(append(u64(6_507_058), u64(8)...), u64(1)...)))
+			call(ctx, h, info.ID, protoByRange, byRange())
 		}
 		gossip(ctx, h, info.ID, t, topic, blocks[i:i+1])
 		if last {
