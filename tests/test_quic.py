@@ -20,7 +20,7 @@ import pytest
 
 from conftest import CAPTURES, DATA, REPO, p2pc_report
 from test_libp2p import OURS, base58btc, ed25519_public, peer_id
-from test_live import Live, netns  # noqa: F401  (netns: the fixture live runs in)
+from test_live import Live, needs_netns, netns  # noqa: F401  (netns: the fixture live runs in)
 
 ETH = CAPTURES / "eth2"
 NAME = "eth2-quic"
@@ -451,6 +451,7 @@ def test_rust_quic_either_peers_key_log_decrypts_every_stream(tshark, name, who)
     assert alpn == [[t["link"]["dialer"], "libp2p"], [t["link"]["listener"], "libp2p"]]
 
 
+@needs_netns
 def test_live_with_a_udp_port_filter_decodes_tcp_and_quic_as_offline(netns, tmp_path):
     """`p2pc live -f 'tcp port 9000 or udp port 9000' --keylog` (a consensus client whose peers
     use QUIC, and TCP as the fallback): eth2-tcp-quic replayed onto the interface decodes on both
