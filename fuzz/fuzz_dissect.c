@@ -20,6 +20,14 @@
  * registers for the extension's OID, as Wireshark's x509 dissector hands it the extensions of
  * a certificate (a small protocol of this harness's, on PORT_CERT, does the handing).
  *
+ * dissect_quic is the libp2p QUIC stream path (packet-libp2p-quic.c) without QUIC's decryption:
+ * every segment is one STREAM frame's data as Wireshark's QUIC dissector hands it to the
+ * dissector its "quic.proto" table has for the ALPN "libp2p", [stream id:1][stream offset:4 BE]
+ * [data], with a quic_stream_info as data (from_server: sent by the server side; the connection
+ * stands for the QUIC connection).  Each QUIC stream is then a libp2p stream: the offsets drive
+ * the retransmission skip and the holes, multistream-select and everything it selects run on
+ * each stream (a small protocol of this harness's, on PORT_QUIC, does the handing).
+ *
  * A target may also set a Noise key log (noise_keyed: the keys of captures/eth2/eth2-noise-yamux,
  * whose connection its seeds replay): then the transport messages decrypt, and a lost segment
  * makes the direction resynchronise on the next message that decrypts (packet-libp2p-noise.c).
@@ -40,7 +48,9 @@
 #include <epan/epan.h>
 #include <epan/epan_dissect.h>
 #include <epan/packet.h>
+#include <epan/conversation.h>
 #include <epan/dissectors/packet-ber.h>
+#include <epan/dissectors/packet-quic.h>
 #include <epan/prefs.h>
 #include <epan/print.h>
 #include <epan/print_stream.h>
@@ -75,6 +85,7 @@ static const char *const p2pc_protos_expected[] = { "btcc", "fisco", "multistrea
 #define PORT_FISCO   30300
 #define PORT_OTHER   45678      /* nobody's port: only the heuristics can claim the stream */
 #define PORT_CERT    45679      /* dissect_signed_key's: every segment is a certificate extension */
+#define PORT_QUIC    45680      /* dissect_quic's: every segment is a QUIC STREAM frame's data */
 /* libp2p/specs tls: the libp2p Public Key Extension (packet-libp2p-tls.c registers its dissector). */
 #define LIBP2P_TLS_OID "1.3.6.1.4.1.53594.1.1"
 #define MAX_CHOICES  19
@@ -124,6 +135,8 @@ static const target_t targets[] = {
     { "noise_keyed", { PORT_OTHER }, TRUE, { "/noise" }, FUZZ_KEYLOG },
     /* The certificate extension's SignedKey (DER), one per segment. */
     { "signed_key", { PORT_CERT }, FALSE, { NULL } },
+    /* libp2p over QUIC: STREAM frames' data, each QUIC stream a libp2p stream. */
+    { "quic", { PORT_QUIC }, FALSE, { NULL } },
 };
 
 static const target_t *target;
@@ -257,6 +270,44 @@ handoff_cert_ext(void)
     dissector_add_uint("tcp.port", PORT_CERT, create_dissector_handle(dissect_cert_ext, proto_cert_ext));
 }
 
+/* ---- dissect_quic: a segment handed to the libp2p QUIC stream dissector as QUIC would ---- */
+
+static int proto_quic_stream = -1;
+static dissector_handle_t l2p_quic;
+
+static int
+dissect_quic_stream(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
+{
+    quic_stream_info si = { 0 };
+    guint len = tvb_captured_length(tvb);
+
+    if (len < 5)
+        return len;
+    si.stream_id = tvb_get_uint8(tvb, 0);
+    si.stream_offset = si.offset = tvb_get_ntohl(tvb, 1);
+    /* The connection's conversation stands for QUIC's per-connection state: only its
+     * address is used, as the key of the connection's streams. */
+    si.quic_info = (struct quic_info_data *)find_or_create_conversation(pinfo);
+    si.from_server = pinfo->srcport == PORT_QUIC;
+    call_dissector_with_data(l2p_quic, tvb_new_subset_remaining(tvb, 5), pinfo, tree, &si);
+    return len;
+}
+
+static void
+register_quic_stream(void)
+{
+    proto_quic_stream = proto_register_protocol("p2pc fuzz: QUIC STREAM frames", "p2pc_fuzz_quic_stream",
+                                                "p2pc_fuzz_quic_stream");
+}
+
+static void
+handoff_quic_stream(void)
+{
+    l2p_quic = find_dissector("libp2p_quic");
+    CHECK(l2p_quic, "no dissector libp2p_quic");
+    dissector_add_uint("tcp.port", PORT_QUIC, create_dissector_handle(dissect_quic_stream, proto_quic_stream));
+}
+
 /* ---- the preamble: the target's multistream-select negotiation ---- */
 
 static GByteArray *preamble;        /* sent by the client, then echoed by the server */
@@ -331,6 +382,10 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     if (!strcmp(STR(FUZZ_TARGET), "signed_key")) {
         static const proto_plugin cert_ext = { register_cert_ext, handoff_cert_ext };
         proto_register_plugin(&cert_ext);
+    }
+    if (!strcmp(STR(FUZZ_TARGET), "quic")) {
+        static const proto_plugin quic_stream = { register_quic_stream, handoff_quic_stream };
+        proto_register_plugin(&quic_stream);
     }
     if (!epan_init(NULL, NULL, FALSE)) {
         fprintf(stderr, "fuzz_dissect: epan_init failed\n");

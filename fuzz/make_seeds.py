@@ -9,6 +9,9 @@ zstandard, and liblzo2 through the analyzer's ctypes binding (lzo1x-1 and lzo1x-
 The dissect_* corpora are the captures' real TCP connections in fuzz_dissect.c's input
 format, cut after the multistream-select negotiation each harness's preamble replaces (yamux
 streams demultiplexed for the eth2 req/resp and gossipsub harnesses), at most 16 KiB each.
+dissect_quic's are the STREAM frames of the libp2p QUIC captures, go-libp2p's and rust-libp2p's
+(decrypted with their key logs by
+Wireshark's own QUIC: no plugin), each `[stream id][offset]` and its data.
 dissect_signed_key's are the libp2p extensions' SignedKeys of the certificates in the libp2p TLS
 captures (TLS 1.3: decrypted with the plugin) and in tests/data/repro/tls-signedkey-neg34.pcap.gz;
 keylog_noise's are writes of the committed Noise key logs in fuzz_keylog.c's input format.
@@ -429,6 +432,67 @@ def keylog_seeds() -> list[bytes]:
             op(0, b"# node\nLOCAL_EPHEMERAL_PRIVATE_KEY = \x00x\n") + op(0, mplex + yamux.rstrip(b"\n"))]
 
 
+# dissect_quic: the QUIC captures and their key logs.
+QUIC_CAPTURES = {"eth2/eth2-quic.pcapng": "eth2/eth2-quic.keys", "eth2/eth2-tcp-quic.pcapng": "eth2/eth2-tcp-quic.keys",
+                 "interop/interop-go-rust-quic.pcapng": "interop/interop-go-rust-quic.keys",
+                 "interop/interop-rust-go-quic-lf.pcapng": "interop/interop-rust-go-quic-lf.keys"}
+QUIC_SERVER_PORT = 9000     # the listener's (captures/gen/make_eth2.py PORT): the QUIC server
+QuicFrames = list[tuple[int, int, int, bytes]]   # (0 client->server / 1 back, stream id, offset, data)
+
+
+def quic_frames(cap: str, keys: str) -> QuicFrames:
+    """The STREAM frames of the capture's QUIC connection, in capture order, as Wireshark's QUIC
+    decrypts them with the key log (two passes: one pass filters before the keys apply)."""
+    import json
+    import subprocess
+    r = subprocess.run(["tshark", "-n", "-2", "-r", str(REPO / "captures" / cap), "-o",
+                        f"tls.keylog_file:{REPO / 'captures' / keys}", "-Y", "quic.stream_data", "-T", "json",
+                        "--no-duplicate-keys", "-J", "udp quic"], capture_output=True, text=True, timeout=600)
+    listify = lambda x: x if isinstance(x, list) else [x]  # noqa: E731
+    out: QuicFrames = []
+    for pkt in json.loads(r.stdout):
+        layers = pkt["_source"]["layers"]
+        d = 1 if int(layers["udp"]["udp.srcport"]) == QUIC_SERVER_PORT else 0
+        for q in listify(layers["quic"]):
+            for f in listify(q.get("quic.frame", [])):
+                if "quic.stream_data" in f:
+                    out.append((d, int(f["quic.stream.stream_id"]), int(f.get("quic.stream.offset", 0)),
+                                bytes.fromhex(f["quic.stream_data"].replace(":", ""))))
+    return out
+
+
+def quic_record(d: int, sid: int, off: int, data: bytes, lost: bool = False) -> bytes:
+    body = bytes([sid]) + off.to_bytes(4, "big") + data[:MAX_SEGMENT - 5]
+    return bytes([d | (0x80 if lost else 0)]) + len(body).to_bytes(2, "big") + body
+
+
+def quic_seeds(per_target: int) -> list[bytes]:
+    """dissect_quic: each capture's STREAM frames from the start, each stream's alone, and the
+    first ones again with a frame sent twice (a retransmission) and with one lost (a hole)."""
+    seeds: list[bytes] = []
+
+    def add(frames: QuicFrames, twice: int = -1, lost: int = -1) -> None:
+        seed = b""
+        for i, (d, sid, off, data) in enumerate(frames):
+            rec = quic_record(d, sid, off, data, i == lost) * (2 if i == twice else 1)
+            if len(seed) + len(rec) > SEED_LEN:
+                break
+            seed += rec
+        if len(seed) > 3 and seed not in seeds and len(seeds) < per_target:
+            seeds.append(seed)
+
+    for cap, keys in QUIC_CAPTURES.items():
+        frames = [f for f in quic_frames(cap, keys) if f[1] < 256]    # the harness's ids are one byte
+        add(frames)
+        for i in (3, 7, 11):
+            add(frames, twice=i)
+            add(frames, lost=i)
+        for sid in sorted({f[1] for f in frames}):
+            add([f for f in frames if f[1] == sid])
+    print(f"make_seeds: dissect_quic: {len(seeds)} connections")
+    return seeds
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--plugin", type=Path, default=REPO / "build/plugins/4.0/epan/p2pc.so")
@@ -444,6 +508,7 @@ def main() -> int:
     if not args.dissect_only:
         seeds["dissect_signed_key"] = signed_key_seeds(args.plugin)
     seeds.update(dissect_seeds(args.per_target))
+    seeds["dissect_quic"] = quic_seeds(args.per_target)
     seeds["keylog_noise"] = keylog_seeds()
     for name, items in seeds.items():
         d = args.out / name

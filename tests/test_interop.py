@@ -21,10 +21,13 @@ def truth(name: str) -> dict:
 
 
 def keys(tshark, name: str) -> list[str]:
-    """The key log option for a Noise cell (the go peer's keys), else nothing."""
+    """The key log option for a Noise cell (the go peer's keys) or a QUIC cell (the rust peer's
+    TLS secrets, written by rust-libp2p itself), else nothing."""
     t = truth(name)
     if "keys" not in t:
         return []
+    if t["security"] == "/quic-v1":
+        return ["-o", f"tls.keylog_file:{tshark.ws.readable(INTEROP / t['keys']['rust'])}"]
     return ["-o", f"libp2p_noise.keylog_file:{tshark.ws.readable(INTEROP / t['keys']['go'])}"]
 
 
@@ -102,5 +105,5 @@ def test_the_first_payload_is_the_captured_sides(tshark, name):
     the matrix has both (the roles above come from facts, not from this)."""
     t = truth(name)
     dialer, listener = dialer_listener(t)
-    first = tshark.fields(INTEROP / f"{name}.pcapng", ["ip.src"], dfilter="tcp.len > 0")[0][0]
+    first = tshark.fields(INTEROP / f"{name}.pcapng", ["ip.src"], dfilter="tcp.len > 0 || quic")[0][0]
     assert first in (dialer, listener)

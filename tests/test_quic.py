@@ -1,37 +1,68 @@
-"""libp2p over QUIC (/quic-v1), decrypted by Wireshark's own QUIC from the hosts' key log, on a
-capture of real go-libp2p hosts (captures/gen/make_eth2.py eth2-quic).  Expected values come
-from the source block files, the generator's truth file and identity seeds, and from
-Wireshark's own QUIC fields (frame types, STREAM data), never from p2pc's output."""
+"""libp2p over QUIC (/quic-v1), decrypted by Wireshark's own QUIC from the hosts' key logs, on
+captures of real go-libp2p hosts (captures/gen/make_eth2.py eth2-quic; eth2-tcp-quic, the same
+peers over TCP and then QUIC) and of go-libp2p with rust-libp2p (captures/gen/make_interop.py
+interop-go-rust-quic, interop-rust-go-quic-lf: the rust peer's key log written by rust-libp2p
+itself).  Expected values come from the source block files, the generators' truth files (what
+each peer says it sent and received) and identity seeds, and from Wireshark's own QUIC fields
+(frame types, STREAM data), never from p2pc's output."""
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import struct
 import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
-from conftest import CAPTURES, DATA, p2pc_report
-from test_libp2p import base58btc, ed25519_public, peer_id
+from conftest import CAPTURES, DATA, REPO, p2pc_report
+from test_libp2p import OURS, base58btc, ed25519_public, peer_id
+from test_live import Live, needs_netns, netns  # noqa: F401  (netns: the fixture live runs in)
 
 ETH = CAPTURES / "eth2"
 NAME = "eth2-quic"
 CAP = ETH / f"{NAME}.pcapng"
 TRUTH = json.loads((ETH / f"{NAME}.truth.json").read_text())
 EXPERT_NO_KEYS = "tls.keylog_file"
+INTEROP = CAPTURES / "interop"
+# Captures of one QUIC connection: name -> (folder, whose key log decrypts it by default: the
+# interop cells' is the rust peer's, the one rust-libp2p wrote).
+ONE_CONN = {NAME: (ETH, "dialer"), "interop-go-rust-quic": (INTEROP, "rust"),
+            "interop-rust-go-quic-lf": (INTEROP, "rust")}
 
 
-def keys(tshark, side: str = "dialer") -> list[str]:
-    return ["-o", f"tls.keylog_file:{tshark.ws.readable(ETH / TRUTH['keys'][side])}"]
+def capture(name: str) -> Path:
+    return ONE_CONN[name][0] / f"{name}.pcapng"
+
+
+def truth(name: str) -> dict:
+    return json.loads((ONE_CONN[name][0] / f"{name}.truth.json").read_text())
+
+
+def keys(tshark, side: str = "dialer", name: str = NAME) -> list[str]:
+    """The TLS key log option: the one `side` wrote (eth2: dialer or listener; interop: go or rust)."""
+    return ["-o", f"tls.keylog_file:{tshark.ws.readable(ONE_CONN[name][0] / truth(name)['keys'][side])}"]
+
+
+def default_keys(tshark, name: str) -> list[str]:
+    return keys(tshark, ONE_CONN[name][1], name)
+
+
+def peer_ids(t: dict) -> dict[str, str]:
+    """Address -> the peer ID of that side's identity seed (Ed25519)."""
+    return {t["link"][f"addr_{x}"]: base58btc(peer_id(ed25519_public(t["seeds"][x]))) for x in ("a", "b")}
 
 
 def source(name: str) -> bytes:
     return (DATA / "ethereum" / name).read_bytes()
 
 
-def dump(tshark, extra: list[str], two_pass: bool = False) -> list[list[str]]:
+def dump(tshark, extra: list[str], two_pass: bool = False, cap=CAP) -> list[list[str]]:
     """Every line of -z p2pc,records, split into columns."""
-    args = ["-n", "-q", "-r", tshark.ws.readable(CAP), "-z", "p2pc,records", *extra] + (["-2"] if two_pass else [])
+    args = ["-n", "-q", "-r", tshark.ws.readable(cap), "-z", "p2pc,records", *extra] + (["-2"] if two_pass else [])
     return [line.split("\t") for line in tshark.run(args).stdout.splitlines()]
 
 
@@ -91,47 +122,57 @@ def test_quic_streams_are_opened_by_the_side_their_id_names(tshark):
     assert sorted(ident) == sorted([(dialer, 0, "1"), (listener, 1, "1"), (listener, 0, "0"), (dialer, 1, "0")])
 
 
-def test_quic_certificates_name_both_peers(tshark):
+@pytest.mark.parametrize("name", sorted(ONE_CONN))
+def test_quic_certificates_name_both_peers(tshark, name):
     """The libp2p certificate extension, inside QUIC's CRYPTO frames: each host's peer ID, from
-    its seed, in the tree and on the records' I lines."""
-    want = {TRUTH["link"]["addr_a"]: base58btc(peer_id(ed25519_public(TRUTH["seeds"]["a"]))),
-            TRUTH["link"]["addr_b"]: base58btc(peer_id(ed25519_public(TRUTH["seeds"]["b"])))}
-    rows = tshark.fields(CAP, ["ip.src", "libp2p_tls.peer_id"], dfilter="libp2p_tls.peer_id", extra=keys(tshark))
+    its seed, in the tree and on the records' I lines (go-libp2p's certificates and
+    rust-libp2p's alike)."""
+    cap, extra = capture(name), default_keys(tshark, name)
+    want = peer_ids(truth(name))
+    rows = tshark.fields(cap, ["ip.src", "libp2p_tls.peer_id"], dfilter="libp2p_tls.peer_id", extra=extra)
     assert {r[0]: r[1] for r in rows} == want
-    ids = {r[3]: r[8] for r in dump(tshark, keys(tshark)) if r[0] == "I"}
+    ids = {r[3]: r[8] for r in dump(tshark, extra, cap=cap) if r[0] == "I"}
     assert ids == want
 
 
-def test_quic_one_pass_equals_two_pass(tshark):
+@pytest.mark.parametrize("name", sorted(ONE_CONN))
+def test_quic_one_pass_equals_two_pass(tshark, name):
     """Records, trees and bytes tabs: a second pass (-2) shows what one pass does."""
-    for extra in (keys(tshark), []):
-        one = [r for r in dump(tshark, extra) if r[0] != "#END"]
-        two = [r for r in dump(tshark, extra, two_pass=True) if r[0] != "#END"]
+    cap = capture(name)
+    for extra in (default_keys(tshark, name), []):
+        one = [r for r in dump(tshark, extra, cap=cap) if r[0] != "#END"]
+        two = [r for r in dump(tshark, extra, two_pass=True, cap=cap) if r[0] != "#END"]
         assert one == two and len([r for r in one if r[0] == "M"]) >= 2
-    args = ["-n", "-r", tshark.ws.readable(CAP), "-V", "-x", "-Y", "libp2p_quic || eth2 || multistream", *keys(tshark)]
+    args = ["-n", "-r", tshark.ws.readable(cap), "-V", "-x", "-Y", "libp2p_quic || eth2 || multistream",
+            *default_keys(tshark, name)]
     assert tshark.run(args).stdout == tshark.run(args + ["-2"]).stdout
 
 
-def quic_packets(tshark, extra: list[str]) -> list[dict]:
-    """Per frame of the capture's QUIC connection, from Wireshark's own QUIC fields."""
-    rows = tshark.fields(CAP, ["ip.src", "frame.len", "udp.length", "quic.frame_type", "quic.stream_data",
-                               "quic.remaining_payload"], dfilter="quic", extra=extra)
+def quic_packets(tshark, extra: list[str], cap: Path = CAP) -> list[dict]:
+    """Per frame of the capture's QUIC connection, from Wireshark's own QUIC fields.  Not the QUIC
+    packets quoted in ICMP errors (a port unreachable after a peer closed its socket): they are
+    no packets of the connection."""
+    rows = tshark.fields(cap, ["ip.src", "frame.len", "udp.length", "quic.frame_type", "quic.stream_data",
+                               "quic.remaining_payload"], dfilter="quic && !icmp", extra=extra)
     out = []
     for src, flen, ulen, types, data, remaining in rows:
         types = [int(t, 0) for t in types.split("|") if t]      # 4.4 on prints them in hex
-        stream = sum(len(bytes.fromhex(d)) for d in data.replace(":", "").split("|") if d)
+        # An empty STREAM frame (a FIN alone) prints its data as <MISSING>: no bytes.
+        stream = sum(len(bytes.fromhex(d)) for d in data.replace(":", "").split("|") if d and d != "<MISSING>")
         out.append({"src": src, "frame": int(flen), "udp_payload": int(ulen) - 8, "stream": stream,
                     "ack_only": not stream and any(t in (2, 3) for t in types) and set(types) <= {0, 2, 3},
                     "encrypted": bool(remaining)})
     return out
 
 
-def test_quic_packets_counted_as_the_model_needs(tshark):
+@pytest.mark.parametrize("name", sorted(ONE_CONN))
+def test_quic_packets_counted_as_the_model_needs(tshark, name):
     """Each direction of the QUIC connection is a T line of stream -1: packets carrying STREAM
     data are its data segments (their STREAM data bytes, the largest as its MSS), packets of ACK
     and PADDING frames only its pure ACKs, the rest control frames."""
-    pk = quic_packets(tshark, keys(tshark))
-    tl = [r for r in dump(tshark, keys(tshark)) if r[0] == "T"]
+    cap, extra = capture(name), default_keys(tshark, name)
+    pk = quic_packets(tshark, extra, cap)
+    tl = [r for r in dump(tshark, extra, cap=cap) if r[0] == "T"]
     assert len(tl) == 2
     for r in tl:
         assert r[1] == "-1"
@@ -145,23 +186,25 @@ def test_quic_packets_counted_as_the_model_needs(tshark):
             max(p["stream"] for p in data)]
 
 
-def test_quic_without_keys_is_one_encrypted_record_per_direction(tshark):
+@pytest.mark.parametrize("name", sorted(ONE_CONN))
+def test_quic_without_keys_is_one_encrypted_record_per_direction(tshark, name):
     """No key: each direction is one `quic (encrypted)` record holding the UDP payload bytes of
     its packets Wireshark could not decrypt (all but the Initial packets, whose keys come from
     the connection ID), and each such packet has an expert note naming the key log preference.
     With the key there is none."""
-    pk = quic_packets(tshark, [])
+    cap, t = capture(name), truth(name)
+    pk = quic_packets(tshark, [], cap)
     for two_pass in (False, True):
-        recs = [r for r in tshark.records(CAP, two_pass=two_pass)]
+        recs = [r for r in tshark.records(cap, two_pass=two_pass)]
         assert {r["msg_type"] for r in recs} == {"quic (encrypted)"}
         got = {r["src"]: int(r["wire_len"]) for r in recs}
         assert got == {src: sum(p["udp_payload"] for p in pk if p["src"] == src and p["encrypted"])
-                       for src in (TRUTH["link"]["addr_a"], TRUTH["link"]["addr_b"])}
+                       for src in (t["link"]["addr_a"], t["link"]["addr_b"])}
         assert all(int(r["header_len"]) == 0 and r["wire_len"] == r["payload_len"] == r["raw_len"] for r in recs)
-    notes = tshark.fields(CAP, ["_ws.expert.message"], dfilter="libp2p_quic.no_keys")
+    notes = tshark.fields(cap, ["_ws.expert.message"], dfilter="libp2p_quic.no_keys")
     assert len(notes) == sum(p["encrypted"] for p in pk)
     assert all(EXPERT_NO_KEYS in n[0] for n in notes)
-    assert not [r for r in tshark.records(CAP, extra=keys(tshark)) if r["msg_type"] == "quic (encrypted)"]
+    assert not [r for r in tshark.records(cap, extra=default_keys(tshark, name)) if r["msg_type"] == "quic (encrypted)"]
 
 
 def test_p2pc_analyze_models_quic_headers_and_acks(tshark):
@@ -217,3 +260,231 @@ def test_quic_missing_stream_data_is_a_hole(tshark, tmp_path):
     assert "goodbye/1 request" in [r["msg_type"] for r in recs]
     assert not [r for r in recs if r["msg_type"] == "beacon_blocks_by_range/2 response"]
     assert sum(int(r["wire_len"]) for r in recs if r["msg_type"] == "undecoded") > 3 * 400_000
+
+
+# ---- eth2-tcp-quic: the same two go-libp2p peers over TCP (/noise, yamux), then over QUIC ----
+# (captures/gen/make_eth2.py eth2-tcp-quic, session "dual").  Expected values: what each peer
+# wrote it sent and received over which transport (the truth's "peers", from their -truth), the
+# source block files, the identity seeds, and Wireshark's own tcp/udp fields.
+DUAL = "eth2-tcp-quic"
+DUAL_CAP = ETH / f"{DUAL}.pcapng"
+DUAL_TRUTH = json.loads((ETH / f"{DUAL}.truth.json").read_text())
+
+
+def dual_keys(tshark) -> list[str]:
+    """One key log with both hosts' kinds of keys: each preference reads its own lines (the
+    Noise keys of the TCP connection, the TLS secrets of the QUIC one) and skips the others."""
+    path = tshark.ws.readable(ETH / DUAL_TRUTH["keys"]["dialer"])
+    return ["-o", f"libp2p_noise.keylog_file:{path}", "-o", f"tls.keylog_file:{path}"]
+
+
+def frame_transports(tshark) -> dict[int, tuple[str, str]]:
+    """Frame -> (transport as the peers' truth names it, tcp.stream or ""), by Wireshark's own
+    tcp and udp dissectors."""
+    rows = tshark.fields(DUAL_CAP, ["frame.number", "tcp.stream", "udp.stream"], dfilter="tcp || udp")
+    return {int(f): ("tcp", t) if t else ("quic-v1", "") for f, t, _ in rows}
+
+
+def truth_msgs(peer: str, direction: str) -> list[tuple]:
+    """(transport, msg_type, SSZ length, SSZ sha256, gossip message-id) of what a peer says it
+    sent or received, in its order."""
+    out = []
+    for m in DUAL_TRUTH["peers"][peer]["messages"]:
+        if m["dir"] == direction:
+            mtype = m["protocol"] if m["kind"] == "gossip" else f"{m['protocol']} {m['kind']}"
+            out.append((m["transport"], mtype, m["ssz_len"], m["ssz_sha256"], m.get("msg_id", "")))
+    return out
+
+
+def test_dual_the_peers_used_both_transports_and_agree():
+    """The capture holds what the issue asks for: both transports between the same two peers,
+    each peer's account of what it sent the other's of what it received."""
+    for a, b in (("dialer", "listener"), ("listener", "dialer")):
+        assert truth_msgs(a, "sent") == truth_msgs(b, "received")
+    used = {m[0] for m in truth_msgs("dialer", "sent") + truth_msgs("listener", "sent")}
+    assert used == {"tcp", "quic-v1"}
+    gossip = [m for m in truth_msgs("dialer", "sent") if m[1] == "gossip beacon_block"]
+    assert [(m[0], m[3]) for m in gossip] == [("tcp", hashlib.sha256(source(f)).hexdigest())
+                                              for f in DUAL_TRUTH["gossip"]["blocks"][:1]] + \
+        [("quic-v1", hashlib.sha256(source(f)).hexdigest()) for f in DUAL_TRUTH["gossip"]["blocks"][1:]]
+
+
+def test_dual_every_message_on_both_transports_decodes_to_the_peers_truth(tshark):
+    """Every eth2 message p2pc reports, on either transport, is one its sender says it sent over
+    that transport, in the sender's order: its SSZ length, the sha256 of its SSZ and, for gossip,
+    the message-id Wireshark's tree shows."""
+    frames = frame_transports(tshark)
+    recs = tshark.records(DUAL_CAP, extra=dual_keys(tshark))
+    pays = tshark.payloads(DUAL_CAP, extra=dual_keys(tshark))
+    assert len(recs) == len(pays)
+    ids = {int(f): m.split("|") for f, m in tshark.fields(DUAL_CAP, ["frame.number", "eth2.gossip.message_id"],
+                                                          dfilter="eth2.gossip.message_id", extra=dual_keys(tshark))}
+    dialer, listener = DUAL_TRUTH["link"]["dialer"], DUAL_TRUTH["link"]["listener"]
+    got = {dialer: [], listener: []}
+    for rec, (frame, mtype, raw) in zip(recs, pays):
+        assert (int(rec["frame"]), rec["msg_type"]) == (frame, mtype)
+        if rec["proto"] == "eth2":
+            mid = ids[frame].pop(0) if mtype == "gossip beacon_block" else ""
+            got[rec["src"]].append((frames[frame][0], mtype, int(rec["raw_len"]), hashlib.sha256(raw).hexdigest(), mid))
+    assert got[dialer] == truth_msgs("dialer", "sent")
+    assert got[listener] == truth_msgs("listener", "sent")
+    assert not [r for r in recs if r["msg_type"] in ("undecoded", "quic (encrypted)")]
+
+
+def test_dual_records_tell_the_transports_apart(tshark):
+    """A record over TCP carries its connection's tcp.stream, a record over QUIC stream -1; the
+    T lines are one pair per connection; the I lines name the same two peers on each, learnt
+    from the Noise handshake over TCP and from the certificate over QUIC."""
+    frames = frame_transports(tshark)
+    lines = dump(tshark, dual_keys(tshark), cap=DUAL_CAP)
+    ms = [r for r in lines if r[0] == "M"]
+    assert {frames[int(r[1])][0] for r in ms} == {"tcp", "quic-v1"}
+    for r in ms:
+        transport, stream = frames[int(r[1])]
+        assert r[2] == (stream if transport == "tcp" else "-1"), r
+    assert sorted((r[1], r[2]) for r in lines if r[0] == "T") == \
+        [("-1", DUAL_TRUTH["link"]["addr_a"]), ("-1", DUAL_TRUTH["link"]["addr_b"]),
+         ("0", DUAL_TRUTH["link"]["addr_a"]), ("0", DUAL_TRUTH["link"]["addr_b"])]
+    want = peer_ids(DUAL_TRUTH)
+    ids = sorted((r[2], r[7], r[3], r[8]) for r in lines if r[0] == "I")
+    assert ids == sorted([("0", "noise", a, p) for a, p in want.items()] + [("-1", "tls", a, p) for a, p in want.items()])
+
+
+def test_dual_by_peer_puts_both_connections_under_one_peer(tshark):
+    """`p2pc analyze --by-peer --keylog`: one row per (peer, peer ID, message type), never one
+    per connection: a message type each peer sent over both transports is one row counting
+    both."""
+    rep = p2pc_report("analyze", "--by-peer", "--keylog", str(ETH / DUAL_TRUTH["keys"]["dialer"]), str(DUAL_CAP))
+    want = peer_ids(DUAL_TRUTH)
+    rows = [r for r in rep["rows"] if r["proto"] == "eth2"]
+    keys_ = [(r["peer"], r["msg_type"]) for r in rows]
+    assert len(keys_) == len(set(keys_))
+    assert all(r["peer_id"] == want[r["peer"]] for r in rep["rows"])
+    count: dict = {}
+    transports: dict = {}
+    for side in ("dialer", "listener"):
+        for t, mtype, *_ in truth_msgs(side, "sent"):
+            k = (DUAL_TRUTH["link"][side], mtype)
+            count[k] = count.get(k, 0) + 1
+            transports.setdefault(k, set()).add(t)
+    assert {(r["peer"], r["msg_type"]): r["messages"] for r in rows} == count
+    both = {k for k, t in transports.items() if t == {"tcp", "quic-v1"}}
+    assert {m for _, m in both} == {"status/1 request", "status/1 response", "ping/1 request", "ping/1 response",
+                                    "gossip beacon_block"}
+
+
+def test_dual_one_pass_equals_two_pass(tshark):
+    """Records and trees, with the keys and without: a second pass shows what one pass does."""
+    for extra in (dual_keys(tshark), []):
+        one = [r for r in dump(tshark, extra, cap=DUAL_CAP) if r[0] != "#END"]
+        two = [r for r in dump(tshark, extra, two_pass=True, cap=DUAL_CAP) if r[0] != "#END"]
+        assert one == two and [r for r in one if r[0] == "M"]
+    # p2pc's layers only (-O): TCP's conversation completeness is known in the second pass alone.
+    args = ["-n", "-r", tshark.ws.readable(DUAL_CAP), "-O", OURS + ",libp2p_quic,libp2p_tls", "-V", "-x",
+            "-Y", "libp2p_quic || eth2 || multistream || libp2p_noise", *dual_keys(tshark)]
+    one = tshark.run(args).stdout
+    assert "libp2p Noise: transport message" in one and "libp2p QUIC: stream" in one
+    assert one == tshark.run(args + ["-2"]).stdout
+
+
+QUIC_CAPTURES = [capture(n) for n in sorted(ONE_CONN)] + [DUAL_CAP]
+
+
+def test_the_fuzz_gate_mutates_the_quic_captures_with_their_keys(tshark, tmp_path):
+    """`make fuzz` (tools/fuzz.py) mutates every QUIC capture with its key log, split as `p2pc
+    analyze --keylog` splits it: the TLS secrets (and, for eth2-tcp-quic, the Noise keys) go to
+    the tshark consumers, whose QUIC then decrypts and hands every stream to p2pc."""
+    sys.path.insert(0, str(REPO / "tools"))
+    import fuzz     # noqa: E402  (tools/fuzz.py)
+    gate = fuzz.gate_captures()
+    for cap in QUIC_CAPTURES:
+        assert cap in gate
+        keys = fuzz.Keys.beside(cap, tmp_path / cap.stem)
+        prefs = dict(o.split(":", 1) for o in keys.tshark[1::2])
+        assert set(prefs) == ({"tls.keylog_file", "libp2p_noise.keylog_file"} if cap == DUAL_CAP else {"tls.keylog_file"})
+        if cap.parent == INTEROP:   # the key log beside it is the rust peer's own
+            assert Path(prefs["tls.keylog_file"]).read_text() == \
+                (INTEROP / truth(cap.stem)["keys"]["rust"]).read_text()
+        extra = [x for pref, path in prefs.items() for x in ("-o", f"{pref}:{tshark.ws.readable(Path(path))}")]
+        streams = tshark.fields(cap, ["libp2p_quic.stream"], dfilter="libp2p_quic.stream", extra=extra)
+        assert len(streams) > 100
+
+
+# ---- rust-libp2p over QUIC: its key log, written by rust-libp2p 0.57.1 itself ----
+# libp2p-tls 0.7.0 (src/lib.rs, make_client_config and make_server_config) sets the rustls
+# configs' key_log to rustls::KeyLogFile::new(), which reads $SSLKEYLOGFILE; libp2p-quic 0.14.0's
+# Config::new builds its QUIC TLS configs from those two functions.  eth2peer-rs changes nothing.
+RUST_CELLS = ["interop-go-rust-quic", "interop-rust-go-quic-lf"]
+
+
+def sent(t: dict, side: str) -> list[tuple]:
+    """(msg_type, SSZ length, SSZ sha256) of what a peer says it sent, in its order."""
+    return [(f"{m['protocol']} {m['kind']}", m["ssz_len"], m["ssz_sha256"]) for m in t["peers"][side]["messages"]
+            if m["dir"] == "sent"]
+
+
+@pytest.mark.parametrize("who", ["rust", "go"])
+@pytest.mark.parametrize("name", RUST_CELLS)
+def test_rust_quic_either_peers_key_log_decrypts_every_stream(tshark, name, who):
+    """rust-libp2p dialing go-libp2p over QUIC and back: the key log of either peer (rust's from
+    rustls's KeyLogFile, go's from KeyLogWriter) decrypts the connection; every eth2 message is
+    one its sender says it sent, in its order, with its SSZ length and sha256; the block is the
+    source file; both peers agreed on the ALPN libp2p."""
+    t, cap, extra = truth(name), capture(name), keys(tshark, who, name)
+    assert {t["dialer"]["stack"], t["listener"]["stack"]} == {"go-libp2p", "rust-libp2p"}
+    assert all(m["transport"] == "quic-v1" for side in ("dialer", "listener") for m in t["peers"][side]["messages"])
+    recs = tshark.records(cap, extra=extra)
+    pays = tshark.payloads(cap, extra=extra)
+    assert len(recs) == len(pays)
+    got = {t["link"]["dialer"]: [], t["link"]["listener"]: []}
+    for rec, (frame, mtype, raw) in zip(recs, pays):
+        assert (int(rec["frame"]), rec["msg_type"]) == (frame, mtype)
+        if rec["proto"] == "eth2":
+            got[rec["src"]].append((mtype, int(rec["raw_len"]), hashlib.sha256(raw).hexdigest()))
+    assert got[t["link"]["dialer"]] == sent(t, "dialer")
+    assert got[t["link"]["listener"]] == sent(t, "listener")
+    block = [sha for mtype, n, sha in got[t["link"]["listener"]] if mtype == "beacon_blocks_by_range/2 response" and n > 1000]
+    assert block == [hashlib.sha256(source(t["block"]["file"])).hexdigest()]
+    assert not [r for r in recs if r["msg_type"] in ("undecoded", "quic (encrypted)")]
+    alpn = tshark.fields(cap, ["ip.src", "tls.handshake.extensions_alpn_str"],
+                         dfilter="tls.handshake.extensions_alpn_str", extra=extra)
+    assert alpn == [[t["link"]["dialer"], "libp2p"], [t["link"]["listener"], "libp2p"]]
+
+
+@needs_netns
+def test_live_with_a_udp_port_filter_decodes_tcp_and_quic_as_offline(netns, tmp_path):
+    """`p2pc live -f 'tcp port 9000 or udp port 9000' --keylog` (a consensus client whose peers
+    use QUIC, and TCP as the fallback): eth2-tcp-quic replayed onto the interface decodes on both
+    transports to the messages `p2pc analyze --keylog` finds in the capture, and live's final
+    report is the offline analysis of what it captured."""
+    keylog = str(ETH / DUAL_TRUTH["keys"]["dialer"])
+    want = p2pc_report("analyze", "--keylog", keylog, str(DUAL_CAP))
+    live = Live(netns, tmp_path, "-f", "tcp port 9000 or udp port 9000", "--keylog", keylog)
+    try:
+        live.replay(DUAL_CAP)
+        time.sleep(2)
+    finally:
+        rc, err = live.stop()
+    assert rc == 0, err
+    got = json.loads(live.report.read_text())
+    rows = lambda rep: {(r["proto"], r["msg_type"]): (r["messages"], r["raw_bytes"]) for r in rep["rows"]}  # noqa: E731
+    assert rows(got) == rows(want)
+    assert {m for p, m in rows(got) if p == "eth2"} >= {"status/1 request", "beacon_blocks_by_range/2 response",
+                                                        "gossip beacon_block"}
+    assert got["totals"] == p2pc_report("analyze", "--keylog", keylog, str(live.pcap))["totals"]
+
+
+def test_rust_libp2p_writes_its_quic_key_log_unpatched():
+    """What docs/libp2p-decryption.md says of rust-libp2p's key log rests on these versions:
+    the peer's Cargo.lock pins libp2p 0.57.1 with libp2p-quic 0.14.0, libp2p-tls 0.7.0 and
+    rustls 0.23.46, and eth2peer-rs sets no key log of its own (the key logs of the interop
+    QUIC cells, which decrypt them above, are rust-libp2p's)."""
+    lock = (REPO / "captures/gen/rust/Cargo.lock").read_text()
+    pins = dict(re.findall(r'\[\[package\]\]\nname = "([^"]+)"\nversion = "([^"]+)"', lock))
+    assert {k: pins[k] for k in ("libp2p", "libp2p-quic", "libp2p-tls", "rustls")} == \
+        {"libp2p": "0.57.1", "libp2p-quic": "0.14.0", "libp2p-tls": "0.7.0", "rustls": "0.23.46"}
+    src = (REPO / "captures/gen/rust/src/main.rs").read_text()
+    code = "\n".join(line.split("//")[0] for line in src.splitlines())
+    assert "key_log" not in code and "KeyLog" not in code and "SSLKEYLOGFILE" not in code
+    for name in RUST_CELLS:
+        assert truth(name)["keys"]["rust"] == f"{name}.keys"

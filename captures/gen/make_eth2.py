@@ -20,7 +20,11 @@ the hosts are built with keylog/'s patches (go build -overlay) and write their N
 secrets beside the capture (<name>.keys); eth2-tls-embedded is eth2-tls-yamux with its secrets
 injected into the pcapng (editcap --inject-secrets).  eth2-quic is the full workload over /quic-v1
 (QUIC: TLS 1.3 inside, each libp2p stream a QUIC stream, no muxer), the TLS secrets of both
-hosts' QUIC connections beside it (keylog/quic-transport.go.patch).  eth2-badcrc and eth2-truncated are cut from eth2-yamux with editcap.
+hosts' QUIC connections beside it (keylog/quic-transport.go.patch).  eth2-tcp-quic is the same two
+peers over both transports, one connection after the other (session "dual"): /noise with yamux over
+TCP (status, ping, a gossiped block), then /quic-v1 (status, ping, metadata, blocks by range, another
+gossiped block, goodbye); the key log beside it holds both hosts' Noise keys and QUIC secrets, and
+its truth what each peer says it sent and received over which transport (-truth).  eth2-badcrc and eth2-truncated are cut from eth2-yamux with editcap.
 """
 from __future__ import annotations
 
@@ -45,7 +49,7 @@ SESSIONS = {"eth2-yamux": ("yamux", 2, "full", "plaintext"), "eth2-mplex": ("mpl
             "eth2-noise-yamux": ("yamux", 1, "full", "noise"), "eth2-noise-mplex": ("mplex", 1, "full", "noise-ms"),
             "eth2-tls-yamux": ("yamux", 1, "full", "tls"), "eth2-noise-secp256k1": ("yamux", 0, "short", "noise"),
             "eth2-yamux-lf": ("yamux", 1, "full", "plaintext"), "eth2-noise-yamux-lf": ("yamux", 1, "full", "noise"),
-            "eth2-quic": ("none", 1, "full", "quic")}
+            "eth2-quic": ("none", 1, "full", "quic"), "eth2-tcp-quic": ("yamux", 2, "dual", "noise")}
 # Sessions captured on the listener's side (node A listens, B dials): the listener's multistream
 # header, sent as it accepts, is on the wire a round trip before the dialer's proposal, as real
 # go-libp2p listeners on a LAN are.  The others are captured on the dialer's side, where the
@@ -55,7 +59,7 @@ LISTENER_FIRST = {"eth2-yamux-lf", "eth2-noise-yamux-lf"}
 SECP256K1 = {"eth2-noise-secp256k1"}
 # Sessions that write their keys (the key log beside the capture); eth2-noise keeps none.
 KEYED = {"eth2-noise-yamux", "eth2-noise-mplex", "eth2-tls-yamux", "eth2-noise-secp256k1", "eth2-noise-yamux-lf",
-         "eth2-quic"}
+         "eth2-quic", "eth2-tcp-quic"}
 GO_LIBP2P = "github.com/libp2p/go-libp2p@v0.39.1"
 QUIC_GO = "github.com/quic-go/quic-go@v0.49.0"
 PATCHES = [(GO_LIBP2P, "p2p/security/noise/handshake.go", HERE / "libp2p" / "keylog" / "noise-handshake.go.patch"),
@@ -98,18 +102,27 @@ def make(name: str, muxer: str, gossip: int, session: str, security: str, exes: 
         path.unlink(missing_ok=True)
         env[side] = dict(os.environ, LIBP2P_NOISE_KEYLOG=str(path), SSLKEYLOGFILE=str(path)) if name in KEYED else None
     addrs = {"a": EmulatedLink.addr_a, "b": EmulatedLink.addr_b}
+    truths = {side: WORK / f"{name}.{side}.json" for side in ("a", "b")}
+    for t in truths.values():
+        t.unlink(missing_ok=True)
+    # QUIC has TLS 1.3 inside and no muxer: -security and -muxer do not apply to it.
+    quic, dual = security == "quic", session == "dual"
+    transport = "both" if dual else "quic" if quic else "tcp"
+    tcp_addr, quic_addr = f"/ip4/0.0.0.0/tcp/{PORT}", f"/ip4/0.0.0.0/udp/{PORT}/quic-v1"
+    listen = f"{tcp_addr},{quic_addr}" if dual else quic_addr if quic else tcp_addr
     with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
-        # QUIC has TLS 1.3 inside and no muxer: -security and -muxer do not apply to it.
-        quic = security == "quic"
         common = ["-muxer", "yamux" if quic else muxer, "-blocks", str(BLOCKS), "-gossip", str(gossip),
                   "-session", session, "-security", "tls" if quic else security,
-                  "-transport", "quic" if quic else "tcp", "-keytype", "secp256k1" if name in SECP256K1 else "ed25519"]
-        listen = f"/ip4/0.0.0.0/udp/{PORT}/quic-v1" if quic else f"/ip4/0.0.0.0/tcp/{PORT}"
+                  "-transport", transport, "-keytype", "secp256k1" if name in SECP256K1 else "ed25519"]
         lp = link.popen(listener, [str(exe), "-role", "listen", *common, "-idfile", str(idfile),
-                                   "-seed", str(SEEDS["b"]), "-listen", listen], env=env[listener])
+                                   "-seed", str(SEEDS["b"]), "-listen", listen, "-truth", str(truths[listener])],
+                        env=env[listener])
         addr = listener_addr(idfile, addrs[listener])
-        link.run(dialer, [str(exe), "-role", "dial", *common, "-peer", addr, "-seed", str(SEEDS["a"])], timeout=180,
-                 env=env[dialer])
+        if dual:    # the listener's TCP address, then its QUIC one
+            pid = addr.rsplit("/p2p/", 1)[1]
+            addr = ",".join(f"{a.replace('0.0.0.0', addrs[listener])}/p2p/{pid}" for a in (tcp_addr, quic_addr))
+        link.run(dialer, [str(exe), "-role", "dial", *common, "-peer", addr, "-seed", str(SEEDS["a"]),
+                          "-truth", str(truths[dialer])], timeout=180, env=env[dialer])
         lp.wait(60)
     for path in keys.values():
         if path.exists():
@@ -144,10 +157,19 @@ def make(name: str, muxer: str, gossip: int, session: str, security: str, exes: 
     if session == "short":
         truth.update(requests=["status/1", "ping/1", "goodbye/1"], gossip=None)
         del truth["blocks_by_range"], truth["error_chunk"]
+    if session == "dual":
+        truth.update(requests=["status/1", "ping/1", "status/1", "ping/1", "metadata/2", "beacon_blocks_by_range/2",
+                               "goodbye/1"],
+                     transports=[{"transport": "tcp", "security": "/noise", "muxer": "/yamux/1.0.0", "port": PORT},
+                                 {"transport": "quic-v1", "security": "/quic-v1 (TLS 1.3)", "muxer": None,
+                                  "port": PORT}])
     if name in KEYED:
         truth["keys"] = {"dialer": keys[dialer].name, "listener": keys[listener].name}
         truth["muxer_negotiation"] = {"noise": "noise extensions", "noise-ms": "multistream-select",
                                       "tls": "alpn", "quic": "none (QUIC streams)"}[security]
+    # What each peer says it sent and received (its -truth), as it wrote it.
+    truth["peers"] = {"dialer": json.loads(truths[dialer].read_text()),
+                      "listener": json.loads(truths[listener].read_text())}
     (OUT / f"{name}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
     print(f"{cap.name}: {cap.stat().st_size} bytes")
 

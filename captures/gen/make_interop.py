@@ -16,6 +16,10 @@ ResourceUnavailable error chunk), the block published on /eth2/bba4da96/beacon_b
 in the plaintext/yamux cells only (a second copy of a 440 KB block would double the others),
 goodbye.  Noise cells with a go peer run eth2peers with keylog/'s patch and keep its keys
 (<name>.keys); the other stacks cannot log Noise keys cheaply, so their pairs are plaintext.
+QUIC cells (/quic-v1: TLS 1.3 inside QUIC, no muxer; named interop-<dialer>-<listener>-quic[-lf])
+keep each peer's TLS secrets from $SSLKEYLOGFILE: the rust peer's (rust-libp2p writes them
+through libp2p-tls's rustls KeyLogFile, unpatched) as <name>.keys, the go peer's (keylog/'s
+patch) as <name>.go.keys.
 
 Regenerate (root; Go, Node.js/npm and cargo): sudo python3 captures/gen/make_interop.py [name ...]
 """
@@ -38,22 +42,23 @@ OUT = HERE.parent / "interop"
 BLOCK = HERE.parent / "data" / "ethereum" / "eth_mainnet_SignedBeaconBlock_capella_slot6507058.ssz"
 DELAY_MS, RATE_KBIT, PORT = 60, 20000, 9000
 SEEDS = {"dialer": 1, "listener": 2}
-SECURITY_IDS = {"plaintext": "/plaintext/2.0.0", "noise": "/noise"}
-MUXER_IDS = {"yamux": "/yamux/1.0.0", "mplex": "/mplex/6.7.0"}
+SECURITY_IDS = {"plaintext": "/plaintext/2.0.0", "noise": "/noise", "quic": "/quic-v1"}
+MUXER_IDS = {"yamux": "/yamux/1.0.0", "mplex": "/mplex/6.7.0", "none": None}
 
 
 def cells() -> dict[str, tuple[str, str, str, str]]:
     """name: (stack on node A, stack on node B, which dials ("a" or "b"), security, muxer)."""
     out = {}
     for a, b, combos in [("go", "js", [("plaintext", "yamux"), ("noise", "yamux"), ("plaintext", "mplex")]),
-                         ("go", "rust", [("plaintext", "yamux"), ("noise", "yamux")]),
+                         ("go", "rust", [("plaintext", "yamux"), ("noise", "yamux"), ("quic", "none")]),
                          ("js", "rust", [("plaintext", "yamux")])]:
         # interop-js-rust-plaintext-yamux is made but not committed: p2pc does not yet frame a
         # js-libp2p dialer's multistream header written as a 1-byte length segment and then its
         # message, when the listener (rust) does not speak first (docs/interop.md).
         for sec, mux in combos:
-            out[f"interop-{a}-{b}-{sec}-{mux}"] = (a, b, "a", sec, mux)
-            out[f"interop-{b}-{a}-{sec}-{mux}-lf"] = (a, b, "b", sec, mux)
+            kind = sec if sec == "quic" else f"{sec}-{mux}"
+            out[f"interop-{a}-{b}-{kind}"] = (a, b, "a", sec, mux)
+            out[f"interop-{b}-{a}-{kind}-lf"] = (a, b, "b", sec, mux)
     return out
 
 
@@ -76,16 +81,19 @@ def build(stacks: set[str]) -> dict[str, object]:
 def argv(stack: str, exes: dict, role: str, sec: str, mux: str, gossip: int, blocks: Path, truth: Path,
          idfile: Path | None, peer: str | None, keyed: bool) -> list[str]:
     seed = SEEDS["listener" if role == "listen" else "dialer"]
+    quic = sec == "quic"
+    listen = f"/ip4/0.0.0.0/udp/{PORT}/quic-v1" if quic else f"/ip4/0.0.0.0/tcp/{PORT}"
     if stack == "go":
         exe = exes["go"][1] if keyed else exes["go"][0]
-        cmd = [str(exe), "-role", role, "-muxer", mux, "-blocks", str(blocks), "-gossip", str(gossip),
-               "-session", "full", "-security", sec, "-seed", str(seed), "-truth", str(truth)]
-        return cmd + (["-idfile", str(idfile), "-listen", f"/ip4/0.0.0.0/tcp/{PORT}"] if role == "listen"
-                      else ["-peer", peer])
+        # eth2peers' -security and -muxer do not apply to QUIC (TLS 1.3 inside, no muxer).
+        cmd = [str(exe), "-role", role, "-muxer", "yamux" if quic else mux, "-blocks", str(blocks),
+               "-gossip", str(gossip), "-session", "full", "-security", "tls" if quic else sec,
+               "-transport", "quic" if quic else "tcp", "-seed", str(seed), "-truth", str(truth)]
+        return cmd + (["-idfile", str(idfile), "-listen", listen] if role == "listen" else ["-peer", peer])
     cmd = [*exes[stack], "--role", role, "--muxer", mux, "--security", sec, "--block", str(BLOCK),
-           "--gossip", str(gossip), "--seed", str(seed), "--truth", str(truth)]
-    return cmd + (["--idfile", str(idfile), "--listen", f"/ip4/0.0.0.0/tcp/{PORT}"] if role == "listen"
-                  else ["--peer", peer])
+           "--gossip", str(gossip), "--seed", str(seed), "--truth", str(truth),
+           "--transport", "quic" if quic else "tcp"]
+    return cmd + (["--idfile", str(idfile), "--listen", listen] if role == "listen" else ["--peer", peer])
 
 
 def make(name: str, a: str, b: str, dials: str, sec: str, mux: str, exes: dict) -> None:
@@ -103,15 +111,24 @@ def make(name: str, a: str, b: str, dials: str, sec: str, mux: str, exes: dict) 
     for t in truths.values():
         t.unlink(missing_ok=True)
     # The go peer logs its Noise keys (eth2peers-keylog); either side's keys decrypt a connection.
-    keyed = sec == "noise" and "go" in stack.values()
-    env = dict(os.environ, LIBP2P_NOISE_KEYLOG=str(keys))
+    # Over QUIC each peer logs its TLS secrets to a file of its own: the rust peer's <name>.keys,
+    # the go peer's <name>.go.keys.
+    quic = sec == "quic"
+    keyed = sec in ("noise", "quic") and "go" in stack.values()
+    tls_keys = {st: OUT / (f"{name}.keys" if st == "rust" else f"{name}.{st}.keys") for st in stack.values()} \
+        if quic else {}
+    for path in tls_keys.values():
+        path.unlink(missing_ok=True)
+    env = {side: dict(os.environ, SSLKEYLOGFILE=str(tls_keys[stack[side]])) if quic
+           else dict(os.environ, LIBP2P_NOISE_KEYLOG=str(keys)) for side in ("a", "b")}
     addrs = {"a": EmulatedLink.addr_a, "b": EmulatedLink.addr_b}
     with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
         lp = link.popen(listener, argv(stack[listener], exes, "listen", sec, mux, gossip, blocks, truths[listener],
-                                       idfile, None, keyed and stack[listener] == "go"), env=env)
+                                       idfile, None, keyed and stack[listener] == "go"), env=env[listener])
         addr = listener_addr(idfile, addrs[listener], timeout=30)
         link.run(dialer, argv(stack[dialer], exes, "dial", sec, mux, gossip, blocks, truths[dialer], None, addr,
-                              keyed and stack[dialer] == "go"), timeout=float(os.environ.get("INTEROP_TIMEOUT", 180)), env=env)
+                              keyed and stack[dialer] == "go"), timeout=float(os.environ.get("INTEROP_TIMEOUT", 180)),
+                 env=env[dialer])
         lp.wait(60)
     peer = {side: json.loads(truths[side].read_text()) for side in ("a", "b")}
     truth = {
@@ -128,7 +145,11 @@ def make(name: str, a: str, b: str, dials: str, sec: str, mux: str, exes: dict) 
         # What each peer says it sent and received, as it wrote it.
         "peers": {"dialer": peer[dialer], "listener": peer[listener]},
     }
-    if keyed:
+    if keyed and quic:
+        for path in tls_keys.values():
+            os.chmod(path, 0o644)
+        truth["keys"] = {st: path.name for st, path in tls_keys.items()}
+    elif keyed:
         os.chmod(keys, 0o644)
         truth["keys"] = {"go": keys.name, "side": "dialer" if stack[dialer] == "go" else "listener"}
     (OUT / f"{name}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")

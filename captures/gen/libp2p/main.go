@@ -13,7 +13,11 @@
 // to $LIBP2P_NOISE_KEYLOG and TLS its secrets to $SSLKEYLOGFILE.  -transport quic runs the
 // same workload over /quic-v1 (TLS 1.3 inside QUIC, no muxer: -security and -muxer do not
 // apply), the listen address then /ip4/0.0.0.0/udp/9000/quic-v1; its secrets go to
-// $SSLKEYLOGFILE too.
+// $SSLKEYLOGFILE too.  -transport both gives the host TCP (with -security and -muxer) and QUIC:
+// the listener listens on every address of the comma-separated -listen, and -session dual has
+// the dialer connect to each address of the comma-separated -peer in turn (TCP, then QUIC, as a
+// node that later reaches its peer over QUIC), one connection at a time: status and ping over
+// each, one block gossiped over each, then metadata, blocks by range and goodbye over the last.
 package main
 
 import (
@@ -29,6 +33,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -115,6 +120,9 @@ func chunk(result byte, ctx []byte, ssz []byte) []byte {
 	return append(out, framed(ssz)...)
 }
 
+// byRange is the beacon_blocks_by_range request: start slot, count, step.
+func byRange() []byte { return request(append(append(u64(6_507_058), u64(8)...), u64(1)...)) }
+
 func u64(v uint64) []byte { b := make([]byte, 8); binary.LittleEndian.PutUint64(b, v); return b }
 
 type block struct {
@@ -184,7 +192,7 @@ func serve(h host.Host, blocks []block, broken bool, bye chan<- struct{}) {
 		for i, b := range blocks {
 			ctx, _ := hex.DecodeString(digests[b.fork])
 			c := chunk(0, ctx, b.ssz)
-			recordChunks(protoByRange, c, true, "sent")
+			recordChunks(protoByRange, c, true, "sent", streamTransport(s))
 			if i < len(blocks)-1 {
 				s.Write(c)
 				continue
@@ -194,19 +202,19 @@ func serve(h host.Host, blocks []block, broken bool, bye chan<- struct{}) {
 			s.Write(c[:len(c)-100])
 			s.Write(append(c[len(c)-100:], errChunk...))
 		}
-		recordChunks(protoByRange, errChunk, true, "sent")
+		recordChunks(protoByRange, errChunk, true, "sent", streamTransport(s))
 		s.Close()
 	})
 }
 
 func readRequest(s network.Stream) {
 	req, _ := io.ReadAll(s)
-	recordChunks(string(s.Protocol()), req, false, "received")
+	recordChunks(string(s.Protocol()), req, false, "received", streamTransport(s))
 }
 
 // send writes b on s and records the response chunks it holds (the truth of what was sent).
 func send(s network.Stream, b []byte) {
-	recordChunks(string(s.Protocol()), b, true, "sent")
+	recordChunks(string(s.Protocol()), b, true, "sent", streamTransport(s))
 	s.Write(b)
 }
 
@@ -219,13 +227,13 @@ func call(ctx context.Context, h host.Host, p peer.ID, proto string, req []byte)
 		log.Fatalf("%s: %v", proto, err)
 	}
 	if req != nil {
-		recordChunks(proto, req, false, "sent")
+		recordChunks(proto, req, false, "sent", streamTransport(s))
 		s.Write(req)
 	}
 	s.CloseWrite()
 	resp, _ := io.ReadAll(s)
 	s.Close()
-	recordChunks(proto, resp, true, "received")
+	recordChunks(proto, resp, true, "received", streamTransport(s))
 	return resp
 }
 
@@ -257,8 +265,8 @@ func main() {
 	keyType := flag.String("keytype", "ed25519", "identity key: ed25519 (its 32-byte seed is the seed byte "+
 		"repeated) or secp256k1 (its scalar is the seed byte repeated, big-endian), as Ethereum clients use")
 	gossipN := flag.Int("gossip", 3, "dial: blocks to publish on gossipsub")
-	session := flag.String("session", "full", "full, broken or short")
-	transport := flag.String("transport", "tcp", "tcp or quic")
+	session := flag.String("session", "full", "full, broken, short or dual")
+	transport := flag.String("transport", "tcp", "tcp, quic or both")
 	security := flag.String("security", "plaintext", "plaintext, noise (the muxer negotiated early, in "+
 		"the handshake's extensions), noise-ms (the muxer negotiated by multistream-select inside) or tls")
 	truthFile := flag.String("truth", "", "write what this peer sent and received here (JSON)")
@@ -287,10 +295,11 @@ func main() {
 	}
 	opts := []libp2p.Option{libp2p.Identity(priv), sec, libp2p.DisableRelay(),
 		libp2p.ResourceManager(&network.NullResourceManager{})}
-	if *transport == "quic" {
-		opts = append(opts, libp2p.Transport(quicTransport))
-	} else {
+	if *transport != "quic" {
 		opts = append(opts, libp2p.Transport(tcpTransport))
+	}
+	if *transport != "tcp" {
+		opts = append(opts, libp2p.Transport(quicTransport))
 	}
 	if *muxer == "mplex" {
 		opts = append(opts, libp2p.Muxer("/mplex/6.7.0", mplexTransport{}))
@@ -298,7 +307,7 @@ func main() {
 		opts = append(opts, libp2p.Muxer(yamux.ID, yamux.DefaultTransport))
 	}
 	if *role == "listen" {
-		opts = append(opts, libp2p.ListenAddrStrings(*listen))
+		opts = append(opts, libp2p.ListenAddrStrings(strings.Split(*listen, ",")...))
 	} else {
 		opts = append(opts, libp2p.NoListenAddrs)
 	}
@@ -332,7 +341,8 @@ func main() {
 					return
 				}
 				if m.ReceivedFrom != h.ID() {
-					recordGossip(m.GetTopic(), m.Data, messageID(m.Message), "received")
+					recordGossip(m.GetTopic(), m.Data, messageID(m.Message), "received",
+						connTransport(h, m.ReceivedFrom))
 				}
 			}
 		}()
@@ -340,14 +350,11 @@ func main() {
 		time.Sleep(2 * time.Second)
 		return
 	}
-	pa, err := ma.NewMultiaddr(*peerAddr)
-	if err != nil {
-		log.Fatal(err)
+	if *session == "dual" {
+		dual(ctx, h, t, strings.Split(*peerAddr, ","), blocks, topic)
+		return
 	}
-	info, _ := peer.AddrInfoFromP2pAddr(pa)
-	if err := h.Connect(ctx, *info); err != nil {
-		log.Fatal(err)
-	}
+	info := connect(ctx, h, *peerAddr)
 	call(ctx, h, info.ID, protoStatus, request(status()))
 	if *session == "short" {
 		call(ctx, h, info.ID, protoPing, request(u64(3)))
@@ -377,23 +384,73 @@ func main() {
 	}
 	call(ctx, h, info.ID, protoPing, request(u64(3)))
 	call(ctx, h, info.ID, protoMetadata, nil)
-	byRange := append(append(u64(6_507_058), u64(8)...), u64(1)...)
-	call(ctx, h, info.ID, protoByRange, request(byRange))
-	// Gossip: wait for the mesh, then publish the same blocks, Snappy block format.
+	call(ctx, h, info.ID, protoByRange, byRange())
+	gossip(ctx, h, info.ID, t, topic, blocks[:*gossipN])
+	call(ctx, h, info.ID, protoGoodbye, request(u64(1)))
+	time.Sleep(500 * time.Millisecond)
+	h.Close()
+}
+
+// connect dials the peer at addr (a multiaddr ending in /p2p/<id>) at that address only: the
+// peerstore forgets the addresses it learnt before (identify's), so that the swarm does not
+// dial the peer over another transport.
+func connect(ctx context.Context, h host.Host, addr string) *peer.AddrInfo {
+	pa, err := ma.NewMultiaddr(addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	info, err := peer.AddrInfoFromP2pAddr(pa)
+	if err != nil {
+		log.Fatal(err)
+	}
+	h.Peerstore().ClearAddrs(info.ID)
+	if err := h.Connect(ctx, *info); err != nil {
+		log.Fatal(err)
+	}
+	return info
+}
+
+// gossip waits for the peer in the topic's mesh, then publishes the blocks (Snappy block format).
+func gossip(ctx context.Context, h host.Host, p peer.ID, t *pubsub.Topic, topic string, blocks []block) {
 	for len(t.ListPeers()) == 0 {
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(1500 * time.Millisecond)
-	for _, b := range blocks[:*gossipN] {
+	for _, b := range blocks {
 		data := snappy.Encode(nil, b.ssz)
-		recordGossip(topic, data, messageID(&pb.Message{Data: data, Topic: &topic}), "sent")
+		recordGossip(topic, data, messageID(&pb.Message{Data: data, Topic: &topic}), "sent", connTransport(h, p))
 		if err := t.Publish(ctx, data); err != nil {
 			log.Fatal(err)
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
 	time.Sleep(2 * time.Second)
-	call(ctx, h, info.ID, protoGoodbye, request(u64(1)))
-	time.Sleep(500 * time.Millisecond)
-	h.Close()
+}
+
+// dual is the dual session's dialer: one connection per address in turn, each closed before
+// the next is dialled.
+func dual(ctx context.Context, h host.Host, t *pubsub.Topic, addrs []string, blocks []block, topic string) {
+	for i, addr := range addrs {
+		info := connect(ctx, h, addr)
+		call(ctx, h, info.ID, protoStatus, request(status()))
+		call(ctx, h, info.ID, protoPing, request(u64(3)))
+		last := i == len(addrs)-1
+		if last {
+			call(ctx, h, info.ID, protoMetadata, nil)
+			call(ctx, h, info.ID, protoByRange, byRange())
+		}
+		gossip(ctx, h, info.ID, t, topic, blocks[i:i+1])
+		if last {
+			call(ctx, h, info.ID, protoGoodbye, request(u64(1)))
+			time.Sleep(500 * time.Millisecond)
+			h.Close()
+			return
+		}
+		h.Network().ClosePeer(info.ID)
+		// Gossipsub forgets the peer once the connection is gone: the next one starts afresh.
+		for len(t.ListPeers()) > 0 || h.Network().Connectedness(info.ID) == network.Connected {
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }

@@ -4,7 +4,8 @@ package main
 // (make_interop.py merges both peers' files into the capture's truth): per req/resp chunk the
 // protocol, request or response, sent or received, the result code, the context bytes, the SSZ
 // length and sha256, and the length of its Snappy frames; per gossip message its topic, message
-// id, data length and the SSZ's sha256.
+// id, data length and the SSZ's sha256; for each, the transport of the connection it went over
+// ("tcp" or "quic-v1").
 
 import (
 	"bytes"
@@ -13,11 +14,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"log"
 	"os"
 	"strings"
 	"sync"
 
 	"github.com/golang/snappy"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 type truthMsg struct {
@@ -33,6 +39,7 @@ type truthMsg struct {
 	MsgID     string  `json:"msg_id,omitempty"`
 	DataLen   int     `json:"data_len,omitempty"`
 	Error     *string `json:"error,omitempty"`
+	Transport string  `json:"transport"`
 }
 
 type truthLog struct {
@@ -69,11 +76,11 @@ func sum(b []byte) string { h := sha256.Sum256(b); return hex.EncodeToString(h[:
 // recordChunks parses a request (response=false: uvarint length, Snappy frames) or the response
 // chunks (result, context bytes for blocks_by_range/2, uvarint length, frames) in data and records
 // each.  Parsing stops at the first thing it cannot read.
-func recordChunks(proto string, data []byte, response bool, dir string) {
+func recordChunks(proto string, data []byte, response bool, dir string, via string) {
 	r := bytes.NewReader(data)
 	withContext := strings.Contains(proto, "beacon_blocks_by_range/2")
 	for r.Len() > 0 {
-		m := truthMsg{Protocol: shortName(proto), Kind: "request", Dir: dir}
+		m := truthMsg{Protocol: shortName(proto), Kind: "request", Dir: dir, Transport: via}
 		if response {
 			m.Kind = "response"
 			res, _ := r.ReadByte()
@@ -104,11 +111,30 @@ func recordChunks(proto string, data []byte, response bool, dir string) {
 	}
 }
 
-func recordGossip(topic string, data []byte, id string, dir string) {
+func recordGossip(topic string, data []byte, id string, dir string, via string) {
 	m := truthMsg{Protocol: "gossip beacon_block", Kind: "gossip", Dir: dir, Topic: topic,
-		MsgID: hex.EncodeToString([]byte(id)), DataLen: len(data)}
+		MsgID: hex.EncodeToString([]byte(id)), DataLen: len(data), Transport: via}
 	if ssz, err := snappy.Decode(nil, data); err == nil {
 		m.SSZLen, m.SSZSha256 = len(ssz), sum(ssz)
 	}
 	truth.add(m)
+}
+
+// transportOf is "quic-v1" for a connection to a /quic-v1 address, else "tcp".
+func transportOf(c network.Conn) string {
+	if _, err := c.RemoteMultiaddr().ValueForProtocol(ma.P_QUIC_V1); err == nil {
+		return "quic-v1"
+	}
+	return "tcp"
+}
+
+func streamTransport(s network.Stream) string { return transportOf(s.Conn()) }
+
+// connTransport is the transport of the connection to p (the sessions keep one at a time).
+func connTransport(h host.Host, p peer.ID) string {
+	conns := h.Network().ConnsToPeer(p)
+	if len(conns) != 1 {
+		log.Fatalf("%d connections to %s: the truth cannot name the transport", len(conns), p)
+	}
+	return transportOf(conns[0])
 }

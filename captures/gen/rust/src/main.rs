@@ -6,7 +6,10 @@
 //! says goodbye.  One request_response::Behaviour per protocol (the crate negotiates the first of
 //! a behaviour's protocols the remote supports), a codec that reads to the end of the stream,
 //! Snappy framing by the snap crate's FrameEncoder.  It writes its truth (--truth) as
-//! eth2peers' truth.go does.
+//! eth2peers' truth.go does.  --transport quic runs over /quic-v1 (libp2p-quic: TLS 1.3 inside
+//! QUIC, no muxer: --security and --muxer do not apply) instead of TCP; libp2p-tls 0.7.0 gives
+//! its rustls configs rustls's KeyLogFile, so with $SSLKEYLOGFILE set the peer writes its QUIC
+//! connections' TLS secrets there (NSS key log format) with no change to the library.
 use std::io::{Cursor, Read, Write};
 use std::time::Duration;
 
@@ -170,9 +173,12 @@ fn behaviour(key: &Keypair) -> Behaviour {
     }
 }
 
-fn swarm(key: Keypair, security: &str, muxer: &str) -> Swarm<Behaviour> {
+fn swarm(key: Keypair, transport: &str, security: &str, muxer: &str) -> Swarm<Behaviour> {
     let idle = |c: libp2p::swarm::Config| c.with_idle_connection_timeout(Duration::from_secs(60));
     let b = SwarmBuilder::with_existing_identity(key).with_tokio();
+    if transport == "quic" {
+        return b.with_quic().with_behaviour(|k| behaviour(k)).unwrap().with_swarm_config(idle).build();
+    }
     match (security, muxer) {
         ("noise", "mplex") => b.with_tcp(Default::default(), noise::Config::new, libp2p_mplex::Config::default).unwrap()
             .with_behaviour(|k| behaviour(k)).unwrap().with_swarm_config(idle).build(),
@@ -193,7 +199,8 @@ async fn main() {
     let block = std::fs::read(arg(&args, "--block", "")).unwrap();
     let gossip_n: usize = arg(&args, "--gossip", "0").parse().unwrap();
     let key = Keypair::ed25519_from_bytes([seed; 32]).unwrap();
-    let mut sw = swarm(key, &arg(&args, "--security", "plaintext"), &arg(&args, "--muxer", "yamux"));
+    let transport = arg(&args, "--transport", "tcp");
+    let mut sw = swarm(key, &transport, &arg(&args, "--security", "plaintext"), &arg(&args, "--muxer", "yamux"));
     let topic = IdentTopic::new(TOPIC);
     sw.behaviour_mut().gossipsub.subscribe(&topic).unwrap();
     let mut truth: Vec<Value> = Vec::new();
@@ -268,6 +275,10 @@ async fn main() {
         pump(&mut sw, &mut truth, Duration::from_secs(2), debug).await;
         call(&mut sw, &mut truth, peer, 4, "goodbye/1", request(&u64le(1)), debug).await;
         pump(&mut sw, &mut truth, Duration::from_millis(500), debug).await;
+    }
+    // One transport per run: every message went over it (named as eth2peers' truth names it).
+    for m in truth.iter_mut() {
+        m["transport"] = json!(if transport == "quic" { "quic-v1" } else { "tcp" });
     }
     let out = json!({"stack": "rust-libp2p", "version": "0.57.1", "role": role,
         "snappy": "snap 1 (FrameEncoder, raw::Encoder)", "messages": truth});
