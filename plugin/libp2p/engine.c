@@ -1,6 +1,6 @@
 /* engine.c
  * The pieces every libp2p layer dissector uses (see engine.h): l2p_dissect_pdus(), the
- * per-pipe reassembly engine, its per-frame replay cache, and the uvarint/protobuf readers.
+ * per-pipe reassembly engine and its per-frame replay cache.
  *
  * Why not Wireshark's reassembly_table: a muxed stream is not TCP (no sequence numbers of its
  * own, and its bytes arrive inside PDUs of the layer below, which is itself reassembled), and
@@ -26,68 +26,6 @@ static guint32 next_pipe_id = 1;
 /* The pipes' buffers (GByteArray *, each freed when removed): only those holding bytes between
  * frames, so the ones left when the capture file closes are freed then (bufs_cleanup()). */
 static GHashTable *held_bufs;
-
-gboolean
-l2p_uvarint(const guint8 *p, guint avail, guint64 *value, guint *used)
-{
-    guint64 v = 0;
-    for (guint i = 0; i < avail && i < 9; i++) {
-        v |= (guint64)(p[i] & 0x7f) << (7 * i);
-        if (!(p[i] & 0x80)) {
-            *value = v;
-            *used = i + 1;
-            return TRUE;
-        }
-    }
-    return FALSE;
-}
-
-gboolean
-l2p_pb_next(tvbuff_t *tvb, int *off, int end, l2p_pb_field_t *field)
-{
-    guint64 tag, len;
-    guint used;
-
-    if (*off >= end)
-        return FALSE;
-    used = tvb_get_varint(tvb, *off, MIN(FT_VARINT_MAX_LEN, end - *off), &tag, ENC_VARINT_PROTOBUF);
-    if (!used)
-        return FALSE;
-    *off += used;
-    field->number = tag >> 3;
-    field->wire_type = (guint)(tag & 7);
-    switch (field->wire_type) {
-    case 0:
-        if (*off >= end)
-            return FALSE;
-        used = tvb_get_varint(tvb, *off, MIN(FT_VARINT_MAX_LEN, end - *off), &field->value,
-                              ENC_VARINT_PROTOBUF);
-        if (!used)
-            return FALSE;
-        *off += used;
-        return TRUE;
-    case 2:
-        if (*off >= end)
-            return FALSE;
-        used = tvb_get_varint(tvb, *off, MIN(FT_VARINT_MAX_LEN, end - *off), &len, ENC_VARINT_PROTOBUF);
-        if (!used || len > (guint64)(end - *off - (int)used))
-            return FALSE;
-        field->start = *off + used;
-        field->len = (int)len;
-        *off = field->start + field->len;
-        return TRUE;
-    case 1:
-    case 5: {
-        int size = field->wire_type == 1 ? 8 : 4;
-        if (end - *off < size)
-            return FALSE;
-        *off += size;
-        return TRUE;
-    }
-    default:
-        return FALSE;
-    }
-}
 
 dissector_handle_t
 l2p_multistream_handle(void)
@@ -478,69 +416,68 @@ item_tvb(tvbuff_t *tvb, packet_info *pinfo, l2p_pipe_t *pipe, item_t *it)
     return t;
 }
 
-/* The tree a PDU is drawn in: `tree` for the first L2P_PDUS_DRAWN PDUs of a frame, then none.
- * A decompressed stream can put a million muxer frames in one segment: Wireshark calls more
- * than gui.max_tree_items items a dissector bug.  The PDUs past the bound are decoded and
- * counted all the same; the frame says how many were not drawn. */
-static proto_tree *
-drawn(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+/* Whether the PDU now starting is one of the first L2P_PDUS_DRAWN of this dissection of the
+ * frame: those are drawn (when there is a tree) in a tvb that lives as long as the frame.  A
+ * decompressed stream can put a million muxer frames in one segment: Wireshark calls more than
+ * gui.max_tree_items items a dissector bug, and a few tvbs each would live until the frame
+ * ends.  The PDUs past the bound are decoded and counted all the same, each in a tvb of its own
+ * that is freed once it is done; the frame says they were not drawn.  Counted with a tree or
+ * without, so a PDU gets the same kind of tvb on every pass: Wireshark's TLS finds its records
+ * again on a later pass by their offset in the data source. */
+static gboolean
+kept(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
-    guint *drawn_so_far, n;
-    if (!tree)
-        return NULL;
     /* Counted in place: a p_add_proto_data() per PDU would lengthen every later lookup. */
-    drawn_so_far = (guint *)p_get_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_DRAWN);
-    if (!drawn_so_far) {
-        drawn_so_far = wmem_new0(pinfo->pool, guint);
-        p_add_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_DRAWN, drawn_so_far);
+    guint *so_far = (guint *)p_get_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_DRAWN);
+    guint n;
+    if (!so_far) {
+        so_far = wmem_new0(pinfo->pool, guint);
+        p_add_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_DRAWN, so_far);
     }
-    n = (*drawn_so_far)++;
-    if (n < L2P_PDUS_DRAWN)
-        return tree;
-    if (n == L2P_PDUS_DRAWN)
+    n = (*so_far)++;
+    if (n == L2P_PDUS_DRAWN && tree)
         proto_tree_add_expert(tree, pinfo, &ei_not_drawn, tvb, 0, 0);
-    return NULL;
+    return n < L2P_PDUS_DRAWN;
 }
 
-/* The tvb of PDU i of item `it`.  A drawn PDU's is a child of `tvb`: the tree points into it,
- * so it lives as long as the frame.  One not drawn gets a tvb of its own over the same bytes
- * (no copy), which run_pdu() frees with every tvb made from it once the PDU is done. */
+/* The tvb of PDU i of item `it`: a child of `tvb` when `kept`, else a tvb of its own over the
+ * same bytes (no copy), which run_pdu() frees with every tvb made from it. */
 static tvbuff_t *
-pdu_tvb(tvbuff_t *tvb, packet_info *pinfo, l2p_pipe_t *pipe, item_t *it, guint32 i, gboolean shown)
+pdu_tvb(tvbuff_t *tvb, packet_info *pinfo, l2p_pipe_t *pipe, item_t *it, guint32 i, gboolean keep)
 {
     guint len = i == 0 && it->off >= 0 ? it->shown : it->len;
     const guint8 *p;
 
-    if (shown)
+    if (keep)
         return i == 0 ? item_tvb(tvb, pinfo, pipe, it) :
                tvb_new_subset_length(tvb, it->off + (gint)(i * it->len), it->len);
     p = it->off < 0 ? it->data : tvb_get_ptr(tvb, it->off + (gint)(i * it->len), len);
     return tvb_new_real_data(p, len, len);
 }
 
-/* PDU i of item `it`.  A segment of a decompressed stream can carry a million muxer frames:
- * the tvbs of the PDUs not drawn (a few each, about 100 bytes apiece) would otherwise all live
- * until the frame ends.  Nothing may point into them once freed: records keep no tvb
- * (core/record.h), and the data sources the PDU's dissection added, never shown, go. */
+/* PDU i of item `it`.  One not kept (kept()) leaves nothing that points into its tvbs: its
+ * records keep no tvb (core/record.h), and the data sources its dissection added, never
+ * shown, go with them. */
 static void
 run_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, item_t *it, guint32 i,
         l2p_pdu_fn pdu_fn)
 {
     l2p_pdu_t later = { it->pdu.index + i, 0, 1, FALSE, 0, NULL };
     l2p_pdu_t *volatile pdu = i == 0 ? &it->pdu : &later;
-    proto_tree *volatile pt_tree = drawn(tvb, pinfo, tree);
+    volatile gboolean keep = kept(tvb, pinfo, tree);
+    proto_tree *volatile pt_tree = keep ? tree : NULL;
     GSList *volatile sources = g_slist_last(pinfo->data_src);
-    tvbuff_t *volatile pt = pdu_tvb(tvb, pinfo, pipe, it, i, pt_tree != NULL);
+    tvbuff_t *volatile pt = pdu_tvb(tvb, pinfo, pipe, it, i, keep);
 
     /* One PDU's exception must not stop the PDUs after it, nor the pipe's bookkeeping. */
     TRY {
         pdu_fn(pt, pinfo, pt_tree, pipe, pdu);
     }
     CATCH_NONFATAL_ERRORS {
-        show_exception(pt_tree ? pt : tvb, pinfo, pt_tree, EXCEPT_CODE, GET_MESSAGE);
+        show_exception(keep ? pt : tvb, pinfo, pt_tree, EXCEPT_CODE, GET_MESSAGE);
     }
     FINALLY {
-        if (!pt_tree) {
+        if (!keep) {
             while (sources ? sources->next : pinfo->data_src)
                 remove_last_data_source(pinfo);
             tvb_free_chain(pt);
