@@ -9,21 +9,17 @@
  */
 #include "core/cid.h"
 #include "core/base58.h"
+#include "core/protobuf.h"
 
+/* The uvarint at p[*off, len), *off moved past it. */
 static gboolean
 read_uvarint(const guint8 *p, size_t len, size_t *off, guint64 *value)
 {
-    guint shift = 0;
-    *value = 0;
-    /* multiformats unsigned-varint: at most 9 bytes. */
-    while (*off < len && shift < 63) {
-        guint8 b = p[(*off)++];
-        *value |= (guint64)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            return TRUE;
-        shift += 7;
-    }
-    return FALSE;
+    guint used;
+    if (*off >= len || !p2pc_uvarint(p + *off, len - *off, value, &used))
+        return FALSE;
+    *off += used;
+    return TRUE;
 }
 
 gboolean

@@ -406,7 +406,7 @@ snappy_framed_len(const guint8 *p, guint avail, guint64 want, snappy_scan_t *sca
         if (type == 0x00 && clen >= 4) {
             guint64 n;
             guint used;
-            if (!l2p_uvarint(p + scan->off + 8, clen - 4, &n, &used))
+            if (!p2pc_uvarint(p + scan->off + 8, clen - 4, &n, &used))
                 return -1;
             scan->out += n;
         } else if (type == 0x01 && clen >= 4) {
@@ -441,7 +441,7 @@ reqresp_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
     }
     if (avail < off)
         return 0;
-    if (!l2p_uvarint(p + off, avail - off, &n, &used))
+    if (!p2pc_uvarint(p + off, avail - off, &n, &used))
         return avail - off >= 9 ? -1 : 0;
     off += used;
     if (n > L2P_MAX_PDU)
@@ -634,8 +634,8 @@ count_field(tvbuff_t *tvb, int start, int len, guint64 want)
 {
     int off = start;
     guint n = 0;
-    l2p_pb_field_t f;
-    while (l2p_pb_next(tvb, &off, start + len, &f))
+    p2pc_pb_field_t f;
+    while (p2pc_pb_next(tvb, &off, start + len, &f))
         if (f.number == want)
             n++;
     return n;
@@ -675,7 +675,7 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, i
                guint rpc_overhead, guint nmsgs, const l2p_pipe_t *pipe, const l2p_pdu_t *pdu)
 {
     int off = start, data_off = 0, data_len = 0, topic_off = 0, topic_len = 0;
-    l2p_pb_field_t f;
+    p2pc_pb_field_t f;
     proto_tree *mt;
     proto_item *mi;
     const char *topic = "", *name = "unknown", *msg_type;
@@ -692,7 +692,7 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, i
     guint64 declared;
 
     mt = proto_tree_add_subtree(tree, tvb, start, len, ett_gs_msg, &mi, "Message");
-    while (l2p_pb_next(tvb, &off, start + len, &f)) {
+    while (p2pc_pb_next(tvb, &off, start + len, &f)) {
         /* Message { from = 1; data = 2; seqno = 3; topic = 4; signature = 5; key = 6 } */
         if (f.number == 1 || f.number == 3 || f.number == 5 || f.number == 6)
             wmem_strbuf_append_printf(signed_fields, "%s%s", wmem_strbuf_get_len(signed_fields) ? ", " : "",
@@ -778,13 +778,7 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, i
 static gint64
 rpc_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
 {
-    guint64 n;
-    guint used;
-    if (!l2p_uvarint(p, avail, &n, &used))
-        return avail >= 9 ? -1 : 0;
-    if (n > L2P_MAX_PDU)
-        return -1;
-    return used + n <= avail ? (gint64)(used + n) : 0;
+    return p2pc_uvarint_prefixed(p, avail, L2P_MAX_PDU);
 }
 
 /* Field numbers of the gossipsub v1.3 extensions: libp2p/specs
@@ -800,11 +794,11 @@ static void
 gossipsub_extensions(tvbuff_t *tvb, proto_tree *tree, int start, int len, wmem_strbuf_t *info)
 {
     int off = start;
-    l2p_pb_field_t f;
+    p2pc_pb_field_t f;
     proto_item *ei = proto_tree_add_item(tree, hf_gs_extensions, tvb, start, len, ENC_NA);
     proto_tree *et = proto_item_add_subtree(ei, ett_gs_ext);
     wmem_strbuf_append(info, ", extensions");
-    while (l2p_pb_next(tvb, &off, start + len, &f)) {
+    while (p2pc_pb_next(tvb, &off, start + len, &f)) {
         if (f.number == GS_EXT_PARTIAL && f.wire_type == 0) {
             proto_tree_add_boolean(et, hf_gs_ext_partial, tvb, start, len, f.value != 0);
             proto_item_append_text(ei, ": partialMessages=%s", f.value ? "true" : "false");
@@ -824,11 +818,11 @@ gossipsub_partial(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start
 {
     static int *const fields[] = { &hf_gs_partial_group, &hf_gs_partial_message, &hf_gs_partial_metadata };
     int off = start;
-    l2p_pb_field_t f;
+    p2pc_pb_field_t f;
     const char *name = "unknown";
     proto_item *pi = proto_tree_add_item(tree, hf_gs_partial, tvb, start, len, ENC_NA);
     proto_tree *pt = proto_item_add_subtree(pi, ett_gs_ext);
-    while (l2p_pb_next(tvb, &off, start + len, &f)) {
+    while (p2pc_pb_next(tvb, &off, start + len, &f)) {
         if (f.wire_type != 2 || f.number < 1 || f.number > 4)
             continue;
         if (f.number == 1)
@@ -846,7 +840,7 @@ gossipsub_rpc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *p
     int len = (int)tvb_captured_length(tvb), off, end;
     guint used, nmsgs, msg_bytes = 0, subs = 0, unsubs = 0;
     guint64 rlen;
-    l2p_pb_field_t f, sub;
+    p2pc_pb_field_t f, sub;
     proto_item *ti;
     proto_tree *t;
     wmem_strbuf_t *info = wmem_strbuf_new(pinfo->pool, "");
@@ -862,17 +856,17 @@ gossipsub_rpc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *p
     end = (int)used + (int)rlen;
     nmsgs = count_field(tvb, (int)used, (int)rlen, 2);
     off = (int)used;
-    while (l2p_pb_next(tvb, &off, end, &f))
+    while (p2pc_pb_next(tvb, &off, end, &f))
         if (f.number == 2 && f.wire_type == 2)
             msg_bytes += f.len;
     off = (int)used;
-    while (l2p_pb_next(tvb, &off, end, &f)) {
+    while (p2pc_pb_next(tvb, &off, end, &f)) {
         if (f.wire_type != 2)
             continue;
         if (f.number == 1) {            /* SubOpts { subscribe = 1; topicid = 2; requestsPartial = 3;
                                          * supportsSendingPartial = 4 } */
             int so = f.start;
-            while (l2p_pb_next(tvb, &so, f.start + f.len, &sub)) {
+            while (p2pc_pb_next(tvb, &so, f.start + f.len, &sub)) {
                 if (sub.number == 1 && sub.wire_type == 0) {
                     proto_tree_add_boolean(t, hf_gs_subscribe, tvb, f.start, f.len, sub.value != 0);
                     if (sub.value)
@@ -898,7 +892,7 @@ gossipsub_rpc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *p
                 if (n)
                     wmem_strbuf_append_printf(info, ", %s %u", names[i], n);
             }
-            while (l2p_pb_next(tvb, &co, f.start + f.len, &sub))
+            while (p2pc_pb_next(tvb, &co, f.start + f.len, &sub))
                 if (sub.number == 6 && sub.wire_type == 2)     /* ControlExtensions (v1.3) */
                     gossipsub_extensions(tvb, t, sub.start, sub.len, info);
         } else if (f.number == GS_EXT_PARTIAL) {

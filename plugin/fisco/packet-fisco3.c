@@ -40,6 +40,7 @@
 #include "core/holes.h"
 #include "core/msgtype.h"
 #include "core/prefs.h"
+#include "core/protobuf.h"
 #include "core/record.h"
 #include "core/spec.h"
 #include "core/retrans.h"
@@ -284,45 +285,6 @@ dissect_front(tvbuff_t *raw, packet_info *pinfo, proto_tree *tree, proto_item *t
 
 /* ---- module payloads: protobuf messages, a tars block inside ---- */
 
-/* One protobuf field at *off: its number, wire type, and (varint) value or (length-delimited)
- * the offset and length of its bytes.  FALSE when it runs past `end` or is not well formed. */
-static gboolean
-pb_field(tvbuff_t *tvb, guint *off, guint end, guint64 *field, guint *wire, guint64 *value, guint *data_off)
-{
-    guint64 key;
-    guint n = tvb_get_varint(tvb, *off, end - *off, &key, ENC_VARINT_PROTOBUF);
-    if (!n)
-        return FALSE;
-    *off += n;
-    *field = key >> 3;
-    *wire = (guint)(key & 7);
-    switch (*wire) {
-    case 0:
-        n = *off < end ? tvb_get_varint(tvb, *off, end - *off, value, ENC_VARINT_PROTOBUF) : 0;
-        if (!n)
-            return FALSE;
-        *off += n;
-        return TRUE;
-    case 1: case 5:
-        n = *wire == 1 ? 8 : 4;
-        break;
-    case 2:
-        n = *off < end ? tvb_get_varint(tvb, *off, end - *off, value, ENC_VARINT_PROTOBUF) : 0;
-        if (!n || *value > end - *off - n)
-            return FALSE;
-        *off += n;
-        *data_off = *off;
-        n = (guint)*value;
-        break;
-    default:
-        return FALSE;
-    }
-    if (n > end - *off)
-        return FALSE;
-    *off += n;
-    return TRUE;
-}
-
 /* A tars head (TarsOutputStream: tag << 4 | type, tag 15 followed by a tag byte). */
 static gboolean
 tars_head(tvbuff_t *tvb, guint *off, guint end, guint *tag, guint *type)
@@ -522,8 +484,10 @@ static void
 dissect_module(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *ti, gint module,
                const char **type_name, guint32 *batch)
 {
-    guint off = 0, end = tvb_captured_length(tvb), wire, data_off = 0, txs_off = 0, txs_len = 0;
-    guint64 field, value, ptype = 0, hashes = 0, blocks = 0;
+    int off = 0, end = (int)tvb_captured_length(tvb);
+    guint txs_off = 0, txs_len = 0;
+    guint64 ptype = 0, hashes = 0, blocks = 0;
+    p2pc_pb_field_t f;
     gboolean has_txs = FALSE;
     proto_tree *mt;
 
@@ -532,22 +496,22 @@ dissect_module(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *
     mt = proto_tree_add_subtree(tree, tvb, 0, -1, ett_module, NULL,
                                 module == MOD_TXSSYNC ? "TxsSyncMessage" : "BlockSyncMessage");
     while (off < end) {
-        guint start = off;
-        if (!pb_field(tvb, &off, end, &field, &wire, &value, &data_off)) {
-            expert_add_info_format(pinfo, ti, &ei_module_payload, "Protobuf field at byte %u does not parse", start);
+        int start = off;
+        if (!p2pc_pb_next(tvb, &off, end, &f)) {
+            expert_add_info_format(pinfo, ti, &ei_module_payload, "Protobuf field at byte %d does not parse", start);
             return;
         }
-        if (field == 2 && wire == 0) {
-            ptype = value;
-        } else if (module == MOD_TXSSYNC && field == 3 && wire == 2) {
+        if (f.number == 2 && f.wire_type == 0) {
+            ptype = f.value;
+        } else if (module == MOD_TXSSYNC && f.number == 3 && f.wire_type == 2) {
             has_txs = TRUE;
-            txs_off = data_off;
-            txs_len = (guint)value;
-        } else if (module == MOD_TXSSYNC && field == 4 && wire == 2) {
+            txs_off = (guint)f.start;
+            txs_len = (guint)f.len;
+        } else if (module == MOD_TXSSYNC && f.number == 4 && f.wire_type == 2) {
             hashes++;
-        } else if (module == MOD_BLOCKSYNC && field == 3 && wire == 0) {
-            proto_tree_add_uint64(mt, hf_block_number, tvb, start, off - start, value);
-        } else if (module == MOD_BLOCKSYNC && field == 7 && wire == 2) {
+        } else if (module == MOD_BLOCKSYNC && f.number == 3 && f.wire_type == 0) {
+            proto_tree_add_uint64(mt, hf_block_number, tvb, start, off - start, f.value);
+        } else if (module == MOD_BLOCKSYNC && f.number == 7 && f.wire_type == 2) {
             blocks++;
         }
     }

@@ -105,13 +105,7 @@ typedef struct {
 static gint64
 bitswap_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
 {
-    guint64 n;
-    guint used;
-    if (!l2p_uvarint(p, avail, &n, &used))
-        return avail >= 9 ? -1 : 0;
-    if (n > L2P_MAX_PDU)
-        return -1;
-    return used + n <= avail ? (gint64)(used + n) : 0;
+    return p2pc_uvarint_prefixed(p, avail, L2P_MAX_PDU);
 }
 
 /* A CID field tvb[start, start + len): its string, or an expert item when it is no CID. */
@@ -125,7 +119,7 @@ add_cid(tvbuff_t *tvb, packet_info *pinfo, proto_tree *t, int hf, int start, int
         proto_tree_add_expert(t, pinfo, &ei_bs_cid, tvb, start, len);
 }
 
-/* The end of a protobuf message walked with l2p_pb_next(): it stops early on a malformed field. */
+/* The end of a protobuf message walked with p2pc_pb_next(): it stops early on a malformed field. */
 static void
 check_end(tvbuff_t *tvb, packet_info *pinfo, proto_tree *t, int off, int end)
 {
@@ -142,10 +136,10 @@ draw_entry(tvbuff_t *tvb, packet_info *pinfo, proto_tree *wt, int start, int end
     gint32 priority = 0;
     gboolean cancel = FALSE;
     int off = start;
-    l2p_pb_field_t f;
+    p2pc_pb_field_t f;
 
-    int at = off;   /* where the field read by l2p_pb_next() starts (its tag) */
-    while (l2p_pb_next(tvb, &off, end, &f)) {
+    int at = off;   /* where the field read by p2pc_pb_next() starts (its tag) */
+    while (p2pc_pb_next(tvb, &off, end, &f)) {
         if (f.number == 1 && f.wire_type == 2) {
             add_cid(tvb, pinfo, t, hf_bs_entry_cid, f.start, f.len);
         } else if (f.number == 2 && f.wire_type == 0) {
@@ -173,9 +167,9 @@ draw_wantlist(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, in
     proto_item *ti = proto_tree_add_item(tree, hf_bs_wantlist, tvb, start, end - start, ENC_NA);
     proto_tree *t = proto_item_add_subtree(ti, ett_bs_wantlist);
     int off = start, at = start;
-    l2p_pb_field_t f;
+    p2pc_pb_field_t f;
 
-    while (l2p_pb_next(tvb, &off, end, &f)) {
+    while (p2pc_pb_next(tvb, &off, end, &f)) {
         if (f.number == 1 && f.wire_type == 2) {
             draw_entry(tvb, pinfo, t, f.start, f.start + f.len);
             n->entries++;
@@ -249,8 +243,8 @@ static void
 draw_payload(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, int end)
 {
     int off = start, prefix = -1, prefix_len = 0, data = start, data_len = 0;
-    l2p_pb_field_t f;
-    while (l2p_pb_next(tvb, &off, end, &f)) {
+    p2pc_pb_field_t f;
+    while (p2pc_pb_next(tvb, &off, end, &f)) {
         if (f.number == 1 && f.wire_type == 2) {
             prefix = f.start;
             prefix_len = f.len;
@@ -275,8 +269,8 @@ draw_presence(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, in
     proto_tree *t = proto_item_add_subtree(ti, ett_bs_item);
     guint64 type = 0;
     int off = start, at = start;
-    l2p_pb_field_t f;
-    while (l2p_pb_next(tvb, &off, end, &f)) {
+    p2pc_pb_field_t f;
+    while (p2pc_pb_next(tvb, &off, end, &f)) {
         if (f.number == 1 && f.wire_type == 2) {
             add_cid(tvb, pinfo, t, hf_bs_presence_cid, f.start, f.len);
         } else if (f.number == 2 && f.wire_type == 0) {
@@ -302,7 +296,7 @@ draw_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const l2p_pipe
     guint used;
     guint64 n;
     bs_counts_t count = { 0, 0, 0 };
-    l2p_pb_field_t f;
+    p2pc_pb_field_t f;
     p2pc_record_t rec;
     guint mask;
 
@@ -318,7 +312,7 @@ draw_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const l2p_pipe
     proto_tree_add_uint64(t, hf_bs_length, tvb, 0, used, n);
     off = at = (int)used;
     end = (int)MIN((guint64)len, used + n);
-    while (l2p_pb_next(tvb, &off, end, &f)) {
+    while (p2pc_pb_next(tvb, &off, end, &f)) {
         if (f.number == 1 && f.wire_type == 2) {
             draw_wantlist(tvb, pinfo, t, f.start, f.start + f.len, &count);
         } else if (f.number == 2 && f.wire_type == 2) {

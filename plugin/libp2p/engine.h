@@ -1,6 +1,6 @@
 /* engine.h
  * What the libp2p layer dissectors share (engine.c): the byte-stream "pipes" that chain them,
- * the per-pipe PDU cutter with its per-frame replay cache, and the uvarint/protobuf readers.
+ * the per-pipe PDU cutter with its per-frame replay cache.
  *
  * A libp2p connection is a stack of byte streams, none aligned with the one below:
  *   TCP direction -> multistream-select -> /plaintext/2.0.0 Exchange -> multistream-select
@@ -26,26 +26,9 @@
 #define P2PC_LIBP2P_ENGINE_H
 
 #include "core/p2pc-compat.h"
+#include "core/protobuf.h"
 #include "core/record.h"
 #include "core/spec.h"
-
-/* uvarint (multiformats unsigned-varint, at most 9 bytes) at the start of a pipe's raw buffer
- * (the length functions see bytes, not a tvb); FALSE when incomplete or too long.  In a tvb,
- * use tvb_get_varint(..., ENC_VARINT_PROTOBUF). */
-gboolean l2p_uvarint(const guint8 *p, guint avail, guint64 *value, guint *used);
-
-/* One protobuf field, as l2p_pb_next() reads it. */
-typedef struct {
-    guint64 number;
-    guint wire_type;            /* 0 varint, 1 64-bit, 2 length-delimited, 5 32-bit */
-    guint64 value;              /* wire type 0 */
-    int start;                  /* wire type 2: its bytes are tvb[start, start + len) */
-    int len;
-} l2p_pb_field_t;
-
-/* The next protobuf field in tvb[*off, end), with tvb_get_varint: FALSE at the end or on a
- * malformed field (it never reads past end, and never throws). */
-gboolean l2p_pb_next(tvbuff_t *tvb, int *off, int end, l2p_pb_field_t *field);
 
 #define L2P_MULTISTREAM_HEADER "/multistream/1.0.0"
 #define L2P_MAX_PDU (16 * 1024 * 1024)

@@ -64,15 +64,8 @@ app_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
 {
     const char *proto = pipe->protocol;
     if (g_str_has_prefix(proto, "/ipfs/id/") || g_str_has_prefix(proto, "/meshsub/") ||
-        g_str_has_prefix(proto, "/floodsub/")) {
-        guint64 n;
-        guint used;
-        if (!l2p_uvarint(p, avail, &n, &used))
-            return avail >= 9 ? -1 : 0;
-        if (n > L2P_MAX_PDU)
-            return -1;
-        return used + n <= avail ? (gint64)(used + n) : 0;
-    }
+        g_str_has_prefix(proto, "/floodsub/"))
+        return p2pc_uvarint_prefixed(p, avail, L2P_MAX_PDU);
     if (!strcmp(proto, "/ipfs/ping/1.0.0"))
         return avail >= 32 ? 32 : 0;
     return avail;   /* unknown framing: whatever arrived */
@@ -88,8 +81,8 @@ draw_identify(tvbuff_t *tvb, proto_tree *t, int start, int end)
         &hf_id_protocol_version, &hf_id_agent_version,
     };
     int off = start;
-    l2p_pb_field_t f;
-    while (l2p_pb_next(tvb, &off, end, &f)) {
+    p2pc_pb_field_t f;
+    while (p2pc_pb_next(tvb, &off, end, &f)) {
         if (f.wire_type == 2 && f.number >= 1 && f.number < G_N_ELEMENTS(by_number))
             proto_tree_add_item(t, *by_number[f.number], tvb, f.start, f.len,
                                 proto_registrar_get_ftype(*by_number[f.number]) == FT_STRING ? ENC_UTF_8 : ENC_NA);

@@ -298,14 +298,14 @@ read_extensions(noise_conn_t *c, int role, const guint8 *payload, guint len)
 {
     tvbuff_t *tvb = tvb_new_real_data(payload, len, len);
     int off = 0, eoff;
-    l2p_pb_field_t f, e;
+    p2pc_pb_field_t f, e;
 
     c->muxers[role] = wmem_array_new(wmem_file_scope(), sizeof(const char *));
-    while (l2p_pb_next(tvb, &off, (int)len, &f)) {
+    while (p2pc_pb_next(tvb, &off, (int)len, &f)) {
         if (f.number != 4 || f.wire_type != 2)
             continue;
         eoff = f.start;
-        while (l2p_pb_next(tvb, &eoff, f.start + f.len, &e)) {
+        while (p2pc_pb_next(tvb, &eoff, f.start + f.len, &e)) {
             if (e.number == 2 && e.wire_type == 2) {
                 const char *m = (const char *)tvb_get_string_enc(wmem_file_scope(), tvb, e.start, e.len, ENC_UTF_8);
                 wmem_array_append_one(c->muxers[role], m);
@@ -586,19 +586,19 @@ static void
 draw_payload(tvbuff_t *ptvb, packet_info *pinfo, proto_tree *tree, const guint8 *s)
 {
     int len = (int)tvb_captured_length(ptvb), off = 0, koff;
-    l2p_pb_field_t f, k;
+    p2pc_pb_field_t f, k;
     guint32 key_type = G_MAXUINT32;
     int key_off = -1, key_len = 0, pk_off = -1, sig_off = -1, sig_len = 0, ok = -1;
     const char *peer_id = NULL;
     proto_item *ti;
 
-    while (l2p_pb_next(ptvb, &off, len, &f)) {
+    while (p2pc_pb_next(ptvb, &off, len, &f)) {
         if (f.wire_type != 2)
             continue;
         if (f.number == 1) {
             pk_off = f.start;
             koff = f.start;
-            while (l2p_pb_next(ptvb, &koff, f.start + f.len, &k)) {
+            while (p2pc_pb_next(ptvb, &koff, f.start + f.len, &k)) {
                 if (k.number == 1 && k.wire_type == 0) {
                     key_type = (guint32)k.value;
                     proto_tree_add_uint(tree, hf_noise_id_key_type, ptvb, f.start, f.len, key_type);
@@ -622,7 +622,7 @@ draw_payload(tvbuff_t *ptvb, packet_info *pinfo, proto_tree *tree, const guint8 
         } else if (f.number == 4) {
             proto_tree *et = proto_tree_add_subtree(tree, ptvb, f.start, f.len, ett_noise_ext, NULL, "Extensions");
             int eoff = f.start;
-            while (l2p_pb_next(ptvb, &eoff, f.start + f.len, &k)) {
+            while (p2pc_pb_next(ptvb, &eoff, f.start + f.len, &k)) {
                 if (k.number == 2 && k.wire_type == 2)
                     proto_tree_add_item(et, hf_noise_muxer, ptvb, k.start, k.len, ENC_UTF_8);
                 else if (k.number == 1 && k.wire_type == 2)

@@ -42,7 +42,7 @@ draw_plaintext(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
     int len = (int)tvb_captured_length(tvb), off;
     guint64 n;
     guint used;
-    l2p_pb_field_t f, k;
+    p2pc_pb_field_t f, k;
 
     col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", "plaintext Exchange");
     used = tvb_get_varint(tvb, 0, MIN(FT_VARINT_MAX_LEN, len), &n, ENC_VARINT_PROTOBUF);
@@ -50,7 +50,7 @@ draw_plaintext(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
         return ti;
     p2pc_spec_varint(tvb, 0, used, pinfo, proto_tree_add_uint64(t, hf_pt_length, tvb, 0, used, n));
     off = (int)used;
-    while (l2p_pb_next(tvb, &off, len, &f)) {
+    while (p2pc_pb_next(tvb, &off, len, &f)) {
         if (f.number == 1 && f.wire_type == 2) {
             proto_item *pi;
             const char *peer_id = p2pc_base58_encode(pinfo->pool, tvb_get_ptr(tvb, f.start, f.len),
@@ -61,7 +61,7 @@ draw_plaintext(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
             p2pc_peer_add(pinfo, "plaintext", peer_id);
         } else if (f.number == 2 && f.wire_type == 2) {
             int koff = f.start;
-            while (l2p_pb_next(tvb, &koff, f.start + f.len, &k)) {
+            while (p2pc_pb_next(tvb, &koff, f.start + f.len, &k)) {
                 if (k.number == 1 && k.wire_type == 0)
                     proto_tree_add_uint(t, hf_pt_key_type, tvb, f.start, f.len, (guint32)k.value);
                 else if (k.number == 2 && k.wire_type == 2)
@@ -76,13 +76,7 @@ draw_plaintext(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 static gint64
 pt_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
 {
-    guint64 n;
-    guint used;
-    if (!l2p_uvarint(p, avail, &n, &used))
-        return avail >= 9 ? -1 : 0;
-    if (n > 64 * 1024)
-        return -1;
-    return used + n <= avail ? (gint64)(used + n) : 0;
+    return p2pc_uvarint_prefixed(p, avail, 64 * 1024);
 }
 
 static void

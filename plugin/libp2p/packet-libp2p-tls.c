@@ -288,7 +288,7 @@ dissect_signed_key(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     int koff;
     proto_item *ti = proto_tree_add_item(tree, proto_l2p_tls, tvb, 0, -1, ENC_NA);
     proto_tree *t = proto_item_add_subtree(ti, ett_cert);
-    l2p_pb_field_t f;
+    p2pc_pb_field_t f;
 
     proto_item_set_text(ti, "libp2p SignedKey");
     if (!der_element(tvb, &off, end, BER_UNI_TAG_SEQUENCE, &seq, &seq_len) ||
@@ -299,7 +299,7 @@ dissect_signed_key(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     }
     /* publicKey: a protobuf PublicKey { KeyType Type = 1; bytes Data = 2 }. */
     koff = (int)key;
-    while (l2p_pb_next(tvb, &koff, (int)(key + key_len), &f)) {
+    while (p2pc_pb_next(tvb, &koff, (int)(key + key_len), &f)) {
         if (f.number == 1 && f.wire_type == 0)
             proto_tree_add_uint(t, hf_cert_key_type, tvb, (int)key, (int)key_len, (guint32)f.value);
         else if (f.number == 2 && f.wire_type == 2)

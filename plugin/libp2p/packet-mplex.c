@@ -110,9 +110,9 @@ mplex_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
 {
     guint64 hdr, dlen;
     guint u1, u2;
-    if (!l2p_uvarint(p, avail, &hdr, &u1))
+    if (!p2pc_uvarint(p, avail, &hdr, &u1))
         return avail >= 9 ? -1 : 0;
-    if (!l2p_uvarint(p + u1, avail - u1, &dlen, &u2))
+    if (!p2pc_uvarint(p + u1, avail - u1, &dlen, &u2))
         return avail - u1 >= 9 ? -1 : 0;
     if ((hdr & 7) == 7)
         pipe->broke = P2PC_SPEC_BIT(P2PC_SPEC_MPLEX_FLAG);

@@ -83,7 +83,7 @@ looks_like_ms(const guint8 *p, guint avail)
     int r;
     if (avail == 0)
         return 2;
-    if (!l2p_uvarint(p, avail, &n, &used))
+    if (!p2pc_uvarint(p, avail, &n, &used))
         return avail >= 3 ? 0 : 2;
     if (n < 2 || n > MS_MAX_MSG)
         return 0;
@@ -116,7 +116,7 @@ ms_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
         }
         return -1;
     }
-    l2p_uvarint(p, avail, &n, &used);
+    p2pc_uvarint(p, avail, &n, &used);
     if (used + n > avail)
         return 0;
     if (p[used + n - 1] != '\n')
