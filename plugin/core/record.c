@@ -1,28 +1,18 @@
 /* record.c
- * The `p2pc` protocol: the common accounting record every p2pc dissector emits (its fields in
- * the packet tree and its "p2pc" tap), the hold/release bracket of transports that learn
- * their messages' wire cost late, and the "p2pc_peer" tap of the peer IDs security handshakes
- * state.  Who reads the taps: stats-tree.c (-z p2pc,tree) and printers.c (-z p2pc,records and
- * -z p2pc,payloads, the analyzer's input).  The protocol also carries the shared preferences
- * (prefs.c), the retransmission check (retrans.c), the count of bytes lost to holes in the
- * capture (holes.c), which read a frame's TCP segment from its own headers (segment.c), and
- * the note on a message type its protocol does not define (msgtype.c).
+ * The common accounting record every p2pc dissector emits (its fields in the packet tree under
+ * the `p2pc` protocol, p2pc.c, and its "p2pc" tap), the hold/release bracket of transports that
+ * learn their messages' wire cost late, and the "p2pc_peer" tap of the peer IDs security
+ * handshakes state.  Who reads the taps: stats-tree.c (-z p2pc,tree) and printers.c (-z
+ * p2pc,records and -z p2pc,payloads, the analyzer's input).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#include "core/spec.h"
 #include "core/record.h"
-#include "core/holes.h"
-#include "core/msgtype.h"
 #include "core/prefs.h"
-#include "core/retrans.h"
-#include "core/segment.h"
 
 #include <epan/exceptions.h>
 #include <epan/proto_data.h>
 #include <epan/dissectors/packet-tcp.h>
-
-void proto_register_p2pc(void);
 
 static int proto_p2pc = -1;
 static int p2pc_tap = -1;
@@ -361,7 +351,7 @@ p2pc_quic_packet_add(packet_info *pinfo, const p2pc_quic_packet_t *pkt)
 }
 
 void
-proto_register_p2pc(void)
+p2pc_record_register(int proto)
 {
     static hf_register_info hf[] = {
         { &hf_p2pc_proto, { "Protocol", "p2pc.proto", FT_STRING, BASE_NONE, NULL, 0x0,
@@ -396,17 +386,12 @@ proto_register_p2pc(void)
     };
     static gint *ett[] = { &ett_p2pc };
 
-    proto_p2pc = proto_register_protocol("P2P Compression Accounting", "P2PC", "p2pc");
+    proto_p2pc = proto;
     proto_register_field_array(proto_p2pc, hf, array_length(hf));
     proto_register_subtree_array(ett, array_length(ett));
     p2pc_tap = register_tap("p2pc");
     p2pc_peer_tap = register_tap("p2pc_peer");
     p2pc_quic_tap = register_tap("p2pc_quic");
-    p2pc_retrans_register(proto_p2pc, p2pc_prefs_register(proto_p2pc));
-    p2pc_segment_register(proto_p2pc);
-    p2pc_holes_register(proto_p2pc);
-    p2pc_spec_register(proto_p2pc);
-    p2pc_msg_type_register(proto_p2pc);
 }
 
 void

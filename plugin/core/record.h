@@ -68,6 +68,9 @@ void p2pc_batch_queue(int tap, guint32 key, packet_info *pinfo, const void *item
 proto_item *p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo,
                             proto_tree *tree, const p2pc_record_t *rec);
 
+/* The record's fields and taps on the p2pc protocol (p2pc.c). */
+void p2pc_record_register(int proto);
+
 /* Called by the p2pc,payloads listener: the tap's copies carry their raw_tvb's bytes. */
 void p2pc_record_want_raw(void);
 

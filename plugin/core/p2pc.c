@@ -1,0 +1,32 @@
+/* p2pc.c
+ * The `p2pc` protocol: registered here, its id handed to each core part that hangs fields,
+ * expert items, preferences or taps on it: the record (record.c), the shared preferences
+ * (prefs.c), the retransmission check (retrans.c), a frame's TCP segment read from its own
+ * headers (segment.c), the count of bytes lost to holes in the capture (holes.c), the
+ * conformance checks (spec.c) and the note on a message type its protocol does not define
+ * (msgtype.c).  No part calls another to register.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "core/holes.h"
+#include "core/msgtype.h"
+#include "core/prefs.h"
+#include "core/record.h"
+#include "core/retrans.h"
+#include "core/segment.h"
+#include "core/spec.h"
+
+void proto_register_p2pc(void);
+
+void
+proto_register_p2pc(void)
+{
+    int proto = proto_register_protocol("P2P Compression Accounting", "P2PC", "p2pc");
+
+    p2pc_record_register(proto);
+    p2pc_retrans_register(proto, p2pc_prefs_register(proto));
+    p2pc_segment_register(proto);
+    p2pc_holes_register(proto);
+    p2pc_spec_register(proto);
+    p2pc_msg_type_register(proto);
+}
