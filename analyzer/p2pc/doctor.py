@@ -1,0 +1,132 @@
+"""`p2pc doctor`: checks what p2pc needs on this machine (tshark, the plugin and whether tshark
+loads it, root's runner, dumpcap's capture rights, the what-if codecs, the report libraries) and
+prints each missing part with the command that fixes it.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from .records import P2pcError, open_wireshark, personal_plugin, tshark_has_plugin
+from .whatif import CODEC_FIX
+from .wsenv import Wireshark, built_plugin, version_mismatch, ws_version
+
+
+def run(args) -> int:
+    """`p2pc doctor`: what p2pc needs, present or not, each missing part with its fix; exit 4
+    when a needed part is missing, 3 without tshark."""
+    ok = True
+
+    def line(good: bool, text: str, fix: str = "", optional: bool = False) -> None:
+        """[ok] present; [!!] missing and needed (exit 4); [--] missing, needed only by some."""
+        nonlocal ok
+        ok &= good or optional
+        mark = "ok" if good else "--" if optional else "!!"
+        print(f"[{mark}] {text}" + (f"\n     fix: {fix}" if fix and not good else ""))
+
+    tshark = shutil.which("tshark")
+    line(bool(tshark), f"tshark: {tshark or 'not found'}", "sudo apt-get install tshark")
+    if not tshark:
+        return 3
+    major, minor, micro = ws_version()
+    line(True, f"Wireshark version {major}.{minor}.{micro}")
+    root = os.geteuid() == 0
+    plain = Wireshark()
+    loaded = tshark_has_plugin(plain)
+    personal = personal_plugin()
+    built = built_plugin()
+    if root:
+        line(True, "running as root: tshark ignores personal plugin folders; p2pc runs it as "
+                   "'nobody' with a private HOME holding the plugin")
+    for plugin in dict.fromkeys(p for p in (args.plugin, personal, built) if p):
+        why = version_mismatch(plugin)
+        if why:
+            line(False, why)
+    if personal and built and personal.read_bytes() != built.read_bytes():
+        line(False, f"the installed plugin ({personal}) differs from this repository's build ({built})",
+             "make install-user   (to install the build)")
+    line(loaded or bool(personal) or bool(built),
+         "p2pc plugin: " + ("loaded by tshark" if loaded else
+                            f"installed at {personal}" if personal else
+                            f"built at {built} (not installed)" if built else "not found"),
+         "make install-user   (in the p2pc repository)")
+    try:
+        ws = open_wireshark(args.plugin)
+        try:
+            res = ws.run("tshark", ["-G", "plugins"])
+            got = [l for l in res.stdout.splitlines() if l.startswith("p2pc.so")]
+            line(bool(got), "tshark loads p2pc through p2pc's runner: " + (got[0].split()[1] if got else "no"),
+                 "make install-user; check that the plugin was built for this Wireshark version")
+        finally:
+            ws.cleanup()
+    except P2pcError as e:
+        line(False, str(e))
+    if root and not shutil.which("setpriv"):
+        line(False, "setpriv not found (needed to run tshark as nobody)", "sudo apt-get install util-linux")
+    optional(line)
+    return 0 if ok else 4
+
+
+def optional(line) -> None:
+    """What only some commands need: dumpcap (live), the what-if codecs, the report libraries."""
+    import ctypes.util
+    import importlib.util
+    dumpcap = shutil.which("dumpcap")
+    line(bool(dumpcap), f"dumpcap (p2pc live): {dumpcap or 'not found'}",
+         "sudo apt-get install wireshark-common", optional=True)
+    if dumpcap:
+        capture(line, dumpcap)
+    lzo = ctypes.util.find_library("lzo2")
+    line(bool(lzo), f"liblzo2 (whatif lzo1x-1, lzo1x-999): {lzo or 'not found'}",
+         CODEC_FIX["lzo1x-1"], optional=True)
+    have = lambda mod: importlib.util.find_spec(mod) is not None
+    for name, mods, fix in (("snappy", ("snappy", "cramjam"), CODEC_FIX["snappy"]),
+                            ("zstd", ("zstandard",), CODEC_FIX["zstd"]),
+                            ("brotli", ("brotli",), CODEC_FIX["brotli-2"])):
+        found = [m for m in mods if have(m)]
+        line(bool(found), f"whatif codec {name}: " + (f"python module {found[0]}" if found else "not installed"),
+             fix + "   (or all codecs: pip install -e 'analyzer[codecs]' in the p2pc repository)",
+             optional=True)
+    for mod, what in (("rich", "terminal tables"), ("jinja2", "HTML report"), ("plotly", "HTML figures"),
+                      ("pyarrow", "p2pc records")):
+        line(have(mod), f"{mod} ({what}): " + ("installed" if have(mod) else "not installed"),
+             f"pip install {mod}   (a p2pc dependency: reinstall with pip install -e analyzer)",
+             optional=True)
+
+
+def capture(line, dumpcap: str) -> None:
+    """Whether this user may capture (p2pc live): root, or dumpcap with the capture
+    capabilities that this user may run (Debian: the wireshark group)."""
+    import grp
+    if os.geteuid() == 0:
+        eff = next((int(l.split()[1], 16) for l in Path("/proc/self/status").read_text().splitlines()
+                    if l.startswith("CapEff:")), 0)
+        raw_admin = eff & (1 << 13) and eff & (1 << 12)        # CAP_NET_RAW, CAP_NET_ADMIN
+        line(bool(raw_admin), "capture privileges (p2pc live): running as root" +
+             ("" if raw_admin else " without CAP_NET_RAW/CAP_NET_ADMIN"),
+             "run with those capabilities (a container: --cap-add NET_RAW --cap-add NET_ADMIN)",
+             optional=True)
+        return
+    res = subprocess.run(["getcap", dumpcap], capture_output=True, text=True) if shutil.which("getcap") else None
+    caps = res.stdout if res else ""
+    has_caps = "cap_net_raw" in caps and "cap_net_admin" in caps
+    try:
+        group = grp.getgrnam("wireshark")
+        in_group = group.gr_gid in os.getgroups()
+    except KeyError:
+        group, in_group = None, False
+    can_run = os.access(dumpcap, os.X_OK)
+    fix = []
+    if not has_caps:
+        fix.append(f"sudo setcap cap_net_raw,cap_net_admin=eip {dumpcap}   (or: sudo dpkg-reconfigure "
+                   "wireshark-common, answer Yes)")
+    if not can_run:
+        fix.append("sudo usermod -aG wireshark $USER, then log out and in again" if group else
+                   f"sudo chmod o+x {dumpcap}")
+    line(has_caps and can_run,
+         "capture privileges (p2pc live): dumpcap " + ("has" if has_caps else "lacks") +
+         " cap_net_raw,cap_net_admin; " + ("you may run it" if can_run else "you may not run it") +
+         (" (wireshark group)" if in_group else ""),
+         "\n     fix: ".join(fix), optional=True)
