@@ -167,7 +167,7 @@ def test_compressed_output_larger_than_input_is_flagged(tshark, name):
     # FISCO sends the Snappy output even when it grew (an encrypted AMOP payload, a list of hashes).
     want = [m["msg_type"] for m in truth(name)["messages"] if m["compressed"] and m["payload_len"] > m["raw_len"]]
     assert want
-    rows = tshark.fields(cap(name), ["fisco.msg_type"], dfilter="fisco.compressed_larger")
+    rows = tshark.fields(cap(name), ["fisco.msg_type"], dfilter="p2pc.compressed_larger")
     assert [v for r in rows for v in r[0].split("|")] == want
 
 

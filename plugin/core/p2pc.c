@@ -3,13 +3,15 @@
  * expert items, preferences or taps on it: the record (record.c), the shared preferences
  * (prefs.c), the retransmission check (retrans.c), a frame's TCP segment read from its own
  * headers (segment.c), the count of bytes lost to holes in the capture (holes.c), the
- * conformance checks (spec.c) and the note on a message type its protocol does not define
- * (msgtype.c).  No part calls another to register.
+ * conformance checks (spec.c), the note on a message type its protocol does not define
+ * (msgtype.c) and the one on a compressed payload larger than its output (payload.c).  No
+ * part calls another to register.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/holes.h"
 #include "core/msgtype.h"
+#include "core/payload.h"
 #include "core/prefs.h"
 #include "core/record.h"
 #include "core/retrans.h"
@@ -29,4 +31,5 @@ proto_register_p2pc(void)
     p2pc_holes_register(proto);
     p2pc_spec_register(proto);
     p2pc_msg_type_register(proto);
+    p2pc_payload_register(proto);
 }

@@ -31,6 +31,7 @@
 #include "core/codecs.h"
 #include "core/holes.h"
 #include "core/msgtype.h"
+#include "core/payload.h"
 #include "core/prefs.h"
 #include "core/record.h"
 #include "core/retrans.h"
@@ -127,7 +128,6 @@ static gint ett_fisco_txs = -1;
 static expert_field ei_fisco_length = EI_INIT;
 static expert_field ei_fisco_version = EI_INIT;
 static expert_field ei_fisco_decompress = EI_INIT;
-static expert_field ei_fisco_larger = EI_INIT;
 static expert_field ei_fisco_rlp = EI_INIT;
 
 static dissector_handle_t fisco_handle;       /* TCP: plaintext, or TLS handed on */
@@ -657,38 +657,16 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
     if (length > hlen)
         proto_tree_add_item(ft, hf_fisco_data, tvb, hlen, length - hlen, ENC_NA);
     if (compressed && pref_decompress) {
-        p2pc_dc_status_t st;
-        const char *detail = NULL;
-        p2pc_bound_t bound = p2pc_bound(pinfo, FISCO_MAX_LENGTH, tvb_captured_length(payload), 0);
-        raw = p2pc_decompress_tvb(payload, 0, -1, pinfo, P2PC_CODEC_SNAPPY, bound.bound,
-                                  "Decompressed FISCO payload", &st, &detail);
-        bounded = p2pc_bound_charge(pinfo, &bound, raw ? tvb_captured_length(raw) : 0, st == P2PC_DC_BOUND);
-        if (bounded) {
-            p2pc_bound_expert(pinfo, ti, bound.by);
-        } else if (!raw) {
-            expert_add_info_format(pinfo, ti, &ei_fisco_decompress, "Snappy decompression failed: %s",
-                                   detail ? detail : p2pc_dc_status_name(st));
-        } else {
+        static const p2pc_payload_codec_t snappy = { P2PC_CODEC_SNAPPY, FISCO_MAX_LENGTH,
+            "Decompressed FISCO payload", &hf_fisco_uncompressed_len, &hf_fisco_ratio, &ei_fisco_decompress };
+        raw = p2pc_payload_decompress(&snappy, payload, pinfo, ft, ti, &bounded);
+        if (raw) {
             guint rl = tvb_captured_length(raw);
-            proto_item *ri;
             rec.raw_len = rl;
-            ri = proto_tree_add_uint(ft, hf_fisco_uncompressed_len, tvb, hlen, length - hlen, rl);
-            proto_item_set_generated(ri);
-            if (rl) {
-                double ratio = (double)(length - hlen) / rl;
-                /* Three decimals on screen; the field keeps the exact value for filters. */
-                ri = proto_tree_add_double_format_value(ft, hf_fisco_ratio, tvb, hlen, length - hlen, ratio,
-                                                        "%.3f", ratio);
-                proto_item_set_generated(ri);
-            }
             if (rl <= FISCO_COMPRESS_THRESHOLD)
                 p2pc_spec(pinfo, ti, P2PC_SPEC_FISCO_THRESHOLD,
                     "Compressed payload of %u bytes: FISCO compresses only payloads over %u bytes",
                     rl, FISCO_COMPRESS_THRESHOLD);
-            if (length - hlen > rl)
-                expert_add_info_format(pinfo, ti, &ei_fisco_larger,
-                    "Snappy output (%u bytes) is larger than the payload (%u bytes); FISCO sends it anyway",
-                    length - hlen, rl);
         }
     } else if (!compressed) {
         raw = payload;
@@ -891,8 +869,6 @@ proto_register_fisco(void)
             "Version bits other than 0x8000", EXPFILL } },
         { &ei_fisco_decompress, { "fisco.decompress_failed", PI_MALFORMED, PI_ERROR,
             "Snappy decompression failed", EXPFILL } },
-        { &ei_fisco_larger, { "fisco.compressed_larger", PI_PROTOCOL, PI_NOTE,
-            "Compressed output larger than the payload", EXPFILL } },
         { &ei_fisco_rlp, { "fisco.rlp", PI_MALFORMED, PI_WARN, "Payload structure problem", EXPFILL } },
     };
     module_t *module;

@@ -39,6 +39,7 @@
 #include "core/codecs.h"
 #include "core/holes.h"
 #include "core/msgtype.h"
+#include "core/payload.h"
 #include "core/prefs.h"
 #include "core/protobuf.h"
 #include "core/record.h"
@@ -152,7 +153,6 @@ static gint ett_module = -1;
 static expert_field ei_length = EI_INIT;
 static expert_field ei_header = EI_INIT;
 static expert_field ei_decompress = EI_INIT;
-static expert_field ei_larger = EI_INIT;
 static expert_field ei_front = EI_INIT;
 static expert_field ei_module_payload = EI_INIT;
 static expert_field ei_handshake = EI_INIT;
@@ -617,31 +617,19 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     if (length > off)
         proto_tree_add_item(ft, hf_data, tvb, off, length - off, ENC_NA);
     if (ext & EXT_COMPRESS) {
-        p2pc_dc_status_t st;
-        const char *detail = NULL;
+        static const p2pc_payload_codec_t zstd = { P2PC_CODEC_ZSTD, FISCO3_MAX_LENGTH,
+            "Decompressed FISCO 3.x payload", &hf_uncompressed_len, NULL, &ei_decompress };
         rec.codec = "zstd";
         if (version < 2)
             p2pc_spec(pinfo, ti, P2PC_SPEC_FISCO_FLAG, "Compressed at Version %u: FISCO compresses "
                       "only from V2", version);
-        p2pc_bound_t bound = p2pc_bound(pinfo, FISCO3_MAX_LENGTH, tvb_captured_length(payload), 0);
-        raw = p2pc_decompress_tvb(payload, 0, -1, pinfo, P2PC_CODEC_ZSTD, bound.bound,
-                                  "Decompressed FISCO 3.x payload", &st, &detail);
-        bounded = p2pc_bound_charge(pinfo, &bound, raw ? tvb_captured_length(raw) : 0, st == P2PC_DC_BOUND);
-        if (bounded) {
-            p2pc_bound_expert(pinfo, ti, bound.by);
-        } else if (!raw) {
-            expert_add_info_format(pinfo, ti, &ei_decompress, "zstd decompression failed: %s",
-                                   detail ? detail : p2pc_dc_status_name(st));
-        } else {
+        raw = p2pc_payload_decompress(&zstd, payload, pinfo, ft, ti, &bounded);
+        if (raw) {
             guint rl = tvb_captured_length(raw);
             rec.raw_len = rl;
-            proto_item_set_generated(proto_tree_add_uint(ft, hf_uncompressed_len, tvb, off, length - off, rl));
             if (rl <= FISCO3_COMPRESS_THRESHOLD)
                 p2pc_spec(pinfo, ti, P2PC_SPEC_FISCO_THRESHOLD, "Compressed payload of %u bytes: "
                           "FISCO compresses only payloads over %u bytes", rl, FISCO3_COMPRESS_THRESHOLD);
-            if (length - off > rl)
-                expert_add_info_format(pinfo, ti, &ei_larger, "zstd output (%u bytes) is larger than the "
-                                       "payload (%u bytes); FISCO sends it anyway", length - off, rl);
         }
     } else {
         raw = payload;
@@ -775,8 +763,6 @@ proto_register_fisco3(void)
             "Header fields run past the message's Length", EXPFILL } },
         { &ei_decompress, { "fisco3.decompress.failed", PI_MALFORMED, PI_ERROR, "zstd decompression failed",
             EXPFILL } },
-        { &ei_larger, { "fisco3.compressed.larger", PI_PROTOCOL, PI_NOTE,
-            "zstd output larger than its input", EXPFILL } },
         { &ei_front, { "fisco3.front.bad", PI_MALFORMED, PI_ERROR, "Front message malformed", EXPFILL } },
         { &ei_module_payload, { "fisco3.module.payload", PI_MALFORMED, PI_ERROR,
             "TxsSync/BlockSync payload (protobuf, tars block) does not parse", EXPFILL } },

@@ -1,0 +1,54 @@
+/* payload.c
+ * A message's compressed payload decoded, bounded and shown (payload.h).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "core/payload.h"
+#include "core/prefs.h"
+
+static expert_field ei_larger = EI_INIT;
+
+tvbuff_t *
+p2pc_payload_decompress(const p2pc_payload_codec_t *how, tvbuff_t *payload, packet_info *pinfo,
+                        proto_tree *tree, proto_item *ti, gboolean *bounded)
+{
+    guint in = tvb_captured_length(payload), out;
+    p2pc_bound_t bound = p2pc_bound(pinfo, how->max, in, 0);
+    p2pc_dc_status_t st;
+    const char *detail = NULL;
+    tvbuff_t *raw = p2pc_decompress_tvb(payload, 0, -1, pinfo, how->codec, bound.bound, how->tab,
+                                        &st, &detail);
+
+    *bounded = p2pc_bound_charge(pinfo, &bound, raw ? tvb_captured_length(raw) : 0, st == P2PC_DC_BOUND);
+    if (*bounded) {
+        p2pc_bound_expert(pinfo, ti, bound.by);
+        return NULL;
+    }
+    if (!raw) {
+        expert_add_info_format(pinfo, ti, how->ei_failed, "%s decompression failed: %s",
+                               p2pc_codec_name(how->codec), detail ? detail : p2pc_dc_status_name(st));
+        return NULL;
+    }
+    out = tvb_captured_length(raw);
+    proto_item_set_generated(proto_tree_add_uint(tree, *how->hf_len, payload, 0, in, out));
+    if (how->hf_ratio && out) {
+        double ratio = (double)in / out;
+        /* Three decimals on screen; the field keeps the exact value for filters. */
+        proto_item_set_generated(proto_tree_add_double_format_value(tree, *how->hf_ratio, payload, 0, in,
+                                                                    ratio, "%.3f", ratio));
+    }
+    if (in > out)
+        expert_add_info_format(pinfo, ti, &ei_larger, "%s made the payload larger: %u bytes sent for %u "
+                               "uncompressed", p2pc_codec_name(how->codec), in, out);
+    return raw;
+}
+
+void
+p2pc_payload_register(int proto)
+{
+    static ei_register_info ei[] = {
+        { &ei_larger, { "p2pc.compressed_larger", PI_PROTOCOL, PI_NOTE,
+            "Compressed payload larger than its uncompressed bytes (sent anyway)", EXPFILL } },
+    };
+    expert_register_field_array(expert_register_protocol(proto), ei, array_length(ei));
+}
