@@ -89,9 +89,10 @@ def layers(tshark, name: str):
                 msgs[src].append(x)
     streams = sorted({int(s) for r in rows for s in r[2].split("|") if s})
     raw = Counter()
-    for r in tshark.records(cap(name), extra=NAMED):
-        if r["msg_type"] != "undecoded":    # compressed bytes after the last message
-            raw[(r["src"], r["msg_type"])] += int(r["raw_len"])
+    out = tshark.run(["-n", "-q", "-r", tshark.ws.readable(cap(name)), "-z", "p2pc,payloads", *NAMED]).stdout
+    for cols in (line.split("\t") for line in out.splitlines() if line.startswith("P\t")):
+        if cols[8] != "undecoded":    # compressed bytes after the last message
+            raw[(cols[3], cols[8])] += len(cols[10]) // 2
     return dict(msgs), streams, raw
 
 
@@ -114,20 +115,25 @@ def test_records_carry_the_stream_codec_and_add_up_to_the_wire(tshark, name):
     recs = tshark.records(cap(name), extra=NAMED)
     assert recs and {r["codec"] for r in recs} == {t["codec"]}
     rows = tshark.fields(cap(name), ["frame.number", "ip.src", "libp2p_compression.in",
-                                     "libp2p_compression.in_total"], dfilter="libp2p_compression.in")
-    in_total_at = {(int(f), src): int(tot) for f, src, _, tot in rows}
+                                     "libp2p_compression.in_total", "libp2p_compression.out_total"],
+                         dfilter="libp2p_compression.in")
+    in_total_at = {(int(f), src): int(tot) for f, src, _, tot, _ in rows}
+    out_total_at = {(int(f), src): int(tot) for f, src, _, _, tot in rows}
     for src in (t["link"]["addr_a"], t["link"]["addr_b"]):
         mine = [r for r in recs if r["src"] == src]
         msgs = [r for r in mine if r["msg_type"] != "undecoded"]
-        fed = sum(int(x) for _, s, n, _ in rows if s == src for x in n.split("|"))
-        # The messages: exactly the compressed bytes up to the frame of the direction's last one.
-        assert sum(int(r["payload_len"]) for r in msgs) == in_total_at[(int(msgs[-1]["frame"]), src)]
+        fed = sum(int(x) for _, s, n, _, _ in rows if s == src for x in n.split("|"))
+        # The messages: exactly the compressed bytes up to the frame of the direction's last
+        # one, and uncompressed exactly what those bytes decompressed to.
+        last = (int(msgs[-1]["frame"]), src)
+        assert sum(int(r["payload_len"]) for r in msgs) == in_total_at[last]
+        assert sum(int(r["raw_len"]) for r in msgs) == out_total_at[last]
         # The closing frames after it (window updates, the trailer) are one undecoded record,
         # printed once the capture is read, named after the direction's last frame: together,
         # every compressed byte the direction sent.
         tail = mine[-1]
         assert tail["msg_type"] == "undecoded" and int(tail["frame"]) == max(
-            int(f) for f, s, _, _ in rows if s == src)
+            int(f) for f, s, _, _, _ in rows if s == src)
         assert sum(int(r["payload_len"]) for r in mine) == fed
         for r in mine:
             assert int(r["header_len"]) == 0 and int(r["wire_len"]) == int(r["payload_len"])

@@ -119,7 +119,7 @@ def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool
 
 
 def compare_report(base: Aggregate, comp: Aggregate) -> dict:
-    from .model import compute_rows, family, family_measured, measured_tcp, pct
+    from .model import bandwidth_table, compute_rows, family, family_measured, measured_tcp, pct
     mb, mc = family_measured(base), family_measured(comp)
     model_rows = compute_rows(comp)
     modelled: dict = defaultdict(float)
@@ -153,7 +153,11 @@ def compare_report(base: Aggregate, comp: Aggregate) -> dict:
                         "model_error_pct"],
             "rows": rows,
             "sections": [{"name": "connections", "title": "Whole connections (every TCP frame)",
-                          "columns": ["measure", "baseline", "compressed", "saved", "saved_pct"], "rows": conn}],
+                          "columns": ["measure", "baseline", "compressed", "saved", "saved_pct"], "rows": conn},
+                         {"name": "bandwidth", "title": "Bandwidth use without and with compression (TCP payload)",
+                          "columns": ["proto", "family", "baseline_bytes", "compressed_bytes", "measured_saved",
+                                      "measured_saved_pct", "modelled_saved", "model_error_pct"],
+                          "rows": bandwidth_table(base, comp)}],
             "series": {"bandwidth_compare": {"baseline": bandwidth_series(base),
                                              "compressed": bandwidth_series(comp)}}}
 

@@ -411,6 +411,43 @@ def family_measured(agg: Aggregate) -> dict:
     return out
 
 
+def family_bytes(agg: Aggregate) -> dict:
+    """Per (proto, family): the TCP payload bytes its messages took, each direction's bytes no
+    message holds (stream negotiations, muxer stream opens, closes and window updates; the
+    handshake before a compressed stream) shared among its families by their wire bytes, so the
+    families add up to every TCP payload byte of the directions that carry messages."""
+    out: dict = defaultdict(float)
+    for d, types in agg.by_dir.items():
+        t = agg.tcp.get(d)
+        wire = sum(s.wire for s in types.values())
+        scale = t.data_bytes / wire if t and wire else 1.0
+        for (proto, mtype, _codec), s in types.items():
+            out[(proto, family(proto, mtype))] += s.wire * scale
+    return out
+
+
+def bandwidth_table(base: Aggregate, comp: Aggregate) -> list[dict]:
+    """The seed's bandwidth table (TCP payload bytes without and with compression) per protocol
+    and family, and for all: the savings measured (BASELINE's bytes less COMPRESSED's) next to
+    what the model predicts from COMPRESSED alone (payload saved, and the P2P headers batching
+    saved: the bytes of the messages, not the segment headers or ACKs around them)."""
+    bb, bc = family_bytes(base), family_bytes(comp)
+    modelled: dict = defaultdict(float)
+    for r in compute_rows(comp):
+        modelled[(r.proto, family(r.proto, r.msg_type))] += r.payload_saved + r.p2p_header_saved
+    keys = sorted(set(bb) | set(bc))
+    rows = [(k[0], k[1], bb.get(k, 0.0), bc.get(k, 0.0), modelled.get(k, 0.0)) for k in keys]
+    rows.append(("ALL", "ALL", sum(bb.values()), sum(bc.values()), sum(modelled.values())))
+    out = []
+    for proto, fam, b, c, model in rows:
+        measured = b - c
+        out.append({"proto": proto, "family": fam, "baseline_bytes": round(b), "compressed_bytes": round(c),
+                    "measured_saved": round(measured), "measured_saved_pct": pct(measured, b),
+                    "modelled_saved": round(model),
+                    "model_error_pct": pct(model - measured, measured) if abs(measured) >= 1 else None})
+    return out
+
+
 def not_comparable(base: Aggregate, comp: Aggregate, base_name: str, comp_name: str) -> str | None:
     """Why `compare` cannot read these two captures as one stack's baseline (compression off)
     and compressed run, or None: different protocols, or a COMPRESSED without any compressed

@@ -10,12 +10,16 @@ has /compression/none (the fallback: "na", then none).  rust-libp2p's deprecated
 /deflate/1.0.0 comes from two rust-libp2p 0.52 hosts pinging each other (compression/deflate/,
 built with cargo).  Copies of the gzip capture with one of
 the dialer's data segments removed (the gap case) and with one byte of its compressed stream
-flipped (the corrupt case) come last.  Over netem.py's emulated
+flipped (the corrupt case) come last.  The Bitswap sessions are the seed's file exchange over
+the same peers: go-bitswap v0.2.20 (as the examples' bitswap example pins it) with the
+compression transport off, gzip and cbrotli; the provider imports two texts as UnixFS DAGs and
+the fetcher walks them, and each peer writes every Bitswap message it received.  Over netem.py's emulated
 link (60 ms each way, 20 Mbit/s, MTU 1500).  Needs root, Go (cgo and libbrotli-dev for
 cbrotli) and cargo.
 
     sudo python3 captures/gen/make_compression.py            # all
     sudo python3 captures/gen/make_compression.py gzip       # one session (and the gap copy)
+    sudo python3 captures/gen/make_compression.py bitswap-gzip
 """
 from __future__ import annotations
 
@@ -50,6 +54,11 @@ SESSIONS = {
     # "na" to gzip, then /compression/none, then the muxer as usual.
     "fallback": ("gzip,none", "none", [1, 3]),
 }
+
+# Bitswap capture -> the compression transport both peers use ("off": no compression layer)
+BITSWAP_SESSIONS = {"bitswap-off": "off", "bitswap-gzip": "gzip", "bitswap-cbrotli": "cbrotli"}
+# What the provider serves (captures/data), the texts of the boxo captures (make_bitswap.py).
+BITSWAP_FILES = ["text/golang_Isaac.Newton-Opticks.txt", "text/klauspost_Mark.Twain-Tom.Sawyer.txt"]
 
 
 def build() -> Path:
@@ -205,6 +214,60 @@ def make(session: str, exe: Path, all_files: list[tuple[Path, str]]) -> dict:
     return truth
 
 
+def make_bitswap(session: str, exe: Path) -> dict:
+    """comp-<session>: provider B imports BITSWAP_FILES and serves them over go-bitswap, fetcher
+    A walks both DAGs; the truth is what each peer's Bitswap received and B's blocks."""
+    comp = BITSWAP_SESSIONS[session]
+    cap = OUT / f"comp-{session}.pcapng"
+    idx, truth_a, truth_b = (WORK / f"comp-{session}.{n}.json" for n in ("idx", "a", "b"))
+    for f in (idx, truth_a, truth_b):
+        f.unlink(missing_ok=True)
+    with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
+        b = link.popen("b", [str(exe), "-role", "provide", "-comp", comp, "-idx", str(idx), "-truth", str(truth_b),
+                             "-seed", "2", "-listen", f"/ip4/0.0.0.0/tcp/{PORT}",
+                             *(str(DATA / f) for f in BITSWAP_FILES)])
+        deadline = time.monotonic() + 30
+        while not (idx.exists() and idx.read_text().endswith("\n")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        ident = json.loads(idx.read_text())
+        for wildcard in ("/ip4/0.0.0.0/", "/ip4/127.0.0.1/"):
+            ident["addr"] = ident["addr"].replace(wildcard, f"/ip4/{link.addr_b}/")
+        idx.write_text(json.dumps(ident) + "\n")
+        link.run("a", [str(exe), "-role", "fetch", "-comp", comp, "-idx", str(idx), "-truth", str(truth_a),
+                       "-seed", "1"], check=True, timeout=120)
+        b.wait(30)
+    a, bt = json.loads(truth_a.read_text()), json.loads(truth_b.read_text())
+    got = {blk["cid"] for m in a["received"] for blk in m["blocks"]}
+    served = {blk["cid"] for r in ident["roots"] for blk in r["blocks"]}
+    if got != served:
+        raise SystemExit(f"{cap.name}: A received {len(got)} of the {len(served)} blocks B serves")
+    truth = {
+        "capture": cap.name,
+        "implementation": "go-bitswap v0.2.20 on adlrocha's go-libp2p v0.11 fork (captures/gen/compression)",
+        "protocol": "/ipfs/bitswap/1.2.0",
+        "offered": {side: [] if comp == "off" else [f"/compression/{comp}"] for side in ("a", "b")},
+        "compression": None if comp == "off" else f"/compression/{comp}",
+        "codec": {"gzip": "gzip-stream", "cbrotli": "brotli-stream"}.get(comp, "none"),
+        "security": "/plaintext/2.0.0",
+        "muxer": "/yamux/1.0.0",
+        "link": {"delay_ms_each_way": DELAY_MS, "rate_kbit": RATE_KBIT, "mtu": 1500,
+                 "addr_a": EmulatedLink.addr_a, "addr_b": EmulatedLink.addr_b, "port_b": PORT},
+        "peers": {"a": {"role": "fetcher", "id": a["peer"]}, "b": {"role": "provider", "id": bt["peer"]}},
+        # UnixFS DAGs of 16 KiB chunks: raw CIDv1 leaves, a CIDv0 dag-pb root each.
+        "files": [{**r, "file": f"captures/data/{BITSWAP_FILES[i]}"} for i, r in enumerate(ident["roots"])],
+        # Each message a peer received, as go-bitswap decoded it (lists in no particular order
+        # within a message: go-bitswap keeps them in maps), with its protobuf size.
+        "received_by_a": a["received"],
+        "received_by_b": bt["received"],
+        "measured": {"wire": wire_bytes(cap),
+                     "note": "this run's numbers, not inputs: bytes per source address"},
+    }
+    (OUT / f"comp-{session}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+    print(f"{cap.name}: {cap.stat().st_size} bytes; A received {len(a['received'])} messages, "
+          f"B {len(bt['received'])}")
+    return truth
+
+
 def gap_variant() -> None:
     """comp-gzip-gap: comp-gzip without one full-size data segment from the dialer, half way
     through its data, so B's later replies come after the hole."""
@@ -297,10 +360,12 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     exe = build()
     files = payload_files()
-    sessions = sys.argv[1:] or [*SESSIONS, "deflate"]
+    sessions = sys.argv[1:] or [*SESSIONS, "deflate", *BITSWAP_SESSIONS]
     for session in sessions:
         if session == "deflate":
             make_deflate()
+        elif session in BITSWAP_SESSIONS:
+            make_bitswap(session, exe)
         else:
             make(session, exe, files)
     if "gzip" in sessions:

@@ -24,8 +24,10 @@
  * "brotli-stream", "deflate-stream") and the compressed bytes attributed to them: the
  * compressed bytes a direction received since the last frame that completed a message (the
  * flush units carrying it) are split among the messages this frame completes in proportion to
- * their decompressed size, the rounding remainder to the last.  Per direction the sums add up
- * to the compressed bytes on the wire up to the last message.
+ * their decompressed size, the rounding remainder to the last, and so are the bytes they
+ * decompressed to: a message's raw_len is its share of those (plus what a codec of its own, e.g.
+ * eth2's snappy, saved), what it would have cost on the connection without the transport.  Per
+ * direction the sums add up to the compressed and decompressed bytes up to the last message.
  *
  * A hole in a direction (a segment missing from the capture) stops only that direction, and a
  * deflate stream resumes where the format allows: gzip and /deflate/1.0.0 sync-flush after
@@ -109,6 +111,7 @@ typedef struct comp_dir {
     guint64 in_total;           /* compressed bytes fed */
     guint64 out_total;          /* decompressed bytes produced */
     guint64 unattributed;       /* compressed bytes fed and not yet attributed to a message */
+    guint64 unattributed_out;   /* what they decompressed to */
     guint32 stopped_in;         /* the frame where decoding stopped (0: it goes on) */
     p2pc_limit_t stopped_by;    /* what stopped it, when a ratio or the capture's budget did */
     gboolean resyncing;         /* after a hole, until the decoder's window is known again */
@@ -131,6 +134,7 @@ typedef struct {
     guint32 stopped_in;         /* decoding had stopped before this frame (in that frame) */
     p2pc_limit_t stopped_by;    /* P2PC_LIMIT_RATIO or _CAPTURE: a bound stopped it (here or before) */
     wmem_array_t *attributed;   /* guint64 per record the frame's inner layers added */
+    wmem_array_t *attributed_out;   /* the same records' shares of what those bytes decompressed to */
     /* After a hole (see the top of this file): */
     guint32 skipped;            /* compressed bytes of this frame before the sync-flush point */
     guint64 resumed_after;      /* decoding resumed in this frame after this many skipped */
@@ -333,6 +337,7 @@ comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, pac
         cd->in_total += len;
         cd->out_total += out_len;
         cd->unattributed += len - fr->skipped;  /* the skipped bytes have a record of their own */
+        cd->unattributed_out += out_len + fr->withheld;
         if (len)
             p2pc_where_keep(pinfo, &cd->last);
     }
@@ -368,12 +373,16 @@ comp_attribute(packet_info *pinfo, p2pc_record_t **recs, guint n, void *ctx)
         return;
     if (!a->replay) {
         a->fr->attributed = p2pc_record_shares(pinfo, recs, n, a->cd->unattributed, P2PC_SHARE_BY_RAW);
-        a->cd->unattributed = 0;
+        a->fr->attributed_out = p2pc_record_shares(pinfo, recs, n, a->cd->unattributed_out, P2PC_SHARE_BY_RAW);
+        a->cd->unattributed = a->cd->unattributed_out = 0;
     }
     for (guint i = 0; i < n; i++) {
         p2pc_record_t *r = recs[i];
         guint64 share = p2pc_record_share(a->fr->attributed, i);
         r->codec = stacked_codec(pinfo, r->codec, a->cd->codec_name);
+        /* Uncompressed, the message would cost what its share decompressed to (its framing and
+         * the control bytes flushed with it included), larger by what a codec of its own saved. */
+        r->raw_len = p2pc_record_share(a->fr->attributed_out, i) + r->raw_len - r->payload_len;
         /* The muxer and message headers were compressed with the payload: no byte on the
          * wire is header alone. */
         r->header_len = 0;

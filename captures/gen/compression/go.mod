@@ -3,6 +3,16 @@ module github.com/p2pc/captures/compression
 go 1.15
 
 require (
+	github.com/ipfs/go-bitswap v0.2.20
+	github.com/ipfs/go-blockservice v0.1.3
+	github.com/ipfs/go-cid v0.0.7
+	github.com/ipfs/go-datastore v0.4.4
+	github.com/ipfs/go-ipfs-blockstore v1.0.1
+	github.com/ipfs/go-ipfs-chunker v0.0.5
+	github.com/ipfs/go-ipfs-routing v0.1.0
+	github.com/ipfs/go-ipld-format v0.2.0
+	github.com/ipfs/go-merkledag v0.3.2
+	github.com/ipfs/go-unixfs v0.2.4
 	github.com/libp2p/go-libp2p v0.11.0
 	github.com/libp2p/go-libp2p-cbrotli v0.0.0-00010101000000-000000000000
 	github.com/libp2p/go-libp2p-core v0.7.0

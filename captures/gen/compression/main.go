@@ -10,6 +10,8 @@
 //	comppeers -role listen -comp gzip -idfile F -files N
 //	comppeers -role dial -comp gzip -peer /ip4/.../p2p/<id> FILE...
 //
+// -role provide and -role fetch exchange files over go-bitswap instead (bitswap.go).
+//
 // -comp lists the compression transports a peer offers, in order ("gzip,none" is go-libp2p's
 // default in these forks); "off" is libp2p.NoCompression (no compression layer at all).
 //
@@ -65,42 +67,27 @@ type report struct {
 }
 
 func main() {
-	role := flag.String("role", "listen", "listen or dial")
+	role := flag.String("role", "listen", "listen or dial; provide or fetch (Bitswap)")
 	comp := flag.String("comp", "gzip", "comma-separated: gzip, cbrotli, none (/compression/none); or off")
 	listen := flag.String("listen", "/ip4/0.0.0.0/tcp/9100", "listen address")
 	peerAddr := flag.String("peer", "", "listener multiaddr (dial)")
 	idFile := flag.String("idfile", "", "listen: write the multiaddr here")
 	files := flag.Int("files", 1, "listen: exit after this many file streams")
 	seed := flag.Int("seed", 1, "identity key seed")
+	idx := flag.String("idx", "", "provide: write the address and the roots here; fetch: read them")
+	truthFile := flag.String("truth", "", "provide, fetch: where this peer writes what it received")
 	flag.Parse()
 
-	priv, _, _ := crypto.GenerateEd25519Key(bytes.NewReader(bytes.Repeat([]byte{byte(*seed)}, 64)))
-	opts := []libp2p.Option{libp2p.Identity(priv), libp2p.NoSecurity, libp2p.DisableRelay()}
-	// The compression transports offered, in order of preference; "off" leaves the layer out.
-	for _, c := range strings.Split(*comp, ",") {
-		switch c {
-		case "gzip":
-			opts = append(opts, libp2p.Compression(gzip.ID, gzip.New))
-		case "cbrotli":
-			opts = append(opts, libp2p.Compression(cbrotli.ID, cbrotli.New))
-		case "none":
-			opts = append(opts, libp2p.Compression(none.ID, none.New))
-		case "off":
-			opts = append(opts, libp2p.NoCompression)
-		default:
-			log.Fatalf("unknown -comp %q", c)
-		}
-	}
-	if *role == "listen" {
-		opts = append(opts, libp2p.ListenAddrStrings(*listen))
-	} else {
-		opts = append(opts, libp2p.NoListenAddrs)
-	}
-	h, err := libp2p.New(context.Background(), opts...)
-	if err != nil {
-		log.Fatal(err)
-	}
-	if *role == "listen" {
+	isListener := *role == "listen" || *role == "provide"
+	h := newHost(*seed, *comp, isListener, *listen)
+	switch *role {
+	case "provide":
+		provide(h, *idx, *truthFile, flag.Args())
+		return
+	case "fetch":
+		fetch(h, *idx, *truthFile)
+		return
+	case "listen":
 		listenLoop(h, *files, func() {
 			ioutil.WriteFile(*idFile, []byte(fmt.Sprintf("%s/p2p/%s", h.Addrs()[0], h.ID())), 0o644)
 		})
@@ -158,6 +145,38 @@ func main() {
 	json.NewEncoder(os.Stdout).Encode(rep)
 	time.Sleep(time.Second)
 	h.Close()
+}
+
+// newHost is a host with an Ed25519 identity from seed, plaintext security and the
+// compression transports comp lists, listening on listen when listener is set.
+func newHost(seed int, comp string, listener bool, listen string) host.Host {
+	priv, _, _ := crypto.GenerateEd25519Key(bytes.NewReader(bytes.Repeat([]byte{byte(seed)}, 64)))
+	opts := []libp2p.Option{libp2p.Identity(priv), libp2p.NoSecurity, libp2p.DisableRelay()}
+	// The compression transports offered, in order of preference; "off" leaves the layer out.
+	for _, c := range strings.Split(comp, ",") {
+		switch c {
+		case "gzip":
+			opts = append(opts, libp2p.Compression(gzip.ID, gzip.New))
+		case "cbrotli":
+			opts = append(opts, libp2p.Compression(cbrotli.ID, cbrotli.New))
+		case "none":
+			opts = append(opts, libp2p.Compression(none.ID, none.New))
+		case "off":
+			opts = append(opts, libp2p.NoCompression)
+		default:
+			log.Fatalf("unknown -comp %q", c)
+		}
+	}
+	if listener {
+		opts = append(opts, libp2p.ListenAddrStrings(listen))
+	} else {
+		opts = append(opts, libp2p.NoListenAddrs)
+	}
+	h, err := libp2p.New(context.Background(), opts...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return h
 }
 
 // listenLoop serves the echo and file protocols until `files` file streams are done.
