@@ -767,7 +767,7 @@ def test_by_peer_has_no_peer_id_where_no_handshake_stated_one():
 def test_live_reads_the_peer_ids_of_the_stream_tap():
     """What `p2pc live` does with the streaming tap's lines (I lines included), without a
     capture interface: the by-peer report names each peer by its ID."""
-    from p2pc.cli import analyze_report
+    from p2pc.report import analyze_report
     from p2pc.live import LiveTotals
     from p2pc.wsenv import Wireshark
     totals_ = LiveTotals()

@@ -20,6 +20,7 @@ from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, replace
 
 from .records import Message, NoP2PTraffic, ReadResult, Violation, read_capture, read_payloads
+from .report import SCHEMA
 from .tsharkopts import TsharkOptions
 from .wsenv import Wireshark
 
@@ -243,7 +244,7 @@ def diff_report(a: list[Sent], b: list[Sent], sides: tuple[Side, Side], warnings
     for r in messages:
         sizes[f"{r['proto']} {r['msg_type']}"].append([r["a_payload"], r["b_payload"]])
     return {
-        "schema": "p2pc-report/1", "command": "diff",
+        "schema": SCHEMA, "command": "diff",
         "title": "p2pc diff: A and B " + ("are equivalent" if equivalent else "differ"),
         "files": [s.name for s in sides], "warnings": warnings,
         "sides": {s.label.lower(): {"capture": s.capture, "filter": s.side_filter} for s in sides},
