@@ -315,6 +315,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	truth.watch(h)
 	ctx := context.Background()
 	blocks := loadBlocks(*blocksDir)
 	topic := fmt.Sprintf("/eth2/%s/beacon_block/ssz_snappy", digests["capella"])
