@@ -478,16 +478,16 @@ item_tvb(tvbuff_t *tvb, packet_info *pinfo, l2p_pipe_t *pipe, item_t *it)
     return t;
 }
 
-/* The tree a PDU is drawn in: `tree` for the first L2P_PDUS_DRAWN PDUs of a frame, then none.
- * A decompressed stream can put a million muxer frames in one segment: Wireshark calls more
- * than gui.max_tree_items items a dissector bug.  The PDUs past the bound are decoded and
- * counted all the same; the frame says how many were not drawn. */
-static proto_tree *
+/* Whether the PDU about to run is among the first L2P_PDUS_DRAWN of its frame: those are drawn
+ * in `tree` (when there is one), the later ones are not.  A decompressed stream can put a
+ * million muxer frames in one segment: Wireshark calls more than gui.max_tree_items items a
+ * dissector bug.  The PDUs past the bound are decoded and counted all the same; the frame says
+ * how many were not drawn.  Counted with a tree or without: a PDU's tvb must be the same in
+ * every pass (pdu_tvb()). */
+static gboolean
 drawn(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
     guint *drawn_so_far, n;
-    if (!tree)
-        return NULL;
     /* Counted in place: a p_add_proto_data() per PDU would lengthen every later lookup. */
     drawn_so_far = (guint *)p_get_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_DRAWN);
     if (!drawn_so_far) {
@@ -495,16 +495,17 @@ drawn(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
         p_add_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_DRAWN, drawn_so_far);
     }
     n = (*drawn_so_far)++;
-    if (n < L2P_PDUS_DRAWN)
-        return tree;
-    if (n == L2P_PDUS_DRAWN)
+    if (n == L2P_PDUS_DRAWN && tree)
         proto_tree_add_expert(tree, pinfo, &ei_not_drawn, tvb, 0, 0);
-    return NULL;
+    return n < L2P_PDUS_DRAWN;
 }
 
-/* The tvb of PDU i of item `it`.  A drawn PDU's is a child of `tvb`: the tree points into it,
- * so it lives as long as the frame.  One not drawn gets a tvb of its own over the same bytes
- * (no copy), which run_pdu() frees with every tvb made from it once the PDU is done. */
+/* The tvb of PDU i of item `it`.  One of the frame's first L2P_PDUS_DRAWN PDUs (shown) gets a
+ * child of `tvb` in every pass, whether a tree is built or not: the tree points into it, and
+ * dissectors above key what they keep for the second pass by the tvb's place in the frame (TLS
+ * finds a record's decrypted bytes by tvb_raw_offset()).  A later PDU gets a tvb of its own
+ * over the same bytes (no copy), which run_pdu() frees with every tvb made from it once the PDU
+ * is done. */
 static tvbuff_t *
 pdu_tvb(tvbuff_t *tvb, packet_info *pinfo, l2p_pipe_t *pipe, item_t *it, guint32 i, gboolean shown)
 {
@@ -528,9 +529,10 @@ run_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, i
 {
     l2p_pdu_t later = { it->pdu.index + i, 0, 1, FALSE, 0, NULL };
     l2p_pdu_t *volatile pdu = i == 0 ? &it->pdu : &later;
-    proto_tree *volatile pt_tree = drawn(tvb, pinfo, tree);
+    const gboolean shown = drawn(tvb, pinfo, tree);
+    proto_tree *volatile pt_tree = shown ? tree : NULL;
     GSList *volatile sources = g_slist_last(pinfo->data_src);
-    tvbuff_t *volatile pt = pdu_tvb(tvb, pinfo, pipe, it, i, pt_tree != NULL);
+    tvbuff_t *volatile pt = pdu_tvb(tvb, pinfo, pipe, it, i, shown);
 
     /* One PDU's exception must not stop the PDUs after it, nor the pipe's bookkeeping. */
     TRY {
@@ -540,7 +542,7 @@ run_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, i
         show_exception(pt_tree ? pt : tvb, pinfo, pt_tree, EXCEPT_CODE, GET_MESSAGE);
     }
     FINALLY {
-        if (!pt_tree) {
+        if (!shown) {
             while (sources ? sources->next : pinfo->data_src)
                 remove_last_data_source(pinfo);
             tvb_free_chain(pt);
