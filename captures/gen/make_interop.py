@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Make the interop captures in captures/interop/: two DIFFERENT real libp2p implementations,
-each installed from its registry at a pinned version, speaking eth2peers' workload to each other
-over netem.py's emulated link (60 ms each way, 20 Mbit/s), captured on node A.
+"""Make the interop captures in captures/interop/: two different real libp2p implementations (and
+go-libp2p with itself, for the muxer agreed in the security handshake or not), each installed
+from its registry at a pinned version, speaking eth2peers' workload to each other over netem.py's
+emulated link (60 ms each way, 20 Mbit/s), captured on node A.
 
 Stacks (each a program of its own; the truth is what each peer says it sent and received):
   go    captures/gen/libp2p/ (eth2peers: go-libp2p v0.39.1, go-libp2p-pubsub v0.15.0; go.sum)
@@ -14,8 +15,11 @@ so the listener is on either side of the capture.  The workload: status, ping, m
 beacon_blocks_by_range (the smallest real block in captures/data/ethereum, then a
 ResourceUnavailable error chunk), the block published on /eth2/bba4da96/beacon_block/ssz_snappy
 in the plaintext/yamux cells only (a second copy of a 440 KB block would double the others),
-goodbye.  Noise cells with a go peer run eth2peers with keylog/'s patch and keep its keys
+goodbye.  Noise and TLS cells with a go peer run eth2peers with keylog/'s patch and keep its keys
 (<name>.keys); the other stacks cannot log Noise keys cheaply, so their pairs are plaintext.
+go-go cells run Noise and TCP TLS with the muxer agreed in the handshake (noise, tls: Noise
+extensions, ALPN) and with no muxers handed to the security transport (noise-ms, tls-ms:
+multistream-select agrees it inside).
 QUIC cells (/quic-v1: TLS 1.3 inside QUIC, no muxer; named interop-<dialer>-<listener>-quic[-lf])
 keep each peer's TLS secrets from $SSLKEYLOGFILE: the rust peer's (rust-libp2p writes them
 through libp2p-tls's rustls KeyLogFile, unpatched) as <name>.keys, the go peer's (keylog/'s
@@ -42,7 +46,8 @@ OUT = HERE.parent / "interop"
 BLOCK = HERE.parent / "data" / "ethereum" / "eth_mainnet_SignedBeaconBlock_capella_slot6507058.ssz"
 DELAY_MS, RATE_KBIT, PORT = 60, 20000, 9000
 SEEDS = {"dialer": 1, "listener": 2}
-SECURITY_IDS = {"plaintext": "/plaintext/2.0.0", "noise": "/noise", "quic": "/quic-v1"}
+SECURITY_IDS = {"plaintext": "/plaintext/2.0.0", "noise": "/noise", "noise-ms": "/noise", "tls": "/tls/1.0.0",
+                "tls-ms": "/tls/1.0.0", "quic": "/quic-v1"}
 MUXER_IDS = {"yamux": "/yamux/1.0.0", "mplex": "/mplex/6.7.0", "none": None}
 
 
@@ -50,8 +55,11 @@ def cells() -> dict[str, tuple[str, str, str, str]]:
     """name: (stack on node A, stack on node B, which dials ("a" or "b"), security, muxer)."""
     out = {}
     tcp = [("plaintext", "yamux"), ("noise", "yamux"), ("plaintext", "mplex"), ("noise", "mplex")]
+    # go with go: the muxer agreed in the handshake (Noise extensions, TLS ALPN) and, with no
+    # muxers handed to the security transport (-security noise-ms, tls-ms), by multistream-select.
+    early = [(sec, "yamux") for sec in ("noise", "noise-ms", "tls", "tls-ms")]
     for a, b, combos in [("go", "js", tcp), ("go", "rust", [*tcp, ("quic", "none")]),
-                         ("js", "rust", [("plaintext", "yamux"), ("plaintext", "mplex")])]:
+                         ("js", "rust", [("plaintext", "yamux"), ("plaintext", "mplex")]), ("go", "go", early)]:
         for sec, mux in combos:
             kind = sec if sec == "quic" else f"{sec}-{mux}"
             out[f"interop-{a}-{b}-{kind}"] = (a, b, "a", sec, mux)
@@ -112,13 +120,13 @@ def make(name: str, a: str, b: str, dials: str, sec: str, mux: str, exes: dict) 
     # Over QUIC each peer logs its TLS secrets to a file of its own: the rust peer's <name>.keys,
     # the go peer's <name>.go.keys.
     quic = sec == "quic"
-    keyed = sec in ("noise", "quic") and "go" in stack.values()
+    keyed = sec != "plaintext" and "go" in stack.values()
     tls_keys = {st: OUT / (f"{name}.keys" if st == "rust" else f"{name}.{st}.keys") for st in stack.values()} \
         if quic else {}
     for path in tls_keys.values():
         path.unlink(missing_ok=True)
     env = {side: dict(os.environ, SSLKEYLOGFILE=str(tls_keys[stack[side]])) if quic
-           else dict(os.environ, LIBP2P_NOISE_KEYLOG=str(keys)) for side in ("a", "b")}
+           else dict(os.environ, LIBP2P_NOISE_KEYLOG=str(keys), SSLKEYLOGFILE=str(keys)) for side in ("a", "b")}
     addrs = {"a": EmulatedLink.addr_a, "b": EmulatedLink.addr_b}
     with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
         lp = link.popen(listener, argv(stack[listener], exes, "listen", sec, mux, gossip, blocks, truths[listener],
