@@ -8,6 +8,7 @@ Stacks (each a program of its own; the truth is what each peer says it sent and 
   go    captures/gen/libp2p/ (eth2peers: go-libp2p v0.39.1, go-libp2p-pubsub v0.15.0; go.sum)
   js    captures/gen/js/ (eth2peer.mjs: libp2p 3.3.11 and its modules; package-lock.json)
   rust  captures/gen/rust/ (eth2peer-rs: libp2p 0.57.1; Cargo.lock)
+  py    captures/gen/py/ (eth2peer.py: py-libp2p 0.8.1; requirements.txt, in a venv of its own)
 
 A cell is a pair, a direction, a security and a muxer.  For a pair "x-y" stack x runs on node A
 (where the capture is taken) and y on node B; "x>y" cells have x dial, "y>x" cells have y dial,
@@ -59,7 +60,8 @@ def cells() -> dict[str, tuple[str, str, str, str]]:
     # muxers handed to the security transport (-security noise-ms, tls-ms), by multistream-select.
     early = [(sec, "yamux") for sec in ("noise", "noise-ms", "tls", "tls-ms")]
     for a, b, combos in [("go", "js", tcp), ("go", "rust", [*tcp, ("quic", "none")]),
-                         ("js", "rust", [("plaintext", "yamux"), ("plaintext", "mplex")]), ("go", "go", early)]:
+                         ("js", "rust", [("plaintext", "yamux"), ("plaintext", "mplex")]), ("go", "go", early),
+                         ("go", "py", [("plaintext", "yamux"), ("plaintext", "mplex"), ("noise", "yamux")])]:
         for sec, mux in combos:
             kind = sec if sec == "quic" else f"{sec}-{mux}"
             out[f"interop-{a}-{b}-{kind}"] = (a, b, "a", sec, mux)
@@ -80,6 +82,13 @@ def build(stacks: set[str]) -> dict[str, object]:
         rs = HERE / "rust"
         subprocess.run(["cargo", "build", "--release", "--locked", "-j", "1"], cwd=rs, check=True)
         exes["rust"] = [str(rs / "target" / "release" / "eth2peer-rs")]
+    if "py" in stacks:
+        venv = WORK / "py-venv"
+        if not (venv / "bin" / "python").exists():
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "-r", str(HERE / "py" / "requirements.txt")],
+                       check=True)
+        exes["py"] = [str(venv / "bin" / "python"), str(HERE / "py" / "eth2peer.py")]
     return exes
 
 
@@ -106,7 +115,8 @@ def make(name: str, a: str, b: str, dials: str, sec: str, mux: str, exes: dict) 
     cap = OUT / f"{name}.pcapng"
     dialer, listener = (dials, "b" if dials == "a" else "a")
     stack = {"a": a, "b": b}
-    gossip = 1 if (sec, mux) == ("plaintext", "yamux") else 0
+    # eth2peer.py does no gossip.
+    gossip = 1 if (sec, mux) == ("plaintext", "yamux") and "py" not in (a, b) else 0
     blocks = WORK / "interop-blocks"
     blocks.mkdir(parents=True, exist_ok=True)
     shutil.copy(BLOCK, blocks / BLOCK.name)
