@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CAPTURES, dialer_listener
+from craft import uvarint
 
 INTEROP = CAPTURES / "interop"
 NAMES = sorted(p.name.removesuffix(".truth.json") for p in INTEROP.glob("*.truth.json"))
@@ -169,3 +170,34 @@ def test_which_stacks_agree_the_muxer_early(name):
         sec += "-ms"
     go = next(p for p in truth(name)["peers"].values() if p["stack"] == "go-libp2p")
     assert [c["early_muxer"] for c in go["connections"]] == [EARLY[tuple(sorted((dialer, listener))) + (sec,)]]
+
+
+# How each stack writes a status request's stream (docs/interop.md): the groups of multistream
+# header, protocol and request (or echo of both and response) that go out as one yamux Data frame.
+# go-libp2p's dialer is lazy (its proposal rides with the request); js-libp2p and rust-libp2p send
+# the proposal first; py-libp2p writes each multistream message on its own.  Every listener
+# echoes the header, then the protocol, then answers.
+DIALER_WRITES = {"go-libp2p": [("header", "protocol", "message")], "js-libp2p": [("header", "protocol"), ("message",)],
+                 "rust-libp2p": [("header", "protocol"), ("message",)],
+                 "py-libp2p": [("header",), ("protocol",), ("message",)]}
+LISTENER_WRITES = [("header",), ("protocol",), ("message",)]
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n.split("-")[3:5] == ["plaintext", "yamux"]])
+def test_how_each_stack_writes_a_request_stream(name):
+    """The yamux Data frames of the status stream, read from the capture's bytes with dpkt, against
+    the lengths of what they carry: "/multistream/1.0.0\\n" and the protocol ID, each behind its
+    uvarint length, and the request or response chunk as its sender's truth gives it."""
+    from test_diff import tcp_directions, yamux_streams   # test_diff imports this module
+
+    t = truth(name)
+    pid = b"/eth2/beacon_chain/req/status/1/ssz_snappy\n"
+    conns = tcp_directions(str(INTEROP / f"{name}.pcapng"))
+    for role, addr, writes in (("dialer", t["link"]["dialer"], DIALER_WRITES[t["dialer"]["stack"]]),
+                               ("listener", t["link"]["listener"], LISTENER_WRITES)):
+        msg = next(m for m in t["peers"][role]["messages"] if m["dir"] == "sent" and m["protocol"] == "status/1")
+        sizes = {"header": 1 + len(b"/multistream/1.0.0\n"), "protocol": 1 + len(pid),
+                 "message": (role == "listener") + len(uvarint(msg["ssz_len"])) + msg["framed_len"]}
+        streams = yamux_streams(next(b for (src, _), b in conns.items() if src == addr))
+        _, frames = next(v for v in streams.values() if v[0].find(pid) > 0)
+        assert [n for _, n in frames[:len(writes)]] == [sum(sizes[k] for k in group) for group in writes]
