@@ -1,5 +1,5 @@
-"""The interop matrix (captures/interop/, issue #25): two different real libp2p implementations
-talking, each peer writing down what it sent and received.  Every message p2pc decodes must be
+"""The interop matrix (captures/interop/, issue #25): real libp2p implementations talking, two
+different ones or go-libp2p with itself, each peer writing down what it sent and received.  Every message p2pc decodes must be
 one a peer says it sent, from that peer, in its order, with its lengths and the sha256 of its SSZ;
 requests are the dialer's whoever speaks first; nothing is left undecoded or without a role."""
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CAPTURES, dialer_listener
+from craft import uvarint
 
 INTEROP = CAPTURES / "interop"
 NAMES = sorted(p.name.removesuffix(".truth.json") for p in INTEROP.glob("*.truth.json"))
@@ -21,13 +22,15 @@ def truth(name: str) -> dict:
 
 
 def keys(tshark, name: str) -> list[str]:
-    """The key log option for a Noise cell (the go peer's keys) or a QUIC cell (the rust peer's
-    TLS secrets, written by rust-libp2p itself), else nothing."""
+    """The key log option for a Noise or TLS cell (the go peer's keys or secrets) or a QUIC cell
+    (the rust peer's TLS secrets, written by rust-libp2p itself), else nothing."""
     t = truth(name)
     if "keys" not in t:
         return []
     if t["security"] == "/quic-v1":
         return ["-o", f"tls.keylog_file:{tshark.ws.readable(INTEROP / t['keys']['rust'])}"]
+    if t["security"] == "/tls/1.0.0":
+        return ["-o", f"tls.keylog_file:{tshark.ws.readable(INTEROP / t['keys']['go'])}"]
     return ["-o", f"libp2p_noise.keylog_file:{tshark.ws.readable(INTEROP / t['keys']['go'])}"]
 
 
@@ -54,7 +57,8 @@ def test_the_peers_agree(name):
         got = received(t["peers"][b])
         assert [(m["protocol"], m["kind"], m["ssz_sha256"]) for m in t["peers"][a]["messages"]
                 if m["dir"] == "sent"] == got
-    assert t["dialer"]["stack"] != t["listener"]["stack"]
+    dialer, listener = name.split("-")[1:3]
+    assert (t["dialer"]["stack"], t["listener"]["stack"]) == (f"{dialer}-libp2p", f"{listener}-libp2p")
     block = hashlib.sha256((CAPTURES / "data" / "ethereum" / t["block"]["file"]).read_bytes()).hexdigest()
     shas = [m["ssz_sha256"] for m in t["peers"]["listener"]["messages"]
             if m["protocol"] == "beacon_blocks_by_range/2" and m["kind"] == "response" and m["result"] == 0]
@@ -107,3 +111,93 @@ def test_the_first_payload_is_the_captured_sides(tshark, name):
     dialer, listener = dialer_listener(t)
     first = tshark.fields(INTEROP / f"{name}.pcapng", ["ip.src"], dfilter="tcp.len > 0 || quic")[0][0]
     assert first in (dialer, listener)
+
+
+MUXERS = {"/yamux/1.0.0": "yamux", "/mplex/6.7.0": "mplex"}
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if any("connections" in p for p in truth(n)["peers"].values())])
+def test_the_muxer_is_the_one_the_peers_used(tshark, name):
+    """Each peer that reports its connection (go-libp2p's ConnState, js-libp2p's connection) says
+    which security and muxer it used, go-libp2p also whether the muxer was agreed inside the
+    handshake (Noise extensions, TLS ALPN).  p2pc dissects that muxer and no other; agreed early,
+    multistream-select never names it (Noise: libp2p_noise.early_muxer names it; TLS: the ALPN
+    the server chose), otherwise multistream-select negotiates it and nothing is agreed early."""
+    t = truth(name)
+    extra = keys(tshark, name)
+    cap = INTEROP / f"{name}.pcapng"
+    conns = [c for p in t["peers"].values() for c in p.get("connections", [])]
+    reports = len([p for p in t["peers"].values() if "connections" in p])
+    assert [(c["security"], c["muxer"]) for c in conns] == [(t["security"], t["muxer"])] * reports
+    early = {c["early_muxer"] for c in conns if "early_muxer" in c}
+    # Only go-libp2p says whether it agreed the muxer early; without a go peer the cells are
+    # plaintext, whose exchange has no room for muxers.
+    assert len(early) == 1 or t["security"] == "/plaintext/2.0.0"
+    early = early.pop() if early else False
+    for muxer, proto in MUXERS.items():
+        frames = tshark.fields(cap, ["frame.number"], dfilter=proto, extra=extra)
+        assert bool(frames) == (muxer == t["muxer"])
+    ms = [m for r in tshark.fields(cap, ["multistream.message"], dfilter="multistream", extra=extra)
+          for m in r[0].split("|")]
+    noise = [r[0] for r in tshark.fields(cap, ["libp2p_noise.early_muxer"], dfilter="libp2p_noise.early_muxer",
+                                          extra=extra)]
+    # The ALPN the server chose, in its EncryptedExtensions (handshake type 8).
+    alpn = [r[0] for r in tshark.fields(cap, ["tls.handshake.extensions_alpn_str"],
+                                        dfilter="tls.handshake.type == 8", extra=extra)]
+    assert (t["muxer"] in ms) == (not early)
+    if t["security"] == "/noise":
+        assert noise == ([t["muxer"]] if early else [])
+    if t["security"] == "/tls/1.0.0":
+        assert alpn == [t["muxer"] if early else "libp2p"]
+
+
+# Whether each pair agrees the muxer inside the security handshake, from the stacks' sources:
+# go-libp2p v0.39.1 offers its muxers in the Noise extensions and in TLS ALPN (noise-ms, tls-ms:
+# eth2peers hands the security transport no muxers); @chainsafe/libp2p-noise 17.0.0 lists
+# js-libp2p's muxers in the Noise extensions; libp2p-noise 0.47.0 (rust-libp2p 0.57.1) sends no
+# muxers and libp2p-tls 0.7.0 offers only the ALPN "libp2p"; py-libp2p 0.8.1's Noise payload has
+# the stream_muxers field, but its transport (security/noise/transport.py) fills in none.
+EARLY = {("go", "go", "noise"): True, ("go", "go", "tls"): True, ("go", "js", "noise"): True,
+         ("go", "go", "noise-ms"): False, ("go", "go", "tls-ms"): False, ("go", "rust", "noise"): False,
+         ("go", "py", "noise"): False}
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if truth(n)["security"] in ("/noise", "/tls/1.0.0")])
+def test_which_stacks_agree_the_muxer_early(name):
+    """The go peer's own account (ConnState) of each Noise and TLS cell is what the sources say."""
+    dialer, listener, sec = name.split("-")[1:4]
+    if sec in ("noise", "tls") and name.split("-")[4] == "ms":
+        sec += "-ms"
+    go = next(p for p in truth(name)["peers"].values() if p["stack"] == "go-libp2p")
+    assert [c["early_muxer"] for c in go["connections"]] == [EARLY[tuple(sorted((dialer, listener))) + (sec,)]]
+
+
+# How each stack writes a status request's stream (docs/interop.md): the groups of multistream
+# header, protocol and request (or echo of both and response) that go out as one yamux Data frame.
+# go-libp2p's dialer is lazy (its proposal rides with the request); js-libp2p and rust-libp2p send
+# the proposal first; py-libp2p writes each multistream message on its own.  Every listener
+# echoes the header, then the protocol, then answers.
+DIALER_WRITES = {"go-libp2p": [("header", "protocol", "message")], "js-libp2p": [("header", "protocol"), ("message",)],
+                 "rust-libp2p": [("header", "protocol"), ("message",)],
+                 "py-libp2p": [("header",), ("protocol",), ("message",)]}
+LISTENER_WRITES = [("header",), ("protocol",), ("message",)]
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n.split("-")[3:5] == ["plaintext", "yamux"]])
+def test_how_each_stack_writes_a_request_stream(name):
+    """The yamux Data frames of the status stream, read from the capture's bytes with dpkt, against
+    the lengths of what they carry: "/multistream/1.0.0\\n" and the protocol ID, each behind its
+    uvarint length, and the request or response chunk as its sender's truth gives it."""
+    from test_diff import tcp_directions, yamux_streams   # test_diff imports this module
+
+    t = truth(name)
+    pid = b"/eth2/beacon_chain/req/status/1/ssz_snappy\n"
+    conns = tcp_directions(str(INTEROP / f"{name}.pcapng"))
+    for role, addr, writes in (("dialer", t["link"]["dialer"], DIALER_WRITES[t["dialer"]["stack"]]),
+                               ("listener", t["link"]["listener"], LISTENER_WRITES)):
+        msg = next(m for m in t["peers"][role]["messages"] if m["dir"] == "sent" and m["protocol"] == "status/1")
+        sizes = {"header": 1 + len(b"/multistream/1.0.0\n"), "protocol": 1 + len(pid),
+                 "message": (role == "listener") + len(uvarint(msg["ssz_len"])) + msg["framed_len"]}
+        streams = yamux_streams(next(b for (src, _), b in conns.items() if src == addr))
+        _, frames = next(v for v in streams.values() if v[0].find(pid) > 0)
+        assert [n for _, n in frames[:len(writes)]] == [sum(sizes[k] for k in group) for group in writes]

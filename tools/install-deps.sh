@@ -12,7 +12,8 @@ APT_PKGS=(tshark wireshark-dev libwireshark-dev liblzo2-dev libsnappy-dev zlib1g
           libbrotli-dev libzstd-dev libgcrypt20-dev libisal-dev cmake make gcc pkg-config python3 python3-pip
           iproute2 util-linux iputils-ping ethtool
           chromium    # tests/test_reports.py renders the HTML report headless
-          tcpreplay time)   # make bench: tcprewrite gives each copy its own addresses; GNU time
+          tcpreplay time    # make bench: tcprewrite gives each copy its own addresses; GNU time
+          libgmp-dev python3-venv)   # captures/gen/py: pip builds fastecdsa 2.3.2 (no cp311 wheel) against GMP
 if [ "$FUZZ" = 1 ]; then APT_PKGS+=(clang); fi
 SUDO=()
 if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO=(sudo); fi

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Make the interop captures in captures/interop/: two DIFFERENT real libp2p implementations,
-each installed from its registry at a pinned version, speaking eth2peers' workload to each other
-over netem.py's emulated link (60 ms each way, 20 Mbit/s), captured on node A.
+"""Make the interop captures in captures/interop/: two different real libp2p implementations (and
+go-libp2p with itself, for the muxer agreed in the security handshake or not), each installed
+from its registry at a pinned version, speaking eth2peers' workload to each other over netem.py's
+emulated link (60 ms each way, 20 Mbit/s), captured on node A.
 
 Stacks (each a program of its own; the truth is what each peer says it sent and received):
   go    captures/gen/libp2p/ (eth2peers: go-libp2p v0.39.1, go-libp2p-pubsub v0.15.0; go.sum)
   js    captures/gen/js/ (eth2peer.mjs: libp2p 3.3.11 and its modules; package-lock.json)
   rust  captures/gen/rust/ (eth2peer-rs: libp2p 0.57.1; Cargo.lock)
+  py    captures/gen/py/ (eth2peer.py: py-libp2p 0.8.1; requirements.txt, in a venv of its own)
 
 A cell is a pair, a direction, a security and a muxer.  For a pair "x-y" stack x runs on node A
 (where the capture is taken) and y on node B; "x>y" cells have x dial, "y>x" cells have y dial,
@@ -14,8 +16,11 @@ so the listener is on either side of the capture.  The workload: status, ping, m
 beacon_blocks_by_range (the smallest real block in captures/data/ethereum, then a
 ResourceUnavailable error chunk), the block published on /eth2/bba4da96/beacon_block/ssz_snappy
 in the plaintext/yamux cells only (a second copy of a 440 KB block would double the others),
-goodbye.  Noise cells with a go peer run eth2peers with keylog/'s patch and keep its keys
+goodbye.  Noise and TLS cells with a go peer run eth2peers with keylog/'s patch and keep its keys
 (<name>.keys); the other stacks cannot log Noise keys cheaply, so their pairs are plaintext.
+go-go cells run Noise and TCP TLS with the muxer agreed in the handshake (noise, tls: Noise
+extensions, ALPN) and with no muxers handed to the security transport (noise-ms, tls-ms:
+multistream-select agrees it inside).
 QUIC cells (/quic-v1: TLS 1.3 inside QUIC, no muxer; named interop-<dialer>-<listener>-quic[-lf])
 keep each peer's TLS secrets from $SSLKEYLOGFILE: the rust peer's (rust-libp2p writes them
 through libp2p-tls's rustls KeyLogFile, unpatched) as <name>.keys, the go peer's (keylog/'s
@@ -42,19 +47,21 @@ OUT = HERE.parent / "interop"
 BLOCK = HERE.parent / "data" / "ethereum" / "eth_mainnet_SignedBeaconBlock_capella_slot6507058.ssz"
 DELAY_MS, RATE_KBIT, PORT = 60, 20000, 9000
 SEEDS = {"dialer": 1, "listener": 2}
-SECURITY_IDS = {"plaintext": "/plaintext/2.0.0", "noise": "/noise", "quic": "/quic-v1"}
+SECURITY_IDS = {"plaintext": "/plaintext/2.0.0", "noise": "/noise", "noise-ms": "/noise", "tls": "/tls/1.0.0",
+                "tls-ms": "/tls/1.0.0", "quic": "/quic-v1"}
 MUXER_IDS = {"yamux": "/yamux/1.0.0", "mplex": "/mplex/6.7.0", "none": None}
 
 
 def cells() -> dict[str, tuple[str, str, str, str]]:
     """name: (stack on node A, stack on node B, which dials ("a" or "b"), security, muxer)."""
     out = {}
-    for a, b, combos in [("go", "js", [("plaintext", "yamux"), ("noise", "yamux"), ("plaintext", "mplex")]),
-                         ("go", "rust", [("plaintext", "yamux"), ("noise", "yamux"), ("quic", "none")]),
-                         ("js", "rust", [("plaintext", "yamux")])]:
-        # interop-js-rust-plaintext-yamux is made but not committed: p2pc does not yet frame a
-        # js-libp2p dialer's multistream header written as a 1-byte length segment and then its
-        # message, when the listener (rust) does not speak first (docs/interop.md).
+    tcp = [("plaintext", "yamux"), ("noise", "yamux"), ("plaintext", "mplex"), ("noise", "mplex")]
+    # go with go: the muxer agreed in the handshake (Noise extensions, TLS ALPN) and, with no
+    # muxers handed to the security transport (-security noise-ms, tls-ms), by multistream-select.
+    early = [(sec, "yamux") for sec in ("noise", "noise-ms", "tls", "tls-ms")]
+    for a, b, combos in [("go", "js", tcp), ("go", "rust", [*tcp, ("quic", "none")]),
+                         ("js", "rust", [("plaintext", "yamux"), ("plaintext", "mplex")]), ("go", "go", early),
+                         ("go", "py", [("plaintext", "yamux"), ("plaintext", "mplex"), ("noise", "yamux")])]:
         for sec, mux in combos:
             kind = sec if sec == "quic" else f"{sec}-{mux}"
             out[f"interop-{a}-{b}-{kind}"] = (a, b, "a", sec, mux)
@@ -75,6 +82,13 @@ def build(stacks: set[str]) -> dict[str, object]:
         rs = HERE / "rust"
         subprocess.run(["cargo", "build", "--release", "--locked", "-j", "1"], cwd=rs, check=True)
         exes["rust"] = [str(rs / "target" / "release" / "eth2peer-rs")]
+    if "py" in stacks:
+        venv = WORK / "py-venv"
+        if not (venv / "bin" / "python").exists():
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "-r", str(HERE / "py" / "requirements.txt")],
+                       check=True)
+        exes["py"] = [str(venv / "bin" / "python"), str(HERE / "py" / "eth2peer.py")]
     return exes
 
 
@@ -91,8 +105,9 @@ def argv(stack: str, exes: dict, role: str, sec: str, mux: str, gossip: int, blo
                "-transport", "quic" if quic else "tcp", "-seed", str(seed), "-truth", str(truth)]
         return cmd + (["-idfile", str(idfile), "-listen", listen] if role == "listen" else ["-peer", peer])
     cmd = [*exes[stack], "--role", role, "--muxer", mux, "--security", sec, "--block", str(BLOCK),
-           "--gossip", str(gossip), "--seed", str(seed), "--truth", str(truth),
-           "--transport", "quic" if quic else "tcp"]
+           "--gossip", str(gossip), "--seed", str(seed), "--truth", str(truth)]
+    # Only the rust peer speaks QUIC; the js peer takes no --transport (TCP is every peer's default).
+    cmd += ["--transport", "quic"] if quic else []
     return cmd + (["--idfile", str(idfile), "--listen", listen] if role == "listen" else ["--peer", peer])
 
 
@@ -100,7 +115,8 @@ def make(name: str, a: str, b: str, dials: str, sec: str, mux: str, exes: dict) 
     cap = OUT / f"{name}.pcapng"
     dialer, listener = (dials, "b" if dials == "a" else "a")
     stack = {"a": a, "b": b}
-    gossip = 1 if (sec, mux) == ("plaintext", "yamux") else 0
+    # eth2peer.py does no gossip.
+    gossip = 1 if (sec, mux) == ("plaintext", "yamux") and "py" not in (a, b) else 0
     blocks = WORK / "interop-blocks"
     blocks.mkdir(parents=True, exist_ok=True)
     shutil.copy(BLOCK, blocks / BLOCK.name)
@@ -114,13 +130,13 @@ def make(name: str, a: str, b: str, dials: str, sec: str, mux: str, exes: dict) 
     # Over QUIC each peer logs its TLS secrets to a file of its own: the rust peer's <name>.keys,
     # the go peer's <name>.go.keys.
     quic = sec == "quic"
-    keyed = sec in ("noise", "quic") and "go" in stack.values()
+    keyed = sec != "plaintext" and "go" in stack.values()
     tls_keys = {st: OUT / (f"{name}.keys" if st == "rust" else f"{name}.{st}.keys") for st in stack.values()} \
         if quic else {}
     for path in tls_keys.values():
         path.unlink(missing_ok=True)
     env = {side: dict(os.environ, SSLKEYLOGFILE=str(tls_keys[stack[side]])) if quic
-           else dict(os.environ, LIBP2P_NOISE_KEYLOG=str(keys)) for side in ("a", "b")}
+           else dict(os.environ, LIBP2P_NOISE_KEYLOG=str(keys), SSLKEYLOGFILE=str(keys)) for side in ("a", "b")}
     addrs = {"a": EmulatedLink.addr_a, "b": EmulatedLink.addr_b}
     with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
         lp = link.popen(listener, argv(stack[listener], exes, "listen", sec, mux, gossip, blocks, truths[listener],

@@ -152,7 +152,7 @@ function recordGossip (topic, data, dir) {
 function writeTruth () {
   if (!opt.truth) return
   writeFileSync(opt.truth, JSON.stringify({ stack: 'js-libp2p', version: VERSIONS.libp2p, role: opt.role, node: process.version,
-    packages: VERSIONS, snappy: `snappyjs ${VERSIONS.snappyjs} (block format), framing written by eth2peer.mjs`, messages: truth }, null, 1))
+    packages: VERSIONS, snappy: `snappyjs ${VERSIONS.snappyjs} (block format), framing written by eth2peer.mjs`, connections, messages: truth }, null, 1))
 }
 
 // --- streams ---
@@ -210,11 +210,20 @@ const node = await createLibp2p({
   addresses: { listen: opt.role === 'listen' ? [opt.listen] : [] },
   transports: [tcp()],
   connectionEncrypters: [opt.security === 'noise' ? noise() : plaintext()],
-  streamMuxers: [opt.muxer === 'mplex' ? mplex() : yamux()],
+  // @libp2p/mplex 12.0.32 aborts the muxer when the remote opens more than disconnectThreshold
+  // (default 5) streams in a second, and leaves the TCP connection open until its ping fails: a
+  // go-libp2p dialer opens six (identify, meshsub, status, ping, metadata, blocks by range) in
+  // about 0.6 s over the 60 ms link, and then waits for ever for the by-range response.
+  streamMuxers: [opt.muxer === 'mplex' ? mplex({ disconnectThreshold: 100 }) : yamux()],
   services: {
     identify: identify(),
     pubsub: gossipsub({ globalSignaturePolicy: 'StrictNoSign', msgIdFn: m => messageId(m.topic, m.data), emitSelf: false })
   }
+})
+// Each connection as js-libp2p reports it (it does not say whether the muxer was agreed early).
+const connections = []
+node.addEventListener('connection:open', evt => {
+  connections.push({ transport: 'tcp', security: evt.detail.encryption, muxer: evt.detail.multiplexer })
 })
 const pubsub = node.services.pubsub
 pubsub.subscribe(TOPIC)

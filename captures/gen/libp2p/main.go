@@ -8,7 +8,7 @@
 // -session picks the workload: "full" (status, ping, metadata, blocks by range, gossip,
 // goodbye), "broken" (the listener answers pings with malformed chunks, a protocol the listener
 // does not serve gets "na", a gossip message is not Snappy), "short" (status, ping, goodbye:
-// for the Noise capture).  -security noise, noise-ms or tls replaces plaintext; built with the
+// for the Noise capture).  -security noise, noise-ms, tls or tls-ms replaces plaintext; built with the
 // patches in keylog/ (make_eth2.py applies them with go build -overlay), Noise writes its keys
 // to $LIBP2P_NOISE_KEYLOG and TLS its secrets to $SSLKEYLOGFILE.  -transport quic runs the
 // same workload over /quic-v1 (TLS 1.3 inside QUIC, no muxer: -security and -muxer do not
@@ -268,7 +268,8 @@ func main() {
 	session := flag.String("session", "full", "full, broken, short or dual")
 	transport := flag.String("transport", "tcp", "tcp, quic or both")
 	security := flag.String("security", "plaintext", "plaintext, noise (the muxer negotiated early, in "+
-		"the handshake's extensions), noise-ms (the muxer negotiated by multistream-select inside) or tls")
+		"the handshake's extensions), noise-ms (the muxer negotiated by multistream-select inside), tls (the "+
+		"muxer agreed by ALPN) or tls-ms (multistream-select inside)")
 	truthFile := flag.String("truth", "", "write what this peer sent and received here (JSON)")
 	flag.Parse()
 	truth.path = *truthFile
@@ -292,6 +293,11 @@ func main() {
 		})
 	case "tls":
 		sec = libp2p.Security(libp2ptls.ID, libp2ptls.New)
+	case "tls-ms":
+		// No muxers handed to TLS: ALPN offers only "libp2p", multistream-select picks the muxer.
+		sec = libp2p.Security(libp2ptls.ID, func(id protocol.ID, pk crypto.PrivKey) (*libp2ptls.Transport, error) {
+			return libp2ptls.New(id, pk, nil)
+		})
 	}
 	opts := []libp2p.Option{libp2p.Identity(priv), sec, libp2p.DisableRelay(),
 		libp2p.ResourceManager(&network.NullResourceManager{})}
@@ -315,6 +321,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	truth.watch(h)
 	ctx := context.Background()
 	blocks := loadBlocks(*blocksDir)
 	topic := fmt.Sprintf("/eth2/%s/beacon_block/ssz_snappy", digests["capella"])
@@ -385,7 +392,10 @@ func main() {
 	call(ctx, h, info.ID, protoPing, request(u64(3)))
 	call(ctx, h, info.ID, protoMetadata, nil)
 	call(ctx, h, info.ID, protoByRange, byRange())
-	gossip(ctx, h, info.ID, t, topic, blocks[:*gossipN])
+	if *gossipN > 0 {
+		// Only then wait for the peer in the topic's mesh: a py-libp2p peer runs no gossipsub.
+		gossip(ctx, h, info.ID, t, topic, blocks[:*gossipN])
+	}
 	call(ctx, h, info.ID, protoGoodbye, request(u64(1)))
 	time.Sleep(500 * time.Millisecond)
 	h.Close()

@@ -42,10 +42,21 @@ type truthMsg struct {
 	Transport string  `json:"transport"`
 }
 
+// truthConn is a connection as the host reports it: its security, the muxer and whether the
+// muxer was agreed inside the security handshake (Noise extensions, TLS ALPN) rather than by
+// multistream-select.
+type truthConn struct {
+	Transport  string `json:"transport"`
+	Security   string `json:"security"`
+	Muxer      string `json:"muxer"`
+	EarlyMuxer bool   `json:"early_muxer"`
+}
+
 type truthLog struct {
-	mu   sync.Mutex
-	path string
-	Msgs []truthMsg `json:"messages"`
+	mu    sync.Mutex
+	path  string
+	Conns []truthConn `json:"connections"`
+	Msgs  []truthMsg  `json:"messages"`
 }
 
 var truth = &truthLog{}
@@ -56,6 +67,17 @@ func (t *truthLog) add(m truthMsg) {
 	t.mu.Unlock()
 }
 
+// watch records each connection of h as it is established.
+func (t *truthLog) watch(h host.Host) {
+	h.Network().Notify(&network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) {
+		st := c.ConnState()
+		t.mu.Lock()
+		t.Conns = append(t.Conns, truthConn{Transport: transportOf(c), Security: string(st.Security),
+			Muxer: string(st.StreamMultiplexer), EarlyMuxer: st.UsedEarlyMuxerNegotiation})
+		t.mu.Unlock()
+	}})
+}
+
 func (t *truthLog) write(role string) {
 	if t.path == "" {
 		return
@@ -63,7 +85,7 @@ func (t *truthLog) write(role string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out, _ := json.MarshalIndent(map[string]any{"stack": "go-libp2p", "version": "v0.39.1", "role": role,
-		"snappy": "github.com/golang/snappy v1.0.0", "messages": t.Msgs}, "", " ")
+		"snappy": "github.com/golang/snappy v1.0.0", "connections": t.Conns, "messages": t.Msgs}, "", " ")
 	os.WriteFile(t.path, out, 0o644)
 }
 

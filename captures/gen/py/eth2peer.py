@@ -1,0 +1,237 @@
+"""A py-libp2p peer speaking eth2peers' req/resp workload, for p2pc's interop captures.
+
+  python eth2peer.py --role listen --muxer yamux --security plaintext --block F --idfile F --truth F
+  python eth2peer.py --role dial --peer /ip4/192.0.2.2/tcp/9000/p2p/<id> --block F --truth F
+
+py-libp2p 0.8.1 (requirements.txt) over TCP, plaintext (/plaintext/2.0.0) or Noise, with yamux or
+mplex.  The listener serves status, ping, metadata, beacon_blocks_by_range (the block, then a
+ResourceUnavailable chunk) and goodbye; the dialer calls them in that order.  No gossip: the
+interop cells with a py peer gossip nothing.  Snappy is cramjam's (the snap crate): framed for
+req/resp.  The truth (--truth) is what this peer sent and received, as eth2peer.mjs writes it.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from importlib.metadata import version
+from pathlib import Path
+
+import cramjam
+import multiaddr
+import trio
+from libp2p import new_host
+from libp2p.crypto.ed25519 import create_new_key_pair
+from libp2p.crypto.x25519 import create_new_key_pair as create_x25519_key_pair
+from libp2p.network.stream.exceptions import StreamEOF
+from libp2p.peer.peerinfo import info_from_p2p_addr
+from libp2p.security.insecure.transport import PLAINTEXT_PROTOCOL_ID, InsecureTransport
+from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_ID
+from libp2p.security.noise.transport import Transport as NoiseTransport
+from libp2p.stream_muxer.mplex.mplex import MPLEX_PROTOCOL_ID, Mplex
+from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX_ID
+from libp2p.stream_muxer.yamux.yamux import Yamux
+
+REQ = "/eth2/beacon_chain/req/"
+P = {name: f"{REQ}{name}/ssz_snappy" for name in
+     ("status/1", "ping/1", "metadata/2", "goodbye/1", "beacon_blocks_by_range/2")}
+CAPELLA = bytes.fromhex("bba4da96")
+ERROR_MESSAGE = b"blocks beyond the three real ones are not served"
+truth: list[dict] = []
+connections: list[dict] = []
+
+
+def uvarint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def read_uvarint(buf: bytes, pos: int) -> tuple[int, int] | None:
+    n = shift = 0
+    while pos < len(buf):
+        b = buf[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return n, pos
+    return None
+
+
+def unframe(buf: bytes, pos: int, want: int) -> tuple[bytes, int] | None:
+    """Snappy frames from pos until `want` bytes came out: (data, end) or None."""
+    out = bytearray()
+    while len(out) < want or (want == 0 and pos < len(buf) and buf[pos] == 0xFF):
+        if pos + 4 > len(buf):
+            return None
+        kind, length = buf[pos], int.from_bytes(buf[pos + 1:pos + 4], "little")
+        body = buf[pos + 4:pos + 4 + length]
+        if len(body) < length:
+            return None
+        pos += 4 + length
+        if kind == 0x00:
+            out += bytes(cramjam.snappy.decompress_raw(body[4:]))
+        elif kind == 0x01:
+            out += body[4:]
+    return bytes(out), pos
+
+
+def request(ssz: bytes) -> bytes:
+    return uvarint(len(ssz)) + bytes(cramjam.snappy.compress(ssz))
+
+
+def chunk(result: int, ctx: bytes, ssz: bytes) -> bytes:
+    return bytes([result]) + ctx + request(ssz)
+
+
+def u64(v: int) -> bytes:
+    return v.to_bytes(8, "little")
+
+
+def status() -> bytes:
+    return CAPELLA + b"\x11" * 32 + u64(203000) + b"\x22" * 32 + u64(6507058)
+
+
+def short(proto: str) -> str:
+    return proto.removeprefix(REQ).removesuffix("/ssz_snappy")
+
+
+def record(proto: str, buf: bytes, response: bool, direction: str) -> None:
+    """Records the request (uvarint, frames) or the response chunks in buf."""
+    pos = 0
+    while pos < len(buf):
+        m: dict = {"protocol": short(proto), "kind": "response" if response else "request", "dir": direction}
+        if response:
+            m["result"] = buf[pos]
+            pos += 1
+            if proto == P["beacon_blocks_by_range/2"] and m["result"] == 0:
+                m["context"] = buf[pos:pos + 4].hex()
+                pos += 4
+        v = read_uvarint(buf, pos)
+        if v is None:
+            return
+        u = unframe(buf, v[1], v[0])
+        if u is None:
+            return
+        m.update(ssz_len=v[0], ssz_sha256=hashlib.sha256(u[0]).hexdigest(), framed_len=u[1] - v[1])
+        truth.append(m)
+        pos = u[1]
+        if not response:
+            return
+
+
+async def read_until(stream, whole) -> bytes:
+    """The stream until whole(bytes so far) or the remote closes its end.  A request is read
+    until its uvarint length is met, as Lodestar reads one: py-libp2p 0.8.1 does not end the read
+    of a stream whose remote closed right behind a go-libp2p dialer's lazy proposal and request."""
+    buf = b""
+    while not whole(buf):
+        try:
+            data = await stream.read()
+        except StreamEOF:
+            break
+        if not data:
+            break
+        buf += data
+    return buf
+
+
+def whole_request(buf: bytes) -> bool:
+    v = read_uvarint(buf, 0)
+    return v is not None and unframe(buf, v[1], v[0]) is not None
+
+
+def host(args):
+    key = create_new_key_pair(bytes([int(args.seed)]) * 32)
+    # The Noise static key is an X25519 key of its own, as new_host() makes one.
+    sec = {NOISE_ID: NoiseTransport(key, noise_privkey=create_x25519_key_pair().private_key)} \
+        if args.security == "noise" \
+        else {PLAINTEXT_PROTOCOL_ID: InsecureTransport(key)}
+    mux = {MPLEX_PROTOCOL_ID: Mplex} if args.muxer == "mplex" else {YAMUX_ID: Yamux}
+    return new_host(key_pair=key, sec_opt=sec, muxer_opt=mux)
+
+
+def note_connection(h, args) -> None:
+    """Each connection as the swarm holds it: security as chosen, the muxer it runs."""
+    for c in h.get_network().get_connections():
+        connections.append({"transport": "tcp", "security": args.security_id,
+                            "muxer": MPLEX_PROTOCOL_ID if isinstance(c.muxed_conn, Mplex) else YAMUX_ID})
+
+
+async def listen(args) -> None:
+    h = host(args)
+    block = Path(args.block).read_bytes()
+    bye = trio.Event()
+    served = {
+        P["status/1"]: [chunk(0, b"", status())],
+        P["ping/1"]: [chunk(0, b"", u64(7))],
+        P["metadata/2"]: [chunk(0, b"", u64(7) + b"\xff" * 8 + b"\x0f")],
+        P["beacon_blocks_by_range/2"]: [chunk(0, CAPELLA, block), chunk(3, b"", ERROR_MESSAGE)],
+        P["goodbye/1"]: [],
+    }
+
+    def handler(proto):
+        async def serve(stream):
+            if proto != P["metadata/2"]:
+                record(proto, await read_until(stream, whole_request), False, "received")
+            for c in served[proto]:
+                record(proto, c, True, "sent")
+                await stream.write(c)
+            await stream.close()
+            if proto == P["goodbye/1"]:
+                bye.set()
+        return serve
+
+    async with h.run(listen_addrs=[multiaddr.Multiaddr(args.listen)]):
+        for proto in served:
+            h.set_stream_handler(proto, handler(proto))
+        addr = next(a for a in h.get_addrs() if "/tcp/" in str(a))
+        Path(args.idfile).write_text(str(addr))
+        await bye.wait()
+        note_connection(h, args)
+        await trio.sleep(2)
+
+
+async def dial(args) -> None:
+    h = host(args)
+    info = info_from_p2p_addr(multiaddr.Multiaddr(args.peer))
+    async with h.run(listen_addrs=[]):
+        await h.connect(info)
+        note_connection(h, args)
+
+        async def call(proto: str, req: bytes | None) -> None:
+            stream = await h.new_stream(info.peer_id, [proto])
+            if req is not None:
+                record(proto, req, False, "sent")
+                await stream.write(req)
+            await stream.close_write()
+            record(proto, await read_until(stream, lambda buf: False), True, "received")
+            await stream.close()
+
+        await call(P["status/1"], request(status()))
+        await call(P["ping/1"], request(u64(3)))
+        await call(P["metadata/2"], None)
+        await call(P["beacon_blocks_by_range/2"], request(u64(6507058) + u64(8) + u64(1)))
+        await call(P["goodbye/1"], request(u64(1)))
+        await trio.sleep(0.5)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    for opt, default in (("role", "listen"), ("muxer", "yamux"), ("security", "plaintext"),
+                         ("listen", "/ip4/0.0.0.0/tcp/9000"), ("peer", None), ("block", None), ("gossip", "0"),
+                         ("seed", "1"), ("idfile", None), ("truth", None)):
+        ap.add_argument(f"--{opt}", default=default)
+    args = ap.parse_args()
+    args.security_id = NOISE_ID if args.security == "noise" else PLAINTEXT_PROTOCOL_ID
+    trio.run(listen if args.role == "listen" else dial, args)
+    if args.truth:
+        Path(args.truth).write_text(json.dumps({
+            "stack": "py-libp2p", "version": version("libp2p"), "role": args.role,
+            "snappy": f"cramjam {version('cramjam')} (the snap crate), framed", "connections": connections,
+            "messages": truth}, indent=1))
