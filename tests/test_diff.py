@@ -583,6 +583,14 @@ def test_the_worked_example_is_what_diff_reports():
     for t, _, pa, pb, ha, hb, fa, fb in got:
         r = shown[(t, int(pa.replace(",", "")))]
         assert [f"{r[k]:,}" for k in ("b_payload", "a_header", "b_header", "a_frames", "b_frames")] == [pb, ha, hb, fa, fb]
+    # The negotiation table: each figure what the truth and the captures' bytes give, and its two
+    # differences the ones diff reports (test_two_stacks_differ_where_their_truth_says).
+    ea, eb = expected_negotiation(a), expected_negotiation(b)
+    part = doc.split("- **The negotiation**")[1].split("\n\n")
+    assert "`who spoke first differs`, `lazy multistream differs`" in part[0].replace("\n  ", " ")
+    assert negotiation_differences(ea, eb) == {"who spoke first differs", "lazy multistream differs"}
+    cells = [[c.strip() for c in l.strip("|").split("|")] for l in part[1].splitlines()[2:]]
+    assert len(cells) == 7 and all([ea[col], eb[col]] == ab for col, *ab in cells)
     # A is captured at its dialer, B at its listener: the round trip is in A's times only.
     rtt = 2 * interop_truth(a)["link"]["delay_ms_each_way"]
     assert (interop_truth(a)["link"]["captured_at"], interop_truth(b)["link"]["captured_at"]) == ("dialer", "listener")
@@ -606,3 +614,22 @@ def test_signing_differs(tmp_path):
     assert "signing differs" in {r["difference"] for r in section(rep, "differences")}
     rc, rep = diff_json(str(signed), str(signed))
     assert rc == 0 and section(rep, "differences") == []
+
+
+def test_early_muxer_negotiation(tshark):
+    """go-libp2p over TLS (the muxer in ALPN) against go-libp2p over Noise (the muxer in its
+    extensions): the truth files differ in the security protocol and how the muxer was agreed
+    (muxer_negotiation), not in the muxer; so does the negotiation."""
+    tls, noise = truth("eth2-tls-yamux"), truth("eth2-noise-yamux")
+    assert (tls["muxer_negotiation"], noise["muxer_negotiation"]) == ("alpn", "noise extensions")
+    assert tls["muxer"] == noise["muxer"] == "yamux"
+    rc, rep = diff_json(str(ETH2 / "eth2-tls-yamux.pcapng"), str(ETH2 / "eth2-noise-yamux.pcapng"),
+                        "-o", f"tls.keylog_file:{tshark.ws.readable(ETH2 / tls['keys']['dialer'])}",
+                        "-o", f"libp2p_noise.keylog_file:{tshark.ws.readable(ETH2 / noise['keys']['dialer'])}")
+    assert rc == DIFFER
+    na, nb = section(rep, "negotiation")
+    assert (na["security"], nb["security"]) == (tls["security"], noise["security"])
+    assert (na["early_muxer"], nb["early_muxer"]) == ("/yamux/1.0.0 (tls alpn)", "/yamux/1.0.0 (noise)")
+    assert na["muxer"] == nb["muxer"] == "/yamux/1.0.0"
+    assert {r["difference"] for r in section(rep, "differences") if r["messages"] is None} == \
+        {"security offered differs", "security differs", "early muxer negotiation differs"}

@@ -47,6 +47,8 @@ COMPARED = (("first_speaker", "who spoke first"), ("security_offered", "security
             ("early_muxer", "early muxer negotiation"), ("protocols_offered", "protocols offered"),
             ("protocols_accepted", "protocols accepted"), ("lazy", "lazy multistream"),
             ("gossipsub", "gossipsub version"), ("signing", "signing"))
+# The columns that are sets of protocol IDs (space-separated).
+SETS = {"protocols_offered", "protocols_accepted"}
 
 
 def _uvarint_size(n: int) -> int:
@@ -218,12 +220,17 @@ def read_negotiation(ws: Wireshark, capture: str, label: str, side_filter: str |
 
 def differences(rows: list[dict]) -> list[dict]:
     """A negotiation difference per compared column whose values (over the side's connections)
-    are not the same in A and B."""
+    are not the same in A and B; of a set of protocol IDs, the IDs one side has and the other not."""
     out = []
     for col, words in COMPARED:
         values = {s: Counter(r[col] for r in rows if r["side"] == s) for s in ("A", "B")}
-        if values["A"] != values["B"]:
-            out.append({"difference": f"{words} differs", "messages": None,
-                        "types": "; ".join(f"{s}: " + ", ".join(v or "(none)" for v in sorted(values[s]))
-                                           for s in ("A", "B"))})
+        if values["A"] == values["B"]:
+            continue
+        ids = {s: {p for v in values[s] for p in v.split()} for s in ("A", "B")}
+        if col in SETS and ids["A"] != ids["B"]:
+            what = "; ".join(f"{s} only: " + (" ".join(sorted(ids[s] - ids[o])) or "(none)")
+                             for s, o in (("A", "B"), ("B", "A")))
+        else:
+            what = "; ".join(f"{s}: " + ", ".join(v or "(none)" for v in sorted(values[s])) for s in ("A", "B"))
+        out.append({"difference": f"{words} differs", "messages": None, "types": what})
     return out
