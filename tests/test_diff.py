@@ -141,8 +141,15 @@ def test_yamux_against_mplex_reports_what_the_truth_says(yamux_mplex):
                                               ("status/1", "ping/1", "beacon_blocks_by_range/2")}
     for r in timed:
         assert rtt <= r["a_first_ms"] <= r["a_last_ms"] and rtt <= r["b_first_ms"] <= r["b_last_ms"], r
+    # The negotiation: the muxer differs (offered and accepted), as the truth says; nothing else.
     assert {r["difference"] for r in section(rep, "differences")} == \
-        {"only in A", "only in B", "wire differs", "header differs", "frames differs"}
+        {"only in A", "only in B", "wire differs", "header differs", "frames differs", "muxer offered differs",
+         "muxer differs"}
+    na, nb = section(rep, "negotiation")
+    assert (na["side"], nb["side"]) == ("A", "B")
+    assert (na["muxer"], nb["muxer"]) == (na["muxer_offered"], nb["muxer_offered"]) == ("/yamux/1.0.0", "/mplex/6.7.0")
+    assert (na["dialer"], nb["dialer"]) == (f"{ty['link']['addr_a']}:{dialer_port(YAMUX)}",
+                                            f"{ty['link']['addr_a']}:{dialer_port(MPLEX)}")
 
 
 def test_the_unmatched_identify_carries_each_dialers_port(yamux_mplex):
@@ -184,8 +191,14 @@ def test_diff_formats(yamux_mplex):
     res = p2pc("diff", YAMUX, MPLEX, "--format", "csv", "--section", "unmatched")
     assert res.returncode == DIFFER
     assert sorted(r["side"] for r in csv.DictReader(io.StringIO(res.stdout))) == ["A", "A", "B"]
+    res = p2pc("diff", YAMUX, MPLEX, "--format", "csv", "--section", "negotiation")
+    assert [(r["side"], r["muxer"]) for r in csv.DictReader(io.StringIO(res.stdout))] == \
+        [("A", "/yamux/1.0.0"), ("B", "/mplex/6.7.0")]
     res = p2pc("diff", YAMUX, MPLEX, "--format", "html")
     assert "<h2>Compressed size, A vs B</h2>" in res.stdout and "B 1st resp ms" in res.stdout
+    assert "Negotiation of each connection" in res.stdout
+    res = p2pc("diff", YAMUX, MPLEX, "--format", "markdown", "--section", "negotiation")
+    assert res.returncode == DIFFER and "/mplex/6.7.0" in res.stdout
     res = p2pc("diff", MPLEX, MPLEX)
     assert res.returncode == 0 and res.stdout.startswith("p2pc diff: A and B are equivalent\n")
 
@@ -214,23 +227,32 @@ INTEROP_PAIRS = [
 ETH2_ONLY = ["-Y", 'p2pc.proto=="eth2"']    # identify is no part of the truth: each stack its own
 
 
-def tcp_directions(capture: str) -> dict[tuple[str, int], bytes]:
-    """Each TCP direction's bytes, (src, sport) -> payload in sequence order, each byte once."""
+def tcp_arrivals(capture: str) -> dict[tuple[str, int], tuple[bytes, list[int]]]:
+    """Each TCP direction's bytes, (src, sport) -> (payload in sequence order, each byte once;
+    the frame that first carried each byte)."""
     isn: dict = {}
     segs: dict = defaultdict(dict)
-    for _, src, sport, _, _, flags, seq, data in tcp_segments(capture):
+    for n, src, sport, _, _, flags, seq, data in tcp_segments(capture):
         if flags & dpkt.tcp.TH_SYN:
             isn[(src, sport)] = seq + 1
         elif data:
-            segs[(src, sport)][seq] = data
+            segs[(src, sport)].setdefault(seq, (n, data))
     out = {}
     for key, by_seq in segs.items():
-        buf = bytearray()
+        buf, frames = bytearray(), []
         for seq in sorted(by_seq, key=lambda s: (s - isn[key]) % 2**32):
             off = (seq - isn[key]) % 2**32
-            buf += by_seq[seq][len(buf) - off:] if off + len(by_seq[seq]) > len(buf) else b""
-        out[key] = bytes(buf)
+            n, data = by_seq[seq]
+            new = data[len(buf) - off:] if off + len(data) > len(buf) else b""
+            buf += new
+            frames += [n] * len(new)
+        out[key] = (bytes(buf), frames)
     return out
+
+
+def tcp_directions(capture: str) -> dict[tuple[str, int], bytes]:
+    """Each TCP direction's bytes, (src, sport) -> payload in sequence order, each byte once."""
+    return {key: data for key, (data, _) in tcp_arrivals(capture).items()}
 
 
 def read_uvarint(buf: bytes, p: int) -> tuple[int, int]:
@@ -242,9 +264,10 @@ def read_uvarint(buf: bytes, p: int) -> tuple[int, int]:
     return n | buf[p] << shift, p + 1
 
 
-def yamux_streams(direction: bytes) -> dict[int, tuple[bytes, list[tuple[int, int]]]]:
+def yamux_streams(direction: bytes, arrivals: list[int] = ()) -> dict[int, tuple[bytes, list[tuple[int, int]], list[int]]]:
     """A connection direction's yamux streams (after the "/yamux/1.0.0" of multistream-select):
-    stream id -> (the bytes its Data frames carry, (offset, length) of each non-empty one)."""
+    stream id -> (the bytes its Data frames carry, (offset, length) of each non-empty one, and
+    the frame that carried each of those bytes, from the direction's `arrivals`)."""
     p = direction.index(b"\x0d/yamux/1.0.0\n") + 14
     streams: dict = {}
     while p + 12 <= len(direction):
@@ -252,11 +275,12 @@ def yamux_streams(direction: bytes) -> dict[int, tuple[bytes, list[tuple[int, in
         assert version == 0
         p += 12
         if kind == 0 and length:
-            data, frames = streams.setdefault(sid, (bytearray(), []))
+            data, frames, came = streams.setdefault(sid, (bytearray(), [], []))
             frames.append((len(data), length))
             data += direction[p:p + length]
+            came += arrivals[p:p + length]
             p += length
-    return {sid: (bytes(d), f) for sid, (d, f) in streams.items()}
+    return {sid: (bytes(d), f, c) for sid, (d, f, c) in streams.items()}
 
 
 def after_multistream(data: bytes) -> int:
@@ -286,8 +310,8 @@ def interop_sent(name: str) -> list[dict]:
         for m, (mtype, raw, payload, sha) in zip([m for m in t["peers"][role]["messages"] if m["dir"] == "sent"],
                                                  sent(t["peers"][role])):
             if m["kind"] == "gossip":
-                sid, (data, frames) = next((s, v) for s, v in streams.items()
-                                           if v[0][:40].find(b"/meshsub/") > 0 and len(v[0]) > payload)
+                sid, (data, frames, _) = next((s, v) for s, v in streams.items()
+                                              if v[0][:40].find(b"/meshsub/") > 0 and len(v[0]) > payload)
                 start = after_multistream(data)
                 while True:                     # the RPC that carries the message
                     n, p = read_uvarint(data, start)
@@ -297,7 +321,7 @@ def interop_sent(name: str) -> list[dict]:
                 prev, end, codec = start, p + n, "snappy"
             else:
                 proto_id = f"/eth2/beacon_chain/req/{m['protocol']}/ssz_snappy".encode()
-                sid, (data, frames) = next((s, v) for s, v in streams.items() if v[0][:100].find(proto_id) > 0)
+                sid, (data, frames, _) = next((s, v) for s, v in streams.items() if v[0][:100].find(proto_id) > 0)
                 prev = ends.get(sid, 0)
                 start = ends.get(sid) or after_multistream(data)
                 p = start + (1 + 4 * ("context" in m) if m["kind"] == "response" else 0)
@@ -332,6 +356,114 @@ def expected_diff(a: str, b: str) -> tuple[list[dict], list[tuple[str, dict]]]:
     return pairs, only
 
 
+MS_HEADER = "/multistream/1.0.0"
+# The negotiation columns diff compares between A and B, and the words of their difference.
+NEGOTIATION_DIFFERS = {"first_speaker": "who spoke first", "security_offered": "security offered",
+                       "security": "security", "muxer_offered": "muxer offered", "muxer": "muxer",
+                       "early_muxer": "early muxer negotiation", "protocols_offered": "protocols offered",
+                       "protocols_accepted": "protocols accepted", "lazy": "lazy multistream",
+                       "gossipsub": "gossipsub version", "signing": "signing"}
+
+
+def multistream(prop: bytes, pc: list[int], ans: bytes, ac: list[int], p: int = 0, q: int = 0):
+    """One multistream-select negotiation (multistream-select spec) read from its two
+    directions' bytes, the proposer's from offset p, the answerer's from q, with the frame that
+    carried each byte: (the protocol IDs proposed, the one echoed (None: refused or no answer),
+    the offsets after both sides' messages, and whether the proposer's next byte came in a frame
+    before the one that completed the echo: lazy)."""
+    def message(buf: bytes, at: int) -> tuple[str | None, int]:
+        if at >= len(buf):
+            return None, at
+        n, at = read_uvarint(buf, at)
+        return buf[at:at + n].decode().removesuffix("\n"), at + n
+    (h1, p), (h2, q) = message(prop, p), message(ans, q)
+    assert h1 == MS_HEADER and h2 in (MS_HEADER, None)
+    offered, answer = [], "na"
+    while answer == "na":
+        text, p = message(prop, p)
+        answer, q = message(ans, q)
+        offered.append(text)
+    lazy = answer is not None and p < len(prop) and pc[p] < ac[q - 1]
+    return offered, answer, p, q, lazy
+
+
+def pb_fields(buf: bytes):
+    """(field number, bytes of a length-delimited field or None) of a protobuf message."""
+    p = 0
+    while p < len(buf):
+        key, p = read_uvarint(buf, p)
+        if key & 7 == 2:
+            n, p = read_uvarint(buf, p)
+            yield key >> 3, buf[p:p + n]
+            p += n
+        else:
+            assert key & 7 == 0
+            _, p = read_uvarint(buf, p)
+            yield key >> 3, None
+
+
+def expected_negotiation(name: str) -> dict:
+    """What diff must report of a plaintext yamux cell's connection, from the truth (roles,
+    security, muxer) and the capture's bytes read with dpkt: the connection's two multistream
+    negotiations (security, then, after each side's length-prefixed plaintext Exchange, the
+    muxer), each yamux stream's (the dialer, yamux's client, opens the odd ones: yamux spec,
+    "Stream Identification"), who sent the first payload byte, and the gossip messages'
+    signing fields (from 1, seqno 3, signature 5, key 6 of gossipsub's Message, published in
+    RPC field 2)."""
+    t = interop_truth(name)
+    capture = str(INTEROP / f"{name}.pcapng")
+    dialer, listener = dialer_listener(t)
+    syn = [(s, sp, d, dp) for _, s, sp, d, dp, flags, *_ in tcp_segments(capture)
+           if flags & dpkt.tcp.TH_SYN and not flags & dpkt.tcp.TH_ACK]
+    assert [(s, d) for s, _, d, _ in syn] == [(dialer, listener)]       # one connection, dialed as the truth says
+    _, dport, _, lport = syn[0]
+    dirs = tcp_arrivals(capture)
+    (db, dc), (lb, lc) = dirs[(dialer, dport)], dirs[(listener, lport)]
+    first = next(s for _, s, *_, data in tcp_segments(capture) if data)
+    sec, sec_ok, p, q, sec_lazy = multistream(db, dc, lb, lc)
+    assert sec_ok == t["security"] == "/plaintext/2.0.0"
+    p, q = sum(read_uvarint(db, p)), sum(read_uvarint(lb, q))            # the Exchange messages
+    mux, mux_ok, *_, mux_lazy = multistream(db, dc, lb, lc, p, q)
+    assert mux_ok == t["muxer"]
+    streams = {"dialer": yamux_streams(db, dc), "listener": yamux_streams(lb, lc)}
+    offered, accepted, lazy, gossip, signed = set(), set(), Counter(), 0, 0
+    opened = Counter()
+    for sid in set(streams["dialer"]) | set(streams["listener"]):
+        opener, other = ("dialer", "listener") if sid % 2 else ("listener", "dialer")
+        prop, pc = streams[opener].get(sid, (b"", [], []))[::2]
+        ans, ac = streams[other].get(sid, (b"", [], []))[::2]
+        ids, ok, p, q, is_lazy = multistream(prop, pc, ans, ac)
+        offered |= set(ids)
+        if ok is None:
+            continue
+        accepted.add(ok)
+        opened[opener] += 1
+        lazy[opener] += is_lazy
+        if ok.startswith("/meshsub/"):
+            for data, at in ((prop, p), (ans, q)):
+                while at < len(data):
+                    n, at = read_uvarint(data, at)
+                    for msg in (v for k, v in pb_fields(data[at:at + n]) if k == 2):
+                        gossip += 1
+                        signed += any(k in (1, 3, 5, 6) for k, _ in pb_fields(msg))
+                    at += n
+    return {"dialer": f"{dialer}:{dport}", "listener": f"{listener}:{lport}",
+            "first_speaker": "dialer" if first == dialer else "listener",
+            "security_offered": " ".join(sec), "security": sec_ok, "muxer_offered": " ".join(mux),
+            "muxer": mux_ok, "early_muxer": "", "protocols_offered": " ".join(sorted(offered)),
+            "protocols_accepted": " ".join(sorted(accepted)),
+            "lazy": ", ".join([w for w, y in (("security", sec_lazy), ("muxer", mux_lazy)) if y] +
+                              [f"{r}'s streams" for r in ("dialer", "listener") if lazy[r]]),
+            "lazy_streams": ", ".join(f"{r} {lazy[r]}/{opened[r]}" for r in ("dialer", "listener") if opened[r]),
+            "gossipsub": " ".join(sorted(a for a in accepted if a.startswith("/meshsub/"))),
+            "signing": "" if not gossip else "StrictNoSign" if not signed else
+                       "StrictSign" if signed == gossip else "mixed"}
+
+
+def negotiation_differences(a: dict, b: dict) -> set[str]:
+    return {f"{words} differs" for col, words in NEGOTIATION_DIFFERS.items() if a[col] != b[col]}
+
+
 def test_the_js_snappy_encoder_frames_the_block_774_bytes_smaller():
     """The figure docs/interop.md gives, from the peers' own accounts: the 859,343-byte block
     as framed Snappy (by range) and as a Snappy block (gossip), by each stack's encoder."""
@@ -362,10 +494,16 @@ def test_two_stacks_differ_where_their_truth_says(a, b):
     assert sorted((r["side"], r["msg_type"], r["sha256"], r["payload"]) for r in section(rep, "unmatched")) == \
         sorted((s, m["msg_type"], m["sha256"], m["payload"]) for s, m in only)
     kinds = Counter(c for p in pairs for c in p["differs"])
+    # The negotiation of each side's connection, as the truth and the capture's bytes give it;
+    # a difference of it is a difference of A and B (its count of messages: none).
+    ea, eb = expected_negotiation(a), expected_negotiation(b)
+    assert [{k: r[k] for k in ea} for r in section(rep, "negotiation")] == [ea, eb]
+    negotiated = negotiation_differences(ea, eb)
     assert {r["difference"]: r["messages"] for r in section(rep, "differences")} == \
         {**{f"{c} differs": n for c, n in kinds.items()},
-         **{f"only in {s}": n for s, n in Counter(s for s, _ in only).items()}}
-    assert rc == (DIFFER if kinds or only else 0) and rep["equivalent"] == (rc == 0)
+         **{f"only in {s}": n for s, n in Counter(s for s, _ in only).items()},
+         **{d: None for d in negotiated}}
+    assert rc == (DIFFER if kinds or only or negotiated else 0) and rep["equivalent"] == (rc == 0)
     # The stacks' Snappy encoders on the same content: the block, 774 bytes apart.
     block = [p for p in pairs if p["a_raw"] == 859343 and "payload" in p["differs"]]
     assert block and all(abs(p["a_payload"] - p["b_payload"]) == 774 for p in block)
@@ -379,8 +517,26 @@ def test_an_interop_cell_against_itself_is_equivalent(tshark, name):
     assert res.returncode == 0, res.stderr
     rep = json.loads(res.stdout)
     assert rep["equivalent"] and section(rep, "differences") == [] and section(rep, "unmatched") == []
-    # Every eth2 message a peer says it sent is a pair, by its sha256.
     t = interop_truth(name)
+    # The negotiation: the same of A and B; what the truth (roles, security, muxer) and, in
+    # plaintext, the capture's bytes say.  QUIC (no tcp.stream) is not derived.
+    rows = section(rep, "negotiation")
+    if t["security"] == "/quic-v1":
+        assert rows == [] and {f"{s}: negotiation of its connections that are not TCP (QUIC)" for s in "AB"} <= \
+            {r["figure"] for r in section(rep, "not_derived")}
+    else:
+        na, nb = rows
+        assert {**na, "side": "B"} == nb and (na["side"], na["connection"]) == ("A", 0)
+        capture = str(INTEROP / f"{name}.pcapng")
+        dialer, listener = dialer_listener(t)
+        assert (na["dialer"], na["listener"]) == (f"{dialer}:{dialer_port(capture)}", f"{listener}:{t['link']['listener_port']}")
+        first = next(s for _, s, *_, data in tcp_segments(capture) if data)
+        assert na["first_speaker"] == ("dialer" if first == dialer else "listener")
+        assert (na["security"], na["muxer"]) == (t["security"], t["muxer"])
+        assert na["early_muxer"] in ("", f"{t['muxer']} (noise)")
+        if t["security"] == "/plaintext/2.0.0":
+            assert {k: na[k] for k in expected_negotiation(name)} == expected_negotiation(name)
+    # Every eth2 message a peer says it sent is a pair, by its sha256.
     assert Counter(r["sha256"] for r in section(rep, "messages") if r["proto"] == "eth2") == \
         Counter(sha for role in ("dialer", "listener") for *_, sha in sent(t["peers"][role]))
 
@@ -427,9 +583,53 @@ def test_the_worked_example_is_what_diff_reports():
     for t, _, pa, pb, ha, hb, fa, fb in got:
         r = shown[(t, int(pa.replace(",", "")))]
         assert [f"{r[k]:,}" for k in ("b_payload", "a_header", "b_header", "a_frames", "b_frames")] == [pb, ha, hb, fa, fb]
+    # The negotiation table: each figure what the truth and the captures' bytes give, and its two
+    # differences the ones diff reports (test_two_stacks_differ_where_their_truth_says).
+    ea, eb = expected_negotiation(a), expected_negotiation(b)
+    part = doc.split("- **The negotiation**")[1].split("\n\n")
+    assert "`who spoke first differs`, `lazy multistream differs`" in part[0].replace("\n  ", " ")
+    assert negotiation_differences(ea, eb) == {"who spoke first differs", "lazy multistream differs"}
+    cells = [[c.strip() for c in l.strip("|").split("|")] for l in part[1].splitlines()[2:]]
+    assert len(cells) == 7 and all([ea[col], eb[col]] == ab for col, *ab in cells)
     # A is captured at its dialer, B at its listener: the round trip is in A's times only.
     rtt = 2 * interop_truth(a)["link"]["delay_ms_each_way"]
     assert (interop_truth(a)["link"]["captured_at"], interop_truth(b)["link"]["captured_at"]) == ("dialer", "listener")
     timed = [r for r in section(rep, "messages") if r["a_first_ms"] is not None]
     assert timed and all(r["a_first_ms"] >= rtt and r["b_first_ms"] < r["a_first_ms"] for r in timed)
     assert all(r["b_first_ms"] < rtt for r in timed if r["msg_type"] in ("status/1 request", "ping/1 request"))
+
+
+def test_signing_differs(tmp_path):
+    """Two crafted gossip connections (test_spec's): the same message with from, seqno and
+    signature (A) and without them (B, eth2's StrictNoSign)."""
+    import snappy
+    from test_spec import TOPIC, gossip, pb
+    message = pb(2, snappy.compress(bytes(100))) + pb(4, TOPIC.encode())
+    signed, unsigned = tmp_path / "signed.pcap", tmp_path / "unsigned.pcap"
+    gossip(signed, pb(1, b"\x00\x25\x08\x02") + message + pb(3, bytes(8)) + pb(5, bytes(64)))
+    gossip(unsigned, message)
+    rc, rep = diff_json(str(signed), str(unsigned))
+    assert rc == DIFFER
+    assert [(r["side"], r["signing"]) for r in section(rep, "negotiation")] == [("A", "StrictSign"), ("B", "StrictNoSign")]
+    assert "signing differs" in {r["difference"] for r in section(rep, "differences")}
+    rc, rep = diff_json(str(signed), str(signed))
+    assert rc == 0 and section(rep, "differences") == []
+
+
+def test_early_muxer_negotiation(tshark):
+    """go-libp2p over TLS (the muxer in ALPN) against go-libp2p over Noise (the muxer in its
+    extensions): the truth files differ in the security protocol and how the muxer was agreed
+    (muxer_negotiation), not in the muxer; so does the negotiation."""
+    tls, noise = truth("eth2-tls-yamux"), truth("eth2-noise-yamux")
+    assert (tls["muxer_negotiation"], noise["muxer_negotiation"]) == ("alpn", "noise extensions")
+    assert tls["muxer"] == noise["muxer"] == "yamux"
+    rc, rep = diff_json(str(ETH2 / "eth2-tls-yamux.pcapng"), str(ETH2 / "eth2-noise-yamux.pcapng"),
+                        "-o", f"tls.keylog_file:{tshark.ws.readable(ETH2 / tls['keys']['dialer'])}",
+                        "-o", f"libp2p_noise.keylog_file:{tshark.ws.readable(ETH2 / noise['keys']['dialer'])}")
+    assert rc == DIFFER
+    na, nb = section(rep, "negotiation")
+    assert (na["security"], nb["security"]) == (tls["security"], noise["security"])
+    assert (na["early_muxer"], nb["early_muxer"]) == ("/yamux/1.0.0 (tls alpn)", "/yamux/1.0.0 (noise)")
+    assert na["muxer"] == nb["muxer"] == "/yamux/1.0.0"
+    assert {r["difference"] for r in section(rep, "differences") if r["messages"] is None} == \
+        {"security offered differs", "security differs", "early muxer negotiation differs"}

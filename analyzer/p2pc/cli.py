@@ -286,8 +286,8 @@ EXIT_CODES = {
         "printed first, is that of the whole packets the file holds",
     14: "live: dumpcap or tshark ended while capturing: the report, printed first, covers what "
         "was decoded",
-    15: "diff: A and B differ (messages on one side only, or matched messages whose lengths, "
-        "codec or header bytes differ)",
+    15: "diff: A and B differ (messages on one side only, matched messages whose lengths, "
+        "codec or header bytes differ, or connections negotiated differently)",
 }
 EXIT_HELP = "exit codes:\n" + "\n".join(
     textwrap.fill(text, 79, initial_indent=f"{code:>3}  ", subsequent_indent=" " * 5)
@@ -327,7 +327,7 @@ sections (--section): main, connections""",
   p2pc diff both.pcapng --a 'tcp.port==52396' --b 'tcp.port==36186'   # two connections of one capture
   p2pc diff -Y eth2 a.pcapng b.pcapng            # only the eth2 messages of each
 
-sections (--section): main, differences, messages, unmatched, not_derived, conformance
+sections (--section): main, differences, messages, unmatched, not_derived, conformance, negotiation
 docs/interop.md walks through an interop problem.""",
     "whatif": """examples:
   p2pc whatif btc-baseline.pcapng

@@ -12,6 +12,10 @@ For each matched pair the report puts A's and B's wire, payload (as sent: compre
 header bytes, codec, muxer frames, Snappy chunks and muxed stream id next to each other, the payload ratio B/A (the two encoders' output on
 the same content), and, for req/resp methods (message types `<method> request` / `… response`,
 eth2), the time from the request to its first and last response chunk on that connection.
+
+For each TCP connection that carries a side's messages, the negotiation section reports how it
+was set up (negotiation.py: offers and answers, muxer, lazy multistream, early muxer, who spoke
+first, gossipsub version, signing), from a third tshark pass per side over the plugin's fields.
 """
 from __future__ import annotations
 
@@ -19,12 +23,14 @@ import hashlib
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, replace
 
+from . import negotiation
 from .records import Message, NoP2PTraffic, ReadResult, Violation, read_capture, read_payloads
 from .report import SCHEMA
 from .tsharkopts import TsharkOptions
 from .wsenv import Wireshark
 
-# Exit code when A and B differ (documented in cli.EXIT_CODES).
+# Exit code when A and B differ, in their messages or in how their connections were
+# negotiated (documented in cli.EXIT_CODES).
 DIFFER_EXIT = 15
 
 # The fields compared in a matched pair (the payload's content is equal by construction).
@@ -204,8 +210,13 @@ def _differences(messages: list[dict], only_a: list[dict], only_b: list[dict]) -
 
 
 def _not_derived(a: list[Sent], b: list[Sent], ta: dict, tb: dict) -> list[dict]:
-    """The response types whose time no request record gives."""
+    """The response types whose time no request record gives, and the negotiation of
+    connections that are not TCP."""
     rows = []
+    for label, msgs in (("A", a), ("B", b)):
+        if any(s.m.stream < 0 for s in msgs):
+            rows.append({"figure": f"{label}: negotiation of its connections that are not TCP (QUIC)",
+                         "why": "the negotiation section covers TCP connections (tcp.stream) only"})
     for label, msgs, times in (("A", a, ta), ("B", b, tb)):
         answered = {msgs[i].m.msg_type.rpartition(" ")[0] for i, t in times.items() if t[0] is not None}
         orphans = sorted({s.m.msg_type for s in msgs if s.m.msg_type.endswith(" response")
@@ -231,14 +242,15 @@ def _conformance(va: list[Violation], vb: list[Violation]) -> list[dict]:
 
 
 def diff_report(a: list[Sent], b: list[Sent], sides: tuple[Side, Side], warnings: list[str],
-                va: list[Violation] = (), vb: list[Violation] = ()) -> dict:
+                va: list[Violation] = (), vb: list[Violation] = (), negotiated: list[dict] = ()) -> dict:
     pairs, only_a, only_b = align(a, b)
     ta, tb = response_times(a), response_times(b)
     none = [None, None]
     messages = [_message_row(a[i], b[j], ta.get(i, none), tb.get(j, none)) for i, j in pairs]
     rows, totals = _type_rows(a, b, pairs, only_a, only_b)
     unmatched = [_unmatched_row("A", a[i]) for i in only_a] + [_unmatched_row("B", b[j]) for j in only_b]
-    differences = _differences(messages, unmatched[:len(only_a)], unmatched[len(only_a):])
+    differences = _differences(messages, unmatched[:len(only_a)], unmatched[len(only_a):]) + \
+        negotiation.differences(list(negotiated))
     equivalent = not differences
     sizes: dict = defaultdict(list)
     for r in messages:
@@ -263,6 +275,8 @@ def diff_report(a: list[Sent], b: list[Sent], sides: tuple[Side, Side], warnings
             {"name": "conformance", "title": "Conformance checks that failed (p2pc.spec.*)",
              "columns": ["check", "a_count", "a_first_frame", "b_count", "b_first_frame"],
              "rows": _conformance(va, vb)},
+            {"name": "negotiation", "title": "Negotiation of each connection",
+             "columns": negotiation.COLUMNS, "rows": list(negotiated)},
         ],
         "series": {"compressed_size_ab": dict(sizes)},
     }
@@ -272,4 +286,6 @@ def run_diff(ws: Wireshark, sides: tuple[Side, Side], opts: TsharkOptions) -> di
     """Read both sides and build the diff report."""
     read = [read_side(ws, s, opts) for s in sides]
     warnings = [res.warning for _, res, _ in read if res.truncated]
-    return diff_report(read[0][0], read[1][0], sides, warnings, read[0][2], read[1][2])
+    negotiated = [row for s, (msgs, _, _) in zip(sides, read) for row in negotiation.read_negotiation(
+        ws, s.capture, s.label, s.side_filter, opts, {x.m.stream for x in msgs if x.m.stream >= 0})]
+    return diff_report(read[0][0], read[1][0], sides, warnings, read[0][2], read[1][2], negotiated)

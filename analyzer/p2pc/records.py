@@ -496,20 +496,16 @@ def read_capture(ws: Wireshark, capture: str | os.PathLike, on_message, on_tcp,
                         on_violation=on_violation)
 
 
-def read_payloads(ws: Wireshark, capture: str | os.PathLike, opts: TsharkOptions | None = None,
-                  result: ReadResult | None = None) -> Iterator[Payload]:
-    """The Payload of every record that has one; `result` says whether the capture was cut
-    short (what was read is yielded)."""
-    opts = opts or TsharkOptions()
-    args = ["-n", "-q", "-r", readable_capture(ws, capture), *ONE_PASS_PREFS, *opts.args, "-z",
-            opts.tap("payloads")]
-    proc = ws.popen("tshark", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def _tshark_lines(ws: Wireshark, capture: str | os.PathLike, args: list[str],
+                  result: ReadResult | None) -> Iterator[str]:
+    """The stdout lines of one tshark pass over `capture` (-n -r, one pass, then `args`);
+    `result` says whether the capture was cut short (what was read is yielded)."""
+    proc = ws.popen("tshark", ["-n", "-r", readable_capture(ws, capture), *ONE_PASS_PREFS, *args],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     err = _StderrTail(proc)
     try:
-        for line in proc.stdout:
-            if line.startswith("P\t"):
-                yield parse_p(line.rstrip("\n").split("\t"))
+        yield from proc.stdout
     except BaseException:       # the caller stopped early (GeneratorExit) or failed: no orphan
         proc.kill()
         proc.wait()
@@ -518,3 +514,29 @@ def read_payloads(ws: Wireshark, capture: str | os.PathLike, opts: TsharkOptions
     stderr = err.text()
     if rc != 0 and not cut_short(str(capture), stderr, result or ReadResult()):
         raise _classify_failure(str(capture), stderr)
+
+
+def read_payloads(ws: Wireshark, capture: str | os.PathLike, opts: TsharkOptions | None = None,
+                  result: ReadResult | None = None) -> Iterator[Payload]:
+    """The Payload of every record that has one; `result` says whether the capture was cut
+    short (what was read is yielded)."""
+    opts = opts or TsharkOptions()
+    for line in _tshark_lines(ws, capture, ["-q", *opts.args, "-z", opts.tap("payloads")], result):
+        if line.startswith("P\t"):
+            yield parse_p(line.rstrip("\n").split("\t"))
+
+
+# Separates a field's occurrences in a frame (read_fields): no protocol ID or address has it.
+FIELD_AGGREGATOR = "\x1f"
+
+
+def read_fields(ws: Wireshark, capture: str | os.PathLike, fields: list[str], opts: TsharkOptions,
+                result: ReadResult | None = None) -> Iterator[list[list[str]]]:
+    """Per frame the display filter (opts.display_filter, as -Y) matches: each of `fields`,
+    as the list of its occurrences in the frame (tshark -T fields)."""
+    args = [*opts.args, *(["-Y", opts.display_filter] if opts.display_filter else []), "-T", "fields",
+            "-E", "occurrence=a", "-E", f"aggregator={FIELD_AGGREGATOR}", "-E", "separator=/t"]
+    for f in fields:
+        args += ["-e", f]
+    for line in _tshark_lines(ws, capture, args, result):
+        yield [c.split(FIELD_AGGREGATOR) if c else [] for c in line.rstrip("\n").split("\t")]

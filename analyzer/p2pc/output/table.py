@@ -44,6 +44,10 @@ HEAD = {"proto": "proto", "msg_type": "message type", "direction": "direction", 
         "payload_ratio": "payload B/A", "a_first_ms": "A 1st resp ms", "b_first_ms": "B 1st resp ms",
         "a_last_ms": "A last resp ms", "b_last_ms": "B last resp ms", "sha256": "payload SHA-256",
         "wire": "wire", "payload": "payload", "raw": "raw", "header": "header",
+        # diff's negotiation section
+        "first_speaker": "spoke first", "security_offered": "security offered",
+        "muxer_offered": "muxer offered", "early_muxer": "early muxer", "protocols_offered": "protocols offered",
+        "protocols_accepted": "protocols accepted", "lazy_streams": "lazy streams",
         # whatif
         "strategy": "strategy", "codec": "codec", "sent_bytes": "compressed B", "threshold": "over N B",
         "compress_ms_per_mb": "compress CPU ms/MB", "decompress_ms_per_mb": "decompress CPU ms/MB"}
