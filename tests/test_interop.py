@@ -199,5 +199,5 @@ def test_how_each_stack_writes_a_request_stream(name):
         sizes = {"header": 1 + len(b"/multistream/1.0.0\n"), "protocol": 1 + len(pid),
                  "message": (role == "listener") + len(uvarint(msg["ssz_len"])) + msg["framed_len"]}
         streams = yamux_streams(next(b for (src, _), b in conns.items() if src == addr))
-        _, frames = next(v for v in streams.values() if v[0].find(pid) > 0)
+        _, frames, _ = next(v for v in streams.values() if v[0].find(pid) > 0)
         assert [n for _, n in frames[:len(writes)]] == [sum(sizes[k] for k in group) for group in writes]
