@@ -199,7 +199,7 @@ def test_gap_resumes_at_a_sync_flush_point_and_is_counted(tshark):
     after = min(int(f) for f, in tshark.fields(c, ["frame.number"],
                                                dfilter=f"ip.src == {a} && tcp.len > 0 && frame.number >= {gap['removed_frame']}"))
     # The hole shows once B acknowledges bytes of A the capture never had: one gap, naming it.
-    gaps = tshark.fields(c, ["ip.src", "_ws.expert.message"], dfilter="libp2p.gap")
+    gaps = tshark.fields(c, ["ip.src", "_ws.expert.message"], dfilter="p2pc.hole")
     assert len(gaps) == 1 and gaps[0][0] == b
     assert f"the other direction are missing from the capture (before frame {after})" in gaps[0][1]
     held = tshark.fields(c, ["frame.number", "ip.src"], dfilter="libp2p.held")

@@ -249,7 +249,7 @@ def test_yamux_resynchronises_after_a_hole(tshark):
     c = ETH / "eth2-yamux-gap.pcapng"
     # editcap renumbers: frames from the removed one on are one lower.
     after = gap["removed_frame"]
-    assert tshark.fields(c, ["ip.src"], dfilter="libp2p.gap") == [[b]]
+    assert tshark.fields(c, ["ip.src"], dfilter="p2pc.hole") == [[b]]
     recs = tshark.records(c)
     later = [r for r in recs if r["src"] == a and int(r["frame"]) >= after]
     assert [r["msg_type"] for r in later if r["msg_type"] != "undecoded"] == ["goodbye/1 request"]

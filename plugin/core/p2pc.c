@@ -2,7 +2,8 @@
  * The `p2pc` protocol: registered here, its id handed to each core part that hangs fields,
  * expert items, preferences or taps on it: the record (record.c), the shared preferences
  * (prefs.c), the retransmission check (retrans.c), a frame's TCP segment read from its own
- * headers (segment.c), the count of bytes lost to holes in the capture (holes.c), the
+ * headers (segment.c), the TCP ledger and its p2pc.hole (ledger.c), the count of bytes lost
+ * to holes in the capture (holes.c), the
  * conformance checks (spec.c), the note on a message type its protocol does not define
  * (msgtype.c) and the one on a compressed payload larger than its output (payload.c).  No
  * part calls another to register.
@@ -10,6 +11,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/holes.h"
+#include "core/ledger.h"
 #include "core/msgtype.h"
 #include "core/payload.h"
 #include "core/prefs.h"
@@ -28,6 +30,7 @@ proto_register_p2pc(void)
     p2pc_record_register(proto);
     p2pc_retrans_register(proto, p2pc_prefs_register(proto));
     p2pc_segment_register(proto);
+    p2pc_ledger_register(proto);
     p2pc_holes_register(proto);
     p2pc_spec_register(proto);
     p2pc_msg_type_register(proto);

@@ -2,7 +2,8 @@
  * Where a libp2p TCP connection enters p2pc: a heuristic on the first bytes (the
  * multistream-select header "/multistream/1.0.0"), or Decode As "libp2p" on a TCP port.  Each
  * direction is a pipe (engine.h) that starts in multistream-select; this file feeds it every
- * byte of the direction once and in order, by TCP sequence number:
+ * byte of the direction once and in order, by TCP sequence number, on the connection's TCP
+ * ledger (core/ledger.h):
  *   - a retransmission repeats bytes already fed: skipped (the connection is watched by
  *     core/retrans.c, which flags one whose bytes differ from those first sent);
  *   - a segment TCP hands to no subdissector gets here all the same: TCP keeps back the earlier
@@ -10,13 +11,13 @@
  *     every segment after a hole the capture never fills (queued for the missing bytes to the
  *     end of the capture).  A postdissector finds the bytes in the frame (p2pc_frame_segment)
  *     and feeds them when the direction has not had them;
- *   - a segment ahead of the bytes expected (reordered in the network, or after a hole) is held,
- *     copied, until the bytes before it arrive; then it is fed, in the frame that completed the
- *     sequence (its bytes show there as a tab of their own);
- *   - a hole is in the capture, not in the network, once the receiver acknowledges bytes past it
- *     (they reached it, the capture missed them) or once HOLD_MAX bytes are held behind it: it
- *     gets libp2p.gap (on the frame that showed it), the direction goes on after it with the
- *     segments held there, and its pipe is told (l2p_pipe_gap): the layer that frames the
+ *   - a segment ahead of the bytes expected (reordered in the network, or after a hole) is held
+ *     in the ledger, copied, until the bytes before it arrive; then it is fed, in the frame that
+ *     completed the sequence (its bytes show there as a tab of their own);
+ *   - once the ledger confirms a hole before the bytes expected (the receiver acknowledged
+ *     past it, even in a frame with no bytes of its own, or P2PC_HOLD_MAX bytes are captured
+ *     past it), the frame that confirmed it gets p2pc.hole, the direction goes on after it with
+ *     the segments held there, and its pipe is told (l2p_pipe_gap): the layer that frames the
  *     bytes resynchronises where its format allows (a yamux header) or shows the rest of the
  *     direction as undecoded bytes, counted; the other direction is not touched.
  * Every decision is made on the first pass and kept per frame, so later passes feed the same.
@@ -24,6 +25,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/p2pc-compat.h"
+#include "core/ledger.h"
 #include "core/prefs.h"
 #include "core/retrans.h"
 #include "core/segment.h"
@@ -39,8 +41,6 @@
 void proto_register_libp2p_tcp(void);
 void proto_reg_handoff_libp2p_tcp(void);
 
-#define HOLD_MAX    (1024 * 1024)   /* bytes held ahead of a missing segment, per direction */
-
 /* Per-frame data keys: a segment TCP withheld, fed by the postdissector (file scope), and
  * whether the libp2p TCP dissector ran in this dissection of the frame (packet scope). */
 #define KEY_WITHHELD 1
@@ -48,33 +48,16 @@ void proto_reg_handoff_libp2p_tcp(void);
 
 static int proto_libp2p = -1;
 static int proto_libp2p_noise_tcp = -1;
-static expert_field ei_libp2p_gap = EI_INIT;
 static expert_field ei_libp2p_held = EI_INIT;
 static dissector_handle_t libp2p_tcp_handle;
 static dissector_handle_t libp2p_tcp_noise_handle;
 /* A libp2p connection is in this capture: until one is, the postdissector returns at once. */
 static gboolean have_conns;
 
-/* A segment received ahead of the bytes expected, its bytes after it in one allocation (file
- * scope: the frame that feeds it keeps it, or frees it when nothing is kept for replay). */
-typedef struct held {
-    guint32 seq;
-    guint32 len;
-    guint32 frame;
-    guint8 *data;               /* within the bytes that follow */
-    struct held *next;          /* by seq */
-} held_t;
-
-/* One direction's bookkeeping (first pass only). */
+/* Where a direction's feeding is (first pass only). */
 typedef struct {
     guint32 next_seq;           /* the next byte to feed */
-    guint32 acked;              /* the highest acknowledgement this direction sent */
-    gboolean ack_known;
     gboolean seq_known;
-    held_t *held;
-    guint32 held_bytes;
-    guint32 seq_base;           /* a sequence number in the TCP header less TCP's (relative) one */
-    gboolean seq_base_known;
 } dir_t;
 
 /* A TCP connection: the two directions' first pipes and bookkeeping, [0] the direction of the
@@ -84,6 +67,7 @@ typedef struct {
     guint32 first_port;
     l2p_pipe_t *root[2];
     dir_t dir[2];
+    p2pc_tcp_t *tcp;            /* its ledger (first pass), once bytes with sequence numbers came */
 } conn_t;
 
 /* What the first pass fed in a frame, replayed on later passes: this frame's own bytes
@@ -92,8 +76,8 @@ typedef struct {
 typedef struct {
     guint skip;
     guint len;
-    held_t *fed_held;           /* a list of copies (their `next` is this list's) */
-    held_t *fed_other;          /* the same for the other direction */
+    p2pc_held_t *fed_held;      /* a list of copies (their `next` is this list's) */
+    p2pc_held_t *fed_other;     /* the same for the other direction */
     guint32 held;               /* this frame's segment was held: the bytes missing before it */
     guint32 gap;                /* bytes missing from the capture in a direction, found here */
     guint32 gap_before;         /* ... before this frame */
@@ -151,128 +135,99 @@ get_conn(packet_info *pinfo, dissector_handle_t root)
     return c;
 }
 
-static void
-hold(dir_t *d, guint32 seq, const guint8 *p, guint32 len, guint32 frame)
+/* The ledger's direction of this frame's sender, or (other) of its receiver. */
+static p2pc_tcp_dir_t *
+ledger_dir(const conn_t *c, gboolean other, const packet_info *pinfo)
 {
-    held_t *h = (held_t *)wmem_alloc(wmem_file_scope(), sizeof(held_t) + len), **at = &d->held;
-    h->seq = seq;
-    h->len = len;
-    h->frame = frame;
-    h->data = (guint8 *)(h + 1);
-    memcpy(h->data, p, len);
-    while (*at && (gint32)((*at)->seq - seq) < 0)
-        at = &(*at)->next;
-    h->next = *at;
-    *at = h;
-    d->held_bytes += len;
+    return &c->tcp->dir[p2pc_ledger_dir(c->tcp, pinfo) ^ other];
 }
 
-/* Feed the held segments that now follow the bytes fed, in order, onto the list at *tail;
- * returns the new tail. */
-static held_t **
-drain_held(dir_t *d, held_t **tail)
+/* Direction d goes on after the confirmed holes at the bytes it expects, with the segments held
+ * after each, onto the list at *tail (the frame's fed_held or fed_other). */
+static void
+skip_holes(conn_t *c, int d, gboolean other, frame_t *fr, p2pc_held_t **tail, packet_info *pinfo)
 {
-    while (d->held && (gint32)(d->held->seq - d->next_seq) <= 0) {
-        held_t *h = d->held;
-        guint32 back = d->next_seq - h->seq;
-        d->held = h->next;
-        d->held_bytes -= h->len;
-        if (back >= h->len) {   /* all of it was fed already */
-            wmem_free(wmem_file_scope(), h);
-            continue;
-        }
-        h->data += back;
-        h->seq += back;
-        h->len -= back;
-        h->next = NULL;
-        d->next_seq += h->len;
-        *tail = h;
-        tail = &h->next;
+    dir_t *fd = &c->dir[d ^ other];
+    p2pc_tcp_dir_t *td = ledger_dir(c, other, pinfo);
+    guint32 resume;
+
+    while (fd->seq_known && (resume = p2pc_ledger_skip(td, fd->next_seq)) != fd->next_seq) {
+        if (!fr->gap)
+            fr->gap_before = td->held && td->held->seq == resume ? td->held->frame : pinfo->num;
+        fr->gap += resume - fd->next_seq;
+        fr->gap_other = other;
+        fd->next_seq = resume;
+        tail = p2pc_ledger_drain(td, &fd->next_seq, tail);
     }
-    return tail;
 }
 
-/* The bytes before sequence number `resume` are missing from the capture: the direction goes
- * on from there (its pipe learns of the hole when the frame is dissected). */
+/* First pass: decide what this frame feeds to direction d (the frame's sender's) and, when its
+ * acknowledgement confirms a hole there, to the other. */
 static void
-skip_hole(dir_t *d, frame_t *fr, guint32 resume, guint32 frame)
+plan_frame(conn_t *c, int d, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t *tvb, packet_info *pinfo)
 {
-    if (!fr->gap)
-        fr->gap_before = frame;
-    fr->gap += resume - d->next_seq;
-    d->next_seq = resume;
-}
-
-/* First pass: decide what this frame feeds to direction d (the other is o). */
-static void
-plan_frame(dir_t *d, dir_t *o, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t *tvb, packet_info *pinfo)
-{
+    dir_t *fd = &c->dir[d];
     guint len = tvb_captured_length(tvb);
     const guint8 *p = len ? tvb_get_ptr(tvb, 0, len) : NULL;
+    p2pc_tcp_dir_t *td, *to;
 
-    if (tcpi && (tcpi->flags & TH_ACK)) {
-        if (!d->ack_known || (gint32)(tcpi->lastackseq - d->acked) > 0)
-            d->acked = tcpi->lastackseq;
-        d->ack_known = TRUE;
-        /* This side acknowledges bytes of the other direction that were never fed: its receiver
-         * has what the capture is missing (whether p2pc or TCP's out-of-order reassembly holds
-         * what came after the hole).  The other direction goes on after each hole. */
-        if (o->seq_known) {
-            held_t **tail = &fr->fed_other;
-            while ((gint32)(d->acked - o->next_seq) > 0) {
-                gboolean to_held = o->held && (gint32)(o->held->seq - d->acked) < 0;
-                skip_hole(o, fr, to_held ? o->held->seq : d->acked, to_held ? o->held->frame : pinfo->num);
-                fr->gap_other = TRUE;
-                tail = drain_held(o, tail);
-            }
-        }
-    }
-    if (!len)
-        return;
     if (!tcpi) {                        /* no sequence numbers: take the bytes as they come */
         fr->len = len;
         return;
     }
-    if (!d->seq_known) {
-        d->seq_known = TRUE;
-        d->next_seq = tcpi->seq;
+    if (!c->tcp)
+        c->tcp = len ? p2pc_ledger_enter(tvb, pinfo, tcpi->seq) : p2pc_ledger_find(pinfo);
+    else if (len)
+        p2pc_ledger_enter(tvb, pinfo, tcpi->seq);
+    if (!c->tcp) {
+        fr->len = len;
+        return;
     }
-    if (!d->seq_base_known)
-        d->seq_base_known = p2pc_seq_base(tvb, pinfo, tcpi->seq, &d->seq_base);
-    if ((gint32)(tcpi->seq - d->next_seq) > 0) {
-        /* Ahead of the bytes expected: hold it.  Holding too much shows a hole: go on after it
-         * with what is held (this segment among it). */
-        hold(d, tcpi->seq, p, len, pinfo->num);
-        if (d->held_bytes <= HOLD_MAX) {
-            fr->held = tcpi->seq - d->next_seq;
+    td = ledger_dir(c, FALSE, pinfo);
+    to = ledger_dir(c, TRUE, pinfo);
+    /* This side acknowledged bytes of the other direction that were never fed: its receiver has
+     * what the capture is missing.  The other direction goes on after each hole. */
+    if (to->ack_known) {
+        p2pc_ledger_confirm(to, to->acked, NULL);
+        skip_holes(c, d, TRUE, fr, &fr->fed_other, pinfo);
+    }
+    if (!len)
+        return;
+    if (!fd->seq_known) {
+        fd->seq_known = TRUE;
+        fd->next_seq = tcpi->seq;
+    }
+    if (P2PC_SEQ_GT(tcpi->seq, fd->next_seq)) {
+        /* Ahead of the bytes expected: hold it.  Enough captured past the hole confirms it: go
+         * on after it with what is held (this segment among it). */
+        p2pc_ledger_hold(td, tcpi->seq, p, len, pinfo->num);
+        if (!p2pc_ledger_held_past(td)) {
+            fr->held = tcpi->seq - fd->next_seq;
         } else if (!fr->gap_other) {
-            held_t **tail = &fr->fed_held;
-            while (d->held) {
-                skip_hole(d, fr, d->held->seq, d->held->frame);
-                tail = drain_held(d, tail);
-            }
+            p2pc_ledger_confirm(td, td->cap_end, NULL);
+            skip_holes(c, d, FALSE, fr, &fr->fed_held, pinfo);
         }
         return;
     }
-    if ((gint32)(tcpi->seq - d->next_seq) < 0) {
+    if (P2PC_SEQ_LT(tcpi->seq, fd->next_seq)) {
         /* Repeats bytes already fed: feed only what is new. */
-        guint32 back = d->next_seq - tcpi->seq;
+        guint32 back = fd->next_seq - tcpi->seq;
         if (back >= len)
             return;
         fr->skip = back;
     }
     fr->len = len - fr->skip;
-    d->next_seq += fr->len;
-    drain_held(d, &fr->fed_held);      /* the held segments this completes, in order */
+    fd->next_seq += fr->len;
+    p2pc_ledger_drain(td, &fd->next_seq, &fr->fed_held);   /* the held segments this completes, in order */
 }
 
 /* Feed a list of held segments (copies, back to back in sequence) to a direction's pipe in one
  * call, as one tab: after a hole they can be hundreds, and every dissector call adds a layer to
  * the frame, which Wireshark caps. */
 static void
-feed_held(l2p_pipe_t *root, const held_t *first, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+feed_held(l2p_pipe_t *root, const p2pc_held_t *first, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
-    const held_t *h, *last = first;
+    const p2pc_held_t *h, *last = first;
     guint32 total = 0, n = 0;
     guint8 *data;
     tvbuff_t *ht;
@@ -301,23 +256,13 @@ feed_held(l2p_pipe_t *root, const held_t *first, tvbuff_t *tvb, packet_info *pin
     l2p_pipe_call(root, ht, pinfo, tree, FALSE);
 }
 
-static void
-free_held(held_t *h)
-{
-    while (h) {
-        held_t *next = h->next;
-        wmem_free(wmem_file_scope(), h);
-        h = next;
-    }
-}
-
 /* What a list of held copies costs the frame that keeps it. */
 static size_t
-held_size(const held_t *h)
+held_size(const p2pc_held_t *h)
 {
     size_t n = 0;
     for (; h; h = h->next)
-        n += sizeof(held_t) + h->len;
+        n += sizeof(p2pc_held_t) + h->len;
     return n;
 }
 
@@ -325,7 +270,7 @@ held_size(const held_t *h)
  * them: while they are dissected the endpoints are theirs, so their records name their own
  * sender. */
 static void
-feed_other_direction(l2p_pipe_t *root, const held_t *h, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+feed_other_direction(l2p_pipe_t *root, const p2pc_held_t *h, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
     p2pc_swap_endpoints(pinfo);
     TRY {
@@ -356,7 +301,7 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
         forget = !p2pc_keep_replay(pinfo);
         if (!forget)
             p_add_proto_data(wmem_file_scope(), pinfo, proto_libp2p, key, fr);
-        plan_frame(&c->dir[d], &c->dir[1 - d], fr, tcpi, tvb, pinfo);
+        plan_frame(c, d, fr, tcpi, tvb, pinfo);
         if (!forget)
             p2pc_replay_charge(pinfo, sizeof(frame_t) + held_size(fr->fed_held) + held_size(fr->fed_other));
     }
@@ -369,8 +314,7 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
             "%u bytes before this segment have not arrived: it is held until they do", fr->held);
     if (fr->gap) {
         int hd = fr->gap_other ? 1 - d : d;
-        proto_tree_add_expert_format(tree, pinfo, &ei_libp2p_gap, tvb, 0, 0,
-            "%u bytes of %s direction are missing from the capture (before frame %u): that "
+        p2pc_ledger_show_hole(tvb, pinfo, tree, "%u bytes of %s direction are missing from the capture (before frame %u): that "
             "direction goes on after them where its framing allows", fr->gap,
             fr->gap_other ? "the other" : "this", fr->gap_before);
         if (!PINFO_FD_VISITED(pinfo))
@@ -383,8 +327,8 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
     feed_held(c->root[d], fr->fed_held, tvb, pinfo, tree);
     l2p_draw_roles(tvb, pinfo, tree);
     if (forget) {
-        free_held(fr->fed_other);
-        free_held(fr->fed_held);
+        p2pc_ledger_free(fr->fed_other);
+        p2pc_ledger_free(fr->fed_held);
     }
     /* Most segments of a large message complete nothing: say so rather than leave Info empty. */
     {
@@ -408,38 +352,47 @@ dissect_libp2p_tcp_noise(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, vo
     return dissect_libp2p_tcp_from(tvb, pinfo, tree, data, find_dissector("libp2p_noise"));
 }
 
-/* First pass: the segment of a libp2p connection in a frame TCP handed to no subdissector, when
- * it carries bytes its direction has not had. */
+/* First pass, a frame TCP handed to no subdissector, of a libp2p connection: its segment when
+ * it carries bytes its direction has not had, or none (len 0) when its acknowledgement confirms
+ * a hole where the other direction is. */
 static withheld_t *
-find_withheld(tvbuff_t *frame, packet_info *pinfo)
+find_withheld(packet_info *pinfo)
 {
-    conversation_t *conv;
-    conn_t *c;
+    conversation_t *conv = find_conversation_pinfo(pinfo, 0);
+    conn_t *c = conv ? (conn_t *)conversation_get_proto_data(conv, proto_libp2p) : NULL;
     p2pc_segment_t seg;
+    p2pc_tcp_dir_t *td, *to;
+    const dir_t *fd, *fo;
     withheld_t *w;
-    dir_t *d;
-    guint32 s;
+    int d;
 
-    /* Most frames p2pc did not get carry no bytes (acknowledgements): the cheaper test first. */
-    if (!p2pc_frame_segment(pinfo, &seg) || !seg.len)
+    if (!c || !c->tcp || !p2pc_ledger_find(pinfo) || !p2pc_frame_segment(pinfo, &seg))
         return NULL;
-    conv = find_conversation_pinfo(pinfo, 0);
-    c = conv ? (conn_t *)conversation_get_proto_data(conv, proto_libp2p) : NULL;
-    if (!c)
-        return NULL;
-    d = &c->dir[(addresses_equal(&c->first_addr, &pinfo->src) && c->first_port == pinfo->srcport) ? 0 : 1];
-    s = seg.seq - d->seq_base;
-    if (!d->seq_base_known || (gint32)(s + seg.len - d->next_seq) <= 0)
-        return NULL;
-    w = wmem_new(wmem_file_scope(), withheld_t);
+    d = (addresses_equal(&c->first_addr, &pinfo->src) && c->first_port == pinfo->srcport) ? 0 : 1;
+    fd = &c->dir[d];
+    fo = &c->dir[1 - d];
+    td = ledger_dir(c, FALSE, pinfo);
+    to = ledger_dir(c, TRUE, pinfo);
+    w = wmem_new0(wmem_file_scope(), withheld_t);
     w->at = seg.at;
-    w->len = seg.len;
-    w->seq = s;
-    return w;
+    if (seg.len && td->started && fd->seq_known &&
+        P2PC_SEQ_GT(seg.seq - td->base + seg.len, fd->next_seq)) {
+        w->len = seg.len;
+        w->seq = seg.seq - td->base;
+        return w;
+    }
+    if (to->ack_known && fo->seq_known) {
+        p2pc_ledger_confirm(to, to->acked, NULL);
+        if (p2pc_ledger_skip(to, fo->next_seq) != fo->next_seq)
+            return w;
+    }
+    wmem_free(wmem_file_scope(), w);
+    return NULL;
 }
 
 /* The postdissector: a segment TCP kept from p2pc, fed to its direction as TCP would have
- * handed it over (less the acknowledgement: later frames carry it).  No protocol tree needed. */
+ * handed it over, or an acknowledgement that lets the other direction go on after a hole.  No
+ * protocol tree needed. */
 static int
 dissect_libp2p_withheld(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
 {
@@ -450,7 +403,7 @@ dissect_libp2p_withheld(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
         return 0;
     if (PINFO_FD_VISITED(pinfo))
         w = (withheld_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_libp2p, KEY_WITHHELD);
-    else if (!p_get_proto_data(pinfo->pool, pinfo, proto_libp2p, KEY_SEEN) && (w = find_withheld(tvb, pinfo)))
+    else if (!p_get_proto_data(pinfo->pool, pinfo, proto_libp2p, KEY_SEEN) && (w = find_withheld(pinfo)))
         p_add_proto_data(wmem_file_scope(), pinfo, proto_libp2p, KEY_WITHHELD, w);
     if (!w)
         return 0;
@@ -487,8 +440,6 @@ void
 proto_register_libp2p_tcp(void)
 {
     static ei_register_info ei[] = {
-        { &ei_libp2p_gap, { "libp2p.gap", PI_SEQUENCE, PI_WARN,
-            "Bytes missing from the capture: decoding of this direction stops", EXPFILL } },
         { &ei_libp2p_held, { "libp2p.held", PI_SEQUENCE, PI_NOTE,
             "Out of order: held until the bytes before it arrive", EXPFILL } },
     };

@@ -1,0 +1,279 @@
+/* ledger.c
+ * The TCP ledger (ledger.h).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "core/ledger.h"
+#include "core/segment.h"
+
+#include <epan/conversation.h>
+#include <epan/expert.h>
+#include <epan/proto_data.h>
+#include <epan/dissectors/packet-tcp.h>
+
+#define KEY_NOTED   6               /* packet-scope frame data of proto_p2pc (prefs.c has 5): the
+                                       ledger that noted the frame */
+
+static int proto_p2pc = -1;
+static expert_field ei_hole = EI_INIT;
+/* conversation_t * -> p2pc_tcp_t, for the connections a protocol entered (first pass). */
+static wmem_map_t *ledgers;
+
+int
+p2pc_ledger_dir(const p2pc_tcp_t *l, const packet_info *pinfo)
+{
+    return (addresses_equal(&l->addr0, &pinfo->src) && l->port0 == pinfo->srcport) ? 0 : 1;
+}
+
+/* A hole of `d` from `start` to `end`, after the others. */
+static void
+add_hole(p2pc_tcp_dir_t *d, guint32 start, guint32 end)
+{
+    p2pc_hole_t *h = wmem_new0(wmem_file_scope(), p2pc_hole_t), **at = &d->holes;
+    h->start = start;
+    h->end = end;
+    while (*at)
+        at = &(*at)->next;
+    *at = h;
+}
+
+/* A segment of `d`, [a, b): a hole before it, or bytes that fill one (reordered). */
+static void
+note_segment(p2pc_tcp_dir_t *d, guint32 a, guint32 b)
+{
+    p2pc_hole_t **at = &d->holes;
+
+    if (P2PC_SEQ_GT(a, d->cap_end)) {
+        add_hole(d, d->cap_end, a);
+        d->cap_end = b;
+        return;
+    }
+    if (P2PC_SEQ_GT(b, d->cap_end))
+        d->cap_end = b;
+    while (*at) {
+        p2pc_hole_t *h = *at;
+        if (h->confirmed || !P2PC_SEQ_LT(a, h->end) || !P2PC_SEQ_GT(b, h->start)) {
+            at = &h->next;
+        } else if (!P2PC_SEQ_GT(a, h->start) && !P2PC_SEQ_LT(b, h->end)) {
+            *at = h->next;
+        } else if (!P2PC_SEQ_GT(a, h->start)) {
+            h->start = b;
+        } else if (!P2PC_SEQ_LT(b, h->end)) {
+            h->end = a;
+        } else {                        /* in the middle: two holes */
+            p2pc_hole_t *t = wmem_new0(wmem_file_scope(), p2pc_hole_t);
+            t->start = b;
+            t->end = h->end;
+            t->next = h->next;
+            h->end = a;
+            h->next = t;
+            at = &t->next;
+        }
+    }
+}
+
+/* The receiver acknowledges `d` up to `ack`: bytes past the highest captured are a hole. */
+static void
+note_ack(p2pc_tcp_dir_t *d, guint32 ack)
+{
+    if (!d->ack_known || P2PC_SEQ_GT(ack, d->acked))
+        d->acked = ack;
+    d->ack_known = TRUE;
+    /* A FIN takes a sequence number of its own, which the receiver acknowledges. */
+    if (d->fin && d->fin_at == d->cap_end && ack == d->cap_end + 1)
+        return;
+    if (P2PC_SEQ_GT(ack, d->cap_end)) {
+        add_hole(d, d->cap_end, ack);
+        d->cap_end = ack;
+    }
+}
+
+/* The frame's segment and acknowledgement go into the ledger, once per dissection of a frame. */
+static void
+note_frame(p2pc_tcp_t *l, packet_info *pinfo)
+{
+    p2pc_segment_t seg;
+    p2pc_tcp_dir_t *d, *o;
+
+    if (p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, KEY_NOTED) == l)
+        return;
+    p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, KEY_NOTED, l);
+    if (!p2pc_frame_segment(pinfo, &seg))
+        return;
+    d = &l->dir[p2pc_ledger_dir(l, pinfo)];
+    o = &l->dir[1 - p2pc_ledger_dir(l, pinfo)];
+    if (seg.len && d->started) {
+        note_segment(d, seg.seq - d->base, seg.seq - d->base + seg.len);
+        p2pc_where_keep(pinfo, &d->last);
+    }
+    if ((seg.flags & TH_FIN) && d->started) {
+        d->fin = TRUE;
+        d->fin_at = seg.seq - d->base + seg.len;
+    }
+    if ((seg.flags & TH_ACK) && o->started)
+        note_ack(o, seg.ack - o->base);
+}
+
+p2pc_tcp_t *
+p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq)
+{
+    conversation_t *conv;
+    p2pc_tcp_t *l;
+    p2pc_tcp_dir_t *d;
+
+    if (pinfo->ptype != PT_TCP)
+        return NULL;
+    conv = find_or_create_conversation(pinfo);
+    l = (p2pc_tcp_t *)wmem_map_lookup(ledgers, conv);
+    if (!l) {
+        l = wmem_new0(wmem_file_scope(), p2pc_tcp_t);
+        copy_address_wmem(wmem_file_scope(), &l->addr0, &pinfo->src);
+        l->port0 = pinfo->srcport;
+        wmem_map_insert(ledgers, conv, l);
+    }
+    d = &l->dir[p2pc_ledger_dir(l, pinfo)];
+    if (!d->started && p2pc_seq_base(tvb, pinfo, seq, &d->base)) {
+        d->started = TRUE;
+        d->cap_end = seq;
+    }
+    /* Bytes TCP reassembled come before the frame's own (a later call in the frame). */
+    if (d->started)
+        note_frame(l, pinfo);
+    return l;
+}
+
+p2pc_tcp_t *
+p2pc_ledger_find(packet_info *pinfo)
+{
+    conversation_t *conv;
+    p2pc_tcp_t *l;
+
+    if (pinfo->ptype != PT_TCP || !wmem_map_size(ledgers) || !(conv = find_conversation_pinfo(pinfo, 0)))
+        return NULL;
+    l = (p2pc_tcp_t *)wmem_map_lookup(ledgers, conv);
+    if (l)
+        note_frame(l, pinfo);
+    return l;
+}
+
+guint32
+p2pc_ledger_confirm(p2pc_tcp_dir_t *d, guint32 upto, guint32 *first)
+{
+    guint32 missing = 0;
+    for (p2pc_hole_t *h = d->holes; h && P2PC_SEQ_LT(h->start, upto); h = h->next) {
+        if (h->confirmed)
+            continue;
+        if (!missing && first)
+            *first = h->start;
+        h->confirmed = TRUE;
+        missing += h->end - h->start;
+    }
+    return missing;
+}
+
+gboolean
+p2pc_ledger_held_past(const p2pc_tcp_dir_t *d)
+{
+    for (const p2pc_hole_t *h = d->holes; h; h = h->next)
+        if (!h->confirmed)
+            return P2PC_SEQ_GT(d->cap_end - P2PC_HOLD_MAX, h->end);
+    return FALSE;
+}
+
+guint32
+p2pc_ledger_skip(p2pc_tcp_dir_t *d, guint32 seq)
+{
+    while (d->holes && d->holes->confirmed && !P2PC_SEQ_GT(d->holes->end, seq))
+        d->holes = d->holes->next;
+    for (const p2pc_hole_t *h = d->holes; h && !P2PC_SEQ_GT(h->start, seq); h = h->next)
+        if (h->confirmed && P2PC_SEQ_GT(h->end, seq))
+            return h->end;
+    return seq;
+}
+
+guint32
+p2pc_ledger_captured(const p2pc_tcp_dir_t *d, guint32 a, guint32 b)
+{
+    guint32 n = b - a;
+    for (const p2pc_hole_t *h = d->holes; h; h = h->next) {
+        guint32 lo = P2PC_SEQ_GT(h->start, a) ? h->start : a;
+        guint32 hi = P2PC_SEQ_LT(h->end, b) ? h->end : b;
+        if (P2PC_SEQ_GT(hi, lo))
+            n -= hi - lo;
+    }
+    return n;
+}
+
+void
+p2pc_ledger_hold(p2pc_tcp_dir_t *d, guint32 seq, const guint8 *p, guint32 len, guint32 frame)
+{
+    p2pc_held_t *h = (p2pc_held_t *)wmem_alloc(wmem_file_scope(), sizeof(p2pc_held_t) + len), **at = &d->held;
+    h->seq = seq;
+    h->len = len;
+    h->frame = frame;
+    h->data = (guint8 *)(h + 1);
+    memcpy(h->data, p, len);
+    while (*at && P2PC_SEQ_LT((*at)->seq, seq))
+        at = &(*at)->next;
+    h->next = *at;
+    *at = h;
+    d->held_bytes += len;
+}
+
+p2pc_held_t **
+p2pc_ledger_drain(p2pc_tcp_dir_t *d, guint32 *next, p2pc_held_t **tail)
+{
+    while (d->held && !P2PC_SEQ_GT(d->held->seq, *next)) {
+        p2pc_held_t *h = d->held;
+        guint32 back = *next - h->seq;
+        d->held = h->next;
+        d->held_bytes -= h->len;
+        if (back >= h->len) {   /* all of it was fed already */
+            wmem_free(wmem_file_scope(), h);
+            continue;
+        }
+        h->data += back;
+        h->seq += back;
+        h->len -= back;
+        h->next = NULL;
+        *next += h->len;
+        *tail = h;
+        tail = &h->next;
+    }
+    return tail;
+}
+
+void
+p2pc_ledger_free(p2pc_held_t *h)
+{
+    while (h) {
+        p2pc_held_t *next = h->next;
+        wmem_free(wmem_file_scope(), h);
+        h = next;
+    }
+}
+
+void
+p2pc_ledger_show_hole(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const char *format, ...)
+{
+    va_list ap;
+    char *text;
+
+    va_start(ap, format);
+    text = wmem_strdup_vprintf(pinfo->pool, format, ap);
+    va_end(ap);
+    proto_tree_add_expert_format(tree, pinfo, &ei_hole, tvb, 0, 0, "%s", text);
+}
+
+void
+p2pc_ledger_register(int proto)
+{
+    static ei_register_info ei[] = {
+        { &ei_hole, { "p2pc.hole", PI_SEQUENCE, PI_WARN,
+            "Bytes missing from the capture", EXPFILL } },
+    };
+
+    proto_p2pc = proto;
+    expert_register_field_array(expert_register_protocol(proto), ei, array_length(ei));
+    ledgers = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), g_direct_hash, g_direct_equal);
+}

@@ -1,0 +1,112 @@
+/* ledger.h
+ * The TCP ledger: what the capture holds of each direction of a TCP connection a p2pc protocol
+ * was handed, one per connection, in TCP's own sequence numbers, for every protocol alike:
+ *   - the difference between the sequence numbers in the TCP headers and TCP's own (relative
+ *     by default), learnt from the first bytes TCP hands over;
+ *   - every segment of the connection, from the frame's own headers (segment.h: TCP hands some
+ *     to no protocol): the highest byte captured, and the holes before it;
+ *   - the receiver's highest acknowledgement (bytes it acknowledges that were never captured
+ *     are a hole as well);
+ *   - segments that a protocol feeding its bytes in order (libp2p: TCP hands them over as they
+ *     come) holds, copied, until the bytes before them arrive.
+ * A hole is in the capture, not in the network, once it is confirmed: the receiver acknowledged
+ * bytes past it, P2PC_HOLD_MAX bytes were captured past it (a capture of one direction has no
+ * acknowledgements), or TCP went on after it.  Each protocol says what becomes of the bytes
+ * around a confirmed hole (holes.h for those framed by tcp_dissect_pdus(), libp2p's feeder), and
+ * shows it with the one expert item, p2pc.hole.
+ * The ledger is built on the first pass; what a frame adds to a protocol is kept by the frame.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef P2PC_LEDGER_H
+#define P2PC_LEDGER_H
+
+#include "core/p2pc-compat.h"
+#include "core/record.h"
+
+#define P2PC_HOLD_MAX   (1024 * 1024)   /* bytes captured past a hole that confirm it */
+
+#define P2PC_SEQ_LT(a, b) ((gint32)((a) - (b)) < 0)
+#define P2PC_SEQ_GT(a, b) ((gint32)((a) - (b)) > 0)
+
+/* Bytes of a direction the capture does not hold, [start, end). */
+typedef struct p2pc_hole {
+    guint32 start;
+    guint32 end;
+    gboolean confirmed;
+    struct p2pc_hole *next;     /* by start */
+} p2pc_hole_t;
+
+/* A segment held ahead of the bytes expected, its bytes after it in one allocation. */
+typedef struct p2pc_held {
+    guint32 seq;
+    guint32 len;
+    guint32 frame;
+    guint8 *data;               /* within the bytes that follow */
+    struct p2pc_held *next;     /* by seq */
+} p2pc_held_t;
+
+/* One direction. */
+typedef struct {
+    gboolean started;           /* a protocol was handed bytes of it: `base` is known */
+    guint32 base;               /* a sequence number in the TCP header less TCP's */
+    guint32 cap_end;            /* one past the highest byte captured */
+    gboolean ack_known;
+    guint32 acked;              /* the receiver's highest acknowledgement */
+    gboolean fin;               /* a FIN was captured, at sequence number fin_at */
+    guint32 fin_at;
+    p2pc_hole_t *holes;
+    p2pc_held_t *held;
+    guint32 held_bytes;
+    p2pc_record_t last;         /* where and when its last segment was captured */
+} p2pc_tcp_dir_t;
+
+/* A TCP connection: direction 0 is that of the first bytes a protocol was handed. */
+typedef struct {
+    address addr0;
+    guint32 port0;
+    p2pc_tcp_dir_t dir[2];
+} p2pc_tcp_t;
+
+/* Registers the expert item under `proto` (p2pc.c). */
+void p2pc_ledger_register(int proto);
+
+/* First pass, a protocol's TCP entry: the ledger of this frame's connection (made at the first
+ * call), the direction of `tvb` started when its bytes are the frame's own (TCP's sequence
+ * number `seq`), and this frame's segment and acknowledgement in it.  NULL if not TCP. */
+p2pc_tcp_t *p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq);
+
+/* First pass, a postdissector: the ledger of this frame's connection, if a protocol entered
+ * it, with this frame's segment and acknowledgement in it. */
+p2pc_tcp_t *p2pc_ledger_find(packet_info *pinfo);
+
+/* The direction pinfo's sender sends. */
+int p2pc_ledger_dir(const p2pc_tcp_t *l, const packet_info *pinfo);
+
+/* Confirms the holes of `d` before `upto`: the bytes they miss (0: none was confirmed now), and
+ * in *first where the first of them starts. */
+guint32 p2pc_ledger_confirm(p2pc_tcp_dir_t *d, guint32 upto, guint32 *first);
+
+/* P2PC_HOLD_MAX bytes are captured past the first unconfirmed hole of `d`. */
+gboolean p2pc_ledger_held_past(const p2pc_tcp_dir_t *d);
+
+/* The first confirmed hole of `d` that ends after `seq` and starts at or before it: its end,
+ * or `seq` when the bytes at `seq` are not known to be missing.  Confirmed holes that end
+ * before it are forgotten. */
+guint32 p2pc_ledger_skip(p2pc_tcp_dir_t *d, guint32 seq);
+
+/* The bytes of [a, b) of `d` the capture holds. */
+guint32 p2pc_ledger_captured(const p2pc_tcp_dir_t *d, guint32 a, guint32 b);
+
+/* Holding (first pass): a segment ahead of `next` is copied into `d`; p2pc_ledger_drain()
+ * moves those that now follow `*next` onto the list at `tail` (advancing *next) and returns the
+ * new tail.  Copies are in file scope: p2pc_ledger_free() frees a list nothing keeps. */
+void p2pc_ledger_hold(p2pc_tcp_dir_t *d, guint32 seq, const guint8 *p, guint32 len, guint32 frame);
+p2pc_held_t **p2pc_ledger_drain(p2pc_tcp_dir_t *d, guint32 *next, p2pc_held_t **tail);
+void p2pc_ledger_free(p2pc_held_t *h);
+
+/* p2pc.hole, on `tvb` of this frame, in the protocol's words. */
+void p2pc_ledger_show_hole(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const char *format, ...)
+    G_GNUC_PRINTF(4, 5);
+
+#endif /* P2PC_LEDGER_H */
