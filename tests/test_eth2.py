@@ -239,6 +239,28 @@ def test_one_pass_without_replay_state_decodes_the_same(tshark, name):
     assert tshark.records(ETH / f"{name}.pcapng", extra=off) == tshark.records(ETH / f"{name}.pcapng", two_pass=True)
 
 
+@pytest.mark.parametrize("name", ["eth2-yamux-gap", "eth2-noise-yamux-gap"])
+def test_a_hole_shows_where_the_receiver_first_acknowledges_past_it(tshark, name):
+    """The TCP ledger reads every frame's acknowledgement, a bare ACK's too: the hole shows
+    (p2pc.hole, once) in the first frame where the receiver acknowledges bytes past the segment
+    the capture lost, as the source capture's own sequence numbers give it, and the sender's
+    direction goes on there, not at the receiver's next data or 1 MiB later."""
+    gap = truth(name)
+    made = ETH / gap["made_from"]
+    lost = int(gap["removed_frame"])
+    (seq, src, dst, sport, dport), = tshark.fields(made, ["tcp.seq", "ip.src", "ip.dst", "tcp.srcport", "tcp.dstport"],
+                                                   dfilter=f"frame.number == {lost}")
+    c = ETH / gap["capture"]
+    # editcap renumbers: frames from the removed one on are one lower.
+    acks = tshark.fields(c, ["frame.number"], dfilter=f"ip.src == {dst} && tcp.srcport == {dport} && tcp.ack > {seq} "
+                                                       f"&& frame.number >= {lost}")
+    extra = (["-o", f"libp2p_noise.keylog_file:{tshark.ws.readable(ETH / gap['keys']['dialer'])}"]
+             if "keys" in gap else None)
+    assert tshark.fields(c, ["frame.number", "ip.src"], dfilter="p2pc.hole", extra=extra) == [[acks[0][0], dst]]
+    fed = tshark.fields(c, ["frame.number"], dfilter=f"frame.number == {acks[0][0]} && p2pc.msg_type", extra=extra)
+    assert fed, "the sender's held bytes are fed where the hole is confirmed"
+
+
 def test_yamux_resynchronises_after_a_hole(tshark):
     """A segment of A's gossip block is missing from the capture: the gossip stream it cut
     gives up (its bytes counted as undecoded), yamux finds the next frame header, and the

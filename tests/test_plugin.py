@@ -91,3 +91,17 @@ def test_ratios_print_three_decimals(tshark):
              for r, p, x in zip(*(c.split("|") for c in row))]
     assert exact and all(abs(x - r / p) < 1e-12 for r, p, x in exact)
     assert any(len(repr(x).split(".")[1]) > 3 for _, _, x in exact)   # filters see all digits
+
+
+def test_the_plugin_map_names_every_source_file():
+    """plugin/README.md's map is how a newcomer finds a file: each .c and .h under plugin/ is on
+    it (as name.c, name.h or name.{h,c})."""
+    import re
+    from conftest import REPO
+    text = (REPO / "plugin" / "README.md").read_text()
+    named = set()
+    for stem, ext in re.findall(r"([\w-]+)\.(\{h,c\}|c\b|h\b)", text):
+        named |= {f"{stem}.h", f"{stem}.c"} if ext == "{h,c}" else {f"{stem}.{ext}"}
+    files = {p.name for p in (REPO / "plugin").rglob("*.[ch]")}
+    assert len(files) > 40
+    assert not files - named, f"not on plugin/README.md's map: {sorted(files - named)}"
