@@ -7,6 +7,7 @@ never from the plugin's own output.
 from __future__ import annotations
 
 import bz2
+import hashlib
 import json
 import struct
 from collections import Counter
@@ -313,3 +314,29 @@ def test_a_command_not_bitcoins_is_counted_as_unknown(tshark, tmp_path):
     assert [r["msg_type"] for r in tshark.records(cap)] == ["verack", "sendtxrcncl", "unknown"]
     assert [r[0] for r in tshark.fields(cap, ["bitcoin.command"])] == ["verack", "sendtxrcncl", "cblocks"]
     assert tshark.expert(cap) == ['"cblocks" is not a message type of the protocol: counted as unknown']
+
+
+def test_lzo1x_that_passes_the_zlib_header_test_falls_back(tshark, tmp_path):
+    """A payload whose first two bytes pass RFC 1950's header check is tried as zlib first, then
+    as LZO1X (core/payload.h's fallback): an LZO1X literal run of 103 bytes starts 0x78 (17 +
+    103), and its first literal 0x9c completes a valid zlib header; the next, 0x07, is a
+    deflate block of the reserved type 3, so zlib fails.  Bytes that are neither report zlib's
+    error.  The LZO1X payload, 107 bytes for 103, breaks BUIP017's rule once: the spec check,
+    not also the generic p2pc.compressed_larger note."""
+    literals = bytes([0x9c, 0x07]) + bytes(range(101))
+    lzo = bytes([0x11 + len(literals)]) + literals + b"\x11\x00\x00"     # literals, end of stream
+
+    def msg(cmd: bytes, payload: bytes) -> bytes:
+        check = hashlib.sha256(hashlib.sha256(payload).digest()).digest()[:4]
+        return struct.pack("<I12sI", 0xD9B4BEF9, cmd, len(payload)) + check + payload
+
+    cap = tmp_path / "btc-zlib-header-lzo.pcap"
+    tcp_pcap(cap, [("a", msg(b"ctxcat", lzo)), ("a", msg(b"cblock", lzo[:-3]))], (40000, 8333))
+    assert [(r["msg_type"], r["codec"], r["payload_len"], r["raw_len"]) for r in tshark.records(cap)] == \
+        [("ctxcat", "lzo1x", "107", "103"), ("cblock", "zlib", "104", "104")]
+    rows = tshark.fields(cap, ["btcc.codec", "btcc.decompressed_len"], dfilter="bitcoin")
+    assert rows == [["lzo1x", "103"], ["zlib", ""]]
+    assert tshark.fields(cap, ["frame.number"], dfilter="p2pc.spec.buip017.not_smaller") == [["1"]]
+    assert not tshark.fields(cap, ["frame.number"], dfilter="p2pc.compressed_larger")
+    failed = tshark.fields(cap, ["_ws.expert.message"], dfilter="btcc.decompress_failed")
+    assert len(failed) == 1 and "zlib decompression failed" in failed[0][0]

@@ -37,6 +37,7 @@
 #include "core/codecs.h"
 #include "core/holes.h"
 #include "core/msgtype.h"
+#include "core/payload.h"
 #include "core/prefs.h"
 #include "core/record.h"
 #include "core/retrans.h"
@@ -610,67 +611,53 @@ add_negotiation(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, btcc_conv_t
             "(service bit %u not set by both peers)", pref_service_bit);
 }
 
-/* Decompress a BUIP017 payload (LZO1X, or zlib when it starts with a zlib header). */
+/* Decompress a BUIP017 payload (LZO1X, or zlib when it starts with a zlib header) through the
+ * shared path (core/payload.h): bounded, its own tab, btcc.decompressed_len, and
+ * btcc.decompress_failed / btcc.bound_exceeded on failure.  A raw LZO1X stream can start with
+ * bytes that happen to pass the zlib header check, so zlib falls back to LZO1X.
+ *
+ * A compressed payload not smaller than its raw form is reported once, as the spec check
+ * p2pc.spec.buip017.not_smaller (a warning, and an S line in -z p2pc,records): BUIP017 sends
+ * such a message uncompressed, so here it is a peer breaking the protocol's rule, not the
+ * codec's bad luck that p2pc.compressed_larger notes for FISCO.  spec_not_smaller keeps that
+ * generic note out of the frame, which would name the larger case twice. */
 static tvbuff_t *
 decompress_payload(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const char *cmd,
                    size_t protocol_bound, p2pc_record_t *rec)
 {
     guint len = tvb_captured_length(tvb);
-    p2pc_codec_t codec = P2PC_CODEC_LZO1X;
-    p2pc_dc_status_t st = P2PC_DC_CORRUPT;
-    const char *detail = NULL;
-    p2pc_bound_t bound = p2pc_bound(pinfo, protocol_bound, len, 0);
-    tvbuff_t *out = NULL;
+    p2pc_payload_codec_t how = { P2PC_CODEC_LZO1X, protocol_bound, NULL, &hf_btcc_decompressed_len, NULL,
+                                 &ei_btcc_decompress_failed, P2PC_CODEC_NONE, &ei_btcc_bound, TRUE };
+    p2pc_codec_t codec;
+    tvbuff_t *out;
     proto_item *ti;
-    char *tab;
     gboolean bounded;
 
     rec->raw_len = len;     /* until decoded: nothing counted as saved */
-    if (len >= 2 && p2pc_is_zlib_header(tvb_get_uint8(tvb, 0), tvb_get_uint8(tvb, 1)))
-        codec = P2PC_CODEC_ZLIB;
-    rec->codec = p2pc_codec_name(codec);
+    if (len >= 2 && p2pc_is_zlib_header(tvb_get_uint8(tvb, 0), tvb_get_uint8(tvb, 1))) {
+        how.codec = P2PC_CODEC_ZLIB;
+        how.fallback = P2PC_CODEC_LZO1X;
+    }
+    rec->codec = p2pc_codec_name(how.codec);
     if (!pref_decompress)
         return NULL;
-    tab = wmem_strdup_printf(pinfo->pool, "Decompressed %s", cmd);
-    out = p2pc_decompress_tvb(tvb, 0, len, pinfo, codec, bound.bound, tab, &st, &detail);
-    bounded = p2pc_bound_charge(pinfo, &bound, out ? tvb_captured_length(out) : 0, st == P2PC_DC_BOUND);
-    if (!out && codec == P2PC_CODEC_ZLIB && !bounded) {
-        /* A raw LZO1X stream can start with bytes that happen to pass the zlib header check. */
-        const char *lzo_detail = NULL;
-        p2pc_dc_status_t lzo_st;
-        out = p2pc_decompress_tvb(tvb, 0, len, pinfo, P2PC_CODEC_LZO1X, bound.bound, tab, &lzo_st, &lzo_detail);
-        bounded = p2pc_bound_charge(pinfo, &bound, out ? tvb_captured_length(out) : 0, lzo_st == P2PC_DC_BOUND);
-        if (out) {
-            codec = P2PC_CODEC_LZO1X;
-            rec->codec = p2pc_codec_name(codec);
-            st = lzo_st;
-        }
-    }
-    ti = proto_tree_add_string(tree, hf_btcc_codec, tvb, 0, len, p2pc_codec_name(codec));
+    how.tab = wmem_strdup_printf(pinfo->pool, "Decompressed %s", cmd);
+    /* Expert items go on the compressed length: what they are about. */
+    ti = proto_tree_add_uint(tree, hf_btcc_compressed_len, tvb, 0, len, len);
     proto_item_set_generated(ti);
-    proto_item_set_generated(proto_tree_add_uint(tree, hf_btcc_compressed_len, tvb, 0, len, len));
-    if (bounded) {
+    out = p2pc_payload_decompress(&how, tvb, pinfo, tree, ti, &bounded, &codec);
+    rec->codec = p2pc_codec_name(codec);
+    proto_item_set_generated(proto_tree_add_string(tree, hf_btcc_codec, tvb, 0, len, rec->codec));
+    if (bounded)
         p2pc_record_bound(rec);
-        p2pc_bound_expert(pinfo, ti, bound.by);
+    if (!out)
         return NULL;
-    }
-    if (!out) {
-        if (st == P2PC_DC_BOUND)
-            expert_add_info_format(pinfo, ti, &ei_btcc_bound,
-                "Decompressed %s exceeds the bound of %zu bytes", cmd, bound.bound);
-        else
-            expert_add_info_format(pinfo, ti, &ei_btcc_decompress_failed,
-                "%s decompression failed: %s", p2pc_codec_name(codec), detail ? detail : p2pc_dc_status_name(st));
-        return NULL;
-    }
     rec->raw_len = tvb_captured_length(out);
-    proto_item_set_generated(proto_tree_add_uint(tree, hf_btcc_decompressed_len, tvb, 0, len,
-                                                 tvb_captured_length(out)));
     if (tvb_captured_length(out) <= len)
         p2pc_spec(pinfo, ti, P2PC_SPEC_BUIP017_NOT_SMALLER,
             "Compressed payload (%u bytes) is not smaller than the raw one (%u bytes): BUIP017 sends it uncompressed",
             len, tvb_captured_length(out));
-    col_append_fstr(pinfo->cinfo, COL_INFO, " [%s %u\xe2\x86\x92%u]", p2pc_codec_name(codec), len,
+    col_append_fstr(pinfo->cinfo, COL_INFO, " [%s %u\xe2\x86\x92%u]", rec->codec, len,
                     tvb_captured_length(out));
     return out;
 }

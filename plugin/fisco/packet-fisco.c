@@ -659,7 +659,7 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
     if (compressed && pref_decompress) {
         static const p2pc_payload_codec_t snappy = { P2PC_CODEC_SNAPPY, FISCO_MAX_LENGTH,
             "Decompressed FISCO payload", &hf_fisco_uncompressed_len, &hf_fisco_ratio, &ei_fisco_decompress };
-        raw = p2pc_payload_decompress(&snappy, payload, pinfo, ft, ti, &bounded);
+        raw = p2pc_payload_decompress(&snappy, payload, pinfo, ft, ti, &bounded, NULL);
         if (raw) {
             guint rl = tvb_captured_length(raw);
             rec.raw_len = rl;

@@ -623,7 +623,7 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         if (version < 2)
             p2pc_spec(pinfo, ti, P2PC_SPEC_FISCO_FLAG, "Compressed at Version %u: FISCO compresses "
                       "only from V2", version);
-        raw = p2pc_payload_decompress(&zstd, payload, pinfo, ft, ti, &bounded);
+        raw = p2pc_payload_decompress(&zstd, payload, pinfo, ft, ti, &bounded, NULL);
         if (raw) {
             guint rl = tvb_captured_length(raw);
             rec.raw_len = rl;

@@ -309,7 +309,7 @@ typedef struct {
 
 #define KEY_FRAME_SLOTS 0       /* wmem_array_t of frame_slot_t, file scope */
 #define KEY_CALLS       1       /* calls_t, packet scope */
-#define KEY_DRAWN       4       /* PDUs drawn in this dissection of the frame, packet scope */
+#define KEY_DRAWN       4       /* drawn_t, packet scope */
 
 /* This dissection's calls so far: per pipe, and in all.  A frame's calls come in the same
  * order each time it is dissected, so the n-th call's slot is the n-th slot made: looked up
@@ -416,6 +416,25 @@ item_tvb(tvbuff_t *tvb, packet_info *pinfo, l2p_pipe_t *pipe, item_t *it)
     return t;
 }
 
+/* This dissection of the frame: the PDUs begun so far (kept()), and the frame's last data
+ * source as the engine last saw it (sources_tail()).  One lookup serves both: a
+ * p_add_proto_data() per PDU would lengthen every later lookup. */
+typedef struct {
+    guint begun;
+    GSList *tail;       /* a node of pinfo->data_src no later than its last; NULL: its first */
+} drawn_t;
+
+static drawn_t *
+frame_drawn(packet_info *pinfo)
+{
+    drawn_t *d = (drawn_t *)p_get_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_DRAWN);
+    if (!d) {
+        d = wmem_new0(pinfo->pool, drawn_t);
+        p_add_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_DRAWN, d);
+    }
+    return d;
+}
+
 /* Whether the PDU now starting is one of the first L2P_PDUS_DRAWN of this dissection of the
  * frame: those are drawn (when there is a tree) in a tvb that lives as long as the frame.  A
  * decompressed stream can put a million muxer frames in one segment: Wireshark calls more than
@@ -425,19 +444,31 @@ item_tvb(tvbuff_t *tvb, packet_info *pinfo, l2p_pipe_t *pipe, item_t *it)
  * without, so a PDU gets the same kind of tvb on every pass: Wireshark's TLS finds its records
  * again on a later pass by their offset in the data source. */
 static gboolean
-kept(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+kept(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, drawn_t *d)
 {
-    /* Counted in place: a p_add_proto_data() per PDU would lengthen every later lookup. */
-    guint *so_far = (guint *)p_get_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_DRAWN);
-    guint n;
-    if (!so_far) {
-        so_far = wmem_new0(pinfo->pool, guint);
-        p_add_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_DRAWN, so_far);
-    }
-    n = (*so_far)++;
+    guint n = d->begun++;
     if (n == L2P_PDUS_DRAWN && tree)
         proto_tree_add_expert(tree, pinfo, &ei_not_drawn, tvb, 0, 0);
     return n < L2P_PDUS_DRAWN;
+}
+
+/* The frame's last data source now (NULL: it has none), found from where the engine last saw
+ * the end rather than from the first: Wireshark keeps the sources in a singly linked list, and
+ * a g_slist_last() per PDU not kept, after the thousands of tabs the kept ones added, made a
+ * frame of a million PDUs quadratic.  The walk covers only what was added since, so it is
+ * O(1) a PDU over the frame.  d->tail stays valid because a node is only ever removed after
+ * it was added past d->tail: run_pdu() removes only what its PDU added and then points d->tail
+ * at what it left last; l2p_dissect_pdus() gives d->tail back on return as it found it, so
+ * the sources a caller outside the engine (TCP, TLS) adds and takes away again between two of
+ * its calls are never where d->tail points. */
+static GSList *
+sources_tail(packet_info *pinfo, drawn_t *d)
+{
+    GSList *l = d->tail ? d->tail : pinfo->data_src;
+    if (l)
+        while (l->next)
+            l = l->next;
+    return d->tail = l;
 }
 
 /* The tvb of PDU i of item `it`: a child of `tvb` when `kept`, else a tvb of its own over the
@@ -464,9 +495,10 @@ run_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, i
 {
     l2p_pdu_t later = { it->pdu.index + i, 0, 1, FALSE, 0, NULL };
     l2p_pdu_t *volatile pdu = i == 0 ? &it->pdu : &later;
-    volatile gboolean keep = kept(tvb, pinfo, tree);
+    drawn_t *d = frame_drawn(pinfo);
+    volatile gboolean keep = kept(tvb, pinfo, tree, d);
     proto_tree *volatile pt_tree = keep ? tree : NULL;
-    GSList *volatile sources = g_slist_last(pinfo->data_src);
+    GSList *volatile sources = keep ? NULL : sources_tail(pinfo, d);
     tvbuff_t *volatile pt = pdu_tvb(tvb, pinfo, pipe, it, i, keep);
 
     /* One PDU's exception must not stop the PDUs after it, nor the pipe's bookkeeping. */
@@ -480,6 +512,7 @@ run_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, i
         if (!keep) {
             while (sources ? sources->next : pinfo->data_src)
                 remove_last_data_source(pinfo);
+            d->tail = sources;
             tvb_free_chain(pt);
         }
     }
@@ -600,9 +633,9 @@ after_hole(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe
         pipe->undecodable = TRUE;
 }
 
-void
-l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
-                 l2p_len_fn len_fn, l2p_pdu_fn pdu_fn)
+static void
+dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
+             l2p_len_fn len_fn, l2p_pdu_fn pdu_fn)
 {
     gboolean replay = FALSE;
     item_t spare;
@@ -753,6 +786,25 @@ l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t
      * a capture has thousands of idle pipes. */
     if (pipe->closed || pipe->next || pipe->buf->len == 0)
         buf_drop(pipe);
+}
+
+/* The engine's one way in for cutting PDUs: d->tail, which may point at a source this call's
+ * callers outside the engine remove once it returns, is given back as this call found it
+ * (sources_tail()), exception or not. */
+void
+l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
+                 l2p_len_fn len_fn, l2p_pdu_fn pdu_fn)
+{
+    drawn_t *d = frame_drawn(pinfo);
+    GSList *volatile tail = d->tail;
+
+    TRY {
+        dissect_pdus(tvb, pinfo, tree, pipe, len_fn, pdu_fn);
+    }
+    FINALLY {
+        d->tail = tail;
+    }
+    ENDTRY;
 }
 
 void
