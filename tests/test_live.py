@@ -304,17 +304,6 @@ def test_live_errors_are_one_line_with_their_own_exit_code(netns, case, code, wo
     assert words in res.stderr
 
 
-def test_the_docs_exit_codes_are_the_clis():
-    """docs/analyzer.md's table is EXIT_CODES, and every error's code is in it."""
-    from p2pc import cli, diff, live, merge, records
-    doc = (REPO / "docs/analyzer.md").read_text().split("## Exit codes")[1].split("\n## ")[0]
-    assert dict(re.findall(r"^\| (\d+) \| (.*) \|$", doc, re.M)) == \
-        {str(c): t for c, t in cli.EXIT_CODES.items()}
-    errors = [e for m in (cli, live, merge, records) for e in vars(m).values()
-              if isinstance(e, type) and issubclass(e, records.P2pcError) and e is not records.P2pcError]
-    assert {e.exit_code for e in errors} | {0, records.TRUNCATED_EXIT, diff.DIFFER_EXIT} == set(cli.EXIT_CODES)
-
-
 def descendant(proc: subprocess.Popen, *words: str):
     """The process under `proc` running the program words[0] with the arguments words[1:]
     (psutil), once it runs."""

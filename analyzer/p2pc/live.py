@@ -26,33 +26,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from . import private
-from .records import (ONE_PASS_PREFS, InterfaceError, P2pcError, PluginMissing, option_error,
-                      check_version, parse_i, parse_m, parse_s, parse_t)
+from .errors import (CaptureEnded, CaptureFilterError, CapturePermission, InterfaceError, OutputError,
+                     P2pcError, PluginMissing, WriteFailed)
+from .records import ONE_PASS_PREFS, check_version, option_error, parse_i, parse_m, parse_s, parse_t
 from .series import SeriesAggregate
 from .wsenv import Wireshark
-
-
-class CapturePermission(P2pcError):
-    exit_code = 10
-
-
-class CaptureFilterError(P2pcError):
-    exit_code = 11
-
-
-class OutputError(P2pcError):
-    """The -w file cannot be written (a usage error)."""
-    exit_code = 2
-
-
-class WriteFailed(P2pcError):
-    """Writing the -w file failed while capturing (the disk is full, say): the capture stopped."""
-    exit_code = 13
-
-
-class CaptureEnded(P2pcError):
-    """dumpcap or tshark ended while capturing."""
-    exit_code = 14
 
 
 def write_all(fd: int, data: bytes) -> None:

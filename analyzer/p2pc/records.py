@@ -16,48 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from .errors import (CaptureUnreadable, MalformedRecord, P2pcError, PluginMissing, RecordsIncomplete,
+                     TsharkMissing, TsharkOptionError)
 from .tsharkopts import TsharkOptions
 from .wsenv import ToolMissing, Wireshark, built_plugin, version_mismatch, ws_version
-
-
-class P2pcError(Exception):
-    """An error with a one-line message that names the cause and the fix."""
-    exit_code = 1
-
-
-class TsharkMissing(P2pcError):
-    exit_code = 3
-
-
-class PluginMissing(P2pcError):
-    exit_code = 4
-
-
-class CaptureUnreadable(P2pcError):
-    exit_code = 5
-
-
-class NoP2PTraffic(P2pcError):
-    exit_code = 6
-
-
-class MalformedRecord(P2pcError):
-    exit_code = 9
-
-
-class InterfaceError(P2pcError):
-    exit_code = 7
-
-
-class RecordsIncomplete(P2pcError):
-    """A second pass (tshark -2) found nothing kept for a frame's re-dissection: the records
-    from that frame on are missing, so any total would be wrong."""
-    exit_code = 12
-
-
-class TsharkOptionError(P2pcError):
-    """tshark refused an option p2pc handed it as given (-Y, -d, -o, -C): a usage error."""
-    exit_code = 2
 
 
 # What tshark says when it refuses an option given to it as it was typed.
@@ -65,9 +27,6 @@ OPTION_ERRORS = ("Invalid -o flag", "isn't a valid display filter", "Couldn't re
                  "Invalid -d flag", "bad -d", "Configuration Profile", "is not a valid preference",
                  "Unknown preference", "unknown preference", "obsolete preference", "Unknown protocol", "not a valid protocol", "can't be used",
                  "Invalid selector number", "Unknown layer type")
-
-
-TRUNCATED_EXIT = 8
 
 
 class Directed:
