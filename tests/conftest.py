@@ -29,7 +29,7 @@ os.environ.pop("SUDO_USER", None)       # else wsenv copies SUDO_USER's Wireshar
 # This checkout's analyzer, whatever another checkout installed (pip install -e) for the user.
 sys.path.insert(0, str(REPO / "analyzer"))
 
-from p2pc.records import M_FIELDS, parse_m  # noqa: E402
+from p2pc.records import M_FIELDS, parse_record  # noqa: E402
 from p2pc.wsenv import Wireshark, built_plugin  # noqa: E402
 
 # The project's one pcap writer (tools/craft.py, which also makes the fuzz gate's hostile
@@ -131,9 +131,10 @@ class Tshark:
         return rows
 
     def records(self, capture, two_pass: bool = False, extra: list[str] | None = None) -> list[dict]:
-        """The plugin's `-z p2pc,records` message lines as dicts of the record's fields
-        (p2pc.records.M_FIELDS), each column as the dump has it; every line is checked by the
-        analyzer's own parser (p2pc.records.parse_m: its column count and numbers)."""
+        """The plugin's `-z p2pc,records` message lines, read by the analyzer's own parser
+        (p2pc.records.parse_record: its column count, numbers and unescaping), as dicts of the
+        record's fields: the strings unescaped, the numbers as the dump prints them (the tests
+        compare them as text)."""
         args = ["-n", "-q", "-r", self.ws.readable(capture), "-z", "p2pc,records", *(extra or [])]
         if two_pass:
             args.append("-2")
@@ -141,21 +142,17 @@ class Tshark:
         rows = []
         for line in out.splitlines():
             if line.startswith("M\t"):
-                parts = line.split("\t")
-                parse_m(parts)
-                rows.append(dict(zip(M_FIELDS, parts[1:])))
+                m = parse_record(line)
+                rows.append({f: v if isinstance(v, str) else col for f, v, col in
+                             zip(M_FIELDS, (getattr(m, f) for f in M_FIELDS), line.split("\t")[1:])})
         return rows
 
     def payloads(self, capture, extra: list[str] | None = None) -> list[tuple[int, str, bytes]]:
         """(frame, msg_type, uncompressed payload) per record, from `-z p2pc,payloads`."""
         out = self.run(["-n", "-q", "-r", self.ws.readable(capture), "-z", "p2pc,payloads",
                         *(extra or [])]).stdout
-        rows = []
-        for line in out.splitlines():
-            if line.startswith("P\t"):
-                cols = line.split("\t")
-                rows.append((int(cols[1]), cols[8], bytes.fromhex(cols[10])))
-        return rows
+        payloads = [parse_record(line) for line in out.splitlines() if line.startswith("P\t")]
+        return [(p.frame, p.msg_type, p.raw) for p in payloads]
 
     def expert(self, capture) -> list[str]:
         """Every expert message text in the capture."""

@@ -8,6 +8,8 @@ import ctypes
 import io
 import json
 import os
+import pkgutil
+import re
 import shutil
 import subprocess
 import sys
@@ -179,6 +181,30 @@ def test_errors_have_distinct_exit_codes(tmp_path):
     assert res.returncode == 4
     res = p2pc("analyze", str(BTC / "btc-small.pcapng"), env_extra={"PATH": "/nonexistent"})
     assert res.returncode == 3 and "tshark" in res.stderr
+
+
+def test_the_docs_exit_codes_are_the_code_table():
+    """docs/analyzer.md's exit code table is p2pc.errors.Exit, row for row; the help lists every
+    code; and every error is a class of p2pc.errors carrying one of its codes (no module keeps
+    codes of its own)."""
+    import p2pc
+    from p2pc import cli, errors
+    doc = (REPO / "docs/analyzer.md").read_text().split("## Exit codes")[1].split("\n## ")[0]
+    assert re.findall(r"^\| (\d+) \| (.*) \|$", doc, re.M) == [(str(c), t) for c, t in errors.EXIT_CODES.items()]
+    assert [int(c) for c in re.findall(r"^ *(\d+)  ", cli.EXIT_HELP, re.M)] == list(errors.EXIT_CODES)
+    for mod in pkgutil.iter_modules(p2pc.__path__):
+        if mod.name == "__main__":     # runs the command
+            continue
+        try:
+            __import__(f"p2pc.{mod.name}")
+        except ImportError:     # a module of an optional dependency missing here
+            pass
+    todo, classes = [errors.P2pcError], []
+    while todo:
+        todo += todo[0].__subclasses__()
+        classes.append(todo.pop(0))
+    assert all(c.__module__ == "p2pc.errors" and isinstance(c.exit_code, errors.Exit) for c in classes), \
+        [c for c in classes if c.__module__ != "p2pc.errors"]
 
 
 def test_no_p2p_traffic(tmp_path):

@@ -304,17 +304,6 @@ def test_live_errors_are_one_line_with_their_own_exit_code(netns, case, code, wo
     assert words in res.stderr
 
 
-def test_the_docs_exit_codes_are_the_clis():
-    """docs/analyzer.md's table is EXIT_CODES, and every error's code is in it."""
-    from p2pc import cli, diff, live, merge, records
-    doc = (REPO / "docs/analyzer.md").read_text().split("## Exit codes")[1].split("\n## ")[0]
-    assert dict(re.findall(r"^\| (\d+) \| (.*) \|$", doc, re.M)) == \
-        {str(c): t for c, t in cli.EXIT_CODES.items()}
-    errors = [e for m in (cli, live, merge, records) for e in vars(m).values()
-              if isinstance(e, type) and issubclass(e, records.P2pcError) and e is not records.P2pcError]
-    assert {e.exit_code for e in errors} | {0, records.TRUNCATED_EXIT, diff.DIFFER_EXIT} == set(cli.EXIT_CODES)
-
-
 def descendant(proc: subprocess.Popen, *words: str):
     """The process under `proc` running the program words[0] with the arguments words[1:]
     (psutil), once it runs."""
@@ -791,14 +780,14 @@ def test_live_reads_the_peer_ids_of_the_stream_tap():
     ("I\t24\tzero\t192.0.2.2\t9000\t192.0.2.1\t51298\tnoise\t12D3KooW", "invalid literal"),
 ])
 def test_a_malformed_peer_line_is_a_one_line_error(line, why):
-    from p2pc.records import MalformedRecord, parse_i
+    from p2pc.records import MalformedRecord, parse_record
     with pytest.raises(MalformedRecord) as e:
-        parse_i(line.split("\t"))
+        parse_record(line)
     assert e.value.exit_code == 9 and "frame 24" in str(e.value) and why in str(e.value)
     assert "\n" not in str(e.value)
 
 
 def test_peer_line_strings_are_unescaped():
-    from p2pc.records import parse_i
-    p = parse_i("I\t7\t-1\t192.0.2.2\t9000\t192.0.2.1\t51298\tno\\tise\tid\\x0a\\\\".split("\t"))
+    from p2pc.records import parse_record
+    p = parse_record("I\t7\t-1\t192.0.2.2\t9000\t192.0.2.1\t51298\tno\\tise\tid\\x0a\\\\")
     assert (p.stream, p.via, p.peer_id, p.key) == (-1, "no\tise", "id\n\\", (-1, "192.0.2.2", 9000))

@@ -71,20 +71,20 @@ def peak_rss(pid: int) -> tuple[str, int] | None:
 def offline_directions(cap: Path, env: dict) -> tuple[dict, dict]:
     """Per connection direction (src, srcport, dst, dstport) of an offline records pass: its
     TCP payload bytes, and the wire bytes of the messages decoded from it."""
-    from p2pc.records import ONE_PASS_PREFS, parse_m, parse_t
+    from p2pc.records import ONE_PASS_PREFS, Message, TcpDirection, parse_record
     from p2pc.wsenv import Wireshark
     tcp, wire = {}, defaultdict(int)
     with Wireshark(env["P2PC_PLUGIN"]) as ws:
         proc = ws.popen("tshark", ["-n", "-q", "-r", ws.readable(cap), *ONE_PASS_PREFS, "-z", "p2pc,records"],
                         stdout=subprocess.PIPE, text=True)
         for line in proc.stdout:
-            parts = line.rstrip("\n").split("\t")
-            if parts[0] == "M":
-                m = parse_m(parts)
-                wire[(m.src, m.srcport, m.dst, m.dstport)] += m.wire_len
-            elif parts[0] == "T":
-                t = parse_t(parts)
-                tcp[(t.src, t.srcport, t.dst, t.dstport)] = t.data_bytes
+            if line[:2] not in ("M\t", "T\t"):
+                continue
+            r = parse_record(line)
+            if isinstance(r, Message):
+                wire[(r.src, r.srcport, r.dst, r.dstport)] += r.wire_len
+            elif isinstance(r, TcpDirection):
+                tcp[(r.src, r.srcport, r.dst, r.dstport)] = r.data_bytes
         proc.wait()
     return tcp, wire
 

@@ -1,6 +1,6 @@
 """The `p2pc` command: analyze, compare, diff, whatif, records, live, doctor, shard, merge.
 
-Exit codes: EXIT_CODES below (each error is a P2pcError subclass carrying its code).
+Exit codes: errors.Exit (each error is a P2pcError subclass carrying its code).
 """
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from pathlib import Path
 
 from . import __version__
 from .output import ALL, FORMATS, SECTION_FORMATS, UnknownSection, render
-from .records import TRUNCATED_EXIT, InterfaceError, NoP2PTraffic, P2pcError, open_wireshark, read_capture
+from .errors import EXIT_CODES, Exit, InterfaceError, NoP2PTraffic, P2pcError, UsageError
+from .records import open_wireshark, read_capture
 from . import doctor, private, tsharkopts
 from .whatif import CODEC_FIX, CODEC_NAMES, DEFAULT_THRESHOLDS, STRATEGIES
 
@@ -24,11 +25,6 @@ from .whatif import CODEC_FIX, CODEC_NAMES, DEFAULT_THRESHOLDS, STRATEGIES
 
 
 # ---- commands ----
-class UsageError(P2pcError):
-    """A bad argument found after parsing (exit 2, like argparse's own)."""
-    exit_code = 2
-
-
 def emit(report: dict, args, warn: bool = True) -> None:
     """The report on stdout (or --output), and its warnings on stderr whatever the format, so a
     script reading CSV or a piped table sees them and its data holds none (JSON, HTML and Markdown
@@ -83,7 +79,7 @@ def cmd_analyze(args) -> int:
         from .merge import AggregateJSON
         report["aggregate"] = AggregateJSON(agg)
     emit(report, args)
-    return TRUNCATED_EXIT if agg.warnings else 0
+    return Exit.TRUNCATED if agg.warnings else 0
 
 
 def cmd_shard(args) -> int:
@@ -93,7 +89,7 @@ def cmd_shard(args) -> int:
         print(f"{path}\t{n} frames\t{b} bytes")
     for w in res.warnings:
         print(f"p2pc: {w}", file=sys.stderr)
-    return TRUNCATED_EXIT if res.warnings else 0
+    return Exit.TRUNCATED if res.warnings else 0
 
 
 def cmd_merge(args) -> int:
@@ -106,7 +102,7 @@ def cmd_merge(args) -> int:
         from .merge import AggregateJSON
         report["aggregate"] = AggregateJSON(agg)
     emit(report, args)
-    return TRUNCATED_EXIT if agg.warnings else 0
+    return Exit.TRUNCATED if agg.warnings else 0
 
 
 def cmd_compare(args) -> int:
@@ -119,11 +115,11 @@ def cmd_compare(args) -> int:
         raise UsageError(why)
     from .report import compare_report
     emit(compare_report(base, comp), args)
-    return TRUNCATED_EXIT if base.warnings or comp.warnings else 0
+    return Exit.TRUNCATED if base.warnings or comp.warnings else 0
 
 
 def cmd_diff(args) -> int:
-    from .diff import DIFFER_EXIT, Side, run_diff
+    from .diff import Side, run_diff
     if args.capture_b is None and not (args.filter_a and args.filter_b):
         raise UsageError("diff of one capture needs both sides' filters: --a FILTER --b FILTER")
     sides = (Side("A", args.capture_a, args.filter_a), Side("B", args.capture_b or args.capture_a, args.filter_b))
@@ -133,7 +129,7 @@ def cmd_diff(args) -> int:
     finally:
         ws.cleanup()
     emit(report, args)
-    return TRUNCATED_EXIT if report["warnings"] else 0 if report["equivalent"] else DIFFER_EXIT
+    return Exit.TRUNCATED if report["warnings"] else 0 if report["equivalent"] else Exit.DIFFER
 
 
 def cmd_whatif(args) -> int:
@@ -170,7 +166,7 @@ def cmd_whatif(args) -> int:
     missing = [f"codec not available: {m} ({CODEC_FIX[m]})" for m in w.missing
                if not args.codecs or m in args.codecs]
     emit(report(w, SCHEMA, list(args.captures), cut + missing), args)
-    return TRUNCATED_EXIT if cut else 0
+    return Exit.TRUNCATED if cut else 0
 
 
 def cmd_records(args) -> int:
@@ -190,7 +186,7 @@ def cmd_records(args) -> int:
         raise NoP2PTraffic(f"no P2P messages found in {args.capture}")
     if res.truncated:
         print(f"p2pc: warning: {res.warning}", file=sys.stderr)
-        return TRUNCATED_EXIT
+        return Exit.TRUNCATED
     return 0
 
 
@@ -268,27 +264,7 @@ def live_report(args, totals_, local: set[str] | None, final: bool) -> None:
 
 
 # ---- the command line ----
-# The exit codes of every command: the one list the help and docs/analyzer.md show.
-EXIT_CODES = {
-    0: "ok",
-    2: "usage error: a bad argument, printed as one line",
-    3: "tshark not found",
-    4: "p2pc plugin not found or not loadable (doctor: something needed is missing)",
-    5: "a capture or saved report missing, unreadable, or not one p2pc reads",
-    6: "no P2P messages in the captures",
-    7: "live: no such interface, or it cannot be opened",
-    8: "a capture is cut short: the report covers what could be read, with a warning",
-    9: "the plugin printed a malformed record (is it this analyzer's version? p2pc doctor)",
-    10: "live: no permission to capture (run as root, or the fix p2pc doctor prints)",
-    11: "live: the capture filter (-f) is invalid",
-    12: "records of a tshark second pass (-2) are missing: p2pc.max_replay_mib ran out",
-    13: "live: writing the -w file failed (a full disk): the capture stopped; the report, "
-        "printed first, is that of the whole packets the file holds",
-    14: "live: dumpcap or tshark ended while capturing: the report, printed first, covers what "
-        "was decoded",
-    15: "diff: A and B differ (messages on one side only, matched messages whose lengths, "
-        "codec or header bytes differ, or connections negotiated differently)",
-}
+# The exit codes of every command (errors.Exit), as the help lists them.
 EXIT_HELP = "exit codes:\n" + "\n".join(
     textwrap.fill(text, 79, initial_indent=f"{code:>3}  ", subsequent_indent=" " * 5)
     for code, text in EXIT_CODES.items())
@@ -381,7 +357,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*a, **kw)
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(Exit.USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def whole(minimum: int):
@@ -425,7 +401,7 @@ def size_list(text: str) -> list[int]:
 
 
 def _terminate(signum, frame) -> None:
-    raise SystemExit(128 + signum)
+    raise SystemExit(Exit.TERMINATED)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -613,7 +589,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"p2pc: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
-        return 130
+        return Exit.INTERRUPTED
     finally:
         if keys:
             shutil.rmtree(keys, ignore_errors=True)

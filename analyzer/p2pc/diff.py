@@ -24,14 +24,11 @@ from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, replace
 
 from . import negotiation
-from .records import Message, NoP2PTraffic, ReadResult, Violation, read_capture, read_payloads
+from .errors import NoP2PTraffic
+from .records import Message, ReadResult, Violation, read_capture, read_payloads
 from .report import SCHEMA
 from .tsharkopts import TsharkOptions
 from .wsenv import Wireshark
-
-# Exit code when A and B differ, in their messages or in how their connections were
-# negotiated (documented in cli.EXIT_CODES).
-DIFFER_EXIT = 15
 
 # The fields compared in a matched pair (the payload's content is equal by construction).
 COMPARED = (("codec", "codec"), ("wire_len", "wire"), ("payload_len", "payload"),

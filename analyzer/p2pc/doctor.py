@@ -9,7 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .records import P2pcError, open_wireshark, personal_plugin, tshark_has_plugin
+from .errors import Exit, P2pcError
+from .records import open_wireshark, personal_plugin, tshark_has_plugin
 from .whatif import CODEC_FIX
 from .wsenv import Wireshark, built_plugin, version_mismatch, ws_version
 
@@ -29,7 +30,7 @@ def run(args) -> int:
     tshark = shutil.which("tshark")
     line(bool(tshark), f"tshark: {tshark or 'not found'}", "sudo apt-get install tshark")
     if not tshark:
-        return 3
+        return Exit.TSHARK_MISSING
     major, minor, micro = ws_version()
     line(True, f"Wireshark version {major}.{minor}.{micro}")
     root = os.geteuid() == 0
@@ -66,7 +67,7 @@ def run(args) -> int:
     if root and not shutil.which("setpriv"):
         line(False, "setpriv not found (needed to run tshark as nobody)", "sudo apt-get install util-linux")
     optional(line)
-    return 0 if ok else 4
+    return 0 if ok else Exit.PLUGIN_MISSING
 
 
 def optional(line) -> None:

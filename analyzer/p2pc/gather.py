@@ -6,7 +6,8 @@ import os
 from typing import TYPE_CHECKING, Iterator
 
 from .progress import CaptureProgress
-from .records import NoP2PTraffic, open_wireshark, read_records, start_capture
+from .errors import NoP2PTraffic
+from .records import open_wireshark, read_records, start_capture
 from .tsharkopts import TsharkOptions
 
 if TYPE_CHECKING:

@@ -26,33 +26,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from . import private
-from .records import (ONE_PASS_PREFS, InterfaceError, P2pcError, PluginMissing, option_error,
-                      check_version, parse_i, parse_m, parse_s, parse_t)
+from .errors import (CaptureEnded, CaptureFilterError, CapturePermission, InterfaceError, OutputError,
+                     P2pcError, PluginMissing, WriteFailed)
+from .records import ONE_PASS_PREFS, check_version, option_error, parse_record
 from .series import SeriesAggregate
 from .wsenv import Wireshark
-
-
-class CapturePermission(P2pcError):
-    exit_code = 10
-
-
-class CaptureFilterError(P2pcError):
-    exit_code = 11
-
-
-class OutputError(P2pcError):
-    """The -w file cannot be written (a usage error)."""
-    exit_code = 2
-
-
-class WriteFailed(P2pcError):
-    """Writing the -w file failed while capturing (the disk is full, say): the capture stopped."""
-    exit_code = 13
-
-
-class CaptureEnded(P2pcError):
-    """dumpcap or tshark ended while capturing."""
-    exit_code = 14
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -170,7 +148,7 @@ class LiveTotals:
     def line(self, line: str) -> None:
         tag = line[:2]
         if tag == "M\t":
-            m = parse_m(line.rstrip("\n").split("\t"))
+            m = parse_record(line)
             four = (m.src, m.srcport, m.dst, m.dstport)
             with self.lock:
                 self.agg.add_message(self.source, m)
@@ -179,7 +157,7 @@ class LiveTotals:
                 if self.metrics:
                     self.metrics.message(m)
         elif tag == "T\t":
-            t = parse_t(line.rstrip("\n").split("\t"))
+            t = parse_record(line)
             four = (t.src, t.srcport, t.dst, t.dstport)
             with self.lock:
                 self.agg.add_tcp(self.source, t)
@@ -187,11 +165,11 @@ class LiveTotals:
                 if self.metrics:
                     self.metrics.tcp(t)
         elif tag == "I\t":
-            p = parse_i(line.rstrip("\n").split("\t"))
+            p = parse_record(line)
             with self.lock:
                 self.agg.add_peer(self.source, p)
         elif tag == "S\t":
-            v = parse_s(line.rstrip("\n").split("\t"))
+            v = parse_record(line)
             with self.lock:
                 self.agg.add_violation(self.source, v)
         elif line.startswith("#RESET"):

@@ -15,8 +15,9 @@ import json
 from pathlib import Path
 from typing import Iterator
 
+from .errors import ReportUnmergeable
 from .model import Aggregate, Sums
-from .records import P2pcError, TcpDirection
+from .records import TcpDirection
 
 AGGREGATE_SCHEMA = "p2pc-aggregate/2"
 # /1 keyed a direction's sums by (proto, msg_type); /2 by (proto, msg_type, codec).  A /1
@@ -26,10 +27,6 @@ UNKNOWN_CODEC = "unknown"
 _RECORDS = {"Sums": Sums, "TcpDirection": TcpDirection}
 # The aggregate maps whose values are strings (an endpoint's peer ID); every other map counts.
 _TEXT_MAPS = {"peers"}
-
-
-class ReportUnmergeable(P2pcError):
-    exit_code = 5
 
 
 def _aggregate_classes() -> dict:

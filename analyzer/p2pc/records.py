@@ -8,6 +8,7 @@ arrive, so memory does not grow with the capture.
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -16,48 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from .errors import (CaptureUnreadable, MalformedRecord, P2pcError, PluginMissing, RecordsIncomplete,
+                     TsharkMissing, TsharkOptionError)
 from .tsharkopts import TsharkOptions
 from .wsenv import ToolMissing, Wireshark, built_plugin, version_mismatch, ws_version
-
-
-class P2pcError(Exception):
-    """An error with a one-line message that names the cause and the fix."""
-    exit_code = 1
-
-
-class TsharkMissing(P2pcError):
-    exit_code = 3
-
-
-class PluginMissing(P2pcError):
-    exit_code = 4
-
-
-class CaptureUnreadable(P2pcError):
-    exit_code = 5
-
-
-class NoP2PTraffic(P2pcError):
-    exit_code = 6
-
-
-class MalformedRecord(P2pcError):
-    exit_code = 9
-
-
-class InterfaceError(P2pcError):
-    exit_code = 7
-
-
-class RecordsIncomplete(P2pcError):
-    """A second pass (tshark -2) found nothing kept for a frame's re-dissection: the records
-    from that frame on are missing, so any total would be wrong."""
-    exit_code = 12
-
-
-class TsharkOptionError(P2pcError):
-    """tshark refused an option p2pc handed it as given (-Y, -d, -o, -C): a usage error."""
-    exit_code = 2
 
 
 # What tshark says when it refuses an option given to it as it was typed.
@@ -67,7 +30,9 @@ OPTION_ERRORS = ("Invalid -o flag", "isn't a valid display filter", "Couldn't re
                  "Invalid selector number", "Unknown layer type")
 
 
-TRUNCATED_EXIT = 8
+# A string column the plugin's printer escaped (docs/tap-format.md): the parser unescapes it.
+# Any other `str` column (an address, a check's filter name) is read as printed.
+Text = str
 
 
 class Directed:
@@ -101,9 +66,9 @@ class Message(Directed):
     dst: str
     dstport: int
     time: float
-    proto: str
-    msg_type: str
-    codec: str
+    proto: Text
+    msg_type: Text
+    codec: Text
     wire_len: int
     header_len: int
     payload_len: int
@@ -112,7 +77,7 @@ class Message(Directed):
     mux_stream: int | None = None   # the muxed stream (yamux, mplex) that carried it
     mux_frames: int = 0             # the muxer frames that carried its bytes (0: not muxed)
     snappy_chunks: int = 0          # data chunks of its framed Snappy stream (0: not framed)
-    reason: str = ""                # msg_type undecoded: why, when known ("bound")
+    reason: Text = ""                # msg_type undecoded: why, when known ("bound")
 
 
 @dataclass(frozen=True)
@@ -146,8 +111,8 @@ class PeerIdentity(Directed):
     srcport: int
     dst: str
     dstport: int
-    via: str
-    peer_id: str
+    via: Text
+    peer_id: Text
 
 
 @dataclass(frozen=True)
@@ -166,9 +131,9 @@ class Payload(Directed):
     srcport: int
     dst: str
     dstport: int
-    proto: str
-    msg_type: str
-    codec: str
+    proto: Text
+    msg_type: Text
+    codec: Text
     raw: bytes
 
 
@@ -252,9 +217,6 @@ def open_wireshark(plugin: str | os.PathLike | None = None) -> Wireshark:
 
 # The dump's format version (its `#p2pc-records` line) this parser reads.
 RECORDS_VERSION = "2"
-M_FIELDS = ("frame", "stream", "src", "srcport", "dst", "dstport", "time", "proto", "msg_type",
-            "codec", "wire_len", "header_len", "payload_len", "raw_len", "batch_count", "mux_stream",
-            "mux_frames", "snappy_chunks", "reason")
 
 
 def unescape(field: str) -> str:
@@ -265,44 +227,65 @@ def unescape(field: str) -> str:
     return codecs.escape_decode(field.encode("ascii", "backslashreplace"))[0].decode("utf-8", "replace")
 
 
+def _optional_int(field: str) -> int | None:
+    return int(field) if field else None
+
+
+# How a column becomes its record's field, by the field's annotation as its dataclass writes it.
+COLUMN_TYPES = {"int": int, "float": float, "str": str, "Text": unescape, "int | None": _optional_int,
+                "bytes": bytes.fromhex}
+
+
 def _malformed(kind: str, parts: list[str], why: str) -> MalformedRecord:
     frame = parts[1] if len(parts) > 1 else "?"
     return MalformedRecord(f"a {kind} record of frame {frame} is malformed ({why}): is the plugin "
                            "this analyzer's version? `p2pc doctor` checks")
 
 
-def parse_m(parts: list[str]) -> Message:
-    if len(parts) != len(M_FIELDS) + 1:
-        raise _malformed("message", parts, f"{len(parts)} columns, {len(M_FIELDS) + 1} expected")
-    try:
-        return Message(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), parts[5], int(parts[6]),
-                       float(parts[7]), unescape(parts[8]), unescape(parts[9]), unescape(parts[10]),
-                       int(parts[11]), int(parts[12]), int(parts[13]), int(parts[14]), int(parts[15]),
-                       int(parts[16]) if parts[16] else None, int(parts[17]), int(parts[18]),
-                       unescape(parts[19]))
-    except ValueError as e:
-        raise _malformed("message", parts, str(e)) from None
+def record_parser(cls, kind: str):
+    """The parser of one line tag's records: its columns (the tag, then one per field of the
+    dataclass `cls`, in order) to a `cls`, each converted by its field's type (COLUMN_TYPES);
+    a wrong column count or a column that is not its type is a MalformedRecord naming `kind`
+    and the frame.
+
+    Written out as the one expression a hand-made parser would be (as dataclasses writes its
+    __init__): a dump holds millions of records, and a loop over converters per column took
+    about a quarter longer per M or P line."""
+    names = {"cls": cls, "kind": kind, "malformed": _malformed}
+    args = []
+    for i, f in enumerate(dataclasses.fields(cls), 1):
+        convert = COLUMN_TYPES[f.type]
+        if convert is str:
+            args.append(f"parts[{i}]")
+        else:
+            names[f"convert_{f.name}"] = convert
+            args.append(f"convert_{f.name}(parts[{i}])")
+    columns = len(args) + 1
+    source = (f"def parse_{cls.__name__}(parts):\n"
+              f"    if len(parts) != {columns}:\n"
+              f"        raise malformed(kind, parts, f'{{len(parts)}} columns, {columns} expected')\n"
+              f"    try:\n"
+              f"        return cls({', '.join(args)})\n"
+              f"    except ValueError as e:\n"
+              f"        raise malformed(kind, parts, str(e)) from None\n")
+    exec(source, names)
+    return names[f"parse_{cls.__name__}"]
 
 
-def parse_t(parts: list[str]) -> TcpDirection:
-    if len(parts) != 18:
-        raise _malformed("TCP", parts, f"{len(parts)} columns, 18 expected")
-    try:
-        ints = [int(x) for x in parts[6:16]]
-        return TcpDirection(int(parts[1]), parts[2], int(parts[3]), parts[4], int(parts[5]), *ints,
-                            float(parts[16]), float(parts[17]))
-    except ValueError as e:
-        raise _malformed("TCP", parts, str(e)) from None
+# The dump's line tags: the record each is, parsed by PARSERS[tag](line split at its tabs).
+RECORD_TYPES = {"M": (Message, "message"), "T": (TcpDirection, "TCP"), "I": (PeerIdentity, "peer ID"),
+                "S": (Violation, "conformance"), "P": (Payload, "payload")}
+PARSERS = {tag: record_parser(cls, kind) for tag, (cls, kind) in RECORD_TYPES.items()}
+M_FIELDS = tuple(f.name for f in dataclasses.fields(Message))
 
 
-def parse_i(parts: list[str]) -> PeerIdentity:
-    if len(parts) != 9:
-        raise _malformed("peer ID", parts, f"{len(parts)} columns, 9 expected")
-    try:
-        return PeerIdentity(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), parts[5], int(parts[6]),
-                            unescape(parts[7]), unescape(parts[8]))
-    except ValueError as e:
-        raise _malformed("peer ID", parts, str(e)) from None
+def parse_record(line: str):
+    """One record line of the dump (an M, T, I, S or P line, with or without its newline) as
+    its record."""
+    parse = PARSERS.get(line[:1])
+    if parse is None or line[1:2] != "\t":
+        raise MalformedRecord(f"not a record line: {line[:40]!r}")
+    return parse(line.rstrip("\n").split("\t"))
 
 
 def check_version(line: str) -> None:
@@ -312,25 +295,6 @@ def check_version(line: str) -> None:
     if version != [RECORDS_VERSION]:
         raise MalformedRecord(f"the records dump is format {''.join(version) or '?'}, this analyzer reads "
                               f"{RECORDS_VERSION}: is the plugin this analyzer's version? `p2pc doctor` checks")
-
-
-def parse_s(parts: list[str]) -> Violation:
-    if len(parts) != 3:
-        raise _malformed("conformance", parts, f"{len(parts)} columns, 3 expected")
-    try:
-        return Violation(int(parts[1]), parts[2])
-    except ValueError as e:
-        raise _malformed("conformance", parts, str(e)) from None
-
-
-def parse_p(parts: list[str]) -> Payload:
-    if len(parts) != 11:
-        raise _malformed("payload", parts, f"{len(parts)} columns, 11 expected")
-    try:
-        return Payload(int(parts[1]), int(parts[2]), parts[3], int(parts[4]), parts[5], int(parts[6]),
-                       unescape(parts[7]), unescape(parts[8]), unescape(parts[9]), bytes.fromhex(parts[10]))
-    except ValueError as e:
-        raise _malformed("payload", parts, str(e)) from None
 
 
 @dataclass
@@ -446,6 +410,7 @@ def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message,
     header_seen = False
     assert proc.stdout is not None
     err = _StderrTail(proc)
+    parse_m, parse_t, parse_p, parse_i, parse_s = (PARSERS[tag] for tag in "MTPIS")
     try:
         for line in proc.stdout:
             tag = line[:2]
@@ -523,7 +488,7 @@ def read_payloads(ws: Wireshark, capture: str | os.PathLike, opts: TsharkOptions
     opts = opts or TsharkOptions()
     for line in _tshark_lines(ws, capture, ["-q", *opts.args, "-z", opts.tap("payloads")], result):
         if line.startswith("P\t"):
-            yield parse_p(line.rstrip("\n").split("\t"))
+            yield parse_record(line)
 
 
 # Separates a field's occurrences in a frame (read_fields): no protocol ID or address has it.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from .records import NoP2PTraffic
+from .errors import NoP2PTraffic
 
 if TYPE_CHECKING:
     from .model import Aggregate

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from . import private
+from .errors import CaptureUnreadable, P2pcError
 from .gather import analyze_file, submit_largest_first
 from .tsharkopts import TsharkOptions
-from .records import CaptureUnreadable, P2pcError
 
 if TYPE_CHECKING:
     from .model import Aggregate
