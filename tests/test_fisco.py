@@ -299,3 +299,21 @@ def test_a_module_fisco_does_not_define_is_counted_as_unknown(tshark, tmp_path):
     assert [r["msg_type"] for r in tshark.records(cap)] == ["Topic.SendTopicSeq", "unknown"]
     assert [r[0] for r in tshark.fields(cap, ["fisco.module"])] == ["2", "77"]
     assert "Module 77 is not a message type of the protocol: counted as unknown" in tshark.expert(cap)
+
+
+def test_the_heuristic_guesses_only_connections_it_sees_start(tshark, tmp_path):
+    """Off port 30300, the TCP heuristic decodes a connection whose SYN is in the capture; the
+    same bytes joined after the connection's start (as a capture or a live session reset in
+    its middle joins it) are not guessed at, and Decode As on its port decodes them all."""
+    src = cap("fisco-serial-on")
+    rows = tshark.fields(src, ["ip.src", "tcp.payload"], dfilter="tcp.len > 0")
+    segments = [("a" if sender == rows[0][0] else "b", bytes.fromhex(payload)) for sender, payload in rows]
+    seen, joined = tmp_path / "seen.pcap", tmp_path / "joined.pcap"
+    tcp_pcap(seen, segments, syn="a")
+    tcp_pcap(joined, segments)
+    key = lambda recs: [(r["msg_type"], r["wire_len"]) for r in recs]  # noqa: E731
+    want = key(tshark.records(src))
+    assert len(want) > 100
+    assert key(tshark.records(seen)) == want
+    assert tshark.records(joined) == []
+    assert key(tshark.records(joined, extra=["-d", "tcp.port==40002,fisco"])) == want

@@ -156,6 +156,14 @@ p2pc_ledger_find(packet_info *pinfo)
     return l;
 }
 
+gboolean
+p2pc_tcp_start_seen(packet_info *pinfo)
+{
+    conversation_t *conv = pinfo->ptype == PT_TCP ? find_conversation_pinfo(pinfo, 0) : NULL;
+    struct tcp_analysis *tcpd = conv ? get_tcp_conversation_data(conv, pinfo) : NULL;
+    return tcpd && !nstime_is_zero(&tcpd->ts_mru_syn);
+}
+
 guint32
 p2pc_ledger_confirm(p2pc_tcp_dir_t *d, guint32 upto, guint32 *first)
 {

@@ -30,6 +30,7 @@
 #include "core/p2pc-compat.h"
 #include "core/codecs.h"
 #include "core/holes.h"
+#include "core/ledger.h"
 #include "core/msgtype.h"
 #include "core/payload.h"
 #include "core/prefs.h"
@@ -773,7 +774,9 @@ dissect_fisco_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
 static p2pc_bool_t
 dissect_fisco_heur_tcp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
-    if (!plausible_header(tvb, 0))
+    /* A length and a version are easily matched by chance mid-stream (a libp2p connection
+     * after a live session reset once was): only a connection seen from its start is guessed. */
+    if (!p2pc_tcp_start_seen(pinfo) || !plausible_header(tvb, 0))
         return FALSE;
     conversation_set_dissector(find_or_create_conversation(pinfo), fisco_handle);
     dissect_fisco(tvb, pinfo, tree, data);
