@@ -6,14 +6,24 @@
 -- bytes saved by fewer acknowledgements, per protocol and message type — the same numbers as
 -- `p2pc analyze` on the same capture.
 --
+-- Below the rows, an ALL row sums them: every byte count summed, its savings and its % computed
+-- from those sums (the analyzer's totals row, never an average of the rows' %).  The rows come
+-- sorted by total bytes saved, the largest first (what compression bought, and where); the
+-- window's "Sort: ..." buttons choose another column (numbers largest first, "name" by protocol
+-- and message type).  Rows equal in that column as shown go by protocol and message type; ALL
+-- stays last.
+--
 -- In tshark the same table prints at the end with
---   tshark -q -r CAPTURE -X lua_script:p2pc_savings.lua -X lua_script1:print
+--   tshark -q -r CAPTURE -X lua_script:p2pc_savings.lua -X lua_script1:print [-X lua_script1:sort=KEY]
+-- KEY one of saved (the default), pct, payload, header, ack, msgs, wire, name.
 --
 -- SPDX-License-Identifier: GPL-2.0-or-later
 
 local args = { ... }
 local printing = args[1] == "print"
 if not gui_enabled() and not printing then return end
+local sort_arg
+for _, a in ipairs(args) do sort_arg = a:match("^sort=(.*)$") or sort_arg end
 
 -- The model sits beside this script (Wireshark runs each Lua plugin in an environment of its own).
 local here = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or ""
@@ -147,7 +157,6 @@ local function new_accumulator()
                 r.ack = r.ack + ack
             end
         end
-        table.sort(keys)
         local out = {}
         for _, k in ipairs(keys) do out[#out + 1] = rows[k] end
         return out
@@ -163,45 +172,120 @@ end
 local COLUMNS = { "proto", "message type", "msgs", "wire B", "payload saved", "header saved",
                   "ACK saved", "total saved", "total %" }
 
--- One row's cells, rounded as the analyzer rounds (half to even).
+-- A row's savings: payload (exact), and the total and its % of what the bytes would have been
+-- uncompressed, from the row's own sums (unrounded, as the analyzer's Row has them).
+local function payload_saved(r) return r.raw - r.payload end
+local function total_saved(r) return payload_saved(r) + r.header + r.ack end
+local function total_pct(r)
+    local whole = r.wire + total_saved(r)
+    return whole ~= 0 and 100 * total_saved(r) / whole or 0
+end
+
+-- The ALL row: the rows' sums added up, its savings then computed from those sums like any row's
+-- (analyzer/p2pc/model.py: totals()), so its % weighs each row by its bytes.
+local function all_row(rows)
+    local a = { proto = "ALL", mtype = "ALL", messages = 0, wire = 0, payload = 0, raw = 0,
+                header = 0, ack = 0 }
+    for _, r in ipairs(rows) do
+        for _, k in ipairs({ "messages", "wire", "payload", "raw", "header", "ack" }) do a[k] = a[k] + r[k] end
+    end
+    return a
+end
+
+-- A figure rounded as the analyzer rounds (half to even), and never "-0".
+local function rounded(x)
+    local c = string.format("%.0f", x)
+    return c == "-0" and "0" or c
+end
+
+-- One row's cells, as shown.
 local function cells(r)
-    local payload_saved = r.raw - r.payload
-    local total = payload_saved + r.header + r.ack
-    local whole = r.wire + total
     return { r.proto, r.mtype, string.format("%d", r.messages), string.format("%d", r.wire),
-             string.format("%d", payload_saved), string.format("%.0f", r.header),
-             string.format("%.0f", r.ack), string.format("%.0f", total),
-             whole ~= 0 and string.format("%.2f", 100 * total / whole) or "0.00" }
+             string.format("%d", payload_saved(r)), rounded(r.header), rounded(r.ack),
+             rounded(total_saved(r)), string.format("%.2f", total_pct(r)) }
+end
+
+-- The sort orders, the default first: a column of COLUMNS as shown, largest first; "name" by
+-- protocol and message type.
+local SORTS = {
+    { key = "saved", label = "total saved", column = 8 },
+    { key = "pct", label = "total %", column = 9 },
+    { key = "payload", label = "payload saved", column = 5 },
+    { key = "header", label = "header saved", column = 6 },
+    { key = "ack", label = "ACK saved", column = 7 },
+    { key = "msgs", label = "msgs", column = 3 },
+    { key = "wire", label = "wire B", column = 4 },
+    { key = "name", label = "proto and message type" },
+}
+
+local function find_sort(key)
+    for _, s in ipairs(SORTS) do if s.key == key then return s end end
+    local keys = {}
+    for _, s in ipairs(SORTS) do keys[#keys + 1] = s.key end
+    error("p2pc_savings.lua: sort=" .. tostring(key) .. " is not one of " .. table.concat(keys, ", "))
+end
+
+-- The rows' cells in the order `sort` gives (ties, as shown, by protocol and message type), the
+-- ALL row's last.
+local function sorted_cells(rows, sort)
+    local out = {}
+    for _, r in ipairs(rows) do out[#out + 1] = cells(r) end
+    table.sort(out, function(a, b)
+        if sort.column then
+            local va, vb = tonumber(a[sort.column]), tonumber(b[sort.column])
+            if va ~= vb then return va > vb end
+        end
+        if a[1] ~= b[1] then return a[1] < b[1] end
+        return a[2] < b[2]
+    end)
+    out[#out + 1] = cells(all_row(rows))
+    return out
 end
 
 if printing then
+    local sort = find_sort(sort_arg or SORTS[1].key)
     local acc = new_accumulator()
     local tap = Listener.new("frame", "tcp || quic")
     function tap.packet() acc.packet() end
     function tap.draw()
         print("#" .. table.concat(COLUMNS, "\t"))
-        for _, r in ipairs(acc.rows()) do print(table.concat(cells(r), "\t")) end
+        for _, c in ipairs(sorted_cells(acc.rows(), sort)) do print(table.concat(c, "\t")) end
     end
     return
 end
+
+local LINE = "%-10s %-30s %6s %12s %14s %13s %10s %12s %8s\n"
 
 local function open_window()
     local win = TextWindow.new("p2pc: savings by message type")
     local acc = new_accumulator()
     local tap = Listener.new("frame", "tcp || quic")
+    local sort = SORTS[1]
 
-    function tap.packet() acc.packet() end
-
-    function tap.draw()
+    -- Drawn from the accumulated sums: a sort button redraws without reading the file again.
+    local function render()
         win:clear()
-        win:append(string.format("%-10s %-30s %6s %12s %14s %13s %10s %12s %8s\n", table.unpack(COLUMNS)))
-        for _, r in ipairs(acc.rows()) do
-            win:append(string.format("%-10s %-30s %6s %12s %14s %13s %10s %12s %8s\n", table.unpack(cells(r))))
+        win:append(string.format(LINE, table.unpack(COLUMNS)))
+        local rows = sorted_cells(acc.rows(), sort)
+        for i, c in ipairs(rows) do
+            if i == #rows then win:append(string.rep("-", 123) .. "\n") end
+            win:append(string.format(LINE, table.unpack(c)))
         end
-        win:append("\nThe model: docs/savings-model.md (the same as p2pc analyze). By direction, the size\n" ..
+        win:append("\nSorted by " .. sort.label .. (sort.column and ", largest first" or "") ..
+                   " (the Sort buttons choose); ALL sums every row, its % from the summed bytes.\n" ..
+                   "The model: docs/savings-model.md (the same as p2pc analyze). By direction, the size\n" ..
                    "ranges and the HTML report: p2pc analyze <capture>\n")
     end
 
+    for _, s in ipairs(SORTS) do
+        win:add_button("Sort: " .. s.key, function()
+            sort = s
+            render()
+        end)
+    end
+
+    function tap.packet() acc.packet() end
+    function tap.draw() render() end
     function tap.reset() acc.reset() end
 
     win:set_atclose(function() tap:remove() end)

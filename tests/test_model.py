@@ -108,26 +108,103 @@ def test_no_tcp_data_models_no_segments():
 # capture: its key log (an NSS one, for tls.keylog_file), if any.
 GUI_CAPTURES = {"bitcoin/btc-compressed.pcapng": None, "fisco/fisco-parallel-on.pcapng": None,
                 "eth2/eth2-yamux.pcapng": None, "eth2/eth2-quic.pcapng": "eth2/eth2-quic.keys"}
+GUI_COLUMNS = ["msgs", "wire", "payload", "header", "ack", "saved", "pct"]   # after proto, type
+
+
+def gui_window(tshark, capture: str, *script_args: str) -> list[list[str]]:
+    """The Statistics window's table (lua/p2pc_savings.lua, run in tshark's print mode, with
+    script arguments such as sort=pct), its lines in order, the header left out."""
+    script = REPO / "lua" / "p2pc_savings.lua"
+    keys = GUI_CAPTURES[capture]
+    res = tshark.run(["-q", "-r", tshark.ws.readable(CAPTURES / capture),
+                      "-X", f"lua_script:{tshark.ws.readable(script)}",
+                      *(a for arg in ("print", *script_args) for a in ("-X", f"lua_script1:{arg}"))] +
+                     (["-o", f"tls.keylog_file:{tshark.ws.readable(CAPTURES / keys)}"] if keys else []))
+    assert "Lua:" not in res.stderr, res.stderr
+    lines = [l.split("\t") for l in res.stdout.splitlines() if l and not l.startswith("#")]
+    assert lines and all(len(l) == 2 + len(GUI_COLUMNS) for l in lines), res.stdout + res.stderr
+    return lines
+
+
+def analyze(capture: str) -> dict:
+    keys = GUI_CAPTURES[capture]
+    return p2pc_report("analyze", *(["--keylog", str(CAPTURES / keys)] if keys else []), str(CAPTURES / capture))
 
 
 @pytest.mark.parametrize("capture", list(GUI_CAPTURES))
 def test_gui_window_shows_what_analyze_reports(tshark, capture):
-    """The Statistics window (lua/p2pc_savings.lua, run in tshark's print mode) and `p2pc analyze`
-    give the same rows, number for number (over QUIC too, its packets counted alike)."""
-    script = REPO / "lua" / "p2pc_savings.lua"
-    keys = GUI_CAPTURES[capture]
-    res = tshark.run(["-q", "-r", tshark.ws.readable(CAPTURES / capture),
-                      "-X", f"lua_script:{tshark.ws.readable(script)}", "-X", "lua_script1:print"] +
-                     (["-o", f"tls.keylog_file:{tshark.ws.readable(CAPTURES / keys)}"] if keys else []))
-    lines = [l.split("\t") for l in res.stdout.splitlines() if l and not l.startswith("#")]
-    gui = {(c[0], c[1]): c[2:] for c in lines}
-    rep = p2pc_report("analyze", *(["--keylog", str(CAPTURES / keys)] if keys else []), str(CAPTURES / capture))
-    assert rep["rows"] and set(gui) == {(r["proto"], r["msg_type"]) for r in rep["rows"]}, res.stderr
+    """The Statistics window and `p2pc analyze` give the same rows, number for number (over QUIC
+    too, its packets counted alike)."""
+    gui = {(c[0], c[1]): c[2:] for c in gui_window(tshark, capture)[:-1]}
+    rep = analyze(capture)
+    assert rep["rows"] and set(gui) == {(r["proto"], r["msg_type"]) for r in rep["rows"]}
     for r in rep["rows"]:
         msgs, wire, payload_saved, header_saved, ack_saved, total_saved, total_pct = gui[(r["proto"], r["msg_type"])]
         assert [int(msgs), int(wire), int(payload_saved), int(header_saved), int(ack_saved), int(total_saved)] == \
             [r["messages"], r["wire_bytes"], r["payload_saved"], r["header_saved"], r["ack_saved"], r["total_saved"]]
         assert float(total_pct) == pytest.approx(r["total_saved_pct"], abs=0.01)
+
+
+@pytest.mark.parametrize("capture", list(GUI_CAPTURES))
+def test_gui_window_all_row_sums_every_message(tshark, capture):
+    """The window's last row is ALL: its messages, wire bytes and payload bytes saved are the
+    plugin's own records summed (-z p2pc,records, read here, not the window's rows); its
+    header, ACK and total savings are the analyzer's totals (the model summed unrounded over
+    every direction), and its % is the total over the summed bytes, not the rows' % averaged."""
+    lines = gui_window(tshark, capture)
+    assert [l[:2] for l in lines].count(["ALL", "ALL"]) == 1 and lines[-1][:2] == ["ALL", "ALL"], lines
+    msgs, wire, payload_saved, header_saved, ack_saved, total_saved, total_pct = lines[-1][2:]
+    keys = GUI_CAPTURES[capture]
+    recs = tshark.records(CAPTURES / capture,
+                          extra=["-o", f"tls.keylog_file:{tshark.ws.readable(CAPTURES / keys)}"] if keys else None)
+    assert recs
+    assert int(msgs) == len(recs)
+    assert int(wire) == sum(int(m["wire_len"]) for m in recs)
+    assert int(payload_saved) == sum(int(m["raw_len"]) - int(m["payload_len"]) for m in recs)
+    tot = analyze(capture)["totals"]
+    assert (tot["messages"], tot["wire_bytes"], tot["payload_saved"]) == (len(recs), int(wire), int(payload_saved))
+    assert [int(header_saved), int(ack_saved), int(total_saved)] == \
+        [tot["header_saved"], tot["ack_saved"], tot["total_saved"]]
+    assert int(total_saved) != int(payload_saved)          # the model's header and ACK terms count
+    assert float(total_pct) == pytest.approx(tot["total_saved_pct"], abs=0.01)
+    assert float(total_pct) == pytest.approx(100 * tot["total_saved"] / (int(wire) + tot["total_saved"]), abs=0.01)
+    row_pcts = [float(l[8]) for l in lines[:-1]]
+    assert abs(float(total_pct) - sum(row_pcts) / len(row_pcts)) > 1    # not an average of ratios
+
+
+def shown_order(lines: list[list[str]], column: str | None) -> list[tuple[str, str]]:
+    """The rows' order a sort column gives, worked from the cells: largest first, equal
+    cells by protocol and message type (column None: by protocol and message type)."""
+    def key(l):
+        return ((-float(l[2 + GUI_COLUMNS.index(column)]),) if column else ()) + (l[0], l[1])
+    return [(l[0], l[1]) for l in sorted(lines, key=key)]
+
+
+@pytest.mark.parametrize("capture", ["bitcoin/btc-compressed.pcapng", "eth2/eth2-yamux.pcapng"])
+def test_gui_window_sorts_by_bytes_saved_then_by_the_column_asked(tshark, capture):
+    """By default the rows come by total bytes saved, the largest first, and ALL last; sort=KEY
+    (the window's Sort buttons) orders them by another column, the same rows and ALL row."""
+    default = gui_window(tshark, capture)
+    rows = default[:-1]
+    assert len(rows) >= 5
+    assert [(l[0], l[1]) for l in rows] == shown_order(rows, "saved")
+    assert [(l[0], l[1]) for l in rows] != shown_order(rows, None)    # the sort did something
+    for column in GUI_COLUMNS + ["name"]:
+        lines = gui_window(tshark, capture, f"sort={column}")
+        assert lines[-1] == default[-1], column                   # the same ALL row, last
+        assert sorted(lines[:-1]) == sorted(rows), column          # the same rows
+        want = shown_order(rows, None if column == "name" else column)
+        assert [(l[0], l[1]) for l in lines[:-1]] == want, column
+    # Sort orders that differ here, so each one above was checked for its own order.
+    assert shown_order(rows, "pct") != shown_order(rows, "saved") != shown_order(rows, "msgs")
+
+
+def test_gui_window_rejects_an_unknown_sort(tshark):
+    script = REPO / "lua" / "p2pc_savings.lua"
+    res = tshark.run(["-q", "-r", tshark.ws.readable(CAPTURES / "bitcoin" / "btc-small.pcapng"),
+                      "-X", f"lua_script:{tshark.ws.readable(script)}", "-X", "lua_script1:print",
+                      "-X", "lua_script1:sort=ratio"], check=False)
+    assert "sort=ratio is not one of saved, pct, payload, header, ack, msgs, wire, name" in res.stderr
 
 
 def test_rows_per_codec_follow_the_generator_and_add_up_to_their_type():

@@ -12,7 +12,8 @@ keystrokes, and takes screenshots:
   eth2-gossip-block.png     an eth2 gossipsub beacon_block (Snappy) with its tree expanded
   stats-savings-menu.png    the Statistics menu open at the savings entry (in its submenu
                             on 4.6)
-  stats-savings.png         the "Savings by message type" window (the analyzer's model)
+  stats-savings.png         the "Savings by message type" window (the analyzer's model): its
+                            rows by total saved, the ALL row last, the Sort buttons below
 
 The savings window is found without knowing where a Wireshark version puts it: the Statistics
 menu is walked one entry at a time (Down, Return), each window an entry opens is closed again,
