@@ -384,3 +384,15 @@ def test_warnings_go_to_stderr_in_every_format(tmp_path, command, fmt):
     assert "warning" not in res.stdout or fmt in ("json", "markdown")
     if fmt == "json":
         assert json.loads(res.stdout)["warnings"] == [warning.removeprefix("p2pc: warning: ")]
+
+
+def test_the_analyzer_map_names_every_module():
+    """analyzer/README.md's map is how a newcomer finds a module: each one is on it."""
+    from conftest import REPO
+    text = (REPO / "analyzer" / "README.md").read_text()
+    package = REPO / "analyzer" / "p2pc"
+    modules = {p.relative_to(package).as_posix() for p in package.rglob("*.py")
+               if p.name not in ("__init__.py", "__main__.py")}
+    assert "cli.py" in modules and "output/html.py" in modules
+    assert not {m for m in modules if m.split("/")[-1] not in text}, sorted(
+        m for m in modules if m.split("/")[-1] not in text)
