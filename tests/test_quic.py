@@ -488,3 +488,22 @@ def test_rust_libp2p_writes_its_quic_key_log_unpatched():
     assert "key_log" not in code and "KeyLog" not in code and "SSLKEYLOGFILE" not in code
     for name in RUST_CELLS:
         assert truth(name)["keys"]["rust"] == f"{name}.keys"
+
+
+def test_compare_tcp_against_quic_counts_the_quic_packets(tshark):
+    """`p2pc compare` of the eth2 workload over TCP (baseline) and over QUIC: the QUIC side's
+    connection figures are its packets as Wireshark's QUIC reads them (datagrams, their bytes,
+    those carrying STREAM data and their stream bytes, the ACK-only ones), and its rows are
+    those `p2pc analyze` gives the QUIC capture."""
+    key = ["--keylog", str(ETH / TRUTH["keys"]["dialer"])]
+    rep = p2pc_report("compare", *key, str(ETH / "eth2-yamux.pcapng"), str(CAP))
+    conn = {r["measure"]: r["compressed"] for r in next(s for s in rep["sections"] if s["name"] == "connections")["rows"]}
+    pk = quic_packets(tshark, keys(tshark))
+    data = [p for p in pk if p["stream"]]
+    acks = [p for p in pk if p["ack_only"]]
+    assert (conn["frames"], conn["bytes"]) == (len(pk), sum(p["frame"] for p in pk))
+    assert (conn["data_segments"], conn["tcp_payload_bytes"]) == (len(data), sum(p["stream"] for p in data))
+    assert (conn["pure_acks"], conn["pure_ack_bytes"]) == (len(acks), sum(p["frame"] for p in acks))
+    analyzed = p2pc_report("analyze", *key, str(CAP))
+    assert {(r["proto"], r["family"]): r["compressed_msgs"] for r in rep["rows"] if r["compressed_msgs"]} == \
+        {(r["proto"], r["msg_type"]): r["messages"] for r in analyzed["rows"]}
