@@ -208,6 +208,27 @@ def test_without_keys_no_bitswap_is_decoded(tshark, version):
     assert any(pref in m for m in tshark.expert(cap(version))), pref
 
 
+def test_the_docs_table_is_the_truths():
+    """docs/bitswap.md's table of the captures (messages, entries, blocks each way) is the
+    truth files', row by row."""
+    doc = (REPO / "docs" / "bitswap.md").read_text().split("| capture | fetcher → provider | provider → fetcher |\n", 1)[1]
+    rows = [[c.strip() for c in l.strip("|").split("|")] for l in doc.split("\n\n", 1)[0].splitlines()[1:]]
+    want = []
+    for version in VERSIONS + list(ENCRYPTED):
+        t = truth(version)
+        entries = [e for m in t["received_by_b"] for e in m["wantlist"]]
+        have, cancels = sum(e["want_type"] == "have" for e in entries), sum(e["cancel"] for e in entries)
+        blocks = [b for m in t["received_by_a"] for b in m["blocks"]]
+        presences = sum(len(m["presences"]) for m in t["received_by_a"])
+        want.append([f"bitswap-{version}",
+                     f"{len(t['received_by_b'])} messages, {len(entries)} entries ("
+                     + (f"{have} want-have, " if have else "") + f"{cancels} cancels)",
+                     f"{len(t['received_by_a'])} messages, {len(blocks)} blocks ({sum(b['size'] for b in blocks):,} bytes"
+                     + (": dag-pb leaves" if version == "1.0.0" else "") + ")"
+                     + (f", {presences} presence" + ("s" if presences > 1 else "") if presences else "")])
+    assert rows == want
+
+
 @pytest.mark.parametrize("version", VERSIONS + list(ENCRYPTED))
 def test_block_cids_are_their_data_hashed(tshark, version):
     """Every block's CID is its prefix's version and codec with the sha2-256 of the data shown
