@@ -1,6 +1,7 @@
 """Bitswap 1.0.0, 1.1.0 and 1.2.0 (plugin/ipfs/packet-bitswap.c).  The captures are real: two
 go-libp2p hosts running boxo's Bitswap (captures/gen/make_bitswap.py), and the truth is what each
-peer's Bitswap decoded from the other.  CIDs are computed here from the block data and the
+peer's Bitswap decoded from the other.  The 1.2.0 exchange is also over /noise with yamux and
+over /quic-v1, decrypted with the key logs the peers wrote.  CIDs are computed here from the block data and the
 files (hashlib, base64.b32encode, the base58 helper), never taken from p2pc's output; what the
 real exchange never sends (dont-have, CIDv1 dag-pb, a full wantlist, every part in one
 message, the unversioned ID) is in a crafted capture written from message.proto."""
@@ -20,6 +21,9 @@ from test_libp2p import base58btc
 
 BS = CAPTURES / "bitswap"
 VERSIONS = ["1.2.0", "1.1.0", "1.0.0"]
+# The 1.2.0 exchange over encrypted transports: capture name -> the pref its key log goes to
+# (Noise keys in the WireGuard format, QUIC's TLS secrets in the NSS format).
+ENCRYPTED = {"1.2.0-noise": "libp2p_noise.keylog_file", "1.2.0-quic": "tls.keylog_file"}
 # go-bitswap v0.2.20 over adlrocha's go-libp2p fork, the compression transport off and on
 # (captures/gen/make_compression.py): comp-bitswap-<transport>
 COMP = CAPTURES / "libp2p-compression"
@@ -33,6 +37,15 @@ def truth(version: str) -> dict:
 
 def cap(version: str) -> str:
     return str(BS / f"bitswap-{version}.pcapng")
+
+
+def keys(tshark, version: str, side: str = "fetcher") -> list[str]:
+    """The tshark options that decrypt `version`'s capture with one peer's key log (none for
+    the plaintext ones)."""
+    if version not in ENCRYPTED:
+        return []
+    path = BS / truth(version)["keys"][side]
+    return ["-o", f"{ENCRYPTED[version]}:{tshark.ws.readable(path)}"]
 
 
 # ---- CIDs from their definition (multiformats/cid, multibase, multihash) ----
@@ -78,8 +91,9 @@ def raw(el, name) -> bytes:
     return b"" if f is None else bytes.fromhex(f.get("value"))
 
 
-def decoded(tshark, capture, two_pass: bool = False) -> list[dict]:
-    args = ["-n", "-r", tshark.ws.readable(capture), "-Y", "bitswap", "-T", "pdml"] + (["-2"] if two_pass else [])
+def decoded(tshark, capture, two_pass: bool = False, extra: list[str] | None = None) -> list[dict]:
+    args = (["-n", "-r", tshark.ws.readable(capture), "-Y", "bitswap", "-T", "pdml"] + (["-2"] if two_pass else [])
+            + (extra or []))
     root = ET.fromstring(tshark.run(args).stdout)
     out = []
     for pkt in root.iter("packet"):
@@ -127,13 +141,14 @@ def msg_type(m: dict) -> str:
 
 
 @pytest.mark.parametrize("two_pass", [False, True])
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", VERSIONS + list(ENCRYPTED))
 def test_every_message_is_what_the_peer_received(tshark, version, two_pass):
     """Each direction's messages, field by field (CIDs, priorities, cancels, want types,
     sendDontHave, full, blocks and their sizes, presences, pendingBytes, the protobuf length),
-    are the messages the other peer's Bitswap decoded: the same multiset, in one pass or two."""
+    are the messages the other peer's Bitswap decoded: the same multiset, in one pass or two;
+    over Noise and QUIC too, decrypted with the fetcher's key log."""
     t = truth(version)
-    got = decoded(tshark, cap(version), two_pass)
+    got = decoded(tshark, cap(version), two_pass, keys(tshark, version))
     for sender, receiver in (("addr_b", "received_by_a"), ("addr_a", "received_by_b")):
         mine = Counter(canonical(m) for m in got if m["src"] == t["link"][sender])
         want = Counter(canonical(m) for m in t[receiver])
@@ -144,12 +159,13 @@ def test_the_real_exchange_uses_what_each_version_has():
     """So that the comparison above covers them: 1.2.0 sends want-have, sendDontHave, cancels,
     a presence and pendingBytes; 1.1.0 and 1.0.0 only want-block and no presence (boxo's 1.1.0
     serializer still sends pendingBytes, 1.0.0's does not); 1.0.0 only CIDv0 blocks."""
-    t = truth("1.2.0")
-    entries = [e for m in t["received_by_b"] for e in m["wantlist"]]
-    assert {e["want_type"] for e in entries} == {"block", "have"}
-    assert any(e["cancel"] for e in entries) and any(e["send_dont_have"] for e in entries)
-    assert any(m["presences"] for m in t["received_by_a"])
-    assert any(m["pending_bytes"] for m in t["received_by_a"])
+    for version in ("1.2.0", *ENCRYPTED):
+        t = truth(version)
+        entries = [e for m in t["received_by_b"] for e in m["wantlist"]]
+        assert {e["want_type"] for e in entries} == {"block", "have"}
+        assert any(e["cancel"] for e in entries) and any(e["send_dont_have"] for e in entries)
+        assert any(m["presences"] for m in t["received_by_a"])
+        assert any(m["pending_bytes"] for m in t["received_by_a"])
     for version in ("1.1.0", "1.0.0"):
         t = truth(version)
         assert {e["want_type"] for m in t["received_by_b"] for e in m["wantlist"]} == {"block"}
@@ -158,13 +174,68 @@ def test_the_real_exchange_uses_what_each_version_has():
     assert all(b["cid"].startswith("Qm") for r in truth("1.0.0")["files"] for b in r["blocks"])
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", list(ENCRYPTED))
+def test_the_providers_key_log_decrypts_the_same_messages(tshark, version):
+    """Either peer's key log decrypts the connection: the provider's gives the messages the
+    fetcher's does."""
+    fetcher = decoded(tshark, cap(version), extra=keys(tshark, version))
+    provider = decoded(tshark, cap(version), extra=keys(tshark, version, "provider"))
+    assert fetcher and [canonical(m) for m in provider] == [canonical(m) for m in fetcher]
+
+
+def test_the_encrypted_captures_are_what_they_say():
+    """The Noise capture is TCP with /noise and yamux, the QUIC one /quic-v1 with no muxer, both
+    the 1.2.0 exchange of the same two files as the plaintext capture, on the pinned versions."""
+    plain = truth("1.2.0")
+    for version, (transport, security, muxer) in {"1.2.0-noise": ("tcp", "/noise", "/yamux/1.0.0"),
+                                                  "1.2.0-quic": ("udp", "/quic-v1", None)}.items():
+        t = truth(version)
+        assert (t["transport"], t["security"], t["muxer"], t["protocol"]) == \
+            (transport, security, muxer, "/ipfs/bitswap/1.2.0")
+        assert t["versions"] == {"boxo": "v0.39.0", "go-libp2p": "v0.48.0", "quic-go": "v0.59.0"}
+        assert t["files"] == plain["files"]
+        assert all((BS / k).stat().st_size for k in t["keys"].values())
+
+
+@pytest.mark.parametrize("version", list(ENCRYPTED))
+def test_without_keys_no_bitswap_is_decoded(tshark, version):
+    """Without the key log the encrypted exchange yields no Bitswap message and no record, and
+    tshark reads the whole capture cleanly, saying what key it lacks."""
+    assert not tshark.fields(cap(version), ["frame.number"], dfilter="bitswap")
+    assert not [r for r in tshark.records(cap(version)) if r["proto"] == "bitswap"]
+    tshark.read_whole(cap(version), {"1.2.0-noise": "libp2p", "1.2.0-quic": "QUIC"}[version])
+    pref = ENCRYPTED[version]
+    assert any(pref in m for m in tshark.expert(cap(version))), pref
+
+
+def test_the_docs_table_is_the_truths():
+    """docs/bitswap.md's table of the captures (messages, entries, blocks each way) is the
+    truth files', row by row."""
+    doc = (REPO / "docs" / "bitswap.md").read_text().split("| capture | fetcher → provider | provider → fetcher |\n", 1)[1]
+    rows = [[c.strip() for c in l.strip("|").split("|")] for l in doc.split("\n\n", 1)[0].splitlines()[1:]]
+    want = []
+    for version in VERSIONS + list(ENCRYPTED):
+        t = truth(version)
+        entries = [e for m in t["received_by_b"] for e in m["wantlist"]]
+        have, cancels = sum(e["want_type"] == "have" for e in entries), sum(e["cancel"] for e in entries)
+        blocks = [b for m in t["received_by_a"] for b in m["blocks"]]
+        presences = sum(len(m["presences"]) for m in t["received_by_a"])
+        want.append([f"bitswap-{version}",
+                     f"{len(t['received_by_b'])} messages, {len(entries)} entries ("
+                     + (f"{have} want-have, " if have else "") + f"{cancels} cancels)",
+                     f"{len(t['received_by_a'])} messages, {len(blocks)} blocks ({sum(b['size'] for b in blocks):,} bytes"
+                     + (": dag-pb leaves" if version == "1.0.0" else "") + ")"
+                     + (f", {presences} presence" + ("s" if presences > 1 else "") if presences else "")])
+    assert rows == want
+
+
+@pytest.mark.parametrize("version", VERSIONS + list(ENCRYPTED))
 def test_block_cids_are_their_data_hashed(tshark, version):
     """Every block's CID is its prefix's version and codec with the sha2-256 of the data shown
     (1.0.0: CIDv0); the provider's blocks all arrive, and the raw leaves are the files' 16 KiB
-    chunks in order."""
+    chunks in order, over Noise and QUIC as over plaintext."""
     t = truth(version)
-    blocks = [b for m in decoded(tshark, cap(version)) for b in m["block_data"]]
+    blocks = [b for m in decoded(tshark, cap(version), extra=keys(tshark, version)) for b in m["block_data"]]
     for prefix, data, cid in blocks:
         if version == "1.0.0":
             assert prefix == b"" and cid == cid_string(0, 0x70, data)
@@ -183,12 +254,12 @@ def test_block_cids_are_their_data_hashed(tshark, version):
             assert b"".join(by_cid[c] for c in leaves) == text
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", VERSIONS + list(ENCRYPTED))
 def test_each_message_is_a_batch_of_its_items(tshark, version):
     """One record per message: msg_type says what it carries (an empty wantlist field is no
     wantlist), batch_count its entries + blocks + presences, payload its protobuf bytes."""
     t = truth(version)
-    recs = [r for r in tshark.records(cap(version)) if r["proto"] == "bitswap"]
+    recs = [r for r in tshark.records(cap(version), extra=keys(tshark, version)) if r["proto"] == "bitswap"]
     for sender, receiver in (("addr_b", "received_by_a"), ("addr_a", "received_by_b")):
         mine = Counter((r["msg_type"], int(r["batch_count"]), int(r["payload_len"]), int(r["raw_len"]))
                        for r in recs if r["src"] == t["link"][sender])
@@ -198,7 +269,8 @@ def test_each_message_is_a_batch_of_its_items(tshark, version):
     for r in recs:
         size = int(r["payload_len"])
         assert int(r["wire_len"]) == int(r["header_len"]) + size and int(r["header_len"]) >= len(uvarint(size))
-    blocks_only = [m for m in decoded(tshark, cap(version)) if m["blocks"] and not m["wantlist"]]
+    blocks_only = [m for m in decoded(tshark, cap(version), extra=keys(tshark, version))
+                   if m["blocks"] and not m["wantlist"]]
     assert blocks_only and all(m["wantlist_field"] for m in blocks_only)   # boxo always sends the field
 
 

@@ -1,8 +1,8 @@
 // Command bitswappeers runs two real go-libp2p hosts exchanging files over boxo's Bitswap, for
 // p2pc's captures.  One process per side, each in its own network namespace:
 //
-//	bitswappeers -role provide -proto /ipfs/bitswap/1.2.0 -idfile F -truth T FILE...
-//	bitswappeers -role fetch -proto /ipfs/bitswap/1.2.0 -idfile F -truth T
+//	bitswappeers -role provide -proto /ipfs/bitswap/1.2.0 -transport T -idfile F -truth T FILE...
+//	bitswappeers -role fetch -proto /ipfs/bitswap/1.2.0 -transport T -idfile F -truth T
 //
 // The provider imports each file as a UnixFS DAG (boxo's balanced importer, 16 KiB chunks: a
 // CIDv0 dag-pb root, with -raw-leaves raw CIDv1 leaves as `ipfs add --raw-leaves` makes them),
@@ -12,8 +12,13 @@
 //
 // The truth: every Bitswap message each peer received, as boxo decoded it (its tracer), with
 // the protobuf size the sender's serializer gives it (ToProtoV0 for 1.0.0 and the unversioned
-// ID, ToProtoV1 after), and the provider's blocks (CID, size).  Plaintext security and yamux,
-// so the capture needs no keys.
+// ID, ToProtoV1 after), and the provider's blocks (CID, size).
+//
+// -transport: plaintext (TCP, /plaintext/2.0.0, yamux: the capture needs no keys), noise (TCP,
+// /noise, yamux agreed in the handshake's extensions) or quic (/quic-v1: TLS 1.3 inside, each
+// libp2p stream a QUIC stream, no muxer).  Built with captures/gen/libp2p/keylog's patches
+// (make_bitswap.py), the hosts append their Noise keys to $LIBP2P_NOISE_KEYLOG and their QUIC
+// TLS secrets to $SSLKEYLOGFILE; unpatched, they write none.
 package main
 
 import (
@@ -46,6 +51,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	yamux "github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	insecure "github.com/libp2p/go-libp2p/p2p/security/insecure"
+	noise "github.com/libp2p/go-libp2p/p2p/security/noise"
+	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	ma "github.com/multiformats/go-multiaddr"
 	"google.golang.org/protobuf/proto"
@@ -135,7 +142,8 @@ func main() {
 	proto := flag.String("proto", "/ipfs/bitswap/1.2.0", "the one Bitswap protocol ID both peers support")
 	idfile := flag.String("idfile", "", "provider: written (address, roots); fetcher: read")
 	truth := flag.String("truth", "", "where this peer writes what it received")
-	listen := flag.String("listen", "/ip4/0.0.0.0/tcp/4001", "provider: listen address")
+	transport := flag.String("transport", "plaintext", "plaintext, noise (both TCP with yamux) or quic")
+	listen := flag.String("listen", "/ip4/0.0.0.0/tcp/4001", "provider: listen address (a /quic-v1 one for -transport quic)")
 	seed := flag.Int("seed", 1, "identity key seed (deterministic peer IDs)")
 	rawLeaves := flag.Bool("raw-leaves", true, "raw CIDv1 leaves (Bitswap 1.0.0 carries only CIDv0 blocks)")
 	flag.Parse()
@@ -143,9 +151,21 @@ func main() {
 
 	key, _, err := crypto.GenerateEd25519Key(bytes.NewReader(bytes.Repeat([]byte{byte(*seed)}, 64)))
 	check(err)
-	opts := []libp2p.Option{libp2p.Identity(key), libp2p.Security(insecure.ID, insecure.NewWithIdentity),
-		libp2p.Muxer(yamux.ID, yamux.DefaultTransport), libp2p.Transport(tcp.NewTCPTransport),
-		libp2p.DisableRelay(), libp2p.ResourceManager(&network.NullResourceManager{})}
+	opts := []libp2p.Option{libp2p.Identity(key), libp2p.DisableRelay(),
+		libp2p.ResourceManager(&network.NullResourceManager{})}
+	switch *transport {
+	case "plaintext":
+		opts = append(opts, libp2p.Security(insecure.ID, insecure.NewWithIdentity),
+			libp2p.Muxer(yamux.ID, yamux.DefaultTransport), libp2p.Transport(tcp.NewTCPTransport))
+	case "noise":
+		opts = append(opts, libp2p.Security(noise.ID, noise.New),
+			libp2p.Muxer(yamux.ID, yamux.DefaultTransport), libp2p.Transport(tcp.NewTCPTransport))
+	case "quic":
+		// QUIC secures and multiplexes itself: no security or muxer option applies to it.
+		opts = append(opts, libp2p.Transport(libp2pquic.NewTransport))
+	default:
+		log.Fatalf("-transport plaintext, noise or quic")
+	}
 	if *role == "provide" {
 		opts = append(opts, libp2p.ListenAddrStrings(*listen))
 	} else {
