@@ -106,7 +106,9 @@ def argv(stack: str, exes: dict, role: str, sec: str, mux: str, gossip: int, blo
         return cmd + (["-idfile", str(idfile), "-listen", listen] if role == "listen" else ["-peer", peer])
     cmd = [*exes[stack], "--role", role, "--muxer", mux, "--security", sec, "--block", str(BLOCK),
            "--gossip", str(gossip), "--seed", str(seed), "--truth", str(truth)]
-    # Only the rust peer speaks QUIC; the js peer takes no --transport (TCP is every peer's default).
+    # Only the rust peer speaks QUIC; the js peer takes no --transport (TCP is every peer's default):
+    # js-libp2p's QUIC transport (@chainsafe/libp2p-quic 2.1.1) cannot log its TLS secrets
+    # (docs/libp2p-decryption.md, "js-libp2p over QUIC").
     cmd += ["--transport", "quic"] if quic else []
     return cmd + (["--idfile", str(idfile), "--listen", listen] if role == "listen" else ["--peer", peer])
 
