@@ -23,7 +23,8 @@ def truth(name: str) -> dict:
 
 def keys(tshark, name: str) -> list[str]:
     """The key log option for a Noise or TLS cell (the go peer's keys or secrets) or a QUIC cell
-    (the rust peer's TLS secrets, written by rust-libp2p itself), else nothing."""
+    (the rust peer's TLS secrets, written by rust-libp2p itself), else nothing.  (A TCP TLS cell
+    with rust or js also has that peer's own secrets: test_the_other_peers_secrets_are_the_gos.)"""
     t = truth(name)
     if "keys" not in t:
         return []
@@ -157,9 +158,11 @@ def test_the_muxer_is_the_one_the_peers_used(tshark, name):
 # js-libp2p's muxers in the Noise extensions; libp2p-noise 0.47.0 (rust-libp2p 0.57.1) sends no
 # muxers and libp2p-tls 0.7.0 offers only the ALPN "libp2p"; py-libp2p 0.8.1's Noise payload has
 # the stream_muxers field, but its transport (security/noise/transport.py) fills in none.
+# @libp2p/tls 3.1.10 offers js-libp2p's muxers in ALPN before "libp2p" (dist/src/tls.js,
+# ALPNProtocols) and picks the first muxer it knows from the client's list (ALPNCallback).
 EARLY = {("go", "go", "noise"): True, ("go", "go", "tls"): True, ("go", "js", "noise"): True,
          ("go", "go", "noise-ms"): False, ("go", "go", "tls-ms"): False, ("go", "rust", "noise"): False,
-         ("go", "py", "noise"): False}
+         ("go", "py", "noise"): False, ("go", "js", "tls"): True, ("go", "rust", "tls"): False}
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if truth(n)["security"] in ("/noise", "/tls/1.0.0")])
@@ -170,6 +173,23 @@ def test_which_stacks_agree_the_muxer_early(name):
         sec += "-ms"
     go = next(p for p in truth(name)["peers"].values() if p["stack"] == "go-libp2p")
     assert [c["early_muxer"] for c in go["connections"]] == [EARLY[tuple(sorted((dialer, listener))) + (sec,)]]
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if truth(n)["security"] == "/tls/1.0.0"
+                                  and {"rust", "js"} & set(truth(n).get("keys", {}))])
+def test_the_other_peers_secrets_are_the_gos(name):
+    """The rust or js peer of a TCP TLS cell logs its secrets with no patch (libp2p-tls's rustls
+    KeyLogFile; node's --tls-keylog on @libp2p/tls's TLSSocket): the same connection's secrets as
+    the go peer's key log, which the tests above decrypt with, plus its EXPORTER_SECRET."""
+    t = truth(name)
+
+    def lines(stack):
+        return {tuple(line.split()) for line in (INTEROP / t["keys"][stack]).read_text().splitlines() if line}
+
+    other = lines("rust" if "rust" in t["keys"] else "js")
+    go = lines("go")
+    assert go and go == {line for line in other if line[0] != "EXPORTER_SECRET"}
+    assert {line[1] for line in other} == {line[1] for line in go}   # one connection, one client_random
 
 
 # How each stack writes a status request's stream (docs/interop.md): the groups of multistream

@@ -18,6 +18,10 @@ ResourceUnavailable error chunk), the block published on /eth2/bba4da96/beacon_b
 in the plaintext/yamux cells only (a second copy of a 440 KB block would double the others),
 goodbye.  Noise and TLS cells with a go peer run eth2peers with keylog/'s patch and keep its keys
 (<name>.keys); the other stacks cannot log Noise keys cheaply, so their pairs are plaintext.
+TCP TLS cells of go with rust and js (yamux) keep the other peer's TLS secrets as well, written
+by its stack with no patch, as <name>.<stack>.keys: rust-libp2p's libp2p-tls 0.7.0 gives rustls
+a KeyLogFile ($SSLKEYLOGFILE), and @libp2p/tls 3.1.10 (the release of js-libp2p 3.3.11's
+@libp2p/utils 7.4.1) makes a node:tls TLSSocket, which node's --tls-keylog (in NODE_OPTIONS) logs.
 go-go cells run Noise and TCP TLS with the muxer agreed in the handshake (noise, tls: Noise
 extensions, ALPN) and with no muxers handed to the security transport (noise-ms, tls-ms:
 multistream-select agrees it inside).
@@ -59,7 +63,9 @@ def cells() -> dict[str, tuple[str, str, str, str]]:
     # go with go: the muxer agreed in the handshake (Noise extensions, TLS ALPN) and, with no
     # muxers handed to the security transport (-security noise-ms, tls-ms), by multistream-select.
     early = [(sec, "yamux") for sec in ("noise", "noise-ms", "tls", "tls-ms")]
-    for a, b, combos in [("go", "js", tcp), ("go", "rust", [*tcp, ("quic", "none")]),
+    # TCP TLS and yamux of go with js and rust (issue #25), each direction: four cells, as CI runs
+    # every cell's tests four times.
+    for a, b, combos in [("go", "js", [*tcp, ("tls", "yamux")]), ("go", "rust", [*tcp, ("tls", "yamux"), ("quic", "none")]),
                          ("js", "rust", [("plaintext", "yamux"), ("plaintext", "mplex")]), ("go", "go", early),
                          ("go", "py", [("plaintext", "yamux"), ("plaintext", "mplex"), ("noise", "yamux")])]:
         for sec, mux in combos:
@@ -131,14 +137,28 @@ def make(name: str, a: str, b: str, dials: str, sec: str, mux: str, exes: dict) 
     # The go peer logs its Noise keys (eth2peers-keylog); either side's keys decrypt a connection.
     # Over QUIC each peer logs its TLS secrets to a file of its own: the rust peer's <name>.keys,
     # the go peer's <name>.go.keys.
+    # TCP TLS with another stack: the go peer's secrets are <name>.keys, the other peer's, which
+    # its stack writes unpatched, <name>.<stack>.keys (rust: libp2p-tls's rustls KeyLogFile reads
+    # $SSLKEYLOGFILE; js: @libp2p/tls runs node:tls, whose --tls-keylog logs every TLSSocket).
     quic = sec == "quic"
     keyed = sec != "plaintext" and "go" in stack.values()
     tls_keys = {st: OUT / (f"{name}.keys" if st == "rust" else f"{name}.{st}.keys") for st in stack.values()} \
         if quic else {}
+    other = next((st for st in stack.values() if st != "go"), None) if sec == "tls" and keyed else None
+    if other:
+        tls_keys = {other: OUT / f"{name}.{other}.keys"}
     for path in tls_keys.values():
         path.unlink(missing_ok=True)
-    env = {side: dict(os.environ, SSLKEYLOGFILE=str(tls_keys[stack[side]])) if quic
-           else dict(os.environ, LIBP2P_NOISE_KEYLOG=str(keys), SSLKEYLOGFILE=str(keys)) for side in ("a", "b")}
+    env = {}
+    for side in ("a", "b"):
+        if quic:
+            env[side] = dict(os.environ, SSLKEYLOGFILE=str(tls_keys[stack[side]]))
+        elif stack[side] == other:
+            env[side] = dict(os.environ, SSLKEYLOGFILE=str(tls_keys[other]))
+            if other == "js":
+                env[side]["NODE_OPTIONS"] = f"{os.environ.get('NODE_OPTIONS', '')} --tls-keylog={tls_keys[other]}".strip()
+        else:
+            env[side] = dict(os.environ, LIBP2P_NOISE_KEYLOG=str(keys), SSLKEYLOGFILE=str(keys))
     addrs = {"a": EmulatedLink.addr_a, "b": EmulatedLink.addr_b}
     with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
         lp = link.popen(listener, argv(stack[listener], exes, "listen", sec, mux, gossip, blocks, truths[listener],
@@ -170,6 +190,9 @@ def make(name: str, a: str, b: str, dials: str, sec: str, mux: str, exes: dict) 
     elif keyed:
         os.chmod(keys, 0o644)
         truth["keys"] = {"go": keys.name, "side": "dialer" if stack[dialer] == "go" else "listener"}
+        for st, path in tls_keys.items():
+            os.chmod(path, 0o644)
+            truth["keys"][st] = path.name
     (OUT / f"{name}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
     print(f"{cap.name}: {cap.stat().st_size} bytes")
 

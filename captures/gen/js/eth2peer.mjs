@@ -7,7 +7,7 @@
 // block format, as Lodestar frames its own (@lodestar/reqresp).  It writes its truth (-truth):
 // what it sent and received, as eth2peers' truth.go does.
 //
-//   node eth2peer.mjs --role listen --muxer yamux --security plaintext --block F --idfile F --truth F
+//   node eth2peer.mjs --role listen --muxer yamux --security plaintext|noise|tls --block F --idfile F --truth F
 //   node eth2peer.mjs --role dial --peer /ip4/.../p2p/<id> --block F --gossip 1 --truth F
 import { createHash } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -19,6 +19,7 @@ import { noise } from '@chainsafe/libp2p-noise'
 import { yamux } from '@chainsafe/libp2p-yamux'
 import { mplex } from '@libp2p/mplex'
 import { plaintext } from '@libp2p/plaintext'
+import { tls } from '@libp2p/tls'
 import { identify } from '@libp2p/identify'
 import { gossipsub } from '@libp2p/gossipsub'
 import { generateKeyPairFromSeed } from '@libp2p/crypto/keys'
@@ -43,7 +44,7 @@ const DIGESTS = { bellatrix: '4a26c58b', capella: 'bba4da96' }
 const TOPIC = `/eth2/${DIGESTS.capella}/beacon_block/ssz_snappy`
 const ERROR_MESSAGE = 'blocks beyond the three real ones are not served'
 const VERSIONS = Object.fromEntries(['libp2p', '@chainsafe/libp2p-noise', '@chainsafe/libp2p-yamux', '@libp2p/mplex',
-  '@libp2p/tcp', '@libp2p/plaintext', '@libp2p/gossipsub', 'snappyjs'].map(n =>
+  '@libp2p/tcp', '@libp2p/plaintext', '@libp2p/tls', '@libp2p/gossipsub', 'snappyjs'].map(n =>
   [n, JSON.parse(readFileSync(new URL(`./node_modules/${n}/package.json`, import.meta.url))).version]))
 
 // --- encodings (consensus-specs p2p-interface.md; Snappy framing_format.txt) ---
@@ -209,7 +210,9 @@ const node = await createLibp2p({
   privateKey,
   addresses: { listen: opt.role === 'listen' ? [opt.listen] : [] },
   transports: [tcp()],
-  connectionEncrypters: [opt.security === 'noise' ? noise() : plaintext()],
+  // @libp2p/tls makes its session with node:tls (a TLSSocket over the connection), so node's own
+  // --tls-keylog (make_interop.py puts it in NODE_OPTIONS) writes its secrets; no change here.
+  connectionEncrypters: [opt.security === 'noise' ? noise() : opt.security === 'tls' ? tls() : plaintext()],
   // @libp2p/mplex 12.0.32 aborts the muxer when the remote opens more than disconnectThreshold
   // (default 5) streams in a second, and leaves the TCP connection open until its ping fails: a
   // go-libp2p dialer opens six (identify, meshsub, status, ping, metadata, blocks by range) in

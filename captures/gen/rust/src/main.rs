@@ -7,9 +7,12 @@
 //! a behaviour's protocols the remote supports), a codec that reads to the end of the stream,
 //! Snappy framing by the snap crate's FrameEncoder.  It writes its truth (--truth) as
 //! eth2peers' truth.go does.  --transport quic runs over /quic-v1 (libp2p-quic: TLS 1.3 inside
-//! QUIC, no muxer: --security and --muxer do not apply) instead of TCP; libp2p-tls 0.7.0 gives
-//! its rustls configs rustls's KeyLogFile, so with $SSLKEYLOGFILE set the peer writes its QUIC
-//! connections' TLS secrets there (NSS key log format) with no change to the library.
+//! QUIC, no muxer: --security and --muxer do not apply) instead of TCP; --security tls runs
+//! /tls/1.0.0 over TCP (libp2p-tls, ALPN "libp2p" only, so multistream-select agrees the muxer).
+//! libp2p-tls 0.7.0 gives its rustls configs rustls's KeyLogFile (src/lib.rs, make_client_config
+//! and make_server_config, used by both transports), so with $SSLKEYLOGFILE set the peer writes
+//! its QUIC and TCP TLS connections' secrets there (NSS key log format) with no change to the
+//! library.
 use std::io::{Cursor, Read, Write};
 use std::time::Duration;
 
@@ -18,7 +21,7 @@ use libp2p::gossipsub::{self, IdentTopic, MessageAuthenticity, ValidationMode};
 use libp2p::identity::Keypair;
 use libp2p::request_response::{self, ProtocolSupport};
 use libp2p::swarm::{NetworkBehaviour, SwarmEvent};
-use libp2p::{identify, noise, plaintext, yamux, Multiaddr, PeerId, StreamProtocol, Swarm, SwarmBuilder};
+use libp2p::{identify, noise, plaintext, tls, yamux, Multiaddr, PeerId, StreamProtocol, Swarm, SwarmBuilder};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -183,6 +186,10 @@ fn swarm(key: Keypair, transport: &str, security: &str, muxer: &str) -> Swarm<Be
         ("noise", "mplex") => b.with_tcp(Default::default(), noise::Config::new, libp2p_mplex::Config::default).unwrap()
             .with_behaviour(|k| behaviour(k)).unwrap().with_swarm_config(idle).build(),
         ("noise", _) => b.with_tcp(Default::default(), noise::Config::new, yamux::Config::default).unwrap()
+            .with_behaviour(|k| behaviour(k)).unwrap().with_swarm_config(idle).build(),
+        ("tls", "mplex") => b.with_tcp(Default::default(), tls::Config::new, libp2p_mplex::Config::default).unwrap()
+            .with_behaviour(|k| behaviour(k)).unwrap().with_swarm_config(idle).build(),
+        ("tls", _) => b.with_tcp(Default::default(), tls::Config::new, yamux::Config::default).unwrap()
             .with_behaviour(|k| behaviour(k)).unwrap().with_swarm_config(idle).build(),
         (_, "mplex") => b.with_tcp(Default::default(), |k: &Keypair| Ok::<_, std::convert::Infallible>(plaintext::Config::new(k)),
             libp2p_mplex::Config::default).unwrap().with_behaviour(|k| behaviour(k)).unwrap().with_swarm_config(idle).build(),
