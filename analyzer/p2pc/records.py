@@ -236,9 +236,10 @@ COLUMN_TYPES = {"int": int, "float": float, "str": str, "Text": unescape, "int |
                 "bytes": bytes.fromhex}
 
 
-def _malformed(kind: str, parts: list[str], why: str) -> MalformedRecord:
-    frame = parts[1] if len(parts) > 1 else "?"
-    return MalformedRecord(f"a {kind} record of frame {frame} is malformed ({why}): is the plugin "
+def _malformed(kind: str, key: str, parts: list[str], why: str) -> MalformedRecord:
+    """The error naming the record by its first column (`key`: the frame, or a T line's stream)."""
+    value = parts[1] if len(parts) > 1 else "?"
+    return MalformedRecord(f"a {kind} record of {key} {value} is malformed ({why}): is the plugin "
                            "this analyzer's version? `p2pc doctor` checks")
 
 
@@ -246,12 +247,12 @@ def record_parser(cls, kind: str):
     """The parser of one line tag's records: its columns (the tag, then one per field of the
     dataclass `cls`, in order) to a `cls`, each converted by its field's type (COLUMN_TYPES);
     a wrong column count or a column that is not its type is a MalformedRecord naming `kind`
-    and the frame.
+    and the record's first column (its frame; a T line's stream).
 
     Written out as the one expression a hand-made parser would be (as dataclasses writes its
     __init__): a dump holds millions of records, and a loop over converters per column took
     about a quarter longer per M or P line."""
-    names = {"cls": cls, "kind": kind, "malformed": _malformed}
+    names = {"cls": cls, "kind": kind, "key": dataclasses.fields(cls)[0].name, "malformed": _malformed}
     args = []
     for i, f in enumerate(dataclasses.fields(cls), 1):
         convert = COLUMN_TYPES[f.type]
@@ -263,11 +264,11 @@ def record_parser(cls, kind: str):
     columns = len(args) + 1
     source = (f"def parse_{cls.__name__}(parts):\n"
               f"    if len(parts) != {columns}:\n"
-              f"        raise malformed(kind, parts, f'{{len(parts)}} columns, {columns} expected')\n"
+              f"        raise malformed(kind, key, parts, f'{{len(parts)}} columns, {columns} expected')\n"
               f"    try:\n"
               f"        return cls({', '.join(args)})\n"
               f"    except ValueError as e:\n"
-              f"        raise malformed(kind, parts, str(e)) from None\n")
+              f"        raise malformed(kind, key, parts, str(e)) from None\n")
     exec(source, names)
     return names[f"parse_{cls.__name__}"]
 
