@@ -129,7 +129,7 @@ def test_quic_streams_are_opened_by_the_side_their_id_names(tshark):
 def test_quic_certificates_name_both_peers(tshark, name):
     """The libp2p certificate extension, inside QUIC's CRYPTO frames: each host's peer ID, from
     its seed, in the tree and on the records' I lines (go-libp2p's certificates and
-    rust-libp2p's alike)."""
+    rust-libp2p's and js-libp2p's alike)."""
     cap, extra = capture(name), default_keys(tshark, name)
     want = peer_ids(truth(name))
     rows = tshark.fields(cap, ["ip.src", "libp2p_tls.peer_id"], dfilter="libp2p_tls.peer_id", extra=extra)
