@@ -23,13 +23,14 @@ def truth(name: str) -> dict:
 
 def keys(tshark, name: str) -> list[str]:
     """The key log option for a Noise or TLS cell (the go peer's keys or secrets) or a QUIC cell
-    (the rust peer's TLS secrets, written by rust-libp2p itself), else nothing.  (A TCP TLS cell
+    (the rust peer's TLS secrets, written by rust-libp2p itself; with js, whose QUIC transport
+    cannot log them, the go peer's), else nothing.  (A TCP TLS cell
     with rust or js also has that peer's own secrets: test_the_other_peers_secrets_are_the_gos.)"""
     t = truth(name)
     if "keys" not in t:
         return []
     if t["security"] == "/quic-v1":
-        return ["-o", f"tls.keylog_file:{tshark.ws.readable(INTEROP / t['keys']['rust'])}"]
+        return ["-o", f"tls.keylog_file:{tshark.ws.readable(INTEROP / t['keys'].get('rust', t['keys']['go']))}"]
     if t["security"] == "/tls/1.0.0":
         return ["-o", f"tls.keylog_file:{tshark.ws.readable(INTEROP / t['keys']['go'])}"]
     return ["-o", f"libp2p_noise.keylog_file:{tshark.ws.readable(INTEROP / t['keys']['go'])}"]
@@ -117,7 +118,9 @@ def test_the_first_payload_is_the_captured_sides(tshark, name):
 MUXERS = {"/yamux/1.0.0": "yamux", "/mplex/6.7.0": "mplex"}
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if any("connections" in p for p in truth(n)["peers"].values())])
+# QUIC has no libp2p security or muxer of its own (test_quic_connections_say_so).
+@pytest.mark.parametrize("name", [n for n in NAMES if any("connections" in p for p in truth(n)["peers"].values())
+                                  and truth(n)["security"] != "/quic-v1"])
 def test_the_muxer_is_the_one_the_peers_used(tshark, name):
     """Each peer that reports its connection (go-libp2p's ConnState, js-libp2p's connection) says
     which security and muxer it used, go-libp2p also whether the muxer was agreed inside the
@@ -150,6 +153,23 @@ def test_the_muxer_is_the_one_the_peers_used(tshark, name):
         assert noise == ([t["muxer"]] if early else [])
     if t["security"] == "/tls/1.0.0":
         assert alpn == [t["muxer"] if early else "libp2p"]
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if truth(n)["security"] == "/quic-v1"
+                                  and any("connections" in p for p in truth(n)["peers"].values())])
+def test_quic_connections_say_so(tshark, name):
+    """Over QUIC each peer that reports its connection names the transport and no libp2p
+    security or muxer (go-libp2p's ConnState leaves them empty; js-libp2p 3.3.11 reports
+    "native" and "quic" for @chainsafe/libp2p-quic's connection), and p2pc dissects no
+    yamux nor mplex in it: its streams are QUIC's."""
+    t = truth(name)
+    conns = {p["stack"]: [(c["transport"], c["security"], c["muxer"]) for c in p["connections"]]
+             for p in t["peers"].values() if "connections" in p}
+    want = {"go-libp2p": [("quic-v1", "", "")], "js-libp2p": [("quic-v1", "native", "quic")]}
+    assert conns == {stack: want[stack] for stack in conns}
+    cap = INTEROP / f"{name}.pcapng"
+    for proto in MUXERS.values():
+        assert tshark.fields(cap, ["frame.number"], dfilter=proto, extra=keys(tshark, name)) == []
 
 
 # Whether each pair agrees the muxer inside the security handshake, from the stacks' sources:

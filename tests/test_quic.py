@@ -2,7 +2,8 @@
 captures of real go-libp2p hosts (captures/gen/make_eth2.py eth2-quic; eth2-tcp-quic, the same
 peers over TCP and then QUIC) and of go-libp2p with rust-libp2p (captures/gen/make_interop.py
 interop-go-rust-quic, interop-rust-go-quic-lf: the rust peer's key log written by rust-libp2p
-itself).  Expected values come from the source block files, the generators' truth files (what
+itself) and with js-libp2p (interop-go-js-quic, interop-js-go-quic-lf: the go peer's key log
+alone, as js-libp2p's QUIC transport cannot write one).  Expected values come from the source block files, the generators' truth files (what
 each peer says it sent and received) and identity seeds, and from Wireshark's own QUIC fields
 (frame types, STREAM data), never from p2pc's output."""
 from __future__ import annotations
@@ -29,9 +30,11 @@ TRUTH = json.loads((ETH / f"{NAME}.truth.json").read_text())
 EXPERT_NO_KEYS = "tls.keylog_file"
 INTEROP = CAPTURES / "interop"
 # Captures of one QUIC connection: name -> (folder, whose key log decrypts it by default: the
-# interop cells' is the rust peer's, the one rust-libp2p wrote).
+# go-rust cells' is the rust peer's, the one rust-libp2p wrote; the go-js cells have the go
+# peer's only).
 ONE_CONN = {NAME: (ETH, "dialer"), "interop-go-rust-quic": (INTEROP, "rust"),
-            "interop-rust-go-quic-lf": (INTEROP, "rust")}
+            "interop-rust-go-quic-lf": (INTEROP, "rust"), "interop-go-js-quic": (INTEROP, "go"),
+            "interop-js-go-quic-lf": (INTEROP, "go")}
 
 
 def capture(name: str) -> Path:
@@ -126,7 +129,7 @@ def test_quic_streams_are_opened_by_the_side_their_id_names(tshark):
 def test_quic_certificates_name_both_peers(tshark, name):
     """The libp2p certificate extension, inside QUIC's CRYPTO frames: each host's peer ID, from
     its seed, in the tree and on the records' I lines (go-libp2p's certificates and
-    rust-libp2p's alike)."""
+    rust-libp2p's and js-libp2p's alike)."""
     cap, extra = capture(name), default_keys(tshark, name)
     want = peer_ids(truth(name))
     rows = tshark.fields(cap, ["ip.src", "libp2p_tls.peer_id"], dfilter="libp2p_tls.peer_id", extra=extra)
@@ -402,9 +405,9 @@ def test_the_fuzz_gate_mutates_the_quic_captures_with_their_keys(tshark, tmp_pat
         keys = fuzz.Keys.beside(cap, tmp_path / cap.stem)
         prefs = dict(o.split(":", 1) for o in keys.tshark[1::2])
         assert set(prefs) == ({"tls.keylog_file", "libp2p_noise.keylog_file"} if cap == DUAL_CAP else {"tls.keylog_file"})
-        if cap.parent == INTEROP:   # the key log beside it is the rust peer's own
+        if cap.parent == INTEROP:   # the key log beside it: the rust peer's own, or with js the go peer's
             assert Path(prefs["tls.keylog_file"]).read_text() == \
-                (INTEROP / truth(cap.stem)["keys"]["rust"]).read_text()
+                (INTEROP / truth(cap.stem)["keys"][ONE_CONN[cap.stem][1]]).read_text()
         extra = [x for pref, path in prefs.items() for x in ("-o", f"{pref}:{tshark.ws.readable(Path(path))}")]
         streams = tshark.fields(cap, ["libp2p_quic.stream"], dfilter="libp2p_quic.stream", extra=extra)
         assert len(streams) > 100
@@ -423,15 +426,12 @@ def sent(t: dict, side: str) -> list[tuple]:
             if m["dir"] == "sent"]
 
 
-@pytest.mark.parametrize("who", ["rust", "go"])
-@pytest.mark.parametrize("name", RUST_CELLS)
-def test_rust_quic_either_peers_key_log_decrypts_every_stream(tshark, name, who):
-    """rust-libp2p dialing go-libp2p over QUIC and back: the key log of either peer (rust's from
-    rustls's KeyLogFile, go's from KeyLogWriter) decrypts the connection; every eth2 message is
-    one its sender says it sent, in its order, with its SSZ length and sha256; the block is the
-    source file; both peers agreed on the ALPN libp2p."""
+def every_stream_is_its_senders(tshark, name: str, who: str, other: str) -> None:
+    """With `who`'s key log: every eth2 message is one its sender says it sent, in its order,
+    with its SSZ length and sha256; the block is the source file; nothing is left undecoded or
+    encrypted; both peers agreed on the ALPN libp2p."""
     t, cap, extra = truth(name), capture(name), keys(tshark, who, name)
-    assert {t["dialer"]["stack"], t["listener"]["stack"]} == {"go-libp2p", "rust-libp2p"}
+    assert {t["dialer"]["stack"], t["listener"]["stack"]} == {"go-libp2p", other}
     assert all(m["transport"] == "quic-v1" for side in ("dialer", "listener") for m in t["peers"][side]["messages"])
     recs = tshark.records(cap, extra=extra)
     pays = tshark.payloads(cap, extra=extra)
@@ -449,6 +449,45 @@ def test_rust_quic_either_peers_key_log_decrypts_every_stream(tshark, name, who)
     alpn = tshark.fields(cap, ["ip.src", "tls.handshake.extensions_alpn_str"],
                          dfilter="tls.handshake.extensions_alpn_str", extra=extra)
     assert alpn == [[t["link"]["dialer"], "libp2p"], [t["link"]["listener"], "libp2p"]]
+
+
+@pytest.mark.parametrize("who", ["rust", "go"])
+@pytest.mark.parametrize("name", RUST_CELLS)
+def test_rust_quic_either_peers_key_log_decrypts_every_stream(tshark, name, who):
+    """rust-libp2p dialing go-libp2p over QUIC and back: the key log of either peer (rust's from
+    rustls's KeyLogFile, go's from KeyLogWriter) decrypts the connection, every stream to its
+    sender's truth."""
+    every_stream_is_its_senders(tshark, name, who, "rust-libp2p")
+
+
+# ---- js-libp2p over QUIC (@chainsafe/libp2p-quic 2.1.1): the go peer's key log alone ----
+# Its rustls lives in a native module built with libp2p-tls 0.6.2, which sets no key_log
+# (docs/libp2p-decryption.md, "js-libp2p over QUIC"); TLS 1.3's traffic secrets are the
+# connection's, so the go peer's (quic-go's KeyLogWriter) decrypt both directions.
+JS_CELLS = ["interop-go-js-quic", "interop-js-go-quic-lf"]
+
+
+@pytest.mark.parametrize("name", JS_CELLS)
+def test_js_quic_the_go_peers_key_log_decrypts_every_stream(tshark, name):
+    """go-libp2p dialing js-libp2p over QUIC and back: the go peer's key log decrypts what both
+    peers sent, every stream to its sender's truth."""
+    every_stream_is_its_senders(tshark, name, "go", "js-libp2p")
+
+
+@pytest.mark.parametrize("name", JS_CELLS)
+def test_js_quic_cells_keep_the_go_peers_keys_and_the_installed_transport(name):
+    """The generator installed @chainsafe/libp2p-quic 2.1.1 with npm install --no-save (it is in
+    neither package.json nor the lock), the js peer says it ran that version, its
+    $SSLKEYLOGFILE stayed empty, and the only key log kept is the go peer's, beside the capture."""
+    t = truth(name)
+    js = next(p for p in t["peers"].values() if p["stack"] == "js-libp2p")
+    assert t["js_quic"] == {"package": "@chainsafe/libp2p-quic", "version": "2.1.1",
+                            "installed": "npm install --no-save", "sslkeylogfile_written": False}
+    assert js["packages"]["@chainsafe/libp2p-quic"] == "2.1.1"
+    assert [c["transport"] for p in t["peers"].values() for c in p["connections"]] == ["quic-v1", "quic-v1"]
+    assert t["keys"] == {"go": f"{name}.keys"}
+    js_dir = REPO / "captures/gen/js"
+    assert "libp2p-quic" not in (js_dir / "package.json").read_text() + (js_dir / "package-lock.json").read_text()
 
 
 @needs_netns

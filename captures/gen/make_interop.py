@@ -28,7 +28,12 @@ multistream-select agrees it inside).
 QUIC cells (/quic-v1: TLS 1.3 inside QUIC, no muxer; named interop-<dialer>-<listener>-quic[-lf])
 keep each peer's TLS secrets from $SSLKEYLOGFILE: the rust peer's (rust-libp2p writes them
 through libp2p-tls's rustls KeyLogFile, unpatched) as <name>.keys, the go peer's (keylog/'s
-patch) as <name>.go.keys.
+patch) as <name>.go.keys.  go<->js QUIC cells keep the go peer's secrets alone, as <name>.keys:
+js-libp2p's QUIC transport, @chainsafe/libp2p-quic 2.1.1, cannot log its own (its rustls is inside a
+native module built with libp2p-tls 0.6.2, which sets no key_log); TLS 1.3's traffic secrets are the
+connection's, so the go peer's decrypt both directions.  That package is not in js/package.json
+(this registry 404s its other platform packages, so `npm ci` would refuse the lock): a js QUIC
+cell installs it first with `npm install --no-save` at JS_QUIC's exact version, recorded in the truth.
 
 Regenerate (root; Go, Node.js/npm and cargo): sudo python3 captures/gen/make_interop.py [name ...]
 """
@@ -54,6 +59,8 @@ SEEDS = {"dialer": 1, "listener": 2}
 SECURITY_IDS = {"plaintext": "/plaintext/2.0.0", "noise": "/noise", "noise-ms": "/noise", "tls": "/tls/1.0.0",
                 "tls-ms": "/tls/1.0.0", "quic": "/quic-v1"}
 MUXER_IDS = {"yamux": "/yamux/1.0.0", "mplex": "/mplex/6.7.0", "none": None}
+# js-libp2p's QUIC transport (the release for libp2p 3.x), installed for js QUIC cells only.
+JS_QUIC = ("@chainsafe/libp2p-quic", "2.1.1")
 
 
 def cells() -> dict[str, tuple[str, str, str, str]]:
@@ -65,7 +72,9 @@ def cells() -> dict[str, tuple[str, str, str, str]]:
     early = [(sec, "yamux") for sec in ("noise", "noise-ms", "tls", "tls-ms")]
     # TCP TLS and yamux of go with js and rust (issue #25), each direction: four cells, as CI runs
     # every cell's tests four times.
-    for a, b, combos in [("go", "js", [*tcp, ("tls", "yamux")]), ("go", "rust", [*tcp, ("tls", "yamux"), ("quic", "none")]),
+    # QUIC (issue #27) of go with rust and with js: go's key log decrypts the go-js cells.
+    for a, b, combos in [("go", "js", [*tcp, ("tls", "yamux"), ("quic", "none")]),
+                         ("go", "rust", [*tcp, ("tls", "yamux"), ("quic", "none")]),
                          ("js", "rust", [("plaintext", "yamux"), ("plaintext", "mplex")]), ("go", "go", early),
                          ("go", "py", [("plaintext", "yamux"), ("plaintext", "mplex"), ("noise", "yamux")])]:
         for sec, mux in combos:
@@ -98,6 +107,18 @@ def build(stacks: set[str]) -> dict[str, object]:
     return exes
 
 
+def install_js_quic() -> str:
+    """Installs JS_QUIC into js/node_modules without touching package.json or the lock (see the
+    docstring), and returns the version installed."""
+    js, (pkg, version) = HERE / "js", JS_QUIC
+    subprocess.run(["npm", "install", "--no-save", "--no-audit", "--no-fund", f"{pkg}@{version}"],
+                   cwd=js, check=True)
+    got = json.loads((js / "node_modules" / pkg / "package.json").read_text())["version"]
+    if got != version:
+        raise SystemExit(f"{pkg}: {got} installed, {version} wanted")
+    return got
+
+
 def argv(stack: str, exes: dict, role: str, sec: str, mux: str, gossip: int, blocks: Path, truth: Path,
          idfile: Path | None, peer: str | None, keyed: bool) -> list[str]:
     seed = SEEDS["listener" if role == "listen" else "dialer"]
@@ -112,9 +133,8 @@ def argv(stack: str, exes: dict, role: str, sec: str, mux: str, gossip: int, blo
         return cmd + (["-idfile", str(idfile), "-listen", listen] if role == "listen" else ["-peer", peer])
     cmd = [*exes[stack], "--role", role, "--muxer", mux, "--security", sec, "--block", str(BLOCK),
            "--gossip", str(gossip), "--seed", str(seed), "--truth", str(truth)]
-    # Only the rust peer speaks QUIC; the js peer takes no --transport (TCP is every peer's default):
-    # js-libp2p's QUIC transport (@chainsafe/libp2p-quic 2.1.1) cannot log its TLS secrets
-    # (docs/libp2p-decryption.md, "js-libp2p over QUIC").
+    # --transport quic: eth2peer-rs (libp2p-quic) and eth2peer.mjs (@chainsafe/libp2p-quic); TCP is
+    # every peer's default.
     cmd += ["--transport", "quic"] if quic else []
     return cmd + (["--idfile", str(idfile), "--listen", listen] if role == "listen" else ["--peer", peer])
 
@@ -140,10 +160,16 @@ def make(name: str, a: str, b: str, dials: str, sec: str, mux: str, exes: dict) 
     # TCP TLS with another stack: the go peer's secrets are <name>.keys, the other peer's, which
     # its stack writes unpatched, <name>.<stack>.keys (rust: libp2p-tls's rustls KeyLogFile reads
     # $SSLKEYLOGFILE; js: @libp2p/tls runs node:tls, whose --tls-keylog logs every TLSSocket).
+    # go with js over QUIC: the go peer's secrets alone, as <name>.keys (the js peer cannot write
+    # its own; its $SSLKEYLOGFILE points at a scratch file, and the truth says whether it appeared).
     quic = sec == "quic"
     keyed = sec != "plaintext" and "go" in stack.values()
+    js_quic = quic and "js" in stack.values()
     tls_keys = {st: OUT / (f"{name}.keys" if st == "rust" else f"{name}.{st}.keys") for st in stack.values()} \
         if quic else {}
+    if js_quic:
+        tls_keys = {"go": OUT / f"{name}.keys", "js": WORK / f"{name}.js.keys"}
+        quic_version = install_js_quic()
     other = next((st for st in stack.values() if st != "go"), None) if sec == "tls" and keyed else None
     if other:
         tls_keys = {other: OUT / f"{name}.{other}.keys"}
@@ -184,9 +210,14 @@ def make(name: str, a: str, b: str, dials: str, sec: str, mux: str, exes: dict) 
         "peers": {"dialer": peer[dialer], "listener": peer[listener]},
     }
     if keyed and quic:
-        for path in tls_keys.values():
+        written = {st: path for st, path in tls_keys.items() if st != "js"}
+        for path in written.values():
             os.chmod(path, 0o644)
-        truth["keys"] = {st: path.name for st, path in tls_keys.items()}
+        truth["keys"] = {st: path.name for st, path in written.items()}
+    if js_quic:
+        truth["js_quic"] = {"package": JS_QUIC[0], "version": quic_version, "installed": "npm install --no-save",
+                            "sslkeylogfile_written": tls_keys["js"].exists()}
+        tls_keys["js"].unlink(missing_ok=True)
     elif keyed:
         os.chmod(keys, 0o644)
         truth["keys"] = {"go": keys.name, "side": "dialer" if stack[dialer] == "go" else "listener"}

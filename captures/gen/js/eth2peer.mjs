@@ -5,10 +5,14 @@
 // beacon_block gossip topic in between, and says goodbye.  The encodings are eth2peers' (status
 // values, fork digests, the error message); the Snappy framing is written here over snappyjs's
 // block format, as Lodestar frames its own (@lodestar/reqresp).  It writes its truth (-truth):
-// what it sent and received, as eth2peers' truth.go does.
+// what it sent and received, as eth2peers' truth.go does.  --transport quic runs over /quic-v1
+// (@chainsafe/libp2p-quic: TLS 1.3 inside QUIC, no muxer, --security and --muxer unused); the
+// package is not in package.json (docs/libp2p-decryption.md, "js-libp2p over QUIC" says why),
+// make_interop.py installs it with npm install --no-save before a js QUIC cell.
 //
 //   node eth2peer.mjs --role listen --muxer yamux --security plaintext|noise|tls --block F --idfile F --truth F
 //   node eth2peer.mjs --role dial --peer /ip4/.../p2p/<id> --block F --gossip 1 --truth F
+//   node eth2peer.mjs --transport quic --listen /ip4/0.0.0.0/udp/9000/quic-v1 ...
 import { createHash } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { basename } from 'node:path'
@@ -31,7 +35,8 @@ const { values: opt } = parseArgs({
     role: { type: 'string', default: 'listen' }, muxer: { type: 'string', default: 'yamux' },
     security: { type: 'string', default: 'plaintext' }, listen: { type: 'string', default: '/ip4/0.0.0.0/tcp/9000' },
     peer: { type: 'string' }, block: { type: 'string' }, gossip: { type: 'string', default: '0' },
-    seed: { type: 'string', default: '1' }, idfile: { type: 'string' }, truth: { type: 'string' }
+    seed: { type: 'string', default: '1' }, idfile: { type: 'string' }, truth: { type: 'string' },
+    transport: { type: 'string', default: 'tcp' }
   }
 })
 
@@ -43,9 +48,14 @@ const P = {
 const DIGESTS = { bellatrix: '4a26c58b', capella: 'bba4da96' }
 const TOPIC = `/eth2/${DIGESTS.capella}/beacon_block/ssz_snappy`
 const ERROR_MESSAGE = 'blocks beyond the three real ones are not served'
+const QUIC = opt.transport === 'quic'
+if (!['tcp', 'quic'].includes(opt.transport)) throw new Error(`--transport tcp|quic, not ${opt.transport}`)
 const VERSIONS = Object.fromEntries(['libp2p', '@chainsafe/libp2p-noise', '@chainsafe/libp2p-yamux', '@libp2p/mplex',
-  '@libp2p/tcp', '@libp2p/plaintext', '@libp2p/tls', '@libp2p/gossipsub', 'snappyjs'].map(n =>
+  '@libp2p/tcp', '@libp2p/plaintext', '@libp2p/tls', '@libp2p/gossipsub', 'snappyjs',
+  ...(QUIC ? ['@chainsafe/libp2p-quic', '@chainsafe/libp2p-quic-linux-x64-gnu'] : [])].map(n =>
   [n, JSON.parse(readFileSync(new URL(`./node_modules/${n}/package.json`, import.meta.url))).version]))
+// Every message of a run goes over its one transport, named as eth2peers' truth names it.
+const TRANSPORT = QUIC ? 'quic-v1' : 'tcp'
 
 // --- encodings (consensus-specs p2p-interface.md; Snappy framing_format.txt) ---
 const CRC_TABLE = (() => {
@@ -124,7 +134,7 @@ function unframe (buf, pos, want) {
 function record (proto, buf, response, dir) {
   let pos = 0
   while (pos < buf.length) {
-    const m = { protocol: short(proto), kind: response ? 'response' : 'request', dir }
+    const m = { protocol: short(proto), kind: response ? 'response' : 'request', dir, transport: TRANSPORT }
     if (response) {
       m.result = buf[pos++]
       if (proto === P.byRange && m.result === 0) { m.context = buf.subarray(pos, pos + 4).toString('hex'); pos += 4 }
@@ -146,7 +156,7 @@ function messageId (topic, data) {
   return createHash('sha256').update(Buffer.concat([dom, u64(t.length), t, body])).digest().subarray(0, 20)
 }
 function recordGossip (topic, data, dir) {
-  const m = { protocol: 'gossip beacon_block', kind: 'gossip', dir, topic, msg_id: messageId(topic, data).toString('hex'), data_len: data.length }
+  const m = { protocol: 'gossip beacon_block', kind: 'gossip', dir, topic, msg_id: messageId(topic, data).toString('hex'), data_len: data.length, transport: TRANSPORT }
   try { const ssz = Buffer.from(snappy.uncompress(data)); m.ssz_len = ssz.length; m.ssz_sha256 = sha(ssz) } catch {}
   truth.push(m)
 }
@@ -209,7 +219,10 @@ const fork = opt.block && basename(opt.block).includes('bellatrix') ? 'bellatrix
 const node = await createLibp2p({
   privateKey,
   addresses: { listen: opt.role === 'listen' ? [opt.listen] : [] },
-  transports: [tcp()],
+  // Over QUIC the TLS session is rustls's inside the transport's native module, which logs no
+  // secrets (libp2p-tls 0.6.2 sets no key_log): the go peer's key log decrypts such a cell.  The
+  // package is imported only then, as it is installed only for QUIC cells.
+  transports: [QUIC ? (await import('@chainsafe/libp2p-quic')).quic() : tcp()],
   // @libp2p/tls makes its session with node:tls (a TLSSocket over the connection), so node's own
   // --tls-keylog (make_interop.py puts it in NODE_OPTIONS) writes its secrets; no change here.
   connectionEncrypters: [opt.security === 'noise' ? noise() : opt.security === 'tls' ? tls() : plaintext()],
@@ -226,7 +239,7 @@ const node = await createLibp2p({
 // Each connection as js-libp2p reports it (it does not say whether the muxer was agreed early).
 const connections = []
 node.addEventListener('connection:open', evt => {
-  connections.push({ transport: 'tcp', security: evt.detail.encryption, muxer: evt.detail.multiplexer })
+  connections.push({ transport: TRANSPORT, security: evt.detail.encryption, muxer: evt.detail.multiplexer })
 })
 const pubsub = node.services.pubsub
 pubsub.subscribe(TOPIC)
@@ -253,7 +266,7 @@ if (opt.role === 'listen') {
   serve(P.metadata, () => [chunk(0, null, Buffer.concat([u64(7), Buffer.alloc(8, 0xff), Buffer.from([0x0f])]))])
   serve(P.byRange, () => [chunk(0, Buffer.from(DIGESTS[fork], 'hex'), blockSsz), chunk(3, null, Buffer.from(ERROR_MESSAGE))])
   serve(P.goodbye, () => [])
-  const addr = node.getMultiaddrs().find(a => a.toString().includes('/tcp/'))
+  const addr = node.getMultiaddrs().find(a => a.toString().includes(QUIC ? '/quic-v1' : '/tcp/'))
   writeFileSync(opt.idfile, addr.toString())
   await done
   await sleep(2000)
