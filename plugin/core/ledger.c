@@ -16,8 +16,6 @@
 
 static int proto_p2pc = -1;
 static expert_field ei_hole = EI_INIT;
-/* conversation_t * -> p2pc_tcp_t, for the connections a protocol entered (first pass). */
-static wmem_map_t *ledgers;
 
 int
 p2pc_ledger_dir(const p2pc_tcp_t *l, const packet_info *pinfo)
@@ -27,9 +25,9 @@ p2pc_ledger_dir(const p2pc_tcp_t *l, const packet_info *pinfo)
 
 /* A hole of `d` from `start` to `end`, after the others. */
 static void
-add_hole(p2pc_tcp_dir_t *d, guint32 start, guint32 end)
+add_hole(wmem_allocator_t *pool, p2pc_tcp_dir_t *d, guint32 start, guint32 end)
 {
-    p2pc_hole_t *h = wmem_new0(wmem_file_scope(), p2pc_hole_t), **at = &d->holes;
+    p2pc_hole_t *h = wmem_new0(pool, p2pc_hole_t), **at = &d->holes;
     h->start = start;
     h->end = end;
     while (*at)
@@ -39,12 +37,12 @@ add_hole(p2pc_tcp_dir_t *d, guint32 start, guint32 end)
 
 /* A segment of `d`, [a, b): a hole before it, or bytes that fill one (reordered). */
 static void
-note_segment(p2pc_tcp_dir_t *d, guint32 a, guint32 b)
+note_segment(wmem_allocator_t *pool, p2pc_tcp_dir_t *d, guint32 a, guint32 b)
 {
     p2pc_hole_t **at = &d->holes;
 
     if (P2PC_SEQ_GT(a, d->cap_end)) {
-        add_hole(d, d->cap_end, a);
+        add_hole(pool, d, d->cap_end, a);
         d->cap_end = b;
         return;
     }
@@ -61,7 +59,7 @@ note_segment(p2pc_tcp_dir_t *d, guint32 a, guint32 b)
         } else if (!P2PC_SEQ_LT(b, h->end)) {
             h->end = a;
         } else {                        /* in the middle: two holes */
-            p2pc_hole_t *t = wmem_new0(wmem_file_scope(), p2pc_hole_t);
+            p2pc_hole_t *t = wmem_new0(pool, p2pc_hole_t);
             t->start = b;
             t->end = h->end;
             t->next = h->next;
@@ -74,7 +72,7 @@ note_segment(p2pc_tcp_dir_t *d, guint32 a, guint32 b)
 
 /* The receiver acknowledges `d` up to `ack`: bytes past the highest captured are a hole. */
 static void
-note_ack(p2pc_tcp_dir_t *d, guint32 ack)
+note_ack(wmem_allocator_t *pool, p2pc_tcp_dir_t *d, guint32 ack)
 {
     if (!d->ack_known || P2PC_SEQ_GT(ack, d->acked))
         d->acked = ack;
@@ -83,7 +81,7 @@ note_ack(p2pc_tcp_dir_t *d, guint32 ack)
     if (d->fin && d->fin_at == d->cap_end && ack == d->cap_end + 1)
         return;
     if (P2PC_SEQ_GT(ack, d->cap_end)) {
-        add_hole(d, d->cap_end, ack);
+        add_hole(pool, d, d->cap_end, ack);
         d->cap_end = ack;
     }
 }
@@ -94,6 +92,7 @@ note_frame(p2pc_tcp_t *l, packet_info *pinfo)
 {
     p2pc_segment_t seg;
     p2pc_tcp_dir_t *d, *o;
+    wmem_allocator_t *pool = p2pc_conn_pool(l->conn);
 
     if (p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, KEY_NOTED) == l)
         return;
@@ -103,38 +102,48 @@ note_frame(p2pc_tcp_t *l, packet_info *pinfo)
     d = &l->dir[p2pc_ledger_dir(l, pinfo)];
     o = &l->dir[1 - p2pc_ledger_dir(l, pinfo)];
     if (seg.len && d->started) {
-        note_segment(d, seg.seq - d->base, seg.seq - d->base + seg.len);
-        p2pc_where_keep(pinfo, &d->last);
+        note_segment(pool, d, seg.seq - d->base, seg.seq - d->base + seg.len);
+        p2pc_where_keep(pool, pinfo, &d->last);
     }
     if ((seg.flags & TH_FIN) && d->started) {
         d->fin = TRUE;
         d->fin_at = seg.seq - d->base + seg.len;
     }
     if ((seg.flags & TH_ACK) && o->started)
-        note_ack(o, seg.ack - o->base);
+        note_ack(pool, o, seg.ack - o->base);
+    if ((seg.flags & TH_RST) || (d->fin && o->fin))
+        p2pc_conn_ended(l->conn);
 }
 
 p2pc_tcp_t *
 p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq)
 {
-    conversation_t *conv;
+    p2pc_conn_t *c;
     p2pc_tcp_t *l;
     p2pc_tcp_dir_t *d;
+    guint32 base;
 
     if (pinfo->ptype != PT_TCP)
         return NULL;
-    conv = find_or_create_conversation(pinfo);
-    l = (p2pc_tcp_t *)wmem_map_lookup(ledgers, conv);
+    c = p2pc_conn_get(pinfo);
+    l = (p2pc_tcp_t *)p2pc_conn_slot(c, P2PC_SLOT_LEDGER);
     if (!l) {
-        l = wmem_new0(wmem_file_scope(), p2pc_tcp_t);
-        copy_address_wmem(wmem_file_scope(), &l->addr0, &pinfo->src);
+        l = wmem_new0(p2pc_conn_pool(c), p2pc_tcp_t);
+        l->conn = c;
+        copy_address_wmem(p2pc_conn_pool(c), &l->addr0, &pinfo->src);
         l->port0 = pinfo->srcport;
-        wmem_map_insert(ledgers, conv, l);
+        p2pc_conn_set_slot(c, P2PC_SLOT_LEDGER, l);
     }
     d = &l->dir[p2pc_ledger_dir(l, pinfo)];
-    if (!d->started && p2pc_seq_base(tvb, pinfo, seq, &d->base)) {
-        d->started = TRUE;
-        d->cap_end = seq;
+    if ((!d->started || d->session != p2pc_conn_session()) && p2pc_seq_base(tvb, pinfo, seq, &base)) {
+        if (!d->started) {
+            d->started = TRUE;
+            d->base = base;
+            d->cap_end = seq;
+        }
+        /* TCP's numbers of this session: hdr = seq + base (TCP's) = ledger's + d->base. */
+        d->shift = base - d->base;
+        d->session = p2pc_conn_session();
     }
     /* Bytes TCP reassembled come before the frame's own (a later call in the frame). */
     if (d->started)
@@ -145,15 +154,18 @@ p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq)
 p2pc_tcp_t *
 p2pc_ledger_find(packet_info *pinfo)
 {
-    conversation_t *conv;
-    p2pc_tcp_t *l;
+    p2pc_conn_t *c = pinfo->ptype == PT_TCP ? p2pc_conn_find(pinfo) : NULL;
+    p2pc_tcp_t *l = c ? (p2pc_tcp_t *)p2pc_conn_slot(c, P2PC_SLOT_LEDGER) : NULL;
 
-    if (pinfo->ptype != PT_TCP || !wmem_map_size(ledgers) || !(conv = find_conversation_pinfo(pinfo, 0)))
-        return NULL;
-    l = (p2pc_tcp_t *)wmem_map_lookup(ledgers, conv);
     if (l)
         note_frame(l, pinfo);
     return l;
+}
+
+guint32
+p2pc_ledger_seq(const p2pc_tcp_dir_t *d, guint32 seq)
+{
+    return seq + d->shift;
 }
 
 gboolean
@@ -213,9 +225,9 @@ p2pc_ledger_captured(const p2pc_tcp_dir_t *d, guint32 a, guint32 b)
 }
 
 void
-p2pc_ledger_hold(p2pc_tcp_dir_t *d, guint32 seq, const guint8 *p, guint32 len, guint32 frame)
+p2pc_ledger_hold(const p2pc_tcp_t *l, p2pc_tcp_dir_t *d, guint32 seq, const guint8 *p, guint32 len, guint32 frame)
 {
-    p2pc_held_t *h = (p2pc_held_t *)wmem_alloc(wmem_file_scope(), sizeof(p2pc_held_t) + len), **at = &d->held;
+    p2pc_held_t *h = (p2pc_held_t *)wmem_alloc(p2pc_conn_pool(l->conn), sizeof(p2pc_held_t) + len), **at = &d->held;
     h->seq = seq;
     h->len = len;
     h->frame = frame;
@@ -226,18 +238,20 @@ p2pc_ledger_hold(p2pc_tcp_dir_t *d, guint32 seq, const guint8 *p, guint32 len, g
     h->next = *at;
     *at = h;
     d->held_bytes += len;
+    p2pc_conn_charge(l->conn, sizeof(p2pc_held_t) + len);
 }
 
 p2pc_held_t **
-p2pc_ledger_drain(p2pc_tcp_dir_t *d, guint32 *next, p2pc_held_t **tail)
+p2pc_ledger_drain(const p2pc_tcp_t *l, p2pc_tcp_dir_t *d, guint32 *next, p2pc_held_t **tail)
 {
     while (d->held && !P2PC_SEQ_GT(d->held->seq, *next)) {
         p2pc_held_t *h = d->held;
         guint32 back = *next - h->seq;
         d->held = h->next;
         d->held_bytes -= h->len;
+        p2pc_conn_charge(l->conn, -(gint64)(sizeof(p2pc_held_t) + h->len));
         if (back >= h->len) {   /* all of it was fed already */
-            wmem_free(wmem_file_scope(), h);
+            wmem_free(p2pc_conn_pool(l->conn), h);
             continue;
         }
         h->data += back;
@@ -252,11 +266,11 @@ p2pc_ledger_drain(p2pc_tcp_dir_t *d, guint32 *next, p2pc_held_t **tail)
 }
 
 void
-p2pc_ledger_free(p2pc_held_t *h)
+p2pc_ledger_free(const p2pc_tcp_t *l, p2pc_held_t *h)
 {
     while (h) {
         p2pc_held_t *next = h->next;
-        wmem_free(wmem_file_scope(), h);
+        wmem_free(p2pc_conn_pool(l->conn), h);
         h = next;
     }
 }
@@ -283,5 +297,4 @@ p2pc_ledger_register(int proto)
 
     proto_p2pc = proto;
     expert_register_field_array(expert_register_protocol(proto), ei, array_length(ei));
-    ledgers = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), g_direct_hash, g_direct_equal);
 }

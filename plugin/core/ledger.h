@@ -22,6 +22,7 @@
 #define P2PC_LEDGER_H
 
 #include "core/p2pc-compat.h"
+#include "core/conn.h"
 #include "core/record.h"
 
 #define P2PC_HOLD_MAX   (1024 * 1024)   /* bytes captured past a hole that confirm it */
@@ -46,10 +47,14 @@ typedef struct p2pc_held {
     struct p2pc_held *next;     /* by seq */
 } p2pc_held_t;
 
-/* One direction. */
+/* One direction.  Its numbers are TCP's of the session that started it: after a session reset
+ * (a connection carried over, conn.h) TCP numbers the bytes anew, and `shift` turns them into
+ * the ledger's (p2pc_ledger_seq()). */
 typedef struct {
     gboolean started;           /* a protocol was handed bytes of it: `base` is known */
-    guint32 base;               /* a sequence number in the TCP header less TCP's */
+    guint32 base;               /* a sequence number in the TCP header less the ledger's */
+    guint session;              /* the session `shift` was learnt in */
+    guint32 shift;              /* the ledger's sequence number less TCP's in that session */
     guint32 cap_end;            /* one past the highest byte captured */
     gboolean ack_known;
     guint32 acked;              /* the receiver's highest acknowledgement */
@@ -63,6 +68,7 @@ typedef struct {
 
 /* A TCP connection: direction 0 is that of the first bytes a protocol was handed. */
 typedef struct {
+    p2pc_conn_t *conn;          /* what it is part of: its allocations are in its pool */
     address addr0;
     guint32 port0;
     p2pc_tcp_dir_t dir[2];
@@ -86,6 +92,10 @@ p2pc_tcp_t *p2pc_ledger_find(packet_info *pinfo);
  * port, Decode As or earlier state, never to a guess. */
 gboolean p2pc_tcp_start_seen(packet_info *pinfo);
 
+/* TCP's sequence number `seq` of this session in the ledger's numbers (known once a protocol
+ * entered the ledger with the direction's bytes in this session). */
+guint32 p2pc_ledger_seq(const p2pc_tcp_dir_t *d, guint32 seq);
+
 /* The direction pinfo's sender sends. */
 int p2pc_ledger_dir(const p2pc_tcp_t *l, const packet_info *pinfo);
 
@@ -104,12 +114,14 @@ guint32 p2pc_ledger_skip(p2pc_tcp_dir_t *d, guint32 seq);
 /* The bytes of [a, b) of `d` the capture holds. */
 guint32 p2pc_ledger_captured(const p2pc_tcp_dir_t *d, guint32 a, guint32 b);
 
-/* Holding (first pass): a segment ahead of `next` is copied into `d`; p2pc_ledger_drain()
- * moves those that now follow `*next` onto the list at `tail` (advancing *next) and returns the
- * new tail.  Copies are in file scope: p2pc_ledger_free() frees a list nothing keeps. */
-void p2pc_ledger_hold(p2pc_tcp_dir_t *d, guint32 seq, const guint8 *p, guint32 len, guint32 frame);
-p2pc_held_t **p2pc_ledger_drain(p2pc_tcp_dir_t *d, guint32 *next, p2pc_held_t **tail);
-void p2pc_ledger_free(p2pc_held_t *h);
+/* Holding (first pass): a segment ahead of `next` is copied into `d` of `l`;
+ * p2pc_ledger_drain() moves those that now follow `*next` onto the list at `tail` (advancing
+ * *next) and returns the new tail.  Copies are in the connection's pool: p2pc_ledger_free()
+ * frees a list nothing keeps. */
+void p2pc_ledger_hold(const p2pc_tcp_t *l, p2pc_tcp_dir_t *d, guint32 seq, const guint8 *p, guint32 len,
+                      guint32 frame);
+p2pc_held_t **p2pc_ledger_drain(const p2pc_tcp_t *l, p2pc_tcp_dir_t *d, guint32 *next, p2pc_held_t **tail);
+void p2pc_ledger_free(const p2pc_tcp_t *l, p2pc_held_t *h);
 
 /* p2pc.hole, on `tvb` of this frame, in the protocol's words. */
 void p2pc_ledger_show_hole(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const char *format, ...)

@@ -1,7 +1,8 @@
 /* p2pc.c
  * The `p2pc` protocol: registered here, its id handed to each core part that hangs fields,
  * expert items, preferences or taps on it: the record (record.c), the shared preferences
- * (prefs.c), the retransmission check (retrans.c), a frame's TCP segment read from its own
+ * (prefs.c), the retransmission check (retrans.c), the connections' state and what of it a
+ * session reset keeps (conn.c), a frame's TCP segment read from its own
  * headers (segment.c), the TCP ledger and its p2pc.hole (ledger.c), the count of bytes lost
  * to holes in the capture (holes.c), the
  * conformance checks (spec.c), the note on a message type its protocol does not define
@@ -10,6 +11,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "core/conn.h"
 #include "core/holes.h"
 #include "core/ledger.h"
 #include "core/msgtype.h"
@@ -26,9 +28,12 @@ void
 proto_register_p2pc(void)
 {
     int proto = proto_register_protocol("P2P Compression Accounting", "P2PC", "p2pc");
+    module_t *module;
 
     p2pc_record_register(proto);
-    p2pc_retrans_register(proto, p2pc_prefs_register(proto));
+    module = p2pc_prefs_register(proto);
+    p2pc_retrans_register(proto, module);
+    p2pc_conn_register(module);
     p2pc_segment_register(proto);
     p2pc_ledger_register(proto);
     p2pc_holes_register(proto);

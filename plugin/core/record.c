@@ -205,12 +205,12 @@ where_of(packet_info *pinfo, p2pc_where_t *at)
 }
 
 void
-p2pc_where_keep(packet_info *pinfo, p2pc_record_t *rec)
+p2pc_where_keep(wmem_allocator_t *scope, packet_info *pinfo, p2pc_record_t *rec)
 {
     if (rec->at.src.type == AT_NONE) {
         where_of(pinfo, &rec->at);
-        copy_address_wmem(wmem_file_scope(), &rec->at.src, &pinfo->src);
-        copy_address_wmem(wmem_file_scope(), &rec->at.dst, &pinfo->dst);
+        copy_address_wmem(scope, &rec->at.src, &pinfo->src);
+        copy_address_wmem(scope, &rec->at.dst, &pinfo->dst);
     }
     rec->at.frame = pinfo->num;
     rec->abs_ts = pinfo->abs_ts;

@@ -144,9 +144,9 @@ void p2pc_tail_undecoded(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *
                          const char *proto, const char *codec, guint64 bytes);
 
 /* Keep the packet's frame and time in rec->at and rec->abs_ts; the first call also keeps its
- * TCP stream and endpoints (file scope: a direction's endpoints do not change).  For a tail
- * record: call it with each frame of the direction (first pass). */
-void p2pc_where_keep(packet_info *pinfo, p2pc_record_t *rec);
+ * TCP stream and endpoints (in `scope`, where rec is: a direction's endpoints do not change).
+ * For a tail record: call it with each frame of the direction (first pass). */
+void p2pc_where_keep(wmem_allocator_t *scope, packet_info *pinfo, p2pc_record_t *rec);
 
 /* One UDP datagram of a libp2p QUIC connection, for the header/ACK model (the "p2pc_quic" tap;
  * -z p2pc,records counts them per direction as it counts TCP segments, docs/tap-format.md). */

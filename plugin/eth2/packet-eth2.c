@@ -447,7 +447,7 @@ reqresp_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
     if (n > L2P_MAX_PDU)
         return -1;
     if (!pipe->state)
-        pipe->state = wmem_new0(wmem_file_scope(), snappy_scan_t);
+        pipe->state = wmem_new0(l2p_pipe_pool(pipe), snappy_scan_t);
     f = snappy_framed_len(p + off, avail - off, n, (snappy_scan_t *)pipe->state);
     if (f == 0)
         return 0;

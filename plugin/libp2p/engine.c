@@ -23,8 +23,9 @@
 
 static int l2p_proto = -1;
 static guint32 next_pipe_id = 1;
-/* The pipes' buffers (GByteArray *, each freed when removed): only those holding bytes between
- * frames, so the ones left when the capture file closes are freed then (bufs_cleanup()). */
+/* The pipes' buffers holding bytes between frames (GByteArray * -> its l2p_pipe_t *; each freed
+ * when removed): those of a connection go with it (drop_conn_bufs()), the ones of file-scope
+ * pipes when the session ends (bufs_cleanup()). */
 static GHashTable *held_bufs;
 
 dissector_handle_t
@@ -36,11 +37,18 @@ l2p_multistream_handle(void)
     return h;
 }
 
-l2p_pipe_t *
-l2p_pipe_new(dissector_handle_t handle, int dir)
+wmem_allocator_t *
+l2p_pipe_pool(const l2p_pipe_t *pipe)
 {
-    l2p_pipe_t *p = wmem_new0(wmem_file_scope(), l2p_pipe_t);
+    return pipe->conn ? p2pc_conn_pool(pipe->conn) : wmem_file_scope();
+}
+
+l2p_pipe_t *
+l2p_pipe_new(p2pc_conn_t *conn, dissector_handle_t handle, int dir)
+{
+    l2p_pipe_t *p = wmem_new0(conn ? p2pc_conn_pool(conn) : wmem_file_scope(), l2p_pipe_t);
     p->id = next_pipe_id++;
+    p->conn = conn;
     p->handle = handle;
     p->dir = dir;
     p->protocol = "";
@@ -101,7 +109,7 @@ l2p_draw_roles(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 l2p_pipe_t *
 l2p_pipe_inside(dissector_handle_t handle, int dir, const l2p_pipe_t *below)
 {
-    l2p_pipe_t *p = l2p_pipe_new(handle, dir);
+    l2p_pipe_t *p = l2p_pipe_new(below->conn, handle, dir);
     p->depth = below->depth + 1;
     p->undecodable = p->depth > L2P_MAX_DEPTH;
     return p;
@@ -110,7 +118,7 @@ l2p_pipe_inside(dissector_handle_t handle, int dir, const l2p_pipe_t *below)
 l2p_stream_t *
 l2p_stream_new(const l2p_pipe_t *conn, const char *muxer, guint64 id, size_t size)
 {
-    l2p_stream_t *s = (l2p_stream_t *)wmem_alloc0(wmem_file_scope(), size);
+    l2p_stream_t *s = (l2p_stream_t *)wmem_alloc0(l2p_pipe_pool(conn), size);
     for (int d = 0; d < 2; d++) {
         s->pipe[d] = l2p_pipe_inside(l2p_multistream_handle(), d, conn);
         s->pipe[d]->muxer = muxer;
@@ -150,24 +158,36 @@ l2p_stream_close(l2p_stream_t *s, int dir)
     return s->fin[0] && s->fin[1];
 }
 
+/* What the pipe's buffer holds, charged to its connection. */
+static void
+buf_charge(l2p_pipe_t *pipe)
+{
+    guint now = pipe->buf ? pipe->buf->len : 0;
+    if (pipe->conn)
+        p2pc_conn_charge(pipe->conn, (gint64)now - pipe->buf_charged);
+    pipe->buf_charged = now;
+}
+
 static void
 buf_drop(l2p_pipe_t *pipe)
 {
     if (pipe->buf)
         g_hash_table_remove(held_bufs, pipe->buf);
     pipe->buf = NULL;
+    buf_charge(pipe);
 }
 
 void
 l2p_stream_free(l2p_stream_t *s)
 {
+    wmem_allocator_t *pool = l2p_pipe_pool(s->pipe[0]);
     for (int d = 0; d < 2; d++) {
         buf_drop(s->pipe[d]);
         if (!s->kept)
-            wmem_free(wmem_file_scope(), s->pipe[d]);
+            wmem_free(pool, s->pipe[d]);
     }
     if (!s->kept)
-        wmem_free(wmem_file_scope(), s);
+        wmem_free(pool, s);
 }
 
 void
@@ -211,10 +231,10 @@ l2p_protocol_named(const char *protocol)
 l2p_pipe_t *
 l2p_handoff(l2p_pipe_t *pipe, const char *protocol, dissector_handle_t handle)
 {
-    l2p_pipe_t *n = l2p_pipe_new(handle ? handle : l2p_handle_for(protocol), pipe->dir);
+    l2p_pipe_t *n = l2p_pipe_new(pipe->conn, handle ? handle : l2p_handle_for(protocol), pipe->dir);
     n->role = pipe->role;
     n->depth = pipe->depth;
-    n->protocol = wmem_strdup(wmem_file_scope(), protocol);
+    n->protocol = wmem_strdup(l2p_pipe_pool(pipe), protocol);
     n->muxer = pipe->muxer;
     n->stream_id = pipe->stream_id;
     /* Both directions of a stream hand off to the same protocol: link the new pipes so each
@@ -381,10 +401,32 @@ free_byte_array(gpointer arr)
     g_byte_array_free((GByteArray *)arr, TRUE);
 }
 
+static gboolean
+of_conn(gpointer buf, gpointer pipe, gpointer conn)
+{
+    return ((l2p_pipe_t *)pipe)->conn == conn;
+}
+
+/* A connection is freed: its pipes' buffers too. */
+static void
+drop_conn_bufs(p2pc_conn_t *c)
+{
+    if (p2pc_conn_slot(c, P2PC_SLOT_ENGINE))
+        g_hash_table_foreach_remove(held_bufs, of_conn, c);
+}
+
+static gboolean
+in_file_scope(gpointer buf, gpointer pipe, gpointer unused)
+{
+    return l2p_pipe_pool((l2p_pipe_t *)pipe) == wmem_file_scope();
+}
+
+/* The session ends: the buffers of pipes in file scope go with it; those of connections with
+ * pools of their own go when their connection does. */
 static void
 bufs_cleanup(void)
 {
-    g_hash_table_remove_all(held_bufs);
+    g_hash_table_foreach_remove(held_bufs, in_file_scope, NULL);
 }
 
 /* Undecoded bytes, `len` of them (tvb shows those of this frame): shown, and counted, not
@@ -683,7 +725,9 @@ dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pi
     direct = !pipe->buf;
     if (direct) {
         pipe->buf = g_byte_array_new();
-        g_hash_table_add(held_bufs, pipe->buf);
+        g_hash_table_insert(held_bufs, pipe->buf, pipe);
+        if (pipe->conn)
+            p2pc_conn_set_slot(pipe->conn, P2PC_SLOT_ENGINE, held_bufs);
     }
     if (direct) {
         work = in;
@@ -786,6 +830,8 @@ dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pi
      * a capture has thousands of idle pipes. */
     if (pipe->closed || pipe->next || pipe->buf->len == 0)
         buf_drop(pipe);
+    else
+        buf_charge(pipe);
 }
 
 /* The engine's one way in for cutting PDUs: d->tail, which may point at a source this call's
@@ -851,4 +897,5 @@ l2p_register_engine(int proto)
     expert_register_field_array(expert, ei, array_length(ei));
     held_bufs = g_hash_table_new_full(g_direct_hash, g_direct_equal, free_byte_array, NULL);
     register_cleanup_routine(bufs_cleanup);
+    p2pc_conn_on_free(drop_conn_bufs);
 }

@@ -26,6 +26,7 @@
 #define P2PC_LIBP2P_ENGINE_H
 
 #include "core/p2pc-compat.h"
+#include "core/conn.h"
 #include "core/protobuf.h"
 #include "core/record.h"
 #include "core/spec.h"
@@ -60,10 +61,13 @@ typedef enum {
 } l2p_role_t;
 
 
-/* One direction of one byte stream at one layer.  Allocated in file scope; a muxed stream's two
- * are freed when it ends (l2p_stream_free()), the others with the capture file. */
+/* One direction of one byte stream at one layer.  Allocated in its connection's pool
+ * (core/conn.h: file scope, or the connection's own when it is carried over session resets),
+ * as is every layer's state reachable from it; a muxed stream's two are freed when it ends
+ * (l2p_stream_free()), the others with the connection. */
 struct l2p_pipe {
     guint32 id;                 /* unique in the capture: the per-frame cache key */
+    p2pc_conn_t *conn;          /* what it is part of (NULL: file scope, as a QUIC one is) */
     int dir;                    /* 0: dialer -> listener (connection) or opener -> other (stream) */
     l2p_role_t role;            /* a connection pipe: how dir was learnt (l2p_learn_role()) */
     guint depth;                /* layers it is carried inside (l2p_pipe_inside()) */
@@ -77,7 +81,9 @@ struct l2p_pipe {
     gboolean fin;
     /* The engine (first pass only). */
     GByteArray *buf;            /* bytes not yet cut into PDUs (NULL when none; outside wmem:
-                                   it grows and shrinks; freed when emptied, or with the file) */
+                                   it grows and shrinks; freed when emptied, or with the
+                                   connection) */
+    guint buf_charged;          /* what of it is charged to the connection (p2pc_conn_charge) */
     guint32 pdus;               /* PDUs cut so far: the index of the next */
     guint32 overhead;           /* lower-layer framing bytes not yet attributed to a PDU */
     guint32 held_calls;         /* the calls (a muxer's frames) whose bytes buf holds */
@@ -145,8 +151,11 @@ void l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_p
  * pipe, which keeps dir, peer link, muxer and stream id. */
 l2p_pipe_t *l2p_handoff(l2p_pipe_t *pipe, const char *protocol, dissector_handle_t handle);
 
-/* A new pipe (file scope). */
-l2p_pipe_t *l2p_pipe_new(dissector_handle_t handle, int dir);
+/* A new pipe of connection `conn` (NULL: file scope). */
+l2p_pipe_t *l2p_pipe_new(p2pc_conn_t *conn, dissector_handle_t handle, int dir);
+
+/* Where the pipe's state, and that of the layer it feeds, is allocated: its connection's pool. */
+wmem_allocator_t *l2p_pipe_pool(const l2p_pipe_t *pipe);
 
 /* A new pipe carried inside `below`'s bytes (a decrypted or decompressed stream): one layer
  * deeper.  Past L2P_MAX_DEPTH its bytes are undecoded, with the expert item libp2p.depth. */
@@ -160,7 +169,7 @@ l2p_pipe_t *l2p_pipe_inside(dissector_handle_t handle, int dir, const l2p_pipe_t
  * 1,000 (yamux) and 1,024 (mplex) each way, rust-yamux 8,192 (512 since 0.13), rust mplex 128. */
 #define L2P_MAX_STREAMS 16384
 
-/* A muxed stream: its two directions inside one connection (file scope).  A muxer keeps its
+/* A muxed stream: its two directions inside one connection (in its pool).  A muxer keeps its
  * streams in a table while they are open and may extend this struct (it comes first in the
  * muxer's own, whose size l2p_stream_new() takes).
  *

@@ -156,6 +156,10 @@ comp_dir(l2p_pipe_t *pipe)
     if (cd)
         return cd;
     cd = wmem_new0(wmem_file_scope(), comp_dir_t);
+    /* Its decompressor and tails are the session's (file scope): the connection cannot go on
+     * after a session reset. */
+    if (pipe->conn)
+        p2pc_conn_stay(pipe->conn);
     cd->codec = P2PC_CODEC_NONE;
     for (size_t i = 0; i < G_N_ELEMENTS(comp_ids); i++)
         if (!strcmp(pipe->protocol, comp_ids[i].id))
@@ -339,7 +343,7 @@ comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, pac
         cd->unattributed += len - fr->skipped;  /* the skipped bytes have a record of their own */
         cd->unattributed_out += out_len + fr->withheld;
         if (len)
-            p2pc_where_keep(pinfo, &cd->last);
+            p2pc_where_keep(wmem_file_scope(), pinfo, &cd->last);
     }
     p2pc_replay_charge(pinfo, out_len);
     fr->out = out;

@@ -149,7 +149,7 @@ typedef struct {
     guint64 lost;               /* set when found: frames the hole took (the next message shows it) */
 } noise_resync_t;
 
-/* One connection (file scope; first pass only).  Roles: 0 initiator -> responder, 1 back. */
+/* One connection (its connection's pool; first pass only).  Roles: 0 initiator -> responder, 1 back. */
 typedef struct {
     guint hs_msgs;              /* handshake messages seen (3: transport) */
     int role_of_dir[2];         /* pipe->dir -> role; -1 until the direction speaks */
@@ -162,6 +162,7 @@ typedef struct {
     guint8 key[2][32];          /* transport keys (after Split), by role */
     guint64 nonce[2];
     guint32 stopped_in[2];      /* the frame whose tag failed (0: none) */
+    wmem_allocator_t *pool;     /* where it is (its connection's pool, engine.h) */
     wmem_array_t *muxers[2];    /* const char * each, from the extensions, by role */
     const char *early_muxer;
     l2p_pipe_t *inner[2];       /* the decrypted bytes, by role */
@@ -280,7 +281,8 @@ conn_of(l2p_pipe_t *pipe)
     if (pipe->peer && pipe->peer->state) {
         c = (noise_conn_t *)pipe->peer->state;
     } else {
-        c = wmem_new0(wmem_file_scope(), noise_conn_t);
+        c = wmem_new0(l2p_pipe_pool(pipe), noise_conn_t);
+        c->pool = l2p_pipe_pool(pipe);
         c->role_of_dir[0] = c->role_of_dir[1] = -1;
         c->keys_role = -1;
         c->status = NS_DECRYPTED;
@@ -300,14 +302,14 @@ read_extensions(noise_conn_t *c, int role, const guint8 *payload, guint len)
     int off = 0, eoff;
     p2pc_pb_field_t f, e;
 
-    c->muxers[role] = wmem_array_new(wmem_file_scope(), sizeof(const char *));
+    c->muxers[role] = wmem_array_new(c->pool, sizeof(const char *));
     while (p2pc_pb_next(tvb, &off, (int)len, &f)) {
         if (f.number != 4 || f.wire_type != 2)
             continue;
         eoff = f.start;
         while (p2pc_pb_next(tvb, &eoff, f.start + f.len, &e)) {
             if (e.number == 2 && e.wire_type == 2) {
-                const char *m = (const char *)tvb_get_string_enc(wmem_file_scope(), tvb, e.start, e.len, ENC_UTF_8);
+                const char *m = (const char *)tvb_get_string_enc(c->pool, tvb, e.start, e.len, ENC_UTF_8);
                 wmem_array_append_one(c->muxers[role], m);
             }
         }

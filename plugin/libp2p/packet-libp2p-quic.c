@@ -145,7 +145,7 @@ dissect_l2p_quic(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
     c = (quic_conn_t *)wmem_map_lookup(conns, si->quic_info);
     if (!c && !PINFO_FD_VISITED(pinfo)) {
         c = wmem_new0(wmem_file_scope(), quic_conn_t);
-        c->conn = l2p_pipe_new(l2p_multistream_handle(), 0);
+        c->conn = l2p_pipe_new(NULL, l2p_multistream_handle(), 0);     /* file scope, as QUIC's */
         c->conn->role = L2P_ROLE_SECURITY;      /* the QUIC client dialed */
         c->streams = wmem_map_new(wmem_file_scope(), g_int64_hash, g_int64_equal);
         wmem_map_insert(conns, si->quic_info, c);
@@ -249,7 +249,7 @@ read_packet(packet_info *pinfo, proto_tree *tree, quic_udp_t *u, int d)
     if (n) {
         s->undecrypted = udp_payload;
         u->hidden[d] += udp_payload;
-        p2pc_where_keep(pinfo, &u->last[d]);
+        p2pc_where_keep(wmem_file_scope(), pinfo, &u->last[d]);
     }
     s->pkt.frame_len = pinfo->fd->pkt_len;
     s->pkt.before_frames = u->before_frames;

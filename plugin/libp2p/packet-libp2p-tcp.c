@@ -56,12 +56,13 @@ static gboolean have_conns;
 
 /* Where a direction's feeding is (first pass only). */
 typedef struct {
-    guint32 next_seq;           /* the next byte to feed */
+    guint32 next_seq;           /* the next byte to feed, in the ledger's numbers */
     gboolean seq_known;
 } dir_t;
 
 /* A TCP connection: the two directions' first pipes and bookkeeping, [0] the direction of the
- * first side to send bytes (whether it dialed is its pipe's dir). */
+ * first side to send bytes (whether it dialed is its pipe's dir).  In its p2pc_conn_t (core/conn.h),
+ * which carries it over session resets when p2pc live asks. */
 typedef struct {
     address first_addr;
     guint32 first_port;
@@ -113,25 +114,26 @@ sender_dialed(packet_info *pinfo, conversation_t *conv)
 static conn_t *
 get_conn(packet_info *pinfo, dissector_handle_t root)
 {
-    conversation_t *conv = find_or_create_conversation(pinfo);
-    conn_t *c = (conn_t *)conversation_get_proto_data(conv, proto_libp2p);
+    p2pc_conn_t *pc = p2pc_conn_get(pinfo);
+    conn_t *c = (conn_t *)p2pc_conn_slot(pc, P2PC_SLOT_LIBP2P);
     if (!c) {
-        int dialed = sender_dialed(pinfo, conv);
-        c = wmem_new0(wmem_file_scope(), conn_t);
-        copy_address_wmem(wmem_file_scope(), &c->first_addr, &pinfo->src);
+        int dialed = sender_dialed(pinfo, find_or_create_conversation(pinfo));
+        c = wmem_new0(p2pc_conn_pool(pc), conn_t);
+        copy_address_wmem(p2pc_conn_pool(pc), &c->first_addr, &pinfo->src);
         c->first_port = pinfo->srcport;
-        c->root[0] = l2p_pipe_new(root, 0);
-        c->root[1] = l2p_pipe_new(root, 1);
+        c->root[0] = l2p_pipe_new(pc, root, 0);
+        c->root[1] = l2p_pipe_new(pc, root, 1);
         c->root[0]->peer = c->root[1];
         c->root[1]->peer = c->root[0];
         /* Until a fact says otherwise (engine.h, l2p_role_t), the first side to send stands in
          * for the dialer. */
         if (dialed >= 0)
             l2p_learn_role(c->root[0], pinfo, dialed, L2P_ROLE_SYN);
-        conversation_add_proto_data(conv, proto_libp2p, c);
+        p2pc_conn_set_slot(pc, P2PC_SLOT_LIBP2P, c);
+        p2pc_conn_carry(pc);
         p2pc_retrans_watch(pinfo);
-        have_conns = TRUE;
     }
+    have_conns = TRUE;
     return c;
 }
 
@@ -157,7 +159,7 @@ skip_holes(conn_t *c, int d, gboolean other, frame_t *fr, p2pc_held_t **tail, pa
         fr->gap += resume - fd->next_seq;
         fr->gap_other = other;
         fd->next_seq = resume;
-        tail = p2pc_ledger_drain(td, &fd->next_seq, tail);
+        tail = p2pc_ledger_drain(c->tcp, td, &fd->next_seq, tail);
     }
 }
 
@@ -170,6 +172,7 @@ plan_frame(conn_t *c, int d, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t *
     guint len = tvb_captured_length(tvb);
     const guint8 *p = len ? tvb_get_ptr(tvb, 0, len) : NULL;
     p2pc_tcp_dir_t *td, *to;
+    guint32 seq;
 
     if (!tcpi) {                        /* no sequence numbers: take the bytes as they come */
         fr->len = len;
@@ -193,32 +196,33 @@ plan_frame(conn_t *c, int d, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t *
     }
     if (!len)
         return;
+    seq = p2pc_ledger_seq(td, tcpi->seq);
     if (!fd->seq_known) {
         fd->seq_known = TRUE;
-        fd->next_seq = tcpi->seq;
+        fd->next_seq = seq;
     }
-    if (P2PC_SEQ_GT(tcpi->seq, fd->next_seq)) {
+    if (P2PC_SEQ_GT(seq, fd->next_seq)) {
         /* Ahead of the bytes expected: hold it.  Enough captured past the hole confirms it: go
          * on after it with what is held (this segment among it). */
-        p2pc_ledger_hold(td, tcpi->seq, p, len, pinfo->num);
+        p2pc_ledger_hold(c->tcp, td, seq, p, len, pinfo->num);
         if (!p2pc_ledger_held_past(td)) {
-            fr->held = tcpi->seq - fd->next_seq;
+            fr->held = seq - fd->next_seq;
         } else if (!fr->gap_other) {
             p2pc_ledger_confirm(td, td->cap_end, NULL);
             skip_holes(c, d, FALSE, fr, &fr->fed_held, pinfo);
         }
         return;
     }
-    if (P2PC_SEQ_LT(tcpi->seq, fd->next_seq)) {
+    if (P2PC_SEQ_LT(seq, fd->next_seq)) {
         /* Repeats bytes already fed: feed only what is new. */
-        guint32 back = fd->next_seq - tcpi->seq;
+        guint32 back = fd->next_seq - seq;
         if (back >= len)
             return;
         fr->skip = back;
     }
     fr->len = len - fr->skip;
     fd->next_seq += fr->len;
-    p2pc_ledger_drain(td, &fd->next_seq, &fr->fed_held);   /* the held segments this completes, in order */
+    p2pc_ledger_drain(c->tcp, td, &fd->next_seq, &fr->fed_held);   /* the held segments this completes, in order */
 }
 
 /* Feed a list of held segments (copies, back to back in sequence) to a direction's pipe in one
@@ -326,9 +330,9 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
         l2p_pipe_call(c->root[d], tvb_new_subset_length(tvb, fr->skip, fr->len), pinfo, tree, FALSE);
     feed_held(c->root[d], fr->fed_held, tvb, pinfo, tree);
     l2p_draw_roles(tvb, pinfo, tree);
-    if (forget) {
-        p2pc_ledger_free(fr->fed_other);
-        p2pc_ledger_free(fr->fed_held);
+    if (forget && c->tcp) {
+        p2pc_ledger_free(c->tcp, fr->fed_other);
+        p2pc_ledger_free(c->tcp, fr->fed_held);
     }
     /* Most segments of a large message complete nothing: say so rather than leave Info empty. */
     {
@@ -354,12 +358,13 @@ dissect_libp2p_tcp_noise(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, vo
 
 /* First pass, a frame TCP handed to no subdissector, of a libp2p connection: its segment when
  * it carries bytes its direction has not had, or none (len 0) when its acknowledgement confirms
- * a hole where the other direction is. */
+ * a hole where the other direction is.  Its sequence number is TCP's of this session, as TCP
+ * would have handed it over. */
 static withheld_t *
 find_withheld(packet_info *pinfo)
 {
-    conversation_t *conv = find_conversation_pinfo(pinfo, 0);
-    conn_t *c = conv ? (conn_t *)conversation_get_proto_data(conv, proto_libp2p) : NULL;
+    p2pc_conn_t *pc = p2pc_conn_find(pinfo);
+    conn_t *c = pc ? (conn_t *)p2pc_conn_slot(pc, P2PC_SLOT_LIBP2P) : NULL;
     p2pc_segment_t seg;
     p2pc_tcp_dir_t *td, *to;
     const dir_t *fd, *fo;
@@ -373,20 +378,22 @@ find_withheld(packet_info *pinfo)
     fo = &c->dir[1 - d];
     td = ledger_dir(c, FALSE, pinfo);
     to = ledger_dir(c, TRUE, pinfo);
-    w = wmem_new0(wmem_file_scope(), withheld_t);
-    w->at = seg.at;
     if (seg.len && td->started && fd->seq_known &&
         P2PC_SEQ_GT(seg.seq - td->base + seg.len, fd->next_seq)) {
+        w = wmem_new0(wmem_file_scope(), withheld_t);
+        w->at = seg.at;
         w->len = seg.len;
-        w->seq = seg.seq - td->base;
+        w->seq = seg.seq - td->base - td->shift;
         return w;
     }
     if (to->ack_known && fo->seq_known) {
         p2pc_ledger_confirm(to, to->acked, NULL);
-        if (p2pc_ledger_skip(to, fo->next_seq) != fo->next_seq)
+        if (p2pc_ledger_skip(to, fo->next_seq) != fo->next_seq) {
+            w = wmem_new0(wmem_file_scope(), withheld_t);
+            w->at = seg.at;
             return w;
+        }
     }
-    wmem_free(wmem_file_scope(), w);
     return NULL;
 }
 
@@ -425,6 +432,13 @@ dissect_libp2p_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *d
     const struct tcpinfo *tcpi = (const struct tcpinfo *)data;
     guint len = tvb_captured_length(tvb);
 
+    /* A connection carried over a session reset (core/conn.h) goes on where it was. */
+    p2pc_conn_t *pc = p2pc_conn_find(pinfo);
+    if (pc && p2pc_conn_slot(pc, P2PC_SLOT_LIBP2P)) {
+        conversation_set_dissector(find_or_create_conversation(pinfo), libp2p_tcp_handle);
+        dissect_libp2p_tcp(tvb, pinfo, tree, data);
+        return TRUE;
+    }
     /* The whole header, or, as the direction's first bytes, a part of it: js-libp2p writes each
      * multistream message's length byte in a segment of its own. */
     if (len < sizeof header - 1 && !(len && tcpi && tcpi->seq == 1))

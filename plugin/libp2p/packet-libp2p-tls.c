@@ -219,8 +219,12 @@ dissect_alpn(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, size_t i)
     c = (tls_conn_t *)pipe->state;
     if (!c && pipe->peer && pipe->peer->state)
         c = (tls_conn_t *)pipe->peer->state;
-    if (!c && !PINFO_FD_VISITED(pinfo))
-        c = wmem_new0(wmem_file_scope(), tls_conn_t);
+    if (!c && !PINFO_FD_VISITED(pinfo)) {
+        c = wmem_new0(l2p_pipe_pool(pipe), tls_conn_t);
+        /* Wireshark's TLS keeps the session: after a session reset it cannot decrypt. */
+        if (pipe->conn)
+            p2pc_conn_stay(pipe->conn);
+    }
     if (!c)
         return tvb_captured_length(tvb);
     pipe->state = c;

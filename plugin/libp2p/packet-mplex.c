@@ -75,8 +75,8 @@ mplex_conn(l2p_pipe_t *pipe)
     if (!mc && pipe->peer && pipe->peer->state)
         mc = (mplex_conn_t *)pipe->peer->state;
     if (!mc) {
-        mc = wmem_new0(wmem_file_scope(), mplex_conn_t);
-        mc->streams = wmem_map_new(wmem_file_scope(), g_int64_hash, g_int64_equal);
+        mc = wmem_new0(l2p_pipe_pool(pipe), mplex_conn_t);
+        mc->streams = wmem_map_new(l2p_pipe_pool(pipe), g_int64_hash, g_int64_equal);
     }
     pipe->state = mc;
     return mc;

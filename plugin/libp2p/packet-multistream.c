@@ -174,7 +174,7 @@ ms_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2
         pipe->overhead += pdu->overhead;
         pdu->overhead = 0;
         if (!st)
-            pipe->state = st = wmem_new0(wmem_file_scope(), ms_state_t);
+            pipe->state = st = wmem_new0(l2p_pipe_pool(pipe), ms_state_t);
         if (!strcmp(text, "na")) {
             /* The other side's oldest proposal is refused: it goes on with its next, or
              * proposes again. */
@@ -203,7 +203,7 @@ ms_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2
                     l2p_learn_role(pipe, pinfo, TRUE, L2P_ROLE_PROPOSAL);
                 st->pending++;
             }
-            st->proposed = wmem_strdup(wmem_file_scope(), text);
+            st->proposed = wmem_strdup(l2p_pipe_pool(pipe), text);
         }
         pdu->info = st->proposed ? (void *)st->proposed : NULL;
         /* For Decode As: the protocol ID this frame negotiated. */

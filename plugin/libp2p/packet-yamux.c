@@ -95,8 +95,8 @@ yamux_conn(l2p_pipe_t *pipe)
     if (!yc && pipe->peer && pipe->peer->state)
         yc = (yamux_conn_t *)pipe->peer->state;
     if (!yc) {
-        yc = wmem_new0(wmem_file_scope(), yamux_conn_t);
-        yc->streams = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
+        yc = wmem_new0(l2p_pipe_pool(pipe), yamux_conn_t);
+        yc->streams = wmem_map_new(l2p_pipe_pool(pipe), g_direct_hash, g_direct_equal);
     }
     pipe->state = yc;
     pipe->gap_fn = yamux_gap;

@@ -1,0 +1,260 @@
+/* conn.c
+ * A connection's state, carried over session resets (conn.h).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "core/conn.h"
+
+#include <epan/conversation.h>
+#include <epan/prefs.h>
+#include <epan/dissectors/packet-tcp.h>
+
+/* What a connection's own pool costs besides what its parts charge (structures, pipes, the
+ * pool's own bookkeeping): counted against the budget for every carried connection. */
+#define CONN_BASE_COST (64 * 1024)
+
+struct p2pc_conn {
+    wmem_allocator_t *pool;
+    void *slot[P2PC_SLOTS];
+    /* Carry mode only: */
+    address addr[2];            /* the endpoints, in the order of conn_key() */
+    guint32 port[2];
+    gboolean carry, stay, ended;
+    gint64 charged;
+    guint64 used;               /* when it was last looked up (use_clock) */
+};
+
+static guint pref_live_state_mib;
+static guint session;
+static guint64 use_clock;
+/* This session's connections: conversation_t * -> p2pc_conn_t *. */
+static wmem_map_t *by_conv;
+/* Carry mode: every connection of this session and those carried into it, by endpoints
+ * (p2pc_conn_t * -> itself, hashed and compared by conn_hash()/conn_equal()). */
+static GHashTable *carried;
+/* Carry mode: connections whose endpoints a new connection took in this session, freed at its
+ * end (frames of this session may still point at them). */
+static GSList *retired;
+static GSList *free_fns;
+
+static gboolean
+carry_mode(void)
+{
+    return pref_live_state_mib > 0;
+}
+
+static guint
+conn_hash(gconstpointer k)
+{
+    const p2pc_conn_t *c = (const p2pc_conn_t *)k;
+    guint h = add_address_to_hash(0, &c->addr[0]);
+    h = add_address_to_hash(h, &c->addr[1]);
+    return h ^ (c->port[0] << 16) ^ c->port[1];
+}
+
+static gboolean
+conn_equal(gconstpointer a, gconstpointer b)
+{
+    const p2pc_conn_t *x = (const p2pc_conn_t *)a, *y = (const p2pc_conn_t *)b;
+    return x->port[0] == y->port[0] && x->port[1] == y->port[1] &&
+           addresses_equal(&x->addr[0], &y->addr[0]) && addresses_equal(&x->addr[1], &y->addr[1]);
+}
+
+/* The frame's endpoints in one order whichever side sent it (shallow copies). */
+static void
+conn_key(const packet_info *pinfo, p2pc_conn_t *key)
+{
+    int cmp = cmp_address(&pinfo->src, &pinfo->dst);
+    gboolean src_first = cmp < 0 || (cmp == 0 && pinfo->srcport <= pinfo->destport);
+    copy_address_shallow(&key->addr[src_first ? 0 : 1], &pinfo->src);
+    copy_address_shallow(&key->addr[src_first ? 1 : 0], &pinfo->dst);
+    key->port[src_first ? 0 : 1] = pinfo->srcport;
+    key->port[src_first ? 1 : 0] = pinfo->destport;
+}
+
+static void
+conn_free(gpointer data)
+{
+    p2pc_conn_t *c = (p2pc_conn_t *)data;
+    for (GSList *l = free_fns; l; l = l->next)
+        ((p2pc_conn_free_fn)l->data)(c);
+    wmem_destroy_allocator(c->pool);
+    free_address(&c->addr[0]);
+    free_address(&c->addr[1]);
+    g_free(c);
+}
+
+/* The TCP connection of this frame started in this session (a new connection on the same
+ * endpoints as a carried one). */
+static gboolean
+syn_seen(packet_info *pinfo, conversation_t *conv)
+{
+    struct tcp_analysis *tcpd = pinfo->ptype == PT_TCP ? get_tcp_conversation_data(conv, pinfo) : NULL;
+    return tcpd && !nstime_is_zero(&tcpd->ts_mru_syn);
+}
+
+/* This session's connection of the frame's conversation, or one carried into this session
+ * (attached to the conversation now). */
+static p2pc_conn_t *
+conn_of(packet_info *pinfo, conversation_t *conv)
+{
+    p2pc_conn_t *c = (p2pc_conn_t *)wmem_map_lookup(by_conv, conv), key;
+
+    if (!c && carry_mode() && g_hash_table_size(carried)) {
+        conn_key(pinfo, &key);
+        c = (p2pc_conn_t *)g_hash_table_lookup(carried, &key);
+        if (c && syn_seen(pinfo, conv)) {        /* the endpoints' earlier connection */
+            g_hash_table_steal(carried, c);
+            retired = g_slist_prepend(retired, c);
+            c = NULL;
+        }
+        if (c)
+            wmem_map_insert(by_conv, conv, c);
+    }
+    if (c)
+        c->used = ++use_clock;
+    return c;
+}
+
+p2pc_conn_t *
+p2pc_conn_find(packet_info *pinfo)
+{
+    conversation_t *conv = find_conversation_pinfo(pinfo, 0);
+    return conv ? conn_of(pinfo, conv) : NULL;
+}
+
+p2pc_conn_t *
+p2pc_conn_get(packet_info *pinfo)
+{
+    conversation_t *conv = find_or_create_conversation(pinfo);
+    p2pc_conn_t *c = conn_of(pinfo, conv), key;
+    gpointer old;
+
+    if (!c) {
+        if (carry_mode()) {
+            c = g_new0(p2pc_conn_t, 1);
+            c->pool = wmem_allocator_new(WMEM_ALLOCATOR_SIMPLE);
+            conn_key(pinfo, &key);
+            for (int i = 0; i < 2; i++) {
+                copy_address(&c->addr[i], &key.addr[i]);
+                c->port[i] = key.port[i];
+            }
+            if (g_hash_table_steal_extended(carried, c, &old, NULL))    /* an earlier one, in this session */
+                retired = g_slist_prepend(retired, old);
+            g_hash_table_add(carried, c);
+        } else {
+            c = wmem_new0(wmem_file_scope(), p2pc_conn_t);
+            c->pool = wmem_file_scope();
+        }
+        wmem_map_insert(by_conv, conv, c);
+        c->used = ++use_clock;
+    }
+    return c;
+}
+
+wmem_allocator_t *
+p2pc_conn_pool(const p2pc_conn_t *c)
+{
+    return c->pool;
+}
+
+void *
+p2pc_conn_slot(const p2pc_conn_t *c, p2pc_conn_slot_t slot)
+{
+    return c->slot[slot];
+}
+
+void
+p2pc_conn_set_slot(p2pc_conn_t *c, p2pc_conn_slot_t slot, void *data)
+{
+    c->slot[slot] = data;
+}
+
+guint
+p2pc_conn_session(void)
+{
+    return session;
+}
+
+void
+p2pc_conn_carry(p2pc_conn_t *c)
+{
+    c->carry = TRUE;
+}
+
+void
+p2pc_conn_stay(p2pc_conn_t *c)
+{
+    c->stay = TRUE;
+}
+
+void
+p2pc_conn_ended(p2pc_conn_t *c)
+{
+    c->ended = TRUE;
+}
+
+void
+p2pc_conn_charge(p2pc_conn_t *c, gint64 bytes)
+{
+    c->charged += bytes;
+}
+
+void
+p2pc_conn_on_free(p2pc_conn_free_fn fn)
+{
+    free_fns = g_slist_append(free_fns, (gpointer)fn);
+}
+
+static gint
+more_recent_first(gconstpointer a, gconstpointer b)
+{
+    guint64 x = (*(p2pc_conn_t *const *)a)->used, y = (*(p2pc_conn_t *const *)b)->used;
+    return x > y ? -1 : x < y;
+}
+
+/* A session reset (or the file's end): the connections that go on, most recently used first,
+ * while they fit in the budget; the others are freed. */
+static void
+conns_session_end(void)
+{
+    GPtrArray *keep;
+    guint64 budget = (guint64)pref_live_state_mib << 20, spent = 0;
+    GHashTableIter it;
+    gpointer k;
+
+    session++;
+    g_slist_free_full(retired, conn_free);
+    retired = NULL;
+    keep = g_ptr_array_new();
+    g_hash_table_iter_init(&it, carried);
+    while (g_hash_table_iter_next(&it, &k, NULL)) {
+        p2pc_conn_t *c = (p2pc_conn_t *)k;
+        if (c->carry && !c->stay && !c->ended && carry_mode())
+            g_ptr_array_add(keep, c);
+        else
+            g_hash_table_iter_remove(&it);
+    }
+    g_ptr_array_sort(keep, more_recent_first);
+    for (guint i = 0; i < keep->len; i++) {
+        p2pc_conn_t *c = (p2pc_conn_t *)g_ptr_array_index(keep, i);
+        spent += CONN_BASE_COST + (guint64)MAX(c->charged, 0);
+        if (spent > budget)
+            g_hash_table_remove(carried, c);
+    }
+    g_ptr_array_free(keep, TRUE);
+}
+
+void
+p2pc_conn_register(module_t *module)
+{
+    prefs_register_uint_preference(module, "live_state_mib", "State carried over session resets (MiB)",
+        "0 (the default): a session reset (tshark -M) forgets every connection, as a new file does. "
+        "Above 0: the libp2p connections open at a reset go on decoding in the next session where "
+        "they stopped, the most recently used first, as long as their state fits in this many MiB; "
+        "the others are forgotten. Only for one packet stream that goes on across the resets: "
+        "p2pc live sets it", 10, &pref_live_state_mib);
+    by_conv = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), g_direct_hash, g_direct_equal);
+    carried = g_hash_table_new_full(conn_hash, conn_equal, conn_free, NULL);
+    register_cleanup_routine(conns_session_end);
+}

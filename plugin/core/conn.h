@@ -1,0 +1,74 @@
+/* conn.h
+ * A connection's state that p2pc keeps, and what of it outlives tshark's session reset.
+ *
+ * Every dissector that keeps state per connection keeps it in the connection's p2pc_conn_t:
+ * one slot per part (the TCP ledger, the libp2p connection), allocated from the connection's
+ * pool.  Normally that pool is file scope, and nothing changes at the end of a session.
+ *
+ * With the p2pc.live_state_mib preference above 0 (p2pc live sets it: its tshark resets its
+ * session every N packets with -M, on one packet stream that goes on), a connection a
+ * protocol asked to carry (p2pc_conn_carry()) has a pool of its own, which a session reset does
+ * not free.  At the reset the connections carried stay in a table keyed by their two endpoints,
+ * most recently used first, as long as their state fits in the budget; the others, the ones
+ * that ended (a FIN or RST each way) and the ones a layer said cannot go on (p2pc_conn_stay(),
+ * such as TLS, whose state is Wireshark's), are freed.  In the next session the first frame of
+ * a carried connection finds it again (p2pc_conn_get()), and each part goes on where it was.
+ * Nothing kept by a frame (per-frame data, the replay cache) may be reachable from a carried
+ * pool: a session reset frees every frame.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef P2PC_CONN_H
+#define P2PC_CONN_H
+
+#include "core/p2pc-compat.h"
+
+typedef struct p2pc_conn p2pc_conn_t;
+
+/* What each part keeps in a connection. */
+typedef enum {
+    P2PC_SLOT_LEDGER,           /* core/ledger.c: p2pc_tcp_t */
+    P2PC_SLOT_LIBP2P,           /* libp2p/packet-libp2p-tcp.c: the connection's root pipes */
+    P2PC_SLOT_ENGINE,           /* libp2p/engine.c: the pipes' buffers holding bytes */
+    P2PC_SLOTS
+} p2pc_conn_slot_t;
+
+/* Registers the preference under the p2pc module (p2pc.c). */
+void p2pc_conn_register(module_t *module);
+
+/* First pass: this frame's TCP or UDP connection's state, made at the first call (in this
+ * session, or found carried over from the last). */
+p2pc_conn_t *p2pc_conn_get(packet_info *pinfo);
+
+/* The same, or NULL when no part made it. */
+p2pc_conn_t *p2pc_conn_find(packet_info *pinfo);
+
+/* Where the connection's state is allocated: file scope, or its own pool when carried. */
+wmem_allocator_t *p2pc_conn_pool(const p2pc_conn_t *c);
+
+void *p2pc_conn_slot(const p2pc_conn_t *c, p2pc_conn_slot_t slot);
+void p2pc_conn_set_slot(p2pc_conn_t *c, p2pc_conn_slot_t slot, void *data);
+
+/* The session (0 for the first, one more at each reset): a part that keeps numbers of the
+ * session (TCP's relative sequence numbers) notes it, and relearns them in a later one. */
+guint p2pc_conn_session(void);
+
+/* A part asks for the connection to outlive session resets (when the preference is on). */
+void p2pc_conn_carry(p2pc_conn_t *c);
+
+/* The connection ended (a FIN each way, or a RST): it is freed at the next reset. */
+void p2pc_conn_ended(p2pc_conn_t *c);
+
+/* A layer whose state is not p2pc's (Wireshark's TLS) cannot go on after a reset: the
+ * connection is freed at the next one. */
+void p2pc_conn_stay(p2pc_conn_t *c);
+
+/* Bytes of state outside the pool (buffers, held segments) added (or, negative, released). */
+void p2pc_conn_charge(p2pc_conn_t *c, gint64 bytes);
+
+/* A part's function called when a carried connection's pool is about to be freed (an eviction
+ * or its end), for what it keeps outside the pool. */
+typedef void (*p2pc_conn_free_fn)(p2pc_conn_t *c);
+void p2pc_conn_on_free(p2pc_conn_free_fn fn);
+
+#endif /* P2PC_CONN_H */
