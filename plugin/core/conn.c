@@ -12,6 +12,10 @@
 /* What a connection's own pool costs besides what its parts charge (structures, pipes, the
  * pool's own bookkeeping): counted against the budget for every carried connection. */
 #define CONN_BASE_COST (64 * 1024)
+/* Connections whose state was dropped, remembered (their endpoints and why, about 100 bytes
+ * each, outside the budget) so that their bytes are counted with the reason: the most recently
+ * used this many. */
+#define DROPPED_MAX 65536
 
 struct p2pc_conn {
     wmem_allocator_t *pool;
@@ -20,6 +24,7 @@ struct p2pc_conn {
     address addr[2];            /* the endpoints, in the order of conn_key() */
     guint32 port[2];
     gboolean carry, stay, ended;
+    const char *dropped;        /* why a reset dropped its state (conn.h) */
     gint64 charged;
     guint64 used;               /* when it was last looked up (use_clock) */
 };
@@ -72,13 +77,32 @@ conn_key(const packet_info *pinfo, p2pc_conn_t *key)
     key->port[src_first ? 1 : 0] = pinfo->destport;
 }
 
+/* Its state goes (its parts' first, for what they keep outside the pool). */
+static void
+state_free(p2pc_conn_t *c)
+{
+    for (GSList *l = free_fns; l; l = l->next)
+        ((p2pc_conn_free_fn)l->data)(c);
+    wmem_destroy_allocator(c->pool);
+}
+
+/* Only its endpoints stay, for the session that follows: why (conn.h, p2pc_conn_dropped()). */
+static void
+state_drop(p2pc_conn_t *c, const char *why)
+{
+    state_free(c);
+    c->pool = wmem_allocator_new(WMEM_ALLOCATOR_SIMPLE);
+    memset(c->slot, 0, sizeof c->slot);
+    c->dropped = why;
+    c->stay = c->carry = FALSE;
+    c->charged = 0;
+}
+
 static void
 conn_free(gpointer data)
 {
     p2pc_conn_t *c = (p2pc_conn_t *)data;
-    for (GSList *l = free_fns; l; l = l->next)
-        ((p2pc_conn_free_fn)l->data)(c);
-    wmem_destroy_allocator(c->pool);
+    state_free(c);
     free_address(&c->addr[0]);
     free_address(&c->addr[1]);
     g_free(c);
@@ -179,7 +203,13 @@ p2pc_conn_session(void)
 void
 p2pc_conn_carry(p2pc_conn_t *c)
 {
-    c->carry = TRUE;
+    c->carry = !c->dropped;     /* what was dropped does not come back */
+}
+
+const char *
+p2pc_conn_dropped(const p2pc_conn_t *c)
+{
+    return c->dropped;
 }
 
 void
@@ -214,12 +244,14 @@ more_recent_first(gconstpointer a, gconstpointer b)
 }
 
 /* A session reset (or the file's end): the connections that go on, most recently used first,
- * while they fit in the budget; the others are freed. */
+ * while they fit in the budget; the others' state is dropped (their endpoints stay: up to
+ * DROPPED_MAX).  The ones that ended, and those no part asked to carry, are freed. */
 static void
 conns_session_end(void)
 {
     GPtrArray *keep;
     guint64 budget = (guint64)pref_live_state_mib << 20, spent = 0;
+    guint dropped = 0;
     GHashTableIter it;
     gpointer k;
 
@@ -230,16 +262,25 @@ conns_session_end(void)
     g_hash_table_iter_init(&it, carried);
     while (g_hash_table_iter_next(&it, &k, NULL)) {
         p2pc_conn_t *c = (p2pc_conn_t *)k;
-        if (c->carry && !c->stay && !c->ended && carry_mode())
-            g_ptr_array_add(keep, c);
-        else
+        if (!carry_mode() || c->ended || (!c->carry && !c->dropped)) {
             g_hash_table_iter_remove(&it);
+            continue;
+        }
+        if (c->carry && c->stay)
+            state_drop(c, "reset");
+        g_ptr_array_add(keep, c);
     }
     g_ptr_array_sort(keep, more_recent_first);
     for (guint i = 0; i < keep->len; i++) {
         p2pc_conn_t *c = (p2pc_conn_t *)g_ptr_array_index(keep, i);
-        spent += CONN_BASE_COST + (guint64)MAX(c->charged, 0);
-        if (spent > budget)
+        guint64 cost = CONN_BASE_COST + (guint64)MAX(c->charged, 0);
+        if (c->carry && spent + cost <= budget) {
+            spent += cost;
+            continue;
+        }
+        /* Evicted now, or dropped before: what this session kept of it goes too. */
+        state_drop(c, c->carry ? "evicted" : c->dropped);
+        if (++dropped > DROPPED_MAX)
             g_hash_table_remove(carried, c);
     }
     g_ptr_array_free(keep, TRUE);

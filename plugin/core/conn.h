@@ -9,9 +9,11 @@
  * session every N packets with -M, on one packet stream that goes on), a connection a
  * protocol asked to carry (p2pc_conn_carry()) has a pool of its own, which a session reset does
  * not free.  At the reset the connections carried stay in a table keyed by their two endpoints,
- * most recently used first, as long as their state fits in the budget; the others, the ones
- * that ended (a FIN or RST each way) and the ones a layer said cannot go on (p2pc_conn_stay(),
- * such as TLS, whose state is Wireshark's), are freed.  In the next session the first frame of
+ * most recently used first, as long as their state fits in the budget.  The state of the
+ * others (evicted), and of the ones a layer said cannot go on (p2pc_conn_stay(), such as TLS,
+ * whose state is Wireshark's), is freed; their endpoints stay for one more session, so that
+ * their bytes are counted as undecoded with the reason (p2pc_conn_dropped()).  The ones that
+ * ended (a FIN each way, or a RST) are freed.  In the next session the first frame of
  * a carried connection finds it again (p2pc_conn_get()), and each part goes on where it was.
  * Nothing kept by a frame (per-frame data, the replay cache) may be reachable from a carried
  * pool: a session reset frees every frame.
@@ -55,6 +57,13 @@ guint p2pc_conn_session(void);
 
 /* A part asks for the connection to outlive session resets (when the preference is on). */
 void p2pc_conn_carry(p2pc_conn_t *c);
+
+/* A connection a part asked to carry whose state a reset dropped: "evicted" (the budget was
+ * spent on connections used more recently) or "reset" (a layer's state is not p2pc's,
+ * p2pc_conn_stay()); NULL otherwise.  Its endpoints are remembered for the session after that
+ * reset, with empty slots: the part that asked claims its bytes and counts them as undecoded,
+ * for that reason. */
+const char *p2pc_conn_dropped(const p2pc_conn_t *c);
 
 /* The connection ended (a FIN each way, or a RST): it is freed at the next reset. */
 void p2pc_conn_ended(p2pc_conn_t *c);

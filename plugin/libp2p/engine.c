@@ -432,12 +432,13 @@ bufs_cleanup(void)
 /* Undecoded bytes, `len` of them (tvb shows those of this frame): shown, and counted, not
  * lost: they get a record of their own.  Returns the item for the expert item saying why. */
 static proto_item *
-undecoded(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint len)
+undecoded(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint len, const char *reason)
 {
     proto_item *ti = proto_tree_add_item(tree, hf_undecoded, tvb, 0, -1, ENC_NA);
     p2pc_record_t rec;
     p2pc_record_init(&rec, "libp2p", "undecoded");
     rec.wire_len = rec.payload_len = rec.raw_len = len;
+    rec.reason = reason;
     p2pc_record_add(tvb, 0, -1, pinfo, tree, &rec);
     return ti;
 }
@@ -573,7 +574,7 @@ run_item(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, 
         l2p_pipe_call(it->to, item_tvb(tvb, pinfo, pipe, it), pinfo, tree, it->fin);
         break;
     case IT_UNDECODED: {
-        proto_item *ti = undecoded(item_tvb(tvb, pinfo, pipe, it), pinfo, tree, it->len);
+        proto_item *ti = undecoded(item_tvb(tvb, pinfo, pipe, it), pinfo, tree, it->len, pipe->undecoded_reason);
         if (pipe->depth > L2P_MAX_DEPTH)
             expert_add_info_format(pinfo, ti, &ei_depth, "%u bytes of a layer nested %u deep (p2pc "
                                    "decodes %u): counted as undecoded", it->len, pipe->depth, L2P_MAX_DEPTH);
@@ -592,7 +593,7 @@ void
 l2p_stream_refused(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
     guint len = tvb_reported_length(tvb);
-    expert_add_info_format(pinfo, undecoded(tvb, pinfo, tree, len), &ei_streams, "A frame of a new "
+    expert_add_info_format(pinfo, undecoded(tvb, pinfo, tree, len, NULL), &ei_streams, "A frame of a new "
                            "stream while %u are open on this connection (L2P_MAX_STREAMS): its %u bytes "
                            "are counted as undecoded", L2P_MAX_STREAMS, len);
 }

@@ -89,6 +89,7 @@ struct l2p_pipe {
     guint32 held_calls;         /* the calls (a muxer's frames) whose bytes buf holds */
     gboolean closed;
     gboolean undecodable;       /* framing broke: the rest of the pipe is shown as bytes */
+    const char *undecoded_reason;   /* why, when the record says (p2pc.undecoded_reason) */
     guint32 skip;               /* set by a len_fn returning < 0: the framing resumes after this
                                    many undecodable bytes (0: it never does) */
     guint64 broke;              /* set by a len_fn returning < 0: the conformance checks the

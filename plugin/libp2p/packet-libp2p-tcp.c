@@ -123,6 +123,11 @@ get_conn(packet_info *pinfo, dissector_handle_t root)
         c->first_port = pinfo->srcport;
         c->root[0] = l2p_pipe_new(pc, root, 0);
         c->root[1] = l2p_pipe_new(pc, root, 1);
+        /* A session reset dropped its state (core/conn.h): the rest is undecoded, and why. */
+        for (int d = 0; d < 2 && p2pc_conn_dropped(pc); d++) {
+            c->root[d]->undecodable = TRUE;
+            c->root[d]->undecoded_reason = p2pc_conn_dropped(pc);
+        }
         c->root[0]->peer = c->root[1];
         c->root[1]->peer = c->root[0];
         /* Until a fact says otherwise (engine.h, l2p_role_t), the first side to send stands in
@@ -432,9 +437,10 @@ dissect_libp2p_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *d
     const struct tcpinfo *tcpi = (const struct tcpinfo *)data;
     guint len = tvb_captured_length(tvb);
 
-    /* A connection carried over a session reset (core/conn.h) goes on where it was. */
+    /* A connection carried over a session reset (core/conn.h) goes on where it was; one whose
+     * state the reset dropped is counted as undecoded. */
     p2pc_conn_t *pc = p2pc_conn_find(pinfo);
-    if (pc && p2pc_conn_slot(pc, P2PC_SLOT_LIBP2P)) {
+    if (pc && (p2pc_conn_slot(pc, P2PC_SLOT_LIBP2P) || p2pc_conn_dropped(pc))) {
         conversation_set_dissector(find_or_create_conversation(pinfo), libp2p_tcp_handle);
         dissect_libp2p_tcp(tvb, pinfo, tree, data);
         return TRUE;
