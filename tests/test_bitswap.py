@@ -400,6 +400,11 @@ def test_diff_matches_the_messages_the_runs_without_and_with_the_transport_share
     got = {r["msg_type"]: r["matched"] for r in rep["rows"] if r["proto"] == "bitswap"}
     assert got == {t: want[t] for t in got}
     assert want["presences"] == 1 and want["blocks"] >= 3 and want["wantlist"] >= 20, want
+    sent_off = Counter()
+    for (mtype, *_), n in in_wire_order(tshark, off).items():
+        sent_off[mtype] += n
+    assert (f"- {transport}: {want['blocks']} of the {sent_off['blocks']} block messages and {want['wantlist']} "
+            f"of the {sent_off['wantlist']} wantlists, and the presence\n") in (REPO / "docs" / "bitswap.md").read_text()
     # Each matched pair's content is one both peers' truths hold (canonical: parts sorted).
     t_off, t_on = comp_truth("off"), comp_truth(transport)
     both = {canonical(m) for r in ("received_by_a", "received_by_b") for m in t_off[r]} & \
