@@ -70,20 +70,22 @@ class Sent:
 def read_side(ws: Wireshark, side: Side, opts: TsharkOptions) -> tuple[list[Sent], ReadResult, list[Violation]]:
     """The side's messages in record order, each with its payload's digest, and the conformance
     checks that failed in its frames (those its filters match).  The payloads tap prints a P line for the records that
-    have a payload, in the records' order: each is the next record of its frame, type and
-    length."""
+    have a payload, in the records' order: each is the next record of its frame and type.  Its
+    length is not the record's raw_len on a compressed stream, whose raw_len is the message's
+    share of the decompressed stream, framing and control bytes included (libp2p-compression.md,
+    rule 4), so a P line is not matched by length."""
     side_opts = side.options(opts)
     msgs: list[Message] = []
     hits: list[Violation] = []
     res = read_capture(ws, side.capture, msgs.append, lambda t: None, opts=side_opts,
                        on_violation=hits.append)
-    digests = ((p.frame, p.proto, p.msg_type, len(p.raw), hashlib.sha256(p.raw).hexdigest())
+    digests = ((p.frame, p.proto, p.msg_type, hashlib.sha256(p.raw).hexdigest())
                for p in read_payloads(ws, side.capture, side_opts, ReadResult()))
     nxt = next(digests, None)
     out = []
     for m in msgs:
-        if nxt is not None and nxt[:4] == (m.frame, m.proto, m.msg_type, m.raw_len):
-            out.append(Sent(m, nxt[4]))
+        if nxt is not None and nxt[:3] == (m.frame, m.proto, m.msg_type):
+            out.append(Sent(m, nxt[3]))
             nxt = next(digests, None)
         else:
             out.append(Sent(m, None))

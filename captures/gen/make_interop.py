@@ -15,8 +15,9 @@ A cell is a pair, a direction, a security and a muxer.  For a pair "x-y" stack x
 so the listener is on either side of the capture.  The workload: status, ping, metadata,
 beacon_blocks_by_range (the smallest real block in captures/data/ethereum, then a
 ResourceUnavailable error chunk), the block published on /eth2/bba4da96/beacon_block/ssz_snappy
-in the plaintext/yamux cells only (a second copy of a 440 KB block would double the others),
-goodbye.  Noise and TLS cells with a go peer run eth2peers with keylog/'s patch and keep its keys
+in the plaintext/yamux cells only (a second copy of a 440 KB block would double the others) or,
+in the go<->py plaintext/yamux cells, small real gossip messages both ways (the gossip plan:
+PLAN, gossip_plan(); py-libp2p publishes first), goodbye.  Noise and TLS cells with a go peer run eth2peers with keylog/'s patch and keep its keys
 (<name>.keys); the other stacks cannot log Noise keys cheaply, so their pairs are plaintext.
 TCP TLS cells of go with rust and js (yamux) keep the other peer's TLS secrets as well, written
 by its stack with no patch, as <name>.<stack>.keys: rust-libp2p's libp2p-tls 0.7.0 gives rustls
@@ -39,6 +40,7 @@ Regenerate (root; Go, Node.js/npm and cargo): sudo python3 captures/gen/make_int
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -59,6 +61,15 @@ SEEDS = {"dialer": 1, "listener": 2}
 SECURITY_IDS = {"plaintext": "/plaintext/2.0.0", "noise": "/noise", "noise-ms": "/noise", "tls": "/tls/1.0.0",
                 "tls-ms": "/tls/1.0.0", "quic": "/quic-v1"}
 MUXER_IDS = {"yamux": "/yamux/1.0.0", "mplex": "/mplex/6.7.0", "none": None}
+# The py cells' gossip (eth2peers' -gossip-plan, eth2peer.py's --gossip-plan): real messages of
+# the types the eth2 gossip topics carry, taken from a real block's body, the dialer's on one
+# topic and the listener's on another.  capella: body fields in order (consensus-specs
+# capella/beacon-chain.md, BeaconBlockBody); the lists are SSZ offsets, these two of fixed-size items.
+PLAN_BLOCK = HERE.parent / "data" / "ethereum" / "eth_mainnet_SignedBeaconBlock_capella_slot6209716.ssz"
+# The py peer publishes 2 (its router sends the first only: docs/interop.md), the go peer 3.
+PLAN = {"dialer": ("voluntary_exit", "SignedVoluntaryExit", 112), "listener": ("bls_to_execution_change",
+                                                                             "SignedBLSToExecutionChange", 172)}
+PLAN_COUNT = {"py": 2, "go": 3}
 # js-libp2p's QUIC transport (the release for libp2p 3.x), installed for js QUIC cells only.
 JS_QUIC = ("@chainsafe/libp2p-quic", "2.1.1")
 
@@ -119,8 +130,51 @@ def install_js_quic() -> str:
     return got
 
 
+def body_lists(block: bytes) -> dict[str, bytes]:
+    """A capella SignedBeaconBlock's body lists of fixed-size items, by field name: after the
+    randao_reveal (96), eth1_data (72) and graffiti (32), the offsets of proposer_slashings,
+    attester_slashings, attestations, deposits and voluntary_exits, the sync_aggregate (160),
+    the offsets of execution_payload and bls_to_execution_changes."""
+    u32 = lambda b, at: int.from_bytes(b[at:at + 4], "little")  # noqa: E731
+    msg = block[u32(block, 0):]
+    body = msg[u32(msg, 80):]
+    offs = [u32(body, 200 + 4 * i) for i in range(5)] + [u32(body, 380), u32(body, 384), len(body)]
+    return {"voluntary_exit": body[offs[4]:offs[5]], "bls_to_execution_change": body[offs[6]:offs[7]]}
+
+
+def gossip_plan(name: str, stacks: dict[str, str]) -> tuple[Path, dict]:
+    """The plan file both peers read, and its provenance for the truth."""
+    digest = "bba4da96"
+    lists = body_lists(PLAN_BLOCK.read_bytes())
+    folder = WORK / f"{name}.gossip"
+    folder.mkdir(parents=True, exist_ok=True)
+    plan: dict = {"topics": [f"/eth2/{digest}/{PLAN[r][0]}/ssz_snappy" for r in ("dialer", "listener")]}
+    prov: dict = {"source": PLAN_BLOCK.name, "topics": plan["topics"]}
+    for role, (topic, ssz_type, size) in PLAN.items():
+        count = PLAN_COUNT[stacks[role]]
+        items = lists[topic]
+        assert len(items) % size == 0 and len(items) // size >= count
+        plan[role], prov[role] = [], []
+        for i in range(count):
+            f = folder / f"{role}-{topic}-{i}.ssz"
+            f.write_bytes(items[i * size:(i + 1) * size])
+            plan[role].append({"topic": f"/eth2/{digest}/{topic}/ssz_snappy", "file": str(f)})
+            field = "voluntary_exits" if topic == "voluntary_exit" else "bls_to_execution_changes"
+            prov[role].append({"type": ssz_type, "from": f"body.{field}[{i}]", "ssz_len": size,
+                               "ssz_sha256": hashlib.sha256(f.read_bytes()).hexdigest()})
+    path = WORK / f"{name}.gossip.json"
+    path.write_text(json.dumps(plan, indent=1))
+    return path, prov
+
+
 def argv(stack: str, exes: dict, role: str, sec: str, mux: str, gossip: int, blocks: Path, truth: Path,
-         idfile: Path | None, peer: str | None, keyed: bool) -> list[str]:
+         idfile: Path | None, peer: str | None, keyed: bool, plan: Path | None = None) -> list[str]:
+    return _argv(stack, exes, role, sec, mux, gossip, blocks, truth, idfile, peer, keyed) + \
+        ([f"-{'-' * (stack != 'go')}gossip-plan", str(plan)] if plan else [])
+
+
+def _argv(stack: str, exes: dict, role: str, sec: str, mux: str, gossip: int, blocks: Path, truth: Path,
+          idfile: Path | None, peer: str | None, keyed: bool) -> list[str]:
     seed = SEEDS["listener" if role == "listen" else "dialer"]
     quic = sec == "quic"
     listen = f"/ip4/0.0.0.0/udp/{PORT}/quic-v1" if quic else f"/ip4/0.0.0.0/tcp/{PORT}"
@@ -143,8 +197,11 @@ def make(name: str, a: str, b: str, dials: str, sec: str, mux: str, exes: dict) 
     cap = OUT / f"{name}.pcapng"
     dialer, listener = (dials, "b" if dials == "a" else "a")
     stack = {"a": a, "b": b}
-    # eth2peer.py does no gossip.
+    # The plaintext/yamux cells gossip: the block, or with a py peer the gossip plan's small
+    # messages both ways (the block's 440 KB a second time would double the capture).
     gossip = 1 if (sec, mux) == ("plaintext", "yamux") and "py" not in (a, b) else 0
+    plan, plan_prov = gossip_plan(name, {"dialer": stack[dials], "listener": stack["b" if dials == "a" else "a"]}) \
+        if (sec, mux) == ("plaintext", "yamux") and "py" in (a, b) else (None, None)
     blocks = WORK / "interop-blocks"
     blocks.mkdir(parents=True, exist_ok=True)
     shutil.copy(BLOCK, blocks / BLOCK.name)
@@ -188,10 +245,10 @@ def make(name: str, a: str, b: str, dials: str, sec: str, mux: str, exes: dict) 
     addrs = {"a": EmulatedLink.addr_a, "b": EmulatedLink.addr_b}
     with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
         lp = link.popen(listener, argv(stack[listener], exes, "listen", sec, mux, gossip, blocks, truths[listener],
-                                       idfile, None, keyed and stack[listener] == "go"), env=env[listener])
+                                       idfile, None, keyed and stack[listener] == "go", plan), env=env[listener])
         addr = listener_addr(idfile, addrs[listener], timeout=30)
         link.run(dialer, argv(stack[dialer], exes, "dial", sec, mux, gossip, blocks, truths[dialer], None, addr,
-                              keyed and stack[dialer] == "go"), timeout=float(os.environ.get("INTEROP_TIMEOUT", 180)),
+                              keyed and stack[dialer] == "go", plan), timeout=float(os.environ.get("INTEROP_TIMEOUT", 180)),
                  env=env[dialer])
         lp.wait(60)
     peer = {side: json.loads(truths[side].read_text()) for side in ("a", "b")}
@@ -206,6 +263,7 @@ def make(name: str, a: str, b: str, dials: str, sec: str, mux: str, exes: dict) 
         "dialer": {"node": dialer, "stack": peer[dialer]["stack"], "version": peer[dialer]["version"]},
         "listener": {"node": listener, "stack": peer[listener]["stack"], "version": peer[listener]["version"]},
         "block": {"file": BLOCK.name, "fork": "capella", "gossiped": gossip},
+        **({"gossip_plan": plan_prov} if plan_prov else {}),
         # What each peer says it sent and received, as it wrote it.
         "peers": {"dialer": peer[dialer], "listener": peer[listener]},
     }

@@ -271,6 +271,7 @@ func main() {
 		"the handshake's extensions), noise-ms (the muxer negotiated by multistream-select inside), tls (the "+
 		"muxer agreed by ALPN) or tls-ms (multistream-select inside)")
 	truthFile := flag.String("truth", "", "write what this peer sent and received here (JSON)")
+	planFile := flag.String("gossip-plan", "", "full session: the eth2 gossip both peers publish (JSON, plan.go)")
 	flag.Parse()
 	truth.path = *truthFile
 	defer truth.write(*role)
@@ -335,10 +336,25 @@ func main() {
 		log.Fatal(err)
 	}
 	sub, _ := t.Subscribe()
+	var plan *gossipPlan
+	if *planFile != "" {
+		plan = loadPlan(*planFile)
+		plan.join(ctx, h, ps, map[string]*pubsub.Topic{topic: t})
+	}
 
 	if *role == "listen" {
 		bye := make(chan struct{})
 		serve(h, blocks, broken, bye)
+		if plan != nil {
+			// The dialer (py-libp2p) publishes first, this listener once the dialer's have come.
+			go func() {
+				plan.await(len(plan.Dialer))
+				for len(h.Network().Peers()) == 0 {
+					time.Sleep(100 * time.Millisecond)
+				}
+				plan.publish(ctx, h, h.Network().Peers()[0], plan.Listener)
+			}()
+		}
 		addr := fmt.Sprintf("%s/p2p/%s", h.Addrs()[0], h.ID())
 		os.WriteFile(*idFile, []byte(addr), 0o644)
 		go func() {
@@ -395,6 +411,12 @@ func main() {
 	if *gossipN > 0 {
 		// Only then wait for the peer in the topic's mesh: a py-libp2p peer runs no gossipsub.
 		gossip(ctx, h, info.ID, t, topic, blocks[:*gossipN])
+	}
+	if plan != nil {
+		// The listener (py-libp2p) publishes first, this dialer once the listener's have come.
+		plan.await(len(plan.Listener))
+		plan.publish(ctx, h, info.ID, plan.Dialer)
+		time.Sleep(time.Second)
 	}
 	call(ctx, h, info.ID, protoGoodbye, request(u64(1)))
 	time.Sleep(500 * time.Millisecond)

@@ -134,7 +134,12 @@ func recordChunks(proto string, data []byte, response bool, dir string, via stri
 }
 
 func recordGossip(topic string, data []byte, id string, dir string, via string) {
-	m := truthMsg{Protocol: "gossip beacon_block", Kind: "gossip", Dir: dir, Topic: topic,
+	// The message type is the topic's name: /eth2/<fork digest>/<name>/ssz_snappy.
+	name := "beacon_block"
+	if parts := strings.Split(topic, "/"); len(parts) == 5 {
+		name = parts[3]
+	}
+	m := truthMsg{Protocol: "gossip " + name, Kind: "gossip", Dir: dir, Topic: topic,
 		MsgID: hex.EncodeToString([]byte(id)), DataLen: len(data), Transport: via}
 	if ssz, err := snappy.Decode(nil, data); err == nil {
 		m.SSZLen, m.SSZSha256 = len(ssz), sum(ssz)

@@ -5,15 +5,27 @@
 
 py-libp2p 0.8.1 (requirements.txt) over TCP, plaintext (/plaintext/2.0.0) or Noise, with yamux or
 mplex.  The listener serves status, ping, metadata, beacon_blocks_by_range (the block, then a
-ResourceUnavailable chunk) and goodbye; the dialer calls them in that order.  No gossip: the
-interop cells with a py peer gossip nothing.  Snappy is cramjam's (the snap crate): framed for
-req/resp.  The truth (--truth) is what this peer sent and received, as eth2peer.mjs writes it.
+ResourceUnavailable chunk) and goodbye; the dialer calls them in that order.  Snappy is cramjam's
+(the snap crate): framed for req/resp, the block format for gossip.  The truth (--truth) is what
+this peer sent and received, as eth2peer.mjs writes it.
+
+--gossip-plan FILE (eth2peers' plan.go, written by make_interop.py) runs py-libp2p's gossipsub
+(GossipSub and Pubsub of libp2p.pubsub) as eth2 wants it: the Altair message-id, no signing,
+and messages without from, seqno, signature or key (the StrictNoSign policy go-libp2p-pubsub
+enforces).  Pubsub.publish() always sets from and seqno (pubsub.py), which the go peer rejects
+(RejectUnexpectedAuthInfo): so this peer builds the Message itself and hands it to
+Pubsub.push_msg(), where publish() ends too.  --publish-api (not used by make_interop.py) uses
+publish() instead, to see the go peer drop them.  This peer publishes first, after blocks by
+range; the go peer publishes once this one's have come.  py-libp2p's router sends only the first
+message without from and seqno it sees (its equivocation check keys messages by from + seqno):
+the truth lists each later one this peer published as "dropped", not "sent".
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
 import json
+from contextlib import asynccontextmanager
 from importlib.metadata import version
 from pathlib import Path
 
@@ -25,12 +37,19 @@ from libp2p.crypto.ed25519 import create_new_key_pair
 from libp2p.crypto.x25519 import create_new_key_pair as create_x25519_key_pair
 from libp2p.network.stream.exceptions import StreamEOF
 from libp2p.peer.peerinfo import info_from_p2p_addr
+from libp2p.pubsub.gossipsub import PROTOCOL_ID as MESHSUB_10
+from libp2p.pubsub.gossipsub import PROTOCOL_ID_V11 as MESHSUB_11
+from libp2p.pubsub.gossipsub import PROTOCOL_ID_V12 as MESHSUB_12
+from libp2p.pubsub.gossipsub import GossipSub
+from libp2p.pubsub.pb import rpc_pb2
+from libp2p.pubsub.pubsub import Pubsub
 from libp2p.security.insecure.transport import PLAINTEXT_PROTOCOL_ID, InsecureTransport
 from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_ID
 from libp2p.security.noise.transport import Transport as NoiseTransport
 from libp2p.stream_muxer.mplex.mplex import MPLEX_PROTOCOL_ID, Mplex
 from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX_ID
 from libp2p.stream_muxer.yamux.yamux import Yamux
+from libp2p.tools.anyio_service import background_trio_service
 
 REQ = "/eth2/beacon_chain/req/"
 P = {name: f"{REQ}{name}/ssz_snappy" for name in
@@ -125,6 +144,94 @@ def record(proto: str, buf: bytes, response: bool, direction: str) -> None:
             return
 
 
+def message_id(msg: rpc_pb2.Message) -> bytes:
+    """The Altair message-id: SHA256(MESSAGE_DOMAIN_VALID_SNAPPY || uint64_le(len(topic)) ||
+    topic || the Snappy-decompressed data)[:20] (0x00000000 and the raw data if not Snappy)."""
+    topic = msg.topicIDs[0].encode()
+    try:
+        domain, data = b"\x01\x00\x00\x00", bytes(cramjam.snappy.decompress_raw(msg.data))
+    except Exception:
+        domain, data = b"\x00\x00\x00\x00", msg.data
+    return hashlib.sha256(domain + u64(len(topic)) + topic + data).digest()[:20]
+
+
+def record_gossip(msg: rpc_pb2.Message, direction: str) -> None:
+    topic = msg.topicIDs[0]
+    m = {"protocol": f"gossip {topic.split('/')[3]}", "kind": "gossip", "dir": direction, "topic": topic,
+         "msg_id": message_id(msg).hex(), "data_len": len(msg.data)}
+    try:
+        ssz = bytes(cramjam.snappy.decompress_raw(msg.data))
+        m.update(ssz_len=len(ssz), ssz_sha256=hashlib.sha256(ssz).hexdigest())
+    except Exception:
+        pass
+    truth.append(m)
+
+
+class Gossip:
+    """py-libp2p's gossipsub with the plan's topics joined: receives (and records) every message
+    from the other peer, publishes this role's."""
+
+    def __init__(self, h, plan: dict, role: str, publish_api: bool):
+        # The meshsub versions go-libp2p-pubsub v0.15.0 and the eth2 spec share, newest first.
+        self.router = GossipSub(protocols=[MESHSUB_12, MESHSUB_11, MESHSUB_10], degree=8, degree_low=6,
+                                degree_high=12, heartbeat_interval=1)
+        self.pubsub = Pubsub(h, self.router, strict_signing=False, msg_id_constructor=message_id)
+        self.plan, self.role, self.publish_api = plan, role, publish_api
+        self.received = 0
+        self.own: set[bytes] = set()
+        self.arrived = trio.Event()
+
+    def expected(self) -> int:
+        return len(self.plan["listener" if self.role == "dial" else "dialer"])
+
+    async def run(self, nursery) -> None:
+        """Subscribes to the plan's topics; to be called inside the two services."""
+        await self.pubsub.wait_until_ready()
+        for topic in self.plan["topics"]:
+            sub = await self.pubsub.subscribe(topic)
+            nursery.start_soon(self.receive, sub)
+
+    async def receive(self, sub) -> None:
+        async for msg in sub:
+            # Pubsub hands this peer's own messages to its subscriptions too; a message without
+            # from says not whose it is, so this peer's are known by their message-ids.
+            if message_id(msg) in self.own:
+                continue
+            record_gossip(msg, "received")
+            self.received += 1
+            if self.received == self.expected():
+                self.arrived.set()
+
+    async def publish(self, peer) -> None:
+        msgs = self.plan["dialer" if self.role == "dial" else "listener"]
+        for m in msgs:
+            await self.pubsub.wait_for_subscription(peer, m["topic"], timeout=30)
+        await trio.sleep(1.5)
+        for m in msgs:
+            data = bytes(cramjam.snappy.compress_raw(Path(m["file"]).read_bytes()))
+            msg = rpc_pb2.Message(data=data, topicIDs=[m["topic"]])
+            self.own.add(message_id(msg))
+            # GossipSub.publish() drops a message whose from + seqno it has seen with other data
+            # or topics (_check_equivocation, gossipsub.py): without from and seqno, every
+            # message after the first this router saw.  Read from the router's own table, as
+            # that check does, so that the truth says which never went out.
+            seen = self.router.equivocation_detection.get(msg.from_id + msg.seqno)
+            if not self.publish_api and seen is not None and (seen.data, list(seen.topicIDs)) != (msg.data, [m["topic"]]):
+                record_gossip(msg, "dropped")
+                truth[-1]["why"] = "GossipSub._check_equivocation: the from + seqno key b'' is an earlier message's"
+            else:
+                record_gossip(msg, "sent")
+            if self.publish_api:
+                await self.pubsub.publish(m["topic"], data)
+            else:
+                await self.pubsub.push_msg(self.pubsub.my_id, msg)
+            await trio.sleep(0.3)
+
+    async def await_other(self) -> None:
+        with trio.fail_after(60):
+            await self.arrived.wait()
+
+
 async def read_until(stream, whole) -> bytes:
     """The stream until whole(bytes so far) or the remote closes its end.  A request is read
     until its uvarint length is met, as Lodestar reads one: py-libp2p 0.8.1 does not end the read
@@ -185,22 +292,37 @@ async def listen(args) -> None:
             await stream.close()
             if proto == P["goodbye/1"]:
                 bye.set()
+            if proto == P["beacon_blocks_by_range/2"]:
+                range_served.set()
         return serve
 
-    async with h.run(listen_addrs=[multiaddr.Multiaddr(args.listen)]):
+    gossip = Gossip(h, args.plan, "listen", args.publish_api) if args.plan else None
+    range_served = trio.Event()
+
+    async def publish_after_the_range() -> None:
+        """This peer publishes first (the go peer once this one's have come): after blocks by
+        range, so that no gossip goes out between response chunks."""
+        await range_served.wait()
+        await gossip.publish(h.get_network().get_connections()[0].muxed_conn.peer_id)
+
+    async with h.run(listen_addrs=[multiaddr.Multiaddr(args.listen)]), gossiping(gossip) as nursery:
         for proto in served:
             h.set_stream_handler(proto, handler(proto))
+        if gossip:
+            nursery.start_soon(publish_after_the_range)
         addr = next(a for a in h.get_addrs() if "/tcp/" in str(a))
         Path(args.idfile).write_text(str(addr))
         await bye.wait()
         note_connection(h, args)
         await trio.sleep(2)
+        nursery.cancel_scope.cancel()
 
 
 async def dial(args) -> None:
     h = host(args)
     info = info_from_p2p_addr(multiaddr.Multiaddr(args.peer))
-    async with h.run(listen_addrs=[]):
+    gossip = Gossip(h, args.plan, "dial", args.publish_api) if args.plan else None
+    async with h.run(listen_addrs=[]), gossiping(gossip) as nursery:
         await h.connect(info)
         note_connection(h, args)
 
@@ -217,21 +339,43 @@ async def dial(args) -> None:
         await call(P["ping/1"], request(u64(3)))
         await call(P["metadata/2"], None)
         await call(P["beacon_blocks_by_range/2"], request(u64(6507058) + u64(8) + u64(1)))
+        if gossip:
+            await gossip.publish(info.peer_id)
+            await gossip.await_other()
+            await trio.sleep(1)
         await call(P["goodbye/1"], request(u64(1)))
         await trio.sleep(0.5)
+        nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def gossiping(gossip):
+    """A nursery, with py-libp2p's Pubsub and GossipSub services running when there is a plan."""
+    async with trio.open_nursery() as nursery:
+        if gossip is None:
+            yield nursery
+            return
+        async with background_trio_service(gossip.pubsub), background_trio_service(gossip.router):
+            await gossip.run(nursery)
+            yield nursery
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     for opt, default in (("role", "listen"), ("muxer", "yamux"), ("security", "plaintext"),
                          ("listen", "/ip4/0.0.0.0/tcp/9000"), ("peer", None), ("block", None), ("gossip", "0"),
-                         ("seed", "1"), ("idfile", None), ("truth", None)):
+                         ("seed", "1"), ("idfile", None), ("truth", None), ("gossip-plan", None)):
         ap.add_argument(f"--{opt}", default=default)
+    ap.add_argument("--publish-api", action="store_true")
     args = ap.parse_args()
+    args.plan = json.loads(Path(args.gossip_plan).read_text()) if args.gossip_plan else None
     args.security_id = NOISE_ID if args.security == "noise" else PLAINTEXT_PROTOCOL_ID
     trio.run(listen if args.role == "listen" else dial, args)
     if args.truth:
         Path(args.truth).write_text(json.dumps({
             "stack": "py-libp2p", "version": version("libp2p"), "role": args.role,
             "snappy": f"cramjam {version('cramjam')} (the snap crate), framed", "connections": connections,
-            "messages": truth}, indent=1))
+            "messages": truth,
+            **({"gossipsub": {"meshsub_offered": [MESHSUB_12, MESHSUB_11, MESHSUB_10], "strict_signing": False,
+                              "published_with": "Pubsub.publish" if args.publish_api else "Pubsub.push_msg"}}
+               if args.plan else {})}, indent=1))
