@@ -41,6 +41,7 @@ static GHashTable *carried;
  * end (frames of this session may still point at them). */
 static GSList *retired;
 static GSList *free_fns;
+static p2pc_conn_carried_fn carried_fn;
 
 static gboolean
 carry_mode(void)
@@ -236,6 +237,12 @@ p2pc_conn_on_free(p2pc_conn_free_fn fn)
     free_fns = g_slist_append(free_fns, (gpointer)fn);
 }
 
+void
+p2pc_conn_on_carried(p2pc_conn_carried_fn fn)
+{
+    carried_fn = fn;
+}
+
 static gint
 more_recent_first(gconstpointer a, gconstpointer b)
 {
@@ -276,6 +283,8 @@ conns_session_end(void)
         guint64 cost = CONN_BASE_COST + (guint64)MAX(c->charged, 0);
         if (c->carry && spent + cost <= budget) {
             spent += cost;
+            if (carried_fn)
+                carried_fn(&c->addr[0], c->port[0], &c->addr[1], c->port[1]);
             continue;
         }
         /* Evicted now, or dropped before: what this session kept of it goes too. */

@@ -80,4 +80,9 @@ void p2pc_conn_charge(p2pc_conn_t *c, gint64 bytes);
 typedef void (*p2pc_conn_free_fn)(p2pc_conn_t *c);
 void p2pc_conn_on_free(p2pc_conn_free_fn fn);
 
+/* A function called at a session reset with the endpoints of each connection whose state goes
+ * on in the next session (the records tap tells its reader: #CARRIED). */
+typedef void (*p2pc_conn_carried_fn)(const address *a, guint32 port_a, const address *b, guint32 port_b);
+void p2pc_conn_on_carried(p2pc_conn_carried_fn fn);
+
 #endif /* P2PC_CONN_H */

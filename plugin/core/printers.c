@@ -14,6 +14,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "core/conn.h"
 #include "core/prefs.h"
 #include "core/record.h"
 #include "core/spec.h"
@@ -189,6 +190,22 @@ print_tails(records_tap_t *t)
 {
     if (!t->filtered)
         p2pc_tail_foreach(print_tail, t);
+}
+
+/* Stream mode, at a session reset: a connection whose state the next session goes on with
+ * (core/conn.h), so that the reader does not count it as cut. */
+static void
+print_carried(const address *a, guint32 port_a, const address *b, guint32 port_b)
+{
+    gchar *sa, *sb;
+
+    if (!stream_tap || stream_tap->ended)
+        return;
+    sa = address_to_str(NULL, a);
+    sb = address_to_str(NULL, b);
+    printf("#CARRIED\t%s\t%u\t%s\t%u\n", sa, port_a, sb, port_b);
+    wmem_free(NULL, sa);
+    wmem_free(NULL, sb);
 }
 
 /* tshark's session reset (-M) forgets the dissectors' state, tails included: print them first.
@@ -528,5 +545,6 @@ register_tap_listener_p2pc_printers(void)
 {
     register_stat_tap_ui(&records_ui, NULL);
     register_cleanup_routine(records_session_end);
+    p2pc_conn_on_carried(print_carried);
     register_stat_tap_ui(&payloads_ui, NULL);
 }

@@ -1,0 +1,153 @@
+"""libp2p decoding across tshark's session reset (-M), with p2pc.live_state_mib (core/conn.h,
+docs/live-state.md): the state a connection needs goes on in the next session, within a
+budget; what the budget or a layer whose state is not p2pc's (TLS) drops is undecoded, with
+its reason.  The expected records are those of the same capture read without a reset, which
+the protocol tests check against the peers' truth."""
+from __future__ import annotations
+
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from conftest import CAPTURES
+from p2pc.records import ONE_PASS_PREFS, parse_record
+
+RESET = 61          # packets per session: resets inside handshakes, muxer frames and messages
+
+# (capture, key log): plaintext and Noise, yamux and mplex, each side dialing, holes in the
+# capture, Bitswap, and a Lodestar pair's hour of gossip and requests.
+CARRIED = [
+    ("eth2/eth2-yamux.pcapng", None),
+    ("eth2/eth2-mplex.pcapng", None),
+    ("eth2/eth2-yamux-gap.pcapng", None),
+    ("eth2/eth2-noise-yamux.pcapng", "eth2/eth2-noise-yamux.keys"),
+    ("eth2/eth2-noise-yamux-gap.pcapng", "eth2/eth2-noise-yamux.keys"),
+    ("interop/interop-js-rust-plaintext-yamux.pcapng", None),
+    ("interop/interop-rust-js-plaintext-mplex-lf.pcapng", None),
+    ("interop/interop-py-go-noise-yamux-lf.pcapng", "interop/interop-py-go-noise-yamux-lf.keys"),
+    ("bitswap/bitswap-1.2.0-noise.pcapng", "bitswap/bitswap-1.2.0-noise.keys"),
+    ("libp2p-compression/comp-none.pcapng", None),
+    ("lodestar/lodestar.pcapng", "lodestar/lodestar.keys"),
+]
+
+
+def stream(tshark, capture: Path, *extra: str) -> list[str]:
+    """The records tap's stream (what p2pc live reads), one pass as live runs it."""
+    return tshark.run(["-n", "-q", "-r", tshark.ws.readable(capture), *ONE_PASS_PREFS, *extra,
+                       "-z", "p2pc,records,stream"]).stdout.splitlines()
+
+
+def messages(lines: list[str]) -> dict[tuple, list[tuple]]:
+    """Per direction, its records in order, without the frame and stream numbers (a session
+    reset numbers both anew)."""
+    out: dict = defaultdict(list)
+    for line in lines:
+        if line.startswith("M\t"):
+            m = parse_record(line)
+            out[(m.src, m.srcport, m.dst, m.dstport)].append(
+                (m.proto, m.msg_type, m.codec, m.wire_len, m.header_len, m.payload_len, m.raw_len,
+                 m.batch_count, m.mux_stream, m.reason))
+    return dict(out)
+
+
+def keys(key: str | None) -> list[str]:
+    return ["-o", f"libp2p_noise.keylog_file:{CAPTURES / key}"] if key else []
+
+
+def carry(mib: int) -> list[str]:
+    return ["-M", str(RESET), "-o", f"p2pc.live_state_mib:{mib}"]
+
+
+@pytest.mark.parametrize("capture,key", CARRIED, ids=[Path(c).stem for c, _ in CARRIED])
+def test_libp2p_goes_on_decoding_across_session_resets(tshark, capture, key):
+    """A reset every 61 packets, with a budget: every direction's records equal the ones of the
+    capture read without a reset, message for message."""
+    cap = CAPTURES / capture
+    want = messages(stream(tshark, cap, *keys(key)))
+    assert sum(len(v) for v in want.values()) > 5
+    assert messages(stream(tshark, cap, *keys(key), *carry(64))) == want
+
+
+def test_without_a_budget_a_reset_forgets_libp2p_connections(tshark):
+    """p2pc.live_state_mib 0 (the default: the GUI, tshark -2, p2pc analyze): a reset forgets the
+    connections, as before, and most messages are lost: what the budget is for."""
+    cap = CAPTURES / "eth2/eth2-noise-yamux.pcapng"
+    k = keys("eth2/eth2-noise-yamux.keys")
+    want = sum(len(v) for v in messages(stream(tshark, cap, *k)).values())
+    got = messages(stream(tshark, cap, *k, "-M", str(RESET)))
+    decoded = sum(1 for v in got.values() for r in v if r[1] != "undecoded")
+    assert decoded < want / 2
+
+
+def test_the_reader_is_told_which_connections_go_on(tshark):
+    """#CARRIED names each connection whose state the next session goes on with, before the
+    #RESET that starts it."""
+    cap = CAPTURES / "eth2/eth2-yamux.pcapng"
+    (conn,) = {tuple(sorted([(m.src, m.srcport), (m.dst, m.dstport)]))
+               for m in map(parse_record, (l for l in stream(tshark, cap) if l.startswith("M\t")))}
+    lines = stream(tshark, cap, *carry(64))
+    first = lines.index(next(l for l in lines if l.startswith("#RESET")))
+    _, a, pa, b, pb = lines[first - 1].split("\t")
+    assert tuple(sorted([(a, int(pa)), (b, int(pb))])) == conn
+    assert not [l for l in stream(tshark, cap, "-M", str(RESET)) if l.startswith("#CARRIED")]
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory) -> Path:
+    """24 copies of an eth2 connection, each on its own addresses (tcprewrite), all open at
+    once (mergecap by time)."""
+    tmp = tmp_path_factory.mktemp("many")
+    parts = []
+    for c in range(24):
+        part = tmp / f"c{c}.pcap"
+        subprocess.run(["tcprewrite", f"--pnat=192.0.2.0/24:10.9.{c}.0/24",
+                        f"--infile={CAPTURES / 'eth2/eth2-yamux.pcapng'}", f"--outfile={part}"],
+                       check=True, stdout=subprocess.DEVNULL)
+        parts.append(str(part))
+    out = tmp / "many.pcapng"
+    subprocess.run(["mergecap", "-F", "pcapng", "-w", str(out), *parts], check=True)
+    tmp.chmod(0o755)
+    out.chmod(0o644)
+    return out
+
+
+def test_a_budget_smaller_than_the_working_set_evicts_and_says_so(tshark, many):
+    """1 MiB holds about 16 of the 24 connections (64 KiB each and what they buffer): at each
+    reset the least recently used ones are evicted.  Each direction's decoded records are then
+    the ones read without a reset up to its eviction, in order, and what it sends after is
+    undecoded, reason "evicted": nothing else is lost or made up."""
+    want = messages(stream(tshark, many))
+    got = messages(stream(tshark, many, "-M", "500", "-o", "p2pc.live_state_mib:1"))
+    evicted = {d for d, recs in got.items() if any(r[9] == "evicted" for r in recs)}
+    assert 0 < len(evicted) < len(want)
+    assert set(got) == set(want)
+    for d, recs in got.items():
+        decoded = [r for r in recs if r[1] != "undecoded"]
+        assert all(r[9] == "evicted" for r in recs if r[1] == "undecoded"), d
+        if d in evicted:
+            assert decoded == want[d][:len(decoded)], d
+            assert sum(r[3] for r in recs if r[1] == "undecoded") > 0
+        else:
+            assert decoded == want[d], d
+    # A budget that holds them all: every direction decodes as without a reset.
+    assert messages(stream(tshark, many, "-M", "500", "-o", "p2pc.live_state_mib:64")) == want
+
+
+def test_a_tls_connection_is_undecoded_after_a_reset_with_the_reason(tshark):
+    """Wireshark's TLS keeps its own session state, which a reset drops: the connection's
+    records up to the reset are those read without one, and its bytes after it are undecoded,
+    reason "reset", every byte of them."""
+    cap = CAPTURES / "eth2/eth2-tls-yamux.pcapng"
+    tls = ["-o", f"tls.keylog_file:{CAPTURES / 'eth2/eth2-tls-yamux.keys'}"]
+    want = messages(stream(tshark, cap, *tls))
+    lines = stream(tshark, cap, *tls, "-M", "150", "-o", "p2pc.live_state_mib:64")
+    got = messages(lines)
+    for d, recs in got.items():
+        decoded = [r for r in recs if r[1] != "undecoded"]
+        assert decoded == want[d][:len(decoded)]
+        assert {r[9] for r in recs if r[1] == "undecoded"} <= {"reset"}
+    dropped = sum(r[3] for recs in got.values() for r in recs if r[9] == "reset")
+    assert dropped > 0
+    assert not [l for l in lines if l.startswith("#CARRIED")]
