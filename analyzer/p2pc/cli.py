@@ -226,7 +226,7 @@ def cmd_live(args) -> int:
                                                   lambda w: print(f"p2pc live: {w}", file=sys.stderr)),
                              daemon=True).start()
         cap = LiveCapture(ws, args.interface, args.capture_filter, args.write, args.duration,
-                          args.session_reset, list(args.tshark.args), args.tshark.display_filter,
+                          args.session_reset, args.state_mib, list(args.tshark.args), args.tshark.display_filter,
                           totals_, args.buffer_size, stopping=stopping)
         cap.start()
         cap.records(args.interval, lambda: live_report(args, totals_, local, False))
@@ -529,8 +529,12 @@ def main(argv: list[str] | None = None) -> int:
                         "HOST is 127.0.0.1 unless given (0.0.0.0: every interface)")
     p.add_argument("--session-reset", type=whole(0), default=100_000, metavar="N",
                    help="tshark forgets its connections every N packets (tshark -M), so memory "
-                        "stays bounded; bytes of connections open across a reset are reported "
-                        "as undecoded (default: %(default)s; 0: never)")
+                        "stays bounded (default: %(default)s; 0: never)")
+    p.add_argument("--state-mib", type=whole(0), default=256, metavar="MIB",
+                   help="at each reset, the state of the libp2p connections open, most recently "
+                        "used first, up to MIB, goes on decoding (p2pc.live_state_mib); bytes of the "
+                        "others are reported as undecoded, with the reason (default: %(default)s; "
+                        "0: none)")
     p.add_argument("--by-direction", action="store_true", help="one row per connection direction")
     p.add_argument("--by-peer", action="store_true",
                    help="one row per remote address and libp2p peer ID (where a handshake states it)")

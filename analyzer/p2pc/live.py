@@ -7,9 +7,11 @@ dissected; the main thread folds the records into the same aggregate `p2pc analy
 So every report is `p2pc analyze` of the packets captured so far.
 
 Memory stays bounded for days through tshark's session reset (-M): every N packets tshark
-forgets its connections. The plugin marks a reset with `#RESET`; bytes that connections open
-across a reset carry afterwards without a decoded message are counted as undecoded (a row of the
-report, a metric), never dropped silently.
+forgets its connections. The plugin marks a reset with `#RESET`. With a state budget
+(p2pc.live_state_mib, --state-mib) the plugin carries the state of libp2p connections over the
+reset and says which with `#CARRIED`: they go on decoding where they stopped. Bytes that the
+other connections open across a reset carry afterwards without a decoded message are counted
+as undecoded (a row of the report, a metric), never dropped silently.
 """
 from __future__ import annotations
 
@@ -136,6 +138,8 @@ class LiveTotals:
     dropped: int = 0               # packets the capture itself dropped
     # (src, srcport, dst, dstport) -> proto, for every direction that carried P2P messages
     p2p_dirs: dict = field(default_factory=dict)
+    # the directions of connections whose state the plugin carried over a reset (#CARRIED)
+    carried: set = field(default_factory=set)
     # 4-tuple -> {epoch: TCP payload bytes}, and 4-tuple -> decoded wire bytes (all epochs)
     tcp_bytes: dict = field(default_factory=lambda: defaultdict(dict))
     wire: dict = field(default_factory=lambda: defaultdict(int))
@@ -172,6 +176,10 @@ class LiveTotals:
             v = parse_record(line)
             with self.lock:
                 self.agg.add_violation(self.source, v)
+        elif line.startswith("#CARRIED"):
+            _, a, pa, b, pb = line.rstrip("\n").split("\t")
+            with self.lock:
+                self.carried.update({(a, int(pa), b, int(pb)), (b, int(pb), a, int(pa))})
         elif line.startswith("#RESET"):
             with self.lock:
                 if self.metrics:
@@ -179,11 +187,13 @@ class LiveTotals:
                 self.epoch += 1
 
     def undecoded_of(self, four: tuple) -> int:
-        """The undecoded bytes of a P2P connection direction open across a session reset: the
-        TCP payload bytes it carried beyond the wire bytes of the messages decoded from it
-        (for TLS, its record overhead counts too; for libp2p, its framing); else 0."""
+        """The undecoded bytes of a P2P connection direction open across a session reset whose
+        state the plugin did not carry: the TCP payload bytes it carried beyond the wire bytes of
+        the messages decoded from it (for TLS, its record overhead counts too; for libp2p, its
+        framing); else 0.  (A connection carried, and then dropped at a later reset, has the
+        plugin's own undecoded records for what follows, reason evicted or reset.)"""
         per_epoch = self.tcp_bytes.get(four, {})
-        if four not in self.p2p_dirs or len(per_epoch) < 2:
+        if four not in self.p2p_dirs or len(per_epoch) < 2 or four in self.carried:
             return 0
         return max(0, sum(per_epoch.values()) - self.wire.get(four, 0))
 
@@ -216,6 +226,7 @@ class LiveCapture:
     write: str | None
     duration: int
     reset_packets: int
+    state_mib: int                  # p2pc.live_state_mib: what the plugin carries over a reset
     tshark_options: list
     tap_filter: str | None
     totals: LiveTotals
@@ -247,7 +258,7 @@ class LiveCapture:
         args = ["-n", "-q", "-r", "-", *ONE_PASS_PREFS, *self.tshark_options, "-z", tap]
         env = None
         if self.reset_packets:
-            args[:0] = ["-M", str(self.reset_packets)]
+            args[:0] = ["-M", str(self.reset_packets), "-o", f"p2pc.live_state_mib:{self.state_mib}"]
             self._data_dir = lean_data_dir(self.ws)
             if self._data_dir:
                 env = dict(os.environ, WIRESHARK_DATA_DIR=self._data_dir)
