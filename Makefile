@@ -34,6 +34,7 @@ build:
 	@cmake --build $(BUILD) -j $(JOBS)
 
 # Tests build with warnings as errors: a warning on any supported Wireshark fails them.
+# Every test; P2PC_TESTS=host runs only those that need a real machine (tests/conftest.py).
 test: WERROR = ON
 test: deps build
 	$(PYTHON) -m pytest -q tests
@@ -125,7 +126,8 @@ libfuzz: fuzz-deps
 check-versions:
 	tools/ws-versions.sh trixie sid
 
-# Root: a bare Debian 12 chroot, a clean clone, its first make demo, then make test.
+# Root: a bare Debian 12 chroot, a clean clone, its first make demo, then make test (CI's run of
+# the whole suite on Wireshark 4.0; the host adds the tests a chroot skips, .ci/README.md).
 check-bare:
 	tools/bare-check.sh
 

@@ -173,3 +173,30 @@ def ws():
 @pytest.fixture(scope="session")
 def tshark(ws):
     return Tshark(ws)
+
+
+# Which tests run (.ci/README.md).  `make test` runs every test.  The tests that need a real
+# machine, not a chroot (a network namespace with a veth pair: every test that uses test_live's
+# `netns` fixture), carry the `host` marker, given here; a chroot skips them.
+# P2PC_TESTS=host keeps only those (the others are deselected, and pytest's summary counts them):
+# CI runs the whole suite on Wireshark 4.0 in a bare Debian 12 chroot, and on the host, which has
+# the same Debian and Wireshark, only the tests that chroot cannot run.
+SCOPES = ("all", "host")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "host: needs a real machine, not a chroot (network namespaces, veth)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "netns" in item.fixturenames:
+            item.add_marker(pytest.mark.host)
+    scope = os.environ.get("P2PC_TESTS") or "all"
+    if scope not in SCOPES:
+        raise pytest.UsageError(f"P2PC_TESTS={scope}: expected one of {', '.join(SCOPES)}")
+    if scope == "host":
+        dropped = [i for i in items if i.get_closest_marker("host") is None]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [i for i in items if i.get_closest_marker("host") is not None]

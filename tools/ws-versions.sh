@@ -11,6 +11,7 @@
 #
 # The chroot gets a copy of this work tree (what a clone would hold) and installs what it needs
 # with the project's own tools/install-deps.sh.  Needs root and Debian's package archive.
+# Each suite's JUnit report goes to $P2PC_LOG_DIR/SUITE.xml (.ci/run reads them).
 # Exit status: 0 when every suite passed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,8 +31,9 @@ for suite in "$@"; do
     chroot=gui-$suite
   else
     log=$LOGS/$suite.log
-    run='make test'
+    run='PYTEST_ADDOPTS=--junitxml=/src/build/junit.xml make test'
     chroot=ws-$suite
+    rm -f "$LOGS/$suite.xml"
   fi
   P2PC_CHROOT_SRC=$PWD tools/chroot.sh "$suite" "$chroot" bash -c '
       set -e
@@ -51,6 +53,7 @@ for suite in "$@"; do
     fi
     result=$(grep -E '^gui-check: (savings window at|FAILED)' "$log" | tail -1 | sed 's/^gui-check: //' || true)
   else
+    cp "${P2PC_CHROOT_CACHE:-/var/cache/p2pc/chroot}/$chroot/src/build/junit.xml" "$LOGS/$suite.xml" 2>/dev/null || true
     result=$(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed|error)' "$log" | tail -1 | tr -d '=' | sed 's/^ *//;s/ *$//')
   fi
   line="Wireshark ${ver:-?} (Debian $suite, ${cc:-?}): ${result:-no test result} [$((SECONDS - start)) s, rc $rc]"
