@@ -170,7 +170,8 @@ def test_live_equals_offline_analysis_and_serves_metrics(netns, tmp_path):
                     == {c for k, c in sent if k == command}, (name, command)
         assert metric_sum(text, "p2pc_capture_dropped_packets_total") == 0
         assert metric_sum(text, "p2pc_undecoded_bytes_total", proto="bitcoin") == 0
-        assert 'p2pc_undecoded_bytes_total{proto="bitcoin"}' in text
+        assert {l["reason"] for l, _ in samples(text, "p2pc_undecoded_bytes_total", proto="bitcoin")} == \
+            {"evicted", "reset", "bound", "undecodable"}
         live.replay(ETH2)                   # a second connection, later in the same capture
         time.sleep(2)
     finally:
@@ -506,24 +507,25 @@ def test_dumpcap_tells_its_drops_only_when_it_stops(netns, tmp_path):
 
 
 @needs_netns
-def live_with_resets(netns, tmp_path, capture: Path, proto: str) -> tuple[dict, float, Path]:
+def live_with_resets(netns, tmp_path, capture: Path, proto: str, *extra: str) -> tuple[dict, dict, Path]:
     """`p2pc live --session-reset 1000` over a replay of `capture`: the final report, the last
-    p2pc_undecoded_bytes_total{proto} scraped once the replayed bytes are all read, and the
-    capture live wrote."""
-    live = Live(netns, tmp_path, "--session-reset", "1000", "--metrics", f"127.0.0.1:{PORT + 1}")
+    p2pc_undecoded_bytes_total{proto} per reason scraped once the replayed bytes are all read
+    (p2pc_messages_total the same over four scrapes), and the capture live wrote."""
+    live = Live(netns, tmp_path, "--session-reset", "1000", "--metrics", f"127.0.0.1:{PORT + 1}", *extra)
     try:
         live.replay(capture)
         seen = []
         for _ in range(150):                # until the replayed bytes are all read
             res = in_ns(netns, "curl", "-sf", f"http://127.0.0.1:{PORT + 1}/metrics")
-            seen.append(metric_sum(res.stdout, "p2pc_undecoded_bytes_total", proto=proto))
+            seen.append(metric_sum(res.stdout, "p2pc_messages_total", proto=proto))
             if len(seen) > 3 and seen[-1] > 0 and len(set(seen[-4:])) == 1:
                 break
             time.sleep(0.3)
+        undecoded = {s["reason"]: v for s, v in samples(res.stdout, "p2pc_undecoded_bytes_total", proto=proto)}
     finally:
         rc, err = live.stop()
     assert rc == 0, err
-    return json.loads(live.report.read_text()), seen[-1], live.pcap
+    return json.loads(live.report.read_text()), undecoded, live.pcap
 
 
 def test_a_session_reset_in_a_bitcoin_stream_is_counted_by_the_plugin(netns, tmp_path):
@@ -532,23 +534,39 @@ def test_a_session_reset_in_a_bitcoin_stream_is_counted_by_the_plugin(netns, tmp
     Bitcoin resumes after it (its continuation bytes an undecoded record too).  So every byte
     is in a record: the undecoded row equals the metric, the totals equal the offline
     analysis's, fewer messages decode, and no direction is left for the "undecoded" section."""
-    final, undecoded_metric, pcap = live_with_resets(netns, tmp_path, BTC, "bitcoin")
+    final, undecoded, pcap = live_with_resets(netns, tmp_path, BTC, "bitcoin")
     offline = p2pc_report("analyze", str(pcap))
     row = rows_by_type(final)[("bitcoin", "undecoded")]
-    assert row["wire_bytes"] == undecoded_metric > 0
+    assert row["wire_bytes"] == sum(undecoded.values()) > 0
     assert final["totals"]["wire_bytes"] == offline["totals"]["wire_bytes"]
     decoded = final["totals"]["messages"] - sum(r["messages"] for r in final["rows"] if r["msg_type"] == "undecoded")
     assert decoded < offline["totals"]["messages"]
     assert not [s for s in final["sections"] if s["name"] == "undecoded"]
 
 
-def test_a_session_reset_in_a_libp2p_stream_reports_the_directions_it_cut(netns, tmp_path, tshark):
-    """libp2p connections are not decoded again after a reset: what the lost state hides is
-    the "undecoded" row and warning (and metric), and the "undecoded" section names each direction
-    cut, with its TCP payload bytes (those of the packets captured) = decoded + undecoded."""
-    final, undecoded_metric, pcap = live_with_resets(netns, tmp_path, ETH2, "libp2p")
+def test_libp2p_connections_go_on_decoding_across_session_resets(netns, tmp_path):
+    """live's default state budget (--state-mib 256): the libp2p connection open across every
+    reset goes on decoding where it stopped, so live's report counts what the offline analysis
+    of the packets it captured counts, row for row (the header and ACK model takes each
+    session's TCP figures), with no byte undecoded."""
+    final, undecoded, pcap = live_with_resets(netns, tmp_path, ETH2, "libp2p")
+    offline = p2pc_report("analyze", str(pcap))
+    counted = ("proto", "msg_type", "messages", "items", "wire_bytes", "header_bytes", "payload_bytes", "raw_bytes",
+               "payload_saved")
+    assert [{k: r[k] for k in counted} for r in final["rows"]] == [{k: r[k] for k in counted} for r in offline["rows"]]
+    assert ("libp2p", "undecoded") not in rows_by_type(final)
+    assert not [s for s in final["sections"] if s["name"] == "undecoded"]
+    assert sum(undecoded.values()) == 0
+
+
+def test_without_a_state_budget_a_reset_cuts_libp2p_and_reports_what_it_cut(netns, tmp_path, tshark):
+    """--state-mib 0: libp2p connections are not decoded again after a reset: what the lost
+    state hides is the "undecoded" row and warning (and metric, reason "reset"), and the
+    "undecoded" section names each direction cut, with its TCP payload bytes (those of the
+    packets captured) = decoded + undecoded."""
+    final, undecoded, pcap = live_with_resets(netns, tmp_path, ETH2, "libp2p", "--state-mib", "0")
     row = rows_by_type(final)[("libp2p", "undecoded")]
-    assert row["wire_bytes"] > 0 and undecoded_metric > 0
+    assert row["wire_bytes"] > 0 and undecoded.get("reset", 0) > 0
     assert any("not decoded" in w for w in final["warnings"])
     assert [(r["proto"], r["msg_type"]) for r in final["rows"]].count(("libp2p", "undecoded")) == 1
     cut = next(s["rows"] for s in final["sections"] if s["name"] == "undecoded")

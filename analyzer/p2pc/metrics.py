@@ -32,6 +32,11 @@ def direction_of(local: set[str], src: str, dst: str) -> str:
     return "out" if src in local else "in" if dst in local else "transit"
 
 
+# The reasons of p2pc_undecoded_bytes_total: the plugin's (p2pc.undecoded_reason), "reset" also
+# for what live estimates a reset cut, and "undecodable" for records with no reason.
+UNDECODED_REASONS = ("evicted", "reset", "bound", "undecodable")
+
+
 class Highest:
     """The children of a prometheus_client Counter, each raised to a figure that is an estimate
     (it may dip as more of its connection is seen): by what the figure grew past the highest
@@ -63,8 +68,11 @@ class Metrics:
         self.raw = mk("p2pc_raw_bytes", "Payload bytes uncompressed")
         self.saved = Highest(mk("p2pc_saved_bytes", "Bytes saved, by the savings model", (*LABELS, "kind")))
         self.undecoded = mk("p2pc_undecoded_bytes",
-                            "Bytes of P2P connections not decoded (state lost at a session reset, "
-                            "bytes after a hole in the capture, bytes that do not decode)", ("proto",))
+                            "Bytes of P2P connections not decoded, by reason: evicted (their state "
+                            "did not fit the live state budget at a session reset), reset (a session "
+                            "reset dropped state that is not p2pc's: TLS, QUIC, a decompressor, or "
+                            "--state-mib 0), bound (a decompression bound), undecodable (a hole in "
+                            "the capture, bytes that do not decode)", ("proto", "reason"))
         self.cut = Highest(self.undecoded)
         self.drops = mk("p2pc_capture_dropped_packets", "Packets the capture dropped (dumpcap's own "
                         "counter, which dumpcap gives when the capture stops)", ())
@@ -77,9 +85,10 @@ class Metrics:
         self.wire.labels(*labels).inc(m.wire_len)
         self.payload.labels(*labels).inc(m.payload_len)
         self.raw.labels(*labels).inc(m.raw_len)
-        undecoded = self.undecoded.labels(m.proto)     # 0 for every protocol seen
+        for reason in UNDECODED_REASONS:     # 0 for every protocol seen
+            self.undecoded.labels(m.proto, reason)
         if m.msg_type == "undecoded":   # the plugin's records of bytes it could not decode
-            undecoded.inc(m.wire_len)
+            self.undecoded.labels(m.proto, m.reason or "undecodable").inc(m.wire_len)
         self._savings((self.totals.source, *m.key), m.dst)
 
     def tcp(self, t: TcpDirection) -> None:
@@ -92,7 +101,7 @@ class Metrics:
         (LiveTotals.undecoded_of). Only then are they known: the session's tails are printed
         before its reset, while a running session holds bytes it decodes later."""
         for four, proto in self.totals.p2p_dirs.items():
-            self.cut.raise_to(four, (proto,), self.totals.undecoded_of(four))
+            self.cut.raise_to(four, (proto, "reset"), self.totals.undecoded_of(four))
 
     def ended(self, dropped: int) -> None:
         self.settled()
