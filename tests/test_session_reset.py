@@ -17,7 +17,8 @@ from p2pc.records import ONE_PASS_PREFS, parse_record
 RESET = 61          # packets per session: resets inside handshakes, muxer frames and messages
 
 # (capture, key log): plaintext and Noise, yamux and mplex, each side dialing, holes in the
-# capture, Bitswap, and a Lodestar pair's hour of gossip and requests.
+# capture, the compression transport (its gzip and brotli windows), Bitswap, and a Lodestar
+# pair's gossip and requests.
 CARRIED = [
     ("eth2/eth2-yamux.pcapng", None),
     ("eth2/eth2-mplex.pcapng", None),
@@ -28,7 +29,9 @@ CARRIED = [
     ("interop/interop-rust-js-plaintext-mplex-lf.pcapng", None),
     ("interop/interop-py-go-noise-yamux-lf.pcapng", "interop/interop-py-go-noise-yamux-lf.keys"),
     ("bitswap/bitswap-1.2.0-noise.pcapng", "bitswap/bitswap-1.2.0-noise.keys"),
-    ("libp2p-compression/comp-none.pcapng", None),
+    ("libp2p-compression/comp-gzip.pcapng", None),
+    ("libp2p-compression/comp-cbrotli.pcapng", None),
+    ("libp2p-compression/comp-gzip-gap.pcapng", None),
     ("lodestar/lodestar.pcapng", "lodestar/lodestar.keys"),
 ]
 
@@ -63,7 +66,8 @@ def carry(mib: int) -> list[str]:
 @pytest.mark.parametrize("capture,key", CARRIED, ids=[Path(c).stem for c, _ in CARRIED])
 def test_libp2p_goes_on_decoding_across_session_resets(tshark, capture, key):
     """A reset every 61 packets, with a budget: every direction's records equal the ones of the
-    capture read without a reset, message for message."""
+    capture read without a reset, message for message, the bytes the capture ends with included
+    (tails: a compressed stream's trailer)."""
     cap = CAPTURES / capture
     want = messages(stream(tshark, cap, *keys(key)))
     assert sum(len(v) for v in want.values()) > 5

@@ -24,6 +24,7 @@ struct p2pc_conn {
     address addr[2];            /* the endpoints, in the order of conn_key() */
     guint32 port[2];
     gboolean carry, stay, ended;
+    gboolean goes_on;           /* at a reset: the budget's choice (decide()) */
     const char *dropped;        /* why a reset dropped its state (conn.h) */
     gint64 charged;
     guint64 used;               /* when it was last looked up (use_clock) */
@@ -31,6 +32,7 @@ struct p2pc_conn {
 
 static guint pref_live_state_mib;
 static guint session;
+static guint decided = G_MAXUINT;   /* the session whose end decide() chose for */
 static guint64 use_clock;
 /* This session's connections: conversation_t * -> p2pc_conn_t *. */
 static wmem_map_t *by_conv;
@@ -250,49 +252,80 @@ more_recent_first(gconstpointer a, gconstpointer b)
     return x > y ? -1 : x < y;
 }
 
-/* A session reset (or the file's end): the connections that go on, most recently used first,
- * while they fit in the budget; the others' state is dropped (their endpoints stay: up to
- * DROPPED_MAX).  The ones that ended, and those no part asked to carry, are freed. */
+/* At the end of a session (a reset, or the file's): the connections that go on, most recently
+ * used first, while they fit in the budget (goes_on), once per session. */
 static void
-conns_session_end(void)
+decide(void)
 {
-    GPtrArray *keep;
+    GPtrArray *order;
     guint64 budget = (guint64)pref_live_state_mib << 20, spent = 0;
-    guint dropped = 0;
     GHashTableIter it;
     gpointer k;
 
-    session++;
-    g_slist_free_full(retired, conn_free);
-    retired = NULL;
-    keep = g_ptr_array_new();
+    if (decided == session)
+        return;
+    decided = session;
+    order = g_ptr_array_new();
     g_hash_table_iter_init(&it, carried);
     while (g_hash_table_iter_next(&it, &k, NULL)) {
         p2pc_conn_t *c = (p2pc_conn_t *)k;
-        if (!carry_mode() || c->ended || (!c->carry && !c->dropped)) {
-            g_hash_table_iter_remove(&it);
-            continue;
-        }
-        if (c->carry && c->stay)
-            state_drop(c, "reset");
-        g_ptr_array_add(keep, c);
+        c->goes_on = FALSE;
+        if (carry_mode() && c->carry && !c->stay && !c->ended)
+            g_ptr_array_add(order, c);
     }
-    g_ptr_array_sort(keep, more_recent_first);
-    for (guint i = 0; i < keep->len; i++) {
-        p2pc_conn_t *c = (p2pc_conn_t *)g_ptr_array_index(keep, i);
+    g_ptr_array_sort(order, more_recent_first);
+    for (guint i = 0; i < order->len; i++) {
+        p2pc_conn_t *c = (p2pc_conn_t *)g_ptr_array_index(order, i);
         guint64 cost = CONN_BASE_COST + (guint64)MAX(c->charged, 0);
-        if (c->carry && spent + cost <= budget) {
+        if (spent + cost <= budget) {
             spent += cost;
+            c->goes_on = TRUE;
+        }
+    }
+    g_ptr_array_free(order, TRUE);
+}
+
+gboolean
+p2pc_conn_goes_on(const p2pc_conn_t *c)
+{
+    decide();
+    return c->goes_on;
+}
+
+/* The session ends: the connections decide() chose go on; the others' state is dropped (their
+ * endpoints stay, the most recently used DROPPED_MAX); the ones that ended, and those no part
+ * asked to carry, are freed. */
+static void
+conns_session_end(void)
+{
+    GPtrArray *dropped;
+    GHashTableIter it;
+    gpointer k;
+
+    decide();
+    g_slist_free_full(retired, conn_free);
+    retired = NULL;
+    dropped = g_ptr_array_new();
+    g_hash_table_iter_init(&it, carried);
+    while (g_hash_table_iter_next(&it, &k, NULL)) {
+        p2pc_conn_t *c = (p2pc_conn_t *)k;
+        if (c->goes_on) {
             if (carried_fn)
                 carried_fn(&c->addr[0], c->port[0], &c->addr[1], c->port[1]);
-            continue;
+        } else if (!carry_mode() || c->ended || (!c->carry && !c->dropped)) {
+            g_hash_table_iter_remove(&it);
+        } else {
+            /* Evicted, or its state is not p2pc's (stay), or dropped at an earlier reset: what
+             * this session kept of it goes. */
+            state_drop(c, c->carry ? (c->stay ? "reset" : "evicted") : c->dropped);
+            g_ptr_array_add(dropped, c);
         }
-        /* Evicted now, or dropped before: what this session kept of it goes too. */
-        state_drop(c, c->carry ? "evicted" : c->dropped);
-        if (++dropped > DROPPED_MAX)
-            g_hash_table_remove(carried, c);
     }
-    g_ptr_array_free(keep, TRUE);
+    g_ptr_array_sort(dropped, more_recent_first);
+    for (guint i = DROPPED_MAX; i < dropped->len; i++)
+        g_hash_table_remove(carried, g_ptr_array_index(dropped, i));
+    g_ptr_array_free(dropped, TRUE);
+    session++;
 }
 
 void

@@ -68,6 +68,10 @@ const char *p2pc_conn_dropped(const p2pc_conn_t *c);
 /* The connection ended (a FIN each way, or a RST): it is freed at the next reset. */
 void p2pc_conn_ended(p2pc_conn_t *c);
 
+/* At a session reset (from its cleanup routines): the connection's state goes on in the next
+ * session.  The budget's choice is made at the first call of a reset. */
+gboolean p2pc_conn_goes_on(const p2pc_conn_t *c);
+
 /* A layer whose state is not p2pc's (Wireshark's TLS) cannot go on after a reset: the
  * connection is freed at the next one. */
 void p2pc_conn_stay(p2pc_conn_t *c);

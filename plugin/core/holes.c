@@ -294,7 +294,7 @@ conn_tails(gpointer key _U_, gpointer value, gpointer ud)
 }
 
 static void
-holes_tails(p2pc_tail_emit_fn emit, void *ud)
+holes_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset _U_)
 {
     tail_ctx_t t = { emit, ud };
     wmem_map_foreach(conns, conn_tails, &t);

@@ -186,10 +186,10 @@ print_tail(const p2pc_record_t *r, void *ud)
 /* What the dissectors still hold, in no record (record.h, p2pc_tail_register): printed once
  * the session's packets are read, unless a display filter chose the records. */
 static void
-print_tails(records_tap_t *t)
+print_tails(records_tap_t *t, gboolean at_reset)
 {
     if (!t->filtered)
-        p2pc_tail_foreach(print_tail, t);
+        p2pc_tail_foreach(print_tail, t, at_reset);
 }
 
 /* Stream mode, at a session reset: a connection whose state the next session goes on with
@@ -214,7 +214,7 @@ static void
 records_session_end(void)
 {
     if (stream_tap && !stream_tap->ended) {
-        print_tails(stream_tap);
+        print_tails(stream_tap, TRUE);
         fflush(stdout);
     }
 }
@@ -367,7 +367,7 @@ records_draw(void *tapdata)
         for (guint i = 0; i < t->tcp.order->len; i++)
             print_tcp_dir((const tcp_dir_stats_t *)g_ptr_array_index(t->tcp.order, i));
     }
-    print_tails(t);
+    print_tails(t, FALSE);
     t->ended = TRUE;
     printf("#END\trecords=%" G_GUINT64_FORMAT "\treplay=%s", t->records, p2pc_replay_mode());
     /* A second pass finds nothing kept from this frame on: its records are missing. */

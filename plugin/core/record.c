@@ -211,6 +211,12 @@ p2pc_where_keep(wmem_allocator_t *scope, packet_info *pinfo, p2pc_record_t *rec)
         where_of(pinfo, &rec->at);
         copy_address_wmem(scope, &rec->at.src, &pinfo->src);
         copy_address_wmem(scope, &rec->at.dst, &pinfo->dst);
+    } else if (pinfo->num < rec->at.frame) {
+        /* A session reset numbered frames and TCP streams anew (a state carried over it,
+         * core/conn.h): the stream's new number. */
+        p2pc_where_t now;
+        where_of(pinfo, &now);
+        rec->at.stream = now.stream;
     }
     rec->at.frame = pinfo->num;
     rec->abs_ts = pinfo->abs_ts;
@@ -226,10 +232,10 @@ p2pc_tail_register(p2pc_tail_fn fn)
 }
 
 void
-p2pc_tail_foreach(p2pc_tail_emit_fn emit, void *ud)
+p2pc_tail_foreach(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
 {
     for (GSList *l = tails; l; l = l->next)
-        ((p2pc_tail_fn)l->data)(emit, ud);
+        ((p2pc_tail_fn)l->data)(emit, ud, at_reset);
 }
 
 void

@@ -131,10 +131,12 @@ void p2pc_peer_add(packet_info *pinfo, const char *via, const char *peer_id);
  * "undecoded" record per direction holding such bytes, named after the direction's last frame
  * (p2pc_where_keep); the records tap prints them after the capture's own records, so that the
  * records of a direction add up to what it sent (docs/tap-format.md). */
+/* `at_reset`: the tails of a session that a reset ends (tshark -M), not the capture's: what a
+ * connection carried over the reset holds (core/conn.h, p2pc_conn_goes_on()) is not a tail. */
 typedef void (*p2pc_tail_emit_fn)(const p2pc_record_t *rec, void *ud);
-typedef void (*p2pc_tail_fn)(p2pc_tail_emit_fn emit, void *ud);
+typedef void (*p2pc_tail_fn)(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset);
 void p2pc_tail_register(p2pc_tail_fn fn);
-void p2pc_tail_foreach(p2pc_tail_emit_fn emit, void *ud);
+void p2pc_tail_foreach(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset);
 /* For a tail function: emit a record of `bytes` bytes of `proto` (its `msg_type` and `codec`;
  * wire_len = payload_len = raw_len = bytes) where and when `last` was kept (p2pc_where_keep);
  * nothing when bytes is 0 or nothing was.  p2pc_tail_undecoded(): msg_type "undecoded". */
@@ -144,7 +146,8 @@ void p2pc_tail_undecoded(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *
                          const char *proto, const char *codec, guint64 bytes);
 
 /* Keep the packet's frame and time in rec->at and rec->abs_ts; the first call also keeps its
- * TCP stream and endpoints (in `scope`, where rec is: a direction's endpoints do not change).
+ * TCP stream and endpoints (in `scope`, where rec is: a direction's endpoints do not change),
+ * and the first after a session reset its stream's new number.
  * For a tail record: call it with each frame of the direction (first pass). */
 void p2pc_where_keep(wmem_allocator_t *scope, packet_info *pinfo, p2pc_record_t *rec);
 

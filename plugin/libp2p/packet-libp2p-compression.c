@@ -102,7 +102,7 @@ static const struct {
     { "/deflate/1.0.0", P2PC_CODEC_DEFLATE_STREAM },
 };
 
-/* One connection direction (the pipe's state; file scope, first pass only). */
+/* One connection direction (the pipe's state, in its pool; first pass only). */
 typedef struct comp_dir {
     p2pc_codec_t codec;
     const char *codec_name;
@@ -117,11 +117,19 @@ typedef struct comp_dir {
     gboolean resyncing;         /* after a hole, until the decoder's window is known again */
     guint64 skipped;            /* compressed bytes skipped since the hole */
     p2pc_record_t last;         /* where and when it was last fed */
-    struct comp_dir *next;      /* every direction of the file (dirs) */
+    p2pc_conn_t *conn;          /* its connection (NULL: none, file scope) */
+    struct comp_dir *prev, *next;   /* every direction whose state is kept (dirs) */
 } comp_dir_t;
 
-/* Every direction of the file, for what they hold at its end (comp_tails). */
+/* Every direction whose state is kept, newest first, for what they hold when it goes
+ * (comp_tails): each leaves the list when its pool frees it (dir_freed_cb). */
 static comp_dir_t *dirs;
+
+/* What a decompressor's state costs its connection (core/conn.h: the budget of state carried
+ * over session resets): zlib's inflate, 1 << 15 window bytes and about 7 KiB (zlib.h); brotli's
+ * decoder, its ring buffer up to the window go's cbrotli writes with (lgwin 22, 4 MiB). */
+#define COMP_ZLIB_STATE (39 * 1024)
+#define COMP_BROTLI_STATE (4 * 1024 * 1024)
 
 /* What one frame did to one direction (file scope; replayed on later passes). */
 typedef struct {
@@ -142,10 +150,19 @@ typedef struct {
     wmem_array_t *runs;         /* guint32 output runs, handed up (in out) and not, in turn */
 } comp_frame_t;
 
+/* Its pool frees a direction: its decompressor goes, and it leaves the list. */
 static p2pc_bool_t
-free_decoder_cb(wmem_allocator_t *allocator, wmem_cb_event_t event, void *user_data)
+dir_freed_cb(wmem_allocator_t *allocator, wmem_cb_event_t event, void *user_data)
 {
-    p2pc_stream_free((p2pc_stream_t *)user_data);
+    comp_dir_t *cd = (comp_dir_t *)user_data;
+    if (cd->dec)
+        p2pc_stream_free(cd->dec);
+    if (cd->prev)
+        cd->prev->next = cd->next;
+    else
+        dirs = cd->next;
+    if (cd->next)
+        cd->next->prev = cd->prev;
     return FALSE;   /* once */
 }
 
@@ -155,11 +172,8 @@ comp_dir(l2p_pipe_t *pipe)
     comp_dir_t *cd = (comp_dir_t *)pipe->state;
     if (cd)
         return cd;
-    cd = wmem_new0(wmem_file_scope(), comp_dir_t);
-    /* Its decompressor and tails are the session's (file scope): the connection cannot go on
-     * after a session reset. */
-    if (pipe->conn)
-        p2pc_conn_stay(pipe->conn);
+    cd = wmem_new0(l2p_pipe_pool(pipe), comp_dir_t);
+    cd->conn = pipe->conn;
     cd->codec = P2PC_CODEC_NONE;
     for (size_t i = 0; i < G_N_ELEMENTS(comp_ids); i++)
         if (!strcmp(pipe->protocol, comp_ids[i].id))
@@ -167,8 +181,10 @@ comp_dir(l2p_pipe_t *pipe)
     cd->codec_name = p2pc_codec_name(cd->codec);
     if (cd->codec != P2PC_CODEC_NONE && pref_decompress) {
         cd->dec = p2pc_stream_new(cd->codec);
-        wmem_register_callback(wmem_file_scope(), free_decoder_cb, cd->dec);
+        if (cd->conn)
+            p2pc_conn_charge(cd->conn, cd->codec == P2PC_CODEC_BROTLI_STREAM ? COMP_BROTLI_STATE : COMP_ZLIB_STATE);
     }
+    wmem_register_callback(l2p_pipe_pool(pipe), dir_freed_cb, cd);
     /* After the compression layer comes the muxer's multistream-select, on a pipe of its own
      * whose other direction is the peer pipe's decompressed stream. */
     cd->inner = l2p_pipe_inside(l2p_multistream_handle(), pipe->dir, pipe);
@@ -182,25 +198,22 @@ comp_dir(l2p_pipe_t *pipe)
     }
     pipe->state = cd;
     cd->next = dirs;
+    if (dirs)
+        dirs->prev = cd;
     dirs = cd;
     return cd;
 }
 
+/* At the end of the capture, or of a session whose reset drops the direction: the compressed
+ * bytes each direction received after the frame of its last message (closing window updates,
+ * the gzip trailer, or all a hole left undecodable), in its last frame. */
 static void
-comp_init(void)
-{
-    dirs = NULL;    /* the last file's went with its scope */
-}
-
-/* At the end of the capture: the compressed bytes each direction received after the frame of
- * its last message (closing window updates, the gzip trailer, or all a hole left undecodable),
- * in its last frame. */
-static void
-comp_tails(p2pc_tail_emit_fn emit, void *ud)
+comp_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
 {
     /* The codec: bytes of that stream, which no message claimed. */
     for (const comp_dir_t *cd = dirs; cd; cd = cd->next)
-        p2pc_tail_undecoded(emit, ud, &cd->last, "libp2p", cd->codec_name, cd->unattributed);
+        if (!(at_reset && cd->conn && p2pc_conn_goes_on(cd->conn)))
+            p2pc_tail_undecoded(emit, ud, &cd->last, "libp2p", cd->codec_name, cd->unattributed);
 }
 
 static int
@@ -343,7 +356,7 @@ comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, pac
         cd->unattributed += len - fr->skipped;  /* the skipped bytes have a record of their own */
         cd->unattributed_out += out_len + fr->withheld;
         if (len)
-            p2pc_where_keep(wmem_file_scope(), pinfo, &cd->last);
+            p2pc_where_keep(cd->conn ? p2pc_conn_pool(cd->conn) : wmem_file_scope(), pinfo, &cd->last);
     }
     p2pc_replay_charge(pinfo, out_len);
     fr->out = out;
@@ -607,7 +620,6 @@ proto_register_libp2p_compression(void)
     /* Its own budget for kept output became p2pc.max_replay_mib, over every layer. */
     prefs_register_obsolete_preference(module, "max_kept_mib");
     comp_handle = register_dissector("libp2p_compression", dissect_libp2p_compression, proto_comp);
-    register_init_routine(comp_init);
     p2pc_tail_register(comp_tails);
 }
 

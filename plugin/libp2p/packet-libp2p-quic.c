@@ -318,7 +318,7 @@ dissect_quic_packet(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *d
 
 /* At the end of the capture: each direction's bytes that were not decrypted, one record. */
 static void
-quic_tails(p2pc_tail_emit_fn emit, void *ud)
+quic_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset _U_)
 {
     for (const quic_udp_t *u = udp_conns; u; u = u->next)
         for (int d = 0; d < 2; d++)
