@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 """Benchmark of `p2pc live`: a large capture replayed with tcpreplay onto a veth pair in a
 private network namespace, captured and decoded by `p2pc live` as it arrives. Prints the peak
-RSS of each process (p2pc, tshark, dumpcap: VmHWM, polled) and live's totals next to the offline
-analysis of the same capture. Live's wire bytes must equal the offline ones exactly, once the
-undecoded bytes of the directions a session reset cut (TCP payload bytes) are set against the
-offline bytes of those directions (message bytes plus framing); a capture that dropped packets
-is not comparable.
+RSS of each process (p2pc, tshark, dumpcap: VmHWM, polled), the bytes live counted as undecoded
+by reason (p2pc_undecoded_bytes_total, scraped at the end), live's messages per protocol next to
+the offline analysis's, and live's totals next to the offline ones. Every copy's connections are
+open across every session reset. With live's state budget (--state-mib) the libp2p connections
+go on decoding across resets: their messages must equal the offline ones exactly; Bitcoin
+resumes at the next message after a reset (what the reset cut is undecoded, reason "reset").
+Live's wire bytes must equal the offline ones exactly, once the undecoded bytes of the
+directions a session reset cut (TCP payload bytes) are set against the offline bytes of those
+directions (message bytes plus framing); a capture that dropped packets is not comparable.
 
-    make bench-live                        # >= 2 GB (copies of every Bitcoin and libp2p capture)
+    make bench-live                        # >= 2 GB (copies of the Bitcoin and libp2p captures)
     tools/live-bench.py --size-mb 100      # a quick run
+    tools/live-bench.py --state-mib 16     # a budget smaller than the working set: evictions
 
 Needs root (network namespaces), tcpreplay/tcprewrite, mergecap, and the build's plugin. The
 capture is built by tools/bench.py's builder and kept in build/bench/.
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -96,10 +102,14 @@ def main() -> None:
                     help="replay rate (default: %(default)s Mbit/s, what two shared cores keep up with)")
     ap.add_argument("--session-reset", type=int, metavar="N",
                     help="p2pc live --session-reset (default: p2pc live's own)")
+    ap.add_argument("--state-mib", type=int, metavar="MIB",
+                    help="p2pc live --state-mib (default: p2pc live's own)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("live-bench: needs root (network namespaces)")
-    srcs = sources("bitcoin") + sources("libp2p-compression")
+    # TLS and QUIC keep their state in Wireshark, which a reset drops (docs/live-state.md).
+    srcs = sources("bitcoin") + sources("libp2p-compression") + \
+        [s for s in sources("eth2") if "tls" not in s.name and "quic" not in s.name]
     cap, _, copies = build(f"live-{args.size_mb}mb", srcs, args.size_mb * 1_000_000, 4096)
     size = cap.stat().st_size
     print(f"capture: {cap} ({size / 1e6:.0f} MB, {copies} copies of {len(srcs)} captures)", flush=True)
@@ -109,11 +119,13 @@ def main() -> None:
     report = REPO / "build" / "bench" / "live-report.json"
     try:
         for cmd in (["link", "add", "va", "type", "veth", "peer", "name", "vb"],
-                    ["link", "set", "va", "up"], ["link", "set", "vb", "up"]):
+                    ["link", "set", "va", "up"], ["link", "set", "vb", "up"], ["link", "set", "lo", "up"]):
             subprocess.run(["ip", "-n", NS, *cmd], check=True)
         reset = ["--session-reset", str(args.session_reset)] if args.session_reset is not None else []
+        if args.state_mib is not None:
+            reset += ["--state-mib", str(args.state_mib)]
         live_cmd = ns(sys.executable, "-m", "p2pc", "live", "-i", "vb", "--interval", "30", *reset,
-                      "--format", "json", "--output", str(report))
+                      "--metrics", "127.0.0.1:9469", "--format", "json", "--output", str(report))
         print("$", " ".join(live_cmd), flush=True)
         live = subprocess.Popen(live_cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 text=True)
@@ -142,6 +154,8 @@ def main() -> None:
             if last is not None and cpu == last:
                 break
             last = cpu
+        metrics = subprocess.run(ns("curl", "-sf", "http://127.0.0.1:9469/metrics"), capture_output=True,
+                                 text=True).stdout
         live.send_signal(signal.SIGINT)
         err = live.communicate()[1]
         if live.returncode != 0:
@@ -170,6 +184,21 @@ def main() -> None:
     tcp, wire = offline_directions(cap, env)
     framing = sum(tcp[k] - wire[k] for k in
                   ((d["src"], d["srcport"], d["dst"], d["dstport"]) for d in cut))
+    print("\nundecoded bytes by reason (p2pc_undecoded_bytes_total):")
+    reasons: dict = defaultdict(float)
+    for labels, value in re.findall(r'^p2pc_undecoded_bytes_total\{([^}]*)\} (\S+)$', metrics, re.M):
+        got = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+        reasons[(got["proto"], got["reason"])] += float(value)
+    for (proto, reason), value in sorted(reasons.items()):
+        if value:
+            print(f"  {proto:<10}{reason:<12}{value:>14.0f}")
+    print("\nmessages decoded   live       offline")
+    per = lambda rep: defaultdict(int, {p: sum(r["messages"] for r in rep["rows"]  # noqa: E731
+                                           if r["proto"] == p and r["msg_type"] != "undecoded")
+                                       for p in {r["proto"] for r in rep["rows"]}})
+    lm, om = per(live_rep), per(offline)
+    for p in sorted(set(lm) | set(om)):
+        print(f"  {p:<14}{lm[p]:>10}  {om[p]:>12}   {'equal' if lm[p] == om[p] else f'{lm[p] - om[p]:+d}'}")
     print("\ntotals          live          offline")
     for k in ("messages", "wire_bytes", "raw_bytes", "payload_saved", "total_saved"):
         print(f"  {k:<14}{lt[k]:>12}  {ot[k]:>12}")

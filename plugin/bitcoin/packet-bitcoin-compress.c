@@ -35,6 +35,7 @@
  */
 #include "core/p2pc-compat.h"
 #include "core/codecs.h"
+#include "core/conn.h"
 #include "core/holes.h"
 #include "core/msgtype.h"
 #include "core/payload.h"
@@ -848,6 +849,15 @@ btc_header_at(tvbuff_t *tvb, int offset, gboolean command)
     return TRUE;
 }
 
+/* Why this session joined the connection's stream inside a message, when known: a session
+ * reset dropped its state ("reset", core/conn.h). */
+static const char *
+joined_why(packet_info *pinfo)
+{
+    p2pc_conn_t *c = p2pc_conn_find(pinfo);
+    return c ? p2pc_conn_dropped(c) : NULL;
+}
+
 /* TCP hands us bytes at a message boundary unless the stream was joined inside a message: a
  * capture that starts mid-connection, a gap, or tshark's session reset (-M, `p2pc live`) that
  * forgot the connection. The framing resumes at the next message header (a magic and a
@@ -873,7 +883,7 @@ dissect_btcc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
         ti = proto_tree_add_item(tree, hf_btcc_continuation, tvb, 0, at, ENC_NA);
         expert_add_info_format(pinfo, ti, &ei_btcc_resync,
                                "%d bytes before the next message header (stream joined mid-message)", at);
-        p2pc_record_undecoded(tvb, 0, at, pinfo, tree, "bitcoin", (guint64)at);
+        p2pc_record_undecoded(tvb, 0, at, pinfo, tree, "bitcoin", (guint64)at, joined_why(pinfo));
     }
     if (at < len) {
         tcp_dissect_pdus(at ? tvb_new_subset_remaining(tvb, at) : tvb, pinfo, tree, TRUE, BTC_HEADER_LEN,

@@ -117,7 +117,7 @@ show_event(const event_t *ev, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tre
     /* The record names its own direction's endpoints. */
     if (ev->other)
         p2pc_swap_endpoints(pinfo);
-    p2pc_record_undecoded(tvb, 0, 0, pinfo, tree, ev->proto, ev->undecoded);
+    p2pc_record_undecoded(tvb, 0, 0, pinfo, tree, ev->proto, ev->undecoded, NULL);
     if (ev->other)
         p2pc_swap_endpoints(pinfo);
 }
@@ -177,6 +177,10 @@ p2pc_holes_enter(tvbuff_t *tvb, packet_info *pinfo, void *data, const char *prot
 
     if (!tcpi || PINFO_FD_VISITED(pinfo) || !(tcp = p2pc_ledger_enter(tvb, pinfo, tcpi->seq)))
         return;
+    /* These protocols are framed by TCP's reassembly, which a session reset drops: only the
+     * connection's endpoints go on, so that the bytes the next session cannot frame say why. */
+    p2pc_conn_carry(tcp->conn);
+    p2pc_conn_stay(tcp->conn);
     c = conn_of(tcp);
     c->proto = proto;
     d = p2pc_ledger_dir(tcp, pinfo);
@@ -274,10 +278,12 @@ dissect_holes(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U
 typedef struct {
     p2pc_tail_emit_fn emit;
     void *ud;
+    gboolean at_reset;
 } tail_ctx_t;
 
-/* At the end of the capture: what each direction sent after its last record, captured and
- * never handed over (the message the capture cut short, segments behind an unconfirmed hole). */
+/* At the end of the capture, or of a session (a reset drops what TCP holds): what each
+ * direction sent after its last record, captured and never handed over (the message the capture
+ * or the reset cut short, segments behind an unconfirmed hole). */
 static void
 conn_tails(gpointer key _U_, gpointer value, gpointer ud)
 {
@@ -289,14 +295,14 @@ conn_tails(gpointer key _U_, gpointer value, gpointer ud)
         const p2pc_tcp_dir_t *td = &c->tcp->dir[d];
         if (s->started && P2PC_SEQ_GT(td->cap_end, s->done))
             p2pc_tail_undecoded(t->emit, t->ud, &td->last, c->proto, "none",
-                                p2pc_ledger_captured(td, s->done, td->cap_end));
+                                p2pc_ledger_captured(td, s->done, td->cap_end), t->at_reset);
     }
 }
 
 static void
-holes_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset _U_)
+holes_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
 {
-    tail_ctx_t t = { emit, ud };
+    tail_ctx_t t = { emit, ud, at_reset };
     wmem_map_foreach(conns, conn_tails, &t);
 }
 

@@ -71,11 +71,12 @@ detach_raw(packet_info *pinfo, p2pc_record_t *rec)
 
 void
 p2pc_record_undecoded(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tree *tree,
-                      const char *proto, guint64 bytes)
+                      const char *proto, guint64 bytes, const char *reason)
 {
     p2pc_record_t rec;
     p2pc_record_init(&rec, proto, "undecoded");
     rec.wire_len = rec.payload_len = rec.raw_len = bytes;
+    rec.reason = reason;
     p2pc_record_add(tvb, offset, len, pinfo, tree, &rec);
 }
 
@@ -240,20 +241,22 @@ p2pc_tail_foreach(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
 
 void
 p2pc_tail_undecoded(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *last,
-                    const char *proto, const char *codec, guint64 bytes)
+                    const char *proto, const char *codec, guint64 bytes, gboolean at_reset)
 {
-    p2pc_tail_record(emit, ud, last, proto, "undecoded", codec, bytes);
+    p2pc_tail_record(emit, ud, last, proto, "undecoded", codec, bytes, at_reset ? "reset" : NULL);
 }
 
 void
 p2pc_tail_record(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *last,
-                 const char *proto, const char *msg_type, const char *codec, guint64 bytes)
+                 const char *proto, const char *msg_type, const char *codec, guint64 bytes,
+                 const char *reason)
 {
     p2pc_record_t rec;
     if (!bytes || last->at.src.type == AT_NONE)
         return;
     p2pc_record_init(&rec, proto, msg_type);
     rec.codec = codec;
+    rec.reason = reason;
     rec.wire_len = rec.payload_len = rec.raw_len = bytes;
     rec.at = last->at;
     rec.abs_ts = last->abs_ts;

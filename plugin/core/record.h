@@ -78,9 +78,10 @@ void p2pc_record_want_raw(void);
 void p2pc_record_init(p2pc_record_t *rec, const char *proto, const char *msg_type);
 
 /* Add a record of `bytes` bytes of `proto` that are no message it could decode (msg_type
- * "undecoded"), its subtree covering tvb[offset, offset+len). */
+ * "undecoded", and why when known: `reason`, p2pc.undecoded_reason), its subtree covering
+ * tvb[offset, offset+len). */
 void p2pc_record_undecoded(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tree *tree,
-                           const char *proto, guint64 bytes);
+                           const char *proto, guint64 bytes, const char *reason);
 
 /* A message whose decompression a ratio or capture bound stopped (p2pc_bound_charge): its bytes
  * are counted as undecoded, reason "bound", never as saved. */
@@ -137,13 +138,15 @@ typedef void (*p2pc_tail_emit_fn)(const p2pc_record_t *rec, void *ud);
 typedef void (*p2pc_tail_fn)(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset);
 void p2pc_tail_register(p2pc_tail_fn fn);
 void p2pc_tail_foreach(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset);
-/* For a tail function: emit a record of `bytes` bytes of `proto` (its `msg_type` and `codec`;
- * wire_len = payload_len = raw_len = bytes) where and when `last` was kept (p2pc_where_keep);
- * nothing when bytes is 0 or nothing was.  p2pc_tail_undecoded(): msg_type "undecoded". */
+/* For a tail function: emit a record of `bytes` bytes of `proto` (its `msg_type`, `codec` and
+ * undecoded `reason`; wire_len = payload_len = raw_len = bytes) where and when `last` was kept
+ * (p2pc_where_keep); nothing when bytes is 0 or nothing was.  p2pc_tail_undecoded(): msg_type
+ * "undecoded", reason "reset" at a session reset (its state goes with it). */
 void p2pc_tail_record(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *last,
-                      const char *proto, const char *msg_type, const char *codec, guint64 bytes);
+                      const char *proto, const char *msg_type, const char *codec, guint64 bytes,
+                      const char *reason);
 void p2pc_tail_undecoded(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *last,
-                         const char *proto, const char *codec, guint64 bytes);
+                         const char *proto, const char *codec, guint64 bytes, gboolean at_reset);
 
 /* Keep the packet's frame and time in rec->at and rec->abs_ts; the first call also keeps its
  * TCP stream and endpoints (in `scope`, where rec is: a direction's endpoints do not change),

@@ -598,7 +598,7 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
         col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", "[bad Length]");
         col_set_fence(pinfo->cinfo, COL_INFO);
         /* Counted, not lost: the bytes dropped with this header. */
-        p2pc_record_undecoded(tvb, 0, -1, pinfo, tree, "fisco", avail);
+        p2pc_record_undecoded(tvb, 0, -1, pinfo, tree, "fisco", avail, NULL);
         return avail;
     }
     if (rc1) {

@@ -565,7 +565,7 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", "[bad Length]");
         col_set_fence(pinfo->cinfo, COL_INFO);
         /* Counted, not lost: the bytes dropped with this header. */
-        p2pc_record_undecoded(tvb, 0, -1, pinfo, tree, "fisco3", avail);
+        p2pc_record_undecoded(tvb, 0, -1, pinfo, tree, "fisco3", avail, NULL);
         return avail;
     }
     version = tvb_get_ntohs(tvb, 4);
@@ -587,7 +587,7 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         /* The ttl is inside the message: a Length of 14 leaves no room for it. */
         if (off + 2 > length) {
             expert_add_info(pinfo, ti, &ei_header);
-            p2pc_record_undecoded(tvb, 0, length, pinfo, tree, "fisco3", length);
+            p2pc_record_undecoded(tvb, 0, length, pinfo, tree, "fisco3", length, NULL);
             return avail;
         }
         proto_tree_add_item(ht, hf_ttl, tvb, off, 2, ENC_BIG_ENDIAN);
@@ -595,14 +595,14 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         /* A message whose fields run past its Length is framed all the same: counted, not lost. */
         if (!add_p2p_id(ht, pinfo, ti, TRUE, tvb, &off, length) ||
             !add_p2p_id(ht, pinfo, ti, FALSE, tvb, &off, length)) {
-            p2pc_record_undecoded(tvb, 0, length, pinfo, tree, "fisco3", length);
+            p2pc_record_undecoded(tvb, 0, length, pinfo, tree, "fisco3", length, NULL);
             return avail;
         }
     }
     if (type == GW_P2P || type == GW_BROADCAST) {
         module = dissect_options(tvb, pinfo, ft, ti, &off, length);
         if (module < 0) {
-            p2pc_record_undecoded(tvb, 0, length, pinfo, tree, "fisco3", length);
+            p2pc_record_undecoded(tvb, 0, length, pinfo, tree, "fisco3", length, NULL);
             return avail;
         }
     }

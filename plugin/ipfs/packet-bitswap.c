@@ -306,7 +306,7 @@ draw_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const l2p_pipe
     used = tvb_get_varint(tvb, 0, MIN(FT_VARINT_MAX_LEN, len), &n, ENC_VARINT_PROTOBUF);
     if (!used) {
         proto_tree_add_expert(t, pinfo, &ei_bs_malformed, tvb, 0, len);
-        p2pc_record_undecoded(tvb, 0, len, pinfo, tree, "bitswap", (guint64)len + overhead);
+        p2pc_record_undecoded(tvb, 0, len, pinfo, tree, "bitswap", (guint64)len + overhead, NULL);
         return;
     }
     proto_tree_add_uint64(t, hf_bs_length, tvb, 0, used, n);

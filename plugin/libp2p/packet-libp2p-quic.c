@@ -322,7 +322,7 @@ quic_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset _U_)
 {
     for (const quic_udp_t *u = udp_conns; u; u = u->next)
         for (int d = 0; d < 2; d++)
-            p2pc_tail_record(emit, ud, &u->last[d], "libp2p", "quic (encrypted)", "none", u->hidden[d]);
+            p2pc_tail_record(emit, ud, &u->last[d], "libp2p", "quic (encrypted)", "none", u->hidden[d], NULL);
 }
 
 void
