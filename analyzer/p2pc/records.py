@@ -363,12 +363,14 @@ def cut_short(path: str, stderr: str, result: ReadResult) -> bool:
 
 
 def start_capture(ws: Wireshark, capture: str | os.PathLike, extra: list[str] | None = None,
-                  opts: TsharkOptions | None = None) -> subprocess.Popen:
-    """Start one capture's tshark pass (read it with read_records).  Raises CaptureUnreadable
-    for a file that is missing or unreadable."""
+                  opts: TsharkOptions | None = None, stream: bool = False) -> subprocess.Popen:
+    """Start one capture's tshark pass (read it with read_records); stream: the dump's stream
+    mode (a T line after every TCP frame).  Raises CaptureUnreadable for a file that is
+    missing or unreadable."""
     path = readable_capture(ws, capture)
     opts = opts or TsharkOptions()
-    args = ["-n", "-q", "-r", path, *ONE_PASS_PREFS, *opts.args, "-z", opts.tap("records"),
+    args = ["-n", "-q", "-r", path, *ONE_PASS_PREFS, *opts.args,
+            "-z", opts.tap("records,stream" if stream else "records"),
             *(extra or [])]
     return ws.popen("tshark", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                     bufsize=1 << 16)
