@@ -17,8 +17,9 @@ alike, compare applies the same rule to the TCP payload of both, per direction:
 On a compressed stream this gives each message exactly its record's `wire_len` (the plugin's
 rule); the bytes before the compressed stream that are not setup (the transport's own
 multistream negotiation, which the uncompressed run does not have) go with setup and are
-counted in `spent`, the transport's cost, which the model subtracts from that row's savings.  A direction whose records
-add up to its TCP payload (Bitcoin, FISCO: no byte outside a message) keeps its records' bytes.
+counted in `spent`, the transport's cost, which the model subtracts from that row's savings.
+A direction whose records add up to its TCP payload (Bitcoin, FISCO: no byte outside a
+message) keeps its records' bytes.
 
 It needs each frame's running TCP payload count, which the records' stream mode prints (a `T`
 line after every TCP frame, before that frame's `M` and `I` lines: docs/tap-format.md).
@@ -27,23 +28,23 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from .records import Message, PeerIdentity, TcpDirection
+from .records import Message, PeerIdentity
 
 SETUP = "connection setup"
 
 
 class FrameAttribution:
-    """Reads one capture's stream-mode records (on_tcp, on_peer, on_message, in the dump's
-    order); `result()` is {(proto, family): TCP payload bytes} and the bytes spent on a
-    compression transport's negotiation."""
+    """Reads one capture's stream-mode records (on_progress per T line, on_peer, on_message, in
+    the dump's order: records.read_records); `result()` is {(proto, family): TCP payload
+    bytes} and the bytes spent on a compression transport's negotiation."""
 
     def __init__(self) -> None:
         self.sent: dict = {}                        # direction -> TCP payload bytes so far
         self.setup: dict = {}                       # direction -> bytes through its I frame
         self.msgs: dict = defaultdict(list)         # direction -> [(bytes so far, frame, Message)]
 
-    def on_tcp(self, t: TcpDirection) -> None:
-        self.sent[t.key] = t.data_bytes
+    def on_progress(self, key: tuple, data_bytes: int) -> None:
+        self.sent[key] = data_bytes
 
     def on_peer(self, p: PeerIdentity) -> None:
         self.setup.setdefault(p.key, self.sent.get(p.key, 0))

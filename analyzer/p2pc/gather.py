@@ -25,15 +25,13 @@ def analyze_file(capture: str, plugin: str | None, opts: TsharkOptions | None = 
         # record, most of a small capture's run), not before: part of the fixed cost per file.
         from .series import SeriesAggregate
         agg = SeriesAggregate(files=[capture])
-        on_message, on_tcp, on_peer = ((lambda m: agg.add_message(capture, m)),
-                                       (lambda t: agg.add_tcp(capture, t)),
-                                       (lambda p: agg.add_peer(capture, p)))
+        on_message, on_peer = (lambda m: agg.add_message(capture, m)), (lambda p: agg.add_peer(capture, p))
         if attribution is not None:
-            on_message, on_tcp, on_peer = (_both(on_message, attribution.on_message),
-                                           _both(on_tcp, attribution.on_tcp),
-                                           _both(on_peer, attribution.on_peer))
-        res = read_records(proc, capture, on_message, on_tcp, on_peer=on_peer,
-                           on_violation=lambda v: agg.add_violation(capture, v))
+            on_message, on_peer = (_both(on_message, attribution.on_message),
+                                   _both(on_peer, attribution.on_peer))
+        res = read_records(proc, capture, on_message, lambda t: agg.add_tcp(capture, t), on_peer=on_peer,
+                           on_violation=lambda v: agg.add_violation(capture, v),
+                           on_progress=attribution.on_progress if attribution is not None else None)
         if res.truncated:
             agg.warnings.append(res.warning)
         return agg
