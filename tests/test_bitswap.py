@@ -332,9 +332,9 @@ def test_compare_gives_the_seeds_bandwidth_table_with_the_model_within_half_a_pe
     """`p2pc compare` of the exchange without the transport and with it: the bytes without and
     with compression per message type and for all, as the seed's table.  Measured savings are
     the captures' own TCP payload bytes (tcp.len) off less on; the model's (from the compressed
-    capture alone) are within 0.5 % of them for the blocks and for all, and each smaller row's
-    model error is within 0.5 % of the exchange's savings (its own are a few hundred bytes, and
-    the two runs' wantlists differ by a message).  The figures are docs/bitswap.md's."""
+    capture alone) are within 0.5 % of them for all and for each message type's own savings
+    (both runs' bytes outside messages counted by the compression layer's rule, the runs made
+    to send the same messages), but gzip's identify (12 bytes).  The figures are docs/bitswap.md's."""
     off, on = comp_cap("off"), comp_cap(transport)
     rep = p2pc_report("compare", off, on)
     table = next(s for s in rep["sections"] if s["name"] == "bandwidth")["rows"]
@@ -352,8 +352,15 @@ def test_compare_gives_the_seeds_bandwidth_table_with_the_model_within_half_a_pe
     assert block_msgs < blocks["baseline_bytes"] <= tcp_payload(tshark, off, b)
     assert blocks["compressed_bytes"] <= tcp_payload(tshark, on, b)
     assert abs(blocks["modelled_saved"] - blocks["measured_saved"]) <= 0.005 * blocks["measured_saved"], blocks
+    # Every row that is a message type, and connection setup, within 0.5 % of its own savings;
+    # undecoded is no message (closing frames, the gzip trailer) and has no model.  The one
+    # exception, gzip's identify, is a 12-byte yamux frame the kernel put in the identify's TCP
+    # segment in one run and in a segment of its own in the other (docs/bitswap.md).
     for r in table:
-        assert abs(r["modelled_saved"] - r["measured_saved"]) <= 0.005 * measured, r
+        if r["family"] == "undecoded":
+            continue
+        slack = 12 if (transport, r["family"]) in (("gzip", "/ipfs/id/1.0.0"), ("gzip", "blocks")) else 0
+        assert abs(r["modelled_saved"] - r["measured_saved"]) <= max(slack, 0.005 * abs(r["measured_saved"])), r
     assert sum(r["measured_saved"] for r in table if r["family"] != "ALL") == pytest.approx(measured, abs=len(table))
     assert 0.55 < measured / tcp_payload(tshark, off) < 0.7     # a text dataset: more than half saved
     # docs/bitswap.md's table for this transport is this one, figure by figure.
@@ -387,8 +394,8 @@ def test_diff_matches_the_messages_the_runs_without_and_with_the_transport_share
     """`p2pc diff` of the exchange without the transport and with it pairs each Bitswap message
     the two runs both sent (the same parts in the same order: the same protobuf bytes) and no
     other, though a record's raw_len on the compressed stream is its share of the decompressed
-    stream, not its payload's length.  The runs share the presence, a few block messages and
-    most wantlists (the truth: go-bitswap batches each run a little differently)."""
+    stream, not its payload's length.  The runs share every Bitswap message (the generator
+    fetches one block at a time: the truth)."""
     off, on = comp_cap("off"), comp_cap(transport)
     common = in_wire_order(tshark, off) & in_wire_order(tshark, on)
     want = Counter()
@@ -399,10 +406,10 @@ def test_diff_matches_the_messages_the_runs_without_and_with_the_transport_share
     rep = json.loads(res.stdout)
     got = {r["msg_type"]: r["matched"] for r in rep["rows"] if r["proto"] == "bitswap"}
     assert got == {t: want[t] for t in got}
-    assert want["presences"] == 1 and want["blocks"] >= 3 and want["wantlist"] >= 20, want
     sent_off = Counter()
     for (mtype, *_), n in in_wire_order(tshark, off).items():
         sent_off[mtype] += n
+    assert want["presences"] == 1 and want == sent_off, (want, sent_off)
     assert (f"- {transport}: {want['blocks']} of the {sent_off['blocks']} block messages and {want['wantlist']} "
             f"of the {sent_off['wantlist']} wantlists, and the presence\n") in (REPO / "docs" / "bitswap.md").read_text()
     # Each matched pair's content is one both peers' truths hold (canonical: parts sorted).

@@ -95,6 +95,62 @@ def test_json_reports_follow_the_schema():
     assert not validator.is_valid(broken)
 
 
+def b58decode(text: str) -> bytes:
+    """base58btc (Bitcoin alphabet) decoded from the definition: a big-endian number in base 58,
+    each leading '1' a zero byte."""
+    alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+    n = 0
+    for c in text:
+        n = n * 58 + alphabet.index(c)
+    body = n.to_bytes((n.bit_length() + 7) // 8, "big")
+    return b"\0" * (len(text) - len(text.lstrip("1"))) + body
+
+
+def test_compare_renders_the_connection_setup_row_in_every_format():
+    """compare's bandwidth table has a `connection setup` row on a libp2p pair (attribution.py):
+    valid against the schema, and the same figures in JSON, CSV, Markdown, HTML and the table.
+    On the Bitswap exchange over /plaintext/2.0.0 (the truth files), each peer sends the
+    multistream header, the protocol ID and its Exchange {id = the peer ID's multihash, pubkey =
+    the PublicKey that multihash holds} behind a varint length; the compressed run adds, per
+    peer, the multistream header and the transport's ID (its negotiation, which the row's model
+    counts as the transport's cost)."""
+    import jsonschema
+    comp = REPO / "captures" / "libp2p-compression"
+    off, on = str(comp / "comp-bitswap-off.pcapng"), str(comp / "comp-bitswap-gzip.pcapng")
+    t_off = json.loads((comp / "comp-bitswap-off.truth.json").read_text())
+    t_on = json.loads((comp / "comp-bitswap-gzip.truth.json").read_text())
+    ms = lambda proto: len(proto) + 2       # a multistream line: varint length, the ID, "\n"
+    pb = lambda n: 1 + 1 + n                # a protobuf bytes field under 128 bytes: tag, length
+    setup = 0
+    for peer in t_off["peers"].values():
+        mh = b58decode(peer["id"])          # identity multihash: code 0, length, the PublicKey
+        exchange = pb(len(mh)) + pb(mh[1])
+        setup += ms("/multistream/1.0.0") + ms(t_off["security"]) + 1 + exchange
+    negotiation = len(t_on["peers"]) * (ms("/multistream/1.0.0") + ms(t_on["compression"]))
+
+    rep = json_report("compare", off, on)
+    jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text())).validate(rep)
+    row = next(r for r in next(s for s in rep["sections"] if s["name"] == "bandwidth")["rows"]
+               if r["family"] == "connection setup")
+    assert (row["proto"], row["baseline_bytes"], row["compressed_bytes"]) == ("libp2p", setup, setup + negotiation)
+    assert row["measured_saved"] == row["modelled_saved"] == -negotiation
+    cells = [f"{row[c]:,}" for c in ("baseline_bytes", "compressed_bytes", "measured_saved")]
+
+    csv_rows = list(csv.DictReader(io.StringIO(p2pc("compare", off, on, "--format", "csv", "--section",
+                                                    "bandwidth").stdout)))
+    assert {k: v for k, v in next(r for r in csv_rows if r["family"] == "connection setup").items()
+            if k in ("baseline_bytes", "compressed_bytes")} == {"baseline_bytes": str(setup),
+                                                                "compressed_bytes": str(setup + negotiation)}
+    md = p2pc("compare", off, on, "--format", "markdown").stdout
+    assert f"| libp2p | connection setup | {' | '.join(cells)} |" in md
+    html = p2pc("compare", off, on, "--format", "html").stdout
+    assert "<td>libp2p</td><td>connection setup</td>" + "".join(
+        f'<td class="num" data-v="{row[c]}">{v}</td>' for c, v in
+        zip(("baseline_bytes", "compressed_bytes", "measured_saved"), cells)) in html
+    table = p2pc("compare", off, on, env_extra={"COLUMNS": "250"}).stdout
+    assert [l.split()[3:6] for l in table.splitlines() if "connection setup" in l] == [cells]
+
+
 # ---- Parquet ----
 def test_records_parquet_holds_every_message(tmp_path):
     import pyarrow.parquet as pq    # a dependency: missing, the test fails

@@ -106,15 +106,15 @@ def cmd_merge(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .gather import gather
-    base = gather([args.baseline], args.plugin, 1, args.tshark)
-    comp = gather([args.compressed], args.plugin, 1, args.tshark)
+    from .gather import gather_attributed
+    base, base_bytes = gather_attributed(args.baseline, args.plugin, args.tshark)
+    comp, comp_bytes = gather_attributed(args.compressed, args.plugin, args.tshark)
     from .model import not_comparable
     why = not_comparable(base, comp, args.baseline, args.compressed)
     if why:
         raise UsageError(why)
     from .report import compare_report
-    emit(compare_report(base, comp), args)
+    emit(compare_report(base, comp, base_bytes, comp_bytes), args)
     return Exit.TRUNCATED if base.warnings or comp.warnings else 0
 
 

@@ -14,24 +14,48 @@ if TYPE_CHECKING:
     from .model import Aggregate
 
 
-def analyze_file(capture: str, plugin: str | None, opts: TsharkOptions | None = None) -> Aggregate:
-    """One tshark pass over one capture (runs in a worker process)."""
+def analyze_file(capture: str, plugin: str | None, opts: TsharkOptions | None = None,
+                 attribution=None) -> Aggregate:
+    """One tshark pass over one capture (runs in a worker process).  With `attribution` (a
+    attribution.FrameAttribution), the records are read in stream mode and it sees them too."""
     ws = open_wireshark(plugin)
     try:
-        proc = start_capture(ws, capture, opts=opts)
+        proc = start_capture(ws, capture, opts=opts, stream=attribution is not None)
         # The accounting is imported while tshark starts up (about 0.3 s before its first
         # record, most of a small capture's run), not before: part of the fixed cost per file.
         from .series import SeriesAggregate
         agg = SeriesAggregate(files=[capture])
-        res = read_records(proc, capture, lambda m: agg.add_message(capture, m),
-                           lambda t: agg.add_tcp(capture, t),
-                           on_peer=lambda p: agg.add_peer(capture, p),
-                           on_violation=lambda v: agg.add_violation(capture, v))
+        on_message, on_peer = (lambda m: agg.add_message(capture, m)), (lambda p: agg.add_peer(capture, p))
+        if attribution is not None:
+            on_message, on_peer = (_both(on_message, attribution.on_message),
+                                   _both(on_peer, attribution.on_peer))
+        res = read_records(proc, capture, on_message, lambda t: agg.add_tcp(capture, t), on_peer=on_peer,
+                           on_violation=lambda v: agg.add_violation(capture, v),
+                           on_progress=attribution.on_progress if attribution is not None else None)
         if res.truncated:
             agg.warnings.append(res.warning)
         return agg
     finally:
         ws.cleanup()
+
+
+def _both(f, g):
+    def call(x):
+        f(x)
+        g(x)
+    return call
+
+
+def gather_attributed(capture: str, plugin: str | None, opts: TsharkOptions | None = None):
+    """One capture's Aggregate and its FrameAttribution's result (compare's bandwidth table:
+    attribution.py)."""
+    from .attribution import FrameAttribution
+    att = FrameAttribution()
+    agg = analyze_file(capture, plugin, opts, att)
+    if not any(agg.by_dir.values()):
+        raise NoP2PTraffic(f"no P2P messages found in {capture}: check the capture holds "
+                           "Bitcoin/FISCO/libp2p traffic (`p2pc doctor` checks the plugin)")
+    return agg, att.result()
 
 
 def submit_largest_first(pool, fn, captures: list[str], *args) -> list:

@@ -426,15 +426,23 @@ def family_bytes(agg: Aggregate) -> dict:
     return out
 
 
-def bandwidth_table(base: Aggregate, comp: Aggregate) -> list[dict]:
+def bandwidth_table(base: Aggregate, comp: Aggregate, base_bytes: tuple | None = None,
+                    comp_bytes: tuple | None = None) -> list[dict]:
     """The seed's bandwidth table (TCP payload bytes without and with compression) per protocol
     and family, and for all: the savings measured (BASELINE's bytes less COMPRESSED's) next to
     what the model predicts from COMPRESSED alone (payload saved, and the P2P headers batching
-    saved: the bytes of the messages, not the segment headers or ACKs around them)."""
-    bb, bc = family_bytes(base), family_bytes(comp)
+    saved: the bytes of the messages, not the segment headers or ACKs around them).
+    base_bytes, comp_bytes: each capture's FrameAttribution result (attribution.py: the bytes
+    no message holds go to the direction's next message, in both runs alike, and the
+    transport's negotiation is a cost the model counts); without them, family_bytes."""
+    from .attribution import SETUP
+    bb = base_bytes[0] if base_bytes else family_bytes(base)
+    bc = comp_bytes[0] if comp_bytes else family_bytes(comp)
     modelled: dict = defaultdict(float)
     for r in compute_rows(comp):
         modelled[(r.proto, family(r.proto, r.msg_type))] += r.payload_saved + r.p2p_header_saved
+    if comp_bytes and comp_bytes[1]:
+        modelled[("libp2p", SETUP)] -= comp_bytes[1]
     keys = sorted(set(bb) | set(bc))
     rows = [(k[0], k[1], bb.get(k, 0.0), bc.get(k, 0.0), modelled.get(k, 0.0)) for k in keys]
     rows.append(("ALL", "ALL", sum(bb.values()), sum(bc.values()), sum(modelled.values())))

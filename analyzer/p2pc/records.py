@@ -363,12 +363,14 @@ def cut_short(path: str, stderr: str, result: ReadResult) -> bool:
 
 
 def start_capture(ws: Wireshark, capture: str | os.PathLike, extra: list[str] | None = None,
-                  opts: TsharkOptions | None = None) -> subprocess.Popen:
-    """Start one capture's tshark pass (read it with read_records).  Raises CaptureUnreadable
-    for a file that is missing or unreadable."""
+                  opts: TsharkOptions | None = None, stream: bool = False) -> subprocess.Popen:
+    """Start one capture's tshark pass (read it with read_records); stream: the dump's stream
+    mode (a T line after every TCP frame).  Raises CaptureUnreadable for a file that is
+    missing or unreadable."""
     path = readable_capture(ws, capture)
     opts = opts or TsharkOptions()
-    args = ["-n", "-q", "-r", path, *ONE_PASS_PREFS, *opts.args, "-z", opts.tap("records"),
+    args = ["-n", "-q", "-r", path, *ONE_PASS_PREFS, *opts.args,
+            "-z", opts.tap("records,stream" if stream else "records"),
             *(extra or [])]
     return ws.popen("tshark", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                     bufsize=1 << 16)
@@ -400,15 +402,19 @@ class _StderrTail:
 
 
 def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message, on_tcp,
-                 on_peer=None, on_violation=None, on_payload=None) -> ReadResult:
+                 on_peer=None, on_violation=None, on_payload=None, on_progress=None) -> ReadResult:
     """Stream the records of a tshark pass start_capture started: on_message(Message) per M
     line, on_tcp(TcpDirection) per T line, on_peer(PeerIdentity) per I line,
     on_violation(Violation) per S line, on_payload(Payload) per P line (when the pass also runs
-    `-z p2pc,payloads`).  Raises
+    `-z p2pc,payloads`).  on_progress(key, data_bytes), for a stream-mode pass of a file
+    (start_capture(stream=True), no session reset): per T line, the direction's key and its TCP
+    payload bytes so far; on_tcp then gets each direction's last T line only, once the dump
+    ends (what the plain mode prints), and the other T lines are never parsed whole.  Raises
     P2pcError subclasses; a truncated capture returns what was read with result.truncated set."""
     path = str(capture)
     result = ReadResult()
     header_seen = False
+    last_t: dict = {}           # on_progress: direction key -> its last T line
     assert proc.stdout is not None
     err = _StderrTail(proc)
     parse_m, parse_t, parse_p, parse_i, parse_s = (PARSERS[tag] for tag in "MTPIS")
@@ -419,7 +425,13 @@ def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message,
                 on_message(parse_m(line.rstrip("\n").split("\t")))
                 result.messages += 1
             elif tag == "T\t":
-                on_tcp(parse_t(line.rstrip("\n").split("\t")))
+                if on_progress is None:
+                    on_tcp(parse_t(line.rstrip("\n").split("\t")))
+                else:           # a line per TCP frame: only the columns on_progress needs
+                    f = line.split("\t", 10)
+                    key = (int(f[1]), f[2], int(f[3]))
+                    last_t[key] = line
+                    on_progress(key, int(f[9]))
             elif tag == "P\t":
                 if on_payload:
                     on_payload(parse_p(line.rstrip("\n").split("\t")))
@@ -441,6 +453,8 @@ def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message,
                         f"{path}: records from frame {end['not_kept_from']} on are missing: tshark's "
                         "second pass (-2) found nothing kept for them (p2pc.max_replay_mib ran out); "
                         "run one pass (no -2) or raise p2pc.max_replay_mib")
+        for line in last_t.values():
+            on_tcp(parse_t(line.rstrip("\n").split("\t")))
     except BaseException:
         proc.kill()
         proc.wait()

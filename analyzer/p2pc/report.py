@@ -101,7 +101,10 @@ def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool
     return report
 
 
-def compare_report(base: Aggregate, comp: Aggregate) -> dict:
+def compare_report(base: Aggregate, comp: Aggregate, base_bytes: tuple | None = None,
+                   comp_bytes: tuple | None = None) -> dict:
+    """compare's report; base_bytes, comp_bytes: each capture's attribution.FrameAttribution
+    result, for the bandwidth section (model.bandwidth_table)."""
     from .model import bandwidth_table, compute_rows, family, family_measured, measured_tcp, pct
     mb, mc = family_measured(base), family_measured(comp)
     model_rows = compute_rows(comp)
@@ -140,7 +143,7 @@ def compare_report(base: Aggregate, comp: Aggregate) -> dict:
                          {"name": "bandwidth", "title": "Bandwidth use without and with compression (TCP payload)",
                           "columns": ["proto", "family", "baseline_bytes", "compressed_bytes", "measured_saved",
                                       "measured_saved_pct", "modelled_saved", "model_error_pct"],
-                          "rows": bandwidth_table(base, comp)}],
+                          "rows": bandwidth_table(base, comp, base_bytes, comp_bytes)}],
             "series": {"bandwidth_compare": {"baseline": bandwidth_series(base),
                                              "compressed": bandwidth_series(comp)}}}
 

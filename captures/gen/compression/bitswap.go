@@ -8,8 +8,15 @@
 // The provider imports each file as a UnixFS DAG (balanced layout, 16 KiB chunks, raw CIDv1
 // leaves under a CIDv0 dag-pb root, as `ipfs add --raw-leaves` makes them), writes its address
 // and the roots with their blocks (CID, size) to the idx file, and serves them until the fetcher
-// hangs up.  The fetcher walks each DAG over Bitswap (merkledag.FetchGraph through a
-// blockservice, what `ipfs pin add` does) and closes.
+// hangs up.  The fetcher walks each DAG over Bitswap, one Bitswap session per file (what
+// merkledag.FetchGraph, `ipfs pin add`, uses), but one block at a time in DAG order (the root,
+// then its links in order) with a pause after each, and closes.  FetchGraph asks for a node's
+// links all at once, and how go-bitswap then batches wants, cancels and blocks into messages
+// depends on timing: two runs (the transport off and on) would not send the same messages.
+// One block at a time, each want, each cancel and each block is a message of its own in every
+// run.  Neither host runs the ping service: go-bitswap pings a peer to time its DONT_HAVEs, and
+// go-libp2p's ping may send a second ping before it sees the first answered, in some runs and not
+// in others; without the service the ping stream is refused ("na") the same way in every run.
 //
 // go-bitswap v0.2.20 has no tracer: the truth comes from a wrapper around its network's
 // receiver, which sees every message as Bitswap decoded it, before Bitswap handles it.
@@ -42,6 +49,7 @@ import (
 	"github.com/libp2p/go-libp2p-core/host"
 	"github.com/libp2p/go-libp2p-core/network"
 	"github.com/libp2p/go-libp2p-core/peer"
+	"github.com/libp2p/go-libp2p-core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
 )
 
@@ -138,13 +146,33 @@ func (r recordingReceiver) ReceiveMessage(ctx context.Context, p peer.ID, m bsms
 	r.Receiver.ReceiveMessage(ctx, p, m)
 }
 
+// echoFirstHost is the host with each stream handler Bitswap sets waiting, before it runs, until
+// the multistream echo of the stream's protocol is written.  go-multistream v0.1.2 answers an
+// inbound stream lazily, writing the echo from a goroutine of its own, and go-bitswap's handler
+// reads the one message and closes: when the close comes first the echo is never sent, in some
+// runs and not in others, and the runs would not carry the same bytes.  A zero-length Write on
+// the stream waits for that goroutine (lazyServerConn) and sends nothing.
+type echoFirstHost struct {
+	host.Host
+}
+
+func (h echoFirstHost) SetStreamHandler(pid protocol.ID, handler network.StreamHandler) {
+	h.Host.SetStreamHandler(pid, func(s network.Stream) {
+		if _, err := s.Write(nil); err != nil {
+			s.Reset()
+			return
+		}
+		handler(s)
+	})
+}
+
 // newBitswap is the example's CreateBitswapNode with the recorder around its network (and an
 // undelayed blockstore: the example's 1 µs delay only slows it).
 func newBitswap(ctx context.Context, h host.Host, rec *recorder) (blockstore.Blockstore, ipld.DAGService, *bitswap.Bitswap) {
 	routing, err := nilrouting.ConstructNilRouting(ctx, nil, nil, nil)
 	check(err)
 	bstore := blockstore.NewBlockstore(dssync.MutexWrap(ds.NewMapDatastore()))
-	net := recordingNet{bsnet.NewFromIpfsHost(h, routing), rec}
+	net := recordingNet{bsnet.NewFromIpfsHost(echoFirstHost{h}, routing), rec}
 	bs := bitswap.New(ctx, net, bstore, bitswap.ProviderSearchDelay(time.Hour)).(*bitswap.Bitswap)
 	return bstore, merkledag.NewDAGService(blockservice.New(bstore, bs)), bs
 }
@@ -200,13 +228,32 @@ func fetch(h host.Host, idx, truth string) {
 	for _, r := range in.Roots {
 		c, err := cid.Decode(r.Root)
 		check(err)
-		tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		check(merkledag.FetchGraph(tctx, c, dag))
+		tctx, cancel := context.WithTimeout(ctx, 120*time.Second)
+		check(walkInOrder(tctx, merkledag.NewSession(tctx, dag), c))
 		cancel()
 	}
 	// Let the last cancels go out before hanging up.
 	time.Sleep(time.Second)
 	finish(h, bs, rec, truth)
+}
+
+// blockPause is how long the fetcher waits after each block: go-bitswap sends the block's cancel
+// after a 1 ms debounce, so it leaves in a message of its own before the next want.
+const blockPause = 50 * time.Millisecond
+
+// walkInOrder fetches the DAG under c through ng one node at a time, depth first, links in order.
+func walkInOrder(ctx context.Context, ng ipld.NodeGetter, c cid.Cid) error {
+	nd, err := ng.Get(ctx, c)
+	if err != nil {
+		return err
+	}
+	time.Sleep(blockPause)
+	for _, l := range nd.Links() {
+		if err := walkInOrder(ctx, ng, l.Cid); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func finish(h host.Host, bs *bitswap.Bitswap, rec *recorder, truth string) {

@@ -79,7 +79,8 @@ func main() {
 	flag.Parse()
 
 	isListener := *role == "listen" || *role == "provide"
-	h := newHost(*seed, *comp, isListener, *listen)
+	// The Bitswap roles run without the ping service (bitswap.go says why).
+	h := newHost(*seed, *comp, isListener, *listen, *role != "provide" && *role != "fetch")
 	switch *role {
 	case "provide":
 		provide(h, *idx, *truthFile, flag.Args())
@@ -148,10 +149,11 @@ func main() {
 }
 
 // newHost is a host with an Ed25519 identity from seed, plaintext security and the
-// compression transports comp lists, listening on listen when listener is set.
-func newHost(seed int, comp string, listener bool, listen string) host.Host {
+// compression transports comp lists, listening on listen when listener is set, with the ping
+// service when ping is set.
+func newHost(seed int, comp string, listener bool, listen string, ping bool) host.Host {
 	priv, _, _ := crypto.GenerateEd25519Key(bytes.NewReader(bytes.Repeat([]byte{byte(seed)}, 64)))
-	opts := []libp2p.Option{libp2p.Identity(priv), libp2p.NoSecurity, libp2p.DisableRelay()}
+	opts := []libp2p.Option{libp2p.Identity(priv), libp2p.NoSecurity, libp2p.DisableRelay(), libp2p.Ping(ping)}
 	// The compression transports offered, in order of preference; "off" leaves the layer out.
 	for _, c := range strings.Split(comp, ",") {
 		switch c {
