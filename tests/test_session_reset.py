@@ -6,7 +6,7 @@ the protocol tests check against the peers' truth."""
 from __future__ import annotations
 
 import subprocess
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
@@ -155,3 +155,37 @@ def test_a_tls_connection_is_undecoded_after_a_reset_with_the_reason(tshark):
     dropped = sum(r[3] for recs in got.values() for r in recs if r[9] == "reset")
     assert dropped > 0
     assert not [l for l in lines if l.startswith("#CARRIED")]
+
+
+def test_a_new_connection_on_the_same_endpoints_starts_afresh(tshark, tmp_path):
+    """A connection carried over a reset that never ended in the capture (eth2-yamux cut before
+    its RST), then, an hour later, a new one on the same endpoints (eth2-mplex, its client port
+    rewritten to the first's): its SYN retires the old state, and the new connection decodes from
+    its start, as it does without a reset."""
+    first, moved, second, both = (tmp_path / f"{n}.pcapng" for n in ("first", "moved", "second", "both"))
+    subprocess.run(["editcap", "-r", str(CAPTURES / "eth2/eth2-yamux.pcapng"), str(first), "1-2400"], check=True)
+    subprocess.run(["tcprewrite", "--portmap=36186:52396", f"--infile={CAPTURES / 'eth2/eth2-mplex.pcapng'}",
+                    f"--outfile={moved}"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["editcap", "-t", "3600", str(moved), str(second)], check=True)
+    subprocess.run(["mergecap", "-a", "-F", "pcapng", "-w", str(both), str(first), str(second)], check=True)
+    tmp_path.chmod(0o755)
+    both.chmod(0o644)
+    want = messages(stream(tshark, both))
+    assert sum(len(v) for v in want.values()) >= 2 * 13
+    assert messages(stream(tshark, both, *carry(64))) == want
+
+
+def test_bitcoin_after_a_reset_says_why(tshark):
+    """Bitcoin is framed by TCP's reassembly, which a reset drops: the message a reset cuts is
+    the session's tail, and the bytes before the next message header in the next session are
+    continuation bytes, both undecoded with reason "reset"; every message decoded is one the
+    capture read without a reset has."""
+    cap = CAPTURES / "bitcoin/btc-compressed.pcapng"
+    want = messages(stream(tshark, cap))
+    assert not [r for recs in want.values() for r in recs if r[1] == "undecoded"]
+    got = messages(stream(tshark, cap, "-M", "300", "-o", "p2pc.live_state_mib:64"))
+    undecoded = [r for recs in got.values() for r in recs if r[1] == "undecoded"]
+    assert undecoded and {r[9] for r in undecoded} == {"reset"}
+    for d, recs in got.items():
+        decoded = Counter(r for r in recs if r[1] != "undecoded")
+        assert not decoded - Counter(want[d]), d

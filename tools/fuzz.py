@@ -4,8 +4,10 @@ AddressSanitizer+UBSan build of the plugin (build-asan/) loaded into the distrib
 
 Each mutant goes through three consumers, each under a timeout:
   tshark -2 -V -x          (two passes, the whole tree and every data source)
-  tshark -z p2pc,records   (one pass, the analyzer's input)
-  p2pc analyze --plugin build-asan/...
+  tshark -z p2pc,records,stream -M 61 -o p2pc.live_state_mib:64
+                           (one pass as p2pc live runs it: a session reset every 61 packets,
+                            the libp2p connections' state carried over each, docs/live-state.md)
+  p2pc analyze --plugin build-asan/...   (one pass, -z p2pc,records)
 A run fails on a crash (signal / unexpected exit status), a hang (timeout), any ASan or UBSan
 report, a "Dissector bug" in the output, a GLib critical/error, or a Python traceback.
 "[Malformed Packet]" is an accepted outcome for a mutant.  So is a failed assertion in one of
@@ -371,7 +373,8 @@ def consumers(env: Env, capture: Path, keys: Keys | None = None) -> list[tuple[s
     k = keys.tshark if keys else []
     return [
         ("tshark -2 -V -x", env.tshark(["-n", "-2", "-V", "-x", *k, "-r", str(capture)]), True),
-        ("tshark -z p2pc,records", env.tshark(["-n", "-q", "-z", "p2pc,records", *k, "-r", str(capture)]), False),
+        ("tshark -z p2pc,records,stream", env.tshark(["-n", "-q", "-z", "p2pc,records,stream", "-M", "61", "-o",
+                                                      "p2pc.live_state_mib:64", *k, "-r", str(capture)]), False),
         ("p2pc analyze", [sys.executable, "-m", "p2pc", "analyze", "--plugin", str(env.plugin),
                           "-j", "1", *(["--keylog", str(keys.path)] if keys else []), str(capture)], False),
     ]

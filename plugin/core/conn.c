@@ -292,6 +292,12 @@ p2pc_conn_goes_on(const p2pc_conn_t *c)
     return c->goes_on;
 }
 
+gboolean
+p2pc_conn_cut(const p2pc_conn_t *c)
+{
+    return !c->ended && !p2pc_conn_goes_on(c);
+}
+
 /* The session ends: the connections decide() chose go on; the others' state is dropped (their
  * endpoints stay, the most recently used DROPPED_MAX); the ones that ended, and those no part
  * asked to carry, are freed. */

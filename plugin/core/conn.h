@@ -68,6 +68,10 @@ const char *p2pc_conn_dropped(const p2pc_conn_t *c);
 /* The connection ended (a FIN each way, or a RST): it is freed at the next reset. */
 void p2pc_conn_ended(p2pc_conn_t *c);
 
+/* At a session reset: the reset cuts the connection (it has not ended, and its state does not
+ * go on), so what it holds is undecoded because of the reset (reason "reset"). */
+gboolean p2pc_conn_cut(const p2pc_conn_t *c);
+
 /* At a session reset (from its cleanup routines): the connection's state goes on in the next
  * session.  The budget's choice is made at the first call of a reset. */
 gboolean p2pc_conn_goes_on(const p2pc_conn_t *c);

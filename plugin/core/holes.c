@@ -295,7 +295,8 @@ conn_tails(gpointer key _U_, gpointer value, gpointer ud)
         const p2pc_tcp_dir_t *td = &c->tcp->dir[d];
         if (s->started && P2PC_SEQ_GT(td->cap_end, s->done))
             p2pc_tail_undecoded(t->emit, t->ud, &td->last, c->proto, "none",
-                                p2pc_ledger_captured(td, s->done, td->cap_end), t->at_reset);
+                                p2pc_ledger_captured(td, s->done, td->cap_end),
+                                t->at_reset && p2pc_conn_cut(c->tcp->conn));
     }
 }
 

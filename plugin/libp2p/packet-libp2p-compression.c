@@ -211,9 +211,11 @@ static void
 comp_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
 {
     /* The codec: bytes of that stream, which no message claimed. */
-    for (const comp_dir_t *cd = dirs; cd; cd = cd->next)
+    for (const comp_dir_t *cd = dirs; cd; cd = cd->next) {
+        gboolean cut = at_reset && (!cd->conn || p2pc_conn_cut(cd->conn));
         if (!(at_reset && cd->conn && p2pc_conn_goes_on(cd->conn)))
-            p2pc_tail_undecoded(emit, ud, &cd->last, "libp2p", cd->codec_name, cd->unattributed, at_reset);
+            p2pc_tail_undecoded(emit, ud, &cd->last, "libp2p", cd->codec_name, cd->unattributed, cut);
+    }
 }
 
 static int
