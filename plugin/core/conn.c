@@ -26,6 +26,7 @@ struct p2pc_conn {
     gboolean carry, stay, ended;
     gboolean goes_on;           /* at a reset: the budget's choice (decide()) */
     const char *dropped;        /* why a reset dropped its state (conn.h) */
+    guint had;                  /* the slots filled before that (1 << slot) */
     gint64 charged;
     guint64 used;               /* when it was last looked up (use_clock) */
 };
@@ -93,6 +94,9 @@ state_free(p2pc_conn_t *c)
 static void
 state_drop(p2pc_conn_t *c, const char *why)
 {
+    for (int i = 0; i < P2PC_SLOTS; i++)
+        if (c->slot[i])
+            c->had |= 1u << i;
     state_free(c);
     c->pool = wmem_allocator_new(WMEM_ALLOCATOR_SIMPLE);
     memset(c->slot, 0, sizeof c->slot);
@@ -213,6 +217,12 @@ const char *
 p2pc_conn_dropped(const p2pc_conn_t *c)
 {
     return c->dropped;
+}
+
+gboolean
+p2pc_conn_had(const p2pc_conn_t *c, p2pc_conn_slot_t slot)
+{
+    return (c->had >> slot) & 1;
 }
 
 void

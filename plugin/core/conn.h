@@ -65,6 +65,9 @@ void p2pc_conn_carry(p2pc_conn_t *c);
  * for that reason. */
 const char *p2pc_conn_dropped(const p2pc_conn_t *c);
 
+/* A dropped connection's part had filled `slot` before the reset: the part claims its bytes. */
+gboolean p2pc_conn_had(const p2pc_conn_t *c, p2pc_conn_slot_t slot);
+
 /* The connection ended (a FIN each way, or a RST): it is freed at the next reset. */
 void p2pc_conn_ended(p2pc_conn_t *c);
 

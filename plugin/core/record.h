@@ -131,9 +131,9 @@ void p2pc_peer_add(packet_info *pinfo, const char *via, const char *peer_id);
  * message completed.  A dissector registers (at proto_register) a function that emits one
  * "undecoded" record per direction holding such bytes, named after the direction's last frame
  * (p2pc_where_keep); the records tap prints them after the capture's own records, so that the
- * records of a direction add up to what it sent (docs/tap-format.md). */
-/* `at_reset`: the tails of a session that a reset ends (tshark -M), not the capture's: what a
- * connection carried over the reset holds (core/conn.h, p2pc_conn_goes_on()) is not a tail. */
+ * records of a direction add up to what it sent (docs/tap-format.md).  With `at_reset`, the
+ * tails of a session that a reset ends (tshark -M), not the capture's: what a connection carried
+ * over the reset holds (core/conn.h, p2pc_conn_goes_on()) is not a tail. */
 typedef void (*p2pc_tail_emit_fn)(const p2pc_record_t *rec, void *ud);
 typedef void (*p2pc_tail_fn)(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset);
 void p2pc_tail_register(p2pc_tail_fn fn);

@@ -440,7 +440,7 @@ dissect_libp2p_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *d
     /* A connection carried over a session reset (core/conn.h) goes on where it was; one whose
      * state the reset dropped is counted as undecoded. */
     p2pc_conn_t *pc = p2pc_conn_find(pinfo);
-    if (pc && (p2pc_conn_slot(pc, P2PC_SLOT_LIBP2P) || p2pc_conn_dropped(pc))) {
+    if (pc && (p2pc_conn_slot(pc, P2PC_SLOT_LIBP2P) || p2pc_conn_had(pc, P2PC_SLOT_LIBP2P))) {
         conversation_set_dissector(find_or_create_conversation(pinfo), libp2p_tcp_handle);
         dissect_libp2p_tcp(tvb, pinfo, tree, data);
         return TRUE;
