@@ -138,8 +138,8 @@ class LiveTotals:
     dropped: int = 0               # packets the capture itself dropped
     # (src, srcport, dst, dstport) -> proto, for every direction that carried P2P messages
     p2p_dirs: dict = field(default_factory=dict)
-    # the directions of connections whose state the plugin carried over a reset (#CARRIED)
-    carried: set = field(default_factory=set)
+    # 4-tuple -> the epochs at whose end (reset) the plugin carried its connection's state over
+    carried: dict = field(default_factory=lambda: defaultdict(set))
     # 4-tuple -> {epoch: TCP payload bytes}, and 4-tuple -> decoded wire bytes (all epochs)
     tcp_bytes: dict = field(default_factory=lambda: defaultdict(dict))
     wire: dict = field(default_factory=lambda: defaultdict(int))
@@ -179,7 +179,8 @@ class LiveTotals:
         elif line.startswith("#CARRIED"):
             _, a, pa, b, pb = line.rstrip("\n").split("\t")
             with self.lock:
-                self.carried.update({(a, int(pa), b, int(pb)), (b, int(pb), a, int(pa))})
+                self.carried[(a, int(pa), b, int(pb))].add(self.epoch)
+                self.carried[(b, int(pb), a, int(pa))].add(self.epoch)
         elif line.startswith("#RESET"):
             with self.lock:
                 if self.metrics:
@@ -188,13 +189,14 @@ class LiveTotals:
 
     def undecoded_of(self, four: tuple) -> int:
         """The undecoded bytes of a P2P connection direction open across a session reset whose
-        state the plugin did not carry: the TCP payload bytes it carried beyond the wire bytes of
-        the messages decoded from it (for TLS, its record overhead counts too; for libp2p, its
-        framing); else 0.  (A connection carried, and then dropped at a later reset, has the
-        plugin's own undecoded records for what follows, reason evicted or reset.)"""
+        state the plugin did not carry over every one of them: the TCP payload bytes it carried
+        beyond the wire bytes of its records (for TLS, its record overhead counts too; for
+        libp2p, its framing, and what its buffers held when a reset evicted it); else 0."""
         per_epoch = self.tcp_bytes.get(four, {})
-        if four not in self.p2p_dirs or len(per_epoch) < 2 or four in self.carried:
+        if four not in self.p2p_dirs or len(per_epoch) < 2:
             return 0
+        if set(range(min(per_epoch), max(per_epoch))) <= self.carried.get(four, set()):
+            return 0            # carried over every reset it was open across
         return max(0, sum(per_epoch.values()) - self.wire.get(four, 0))
 
     def undecoded_directions(self) -> list[dict]:
