@@ -1,7 +1,8 @@
-"""libp2p decoding across tshark's session reset (-M), with p2pc.live_state_mib (core/conn.h,
+"""Decoding across tshark's session reset (-M), with p2pc.live_state_mib (core/conn.h,
 docs/live-state.md): the state a connection needs goes on in the next session, within a
-budget; what the budget or a layer whose state is not p2pc's (TLS) drops is undecoded, with
-its reason.  The expected records are those of the same capture read without a reset, which
+budget, for libp2p and for the protocols TCP's reassembly frames (Bitcoin, FISCO 2.x and 3.x:
+core/holes.h keeps the message a reset cuts); what the budget or a layer whose state is not
+p2pc's (TLS) drops is undecoded, with its reason.  The expected records are those of the same capture read without a reset, which
 the protocol tests check against the peers' truth."""
 from __future__ import annotations
 
@@ -33,6 +34,17 @@ CARRIED = [
     ("libp2p-compression/comp-cbrotli.pcapng", None),
     ("libp2p-compression/comp-gzip-gap.pcapng", None),
     ("lodestar/lodestar.pcapng", "lodestar/lodestar.keys"),
+]
+# Framed by TCP's reassembly: blocks of many segments (compressed and not), batches, both FISCO
+# header variants and the 3.x gateway.
+FRAMED = [
+    "bitcoin/btc-compressed.pcapng",
+    "bitcoin/btc-baseline.pcapng",
+    "bitcoin/btc-xthin.pcapng",
+    "fisco/fisco-sync-on.pcapng",
+    "fisco/fisco-parallel-off.pcapng",
+    "fisco/fisco3-on.pcapng",
+    "fisco/fisco3-v1.pcapng",
 ]
 
 
@@ -72,6 +84,20 @@ def test_libp2p_goes_on_decoding_across_session_resets(tshark, capture, key):
     want = messages(stream(tshark, cap, *keys(key)))
     assert sum(len(v) for v in want.values()) > 5
     assert messages(stream(tshark, cap, *keys(key), *carry(64))) == want
+
+
+@pytest.mark.parametrize("capture", FRAMED, ids=[Path(c).stem for c in FRAMED])
+@pytest.mark.parametrize("every", [RESET, 7])
+def test_messages_a_reset_cuts_are_finished_in_the_next_session(tshark, capture, every):
+    """A reset every 61 (or 7) packets cuts messages TCP was reassembling: each is finished in
+    the next session from p2pc's copy of its first bytes, so every direction's records equal the
+    ones read without a reset, message for message; with carrying off, they do not."""
+    cap = CAPTURES / capture
+    want = messages(stream(tshark, cap))
+    assert sum(len(v) for v in want.values()) > 5
+    assert not [r for v in want.values() for r in v if r[1] == "undecoded"]
+    assert messages(stream(tshark, cap, "-M", str(every), "-o", "p2pc.live_state_mib:64")) == want
+    assert messages(stream(tshark, cap, "-M", str(every))) != want
 
 
 def test_without_a_budget_a_reset_forgets_libp2p_connections(tshark):
@@ -175,17 +201,29 @@ def test_a_new_connection_on_the_same_endpoints_starts_afresh(tshark, tmp_path):
     assert messages(stream(tshark, both, *carry(64))) == want
 
 
-def test_bitcoin_after_a_reset_says_why(tshark):
-    """Bitcoin is framed by TCP's reassembly, which a reset drops: the message a reset cuts is
-    the session's tail, and the bytes before the next message header in the next session are
-    continuation bytes, both undecoded with reason "reset"; every message decoded is one the
-    capture read without a reset has."""
+def test_bitcoin_over_the_budget_says_why(tshark):
+    """A budget smaller than one Bitcoin connection (64 KiB and the part of a block it keeps):
+    the connection is evicted at the first reset that cuts a block, the bytes of the message it
+    cut and those before the next message header are undecoded, reason "evicted", and every
+    message decoded is one the capture read without a reset has."""
     cap = CAPTURES / "bitcoin/btc-compressed.pcapng"
     want = messages(stream(tshark, cap))
-    assert not [r for recs in want.values() for r in recs if r[1] == "undecoded"]
-    got = messages(stream(tshark, cap, "-M", "300", "-o", "p2pc.live_state_mib:64"))
+    got = messages(stream(tshark, cap, "-M", "300", "-o", "p2pc.live_state_mib:1"))
     undecoded = [r for recs in got.values() for r in recs if r[1] == "undecoded"]
-    assert undecoded and {r[9] for r in undecoded} == {"reset"}
+    assert undecoded and {r[9] for r in undecoded} == {"evicted"}
     for d, recs in got.items():
         decoded = Counter(r for r in recs if r[1] != "undecoded")
         assert not decoded - Counter(want[d]), d
+
+
+def test_fisco_over_tls_after_a_reset_is_undecoded_with_the_reason(tshark):
+    """FISCO's TLS is Wireshark's, which a reset drops: the records up to the reset are those read
+    without one, and every byte after it is undecoded, reason "reset"."""
+    cap = CAPTURES / "fisco/fisco-tls.pcapng"
+    want = messages(stream(tshark, cap))
+    got = messages(stream(tshark, cap, "-M", str(RESET), "-o", "p2pc.live_state_mib:64"))
+    for d, recs in got.items():
+        decoded = [r for r in recs if r[1] != "undecoded"]
+        assert decoded == want[d][:len(decoded)], d
+        assert {r[9] for r in recs if r[1] == "undecoded"} <= {"reset"}
+    assert sum(r[3] for recs in got.values() for r in recs if r[9] == "reset") > 0

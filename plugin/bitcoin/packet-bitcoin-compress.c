@@ -207,12 +207,15 @@ typedef struct {
     dissector_handle_t stock;   /* the handler we wrap, if any */
 } cmd_entry_t;
 
-/* Per-conversation negotiation state: each side's version services and the frame it came in. */
+/* Per-connection negotiation state (core/conn.h: it goes on across a live session reset): each
+ * side's version services and the frame it came in, in the session it came in (frames are
+ * numbered anew in each). */
 typedef struct {
     address addr[2];
     guint32 port[2];
     guint64 services[2];
     guint32 version_frame[2];   /* 0 = not seen */
+    guint version_session[2];
 } btcc_conv_t;
 
 /* ---- helpers ---- */
@@ -557,15 +560,14 @@ dissect_get_xthin_body(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 static btcc_conv_t *
 get_conv(packet_info *pinfo, int *dir)
 {
-    conversation_t *conv = find_or_create_conversation(pinfo);
-    btcc_conv_t *bc = (btcc_conv_t *)conversation_get_proto_data(conv, proto_btcc);
-    if (!bc) {
-        bc = wmem_new0(wmem_file_scope(), btcc_conv_t);
-        copy_address_wmem(wmem_file_scope(), &bc->addr[0], &pinfo->src);
+    gboolean made;
+    btcc_conv_t *bc = (btcc_conv_t *)p2pc_conn_state(pinfo, P2PC_SLOT_BITCOIN, sizeof(btcc_conv_t), &made);
+    if (made) {
+        wmem_allocator_t *pool = p2pc_conn_pool(p2pc_conn_get(pinfo));
+        copy_address_wmem(pool, &bc->addr[0], &pinfo->src);
         bc->port[0] = pinfo->srcport;
-        copy_address_wmem(wmem_file_scope(), &bc->addr[1], &pinfo->dst);
+        copy_address_wmem(pool, &bc->addr[1], &pinfo->dst);
         bc->port[1] = pinfo->destport;
-        conversation_add_proto_data(conv, proto_btcc, bc);
     }
     *dir = (addresses_equal(&bc->addr[0], &pinfo->src) && bc->port[0] == pinfo->srcport) ? 0 : 1;
     return bc;
@@ -574,12 +576,19 @@ get_conv(packet_info *pinfo, int *dir)
 /* Negotiation as of this frame: both version messages seen at or before it. */
 typedef enum { NEG_UNSEEN, NEG_NO, NEG_YES } neg_state_t;
 
+/* Side d's version message came at or before `frame` of this session. */
+static gboolean
+version_seen(const btcc_conv_t *bc, int d, guint32 frame)
+{
+    return bc->version_frame[d] &&
+           (bc->version_session[d] != p2pc_conn_session() || bc->version_frame[d] <= frame);
+}
+
 static neg_state_t
 negotiation_state(const btcc_conv_t *bc, guint32 frame)
 {
     guint64 bit = G_GUINT64_CONSTANT(1) << pref_service_bit;
-    if (!bc->version_frame[0] || !bc->version_frame[1] ||
-        bc->version_frame[0] > frame || bc->version_frame[1] > frame)
+    if (!version_seen(bc, 0, frame) || !version_seen(bc, 1, frame))
         return NEG_UNSEEN;
     return ((bc->services[0] & bit) && (bc->services[1] & bit)) ? NEG_YES : NEG_NO;
 }
@@ -591,13 +600,15 @@ add_negotiation(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, btcc_conv_t
     neg_state_t st = negotiation_state(bc, pinfo->num);
     proto_item *ti;
 
-    if (bc->version_frame[dir] && bc->version_frame[dir] <= pinfo->num) {
+    if (version_seen(bc, dir, pinfo->num)) {
         proto_item_set_generated(proto_tree_add_uint64(tree, hf_btcc_services_src, tvb, 0, 0, bc->services[dir]));
-        proto_item_set_generated(proto_tree_add_uint(tree, hf_btcc_version_frame_src, tvb, 0, 0, bc->version_frame[dir]));
+        if (bc->version_session[dir] == p2pc_conn_session())
+            proto_item_set_generated(proto_tree_add_uint(tree, hf_btcc_version_frame_src, tvb, 0, 0, bc->version_frame[dir]));
     }
-    if (bc->version_frame[!dir] && bc->version_frame[!dir] <= pinfo->num) {
+    if (version_seen(bc, !dir, pinfo->num)) {
         proto_item_set_generated(proto_tree_add_uint64(tree, hf_btcc_services_dst, tvb, 0, 0, bc->services[!dir]));
-        proto_item_set_generated(proto_tree_add_uint(tree, hf_btcc_version_frame_dst, tvb, 0, 0, bc->version_frame[!dir]));
+        if (bc->version_session[!dir] == p2pc_conn_session())
+            proto_item_set_generated(proto_tree_add_uint(tree, hf_btcc_version_frame_dst, tvb, 0, 0, bc->version_frame[!dir]));
     }
     if (st == NEG_UNSEEN) {
         if (compressed_cmd)
@@ -706,10 +717,10 @@ dissect_btcc_command(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *
     if (body) {
         switch (cmd->kind) {
         case CMD_VERSION:
-            if (len >= 12 && !PINFO_FD_VISITED(pinfo) &&
-                (!bc->version_frame[dir] || bc->version_frame[dir] > pinfo->num)) {
+            if (len >= 12 && !PINFO_FD_VISITED(pinfo) && !version_seen(bc, dir, pinfo->num)) {
                 bc->services[dir] = tvb_get_letoh64(tvb, 4);
                 bc->version_frame[dir] = pinfo->num;
+                bc->version_session[dir] = p2pc_conn_session();
             }
             call_stock(cmd->stock, tvb, pinfo, tree);
             break;
@@ -858,39 +869,37 @@ joined_why(packet_info *pinfo)
     return c ? p2pc_conn_dropped(c) : NULL;
 }
 
+static const p2pc_framing_t btcc_framing = { "bitcoin", BTC_HEADER_LEN, get_btcc_pdu_len, dissect_btcc_pdu };
+
 /* TCP hands us bytes at a message boundary unless the stream was joined inside a message: a
- * capture that starts mid-connection, a gap, or tshark's session reset (-M, `p2pc live`) that
- * forgot the connection. The framing resumes at the next message header (a magic and a
- * well-formed command, so that a magic inside a payload is unlikely to pass); the bytes before
- * it are shown as continuation bytes, counted in an undecoded record.  core/holes.c counts the
- * bytes TCP never hands over. */
+ * capture that starts mid-connection, a gap, or tshark's session reset (-M) that forgot the
+ * connection (in `p2pc live`, a reset carries it over and core/holes.c finishes the message it
+ * cut). The framing resumes at the next message header (a magic and a well-formed command, so
+ * that a magic inside a payload is unlikely to pass); the bytes before it are shown as
+ * continuation bytes, counted in an undecoded record.  core/holes.c counts the bytes TCP never
+ * hands over. */
 static int
 dissect_btcc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
-    gint len = (gint)tvb_captured_length(tvb), at = 0;
+    gint len = (gint)tvb_captured_length(tvb), at, from;
 
     p2pc_retrans_watch(pinfo);
-    p2pc_holes_enter(tvb, pinfo, data, "bitcoin");
     col_clear(pinfo->cinfo, COL_INFO);
-    if (!btc_header_at(tvb, 0, FALSE)) {
+    at = from = (gint)p2pc_holes_enter(tvb, pinfo, tree, data, &btcc_framing);
+    if (at < len && !btc_header_at(tvb, at, FALSE)) {
         proto_item *ti;
-        for (at = 1; at + 4 <= len && !btc_header_at(tvb, at, TRUE); at++)
+        for (at++; at + 4 <= len && !btc_header_at(tvb, at, TRUE); at++)
             ;
         if (at + 4 > len)
             at = len;
         col_set_str(pinfo->cinfo, COL_PROTOCOL, "Bitcoin");
         col_set_str(pinfo->cinfo, COL_INFO, "[Continuation]");
-        ti = proto_tree_add_item(tree, hf_btcc_continuation, tvb, 0, at, ENC_NA);
+        ti = proto_tree_add_item(tree, hf_btcc_continuation, tvb, from, at - from, ENC_NA);
         expert_add_info_format(pinfo, ti, &ei_btcc_resync,
-                               "%d bytes before the next message header (stream joined mid-message)", at);
-        p2pc_record_undecoded(tvb, 0, at, pinfo, tree, "bitcoin", (guint64)at, joined_why(pinfo));
+                               "%d bytes before the next message header (stream joined mid-message)", at - from);
+        p2pc_record_undecoded(tvb, from, at - from, pinfo, tree, "bitcoin", (guint64)(at - from), joined_why(pinfo));
     }
-    if (at < len) {
-        tcp_dissect_pdus(at ? tvb_new_subset_remaining(tvb, at) : tvb, pinfo, tree, TRUE, BTC_HEADER_LEN,
-                         get_btcc_pdu_len, dissect_btcc_pdu, data);
-        if (pinfo->desegment_len)       /* it counts from the header we resumed at */
-            pinfo->desegment_offset += at;
-    }
+    p2pc_holes_dissect_pdus(tvb, (guint)at, pinfo, tree, data, &btcc_framing);
     p2pc_holes_leave(tvb, pinfo, data);
     return len;
 }
@@ -899,7 +908,7 @@ static p2pc_bool_t
 dissect_btcc_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
     conversation_t *conv;
-    if (tvb_captured_length(tvb) < 16 || !btc_header_at(tvb, 0, TRUE))
+    if (p2pc_holes_carried(pinfo) != &btcc_framing && (tvb_captured_length(tvb) < 16 || !btc_header_at(tvb, 0, TRUE)))
         return FALSE;
     conv = find_or_create_conversation(pinfo);
     conversation_set_dissector(conv, btcc_handle);

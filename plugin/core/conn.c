@@ -46,8 +46,8 @@ static GSList *retired;
 static GSList *free_fns;
 static p2pc_conn_carried_fn carried_fn;
 
-static gboolean
-carry_mode(void)
+gboolean
+p2pc_conn_carry_mode(void)
 {
     return pref_live_state_mib > 0;
 }
@@ -131,7 +131,7 @@ conn_of(packet_info *pinfo, conversation_t *conv)
 {
     p2pc_conn_t *c = (p2pc_conn_t *)wmem_map_lookup(by_conv, conv), key;
 
-    if (!c && carry_mode() && g_hash_table_size(carried)) {
+    if (!c && p2pc_conn_carry_mode() && g_hash_table_size(carried)) {
         conn_key(pinfo, &key);
         c = (p2pc_conn_t *)g_hash_table_lookup(carried, &key);
         if (c && syn_seen(pinfo, conv)) {        /* the endpoints' earlier connection */
@@ -162,7 +162,7 @@ p2pc_conn_get(packet_info *pinfo)
     gpointer old;
 
     if (!c) {
-        if (carry_mode()) {
+        if (p2pc_conn_carry_mode()) {
             c = g_new0(p2pc_conn_t, 1);
             c->pool = wmem_allocator_new(WMEM_ALLOCATOR_SIMPLE);
             conn_key(pinfo, &key);
@@ -199,6 +199,19 @@ void
 p2pc_conn_set_slot(p2pc_conn_t *c, p2pc_conn_slot_t slot, void *data)
 {
     c->slot[slot] = data;
+}
+
+void *
+p2pc_conn_state(packet_info *pinfo, p2pc_conn_slot_t slot, size_t size, gboolean *made)
+{
+    p2pc_conn_t *c = p2pc_conn_get(pinfo);
+    void *state = c->slot[slot];
+
+    if (made)
+        *made = !state;
+    if (!state)
+        state = c->slot[slot] = wmem_alloc0(c->pool, size);
+    return state;
 }
 
 guint
@@ -280,7 +293,7 @@ decide(void)
     while (g_hash_table_iter_next(&it, &k, NULL)) {
         p2pc_conn_t *c = (p2pc_conn_t *)k;
         c->goes_on = FALSE;
-        if (carry_mode() && c->carry && !c->stay && !c->ended)
+        if (p2pc_conn_carry_mode() && c->carry && !c->stay && !c->ended)
             g_ptr_array_add(order, c);
     }
     g_ptr_array_sort(order, more_recent_first);
@@ -302,10 +315,14 @@ p2pc_conn_goes_on(const p2pc_conn_t *c)
     return c->goes_on;
 }
 
-gboolean
+const char *
 p2pc_conn_cut(const p2pc_conn_t *c)
 {
-    return !c->ended && !p2pc_conn_goes_on(c);
+    if (c->ended || p2pc_conn_goes_on(c))
+        return NULL;
+    if (c->dropped)             /* at an earlier reset, and not carried since */
+        return c->dropped;
+    return c->carry && !c->stay ? "evicted" : "reset";
 }
 
 /* The session ends: the connections decide() chose go on; the others' state is dropped (their
@@ -328,7 +345,7 @@ conns_session_end(void)
         if (c->goes_on) {
             if (carried_fn)
                 carried_fn(&c->addr[0], c->port[0], &c->addr[1], c->port[1]);
-        } else if (!carry_mode() || c->ended || (!c->carry && !c->dropped)) {
+        } else if (!p2pc_conn_carry_mode() || c->ended || (!c->carry && !c->dropped)) {
             g_hash_table_iter_remove(&it);
         } else {
             /* Evicted, or its state is not p2pc's (stay), or dropped at an earlier reset: what

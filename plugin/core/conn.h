@@ -32,6 +32,10 @@ typedef enum {
     P2PC_SLOT_LEDGER,           /* core/ledger.c: p2pc_tcp_t */
     P2PC_SLOT_LIBP2P,           /* libp2p/packet-libp2p-tcp.c: the connection's root pipes */
     P2PC_SLOT_ENGINE,           /* libp2p/engine.c: the pipes' buffers holding bytes */
+    P2PC_SLOT_HOLES,            /* core/holes.c: the framing of a tcp_dissect_pdus protocol */
+    P2PC_SLOT_BITCOIN,          /* bitcoin/: the version messages' services */
+    P2PC_SLOT_FISCO,            /* fisco/packet-fisco.c: the header variant, who spoke first */
+    P2PC_SLOT_FISCO3,           /* fisco/packet-fisco3.c: the handshakes' versions */
     P2PC_SLOTS
 } p2pc_conn_slot_t;
 
@@ -50,6 +54,14 @@ wmem_allocator_t *p2pc_conn_pool(const p2pc_conn_t *c);
 
 void *p2pc_conn_slot(const p2pc_conn_t *c, p2pc_conn_slot_t slot);
 void p2pc_conn_set_slot(p2pc_conn_t *c, p2pc_conn_slot_t slot, void *data);
+
+/* This frame's connection's `slot`: `size` zeroed bytes in its pool at the first call, with
+ * *made TRUE (made may be NULL).  For a part's per-connection state in place of conversation
+ * data, so that it goes on with the connection. */
+void *p2pc_conn_state(packet_info *pinfo, p2pc_conn_slot_t slot, size_t size, gboolean *made);
+
+/* Carry mode is on (p2pc.live_state_mib > 0): a part keeps what a reset would otherwise lose. */
+gboolean p2pc_conn_carry_mode(void);
 
 /* The session (0 for the first, one more at each reset): a part that keeps numbers of the
  * session (TCP's relative sequence numbers) notes it, and relearns them in a later one. */
@@ -71,9 +83,11 @@ gboolean p2pc_conn_had(const p2pc_conn_t *c, p2pc_conn_slot_t slot);
 /* The connection ended (a FIN each way, or a RST): it is freed at the next reset. */
 void p2pc_conn_ended(p2pc_conn_t *c);
 
-/* At a session reset: the reset cuts the connection (it has not ended, and its state does not
- * go on), so what it holds is undecoded because of the reset (reason "reset"). */
-gboolean p2pc_conn_cut(const p2pc_conn_t *c);
+/* At a session reset: why the reset cuts the connection (it has not ended, and its state does
+ * not go on), the reason of what it holds, undecoded: "evicted" (over the budget) or "reset"
+ * (not carried, or a layer's state is not p2pc's), or why an earlier reset dropped it; NULL when
+ * it is not cut. */
+const char *p2pc_conn_cut(const p2pc_conn_t *c);
 
 /* At a session reset (from its cleanup routines): the connection's state goes on in the next
  * session.  The budget's choice is made at the first call of a reset. */

@@ -3,19 +3,26 @@
 #include "core/record.h"
 #include "core/segment.h"
 
+#include <epan/exceptions.h>
 #include <epan/prefs.h>
 #include <epan/prefs-int.h>
 #include <epan/proto_data.h>
+#include <epan/show_exception.h>
 #include <epan/dissectors/packet-tcp.h>
 
 #define KEY_EVENTS  2               /* file-scope frame data: the frame's event_t list */
 #define KEY_FRAME   3               /* packet-scope frame data: a frame_t */
+#define KEY_RESUMED 7               /* file-scope frame data: a resumed_t (ledger.c has 6) */
+
+/* The most a direction keeps of a message TCP reassembles, for a session reset (Bitcoin's
+ * MAX_SIZE; FISCO's bounds are lower): a longer one is cut by the reset. */
+#define PART_MAX    (32u * 1024 * 1024)
 
 static int proto_p2pc = -1;
-/* p2pc_tcp_t * -> conn_t, for the connections a protocol entered (first pass). */
+/* p2pc_tcp_t * -> conn_t, the connections a protocol entered in this session (first pass). */
 static wmem_map_t *conns;
 
-/* One direction (first pass only), in TCP's sequence numbers. */
+/* One direction (first pass only), in the ledger's sequence numbers (p2pc_ledger_seq()). */
 typedef struct {
     gboolean started;           /* the protocol was handed bytes of it */
     guint32 done;               /* the bytes before it are in records */
@@ -23,14 +30,27 @@ typedef struct {
     gboolean dead;              /* a hole was confirmed: TCP never hands over [done, dead_end) */
     gboolean dead_all;          /* ... nor any byte after the hole (out-of-order reassembly) */
     guint32 dead_end;
+    /* Carry mode: the bytes TCP reassembles, [done, done + part_len), copied as they are
+     * captured, so that the message goes on after a session reset, which drops TCP's copy. */
+    guint8 *part;
+    guint32 part_len, part_size;
+    guint session;              /* the session it was last handed bytes in */
+    gboolean resuming;          /* this session finishes the message in `part` (resume()) */
 } side_t;
 
-/* A connection, its directions numbered as its ledger's. */
+/* A connection, its directions numbered as its ledger's, in the connection's pool. */
 typedef struct {
     p2pc_tcp_t *tcp;
-    const char *proto;          /* the proto of its undecoded records */
+    const p2pc_framing_t *fr;   /* the protocol's: its undecoded records' proto */
     side_t side[2];
 } conn_t;
+
+/* A frame in which a message a reset cut was finished (or went on): for later passes. */
+typedef struct {
+    guint took;                 /* the bytes of the frame's tvb it took */
+    guint8 *bytes;              /* the whole message (file scope); NULL: it goes on */
+    guint len;
+} resumed_t;
 
 /* What a frame adds (file scope, per frame): an undecoded record and/or p2pc.hole, shown by
  * the postdissector (TCP may not call the protocol in that frame on a later pass). */
@@ -46,6 +66,7 @@ typedef struct event {
 typedef struct {
     conn_t *conn;               /* the protocol's entry ran in this frame */
     guint seen;                 /* bit d: the protocol was handed bytes of direction d */
+    guint resuming;             /* bit d: ... all of them for a message a reset cut */
 } frame_t;
 
 /* Whether TCP keeps every segment after a hole (packet-tcp.c: reassemble_ooo). */
@@ -155,17 +176,151 @@ show_events(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 static conn_t *
 conn_of(p2pc_tcp_t *tcp)
 {
-    conn_t *c = (conn_t *)wmem_map_lookup(conns, tcp);
+    conn_t *c = (conn_t *)p2pc_conn_slot(tcp->conn, P2PC_SLOT_HOLES);
     if (!c) {
-        c = wmem_new0(wmem_file_scope(), conn_t);
+        c = wmem_new0(p2pc_conn_pool(tcp->conn), conn_t);
         c->tcp = tcp;
-        wmem_map_insert(conns, tcp, c);
+        p2pc_conn_set_slot(tcp->conn, P2PC_SLOT_HOLES, c);
     }
+    if (!wmem_map_contains(conns, tcp))
+        wmem_map_insert(conns, tcp, c);
     return c;
 }
 
-void
-p2pc_holes_enter(tvbuff_t *tvb, packet_info *pinfo, void *data, const char *proto)
+/* ---- the message TCP reassembles, kept for a session reset (carry mode) ---- */
+
+static void
+part_drop(conn_t *c, int d)
+{
+    side_t *s = &c->side[d];
+    if (s->part) {
+        wmem_free(p2pc_conn_pool(c->tcp->conn), s->part);
+        p2pc_conn_charge(c->tcp->conn, -(gint64)s->part_size);
+    }
+    s->part = NULL;
+    s->part_len = s->part_size = 0;
+    s->resuming = FALSE;
+}
+
+/* Bytes [offset, offset + n) of `tvb` follow the part; FALSE (and the part is dropped) when
+ * they would make it longer than PART_MAX. */
+static gboolean
+part_add(conn_t *c, int d, tvbuff_t *tvb, guint offset, guint n)
+{
+    side_t *s = &c->side[d];
+
+    if (n > PART_MAX - s->part_len) {
+        part_drop(c, d);
+        return FALSE;
+    }
+    if (s->part_len + n > s->part_size) {
+        guint32 size = MAX(s->part_len + n, MIN(2 * s->part_size, PART_MAX));
+        s->part = (guint8 *)wmem_realloc(p2pc_conn_pool(c->tcp->conn), s->part, size);
+        p2pc_conn_charge(c->tcp->conn, (gint64)size - s->part_size);
+        s->part_size = size;
+    }
+    tvb_memcpy(tvb, s->part + s->part_len, offset, n);
+    s->part_len += n;
+    return TRUE;
+}
+
+/* The part's message length by the protocol's own rule; 0 when it cannot be carried. */
+static guint
+part_message_len(const conn_t *c, int d, packet_info *pinfo, void *data)
+{
+    const side_t *s = &c->side[d];
+    tvbuff_t *t = tvb_new_real_data(s->part, s->part_len, s->part_len);
+    guint len = 0;
+
+    TRY {
+        len = c->fr->pdu_len(pinfo, t, 0, data);
+    }
+    CATCH_ALL {
+        len = 0;
+    }
+    ENDTRY;
+    tvb_free(t);
+    return len >= c->fr->fixed_len && len <= PART_MAX ? len : 0;
+}
+
+static void
+dissect_whole(const p2pc_framing_t *fr, tvbuff_t *tvb, const resumed_t *r, packet_info *pinfo, proto_tree *tree,
+              void *data)
+{
+    tvbuff_t *whole = tvb_new_child_real_data(tvb, r->bytes, r->len, r->len);
+    add_new_data_source(pinfo, whole, "Message carried over a session reset");
+    TRY {
+        fr->dissect_pdu(whole, pinfo, tree, data);
+    }
+    CATCH_NONFATAL_ERRORS {
+        show_exception(whole, pinfo, tree, EXCEPT_CODE, GET_MESSAGE);
+    }
+    ENDTRY;
+}
+
+/* The first bytes of direction d in a session after a reset, at ledger sequence number `seq`,
+ * while it finishes the message in the part: the bytes of `tvb` it takes. */
+static guint
+resume(conn_t *c, int d, tvbuff_t *tvb, guint32 seq, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    side_t *s = &c->side[d];
+    guint len = tvb_captured_length(tvb), off, whole, need;
+    guint32 next = s->done + s->part_len;
+    resumed_t *r;
+
+    if (P2PC_SEQ_GT(seq, next)) {       /* bytes between are missing: it cannot be finished */
+        part_drop(c, d);
+        return 0;
+    }
+    off = next - seq;
+    if (off >= len)                     /* bytes it has (a retransmission) */
+        return len;
+    r = wmem_new0(wmem_file_scope(), resumed_t);
+    p_add_proto_data(wmem_file_scope(), pinfo, proto_p2pc, KEY_RESUMED, r);
+    r->took = len;
+    if (s->part_len < c->fr->fixed_len) {
+        guint n = MIN(c->fr->fixed_len - s->part_len, len - off);
+        part_add(c, d, tvb, off, n);
+        off += n;
+        if (s->part_len < c->fr->fixed_len)
+            return len;
+    }
+    if (!(whole = part_message_len(c, d, pinfo, data))) {
+        part_drop(c, d);
+        r->took = 0;
+        return 0;
+    }
+    need = whole - s->part_len;
+    if (len - off < need) {
+        if (!part_add(c, d, tvb, off, len - off))
+            r->took = 0;
+        return r->took;
+    }
+    part_add(c, d, tvb, off, need);
+    r->took = off + need;
+    r->len = whole;
+    r->bytes = (guint8 *)wmem_memdup(wmem_file_scope(), s->part, whole);
+    s->done += whole;
+    s->pdu_end = s->done;
+    part_drop(c, d);
+    dissect_whole(c->fr, tvb, r, pinfo, tree, data);
+    return r->took;
+}
+
+/* A later pass over a frame whose first pass finished (or went on with) such a message. */
+static guint
+resumed_again(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data, const p2pc_framing_t *fr)
+{
+    const resumed_t *r = (const resumed_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_p2pc, KEY_RESUMED);
+    if (!r)
+        return 0;
+    if (r->bytes)
+        dissect_whole(fr, tvb, r, pinfo, tree, data);
+    return MIN(r->took, tvb_captured_length(tvb));
+}
+
+guint
+p2pc_holes_enter(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data, const p2pc_framing_t *fr)
 {
     const struct tcpinfo *tcpi = (const struct tcpinfo *)data;
     p2pc_tcp_t *tcp;
@@ -173,16 +328,19 @@ p2pc_holes_enter(tvbuff_t *tvb, packet_info *pinfo, void *data, const char *prot
     side_t *s;
     frame_t *f;
     int d;
+    guint32 seq;
+    guint took;
     event_t ev = { 0 };
 
-    if (!tcpi || PINFO_FD_VISITED(pinfo) || !(tcp = p2pc_ledger_enter(tvb, pinfo, tcpi->seq)))
-        return;
-    /* These protocols are framed by TCP's reassembly, which a session reset drops: only the
-     * connection's endpoints go on, so that the bytes the next session cannot frame say why. */
+    if (!tcpi)
+        return 0;
+    if (PINFO_FD_VISITED(pinfo))
+        return resumed_again(tvb, pinfo, tree, data, fr);
+    if (!(tcp = p2pc_ledger_enter(tvb, pinfo, tcpi->seq)))
+        return 0;
     p2pc_conn_carry(tcp->conn);
-    p2pc_conn_stay(tcp->conn);
     c = conn_of(tcp);
-    c->proto = proto;
+    c->fr = fr;
     d = p2pc_ledger_dir(tcp, pinfo);
     s = &c->side[d];
     f = (frame_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, KEY_FRAME);
@@ -193,18 +351,44 @@ p2pc_holes_enter(tvbuff_t *tvb, packet_info *pinfo, void *data, const char *prot
     f->conn = c;
     f->seen |= 1u << d;
     if (!tcp->dir[d].started)
-        return;
+        return 0;
+    seq = p2pc_ledger_seq(&tcp->dir[d], tcpi->seq);
     if (!s->started) {
         s->started = TRUE;
-        s->done = s->pdu_end = tcpi->seq;
+        s->done = s->pdu_end = seq;
+        s->session = p2pc_conn_session();
     }
-    if (!P2PC_SEQ_GT(tcpi->seq, s->done))
-        return;
+    if (s->session != p2pc_conn_session()) {    /* carried over a reset (holes_tails) */
+        s->session = p2pc_conn_session();
+        s->resuming = s->part_len > 0;
+    }
+    if (s->resuming) {
+        took = resume(c, d, tvb, seq, pinfo, tree, data);
+        if (s->resuming)
+            f->resuming |= 1u << d;
+        if (took || s->resuming)
+            return took;
+    }
+    if (!P2PC_SEQ_GT(seq, s->done))
+        return 0;
     /* TCP went on after bytes it will not hand over: those captured are undecoded. */
-    ev.proto = proto;
-    ev.missing = confirm_holes(c, d, tcpi->seq);
-    ev.undecoded = count_through(c, d, tcpi->seq);
+    ev.proto = fr->proto;
+    ev.missing = confirm_holes(c, d, seq);
+    ev.undecoded = count_through(c, d, seq);
     add_event(pinfo, &ev);
+    return 0;
+}
+
+void
+p2pc_holes_dissect_pdus(tvbuff_t *tvb, guint offset, packet_info *pinfo, proto_tree *tree, void *data,
+                        const p2pc_framing_t *fr)
+{
+    if (offset >= tvb_captured_length(tvb))
+        return;
+    tcp_dissect_pdus(offset ? tvb_new_subset_remaining(tvb, offset) : tvb, pinfo, tree, TRUE, fr->fixed_len,
+                     fr->pdu_len, fr->dissect_pdu, data);
+    if (pinfo->desegment_len)           /* it counts from `offset` */
+        pinfo->desegment_offset += offset;
 }
 
 void
@@ -212,25 +396,58 @@ p2pc_holes_leave(tvbuff_t *tvb, packet_info *pinfo, void *data)
 {
     const struct tcpinfo *tcpi = (const struct tcpinfo *)data;
     const frame_t *f;
+    conn_t *c;
     side_t *s;
-    guint32 end, used;
+    int d;
+    guint32 seq, end, used;
 
     if (!tcpi || pinfo->ptype != PT_TCP || PINFO_FD_VISITED(pinfo))
         return;
     f = (const frame_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, KEY_FRAME);
-    if (!f || !f->conn)
+    if (!f || !(c = f->conn))
         return;
-    s = &f->conn->side[p2pc_ledger_dir(f->conn->tcp, pinfo)];
-    if (!s->started)
+    d = p2pc_ledger_dir(c->tcp, pinfo);
+    s = &c->side[d];
+    if (!s->started || (f->resuming & (1u << d)))
         return;
-    end = tcpi->seq + tvb_captured_length(tvb);
-    used = pinfo->desegment_len ? tcpi->seq + (guint32)pinfo->desegment_offset : end;
+    seq = p2pc_ledger_seq(&c->tcp->dir[d], tcpi->seq);
+    end = seq + tvb_captured_length(tvb);
+    used = pinfo->desegment_len ? seq + (guint32)pinfo->desegment_offset : end;
     if (P2PC_SEQ_GT(used, s->done))
         s->done = used;
     /* tcp_dissect_pdus asks for the rest of a message whose length it knows, or for one more
      * segment (TCP then ends the message with that segment). */
     s->pdu_end = !pinfo->desegment_len ? s->done :
                  pinfo->desegment_len == DESEGMENT_ONE_MORE_SEGMENT ? end : end + pinfo->desegment_len;
+    if (p2pc_conn_carry_mode()) {
+        s->part_len = 0;
+        if (pinfo->desegment_len && s->done == used)
+            part_add(c, d, tvb, pinfo->desegment_offset, tvb_captured_length(tvb) - pinfo->desegment_offset);
+    }
+}
+
+/* Carry mode: a segment of direction d that TCP keeps for the message it reassembles (it
+ * hands it to nobody now), [a, a + len) at `at` in `tvb`, goes into the part. */
+static void
+part_follow(conn_t *c, int d, tvbuff_t *tvb, guint32 at, guint32 a, guint32 len)
+{
+    side_t *s = &c->side[d];
+    guint32 next = s->done + s->part_len;
+
+    if (s->pdu_end == s->done || !s->part_len)     /* none, or not carried */
+        return;
+    if (P2PC_SEQ_GT(a, next))           /* a byte before it is missing: not carried */
+        part_drop(c, d);
+    else if (P2PC_SEQ_GT(a + len, next))
+        part_add(c, d, tvb, at + (next - a), a + len - next);
+}
+
+const p2pc_framing_t *
+p2pc_holes_carried(packet_info *pinfo)
+{
+    p2pc_conn_t *pc = pinfo->ptype == PT_TCP && p2pc_conn_carry_mode() ? p2pc_conn_find(pinfo) : NULL;
+    const conn_t *c = pc ? (const conn_t *)p2pc_conn_slot(pc, P2PC_SLOT_HOLES) : NULL;
+    return c ? c->fr : NULL;
 }
 
 /* Every frame of a connection the protocol entered: its acknowledgement of the other
@@ -245,17 +462,18 @@ dissect_holes(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U
     p2pc_segment_t seg;
     event_t ev = { 0 };
 
-    if (pinfo->ptype != PT_TCP || !wmem_map_size(conns))
+    if (pinfo->ptype != PT_TCP || (!wmem_map_size(conns) && !p2pc_conn_carry_mode()))
         return 0;
     if (PINFO_FD_VISITED(pinfo)) {
         show_events(tvb, pinfo, tree);
         return 0;
     }
-    if (!(tcp = p2pc_ledger_find(pinfo)) || !(c = (conn_t *)wmem_map_lookup(conns, tcp)))
+    if (!(tcp = p2pc_ledger_find(pinfo)) || !(c = (conn_t *)p2pc_conn_slot(tcp->conn, P2PC_SLOT_HOLES)))
         return 0;
+    conn_of(tcp);
     f = (const frame_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, KEY_FRAME);
     d = p2pc_ledger_dir(tcp, pinfo);
-    ev.proto = c->proto;
+    ev.proto = c->fr->proto;
     /* The sender has the other direction's bytes up to its acknowledgement. */
     if (tcp->dir[1 - d].ack_known && c->side[1 - d].started) {
         ev.other = TRUE;
@@ -264,8 +482,11 @@ dissect_holes(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U
             ev.undecoded = count_held_back(c, 1 - d);
         add_event(pinfo, &ev);
     }
-    /* A segment of a direction TCP holds back for good, which the protocol did not get. */
+    /* A segment of a direction TCP holds back for good, or keeps for the message it
+     * reassembles, which the protocol did not get. */
     if (!(f && (f->seen & (1u << d))) && c->side[d].started && p2pc_frame_segment(pinfo, &seg) && seg.len) {
+        if (p2pc_conn_carry_mode())
+            part_follow(c, d, tvb, seg.at, seg.seq - tcp->dir[d].base, seg.len);
         ev.other = FALSE;
         ev.missing = p2pc_ledger_held_past(&tcp->dir[d]) ? confirm_holes(c, d, tcp->dir[d].cap_end) : 0;
         ev.undecoded = count_held_back(c, d);
@@ -283,20 +504,32 @@ typedef struct {
 
 /* At the end of the capture, or of a session (a reset drops what TCP holds): what each
  * direction sent after its last record, captured and never handed over (the message the capture
- * or the reset cut short, segments behind an unconfirmed hole). */
+ * or the reset cut short, segments behind an unconfirmed hole).  A connection that goes on
+ * after a reset with all of the message TCP was reassembling in its part has no tail: the next
+ * session finishes the message (resume()).  One that goes on without it starts the next session
+ * after the bytes counted here. */
 static void
 conn_tails(gpointer key _U_, gpointer value, gpointer ud)
 {
-    const conn_t *c = (const conn_t *)value;
+    conn_t *c = (conn_t *)value;
     const tail_ctx_t *t = (const tail_ctx_t *)ud;
+    gboolean goes_on = t->at_reset && p2pc_conn_goes_on(c->tcp->conn);
+    const char *why = goes_on ? "reset" : t->at_reset ? p2pc_conn_cut(c->tcp->conn) : NULL;
 
     for (int d = 0; d < 2; d++) {
-        const side_t *s = &c->side[d];
+        side_t *s = &c->side[d];
         const p2pc_tcp_dir_t *td = &c->tcp->dir[d];
-        if (s->started && P2PC_SEQ_GT(td->cap_end, s->done))
-            p2pc_tail_undecoded(t->emit, t->ud, &td->last, c->proto, "none",
-                                p2pc_ledger_captured(td, s->done, td->cap_end),
-                                t->at_reset && p2pc_conn_cut(c->tcp->conn));
+        if (!s->started || !P2PC_SEQ_GT(td->cap_end, s->done))
+            continue;
+        if (goes_on && !s->dead && s->done + s->part_len == td->cap_end)
+            continue;
+        p2pc_tail_undecoded(t->emit, t->ud, &td->last, c->fr->proto, "none",
+                            p2pc_ledger_captured(td, s->done, td->cap_end), why);
+        if (goes_on) {
+            s->done = s->pdu_end = td->cap_end;
+            s->dead = FALSE;
+            part_drop(c, d);
+        }
     }
 }
 

@@ -241,9 +241,9 @@ p2pc_tail_foreach(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
 
 void
 p2pc_tail_undecoded(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *last,
-                    const char *proto, const char *codec, guint64 bytes, gboolean cut)
+                    const char *proto, const char *codec, guint64 bytes, const char *reason)
 {
-    p2pc_tail_record(emit, ud, last, proto, "undecoded", codec, bytes, cut ? "reset" : NULL);
+    p2pc_tail_record(emit, ud, last, proto, "undecoded", codec, bytes, reason);
 }
 
 void

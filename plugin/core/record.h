@@ -141,12 +141,12 @@ void p2pc_tail_foreach(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset);
 /* For a tail function: emit a record of `bytes` bytes of `proto` (its `msg_type`, `codec` and
  * undecoded `reason`; wire_len = payload_len = raw_len = bytes) where and when `last` was kept
  * (p2pc_where_keep); nothing when bytes is 0 or nothing was.  p2pc_tail_undecoded(): msg_type
- * "undecoded", reason "reset" when `cut`: a session reset cuts its connection (p2pc_conn_cut()). */
+ * "undecoded", with the reason a session reset cuts its connection (p2pc_conn_cut()), if any. */
 void p2pc_tail_record(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *last,
                       const char *proto, const char *msg_type, const char *codec, guint64 bytes,
                       const char *reason);
 void p2pc_tail_undecoded(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *last,
-                         const char *proto, const char *codec, guint64 bytes, gboolean cut);
+                         const char *proto, const char *codec, guint64 bytes, const char *reason);
 
 /* Keep the packet's frame and time in rec->at and rec->abs_ts; the first call also keeps its
  * TCP stream and endpoints (in `scope`, where rec is: a direction's endpoints do not change),

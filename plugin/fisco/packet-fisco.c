@@ -29,6 +29,7 @@
  */
 #include "core/p2pc-compat.h"
 #include "core/codecs.h"
+#include "core/conn.h"
 #include "core/holes.h"
 #include "core/ledger.h"
 #include "core/msgtype.h"
@@ -146,29 +147,33 @@ typedef struct {
     nstime_t req_time;
 } fisco_transaction_t;
 
-/* Per TCP connection (shared by plaintext and decrypted TLS data). */
+/* Per TCP connection (shared by plaintext and decrypted TLS data), the connection's state
+ * (core/conn.h: it goes on across a live session reset). */
 typedef struct {
     guint header_len;               /* 0 until the first header is seen, then 16 or 12 */
     gboolean plaintext;             /* FISCO headers seen directly on TCP: never hand it to TLS */
     address first_src;              /* the side that spoke first is direction 0 */
     guint32 first_port;
     /* seq -> fisco_transaction_t by frame, one map per requesting direction: both peers
-     * number their own requests from 2, so the same seq can be in flight both ways. */
+     * number their own requests from 2, so the same seq can be in flight both ways.  Frames are
+     * numbered anew in each session: the maps are the session's (file scope). */
+    guint session;
     wmem_multimap_t *requests[2];
 } fisco_conv_t;
 
 static fisco_conv_t *
 fisco_get_conv(packet_info *pinfo)
 {
-    conversation_t *conv = find_or_create_conversation(pinfo);
-    fisco_conv_t *fc = (fisco_conv_t *)conversation_get_proto_data(conv, proto_fisco);
-    if (!fc) {
-        fc = wmem_new0(wmem_file_scope(), fisco_conv_t);
-        copy_address_wmem(wmem_file_scope(), &fc->first_src, &pinfo->src);
+    gboolean made;
+    fisco_conv_t *fc = (fisco_conv_t *)p2pc_conn_state(pinfo, P2PC_SLOT_FISCO, sizeof(fisco_conv_t), &made);
+    if (made) {
+        copy_address_wmem(p2pc_conn_pool(p2pc_conn_get(pinfo)), &fc->first_src, &pinfo->src);
         fc->first_port = pinfo->srcport;
+    }
+    if (made || fc->session != p2pc_conn_session()) {
+        fc->session = p2pc_conn_session();
         fc->requests[0] = wmem_multimap_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
         fc->requests[1] = wmem_multimap_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
-        conversation_add_proto_data(conv, proto_fisco, fc);
     }
     return fc;
 }
@@ -715,13 +720,16 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
 
 /* ---- entry points ---- */
 
+static const p2pc_framing_t fisco_framing = {
+    /* 12 bytes tell the two header variants apart and hold either one's Length. */
+    "fisco", FISCO_RC1_HEADER_LEN, get_fisco_pdu_len, dissect_fisco_pdu
+};
+
 static void
-fisco_dissect_stream(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+fisco_columns(packet_info *pinfo)
 {
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "FISCO");
     col_clear(pinfo->cinfo, COL_INFO);
-    /* 12 bytes tell the two header variants apart and hold either one's Length. */
-    tcp_dissect_pdus(tvb, pinfo, tree, TRUE, FISCO_RC1_HEADER_LEN, get_fisco_pdu_len, dissect_fisco_pdu, data);
 }
 
 static gboolean
@@ -739,10 +747,30 @@ static int
 dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
     fisco_conv_t *fc = fisco_get_conv(pinfo);
+    const p2pc_framing_t *carried = p2pc_holes_carried(pinfo);
+    p2pc_conn_t *pc = p2pc_conn_find(pinfo);
+    const char *dropped = p2pc_conn_had(pc, P2PC_SLOT_FISCO) ? p2pc_conn_dropped(pc) : NULL;
+    guint at;
 
     /* TLS too: its retransmissions are TCP's, below it. */
     p2pc_retrans_watch(pinfo);
+    /* A live session reset dropped the connection's state (TLS's, which Wireshark cannot be
+     * given again, or over the budget): its bytes are undecoded, for that reason. */
+    if (dropped) {
+        fisco_columns(pinfo);
+        col_add_fstr(pinfo->cinfo, COL_INFO, "[Undecoded: state dropped at a session reset (%s)]", dropped);
+        p2pc_record_undecoded(tvb, 0, -1, pinfo, tree, "fisco", tvb_captured_length(tvb), dropped);
+        return tvb_captured_length(tvb);
+    }
+    /* A 3.x connection a live session reset carried over goes on as 3.x, where the
+     * first bytes of the session may be in the middle of a message. */
+    if (carried && carried != &fisco_framing && fisco3_handle) {
+        conversation_set_dissector(find_or_create_conversation(pinfo), fisco3_handle);
+        return dissect_fisco3(tvb, pinfo, tree, data);
+    }
     if (!fc->plaintext && tls_handle && looks_like_tls(tvb)) {
+        p2pc_conn_carry(pc);
+        p2pc_conn_stay(pc);
         conversation_set_dissector(find_or_create_conversation(pinfo), tls_handle);
         return call_dissector(tls_handle, tvb, pinfo, tree);
     }
@@ -751,14 +779,15 @@ dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
     if (!fc->header_len && !fc->plaintext && !PINFO_FD_VISITED(pinfo) && fisco3_handle &&
         !plausible_header(tvb, 0) && fisco3_plausible(tvb, 0)) {
         conversation_set_dissector(find_or_create_conversation(pinfo), fisco3_handle);
-        return call_dissector(fisco3_handle, tvb, pinfo, tree);
+        return dissect_fisco3(tvb, pinfo, tree, data);
     }
     /* Once a FISCO header starts a segment, later segments that happen to look like TLS
      * (payload bytes, when TCP reassembly is off) stay FISCO. */
     if (!PINFO_FD_VISITED(pinfo) && plausible_header(tvb, 0))
         fc->plaintext = TRUE;
-    p2pc_holes_enter(tvb, pinfo, data, "fisco");
-    fisco_dissect_stream(tvb, pinfo, tree, data);
+    fisco_columns(pinfo);
+    at = p2pc_holes_enter(tvb, pinfo, tree, data, &fisco_framing);
+    p2pc_holes_dissect_pdus(tvb, at, pinfo, tree, data, &fisco_framing);
     p2pc_holes_leave(tvb, pinfo, data);
     return tvb_captured_length(tvb);
 }
@@ -767,7 +796,8 @@ static int
 dissect_fisco_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
     p2pc_retrans_watch(pinfo);
-    fisco_dissect_stream(tvb, pinfo, tree, data);
+    fisco_columns(pinfo);
+    tcp_dissect_pdus(tvb, pinfo, tree, TRUE, fisco_framing.fixed_len, get_fisco_pdu_len, dissect_fisco_pdu, data);
     return tvb_captured_length(tvb);
 }
 
@@ -776,7 +806,7 @@ dissect_fisco_heur_tcp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void
 {
     /* A length and a version are easily matched by chance mid-stream (a libp2p connection
      * after a live session reset once was): only a connection seen from its start is guessed. */
-    if (!p2pc_tcp_start_seen(pinfo) || !plausible_header(tvb, 0))
+    if (!p2pc_holes_carried(pinfo) && (!p2pc_tcp_start_seen(pinfo) || !plausible_header(tvb, 0)))
         return FALSE;
     conversation_set_dissector(find_or_create_conversation(pinfo), fisco_handle);
     dissect_fisco(tvb, pinfo, tree, data);

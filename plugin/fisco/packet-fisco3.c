@@ -37,6 +37,7 @@
  */
 #include "core/p2pc-compat.h"
 #include "core/codecs.h"
+#include "core/conn.h"
 #include "core/holes.h"
 #include "core/msgtype.h"
 #include "core/payload.h"
@@ -161,14 +162,16 @@ static expert_field ei_version = EI_INIT;
 
 static dissector_handle_t fisco3_handle;
 
-/* A connection's handshakes: each side's ProtocolInfo and the frame it came in (the first pass
- * fills it; a message sees the negotiation only in a frame after both, so one pass and two
- * agree).  Side 0 is the side of the connection's first message. */
+/* A connection's handshakes: each side's ProtocolInfo and the frame it came in, in the session
+ * it came in (the first pass fills it; a message sees the negotiation only in a frame after both,
+ * so one pass and two agree; core/conn.h: it goes on across a live session reset, whose next
+ * session numbers frames anew).  Side 0 is the side of the connection's first message. */
 typedef struct {
     address addr[2];
     guint32 port[2];
     gboolean seen[2];
     guint32 frame[2];
+    guint session[2];
     guint64 max[2];
 } fisco3_conv_t;
 
@@ -441,15 +444,14 @@ dissect_protocol_info(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto
 static fisco3_conv_t *
 fisco3_get_conv(packet_info *pinfo, guint *side)
 {
-    conversation_t *conv = find_or_create_conversation(pinfo);
-    fisco3_conv_t *fc = (fisco3_conv_t *)conversation_get_proto_data(conv, proto_fisco3);
-    if (!fc) {
-        fc = wmem_new0(wmem_file_scope(), fisco3_conv_t);
-        copy_address_wmem(wmem_file_scope(), &fc->addr[0], &pinfo->src);
+    gboolean made;
+    fisco3_conv_t *fc = (fisco3_conv_t *)p2pc_conn_state(pinfo, P2PC_SLOT_FISCO3, sizeof(fisco3_conv_t), &made);
+    if (made) {
+        wmem_allocator_t *pool = p2pc_conn_pool(p2pc_conn_get(pinfo));
+        copy_address_wmem(pool, &fc->addr[0], &pinfo->src);
         fc->port[0] = pinfo->srcport;
-        copy_address_wmem(wmem_file_scope(), &fc->addr[1], &pinfo->dst);
+        copy_address_wmem(pool, &fc->addr[1], &pinfo->dst);
         fc->port[1] = pinfo->destport;
-        conversation_add_proto_data(conv, proto_fisco3, fc);
     }
     *side = (addresses_equal(&fc->addr[0], &pinfo->src) && fc->port[0] == pinfo->srcport) ? 0 : 1;
     return fc;
@@ -460,8 +462,9 @@ fisco3_get_conv(packet_info *pinfo, guint *side)
 static gint
 negotiated_version(const fisco3_conv_t *fc, packet_info *pinfo)
 {
-    if (!fc->seen[0] || !fc->seen[1] || fc->frame[0] >= pinfo->num || fc->frame[1] >= pinfo->num)
-        return -1;
+    for (int side = 0; side < 2; side++)
+        if (!fc->seen[side] || (fc->session[side] == p2pc_conn_session() && fc->frame[side] >= pinfo->num))
+            return -1;
     return (gint)MIN(fc->max[0], fc->max[1]);
 }
 
@@ -640,6 +643,7 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         if (dissect_protocol_info(raw, pinfo, ft, ti, &max) && !PINFO_FD_VISITED(pinfo) && !fc->seen[side]) {
             fc->seen[side] = TRUE;
             fc->frame[side] = pinfo->num;
+            fc->session[side] = p2pc_conn_session();
             fc->max[side] = max;
         }
     }
@@ -672,14 +676,18 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     return avail;
 }
 
-static int
+static const p2pc_framing_t fisco3_framing = { "fisco3", FISCO3_HEADER_LEN, get_fisco3_pdu_len, dissect_fisco3_pdu };
+
+int
 dissect_fisco3(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
+    guint at;
+
     p2pc_retrans_watch(pinfo);
-    p2pc_holes_enter(tvb, pinfo, data, "fisco3");
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "FISCO3");
     col_clear(pinfo->cinfo, COL_INFO);
-    tcp_dissect_pdus(tvb, pinfo, tree, TRUE, FISCO3_HEADER_LEN, get_fisco3_pdu_len, dissect_fisco3_pdu, data);
+    at = p2pc_holes_enter(tvb, pinfo, tree, data, &fisco3_framing);
+    p2pc_holes_dissect_pdus(tvb, at, pinfo, tree, data, &fisco3_framing);
     p2pc_holes_leave(tvb, pinfo, data);
     return tvb_captured_length(tvb);
 }

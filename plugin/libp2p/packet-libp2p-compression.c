@@ -212,9 +212,10 @@ comp_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
 {
     /* The codec: bytes of that stream, which no message claimed. */
     for (const comp_dir_t *cd = dirs; cd; cd = cd->next) {
-        gboolean cut = at_reset && (!cd->conn || p2pc_conn_cut(cd->conn));
-        if (!(at_reset && cd->conn && p2pc_conn_goes_on(cd->conn)))
-            p2pc_tail_undecoded(emit, ud, &cd->last, "libp2p", cd->codec_name, cd->unattributed, cut);
+        const char *why = at_reset ? "reset" : NULL;
+        if (at_reset && cd->conn && !(why = p2pc_conn_cut(cd->conn)) && p2pc_conn_goes_on(cd->conn))
+            continue;
+        p2pc_tail_undecoded(emit, ud, &cd->last, "libp2p", cd->codec_name, cd->unattributed, why);
     }
 }
 
