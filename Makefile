@@ -98,10 +98,12 @@ bench-huge: build
 	PYTHONPATH=analyzer $(PYTHON) tools/bench.py --huge-gb $(HUGE_GB)
 
 # Root: >= 2 GB replayed through `p2pc live` on a veth pair in a network namespace; peak RSS
-# and live's totals vs the offline analysis (LIVE_BENCH_MB=100 for a quick run).
+# and live's totals vs the offline analysis (LIVE_BENCH_MB=100 for a quick run); then the
+# highest replay rate live keeps up with, exactly, on a LIVE_RATE_MB capture.
 LIVE_BENCH_MB ?= 2100
+LIVE_RATE_MB ?= 300
 bench-live: build
-	PYTHONPATH=analyzer $(PYTHON) tools/live-bench.py --size-mb $(LIVE_BENCH_MB)
+	PYTHONPATH=analyzer $(PYTHON) tools/live-bench.py --size-mb $(LIVE_BENCH_MB) --find-rate-mb $(LIVE_RATE_MB)
 
 # The fuzz gate (fuzz/README.md): editcap mutants of every capture through an ASan+UBSan
 # build (build-asan/). FUZZ_PROFILE=short (default, CI: >= 1,000 runs, ~10 min) or long.

@@ -322,7 +322,7 @@ p2pc_conn_cut(const p2pc_conn_t *c)
         return NULL;
     if (c->dropped)             /* at an earlier reset, and not carried since */
         return c->dropped;
-    return c->carry && !c->stay ? "evicted" : "reset";
+    return p2pc_conn_carry_mode() && c->carry && !c->stay ? "evicted" : "reset";
 }
 
 /* The session ends: the connections decide() chose go on; the others' state is dropped (their
@@ -366,8 +366,8 @@ p2pc_conn_register(module_t *module)
 {
     prefs_register_uint_preference(module, "live_state_mib", "State carried over session resets (MiB)",
         "0 (the default): a session reset (tshark -M) forgets every connection, as a new file does. "
-        "Above 0: the libp2p connections open at a reset go on decoding in the next session where "
-        "they stopped, the most recently used first, as long as their state fits in this many MiB; "
+        "Above 0: the libp2p, Bitcoin and FISCO connections open at a reset go on decoding in the next "
+        "session where they stopped, the most recently used first, as long as their state fits in this many MiB; "
         "the others are forgotten. Only for one packet stream that goes on across the resets: "
         "p2pc live sets it", 10, &pref_live_state_mib);
     by_conv = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), g_direct_hash, g_direct_equal);
