@@ -1,4 +1,5 @@
 #include "core/holes.h"
+#include "core/frame-data.h"
 #include "core/ledger.h"
 #include "core/record.h"
 #include "core/segment.h"
@@ -10,9 +11,6 @@
 #include <epan/show_exception.h>
 #include <epan/dissectors/packet-tcp.h>
 
-#define KEY_EVENTS  2               /* file-scope frame data: the frame's event_t list */
-#define KEY_FRAME   3               /* packet-scope frame data: a frame_t */
-#define KEY_RESUMED 7               /* file-scope frame data: a resumed_t (ledger.c has 6) */
 
 /* The most a direction keeps of a message TCP reassembles, for a session reset (Bitcoin's
  * MAX_SIZE; FISCO's bounds are lower): a longer one is cut by the reset. */
@@ -154,9 +152,9 @@ add_event(packet_info *pinfo, const event_t *e)
     ev = wmem_new(wmem_file_scope(), event_t);
     *ev = *e;
     ev->next = NULL;
-    at = (event_t **)p_get_proto_data(wmem_file_scope(), pinfo, proto_p2pc, KEY_EVENTS);
+    at = (event_t **)p_get_proto_data(wmem_file_scope(), pinfo, proto_p2pc, P2PC_KEY_EVENTS);
     if (!at) {
-        p_add_proto_data(wmem_file_scope(), pinfo, proto_p2pc, KEY_EVENTS, ev);
+        p_add_proto_data(wmem_file_scope(), pinfo, proto_p2pc, P2PC_KEY_EVENTS, ev);
     } else {
         event_t *last = (event_t *)at;
         while (last->next)
@@ -168,7 +166,7 @@ add_event(packet_info *pinfo, const event_t *e)
 static void
 show_events(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
-    const event_t *ev = (const event_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_p2pc, KEY_EVENTS);
+    const event_t *ev = (const event_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_p2pc, P2PC_KEY_EVENTS);
     for (; ev; ev = ev->next)
         show_event(ev, tvb, pinfo, tree);
 }
@@ -276,7 +274,7 @@ resume(conn_t *c, int d, tvbuff_t *tvb, guint32 seq, packet_info *pinfo, proto_t
     if (off >= len)                     /* bytes it has (a retransmission) */
         return len;
     r = wmem_new0(wmem_file_scope(), resumed_t);
-    p_add_proto_data(wmem_file_scope(), pinfo, proto_p2pc, KEY_RESUMED, r);
+    p_add_proto_data(wmem_file_scope(), pinfo, proto_p2pc, P2PC_KEY_RESUMED, r);
     r->took = len;
     if (s->part_len < c->fr->fixed_len) {
         guint n = MIN(c->fr->fixed_len - s->part_len, len - off);
@@ -311,7 +309,7 @@ resume(conn_t *c, int d, tvbuff_t *tvb, guint32 seq, packet_info *pinfo, proto_t
 static guint
 resumed_again(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data, const p2pc_framing_t *fr)
 {
-    const resumed_t *r = (const resumed_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_p2pc, KEY_RESUMED);
+    const resumed_t *r = (const resumed_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_p2pc, P2PC_KEY_RESUMED);
     if (!r)
         return 0;
     if (r->bytes)
@@ -343,11 +341,7 @@ p2pc_holes_enter(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
     c->fr = fr;
     d = p2pc_ledger_dir(tcp, pinfo);
     s = &c->side[d];
-    f = (frame_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, KEY_FRAME);
-    if (!f) {
-        f = wmem_new0(pinfo->pool, frame_t);
-        p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, KEY_FRAME, f);
-    }
+    f = (frame_t *)p2pc_frame_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_HOLES_FRAME, sizeof(frame_t), NULL);
     f->conn = c;
     f->seen |= 1u << d;
     if (!tcp->dir[d].started)
@@ -403,7 +397,7 @@ p2pc_holes_leave(tvbuff_t *tvb, packet_info *pinfo, void *data)
 
     if (!tcpi || pinfo->ptype != PT_TCP || PINFO_FD_VISITED(pinfo))
         return;
-    f = (const frame_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, KEY_FRAME);
+    f = (const frame_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_HOLES_FRAME);
     if (!f || !(c = f->conn))
         return;
     d = p2pc_ledger_dir(c->tcp, pinfo);
@@ -471,7 +465,7 @@ dissect_holes(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U
     if (!(tcp = p2pc_ledger_find(pinfo)) || !(c = (conn_t *)p2pc_conn_slot(tcp->conn, P2PC_SLOT_HOLES)))
         return 0;
     conn_of(tcp);
-    f = (const frame_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, KEY_FRAME);
+    f = (const frame_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_HOLES_FRAME);
     d = p2pc_ledger_dir(tcp, pinfo);
     ev.proto = c->fr->proto;
     /* The sender has the other direction's bytes up to its acknowledgement. */

@@ -4,6 +4,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/ledger.h"
+#include "core/frame-data.h"
 #include "core/segment.h"
 
 #include <epan/conversation.h>
@@ -11,8 +12,6 @@
 #include <epan/proto_data.h>
 #include <epan/dissectors/packet-tcp.h>
 
-#define KEY_NOTED   6               /* packet-scope frame data of proto_p2pc (prefs.c has 5): the
-                                       ledger that noted the frame */
 
 static int proto_p2pc = -1;
 static expert_field ei_hole = EI_INIT;
@@ -94,9 +93,9 @@ note_frame(p2pc_tcp_t *l, packet_info *pinfo)
     p2pc_tcp_dir_t *d, *o;
     wmem_allocator_t *pool = p2pc_conn_pool(l->conn);
 
-    if (p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, KEY_NOTED) == l)
+    if (p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_NOTED) == l)
         return;
-    p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, KEY_NOTED, l);
+    p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_NOTED, l);
     if (!p2pc_frame_segment(pinfo, &seg))
         return;
     d = &l->dir[p2pc_ledger_dir(l, pinfo)];

@@ -4,6 +4,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/prefs.h"
+#include "core/frame-data.h"
 
 #include <string.h>
 
@@ -63,8 +64,6 @@ static guint64 budget_frame_start;
 static guint32 budget_frame;
 static guint32 budget_cut;
 static guint64 budget_cut_left;
-#define KEY_BUDGET_SPENT 5      /* packet-scope frame data of proto_p2pc (segment.c has 4): bytes
-                                   charged in this dissection */
 
 /* The "p2pc" protocol (record.c's) the preferences hang on. */
 static int prefs_proto = -1;
@@ -157,12 +156,7 @@ replay_reset(void)
 static guint64 *
 dissection_spent(packet_info *pinfo)
 {
-    guint64 *spent = (guint64 *)p_get_proto_data(pinfo->pool, pinfo, prefs_proto, KEY_BUDGET_SPENT);
-    if (!spent) {
-        spent = wmem_new0(pinfo->pool, guint64);
-        p_add_proto_data(pinfo->pool, pinfo, prefs_proto, KEY_BUDGET_SPENT, spent);
-    }
-    return spent;
+    return (guint64 *)p2pc_frame_data(pinfo->pool, pinfo, prefs_proto, P2PC_KEY_BUDGET_SPENT, sizeof(guint64), NULL);
 }
 
 /* What is left of the capture's budget for this frame's next decompression. */

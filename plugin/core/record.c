@@ -103,29 +103,26 @@ typedef struct hold {
     struct hold *outer;
 } hold_t;
 
-#define P2PC_HOLD_KEY 0         /* p_get_proto_data(pinfo->pool, ..., proto_p2pc, key); 1 and 2
-                                   are the batches' (record.h), 3 holes.c's, 4 segment.c's */
-
 void
 p2pc_record_hold(packet_info *pinfo)
 {
     hold_t *h = wmem_new0(pinfo->pool, hold_t);
     h->recs = wmem_array_new(pinfo->pool, sizeof(held_record_t));
-    h->outer = (hold_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_HOLD_KEY);
-    p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_HOLD_KEY, h);
+    h->outer = (hold_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_HOLD);
+    p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_HOLD, h);
 }
 
 void
 p2pc_record_release(packet_info *pinfo, p2pc_record_adjust_fn adjust, void *ctx)
 {
-    hold_t *h = (hold_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_HOLD_KEY);
+    hold_t *h = (hold_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_HOLD);
     guint n;
     p2pc_record_t **recs;
 
     if (!h)
         return;
     /* Pop first: what is added below goes to the enclosing hold, if any. */
-    p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_HOLD_KEY, h->outer);
+    p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_HOLD, h->outer);
     n = wmem_array_get_count(h->recs);
     recs = wmem_alloc_array(pinfo->pool, p2pc_record_t *, n ? n : 1);
     for (guint i = 0; i < n; i++)
@@ -269,7 +266,7 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
 {
     proto_item *ti = NULL;
     p2pc_record_t *q;
-    hold_t *h = (hold_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_HOLD_KEY);
+    hold_t *h = (hold_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_HOLD);
 
     if (h) {
         /* Only a drawn record keeps its tvb, which then lives as long as the tree. */
@@ -324,18 +321,17 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
     detach_raw(pinfo, q);
     where_of(pinfo, &q->at);
     q->abs_ts = pinfo->abs_ts;
-    p2pc_batch_queue(p2pc_tap, P2PC_BATCH_RECORDS, pinfo, q);
+    p2pc_batch_queue(p2pc_tap, P2PC_KEY_BATCH_RECORDS, pinfo, q);
     return ti;
 }
 
 void
-p2pc_batch_queue(int tap, guint32 key, packet_info *pinfo, const void *item)
+p2pc_batch_queue(int tap, p2pc_key_t key, packet_info *pinfo, const void *item)
 {
-    p2pc_batch_t *b = (p2pc_batch_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, key);
-    if (!b) {
-        b = wmem_new(pinfo->pool, p2pc_batch_t);
+    gboolean made;
+    p2pc_batch_t *b = (p2pc_batch_t *)p2pc_frame_data(pinfo->pool, pinfo, proto_p2pc, key, sizeof(p2pc_batch_t), &made);
+    if (made) {
         b->items = wmem_array_new(pinfo->pool, sizeof(const void *));
-        p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, key, b);
         tap_queue_packet(tap, pinfo, b);    /* the listeners run when the frame ends */
     }
     wmem_array_append_one(b->items, item);

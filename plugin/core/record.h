@@ -9,6 +9,7 @@
 #define P2PC_RECORD_H
 
 #include "core/p2pc-compat.h"
+#include "core/frame-data.h"
 
 /* Where a tap item was seen, filled from the packet when it is queued. */
 typedef struct {
@@ -59,9 +60,7 @@ typedef struct {
 #define P2PC_BATCH_ITEM(b, i) (*(const void **)wmem_array_index(((const p2pc_batch_t *)(b))->items, (i)))
 
 /* Queue `item` on `tap` in this frame's batch for it (`key`: the batch's own, one per tap). */
-void p2pc_batch_queue(int tap, guint32 key, packet_info *pinfo, const void *item);
-#define P2PC_BATCH_RECORDS 1
-#define P2PC_BATCH_SPEC 2
+void p2pc_batch_queue(int tap, p2pc_key_t key, packet_info *pinfo, const void *item);
 
 /* Add the `p2pc` subtree under `tree` (covering tvb[offset, offset+len)) and queue the tap
  * record.  Strings must outlive the packet (static, or wmem_file_scope / pinfo->pool). */

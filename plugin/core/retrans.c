@@ -15,6 +15,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/retrans.h"
+#include "core/frame-data.h"
 #include "core/segment.h"
 
 #include <epan/conversation.h>
@@ -24,7 +25,6 @@
 
 #define SENT_KEPT   64              /* segments per direction a retransmission is checked
                                        against: 768 bytes a direction */
-#define KEY_DIFFERS 1               /* file-scope frame data: a differs_t */
 
 static int proto_p2pc = -1;
 static expert_field ei_retrans_differs = EI_INIT;
@@ -178,7 +178,7 @@ check_frame(tvbuff_t *frame, packet_info *pinfo)
     r = wmem_new(wmem_file_scope(), differs_t);
     r->at = seg.at + (guint32)at;
     r->len = dlen;
-    p_add_proto_data(wmem_file_scope(), pinfo, proto_p2pc, KEY_DIFFERS, r);
+    p_add_proto_data(wmem_file_scope(), pinfo, proto_p2pc, P2PC_KEY_DIFFERS, r);
     return r;
 }
 
@@ -191,7 +191,7 @@ dissect_retransmission(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void
     if (!watching || pinfo->ptype != PT_TCP)
         return 0;
     if (PINFO_FD_VISITED(pinfo))
-        r = (differs_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_p2pc, KEY_DIFFERS);
+        r = (differs_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_p2pc, P2PC_KEY_DIFFERS);
     else
         r = check_frame(tvb, pinfo);
     if (!r)

@@ -4,12 +4,12 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/segment.h"
+#include "core/frame-data.h"
 
 #include <epan/ipproto.h>
 #include <epan/proto_data.h>
 
 #define IP_AT_MAX   256             /* how far into a frame its IP header is looked for */
-#define KEY_SEGMENT 4               /* packet-scope frame data of proto_p2pc: a found_t */
 
 static int proto_p2pc = -1;
 
@@ -77,14 +77,14 @@ frame_tvb(const packet_info *pinfo)
 gboolean
 p2pc_frame_segment(packet_info *pinfo, p2pc_segment_t *seg)
 {
-    found_t *f = (found_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, KEY_SEGMENT);
+    found_t *f = (found_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_SEGMENT);
     tvbuff_t *frame;
 
     if (!f || f->srcport != pinfo->srcport || f->dstport != pinfo->destport ||
         !addresses_equal(&f->src, &pinfo->src) || !addresses_equal(&f->dst, &pinfo->dst)) {
         if (!f) {
             f = wmem_new0(pinfo->pool, found_t);
-            p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, KEY_SEGMENT, f);
+            p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_SEGMENT, f);
         }
         copy_address_shallow(&f->src, &pinfo->src);
         copy_address_shallow(&f->dst, &pinfo->dst);

@@ -142,7 +142,7 @@ p2pc_spec(packet_info *pinfo, proto_item *item, p2pc_spec_t check, const char *f
     }
     hit->frame = pinfo->num;
     hit->check = checks[check].name;
-    p2pc_batch_queue(spec_tap, P2PC_BATCH_SPEC, pinfo, hit);
+    p2pc_batch_queue(spec_tap, P2PC_KEY_BATCH_SPEC, pinfo, hit);
 }
 
 void

@@ -357,18 +357,7 @@ func main() {
 		}
 		addr := fmt.Sprintf("%s/p2p/%s", h.Addrs()[0], h.ID())
 		os.WriteFile(*idFile, []byte(addr), 0o644)
-		go func() {
-			for {
-				m, err := sub.Next(ctx)
-				if err != nil {
-					return
-				}
-				if m.ReceivedFrom != h.ID() {
-					recordGossip(m.GetTopic(), m.Data, messageID(m.Message), "received",
-						connTransport(h, m.ReceivedFrom))
-				}
-			}
-		}()
+		go receiveGossip(ctx, h, sub, nil)
 		<-bye // the dialer's goodbye ends every session
 		time.Sleep(2 * time.Second)
 		return

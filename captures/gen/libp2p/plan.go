@@ -63,18 +63,7 @@ func (p *gossipPlan) join(ctx context.Context, h host.Host, ps *pubsub.PubSub, h
 			log.Fatal(err)
 		}
 		p.topics[name] = t
-		go func() {
-			for {
-				m, err := sub.Next(ctx)
-				if err != nil {
-					return
-				}
-				if m.ReceivedFrom != h.ID() {
-					recordGossip(m.GetTopic(), m.Data, messageID(m.Message), "received", connTransport(h, m.ReceivedFrom))
-					p.received.Add(1)
-				}
-			}
-		}()
+		go receiveGossip(ctx, h, sub, func() { p.received.Add(1) })
 	}
 }
 

@@ -9,6 +9,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -20,6 +21,7 @@ import (
 	"sync"
 
 	"github.com/golang/snappy"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -145,6 +147,24 @@ func recordGossip(topic string, data []byte, id string, dir string, via string) 
 		m.SSZLen, m.SSZSha256 = len(ssz), sum(ssz)
 	}
 	truth.add(m)
+}
+
+// receiveGossip records each message sub delivers from another peer as received (then calls
+// onReceived, if any), until ctx ends.
+func receiveGossip(ctx context.Context, h host.Host, sub *pubsub.Subscription, onReceived func()) {
+	for {
+		m, err := sub.Next(ctx)
+		if err != nil {
+			return
+		}
+		if m.ReceivedFrom == h.ID() {
+			continue
+		}
+		recordGossip(m.GetTopic(), m.Data, messageID(m.Message), "received", connTransport(h, m.ReceivedFrom))
+		if onReceived != nil {
+			onReceived()
+		}
+	}
 }
 
 // transportOf is "quic-v1" for a connection to a /quic-v1 address, else "tcp".
