@@ -40,28 +40,19 @@ l2p_multistream_handle(void)
 wmem_allocator_t *
 l2p_pipe_pool(const l2p_pipe_t *pipe)
 {
-    return pipe->pool ? pipe->pool : pipe->conn ? p2pc_conn_pool(pipe->conn) : wmem_file_scope();
-}
-
-/* A new pipe of `conn` in `pool` (the connection's, or a stream's own). */
-static l2p_pipe_t *
-pipe_new(wmem_allocator_t *pool, p2pc_conn_t *conn, dissector_handle_t handle, int dir)
-{
-    l2p_pipe_t *p = wmem_new0(pool, l2p_pipe_t);
-    p->id = next_pipe_id++;
-    p->conn = conn;
-    if (conn && pool != p2pc_conn_pool(conn))
-        p->pool = pool;
-    p->handle = handle;
-    p->dir = dir;
-    p->protocol = "";
-    return p;
+    return pipe->conn ? p2pc_conn_pool(pipe->conn) : wmem_file_scope();
 }
 
 l2p_pipe_t *
 l2p_pipe_new(p2pc_conn_t *conn, dissector_handle_t handle, int dir)
 {
-    return pipe_new(conn ? p2pc_conn_pool(conn) : wmem_file_scope(), conn, handle, dir);
+    l2p_pipe_t *p = wmem_new0(conn ? p2pc_conn_pool(conn) : wmem_file_scope(), l2p_pipe_t);
+    p->id = next_pipe_id++;
+    p->conn = conn;
+    p->handle = handle;
+    p->dir = dir;
+    p->protocol = "";
+    return p;
 }
 
 static expert_field ei_role_unknown = EI_INIT;
@@ -115,29 +106,21 @@ l2p_draw_roles(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
         proto_tree_add_expert(tree, pinfo, &ei_role_conflict, tvb, 0, 0);
 }
 
-static l2p_pipe_t *
-pipe_inside(wmem_allocator_t *pool, dissector_handle_t handle, int dir, const l2p_pipe_t *below)
-{
-    l2p_pipe_t *p = pipe_new(pool, below->conn, handle, dir);
-    p->depth = below->depth + 1;
-    p->undecodable = p->depth > L2P_MAX_DEPTH;
-    return p;
-}
-
 l2p_pipe_t *
 l2p_pipe_inside(dissector_handle_t handle, int dir, const l2p_pipe_t *below)
 {
-    return pipe_inside(l2p_pipe_pool(below), handle, dir, below);
+    l2p_pipe_t *p = l2p_pipe_new(below->conn, handle, dir);
+    p->depth = below->depth + 1;
+    p->undecodable = p->depth > L2P_MAX_DEPTH;
+    return p;
 }
 
 l2p_stream_t *
 l2p_stream_new(const l2p_pipe_t *conn, const char *muxer, guint64 id, size_t size)
 {
     l2p_stream_t *s = (l2p_stream_t *)wmem_alloc0(l2p_pipe_pool(conn), size);
-    gboolean own = conn->conn && p2pc_conn_carry_mode() && !strcmp(p2pc_replay_mode(), "off");
-    wmem_allocator_t *pool = own ? wmem_allocator_new(WMEM_ALLOCATOR_SIMPLE) : l2p_pipe_pool(conn);
     for (int d = 0; d < 2; d++) {
-        s->pipe[d] = pipe_inside(pool, l2p_multistream_handle(), d, conn);
+        s->pipe[d] = l2p_pipe_inside(l2p_multistream_handle(), d, conn);
         s->pipe[d]->muxer = muxer;
         s->pipe[d]->stream_id = id;
         s->pipe[d]->role = L2P_ROLE_MUXER;  /* the muxer says who opened the stream */
@@ -194,35 +177,17 @@ buf_drop(l2p_pipe_t *pipe)
     buf_charge(pipe);
 }
 
-static gboolean
-in_pool(gpointer buf, gpointer pipe, gpointer pool)
-{
-    l2p_pipe_t *p = (l2p_pipe_t *)pipe;
-    if (p->pool != pool)
-        return FALSE;
-    p2pc_conn_charge(p->conn, -(gint64)p->buf_charged);
-    return TRUE;
-}
-
 void
 l2p_stream_free(l2p_stream_t *s)
 {
-    wmem_allocator_t *own = s->pipe[0]->pool;
-    wmem_allocator_t *pool = s->pipe[0]->conn ? p2pc_conn_pool(s->pipe[0]->conn) : wmem_file_scope();
-
-    buf_drop(s->pipe[0]);
-    buf_drop(s->pipe[1]);
-    if (s->kept)
-        return;
-    if (own) {
-        /* The buffers of every pipe above it (outside wmem), then the layers' state. */
-        g_hash_table_foreach_remove(held_bufs, in_pool, own);
-        wmem_destroy_allocator(own);
-    } else {
-        wmem_free(pool, s->pipe[0]);
-        wmem_free(pool, s->pipe[1]);
+    wmem_allocator_t *pool = l2p_pipe_pool(s->pipe[0]);
+    for (int d = 0; d < 2; d++) {
+        buf_drop(s->pipe[d]);
+        if (!s->kept)
+            wmem_free(pool, s->pipe[d]);
     }
-    wmem_free(pool, s);
+    if (!s->kept)
+        wmem_free(pool, s);
 }
 
 void
@@ -266,7 +231,7 @@ l2p_protocol_named(const char *protocol)
 l2p_pipe_t *
 l2p_handoff(l2p_pipe_t *pipe, const char *protocol, dissector_handle_t handle)
 {
-    l2p_pipe_t *n = pipe_new(l2p_pipe_pool(pipe), pipe->conn, handle ? handle : l2p_handle_for(protocol), pipe->dir);
+    l2p_pipe_t *n = l2p_pipe_new(pipe->conn, handle ? handle : l2p_handle_for(protocol), pipe->dir);
     n->role = pipe->role;
     n->depth = pipe->depth;
     n->protocol = wmem_strdup(l2p_pipe_pool(pipe), protocol);

@@ -68,9 +68,6 @@ typedef enum {
 struct l2p_pipe {
     guint32 id;                 /* unique in the capture: the per-frame cache key */
     p2pc_conn_t *conn;          /* what it is part of (NULL: file scope, as a QUIC one is) */
-    wmem_allocator_t *pool;     /* a muxed stream's own pool, for it and every layer above it,
-                                   freed when the stream ends (carried connections, replay off:
-                                   l2p_stream_new()); NULL: the connection's */
     int dir;                    /* 0: dialer -> listener (connection) or opener -> other (stream) */
     l2p_role_t role;            /* a connection pipe: how dir was learnt (l2p_learn_role()) */
     guint depth;                /* layers it is carried inside (l2p_pipe_inside()) */
@@ -158,8 +155,7 @@ l2p_pipe_t *l2p_handoff(l2p_pipe_t *pipe, const char *protocol, dissector_handle
 /* A new pipe of connection `conn` (NULL: file scope). */
 l2p_pipe_t *l2p_pipe_new(p2pc_conn_t *conn, dissector_handle_t handle, int dir);
 
-/* Where the pipe's state, and that of the layer it feeds, is allocated: its stream's pool, or
- * its connection's. */
+/* Where the pipe's state, and that of the layer it feeds, is allocated: its connection's pool. */
 wmem_allocator_t *l2p_pipe_pool(const l2p_pipe_t *pipe);
 
 /* A new pipe carried inside `below`'s bytes (a decrypted or decompressed stream): one layer
@@ -174,10 +170,7 @@ l2p_pipe_t *l2p_pipe_inside(dissector_handle_t handle, int dir, const l2p_pipe_t
  * 1,000 (yamux) and 1,024 (mplex) each way, rust-yamux 8,192 (512 since 0.13), rust mplex 128. */
 #define L2P_MAX_STREAMS 16384
 
-/* A muxed stream: its two directions inside one connection (in its pool).  When the connection
- * is carried over session resets (core/conn.h) and nothing is kept for replay, the stream's
- * pipes, those they hand off to and every layer's state above them are in a pool of the
- * stream's own, so that a connection open for days keeps only its open streams.  A muxer keeps its
+/* A muxed stream: its two directions inside one connection (in its pool).  A muxer keeps its
  * streams in a table while they are open and may extend this struct (it comes first in the
  * muxer's own, whose size l2p_stream_new() takes).
  *
@@ -212,8 +205,9 @@ void l2p_stream_refused(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree);
 gboolean l2p_stream_close(l2p_stream_t *s, int dir);
 
 /* First pass: a stream the muxer's table no longer holds.  When no frame kept for
- * re-dissection points at it (one pass keeps none), it and its two pipes are freed, and with its
- * own pool everything above them; else only what replay does not need (its pipes' buffers) is. */
+ * re-dissection points at it (one pass keeps none), it and its two pipes are freed; else only
+ * what replay does not need (its pipes' buffers) is.  What the layers above it keep is theirs
+ * (the pipes it handed off to, and their state). */
 void l2p_stream_free(l2p_stream_t *s);
 
 /* A fact (`how`) shows whether `pipe`'s sender is the dialer: dir of the pipe and of its peer

@@ -208,7 +208,7 @@ ms_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2
         pdu->info = st->proposed ? (void *)st->proposed : NULL;
         /* For Decode As: the protocol ID this frame negotiated. */
         if (st->proposed && !p_get_proto_data(wmem_file_scope(), pinfo, proto_multistream, 3))
-            p_add_proto_data(wmem_file_scope(), pinfo, proto_multistream, 3, wmem_strdup(wmem_file_scope(), st->proposed));
+            p_add_proto_data(wmem_file_scope(), pinfo, proto_multistream, 3, (void *)st->proposed);
     }
     /* Which dissector the proposal selects (shown on every proposal/echo). */
     if (pdu->info && text && !strcmp(text, (const char *)pdu->info)) {
