@@ -200,6 +200,16 @@ part_drop(conn_t *c, int d)
     s->resuming = FALSE;
 }
 
+/* The part's buffer holds `size` bytes (no fewer than it has). */
+static void
+part_size(conn_t *c, int d, guint32 size)
+{
+    side_t *s = &c->side[d];
+    s->part = (guint8 *)wmem_realloc(p2pc_conn_pool(c->tcp->conn), s->part, size);
+    p2pc_conn_charge(c->tcp->conn, (gint64)size - s->part_size);
+    s->part_size = size;
+}
+
 /* Bytes [offset, offset + n) of `tvb` follow the part; FALSE (and the part is dropped) when
  * they would make it longer than PART_MAX. */
 static gboolean
@@ -211,12 +221,8 @@ part_add(conn_t *c, int d, tvbuff_t *tvb, guint offset, guint n)
         part_drop(c, d);
         return FALSE;
     }
-    if (s->part_len + n > s->part_size) {
-        guint32 size = MAX(s->part_len + n, MIN(2 * s->part_size, PART_MAX));
-        s->part = (guint8 *)wmem_realloc(p2pc_conn_pool(c->tcp->conn), s->part, size);
-        p2pc_conn_charge(c->tcp->conn, (gint64)size - s->part_size);
-        s->part_size = size;
-    }
+    if (s->part_len + n > s->part_size)
+        part_size(c, d, MAX(s->part_len + n, MIN(2 * s->part_size, PART_MAX)));
     tvb_memcpy(tvb, s->part + s->part_len, offset, n);
     s->part_len += n;
     return TRUE;
@@ -413,10 +419,16 @@ p2pc_holes_leave(tvbuff_t *tvb, packet_info *pinfo, void *data)
      * segment (TCP then ends the message with that segment). */
     s->pdu_end = !pinfo->desegment_len ? s->done :
                  pinfo->desegment_len == DESEGMENT_ONE_MORE_SEGMENT ? end : end + pinfo->desegment_len;
-    if (p2pc_conn_carry_mode()) {
+    /* Carry mode: the part is the message TCP reassembles now (its buffer reused), or nothing. */
+    if (p2pc_conn_carry_mode() && pinfo->desegment_len && s->done == used) {
+        /* Its whole length when TCP knows it: the buffer grows once. */
+        guint32 whole = s->pdu_end - s->done;
         s->part_len = 0;
-        if (pinfo->desegment_len && s->done == used)
-            part_add(c, d, tvb, pinfo->desegment_offset, tvb_captured_length(tvb) - pinfo->desegment_offset);
+        if (pinfo->desegment_len != DESEGMENT_ONE_MORE_SEGMENT && whole <= PART_MAX && whole != s->part_size)
+            part_size(c, d, whole);
+        part_add(c, d, tvb, pinfo->desegment_offset, tvb_captured_length(tvb) - pinfo->desegment_offset);
+    } else if (s->part) {
+        part_drop(c, d);
     }
 }
 
