@@ -18,8 +18,8 @@ from p2pc.records import ONE_PASS_PREFS, parse_record
 RESET = 61          # packets per session: resets inside handshakes, muxer frames and messages
 
 # (capture, key log): plaintext and Noise, yamux and mplex, each side dialing, holes in the
-# capture, the compression transport (its gzip and brotli windows), Bitswap, and a Lodestar
-# pair's gossip and requests.
+# capture, the compression transport (its gzip and brotli windows), Bitswap, a Lodestar pair's
+# gossip and requests, and a Prysm pair's (a second connection on the first one's endpoints).
 CARRIED = [
     ("eth2/eth2-yamux.pcapng", None),
     ("eth2/eth2-mplex.pcapng", None),
@@ -34,6 +34,7 @@ CARRIED = [
     ("libp2p-compression/comp-cbrotli.pcapng", None),
     ("libp2p-compression/comp-gzip-gap.pcapng", None),
     ("lodestar/lodestar.pcapng", "lodestar/lodestar.keys"),
+    ("prysm/prysm-tcp.pcapng", "prysm/prysm-tcp.keys"),
 ]
 # Framed by TCP's reassembly: blocks of many segments (compressed and not), batches, both FISCO
 # header variants and the 3.x gateway.
