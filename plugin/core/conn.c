@@ -45,6 +45,7 @@ static GHashTable *carried;
 static GSList *retired;
 static GSList *free_fns;
 static p2pc_conn_carried_fn carried_fn;
+static guint32 carried_slots;     /* the slots some connection carried into this session fills */
 
 gboolean
 p2pc_conn_carry_mode(void)
@@ -334,6 +335,7 @@ conns_session_end(void)
     GPtrArray *dropped;
     GHashTableIter it;
     gpointer k;
+    guint32 slots = 0;
 
     decide();
     g_slist_free_full(retired, conn_free);
@@ -343,6 +345,8 @@ conns_session_end(void)
     while (g_hash_table_iter_next(&it, &k, NULL)) {
         p2pc_conn_t *c = (p2pc_conn_t *)k;
         if (c->goes_on) {
+            for (int slot = 0; slot < P2PC_SLOTS; slot++)
+                slots |= (guint32)(c->slot[slot] != NULL) << slot;
             if (carried_fn)
                 carried_fn(&c->addr[0], c->port[0], &c->addr[1], c->port[1]);
         } else if (!p2pc_conn_carry_mode() || c->ended || (!c->carry && !c->dropped)) {
@@ -358,7 +362,14 @@ conns_session_end(void)
     for (guint i = DROPPED_MAX; i < dropped->len; i++)
         g_hash_table_remove(carried, g_ptr_array_index(dropped, i));
     g_ptr_array_free(dropped, TRUE);
+    carried_slots = slots;
     session++;
+}
+
+gboolean
+p2pc_conn_carried_any(p2pc_conn_slot_t slot)
+{
+    return (carried_slots >> slot) & 1;
 }
 
 void

@@ -93,6 +93,10 @@ const char *p2pc_conn_cut(const p2pc_conn_t *c);
  * session.  The budget's choice is made at the first call of a reset. */
 gboolean p2pc_conn_goes_on(const p2pc_conn_t *c);
 
+/* Some connection carried into this session had `slot` filled at the reset: a part whose
+ * connections would otherwise all enter it anew in this session cannot skip a frame unseen. */
+gboolean p2pc_conn_carried_any(p2pc_conn_slot_t slot);
+
 /* A layer whose state is not p2pc's (Wireshark's TLS) cannot go on after a reset: the
  * connection is freed at the next one. */
 void p2pc_conn_stay(p2pc_conn_t *c);

@@ -451,7 +451,7 @@ part_follow(conn_t *c, int d, tvbuff_t *tvb, guint32 at, guint32 a, guint32 len)
 const p2pc_framing_t *
 p2pc_holes_carried(packet_info *pinfo)
 {
-    p2pc_conn_t *pc = pinfo->ptype == PT_TCP && p2pc_conn_carry_mode() ? p2pc_conn_find(pinfo) : NULL;
+    p2pc_conn_t *pc = pinfo->ptype == PT_TCP && p2pc_conn_carried_any(P2PC_SLOT_HOLES) ? p2pc_conn_find(pinfo) : NULL;
     const conn_t *c = pc ? (const conn_t *)p2pc_conn_slot(pc, P2PC_SLOT_HOLES) : NULL;
     return c ? c->fr : NULL;
 }
@@ -468,7 +468,7 @@ dissect_holes(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U
     p2pc_segment_t seg;
     event_t ev = { 0 };
 
-    if (pinfo->ptype != PT_TCP || (!wmem_map_size(conns) && !p2pc_conn_carry_mode()))
+    if (pinfo->ptype != PT_TCP || (!wmem_map_size(conns) && !p2pc_conn_carried_any(P2PC_SLOT_HOLES)))
         return 0;
     if (PINFO_FD_VISITED(pinfo)) {
         show_events(tvb, pinfo, tree);
