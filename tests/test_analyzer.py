@@ -225,8 +225,8 @@ def test_truncated_capture_reports_what_it_read(tmp_path):
     assert rows_by_type(rep)["cblock"]["messages"] >= 1
 
 
-def _btc_traffic(port: int, seconds: float) -> None:
-    """Real Bitcoin messages over loopback for `p2pc live` to see."""
+def _btc_traffic(srv, seconds: float) -> None:
+    """Real Bitcoin messages over loopback, to the listening socket srv, for `p2pc live` to see."""
     import hashlib
     import socket
     import struct
@@ -237,8 +237,6 @@ def _btc_traffic(port: int, seconds: float) -> None:
         ck = hashlib.sha256(hashlib.sha256(payload).digest()).digest()[:4]
         return bytes.fromhex("f9beb4d9") + cmd.encode().ljust(12, b"\0") + struct.pack("<I", len(payload)) + ck + payload
 
-    srv = socket.create_server(("127.0.0.1", port))
-
     def serve():
         c, _ = srv.accept()
         while c.recv(65536):
@@ -246,7 +244,7 @@ def _btc_traffic(port: int, seconds: float) -> None:
         c.close()
     th = threading.Thread(target=serve)
     th.start()
-    c = socket.create_connection(("127.0.0.1", port))
+    c = socket.create_connection(srv.getsockname())
     end = time.monotonic() + seconds
     n = 0
     while time.monotonic() < end:
@@ -260,9 +258,13 @@ def _btc_traffic(port: int, seconds: float) -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="capturing on lo needs root")
 def test_live_reports_traffic_as_it_comes():
+    import socket
     import threading
-    port = 18444
-    t = threading.Thread(target=_btc_traffic, args=(port, 5.0))
+    # A port of the kernel's choosing: CI runs suites side by side in chroots, which share the
+    # host's loopback.
+    srv = socket.create_server(("127.0.0.1", 0))
+    port = srv.getsockname()[1]
+    t = threading.Thread(target=_btc_traffic, args=(srv, 5.0))
     env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
     proc = subprocess.Popen([sys.executable, "-m", "p2pc", "live", "-i", "lo", "--duration", "4",
                              "--interval", "2", "-f", f"tcp port {port}", "--format", "json"],
