@@ -290,9 +290,10 @@ typedef struct {
 /* First pass, a stream fed without a hole: feed `in` one flush unit at a time, so that each
  * unit's end is known (docs/libp2p-compression.md, rules 1-4).  gzip and deflate mark it: the
  * sync-flush marker 00 00 ff ff at a block boundary (p2pc_stream_at_flush(), which tells a
- * marker from the same bytes inside a block).  A brotli stream marks none: it is fed a byte at
- * a time, and each byte after which the output grew ends a unit (the unit's end but for the
- * padding bits that byte-align a flush, at most one byte).  The frame's end ends the last. */
+ * marker from the same bytes inside a block).  A brotli stream marks none that libbrotlidec
+ * reports (its flush ends in an empty metadata block; 1.0.9 has no callback for those), and
+ * feeding it a byte at a time to see where output grows made it several times slower: its
+ * frame is one unit.  The frame's end ends the last. */
 static p2pc_dc_status_t
 feed_units(comp_dir_t *cd, const guint8 *in, guint len, size_t bound, packet_info *pinfo,
            wmem_array_t *units, guint8 **out, size_t *out_len, const char **detail)
@@ -308,7 +309,7 @@ feed_units(comp_dir_t *cd, const guint8 *in, guint len, size_t bound, packet_inf
         guint8 *o;
         size_t ol;
         if (brotli) {
-            next = at + 1;
+            next = len;
         } else {
             while (next < len) {
                 cd->window = (cd->window << 8) | in[next++];
@@ -320,7 +321,7 @@ feed_units(comp_dir_t *cd, const guint8 *in, guint len, size_t bound, packet_inf
                               &o, &ol, detail);
         g_byte_array_append(acc, o, (guint)ol);
         at = next;
-        if (st == P2PC_DC_OK && at < len && (brotli ? ol > 0 : p2pc_stream_at_flush(cd->dec))) {
+        if (st == P2PC_DC_OK && at < len && p2pc_stream_at_flush(cd->dec)) {
             u.in = cd->in_total + at;
             u.out = cd->out_total + acc->len;
             wmem_array_append_one(units, u);
