@@ -9,10 +9,15 @@ alike, compare applies the same rule to the TCP payload of both, per direction:
 
 - setup: the bytes up to the end of the frame in which the direction's security handshake
   states its peer ID (an `I` line); a connection with no such line has none;
-- each frame that completes messages takes the direction's bytes since the previous such frame
-  (or since setup), split among the messages it completes in proportion to their `wire_len`
-  (rule 2: the decompressed size, on a compressed stream; its own bytes, on an uncompressed one);
-- the bytes after the last such frame are the direction's tail, `undecoded`.
+- each group of messages completed by the same unit (their records' `unit_end`: the message's
+  last byte in the TCP payload, or the end of the Noise record or compressed flush unit that
+  carried it, docs/tap-format.md) takes the direction's bytes since the end of the previous
+  group's unit (or since setup) up to the end of its own, split among its messages in proportion
+  to their `wire_len` (on a compressed stream the decompressed size, rule 2; its own bytes, on an
+  uncompressed one).  So bytes after a message's end (a stream's close) go to the next message
+  whether TCP sent them in the message's segment or not; a record with no `unit_end` is
+  counted up to the end of its frame;
+- the bytes after the last group's unit are the direction's tail, `undecoded`.
 
 On a compressed stream this gives each message exactly its record's `wire_len` (the plugin's
 rule); the bytes before the compressed stream that are not setup (the transport's own
@@ -21,8 +26,9 @@ counted in `spent`, the transport's cost, which the model subtracts from that ro
 A direction whose records add up to its TCP payload (Bitcoin, FISCO: no byte outside a
 message) keeps its records' bytes.
 
-It needs each frame's running TCP payload count, which the records' stream mode prints (a `T`
-line after every TCP frame, before that frame's `M` and `I` lines: docs/tap-format.md).
+It needs the records' `unit_end` and each frame's running TCP payload count (for the `I` lines,
+the total and records with no `unit_end`), which the records' stream mode prints (a `T` line
+after every TCP frame, before that frame's `M` and `I` lines: docs/tap-format.md).
 """
 from __future__ import annotations
 
@@ -50,7 +56,10 @@ class FrameAttribution:
         self.setup.setdefault(p.key, self.sent.get(p.key, 0))
 
     def on_message(self, m: Message) -> None:
-        self.msgs[m.key].append((self.sent.get(m.key, 0), m.frame, m))
+        # Up to the end of the unit that completed it; a record with none (a tail, a dump of a
+        # protocol that gives none) up to its frame's.
+        upto = m.unit_end if m.unit_end is not None else self.sent.get(m.key, 0)
+        self.msgs[m.key].append((upto, m.frame, m))
 
     def result(self) -> tuple[dict, int]:
         from .model import family
@@ -76,7 +85,7 @@ class FrameAttribution:
             done = setup
             groups: list = []               # [bytes so far, frame, [messages]] per frame
             for upto, frame, m in msgs:
-                if groups and groups[-1][1] == frame and groups[-1][0] == upto:
+                if groups and groups[-1][0] == upto:
                     groups[-1][2].append(m)
                 else:
                     groups.append([upto, frame, [m]])

@@ -78,6 +78,9 @@ class Message(Directed):
     mux_frames: int = 0             # the muxer frames that carried its bytes (0: not muxed)
     snappy_chunks: int = 0          # data chunks of its framed Snappy stream (0: not framed)
     reason: Text = ""                # msg_type undecoded: why, when known ("bound")
+    # Where the unit that completed it ends in its direction's TCP payload bytes (its last
+    # byte, or its Noise/TLS record's or flush unit's end); None: not over TCP, or a tail.
+    unit_end: int | None = None
 
 
 @dataclass(frozen=True)
@@ -216,7 +219,7 @@ def open_wireshark(plugin: str | os.PathLike | None = None) -> Wireshark:
 
 
 # The dump's format version (its `#p2pc-records` line) this parser reads.
-RECORDS_VERSION = "2"
+RECORDS_VERSION = "3"
 
 
 def unescape(field: str) -> str:

@@ -569,6 +569,16 @@ stream_inflate(z_stream *zs, outbuf_t *ob, const guint8 *in, size_t in_len, guin
     return st;
 }
 
+gboolean
+p2pc_stream_at_flush(const p2pc_stream_t *s)
+{
+    /* zlib.h: data_type is the unused bits of the last input byte, +64 in the last block, +128
+     * when inflate() stopped before a block's type bits, +256 inside a stored block's bytes. */
+    if (s->codec == P2PC_CODEC_BROTLI_STREAM || s->failed || s->ended || !s->zs.state)
+        return FALSE;
+    return (s->zs.data_type & ~64) == 128;
+}
+
 p2pc_stream_t *
 p2pc_stream_new(p2pc_codec_t codec)
 {

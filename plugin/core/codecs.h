@@ -103,6 +103,11 @@ void p2pc_stream_free(p2pc_stream_t *stream);
  * one that has ended or failed. */
 gboolean p2pc_stream_gap(p2pc_stream_t *stream);
 
+/* A deflate stream (gzip, deflate) fed up to here stands at a block boundary, byte-aligned, with
+ * nothing of the next block read: after a sync-flush marker (00 00 ff ff), the end of one
+ * flush unit.  FALSE for brotli (its stream marks no flush point) and a stream that ended. */
+gboolean p2pc_stream_at_flush(const p2pc_stream_t *stream);
+
 /* What p2pc_stream_feed_gap() did with one input. */
 typedef struct {
     size_t skipped;             /* input bytes passed over before the sync-flush point */

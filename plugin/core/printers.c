@@ -157,6 +157,10 @@ print_record(records_tap_t *t, const p2pc_record_t *r)
     printf("\t%u\t%u\t", r->mux_frames, r->snappy_chunks);
     if (r->reason)
         print_field(stdout, r->reason);
+    putchar('\t');
+    /* Where the unit that completed it ends (none: not over TCP, or a tail). */
+    if (r->has_unit_end)
+        printf("%" G_GUINT64_FORMAT, r->unit_end);
     putchar('\n');
 }
 
@@ -417,10 +421,10 @@ records_init(const char *opt_arg, void *userdata)
     t->tcp.dirs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     t->tcp.order = g_ptr_array_new_with_free_func(dir_stats_free);
 
-    printf("#p2pc-records\t2\n");
+    printf("#p2pc-records\t3\n");
     printf("#M\tframe\tstream\tsrc\tsrcport\tdst\tdstport\ttime\tproto\tmsg_type\tcodec"
            "\twire_len\theader_len\tpayload_len\traw_len\tbatch_count\tmux_stream\tmux_frames"
-           "\tsnappy_chunks\treason\n");
+           "\tsnappy_chunks\treason\tunit_end\n");
     printf("#I\tframe\tstream\tsrc\tsrcport\tdst\tdstport\tvia\tpeer_id\n");
     printf("#S\tframe\tcheck\n");
     if (t->tcp.stream) {

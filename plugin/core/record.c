@@ -260,6 +260,37 @@ p2pc_tail_record(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *last,
     emit(&rec, ud);
 }
 
+p2pc_unit_t
+p2pc_unit_get(packet_info *pinfo)
+{
+    const p2pc_unit_t *u = (const p2pc_unit_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_UNIT);
+    p2pc_unit_t none = { FALSE, FALSE, 0 };
+    return u ? *u : none;
+}
+
+void
+p2pc_unit_set(packet_info *pinfo, p2pc_unit_t u)
+{
+    p2pc_unit_t *cur = (p2pc_unit_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_UNIT);
+    if (!cur) {
+        cur = wmem_new(pinfo->pool, p2pc_unit_t);
+        p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_UNIT, cur);
+    }
+    *cur = u;
+}
+
+/* A record the dissector gave no unit end takes the one being handed up. */
+static void
+unit_of(packet_info *pinfo, p2pc_record_t *rec)
+{
+    p2pc_unit_t u;
+    if (rec->has_unit_end)
+        return;
+    u = p2pc_unit_get(pinfo);
+    rec->has_unit_end = u.set;
+    rec->unit_end = u.end;
+}
+
 proto_item *
 p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tree *tree,
                 const p2pc_record_t *rec)
@@ -277,6 +308,7 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
         r.tree = tree;
         r.rec = *rec;
         detach_raw(pinfo, &r.rec);
+        unit_of(pinfo, &r.rec);
         wmem_array_append_one(h->recs, r);
         return NULL;
     }
@@ -319,6 +351,7 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
     q = wmem_new(pinfo->pool, p2pc_record_t);
     *q = *rec;
     detach_raw(pinfo, q);
+    unit_of(pinfo, q);
     where_of(pinfo, &q->at);
     q->abs_ts = pinfo->abs_ts;
     p2pc_batch_queue(p2pc_tap, P2PC_KEY_BATCH_RECORDS, pinfo, q);

@@ -44,6 +44,12 @@ typedef struct {
     gint64 mux_stream;          /* its muxed stream's id (yamux, mplex); -1: not in a muxed stream */
     guint32 mux_frames;         /* the muxer frames that carried its bytes; 0: not muxed */
     guint32 snappy_chunks;      /* data chunks (compressed or not) of its framed Snappy stream */
+    /* Where the unit that completed it ends in its direction's TCP payload byte stream (bytes
+     * from the direction's first): its last byte, or the end of the Noise/TLS record or flush
+     * unit that carried it (p2pc_unit_t).  Filled by p2pc_record_add() from the packet's unit
+     * when the dissector left has_unit_end FALSE; none when not over TCP. */
+    gboolean has_unit_end;
+    guint64 unit_end;
     /* Filled by p2pc_record_add() from the packet. */
     p2pc_where_t at;
     nstime_t abs_ts;
@@ -166,6 +172,22 @@ typedef struct {
 } p2pc_quic_packet_t;
 
 void p2pc_quic_packet_add(packet_info *pinfo, const p2pc_quic_packet_t *pkt);
+
+/* The unit the layers are handing up now, in the numbering of the lowest layer that knows it:
+ * `end` is where the bytes of the current call end (a pipe call's tvb, a PDU) and, when
+ * `identity`, each of those bytes is one byte of that numbering, so a PDU ending k bytes before
+ * the call's end ends at end - k; otherwise (a decrypted record) every byte inside maps to
+ * `end`.  The libp2p TCP feeder starts it (TCP payload bytes of the direction), the libp2p
+ * engine narrows it to each PDU, Noise and TLS make it opaque inside a record, and the
+ * compression layer numbers its output and maps back to flush units (docs/tap-format.md,
+ * unit_end).  pinfo-scoped; a layer sets it around its call and puts the old one back. */
+typedef struct {
+    gboolean set;
+    gboolean identity;
+    guint64 end;
+} p2pc_unit_t;
+p2pc_unit_t p2pc_unit_get(packet_info *pinfo);
+void p2pc_unit_set(packet_info *pinfo, p2pc_unit_t u);
 
 /* Swap pinfo's source and destination (addresses and ports): a record made for the other
  * direction of the frame's connection names that direction's endpoints; swap back after. */

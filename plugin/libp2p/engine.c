@@ -306,6 +306,8 @@ typedef struct item {
                                    back to back, the later ones without overhead or info */
     gboolean fin;               /* IT_FORWARD */
     l2p_pipe_t *to;             /* IT_FORWARD */
+    guint32 end;                /* IT_PDU: where its first PDU ends in the call's tvb (the unit
+                                   the layers above get, p2pc_unit_t) */
     struct item *next;
 } item_t;
 
@@ -543,6 +545,15 @@ run_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, i
     proto_tree *volatile pt_tree = keep ? tree : NULL;
     GSList *volatile sources = keep ? NULL : sources_tail(pinfo, d);
     tvbuff_t *volatile pt = pdu_tvb(tvb, pinfo, pipe, it, i, keep);
+    /* The PDU's bytes end k bytes before the call's: so does its unit, when the bytes of the
+     * call are those of the numbering one to one (p2pc_unit_t). */
+    p2pc_unit_t was = p2pc_unit_get(pinfo);
+    if (was.set && was.identity) {
+        p2pc_unit_t u = was;
+        guint inlen = tvb_captured_length(tvb), end = MIN(inlen, it->end + i * it->len);
+        u.end = was.end - MIN(was.end, (guint64)(inlen - end));
+        p2pc_unit_set(pinfo, u);
+    }
 
     /* One PDU's exception must not stop the PDUs after it, nor the pipe's bookkeeping. */
     TRY {
@@ -552,6 +563,7 @@ run_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, i
         show_exception(keep ? pt : tvb, pinfo, pt_tree, EXCEPT_CODE, GET_MESSAGE);
     }
     FINALLY {
+        p2pc_unit_set(pinfo, was);
         if (!keep) {
             while (sources ? sources->next : pinfo->data_src)
                 remove_last_data_source(pinfo);
@@ -775,6 +787,7 @@ dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pi
         }
         prev = f->last;
         it = ADD(IT_PDU, work + pos, (guint)n);
+        it->end = pos + (guint)n > FRESH_AT ? pos + (guint)n - FRESH_AT : 0;
         it->pdu.index = pipe->pdus++;
         it->pdu.overhead = pipe->overhead;
         it->pdu.calls = CALLS(pos, pos + (guint)n);
@@ -799,6 +812,7 @@ dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pi
     } else if (pipe->fin && pos < worklen && !pipe->undecodable) {
         /* Closed inside a PDU: hand over what there is, marked truncated. */
         it = ADD(IT_PDU, work + pos, worklen - pos);
+        it->end = inlen;
         it->pdu.index = pipe->pdus++;
         it->pdu.overhead = pipe->overhead;
         it->pdu.calls = CALLS(pos, worklen);

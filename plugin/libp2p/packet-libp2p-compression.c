@@ -22,9 +22,11 @@
  *
  * Accounting: the messages decoded above carry the stream codec ("gzip-stream",
  * "brotli-stream", "deflate-stream") and the compressed bytes attributed to them: the
- * compressed bytes a direction received since the last frame that completed a message (the
- * flush units carrying it) are split among the messages this frame completes in proportion to
- * their decompressed size, the rounding remainder to the last, and so are the bytes they
+ * compressed bytes a direction received since the end of the flush unit that completed the
+ * previous group of messages, up to the end of the one that completes this group (the messages
+ * one flush unit completes: feed_units(), comp_attribute()), are split among the group's
+ * messages in proportion to their decompressed size, the rounding remainder to the last, and so
+ * are the bytes they
  * decompressed to: a message's raw_len is its share of those (plus what a codec of its own, e.g.
  * eth2's snappy, saved), what it would have cost on the connection without the transport.  Per
  * direction the sums add up to the compressed and decompressed bytes up to the last message.
@@ -117,6 +119,7 @@ typedef struct comp_dir {
     gboolean resyncing;         /* after a hole, until the decoder's window is known again */
     guint64 skipped;            /* compressed bytes skipped since the hole */
     p2pc_record_t last;         /* where and when it was last fed */
+    guint32 window;             /* the last 4 bytes fed: a sync-flush marker across frames */
     p2pc_conn_t *conn;          /* its connection (NULL: none, file scope) */
     struct comp_dir *prev, *next;   /* every direction whose state is kept (dirs) */
 } comp_dir_t;
@@ -143,6 +146,7 @@ typedef struct {
     p2pc_limit_t stopped_by;    /* P2PC_LIMIT_RATIO or _CAPTURE: a bound stopped it (here or before) */
     wmem_array_t *attributed;   /* guint64 per record the frame's inner layers added */
     wmem_array_t *attributed_out;   /* the same records' shares of what those bytes decompressed to */
+    wmem_array_t *unit_ends;    /* the same records' unit ends in the TCP payload (G_MAXUINT64: none) */
     /* After a hole (see the top of this file): */
     guint32 skipped;            /* compressed bytes of this frame before the sync-flush point */
     guint64 resumed_after;      /* decoding resumed in this frame after this many skipped */
@@ -276,9 +280,64 @@ choose_runs(comp_frame_t *fr, wmem_array_t *runs, guint8 *out, size_t *out_len, 
     *out_len = dst;
 }
 
+/* The end of one flush unit in a frame: the direction's compressed and decompressed bytes up to
+ * there (first pass, in pinfo->pool). */
+typedef struct {
+    guint64 in;
+    guint64 out;
+} comp_unit_t;
+
+/* First pass, a stream fed without a hole: feed `in` one flush unit at a time, so that each
+ * unit's end is known (docs/libp2p-compression.md, rules 1-4).  gzip and deflate mark it: the
+ * sync-flush marker 00 00 ff ff at a block boundary (p2pc_stream_at_flush(), which tells a
+ * marker from the same bytes inside a block).  A brotli stream marks none that libbrotlidec
+ * reports (its flush ends in an empty metadata block; 1.0.9 has no callback for those), and
+ * feeding it a byte at a time to see where output grows made it several times slower: its
+ * frame is one unit.  The frame's end ends the last. */
+static p2pc_dc_status_t
+feed_units(comp_dir_t *cd, const guint8 *in, guint len, size_t bound, packet_info *pinfo,
+           wmem_array_t *units, guint8 **out, size_t *out_len, const char **detail)
+{
+    GByteArray *acc = g_byte_array_new();
+    gboolean brotli = cd->codec == P2PC_CODEC_BROTLI_STREAM;
+    p2pc_dc_status_t st = P2PC_DC_OK;
+    guint at = 0;
+    comp_unit_t u;
+
+    while (at < len && st == P2PC_DC_OK) {
+        guint next = at;
+        guint8 *o;
+        size_t ol;
+        if (brotli) {
+            next = len;
+        } else {
+            while (next < len) {
+                cd->window = (cd->window << 8) | in[next++];
+                if (cd->window == 0x0000ffffU)
+                    break;
+            }
+        }
+        st = p2pc_stream_feed(cd->dec, in + at, next - at, bound > acc->len ? bound - acc->len : 0, pinfo->pool,
+                              &o, &ol, detail);
+        g_byte_array_append(acc, o, (guint)ol);
+        at = next;
+        if (st == P2PC_DC_OK && at < len && p2pc_stream_at_flush(cd->dec)) {
+            u.in = cd->in_total + at;
+            u.out = cd->out_total + acc->len;
+            wmem_array_append_one(units, u);
+        }
+    }
+    *out_len = acc->len;
+    *out = (guint8 *)wmem_alloc(p2pc_replay_scope(pinfo), acc->len ? acc->len : 1);
+    memcpy(*out, acc->data, acc->len);
+    g_byte_array_free(acc, TRUE);
+    return st;
+}
+
 /* First pass: feed this frame's compressed bytes to the direction's decoder. */
 static void
-comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, packet_info *pinfo)
+comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, packet_info *pinfo,
+          wmem_array_t *units)
 {
     guint len = tvb_captured_length(tvb);
     guint8 *out = NULL;
@@ -341,8 +400,7 @@ comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, pac
             cd->out_total += gap.undetermined;
             cd->resyncing = !gap.in_sync;
         } else {
-            st = p2pc_stream_feed(cd->dec, tvb_get_ptr(tvb, 0, len), len, bound.bound, p2pc_replay_scope(pinfo),
-                                  &out, &out_len, &detail);
+            st = feed_units(cd, tvb_get_ptr(tvb, 0, len), len, bound.bound, pinfo, units, &out, &out_len, &detail);
         }
         produced = out_len + fr->withheld;
         if (p2pc_bound_charge(pinfo, &bound, produced, st == P2PC_DC_BOUND))
@@ -366,12 +424,18 @@ comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, pac
     fr->out_len = (guint32)out_len;
     fr->in_total = cd->in_total;
     fr->out_total = cd->out_total;
+    {
+        comp_unit_t end = { cd->in_total, cd->out_total };  /* the frame's end ends the last unit */
+        wmem_array_append_one(units, end);
+    }
 }
 
 typedef struct {
     comp_dir_t *cd;
     comp_frame_t *fr;
     gboolean replay;
+    wmem_array_t *units;        /* first pass: comp_unit_t, the frame's flush units' ends */
+    p2pc_unit_t below;          /* the unit this frame's compressed bytes came in */
 } attr_ctx_t;
 
 static const char *
@@ -383,31 +447,78 @@ stacked_codec(packet_info *pinfo, const char *inner, const char *stream)
     return wmem_strdup_printf(pinfo->pool, "%s+%s", inner, stream);
 }
 
-/* The records the layers above added in this frame: give each its share of the compressed
- * bytes (see the top of this file) and the stream codec. */
+/* The records the layers above added in this frame: group them by the flush unit that completed
+ * each (the first unit whose output reaches its end), give each group the compressed bytes from
+ * the previous group's unit to the end of its own, and the bytes they decompressed to, split
+ * among its records in proportion to their decompressed size, the rounding remainder to the
+ * last (see the top of this file); each record's unit end becomes that unit's in the TCP
+ * payload.  First pass; later passes replay what it gave. */
 static void
 comp_attribute(packet_info *pinfo, p2pc_record_t **recs, guint n, void *ctx)
 {
     attr_ctx_t *a = (attr_ctx_t *)ctx;
+    comp_frame_t *fr = a->fr;
     if (n == 0)
         return;
     if (!a->replay) {
-        a->fr->attributed = p2pc_record_shares(pinfo, recs, n, a->cd->unattributed, P2PC_SHARE_BY_RAW);
-        a->fr->attributed_out = p2pc_record_shares(pinfo, recs, n, a->cd->unattributed_out, P2PC_SHARE_BY_RAW);
-        a->cd->unattributed = a->cd->unattributed_out = 0;
+        comp_dir_t *cd = a->cd;
+        wmem_allocator_t *scope = p2pc_replay_scope(pinfo);
+        guint nu = wmem_array_get_count(a->units), i = 0, k = 0;
+        fr->attributed = wmem_array_sized_new(scope, sizeof(guint64), n);
+        fr->attributed_out = wmem_array_sized_new(scope, sizeof(guint64), n);
+        fr->unit_ends = wmem_array_sized_new(scope, sizeof(guint64), n);
+        p2pc_replay_charge(pinfo, 3 * n * sizeof(guint64));
+        while (i < n) {
+            const comp_unit_t *u;
+            guint j = i;
+            guint64 in_after, out_after, budget, budget_out, weight = 0, given = 0, given_out = 0, end;
+            /* The unit of record i; the records after it that the same unit completed. */
+            for (; k + 1 < nu; k++) {
+                u = (const comp_unit_t *)wmem_array_index(a->units, k);
+                if (!recs[i]->has_unit_end || u->out >= recs[i]->unit_end)
+                    break;
+            }
+            u = (const comp_unit_t *)wmem_array_index(a->units, k);
+            while (j < n && (j == i || (recs[j]->has_unit_end && recs[j]->unit_end <= u->out)))
+                weight += recs[j++]->raw_len;
+            in_after = fr->in_total - u->in;
+            out_after = fr->out_total - u->out;
+            budget = cd->unattributed > in_after ? cd->unattributed - in_after : 0;
+            budget_out = cd->unattributed_out > out_after ? cd->unattributed_out - out_after : 0;
+            cd->unattributed -= budget;
+            cd->unattributed_out -= budget_out;
+            end = !a->below.set ? G_MAXUINT64 : !a->below.identity ? a->below.end :
+                  a->below.end - MIN(a->below.end, in_after);
+            for (guint r = i; r < j; r++) {
+                /* bytes < 2^33 and a record's lengths < 2^25 (L2P_MAX_PDU): no overflow */
+                guint64 w = recs[r]->raw_len;
+                guint64 share = r == j - 1 ? budget - given : weight ? budget * w / weight : 0;
+                guint64 share_out = r == j - 1 ? budget_out - given_out : weight ? budget_out * w / weight : 0;
+                given += share;
+                given_out += share_out;
+                wmem_array_append_one(fr->attributed, share);
+                wmem_array_append_one(fr->attributed_out, share_out);
+                wmem_array_append_one(fr->unit_ends, end);
+            }
+            i = j;
+        }
     }
     for (guint i = 0; i < n; i++) {
         p2pc_record_t *r = recs[i];
-        guint64 share = p2pc_record_share(a->fr->attributed, i);
+        guint64 share = p2pc_record_share(fr->attributed, i);
+        guint64 end = fr->unit_ends && i < wmem_array_get_count(fr->unit_ends) ?
+                      *(guint64 *)wmem_array_index(fr->unit_ends, i) : G_MAXUINT64;
         r->codec = stacked_codec(pinfo, r->codec, a->cd->codec_name);
         /* Uncompressed, the message would cost what its share decompressed to (its framing and
          * the control bytes flushed with it included), larger by what a codec of its own saved. */
-        r->raw_len = p2pc_record_share(a->fr->attributed_out, i) + r->raw_len - r->payload_len;
+        r->raw_len = p2pc_record_share(fr->attributed_out, i) + r->raw_len - r->payload_len;
         /* The muxer and message headers were compressed with the payload: no byte on the
          * wire is header alone. */
         r->header_len = 0;
         r->payload_len = share;
         r->wire_len = share;
+        r->has_unit_end = end != G_MAXUINT64;
+        r->unit_end = end;
     }
 }
 
@@ -518,6 +629,23 @@ runs_call(void *ctx)
     call_runs(c->dtvb, c->pinfo, c->tree, c->fin, c->a);
 }
 
+/* The layers above, their records held for comp_attribute(); the unit below is put back after. */
+static void
+call_above(tvbuff_t *dtvb, packet_info *pinfo, proto_tree *tree, gboolean fin, attr_ctx_t *a)
+{
+    TRY {
+        if (a->fr->runs) {
+            runs_call_t c = { dtvb, pinfo, tree, fin, a };
+            p2pc_record_call_held(pinfo, runs_call, &c, comp_attribute, a);
+        } else
+            l2p_pipe_call_held(a->cd->inner, dtvb, pinfo, tree, fin, comp_attribute, a);
+    }
+    FINALLY {
+        p2pc_unit_set(pinfo, a->below);
+    }
+    ENDTRY;
+}
+
 static int
 dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
@@ -527,6 +655,7 @@ dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, 
     gboolean replay;
     tvbuff_t *dtvb;
     attr_ctx_t actx;
+    p2pc_unit_t inner;
 
     if (!pipe) {    /* not on a libp2p connection: nothing to decode against */
         proto_item *ti = proto_tree_add_item(tree, proto_comp, tvb, 0, -1, ENC_NA);
@@ -537,8 +666,9 @@ dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, 
     if (!fr)
         return tvb_captured_length(tvb);
     cd = comp_dir(pipe);
+    actx.units = wmem_array_new(pinfo->pool, sizeof(comp_unit_t));
     if (!replay)
-        comp_feed(pipe, cd, fr, tvb, pinfo);
+        comp_feed(pipe, cd, fr, tvb, pinfo, actx.units);
     draw(tvb, pinfo, tree, pipe, cd, fr);
     if (fr->stopped_in || (!fr->out_len && !fr->runs && !pipe->fin))
         return tvb_captured_length(tvb);
@@ -565,11 +695,15 @@ dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, 
     actx.cd = cd;
     actx.fr = fr;
     actx.replay = replay;
-    if (fr->runs) {
-        runs_call_t c = { dtvb, pinfo, tree, pipe->fin, &actx };
-        p2pc_record_call_held(pinfo, runs_call, &c, comp_attribute, &actx);
-    } else
-        l2p_pipe_call_held(cd->inner, dtvb, pinfo, tree, pipe->fin, comp_attribute, &actx);
+    actx.below = p2pc_unit_get(pinfo);
+    /* Above, the unit is numbered in the decompressed bytes (the direction's, to the end of
+     * this frame's); comp_attribute() maps each record's end back to its flush unit.  After a
+     * hole the output runs are not contiguous: all of it is the frame's last unit. */
+    inner.set = TRUE;
+    inner.identity = !fr->runs;
+    inner.end = fr->out_total;
+    p2pc_unit_set(pinfo, inner);
+    call_above(dtvb, pinfo, tree, pipe->fin, &actx);
     return tvb_captured_length(tvb);
 }
 

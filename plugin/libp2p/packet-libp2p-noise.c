@@ -792,6 +792,7 @@ draw_transport(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_tree *
     proto_item *pi;
     tvbuff_t *dtvb;
     attr_ctx_t actx;
+    p2pc_unit_t was, opaque;
 
     proto_item_append_text(ti, ": transport message, %d bytes", len);
     if (len > NOISE_FRAMING) {
@@ -833,7 +834,18 @@ draw_transport(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_tree *
     add_new_data_source(pinfo, dtvb, "Decrypted Noise");
     actx.c = c;
     actx.m = m;
-    l2p_pipe_call_held(m->inner, dtvb, pinfo, tree, FALSE, noise_attribute, &actx);
+    /* Every decrypted byte is carried by this record: its end is their unit (p2pc_unit_t). */
+    was = p2pc_unit_get(pinfo);
+    opaque = was;
+    opaque.identity = FALSE;
+    p2pc_unit_set(pinfo, opaque);
+    TRY {
+        l2p_pipe_call_held(m->inner, dtvb, pinfo, tree, FALSE, noise_attribute, &actx);
+    }
+    FINALLY {
+        p2pc_unit_set(pinfo, was);
+    }
+    ENDTRY;
     given_item(tvb, t, m);
 }
 

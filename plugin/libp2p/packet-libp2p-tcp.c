@@ -58,6 +58,7 @@ static gboolean have_conns;
 typedef struct {
     guint32 next_seq;           /* the next byte to feed, in the ledger's numbers */
     gboolean seq_known;
+    guint64 pos;                /* next_seq as bytes of the direction's TCP payload (p2pc_unit_t) */
 } dir_t;
 
 /* A TCP connection: the two directions' first pipes and bookkeeping, [0] the direction of the
@@ -83,6 +84,11 @@ typedef struct {
     guint32 gap;                /* bytes missing from the capture in a direction, found here */
     guint32 gap_before;         /* ... before this frame */
     gboolean gap_other;         /* ... the other direction's (its receiver acknowledged past the hole) */
+    /* Where what it fed ends in its direction's TCP payload bytes (p2pc_unit_t): its own bytes,
+     * the held segments after them, the other direction's. */
+    guint64 own_end;
+    guint64 held_end;
+    guint64 other_end;
 } frame_t;
 
 /* A segment TCP handed to no subdissector, fed by the postdissector (file scope, per frame). */
@@ -149,6 +155,16 @@ ledger_dir(const conn_t *c, gboolean other, const packet_info *pinfo)
     return &c->tcp->dir[p2pc_ledger_dir(c->tcp, pinfo) ^ other];
 }
 
+/* The held segments that now follow fd's next byte, onto the list at `tail`, fd->pos with them. */
+static p2pc_held_t **
+drain(conn_t *c, p2pc_tcp_dir_t *td, dir_t *fd, p2pc_held_t **tail)
+{
+    guint32 was = fd->next_seq;
+    tail = p2pc_ledger_drain(c->tcp, td, &fd->next_seq, tail);
+    fd->pos += fd->next_seq - was;
+    return tail;
+}
+
 /* Direction d goes on after the confirmed holes at the bytes it expects, with the segments held
  * after each, onto the list at *tail (the frame's fed_held or fed_other). */
 static void
@@ -163,9 +179,14 @@ skip_holes(conn_t *c, int d, gboolean other, frame_t *fr, p2pc_held_t **tail, pa
             fr->gap_before = td->held && td->held->seq == resume ? td->held->frame : pinfo->num;
         fr->gap += resume - fd->next_seq;
         fr->gap_other = other;
+        fd->pos += resume - fd->next_seq;
         fd->next_seq = resume;
-        tail = p2pc_ledger_drain(c->tcp, td, &fd->next_seq, tail);
+        tail = drain(c, td, fd, tail);
     }
+    if (other)
+        fr->other_end = fd->pos;
+    else
+        fr->held_end = fd->pos;
 }
 
 /* First pass: decide what this frame feeds to direction d (the frame's sender's) and, when its
@@ -227,14 +248,34 @@ plan_frame(conn_t *c, int d, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t *
     }
     fr->len = len - fr->skip;
     fd->next_seq += fr->len;
-    p2pc_ledger_drain(c->tcp, td, &fd->next_seq, &fr->fed_held);   /* the held segments this completes, in order */
+    fd->pos += fr->len;
+    fr->own_end = fd->pos;
+    drain(c, td, fd, &fr->fed_held);    /* the held segments this completes, in order */
+    fr->held_end = fd->pos;
+}
+
+/* Hand `tvb` to the direction's first pipe, its bytes ending at `end` of the direction's TCP
+ * payload (when TCP gave sequence numbers): the unit the layers above narrow (p2pc_unit_t). */
+static void
+call_at(l2p_pipe_t *root, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, gboolean seq, guint64 end)
+{
+    p2pc_unit_t was = p2pc_unit_get(pinfo), u = { seq, TRUE, end };
+    p2pc_unit_set(pinfo, u);
+    TRY {
+        l2p_pipe_call(root, tvb, pinfo, tree, FALSE);
+    }
+    FINALLY {
+        p2pc_unit_set(pinfo, was);
+    }
+    ENDTRY;
 }
 
 /* Feed a list of held segments (copies, back to back in sequence) to a direction's pipe in one
  * call, as one tab: after a hole they can be hundreds, and every dissector call adds a layer to
  * the frame, which Wireshark caps. */
 static void
-feed_held(l2p_pipe_t *root, const p2pc_held_t *first, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+feed_held(l2p_pipe_t *root, const p2pc_held_t *first, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
+          gboolean seq, guint64 end)
 {
     const p2pc_held_t *h, *last = first;
     guint32 total = 0, n = 0;
@@ -262,7 +303,7 @@ feed_held(l2p_pipe_t *root, const p2pc_held_t *first, tvbuff_t *tvb, packet_info
     add_new_data_source(pinfo, ht, n == 1 ?
         wmem_strdup_printf(pinfo->pool, "Out-of-order segment (frame %u)", first->frame) :
         wmem_strdup_printf(pinfo->pool, "Out-of-order segments (frames %u to %u)", first->frame, last->frame));
-    l2p_pipe_call(root, ht, pinfo, tree, FALSE);
+    call_at(root, ht, pinfo, tree, seq, end);
 }
 
 /* What a list of held copies costs the frame that keeps it. */
@@ -279,11 +320,12 @@ held_size(const p2pc_held_t *h)
  * them: while they are dissected the endpoints are theirs, so their records name their own
  * sender. */
 static void
-feed_other_direction(l2p_pipe_t *root, const p2pc_held_t *h, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+feed_other_direction(l2p_pipe_t *root, const p2pc_held_t *h, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
+                     gboolean seq, guint64 end)
 {
     p2pc_swap_endpoints(pinfo);
     TRY {
-        feed_held(root, h, tvb, pinfo, tree);
+        feed_held(root, h, tvb, pinfo, tree, seq, end);
     }
     FINALLY {
         p2pc_swap_endpoints(pinfo);
@@ -330,10 +372,10 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
             l2p_pipe_gap(c->root[hd], fr->gap);
     }
     if (fr->fed_other)
-        feed_other_direction(c->root[1 - d], fr->fed_other, tvb, pinfo, tree);
+        feed_other_direction(c->root[1 - d], fr->fed_other, tvb, pinfo, tree, tcpi != NULL, fr->other_end);
     if (fr->len)
-        l2p_pipe_call(c->root[d], tvb_new_subset_length(tvb, fr->skip, fr->len), pinfo, tree, FALSE);
-    feed_held(c->root[d], fr->fed_held, tvb, pinfo, tree);
+        call_at(c->root[d], tvb_new_subset_length(tvb, fr->skip, fr->len), pinfo, tree, tcpi != NULL, fr->own_end);
+    feed_held(c->root[d], fr->fed_held, tvb, pinfo, tree, tcpi != NULL, fr->held_end);
     l2p_draw_roles(tvb, pinfo, tree);
     if (forget && c->tcp) {
         p2pc_ledger_free(c->tcp, fr->fed_other);

@@ -237,8 +237,20 @@ dissect_alpn(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, size_t i)
         c->inner[1]->peer = c->inner[0];
     }
     r->delivered += tvb_captured_length(tvb);
-    if (c->inner[pipe->dir])
-        l2p_pipe_call(c->inner[pipe->dir], tvb, pinfo, tree, FALSE);
+    if (c->inner[pipe->dir]) {
+        /* Wireshark's TLS hands over a record's plaintext, not where the record ends: its unit
+         * is the end of the bytes TLS was given in this call (p2pc_unit_t). */
+        p2pc_unit_t was = p2pc_unit_get(pinfo), opaque = was;
+        opaque.identity = FALSE;
+        p2pc_unit_set(pinfo, opaque);
+        TRY {
+            l2p_pipe_call(c->inner[pipe->dir], tvb, pinfo, tree, FALSE);
+        }
+        FINALLY {
+            p2pc_unit_set(pinfo, was);
+        }
+        ENDTRY;
+    }
     return tvb_captured_length(tvb);
 }
 
