@@ -105,14 +105,51 @@ def test_no_role_unknown_nor_undecoded(tshark, name):
     assert rows == []
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_the_first_payload_is_the_captured_sides(tshark, name):
-    """Captured at the listener, the listener's bytes may come first; at the dialer, the dialer's:
-    the matrix has both (the roles above come from facts, not from this)."""
+# Listeners that send their multistream header as they accept, before the dialer's proposal has
+# come (docs/interop.md, "Who speaks first"): go-multistream v0.6.0 Negotiate() writes it before
+# reading (multistream.go:206); py-libp2p 0.8.1's Multiselect.handshake() too (multiselect.py:139).
+# js-libp2p's @libp2p/multistream-select 7.0.28 handle() reads first (handle.js:63), rust-libp2p's
+# multistream-select 0.14.0 listener starts in State::RecvHeader (listener_select.rs:67).
+EAGER_LISTENERS = {"go-libp2p", "py-libp2p"}
+TCP_NAMES = [n for n in NAMES if truth(n)["security"] != "/quic-v1"]
+
+
+def first_speaker(t: dict) -> str:
+    """Who the cell's first TCP payload byte should be from: at the dialer, the dialer; at a
+    listener that speaks as it accepts (the generator holds the dialer's first bytes), the listener."""
+    eager = t["link"]["captured_at"] == "listener" and t["listener"]["stack"] in EAGER_LISTENERS
+    return "listener" if eager else "dialer"
+
+
+@pytest.mark.parametrize("name", TCP_NAMES)
+def test_who_speaks_first(tshark, name):
+    """The first TCP payload byte is the side first_speaker() says, and p2pc's roles are the
+    same either way (test_every_message_decodes_to_its_truth: requests are the dialer's)."""
     t = truth(name)
     dialer, listener = dialer_listener(t)
-    first = tshark.fields(INTEROP / f"{name}.pcapng", ["ip.src"], dfilter="tcp.len > 0 || quic")[0][0]
-    assert first in (dialer, listener)
+    first = tshark.fields(INTEROP / f"{name}.pcapng", ["ip.src"], dfilter="tcp.len > 0")[0][0]
+    assert first == {"dialer": dialer, "listener": listener}[first_speaker(t)]
+
+
+@pytest.mark.parametrize("name", TCP_NAMES)
+def test_both_sides_open_streams(tshark, name):
+    """In every TCP cell each peer opens muxed streams of its own (identify, and gossip where the
+    cell gossips): a yamux SYN or an mplex NewStream from the dialer and from the listener."""
+    t = truth(name)
+    rows = tshark.fields(INTEROP / f"{name}.pcapng", ["ip.src"], dfilter="yamux.flags.syn == 1 || mplex.flag == 0",
+                         extra=keys(tshark, name))
+    assert {src for src, in rows} == set(dialer_listener(t))
+
+
+def test_every_pair_is_captured_in_each_order_its_listener_allows():
+    """Each dialer stack, listener stack, security and muxer of the TCP cells is captured with the
+    dialer first, and, when its listener speaks as it accepts, with the listener first too."""
+    orders: dict = {}
+    for name in TCP_NAMES:
+        t = truth(name)
+        cell = (t["dialer"]["stack"], t["listener"]["stack"], name.split("-", 3)[3].removesuffix("-lf"))
+        orders.setdefault(cell, set()).add(first_speaker(t))
+    assert orders == {cell: {"dialer", "listener"} if cell[1] in EAGER_LISTENERS else {"dialer"} for cell in orders}
 
 
 MUXERS = {"/yamux/1.0.0": "yamux", "/mplex/6.7.0": "mplex"}
@@ -182,7 +219,8 @@ def test_quic_connections_say_so(tshark, name):
 # ALPNProtocols) and picks the first muxer it knows from the client's list (ALPNCallback).
 EARLY = {("go", "go", "noise"): True, ("go", "go", "tls"): True, ("go", "js", "noise"): True,
          ("go", "go", "noise-ms"): False, ("go", "go", "tls-ms"): False, ("go", "rust", "noise"): False,
-         ("go", "py", "noise"): False, ("go", "js", "tls"): True, ("go", "rust", "tls"): False}
+         ("go", "py", "noise"): False, ("go", "js", "tls"): True, ("go", "rust", "tls"): False,
+         ("go", "py", "tls"): False}
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if truth(n)["security"] in ("/noise", "/tls/1.0.0")])
@@ -195,18 +233,24 @@ def test_which_stacks_agree_the_muxer_early(name):
     assert [c["early_muxer"] for c in go["connections"]] == [EARLY[tuple(sorted((dialer, listener))) + (sec,)]]
 
 
+OTHER_KEYS = ("rust", "js", "py")
+
+
 @pytest.mark.parametrize("name", [n for n in NAMES if truth(n)["security"] == "/tls/1.0.0"
-                                  and {"rust", "js"} & set(truth(n).get("keys", {}))])
+                                  and set(OTHER_KEYS) & set(truth(n).get("keys", {}))])
 def test_the_other_peers_secrets_are_the_gos(name):
-    """The rust or js peer of a TCP TLS cell logs its secrets with no patch (libp2p-tls's rustls
-    KeyLogFile; node's --tls-keylog on @libp2p/tls's TLSSocket): the same connection's secrets as
-    the go peer's key log, which the tests above decrypt with, plus its EXPORTER_SECRET."""
+    """The rust, js or py peer of a TCP TLS cell logs its secrets with no patch (libp2p-tls's
+    rustls KeyLogFile; node's --tls-keylog on @libp2p/tls's TLSSocket; py-libp2p's TLSTransport
+    IdentityConfig key log, Python's ssl keylog_filename): the same connection's secrets as the go
+    peer's key log, which the tests above decrypt with, plus its EXPORTER_SECRET."""
     t = truth(name)
 
     def lines(stack):
-        return {tuple(line.split()) for line in (INTEROP / t["keys"][stack]).read_text().splitlines() if line}
+        """The key log's secrets, without its comments (Python's ssl starts the file with one)."""
+        return {tuple(line.split()) for line in (INTEROP / t["keys"][stack]).read_text().splitlines()
+                if line and not line.startswith("#")}
 
-    other = lines("rust" if "rust" in t["keys"] else "js")
+    other = lines(next(st for st in OTHER_KEYS if st in t["keys"]))
     go = lines("go")
     assert go and go == {line for line in other if line[0] != "EXPORTER_SECRET"}
     assert {line[1] for line in other} == {line[1] for line in go}   # one connection, one client_random

@@ -19,10 +19,12 @@ in the plaintext/yamux cells only (a second copy of a 440 KB block would double 
 in the go<->py plaintext/yamux cells, small real gossip messages both ways (the gossip plan:
 PLAN, gossip_plan(); py-libp2p publishes first), goodbye.  Noise and TLS cells with a go peer run eth2peers with keylog/'s patch and keep its keys
 (<name>.keys); the other stacks cannot log Noise keys cheaply, so their pairs are plaintext.
-TCP TLS cells of go with rust and js (yamux) keep the other peer's TLS secrets as well, written
-by its stack with no patch, as <name>.<stack>.keys: rust-libp2p's libp2p-tls 0.7.0 gives rustls
-a KeyLogFile ($SSLKEYLOGFILE), and @libp2p/tls 3.1.10 (the release of js-libp2p 3.3.11's
-@libp2p/utils 7.4.1) makes a node:tls TLSSocket, which node's --tls-keylog (in NODE_OPTIONS) logs.
+TCP TLS cells of go with rust, js and py (yamux) keep the other peer's TLS secrets as well,
+written by its stack with no patch, as <name>.<stack>.keys: rust-libp2p's libp2p-tls 0.7.0 gives
+rustls a KeyLogFile ($SSLKEYLOGFILE), @libp2p/tls 3.1.10 (the release of js-libp2p 3.3.11's
+@libp2p/utils 7.4.1) makes a node:tls TLSSocket, which node's --tls-keylog (in NODE_OPTIONS) logs,
+and py-libp2p 0.8.1's TLSTransport takes a key log file in its IdentityConfig (eth2peer.py passes
+$SSLKEYLOGFILE), which it sets as Python's ssl keylog_filename.
 go-go cells run Noise and TCP TLS with the muxer agreed in the handshake (noise, tls: Noise
 extensions, ALPN) and with no muxers handed to the security transport (noise-ms, tls-ms:
 multistream-select agrees it inside).
@@ -57,6 +59,7 @@ from netem import EmulatedLink  # noqa: E402
 OUT = HERE.parent / "interop"
 BLOCK = HERE.parent / "data" / "ethereum" / "eth_mainnet_SignedBeaconBlock_capella_slot6507058.ssz"
 DELAY_MS, RATE_KBIT, PORT = 60, 20000, 9000
+HOLD_MS = 30   # the dialer's first payload, in cells captured at the listener (make())
 SEEDS = {"dialer": 1, "listener": 2}
 SECURITY_IDS = {"plaintext": "/plaintext/2.0.0", "noise": "/noise", "noise-ms": "/noise", "tls": "/tls/1.0.0",
                 "tls-ms": "/tls/1.0.0", "quic": "/quic-v1"}
@@ -81,18 +84,31 @@ def cells() -> dict[str, tuple[str, str, str, str]]:
     # go with go: the muxer agreed in the handshake (Noise extensions, TLS ALPN) and, with no
     # muxers handed to the security transport (-security noise-ms, tls-ms), by multistream-select.
     early = [(sec, "yamux") for sec in ("noise", "noise-ms", "tls", "tls-ms")]
+    py = [("plaintext", "yamux"), ("plaintext", "mplex"), ("noise", "yamux"), ("tls", "yamux")]
     # TCP TLS and yamux of go with js and rust (issue #25), each direction: four cells, as CI runs
     # every cell's tests four times.
     # QUIC (issue #27) of go with rust and with js: go's key log decrypts the go-js cells.
     for a, b, combos in [("go", "js", [*tcp, ("tls", "yamux"), ("quic", "none")]),
                          ("go", "rust", [*tcp, ("tls", "yamux"), ("quic", "none")]),
                          ("js", "rust", [("plaintext", "yamux"), ("plaintext", "mplex")]), ("go", "go", early),
-                         ("go", "py", [("plaintext", "yamux"), ("plaintext", "mplex"), ("noise", "yamux")])]:
+                         ("go", "py", py)]:
         for sec, mux in combos:
-            kind = sec if sec == "quic" else f"{sec}-{mux}"
-            out[f"interop-{a}-{b}-{kind}"] = (a, b, "a", sec, mux)
-            out[f"interop-{b}-{a}-{kind}-lf"] = (a, b, "b", sec, mux)
+            out[f"interop-{a}-{b}-{kind(sec, mux)}"] = (a, b, "a", sec, mux)
+            out[f"interop-{b}-{a}-{kind(sec, mux)}-lf"] = (a, b, "b", sec, mux)
+    # Who speaks first (docs/interop.md, "Who speaks first"): at the dialer, the dialer; at a
+    # listener whose stack sends its multistream header as it accepts (go, py: EAGER_LISTENERS),
+    # the listener, as make() holds the dialer's first bytes.  Above, a go or py listener is captured
+    # at one end only; these cells capture the same pairs at the other.
+    for x, combos in (("js", [*tcp, ("tls", "yamux")]), ("rust", [*tcp, ("tls", "yamux")]), ("py", py)):
+        for sec, mux in combos:
+            out[f"interop-{x}-go-{kind(sec, mux)}"] = (x, "go", "a", sec, mux)
+    for sec, mux in py:
+        out[f"interop-go-py-{kind(sec, mux)}-lf"] = ("py", "go", "b", sec, mux)
     return out
+
+
+def kind(sec: str, mux: str) -> str:
+    return sec if sec == "quic" else f"{sec}-{mux}"
 
 
 def build(stacks: set[str]) -> dict[str, object]:
@@ -243,7 +259,10 @@ def make(name: str, a: str, b: str, dials: str, sec: str, mux: str, exes: dict) 
         else:
             env[side] = dict(os.environ, LIBP2P_NOISE_KEYLOG=str(keys), SSLKEYLOGFILE=str(keys))
     addrs = {"a": EmulatedLink.addr_a, "b": EmulatedLink.addr_b}
-    with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
+    # Captured at the listener, the dialer's first bytes are held, so that a listener that speaks
+    # as it accepts is first (netem.py); at the dialer nothing is: its first write goes out first.
+    hold = {dialer: HOLD_MS} if listener == "a" and not quic else {}
+    with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap, hold_first_payload_ms=hold) as link:
         lp = link.popen(listener, argv(stack[listener], exes, "listen", sec, mux, gossip, blocks, truths[listener],
                                        idfile, None, keyed and stack[listener] == "go", plan), env=env[listener])
         addr = listener_addr(idfile, addrs[listener], timeout=30)
@@ -259,7 +278,8 @@ def make(name: str, a: str, b: str, dials: str, sec: str, mux: str, exes: dict) 
         "link": {"delay_ms_each_way": DELAY_MS, "rate_kbit": RATE_KBIT, "mtu": 1500,
                  "addr_a": EmulatedLink.addr_a, "addr_b": EmulatedLink.addr_b, f"port_{listener}": PORT,
                  "dialer": addrs[dialer], "listener": addrs[listener], "listener_port": PORT,
-                 "captured_at": "dialer" if dialer == "a" else "listener"},
+                 "captured_at": "dialer" if dialer == "a" else "listener",
+                 **({"hold_first_payload_ms": {"dialer": HOLD_MS}} if hold else {})},
         "dialer": {"node": dialer, "stack": peer[dialer]["stack"], "version": peer[dialer]["version"]},
         "listener": {"node": listener, "stack": peer[listener]["stack"], "version": peer[listener]["version"]},
         "block": {"file": BLOCK.name, "fork": "capella", "gossiped": gossip},

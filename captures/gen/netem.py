@@ -6,6 +6,13 @@ the link rate before writing them to the other side: real end-to-end TCP with re
 1500-byte MTU, and the RTT and bandwidth-delay product the seeds' tests had (e.g. 60 ms each
 way).  dumpcap captures on node A's interface, so timestamps are what A saw.
 
+`hold_first_payload_ms={"b": 30}` holds the first frame with TCP payload of each connection B sends
+that long on top of the delay (B's later frames queue behind it, so nothing is reordered).  Who
+speaks first on a new connection is a race between the dialer's first write and the listener's
+(a go-libp2p or py-libp2p listener sends its multistream header as soon as it accepts); holding
+the dialer's first bytes lets the listener's go out first at the listener's side, as on a link
+where they happen to arrive later.
+
     with EmulatedLink(delay_ms=60, rate_kbit=20000, capture="out.pcapng") as link:
         rx = link.popen("b", ["python3", "peer.py", "listen"])
         link.run("a", ["python3", "peer.py", "connect", link.addr_b])
@@ -24,6 +31,8 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+
+import dpkt
 
 TUNSETIFF = 0x400454CA
 IFF_TAP = 0x0002
@@ -44,13 +53,16 @@ class _Relay(threading.Thread):
     """Moves frames between two TAP fds with a delay and a rate limit per direction."""
 
     def __init__(self, fd_a: int, fd_b: int, delay_s: float, rate_bps: float | None,
-                 queue_limit: int = 20000):
+                 hold_s: tuple[float, float] = (0.0, 0.0), queue_limit: int = 20000):
         super().__init__(daemon=True)
         self.fds = (fd_a, fd_b)
         self.delay = delay_s
         self.rate = rate_bps
         self.queue_limit = queue_limit
         self.busy_until = [0.0, 0.0]   # when each direction's "wire" is free again
+        self.hold = hold_s             # per direction: extra delay of a connection's first payload
+        self.released = [0.0, 0.0]     # per direction: when its last frame leaves the relay
+        self.spoken: set = set()       # (direction, TCP ports) that have sent payload
         self.heap: list[tuple[float, int, int, bytes]] = []
         self.seq = 0
         self.stop = threading.Event()
@@ -83,8 +95,22 @@ class _Relay(threading.Thread):
                 self.busy_until[d] = start + tx_time
                 self.seq += 1
                 self.frames[d] += 1
-                heapq.heappush(self.heap, (start + tx_time + self.delay, self.seq,
-                                           self.fds[1 - d], frame))
+                due = start + tx_time + self.delay + self._hold(d, frame)
+                self.released[d] = due = max(due, self.released[d])
+                heapq.heappush(self.heap, (due, self.seq, self.fds[1 - d], frame))
+
+    def _hold(self, d: int, frame: bytes) -> float:
+        """The hold for a frame: its direction's, if it is the first with TCP payload of its connection."""
+        if not self.hold[d]:
+            return 0.0
+        ip = dpkt.ethernet.Ethernet(frame).data
+        if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.tcp.TCP) or not ip.data.data:
+            return 0.0
+        conn = (d, ip.data.sport, ip.data.dport)
+        if conn in self.spoken:
+            return 0.0
+        self.spoken.add(conn)
+        return self.hold[d]
 
 
 class EmulatedLink:
@@ -93,7 +119,7 @@ class EmulatedLink:
 
     def __init__(self, delay_ms: float = 60, rate_kbit: float | None = 20000,
                  capture: str | os.PathLike | None = None, mtu: int = 1500,
-                 snaplen: int = 0):
+                 snaplen: int = 0, hold_first_payload_ms: dict[str, float] | None = None):
         if os.geteuid() != 0:
             raise PermissionError("EmulatedLink needs root (network namespaces, TAP devices)")
         tag = f"{os.getpid() % 100000}"
@@ -104,6 +130,7 @@ class EmulatedLink:
         self.capture = Path(capture) if capture else None
         self.mtu = mtu
         self.snaplen = snaplen
+        self.hold_ms = hold_first_payload_ms or {}
         self._fds: dict[str, int] = {}
         self._relay: _Relay | None = None
         self._dumpcap: subprocess.Popen | None = None
@@ -134,7 +161,8 @@ class EmulatedLink:
             _sh("ip", "netns", "exec", ns, "ethtool", "-K", tap, "tso", "off", "gso", "off",
                 "gro", "off", check=False)
         self._relay = _Relay(self._fds["a"], self._fds["b"], self.delay_ms / 1000.0,
-                             self.rate_kbit * 1000.0 if self.rate_kbit else None)
+                             self.rate_kbit * 1000.0 if self.rate_kbit else None,
+                             tuple(self.hold_ms.get(side, 0) / 1000.0 for side in ("a", "b")))
         self._relay.start()
         if self.capture:
             self.capture.parent.mkdir(parents=True, exist_ok=True)

@@ -3,8 +3,10 @@
   python eth2peer.py --role listen --muxer yamux --security plaintext --block F --idfile F --truth F
   python eth2peer.py --role dial --peer /ip4/192.0.2.2/tcp/9000/p2p/<id> --block F --truth F
 
-py-libp2p 0.8.1 (requirements.txt) over TCP, plaintext (/plaintext/2.0.0) or Noise, with yamux or
-mplex.  The listener serves status, ping, metadata, beacon_blocks_by_range (the block, then a
+py-libp2p 0.8.1 (requirements.txt) over TCP, plaintext (/plaintext/2.0.0), Noise or TLS 1.3
+(/tls/1.0.0, as new_host() makes it: ALPN `libp2p` only, so the muxer is agreed by
+multistream-select; its secrets go to $SSLKEYLOGFILE through the transport's own
+IdentityConfig(key_log_writer=...), Python's ssl keylog_filename), with yamux or mplex.  The listener serves status, ping, metadata, beacon_blocks_by_range (the block, then a
 ResourceUnavailable chunk) and goodbye; the dialer calls them in that order.  Snappy is cramjam's
 (the snap crate): framed for req/resp, the block format for gossip.  The truth (--truth) is what
 this peer sent and received, as eth2peer.mjs writes it.
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 from contextlib import asynccontextmanager
 from importlib.metadata import version
 from pathlib import Path
@@ -46,6 +49,8 @@ from libp2p.pubsub.pubsub import Pubsub
 from libp2p.security.insecure.transport import PLAINTEXT_PROTOCOL_ID, InsecureTransport
 from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_ID
 from libp2p.security.noise.transport import Transport as NoiseTransport
+from libp2p.security.tls.transport import PROTOCOL_ID as TLS_ID
+from libp2p.security.tls.transport import IdentityConfig, TLSTransport
 from libp2p.stream_muxer.mplex.mplex import MPLEX_PROTOCOL_ID, Mplex
 from libp2p.stream_muxer.yamux.yamux import PROTOCOL_ID as YAMUX_ID
 from libp2p.stream_muxer.yamux.yamux import Yamux
@@ -256,9 +261,13 @@ def whole_request(buf: bytes) -> bool:
 def host(args):
     key = create_new_key_pair(bytes([int(args.seed)]) * 32)
     # The Noise static key is an X25519 key of its own, as new_host() makes one.
-    sec = {NOISE_ID: NoiseTransport(key, noise_privkey=create_x25519_key_pair().private_key)} \
-        if args.security == "noise" \
-        else {PLAINTEXT_PROTOCOL_ID: InsecureTransport(key)}
+    if args.security == "noise":
+        sec = {NOISE_ID: NoiseTransport(key, noise_privkey=create_x25519_key_pair().private_key)}
+    elif args.security == "tls":
+        keylog = os.environ.get("SSLKEYLOGFILE")
+        sec = {TLS_ID: TLSTransport(key, identity_config=IdentityConfig(key_log_writer=keylog) if keylog else None)}
+    else:
+        sec = {PLAINTEXT_PROTOCOL_ID: InsecureTransport(key)}
     mux = {MPLEX_PROTOCOL_ID: Mplex} if args.muxer == "mplex" else {YAMUX_ID: Yamux}
     return new_host(key_pair=key, sec_opt=sec, muxer_opt=mux)
 
@@ -369,7 +378,7 @@ if __name__ == "__main__":
     ap.add_argument("--publish-api", action="store_true")
     args = ap.parse_args()
     args.plan = json.loads(Path(args.gossip_plan).read_text()) if args.gossip_plan else None
-    args.security_id = NOISE_ID if args.security == "noise" else PLAINTEXT_PROTOCOL_ID
+    args.security_id = {"noise": NOISE_ID, "tls": TLS_ID}.get(args.security, PLAINTEXT_PROTOCOL_ID)
     trio.run(listen if args.role == "listen" else dial, args)
     if args.truth:
         Path(args.truth).write_text(json.dumps({
