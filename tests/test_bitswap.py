@@ -564,3 +564,31 @@ def test_a_close_in_a_messages_segment_goes_to_the_next_message(tshark):
                  and n["unit_end"] == nxt["unit_end"]]
         assert sum(int(n["wire_len"]) for n in group) == int(nxt["unit_end"]) - end
     assert shared >= 1, "no identify message whose close shares its TCP segment"
+
+
+def test_a_repeated_segment_goes_to_the_message_its_bytes_belong_to(tshark, tmp_path):
+    """A segment TCP sent twice (a retransmission) costs its message twice on the wire: a
+    message's bytes end where its unit ends in the direction's TCP payload as the T lines count
+    it, repeats included, so the copy of a segment in the middle of a block message (one that
+    completes none) goes to the blocks row, not to the direction's tail."""
+    import subprocess
+    off = comp_cap("off")
+    recs = tshark.records(off)
+    completing = {int(r["frame"]) for r in recs}
+    rows = [(int(f), s, int(n)) for f, s, n in
+            tshark.fields(off, ["frame.number", "ip.src", "tcp.len"], dfilter="tcp.len > 0")]
+    # A full segment of the provider's that completes nothing, right before one of its frames
+    # that completes a block message and nothing else.
+    only_blocks = {int(r["frame"]) for r in recs if "blocks" in r["msg_type"]} - \
+        {int(r["frame"]) for r in recs if "blocks" not in r["msg_type"]}
+    frame, length = next((f, n) for (f, s, n), (f2, s2, _) in zip(rows, rows[1:])
+                         if f not in completing and f2 in only_blocks and s == s2 and n >= 1000)
+    one, dup = tmp_path / "one.pcapng", tmp_path / "dup.pcapng"
+    subprocess.run(["editcap", "-r", off, str(one), str(frame)], check=True, capture_output=True)
+    subprocess.run(["mergecap", "-w", str(dup), off, str(one)], check=True, capture_output=True)
+    assert tshark.fields(dup, ["frame.number"], dfilter="tcp.analysis.retransmission")
+    def baseline(cap):
+        rep = p2pc_report("compare", cap, comp_cap("gzip"))
+        return {r["family"]: r["baseline_bytes"] for r in next(s for s in rep["sections"] if s["name"] == "bandwidth")["rows"]}
+    before, after = baseline(off), baseline(str(dup))
+    assert {f: after[f] - before[f] for f in before} == {**{f: 0 for f in before}, "blocks": length, "ALL": length}

@@ -45,7 +45,8 @@ typedef struct {
     guint32 mux_frames;         /* the muxer frames that carried its bytes; 0: not muxed */
     guint32 snappy_chunks;      /* data chunks (compressed or not) of its framed Snappy stream */
     /* Where the unit that completed it ends in its direction's TCP payload byte stream (bytes
-     * from the direction's first): its last byte, or the end of the Noise/TLS record or flush
+     * from the direction's first, repeats included, as the T lines count them): its last byte,
+     * or the end of the Noise/TLS record or flush
      * unit that carried it (p2pc_unit_t).  Filled by p2pc_record_add() from the packet's unit
      * when the dissector left has_unit_end FALSE; none when not over TCP. */
     gboolean has_unit_end;

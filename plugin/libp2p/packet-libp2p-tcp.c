@@ -58,7 +58,8 @@ static gboolean have_conns;
 typedef struct {
     guint32 next_seq;           /* the next byte to feed, in the ledger's numbers */
     gboolean seq_known;
-    guint64 pos;                /* next_seq as bytes of the direction's TCP payload (p2pc_unit_t) */
+    guint64 pos;                /* the direction's TCP payload bytes seen so far, each once where it was
+                                   captured, repeats included, as the records' T lines count them (p2pc_unit_t) */
 } dir_t;
 
 /* A TCP connection: the two directions' first pipes and bookkeeping, [0] the direction of the
@@ -155,16 +156,6 @@ ledger_dir(const conn_t *c, gboolean other, const packet_info *pinfo)
     return &c->tcp->dir[p2pc_ledger_dir(c->tcp, pinfo) ^ other];
 }
 
-/* The held segments that now follow fd's next byte, onto the list at `tail`, fd->pos with them. */
-static p2pc_held_t **
-drain(conn_t *c, p2pc_tcp_dir_t *td, dir_t *fd, p2pc_held_t **tail)
-{
-    guint32 was = fd->next_seq;
-    tail = p2pc_ledger_drain(c->tcp, td, &fd->next_seq, tail);
-    fd->pos += fd->next_seq - was;
-    return tail;
-}
-
 /* Direction d goes on after the confirmed holes at the bytes it expects, with the segments held
  * after each, onto the list at *tail (the frame's fed_held or fed_other). */
 static void
@@ -179,9 +170,8 @@ skip_holes(conn_t *c, int d, gboolean other, frame_t *fr, p2pc_held_t **tail, pa
             fr->gap_before = td->held && td->held->seq == resume ? td->held->frame : pinfo->num;
         fr->gap += resume - fd->next_seq;
         fr->gap_other = other;
-        fd->pos += resume - fd->next_seq;
         fd->next_seq = resume;
-        tail = drain(c, td, fd, tail);
+        tail = p2pc_ledger_drain(c->tcp, td, &fd->next_seq, tail);
     }
     if (other)
         fr->other_end = fd->pos;
@@ -222,6 +212,8 @@ plan_frame(conn_t *c, int d, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t *
     }
     if (!len)
         return;
+    fd->pos += len;
+    fr->own_end = fr->held_end = fd->pos;
     seq = p2pc_ledger_seq(td, tcpi->seq);
     if (!fd->seq_known) {
         fd->seq_known = TRUE;
@@ -248,18 +240,18 @@ plan_frame(conn_t *c, int d, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t *
     }
     fr->len = len - fr->skip;
     fd->next_seq += fr->len;
-    fd->pos += fr->len;
-    fr->own_end = fd->pos;
-    drain(c, td, fd, &fr->fed_held);    /* the held segments this completes, in order */
-    fr->held_end = fd->pos;
+    p2pc_ledger_drain(c->tcp, td, &fd->next_seq, &fr->fed_held);   /* the held segments this completes, in order */
 }
 
 /* Hand `tvb` to the direction's first pipe, its bytes ending at `end` of the direction's TCP
- * payload (when TCP gave sequence numbers): the unit the layers above narrow (p2pc_unit_t). */
+ * payload as the T lines count it (when TCP gave sequence numbers): the unit the layers above
+ * narrow (p2pc_unit_t).  A frame's own new bytes are the tail of its payload, byte for byte
+ * (identity); held segments were counted where they were captured, so all of theirs end here. */
 static void
-call_at(l2p_pipe_t *root, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, gboolean seq, guint64 end)
+call_at(l2p_pipe_t *root, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, gboolean seq, gboolean identity,
+        guint64 end)
 {
-    p2pc_unit_t was = p2pc_unit_get(pinfo), u = { seq, TRUE, end };
+    p2pc_unit_t was = p2pc_unit_get(pinfo), u = { seq, identity, end };
     p2pc_unit_set(pinfo, u);
     TRY {
         l2p_pipe_call(root, tvb, pinfo, tree, FALSE);
@@ -303,7 +295,7 @@ feed_held(l2p_pipe_t *root, const p2pc_held_t *first, tvbuff_t *tvb, packet_info
     add_new_data_source(pinfo, ht, n == 1 ?
         wmem_strdup_printf(pinfo->pool, "Out-of-order segment (frame %u)", first->frame) :
         wmem_strdup_printf(pinfo->pool, "Out-of-order segments (frames %u to %u)", first->frame, last->frame));
-    call_at(root, ht, pinfo, tree, seq, end);
+    call_at(root, ht, pinfo, tree, seq, FALSE, end);
 }
 
 /* What a list of held copies costs the frame that keeps it. */
@@ -374,7 +366,7 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
     if (fr->fed_other)
         feed_other_direction(c->root[1 - d], fr->fed_other, tvb, pinfo, tree, tcpi != NULL, fr->other_end);
     if (fr->len)
-        call_at(c->root[d], tvb_new_subset_length(tvb, fr->skip, fr->len), pinfo, tree, tcpi != NULL, fr->own_end);
+        call_at(c->root[d], tvb_new_subset_length(tvb, fr->skip, fr->len), pinfo, tree, tcpi != NULL, TRUE, fr->own_end);
     feed_held(c->root[d], fr->fed_held, tvb, pinfo, tree, tcpi != NULL, fr->held_end);
     l2p_draw_roles(tvb, pinfo, tree);
     if (forget && c->tcp) {
@@ -414,7 +406,8 @@ find_withheld(packet_info *pinfo)
     conn_t *c = pc ? (conn_t *)p2pc_conn_slot(pc, P2PC_SLOT_LIBP2P) : NULL;
     p2pc_segment_t seg;
     p2pc_tcp_dir_t *td, *to;
-    const dir_t *fd, *fo;
+    dir_t *fd;
+    const dir_t *fo;
     withheld_t *w;
     int d;
 
@@ -433,6 +426,7 @@ find_withheld(packet_info *pinfo)
         w->seq = seg.seq - td->base - td->shift;
         return w;
     }
+    fd->pos += seg.len;     /* bytes fed before (a retransmission): the T lines count them too */
     if (to->ack_known && fo->seq_known) {
         p2pc_ledger_confirm(to, to->acked, NULL);
         if (p2pc_ledger_skip(to, fo->next_seq) != fo->next_seq) {
