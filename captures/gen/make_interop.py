@@ -104,6 +104,15 @@ def cells() -> dict[str, tuple[str, str, str, str]]:
             out[f"interop-{x}-go-{kind(sec, mux)}"] = (x, "go", "a", sec, mux)
     for sec, mux in py:
         out[f"interop-go-py-{kind(sec, mux)}-lf"] = ("py", "go", "b", sec, mux)
+    # Each stack with itself, plaintext (js, rust and py log no Noise keys unpatched): js and rust
+    # captured at the dialer (their listeners wait, so the other end adds no order), py at both.
+    # py with py does not gossip: its router sends one message without from and seqno (below).
+    for x, combos in (("js", [("plaintext", "yamux"), ("plaintext", "mplex")]),
+                      ("rust", [("plaintext", "yamux"), ("plaintext", "mplex")]), ("py", [("plaintext", "mplex")])):
+        for sec, mux in combos:
+            out[f"interop-{x}-{x}-{kind(sec, mux)}"] = (x, x, "a", sec, mux)
+            if x == "py":
+                out[f"interop-{x}-{x}-{kind(sec, mux)}-lf"] = (x, x, "b", sec, mux)
     return out
 
 

@@ -171,19 +171,26 @@ function writeTruth () {
 // ends.  js-libp2p 3.3.11 never ends the iteration of a stream whose remote end closed before
 // it was handed over (a go-libp2p dialer's lazy proposal, request and FIN in one go; a
 // go-libp2p responder's answer and FIN right behind its multistream echo), so the remote's
-// status is polled as well; the bytes themselves are all delivered.
+// status is polled as well; the bytes themselves are all delivered.  The remote may have closed
+// with bytes still queued for the iterator (a js-libp2p responder's last chunk and its close),
+// so once the bytes so far are whole and the remote closed, what comes within IDLE_MS is read too.
+const IDLE_MS = 500
 async function readUntil (stream, whole) {
   const parts = []
   const it = stream[Symbol.asyncIterator]()
+  let pending = null   // the iterator's next(), kept across races so that no value is lost
   for (;;) {
     const buf = Buffer.concat(parts)
     const done = () => whole(buf) && stream.remoteWriteStatus === 'closed'
-    if (done()) return buf
     let timer
     const poll = new Promise(resolve => { timer = setInterval(() => { if (done()) resolve({ poll: true }) }, 200) })
-    const next = await Promise.race([it.next(), poll])
+    pending = pending ?? it.next()
+    const idle = done() ? new Promise(resolve => setTimeout(() => resolve({ idle: true }), IDLE_MS)) : poll
+    let next = await Promise.race([pending, idle])
     clearInterval(timer)
-    if (next.poll) return buf
+    if (next.poll) next = await Promise.race([pending, new Promise(resolve => setTimeout(() => resolve({ idle: true }), IDLE_MS))])
+    if (next.idle || next.poll) return buf
+    pending = null
     if (next.done) return buf
     parts.push(Buffer.from(next.value.subarray()))
   }
