@@ -22,8 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
 import time
@@ -32,6 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from netem import EmulatedLink  # noqa: E402
+from beacon import http, read_nodes, stop  # noqa: E402
 
 ROOT = HERE.parent.parent
 PKG = HERE / "lodestar"
@@ -80,19 +79,13 @@ def validator_argv(side: str) -> list[str]:
             "--server", f"http://127.0.0.1:{REST}", "--dataDir", str(WORK / side / "validator")]
 
 
-def http(link: EmulatedLink, side: str, path: str, port: int = REST) -> bytes | None:
-    r = subprocess.run(link.command(side, ["curl", "-sf", "-m", "10", f"http://127.0.0.1:{port}{path}"]),
-                       capture_output=True)
-    return r.stdout if r.returncode == 0 else None
-
-
 def fetch_blocks(link: EmulatedLink, side: str) -> list[Path]:
     """Every block the node holds, genesis on, as its REST API answers /eth/v2/beacon/blocks/{slot}
     (JSON: Lodestar 1.5.1 serves blocks in no other encoding), one file per slot."""
-    head = json.loads(http(link, side, "/eth/v1/beacon/headers/head"))["data"]["header"]["message"]
+    head = json.loads(http(link, side, "/eth/v1/beacon/headers/head", REST))["data"]["header"]["message"]
     out = []
     for slot in range(0, int(head["slot"]) + 1):
-        block = http(link, side, f"/eth/v2/beacon/blocks/{slot}")
+        block = http(link, side, f"/eth/v2/beacon/blocks/{slot}", REST)
         if block is not None:   # else an empty slot: 404
             out.append(WORK / side / f"block-{slot}.json")
             out[-1].write_bytes(block)
@@ -109,17 +102,6 @@ def blocks(files: list[Path]) -> list[dict]:
         out.append({"slot": int(f.stem.removeprefix("block-")), "version": json.loads(f.read_bytes())["version"],
                     "ssz_len": len(ssz), "ssz_sha256": hashlib.sha256(ssz).hexdigest()})
     return out
-
-
-def metrics(link: EmulatedLink, side: str) -> list[str]:
-    text = http(link, side, "/metrics", port=METRICS).decode()
-    return [ln for ln in text.splitlines()
-            if ln.startswith(METRIC_PREFIXES) and re.match(r"\w+_total[{ ]", ln)]   # the counters
-
-
-def stop(node: subprocess.Popen) -> None:
-    os.killpg(node.pid, signal.SIGINT)
-    node.wait(60)
 
 
 def main() -> None:
@@ -141,7 +123,7 @@ def main() -> None:
                                   stderr=subprocess.STDOUT, start_new_session=True)}
         enr = None
         while enr is None and time.time() < genesis:
-            ident = http(link, "a", "/eth/v1/node/identity")
+            ident = http(link, "a", "/eth/v1/node/identity", REST)
             enr = json.loads(ident)["data"]["enr"] if ident else None
             time.sleep(1)
         if enr is None:
@@ -152,16 +134,7 @@ def main() -> None:
         nodes["vb"] = link.popen("b", validator_argv("b"), cwd=WORK / "b", stdout=logs["vb"],
                                  stderr=subprocess.STDOUT, start_new_session=True)
         time.sleep(max(0.0, genesis + RUN_S - time.time()))
-        # The validators stop first, so that no new message is under way when the nodes'
-        # counters are read; what is still sent after that (a ping) is after metrics_time.
-        for side in ("vb", "va"):
-            stop(nodes[side])
-        time.sleep(2 * SECONDS_PER_SLOT)
-        truth_nodes = {}
-        for side in ("a", "b"):
-            ident = json.loads(http(link, side, "/eth/v1/node/identity"))["data"]
-            truth_nodes[side] = {"peer_id": ident["peer_id"], "enr": ident["enr"], "validators": VALIDATORS[side],
-                                 "metrics_time": time.time(), "metrics": metrics(link, side)}
+        truth_nodes = read_nodes(link, nodes, SECONDS_PER_SLOT, REST, METRICS, METRIC_PREFIXES, VALIDATORS)
         block_files = {side: fetch_blocks(link, side) for side in ("a", "b")}
         for side in ("b", "a"):
             stop(nodes[side])
