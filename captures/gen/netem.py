@@ -51,6 +51,7 @@ class _Relay(threading.Thread):
         self.rate = rate_bps
         self.queue_limit = queue_limit
         self.busy_until = [0.0, 0.0]   # when each direction's "wire" is free again
+        self.stalled_until = 0.0       # no frame leaves before this (EmulatedLink.stall)
         self.heap: list[tuple[float, int, int, bytes]] = []
         self.seq = 0
         self.stop = threading.Event()
@@ -78,7 +79,7 @@ class _Relay(threading.Thread):
                 if len(self.heap) >= self.queue_limit:
                     self.dropped[d] += 1
                     continue
-                start = max(now, self.busy_until[d])
+                start = max(now, self.busy_until[d], self.stalled_until)
                 tx_time = (len(frame) + 24) * 8 / self.rate if self.rate else 0.0  # + preamble/IFG/FCS
                 self.busy_until[d] = start + tx_time
                 self.seq += 1
@@ -187,6 +188,11 @@ class EmulatedLink:
         p = subprocess.Popen(self.command(side, argv), **kw)
         self._procs.append(p)
         return p
+
+    def stall(self, seconds: float) -> None:
+        """The link stalls for `seconds`: every frame sent in that time, each way, waits until it
+        ends (then the delay and the rate as always), in order; none is lost, so TCP carries on."""
+        self._relay.stalled_until = time.monotonic() + seconds
 
     def run(self, side: str, argv: list[str], timeout: float = 300, **kw) -> subprocess.CompletedProcess:
         kw.setdefault("check", True)
