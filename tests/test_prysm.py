@@ -6,21 +6,19 @@ their REST API, the req/resp requests each node was sent and the gossip messages
 from their metrics."""
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections import Counter
 
 import pytest
 
+from beacon import assert_blocks_served, assert_workload, counted, decode, metric
 from conftest import CAPTURES
 
 DIR = CAPTURES / "prysm"
 TRANSPORTS = ("tcp", "quic")
 TRUTHS = {t: json.loads((DIR / f"prysm-{t}.truth.json").read_text()) for t in TRANSPORTS}
 OTHER = {"a": "b", "b": "a"}
-BLOCK_TYPES = ("gossip beacon_block", "beacon_blocks_by_range/1 response", "beacon_blocks_by_range/2 response",
-               "beacon_blocks_by_root/1 response", "beacon_blocks_by_root/2 response")
 
 
 def cap(t: str):
@@ -36,17 +34,6 @@ def addr(t: str) -> dict[str, str]:
     return {"a": TRUTHS[t]["link"]["addr_a"], "b": TRUTHS[t]["link"]["addr_b"]}
 
 
-def metric(t: str, side: str, name: str) -> dict[str, int]:
-    """A node's counter by its first label's value (`name{label="v",...} n` lines as it printed
-    them; Prometheus may print a float, 1e+06 style for large ones)."""
-    out = {}
-    for line in TRUTHS[t]["nodes"][side]["metrics"]:
-        m = re.fullmatch(rf'{name}\{{\w+="([^"]+)"[^}}]*\}} (\S+)', line)
-        if m:
-            out[m.group(1)] = out.get(m.group(1), 0) + int(float(m.group(2)))
-    return out
-
-
 def topic_name(topic: str) -> str:
     """The message type p2pc gives a gossip topic: /eth2/<fork digest>/<name>[_<subnet>]/ssz_snappy
     -> name, subnets merged (beacon_attestation_3 -> beacon_attestation, sync_committee_1 ->
@@ -59,13 +46,7 @@ def topic_name(topic: str) -> str:
 def run(request, tshark):
     """(transport, [(record, uncompressed payload)] of every record p2pc makes of the capture)."""
     t = request.param
-    extra = keys(tshark, t)
-    recs = tshark.records(cap(t), extra=extra)
-    pays = tshark.payloads(cap(t), extra=extra)
-    assert len(recs) == len(pays)
-    for rec, (frame, mtype, _) in zip(recs, pays):
-        assert (int(rec["frame"]), rec["msg_type"]) == (frame, mtype)
-    return t, [(rec, raw) for rec, (_, _, raw) in zip(recs, pays)]
+    return t, decode(tshark, cap(t), keys(tshark, t))
 
 
 def test_every_decoded_block_is_one_the_nodes_serve(run):
@@ -73,31 +54,14 @@ def test_every_decoded_block_is_one_the_nodes_serve(run):
     REST API serves, with its length, and every block of the chain but genesis, which each node
     makes itself, crossed the link at least once."""
     t, decoded = run
-    nodes = TRUTHS[t]["nodes"]
-    rest = {b["ssz_sha256"]: b for side in "ab" for b in nodes[side]["blocks"]}
-    got = [hashlib.sha256(raw).hexdigest() for rec, raw in decoded if rec["msg_type"] in BLOCK_TYPES]
-    assert got and all(sha in rest for sha in got)
-    for rec, raw in decoded:
-        if rec["msg_type"] in BLOCK_TYPES:
-            assert int(rec["raw_len"]) == len(raw) == rest[hashlib.sha256(raw).hexdigest()]["ssz_len"]
-    chain = {b["ssz_sha256"] for side in "ab" for b in nodes[side]["blocks"] if b["slot"] > 0}
-    assert chain <= set(got)
+    assert_blocks_served(decoded, TRUTHS[t]["nodes"])
 
 
 def test_the_run_has_the_workload(run):
     """Status, ping, metadata, blocks by range, and gossip blocks, attestations, aggregates and
     sync committee messages each way; phase0 blocks and Altair ones; the transport asked for."""
     t, decoded = run
-    nodes = TRUTHS[t]["nodes"]
-    assert {b["version"] for side in "ab" for b in nodes[side]["blocks"]} == {"phase0", "altair"}
-    kinds = {(rec["src"], rec["msg_type"]) for rec, _ in decoded}
-    for mtype in ("status/1 request", "status/1 response", "ping/1 request", "ping/1 response"):
-        assert any(m == mtype for _, m in kinds), mtype
-    for prefix in ("metadata/", "beacon_blocks_by_range/"):
-        assert any(m.startswith(prefix) for _, m in kinds), prefix
-    for topic in ("beacon_block", "beacon_attestation", "beacon_aggregate_and_proof", "sync_committee",
-                  "sync_committee_contribution_and_proof"):
-        assert {src for src, m in kinds if m == f"gossip {topic}"} == set(addr(t).values()), topic
+    assert_workload(decoded, TRUTHS[t]["nodes"], addr(t))
 
 
 def test_one_address_pair_on_the_transport_asked_for(tshark, run):
@@ -131,25 +95,6 @@ def test_the_peer_ids_are_the_nodes(tshark, run):
     assert {pid for _, pids in rows for pid in pids.split("|")} == set(want.values())
 
 
-def counted(t: str, decoded, side: str) -> tuple[Counter, Counter]:
-    """What p2pc recorded before `side` printed its metrics: ((sender, method/version, request or
-    response) -> records, (sender, gossip topic) -> messages)."""
-    until = TRUTHS[t]["nodes"][side]["metrics_time"]
-    src_side = {v: k for k, v in addr(t).items()}
-    reqresp, gossip = Counter(), Counter()
-    for rec, _ in decoded:
-        if float(rec["time"]) > until or rec["proto"] != "eth2":
-            continue
-        src = src_side[rec["src"]]
-        mtype = rec["msg_type"]
-        if mtype.startswith("gossip "):
-            gossip[src, mtype.removeprefix("gossip ")] += 1
-        else:
-            method, kind = re.fullmatch(r"(\w+/\d+) (request|response)", mtype).groups()
-            reqresp[src, method, kind] += 1
-    return reqresp, gossip
-
-
 @pytest.mark.parametrize("side", "ab")
 def test_req_resp_counts_are_the_nodes(run, side):
     """Each request a node says it was sent (p2p_message_received_total, by protocol
@@ -157,10 +102,11 @@ def test_req_resp_counts_are_the_nodes(run, side):
     method and version.  A metadata request has no body, so nothing to decode: it is counted by
     the one response it gets."""
     t, decoded = run
-    reqresp, _ = counted(t, decoded, side)
+    node = TRUTHS[t]["nodes"][side]
+    reqresp, _ = counted(decoded, addr(t), node["metrics_time"], versions=True)
     other = OTHER[side]
     want = {}
-    for topic, n in metric(t, side, "p2p_message_received_total").items():
+    for topic, n in metric(node["metrics"], "p2p_message_received_total").items():
         m = re.fullmatch(r"/eth2/beacon_chain/req/(\w+)/(\d+)/ssz_snappy", topic)
         if m and n:
             want[f"{m.group(1)}/{m.group(2)}"] = n
@@ -175,9 +121,10 @@ def test_gossip_counts_are_the_nodes(run, side):
     """Per topic, the messages a node says it sent its one peer (p2p_pubsub_rpc_sent_pub_total:
     its own, and those its peer asked for with IWANT) are what p2pc decodes from it."""
     t, decoded = run
-    _, gossip = counted(t, decoded, side)
+    node = TRUTHS[t]["nodes"][side]
+    _, gossip = counted(decoded, addr(t), node["metrics_time"], versions=True)
     want = Counter()
-    for topic, n in metric(t, side, "p2p_pubsub_rpc_sent_pub_total").items():
+    for topic, n in metric(node["metrics"], "p2p_pubsub_rpc_sent_pub_total").items():
         want[topic_name(topic)] += n
     assert {tp: n for (s, tp), n in gossip.items() if s == side} == {tp: n for tp, n in want.items() if n}
 

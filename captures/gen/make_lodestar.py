@@ -8,6 +8,22 @@ given A's ENR as its bootnode, validators 4-7.  They talk over netem.py's emulat
 captured on A) for RUN_S seconds after genesis.  Both load keylog/node/noise-keylog.cjs with
 NODE_OPTIONS, so the unchanged client writes its Noise keys to lodestar.keys.
 
+Blocks by root come only when B hears a gossip block whose parent it lacks.  B subscribes to
+gossip when its range sync ends (its head within an epoch of the clock); A then sends it the
+blocks it makes, and offers it (IHAVE) those of its last three gossipsub heartbeats (2.1 s): a
+block A made after it served B's last range batch and longer ago than that is one B never hears,
+and the next one's parent is unknown to B.  Left alone that is a rare race (2 of the generator's
+first 6 runs; none of 6 later ones).  So the link stalls for STALL_S once B's metrics show every
+blocks-by-range request it sent answered (netem.py's stall: every frame waits, none is lost):
+B's subscription, sent when it has imported that last batch, reaches A late, and a block A makes
+early in the stall is neither sent nor offered to B.  The stall is shorter than Lodestar's
+req/resp timeouts (5 s), so no request fails for it.  Whether A proposes early in the stall is
+the proposer shuffle's (half the validators are A's), so a run whose nodes' counters show no
+beacon_blocks_by_root request, sent by one (beacon_reqresp_outgoing_requests_total) and received
+by the other (beacon_reqresp_incoming_requests_total), is thrown away and the whole run made
+again, up to ATTEMPTS times; the truth says how many it took (`attempts`) and when the link
+stalled.  The client is unchanged.
+
 The truth is the nodes' own (lodestar.truth.json): every block of the chain each node holds,
 from its REST API (/eth/v2/beacon/blocks/{slot}; JSON, which 1.5.1 serves for blocks whatever
 the Accept header, made SSZ by the release's own @lodestar/types: lodestar/block-ssz.mjs), by
@@ -23,7 +39,6 @@ import hashlib
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -32,6 +47,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from netem import EmulatedLink  # noqa: E402
+from beacon import http, read_nodes, stop  # noqa: E402
 
 ROOT = HERE.parent.parent
 PKG = HERE / "lodestar"
@@ -47,6 +63,8 @@ START_S = 40      # genesis this long after A starts (A needs ~15 s to come up)
 B_AFTER_S = 16    # B starts this long after genesis: it syncs A's first blocks by range
 RUN_S = 100       # the chain runs this long after genesis
 METRIC_PREFIXES = ("beacon_reqresp_", "lodestar_gossip_", "gossipsub_")
+STALL_S = 4       # the link stalls this long when B's range requests are all answered (see above)
+ATTEMPTS = 6      # runs at most, until one has blocks by root (see above)
 
 
 def install() -> None:
@@ -80,19 +98,13 @@ def validator_argv(side: str) -> list[str]:
             "--server", f"http://127.0.0.1:{REST}", "--dataDir", str(WORK / side / "validator")]
 
 
-def http(link: EmulatedLink, side: str, path: str, port: int = REST) -> bytes | None:
-    r = subprocess.run(link.command(side, ["curl", "-sf", "-m", "10", f"http://127.0.0.1:{port}{path}"]),
-                       capture_output=True)
-    return r.stdout if r.returncode == 0 else None
-
-
 def fetch_blocks(link: EmulatedLink, side: str) -> list[Path]:
     """Every block the node holds, genesis on, as its REST API answers /eth/v2/beacon/blocks/{slot}
     (JSON: Lodestar 1.5.1 serves blocks in no other encoding), one file per slot."""
-    head = json.loads(http(link, side, "/eth/v1/beacon/headers/head"))["data"]["header"]["message"]
+    head = json.loads(http(link, side, "/eth/v1/beacon/headers/head", REST))["data"]["header"]["message"]
     out = []
     for slot in range(0, int(head["slot"]) + 1):
-        block = http(link, side, f"/eth/v2/beacon/blocks/{slot}")
+        block = http(link, side, f"/eth/v2/beacon/blocks/{slot}", REST)
         if block is not None:   # else an empty slot: 404
             out.append(WORK / side / f"block-{slot}.json")
             out[-1].write_bytes(block)
@@ -111,27 +123,40 @@ def blocks(files: list[Path]) -> list[dict]:
     return out
 
 
-def metrics(link: EmulatedLink, side: str) -> list[str]:
-    text = http(link, side, "/metrics", port=METRICS).decode()
-    return [ln for ln in text.splitlines()
-            if ln.startswith(METRIC_PREFIXES) and re.match(r"\w+_total[{ ]", ln)]   # the counters
+def by_root(nodes: dict) -> bool:
+    """Whether one node says it sent a beacon_blocks_by_root request and the other that it
+    received one."""
+    def count(side: str, way: str) -> int:
+        label = f'beacon_reqresp_{way}_requests_total{{method="beacon_blocks_by_root"}} '
+        return sum(int(ln.removeprefix(label)) for ln in nodes[side]["metrics"] if ln.startswith(label))
+    return any(count(side, "outgoing") and count(other, "incoming") for side, other in (("a", "b"), ("b", "a")))
 
 
-def stop(node: subprocess.Popen) -> None:
-    os.killpg(node.pid, signal.SIGINT)
-    node.wait(60)
+def stall_when_b_synced(link: EmulatedLink, until: float) -> float | None:
+    """Stalls the link (STALL_S) as soon as every beacon_blocks_by_range request B's metrics count
+    (beacon_reqresp_outgoing_requests_total) has its whole response (the request's roundtrip
+    histogram counts it when the response is read); returns when (wall clock), or None if that
+    never happened before `until`."""
+    while time.time() < until:
+        text = (http(link, "b", "/metrics", METRICS) or b"").decode()
+        sent, done = (re.search(rf'^{name}{{method="beacon_blocks_by_range"}} (\d+)', text, re.M)
+                      for name in ("beacon_reqresp_outgoing_requests_total",
+                                   "beacon_reqresp_outgoing_request_roundtrip_time_seconds_count"))
+        if sent and done and int(sent.group(1)) == int(done.group(1)) > 0:
+            link.stall(STALL_S)
+            return time.time()
+        time.sleep(0.1)
+    return None
 
 
-def main() -> None:
-    install()
-    OUT.mkdir(parents=True, exist_ok=True)
-    keys = OUT / "lodestar.keys"
+def run(keys: Path, cap: Path) -> tuple[int, float | None, dict, dict]:
+    """One run: (genesis time, when the link stalled, each node's truth but its blocks, each
+    node's block files)."""
     keys.unlink(missing_ok=True)
     for side in ("a", "b"):
         subprocess.run(["rm", "-rf", str(WORK / side)], check=True)
         (WORK / side).mkdir(parents=True)
     env = dict(os.environ, LIBP2P_NOISE_KEYLOG=str(keys), NODE_OPTIONS=f"--require {PRELOAD}")
-    cap = OUT / "lodestar.pcapng"
     genesis = int(time.time()) + START_S
     with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
         logs = {s: open(WORK / f"{s}.log", "w") for s in ("a", "b", "va", "vb")}
@@ -141,7 +166,7 @@ def main() -> None:
                                   stderr=subprocess.STDOUT, start_new_session=True)}
         enr = None
         while enr is None and time.time() < genesis:
-            ident = http(link, "a", "/eth/v1/node/identity")
+            ident = http(link, "a", "/eth/v1/node/identity", REST)
             enr = json.loads(ident)["data"]["enr"] if ident else None
             time.sleep(1)
         if enr is None:
@@ -151,22 +176,29 @@ def main() -> None:
                                 stdout=logs["b"], stderr=subprocess.STDOUT, start_new_session=True)
         nodes["vb"] = link.popen("b", validator_argv("b"), cwd=WORK / "b", stdout=logs["vb"],
                                  stderr=subprocess.STDOUT, start_new_session=True)
+        stalled = stall_when_b_synced(link, genesis + RUN_S)
         time.sleep(max(0.0, genesis + RUN_S - time.time()))
-        # The validators stop first, so that no new message is under way when the nodes'
-        # counters are read; what is still sent after that (a ping) is after metrics_time.
-        for side in ("vb", "va"):
-            stop(nodes[side])
-        time.sleep(2 * SECONDS_PER_SLOT)
-        truth_nodes = {}
-        for side in ("a", "b"):
-            ident = json.loads(http(link, side, "/eth/v1/node/identity"))["data"]
-            truth_nodes[side] = {"peer_id": ident["peer_id"], "enr": ident["enr"], "validators": VALIDATORS[side],
-                                 "metrics_time": time.time(), "metrics": metrics(link, side)}
+        truth_nodes = read_nodes(link, nodes, SECONDS_PER_SLOT, REST, METRICS, METRIC_PREFIXES, VALIDATORS)
         block_files = {side: fetch_blocks(link, side) for side in ("a", "b")}
         for side in ("b", "a"):
             stop(nodes[side])
         for f in logs.values():
             f.close()
+    return genesis, stalled, truth_nodes, block_files
+
+
+def main() -> None:
+    install()
+    OUT.mkdir(parents=True, exist_ok=True)
+    keys = OUT / "lodestar.keys"
+    cap = OUT / "lodestar.pcapng"
+    for attempt in range(1, ATTEMPTS + 1):
+        genesis, stalled, truth_nodes, block_files = run(keys, cap)
+        if by_root(truth_nodes):
+            break
+        print(f"run {attempt}: no blocks by root, again", flush=True)
+    else:
+        raise SystemExit(f"no blocks by root in {ATTEMPTS} runs")
     for side in ("a", "b"):
         truth_nodes[side]["blocks"] = blocks(block_files[side])
     os.chmod(keys, 0o644)
@@ -178,11 +210,13 @@ def main() -> None:
                   "altair_fork_epoch": ALTAIR_EPOCH,
                   "genesis_time": genesis, "run_s": RUN_S, "b_after_s": B_AFTER_S},
         "link": {"delay_ms_each_way": DELAY_MS, "rate_kbit": RATE_KBIT, "mtu": 1500,
-                 "addr_a": EmulatedLink.addr_a, "addr_b": EmulatedLink.addr_b, "port": PORT, "captured_at": "a"},
+                 "addr_a": EmulatedLink.addr_a, "addr_b": EmulatedLink.addr_b, "port": PORT, "captured_at": "a",
+                 "stall_s": STALL_S, "stall_time": stalled},
+        "attempts": attempt,   # runs made until one had blocks by root (the docstring says why)
         "nodes": truth_nodes,
     }
     (OUT / "lodestar.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
-    print(f"{cap.name}: {cap.stat().st_size} bytes; blocks A {len(truth_nodes['a']['blocks'])}, "
+    print(f"{cap.name}: {cap.stat().st_size} bytes, run {attempt}; blocks A {len(truth_nodes['a']['blocks'])}, "
           f"B {len(truth_nodes['b']['blocks'])}")
 
 

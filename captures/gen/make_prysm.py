@@ -33,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -43,6 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE / "prysm"))
 from netem import EmulatedLink  # noqa: E402
+from beacon import http, read_nodes, stop  # noqa: E402
 from build import VERSION, build  # noqa: E402
 
 ROOT = HERE.parent.parent
@@ -124,22 +124,16 @@ def validator_argv(bins: dict, side: str) -> list[str]:
             "--verbosity", "info"]
 
 
-def http(link: EmulatedLink, side: str, path: str, port: int = REST, ssz: Path | None = None) -> bytes | None:
-    cmd = ["curl", "-sf", "-m", "10", f"http://127.0.0.1:{port}{path}"]
-    if ssz is not None:   # the body to ssz, the response headers to stdout
-        cmd += ["-H", "Accept: application/octet-stream", "-o", str(ssz), "-D", "-"]
-    r = subprocess.run(link.command(side, cmd), capture_output=True)
-    return r.stdout if r.returncode == 0 else None
-
-
 def fetch_blocks(link: EmulatedLink, side: str, transport: str) -> list[dict]:
     """Every block the node holds, genesis on, as its REST API serves /eth/v2/beacon/blocks/{slot}
     in SSZ (the version from its Eth-Consensus-Version header)."""
-    head = json.loads(http(link, side, "/eth/v1/beacon/headers/head"))["data"]["header"]["message"]
+    head = json.loads(http(link, side, "/eth/v1/beacon/headers/head", REST))["data"]["header"]["message"]
     out = []
     for slot in range(0, int(head["slot"]) + 1):
         f = WORK / side / f"{transport}-block-{slot}.ssz"
-        headers = http(link, side, f"/eth/v2/beacon/blocks/{slot}", ssz=f)
+        # The body to f, the response headers to stdout.
+        headers = http(link, side, f"/eth/v2/beacon/blocks/{slot}", REST,
+                       "-H", "Accept: application/octet-stream", "-o", str(f), "-D", "-")
         if headers is None:   # an empty slot: 404
             continue
         version = next(ln.split(b":", 1)[1].strip().decode() for ln in headers.splitlines()
@@ -150,14 +144,9 @@ def fetch_blocks(link: EmulatedLink, side: str, transport: str) -> list[dict]:
     return out
 
 
-def metrics(link: EmulatedLink, side: str) -> list[str]:
-    text = http(link, side, "/metrics", port=METRICS).decode()
-    return [ln for ln in text.splitlines() if ln.startswith(METRIC_PREFIXES)]
-
-
-def stop(node: subprocess.Popen) -> None:
-    os.killpg(node.pid, signal.SIGINT)
-    node.wait(60)
+def peers(link: EmulatedLink, side: str) -> list[dict]:
+    return [{k: p.get(k) for k in ("peer_id", "last_seen_p2p_address", "state", "direction")}
+            for p in json.loads(http(link, side, "/eth/v1/node/peers", REST))["data"]]
 
 
 def genesis_state(bins: dict) -> int:
@@ -188,7 +177,7 @@ def run(bins: dict, transport: str) -> None:
                                   stderr=subprocess.STDOUT, start_new_session=True)}
         ident = None
         while ident is None and time.time() < genesis:
-            raw = http(link, "a", "/eth/v1/node/identity")
+            raw = http(link, "a", "/eth/v1/node/identity", REST)
             ident = json.loads(raw)["data"] if raw else None
             time.sleep(1)
         if ident is None:
@@ -201,20 +190,9 @@ def run(bins: dict, transport: str) -> None:
         nodes["vb"] = link.popen("b", validator_argv(bins, "b"), cwd=WORK / "b", stdout=logs["vb"],
                                  stderr=subprocess.STDOUT, start_new_session=True)
         time.sleep(max(0.0, genesis + RUN_S - time.time()))
-        # The validators stop first, so that no new message is under way when the nodes'
-        # counters are read; what is still sent after that is after metrics_time.
-        for side in ("vb", "va"):
-            stop(nodes[side])
-        time.sleep(2 * SECONDS_PER_SLOT)
-        truth_nodes = {}
-        for side in ("a", "b"):
-            ident = json.loads(http(link, side, "/eth/v1/node/identity"))["data"]
-            peers = json.loads(http(link, side, "/eth/v1/node/peers"))["data"]
-            truth_nodes[side] = {"peer_id": ident["peer_id"], "enr": ident["enr"],
-                                 "peers": [{k: p.get(k) for k in ("peer_id", "last_seen_p2p_address", "state",
-                                                              "direction")} for p in peers],
-                                 "validators": "%d..%d" % (VALIDATORS[side][0], sum(VALIDATORS[side]) - 1),
-                                 "metrics_time": time.time(), "metrics": metrics(link, side)}
+        truth_nodes = read_nodes(link, nodes, SECONDS_PER_SLOT, REST, METRICS, METRIC_PREFIXES,
+                                 {side: "%d..%d" % (first, first + n - 1) for side, (first, n) in VALIDATORS.items()},
+                                 extra=lambda side: {"peers": peers(link, side)})
         for side in ("a", "b"):
             truth_nodes[side]["blocks"] = fetch_blocks(link, side, transport)
         for side in ("b", "a"):

@@ -63,6 +63,7 @@ class _Relay(threading.Thread):
         self.hold = hold_s             # per direction: extra delay of a connection's first payload
         self.released = [0.0, 0.0]     # per direction: when its last frame leaves the relay
         self.spoken: set = set()       # (direction, TCP ports) that have sent payload
+        self.stalled_until = 0.0       # no frame leaves before this (EmulatedLink.stall)
         self.heap: list[tuple[float, int, int, bytes]] = []
         self.seq = 0
         self.stop = threading.Event()
@@ -90,7 +91,7 @@ class _Relay(threading.Thread):
                 if len(self.heap) >= self.queue_limit:
                     self.dropped[d] += 1
                     continue
-                start = max(now, self.busy_until[d])
+                start = max(now, self.busy_until[d], self.stalled_until)
                 tx_time = (len(frame) + 24) * 8 / self.rate if self.rate else 0.0  # + preamble/IFG/FCS
                 self.busy_until[d] = start + tx_time
                 self.seq += 1
@@ -215,6 +216,11 @@ class EmulatedLink:
         p = subprocess.Popen(self.command(side, argv), **kw)
         self._procs.append(p)
         return p
+
+    def stall(self, seconds: float) -> None:
+        """The link stalls for `seconds`: every frame sent in that time, each way, waits until it
+        ends (then the delay and the rate as always), in order; none is lost, so TCP carries on."""
+        self._relay.stalled_until = time.monotonic() + seconds
 
     def run(self, side: str, argv: list[str], timeout: float = 300, **kw) -> subprocess.CompletedProcess:
         kw.setdefault("check", True)
