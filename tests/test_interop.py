@@ -1,5 +1,5 @@
 """The interop matrix (captures/interop/, issue #25): real libp2p implementations talking, two
-different ones or go-libp2p with itself, each peer writing down what it sent and received.  Every message p2pc decodes must be
+different ones or one with itself, each peer writing down what it sent and received.  Every message p2pc decodes must be
 one a peer says it sent, from that peer, in its order, with its lengths and the sha256 of its SSZ;
 requests are the dialer's whoever speaks first; nothing is left undecoded or without a role."""
 from __future__ import annotations

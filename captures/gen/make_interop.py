@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Make the interop captures in captures/interop/: two different real libp2p implementations (and
-go-libp2p with itself, for the muxer agreed in the security handshake or not), each installed
+"""Make the interop captures in captures/interop/: two different real libp2p implementations, or one
+with itself (go-libp2p also for the muxer agreed in the security handshake or not), each installed
 from its registry at a pinned version, speaking eth2peers' workload to each other over netem.py's
 emulated link (60 ms each way, 20 Mbit/s), captured on node A.
 
@@ -104,7 +104,7 @@ def cells() -> dict[str, tuple[str, str, str, str]]:
             out[f"interop-{x}-go-{kind(sec, mux)}"] = (x, "go", "a", sec, mux)
     for sec, mux in py:
         out[f"interop-go-py-{kind(sec, mux)}-lf"] = ("py", "go", "b", sec, mux)
-    # Each stack with itself, plaintext (js, rust and py log no Noise keys unpatched): js and rust
+    # Each stack with itself, plaintext (a Noise cell's keys here are the go peer's): js and rust
     # captured at the dialer (their listeners wait, so the other end adds no order), py at both.
     # py with py does not gossip: its router sends one message without from and seqno (below).
     for x, combos in (("js", [("plaintext", "yamux"), ("plaintext", "mplex")]),
