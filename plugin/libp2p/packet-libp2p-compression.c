@@ -287,50 +287,70 @@ typedef struct {
     guint64 out;
 } comp_unit_t;
 
+/* Where the next flush unit of `in` may end after `at`: past the next sync-flush marker, which
+ * may have begun in an earlier frame (cd->window), or at `len`.  brotli marks none. */
+static guint
+next_marker(comp_dir_t *cd, const guint8 *in, guint at, guint len)
+{
+    if (cd->codec == P2PC_CODEC_BROTLI_STREAM)
+        return len;
+    while (at < len) {
+        cd->window = (cd->window << 8) | in[at++];
+        if (cd->window == 0x0000ffffU)
+            break;
+    }
+    return at;
+}
+
+typedef struct {
+    guint8 *data;
+    size_t len;
+} comp_part_t;
+
 /* First pass, a stream fed without a hole: feed `in` one flush unit at a time, so that each
  * unit's end is known (docs/libp2p-compression.md, rules 1-4).  gzip and deflate mark it: the
  * sync-flush marker 00 00 ff ff at a block boundary (p2pc_stream_at_flush(), which tells a
  * marker from the same bytes inside a block).  A brotli stream marks none that libbrotlidec
  * reports (its flush ends in an empty metadata block; 1.0.9 has no callback for those), and
  * feeding it a byte at a time to see where output grows made it several times slower: its
- * frame is one unit.  The frame's end ends the last. */
+ * frame is one unit.  The frame's end ends the last.  A frame that is one unit (the usual: a
+ * write flushed per segment) decodes straight into the kept scope; one of several units is
+ * decoded unit by unit and copied once. */
 static p2pc_dc_status_t
 feed_units(comp_dir_t *cd, const guint8 *in, guint len, size_t bound, packet_info *pinfo,
            wmem_array_t *units, guint8 **out, size_t *out_len, const char **detail)
 {
-    GByteArray *acc = g_byte_array_new();
-    gboolean brotli = cd->codec == P2PC_CODEC_BROTLI_STREAM;
+    wmem_allocator_t *scope = p2pc_replay_scope(pinfo);
+    wmem_array_t *parts = wmem_array_new(pinfo->pool, sizeof(comp_part_t));
     p2pc_dc_status_t st = P2PC_DC_OK;
+    size_t total = 0, at_out = 0;
     guint at = 0;
-    comp_unit_t u;
 
     while (at < len && st == P2PC_DC_OK) {
-        guint next = at;
-        guint8 *o;
-        size_t ol;
-        if (brotli) {
-            next = len;
-        } else {
-            while (next < len) {
-                cd->window = (cd->window << 8) | in[next++];
-                if (cd->window == 0x0000ffffU)
-                    break;
-            }
-        }
-        st = p2pc_stream_feed(cd->dec, in + at, next - at, bound > acc->len ? bound - acc->len : 0, pinfo->pool,
-                              &o, &ol, detail);
-        g_byte_array_append(acc, o, (guint)ol);
+        guint next = next_marker(cd, in, at, len);
+        comp_part_t part;
+        comp_unit_t u;
+        if (at == 0 && next == len)
+            return p2pc_stream_feed(cd->dec, in, len, bound, scope, out, out_len, detail);
+        st = p2pc_stream_feed(cd->dec, in + at, next - at, bound > total ? bound - total : 0, pinfo->pool,
+                              &part.data, &part.len, detail);
+        wmem_array_append_one(parts, part);
+        total += part.len;
         at = next;
         if (st == P2PC_DC_OK && at < len && p2pc_stream_at_flush(cd->dec)) {
             u.in = cd->in_total + at;
-            u.out = cd->out_total + acc->len;
+            u.out = cd->out_total + total;
             wmem_array_append_one(units, u);
         }
     }
-    *out_len = acc->len;
-    *out = (guint8 *)wmem_alloc(p2pc_replay_scope(pinfo), acc->len ? acc->len : 1);
-    memcpy(*out, acc->data, acc->len);
-    g_byte_array_free(acc, TRUE);
+    *out_len = total;
+    *out = (guint8 *)wmem_alloc(scope, total ? total : 1);
+    for (guint i = 0; i < wmem_array_get_count(parts); i++) {
+        const comp_part_t *part = (const comp_part_t *)wmem_array_index(parts, i);
+        if (part->len)
+            memcpy(*out + at_out, part->data, part->len);
+        at_out += part->len;
+    }
     return st;
 }
 
