@@ -13,6 +13,10 @@
  * V3, a known packet type, and only the defined Ext flags. */
 gboolean fisco3_plausible(tvbuff_t *tvb, int offset);
 
+/* True when tvb[offset..] holds a whole V0 Handshake, the first message each side of a 3.x
+ * connection sends (Service.cpp), its ProtocolInfo parsed: the heuristics' test. */
+gboolean fisco3_handshake_at(tvbuff_t *tvb, guint offset);
+
 /* The 3.x TCP entry (data: TCP's struct tcpinfo), called from the 2.x one in its place, at
  * TCP's own level: call_dissector() would take away TCP's reassembly for that frame. */
 int dissect_fisco3(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data);

@@ -30,6 +30,7 @@
 #include "core/p2pc-compat.h"
 #include "core/codecs.h"
 #include "core/conn.h"
+#include "core/heur.h"
 #include "core/holes.h"
 #include "core/ledger.h"
 #include "core/msgtype.h"
@@ -53,7 +54,7 @@ void proto_reg_handoff_fisco(void);
 #define FISCO_MAX_LENGTH         (100 * 1024 * 1024)   /* v2.8.0 max message, v2.11.0 max decompressed */
 #define FISCO_COMPRESS_FLAG      0x8000
 #define FISCO_COMPRESS_THRESHOLD 1024
-#define FISCO_DEFAULT_PORTS      "30300"
+#define FISCO_DEFAULT_PORTS      "30300-30399"   /* build_chain.sh: node i of a host listens on 30300 + i */
 #define FISCO_AMOP_HEADER_LEN    42
 
 enum { MOD_AMOP = 1, MOD_TOPIC = 2, MOD_PBFT = 8, MOD_BLOCKSYNC = 9, MOD_TXPOOL = 10, MOD_RAFT = 11 };
@@ -131,6 +132,7 @@ static expert_field ei_fisco_length = EI_INIT;
 static expert_field ei_fisco_version = EI_INIT;
 static expert_field ei_fisco_decompress = EI_INIT;
 static expert_field ei_fisco_rlp = EI_INIT;
+static expert_field ei_fisco_let_go = EI_INIT;
 
 static dissector_handle_t fisco_handle;       /* TCP: plaintext, or TLS handed on */
 static dissector_handle_t fisco_tls_handle;   /* data the TLS dissector decrypted */
@@ -152,6 +154,12 @@ typedef struct {
 typedef struct {
     guint header_len;               /* 0 until the first header is seen, then 16 or 12 */
     gboolean plaintext;             /* FISCO headers seen directly on TCP: never hand it to TLS */
+    /* Whose the connection is, by frame number (so every pass agrees): FISCO's from claimed_at
+     * (0: not yet) until let_go_at (0: never).  One the heuristic claimed is let go at the first
+     * message that does not parse; one a FISCO port gave, when its first bytes are not FISCO. */
+    guint32 claimed_at;
+    guint32 let_go_at;
+    gboolean by_heuristic;
     address first_src;              /* the side that spoke first is direction 0 */
     guint32 first_port;
     /* seq -> fisco_transaction_t by frame, one map per requesting direction: both peers
@@ -171,6 +179,9 @@ fisco_get_conv(packet_info *pinfo)
         fc->first_port = pinfo->srcport;
     }
     if (made || fc->session != p2pc_conn_session()) {
+        /* Frames are numbered anew in a new session: what was decided holds from its start. */
+        fc->claimed_at = fc->claimed_at ? 1 : 0;
+        fc->let_go_at = fc->let_go_at ? 1 : 0;
         fc->session = p2pc_conn_session();
         fc->requests[0] = wmem_multimap_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
         fc->requests[1] = wmem_multimap_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
@@ -222,22 +233,20 @@ fisco_header_len(tvbuff_t *tvb, int offset, packet_info *pinfo)
     return fc->header_len;
 }
 
-/* For the heuristics: Length in range, Version 0 or 0x8000 (2.x), a known module, and a
- * response only where FISCO sends them (AMOP, Topic). */
-static guint
-plausible_header(tvbuff_t *tvb, int offset)
+/* A header of `hlen` bytes at offset with Length in range, Version 0 or 0x8000 (2.x), a known
+ * module, and a response only where FISCO sends them (AMOP, Topic). */
+static gboolean
+plausible_header(tvbuff_t *tvb, int offset, guint hlen)
 {
     guint32 length;
-    guint hlen;
-    if (tvb_captured_length_remaining(tvb, offset) < FISCO_HEADER_LEN)
-        return 0;
-    hlen = pref_rc1 ? FISCO_RC1_HEADER_LEN : detect_header_len(tvb, offset);
+    if (tvb_captured_length_remaining(tvb, offset) < (gint)hlen)
+        return FALSE;
     length = tvb_get_ntohl(tvb, offset);
     if (length < hlen || length > FISCO_MAX_LENGTH)
         return 0;
     if (hlen == FISCO_RC1_HEADER_LEN) {
         gint16 pid = (gint16)tvb_get_ntohs(tvb, offset + 4);
-        return try_val_to_str(rc1_module(pid), module_vals) ? hlen : 0;
+        return try_val_to_str(rc1_module(pid), module_vals) != NULL;
     } else {
         guint16 version = tvb_get_ntohs(tvb, offset + 4);
         gint16 group = (gint16)tvb_get_ntohs(tvb, offset + 6);
@@ -245,9 +254,25 @@ plausible_header(tvbuff_t *tvb, int offset)
         if (version != 0 && version != FISCO_COMPRESS_FLAG)
             return 0;
         if (group < 0)      /* a response: ProtocolID -1 or -2 */
-            return (group == -1 && (module == 0xffff || module == 0xfffe)) ? hlen : 0;
-        return try_val_to_str(module, module_vals) ? hlen : 0;
+            return group == -1 && (module == 0xffff || module == 0xfffe);
+        return try_val_to_str(module, module_vals) != NULL;
     }
+}
+
+/* The header length a heuristic reads: 2.x's, or rc1's when the preference says so (a guess
+ * between the two, made on FISCO's port, would let rc1's weaker header match other traffic). */
+static guint
+heur_header_len(void)
+{
+    return pref_rc1 ? FISCO_RC1_HEADER_LEN : FISCO_HEADER_LEN;
+}
+
+/* The header at offset on a FISCO port: either variant, as its bytes 4-5 say. */
+static gboolean
+plausible_on_port(tvbuff_t *tvb, int offset)
+{
+    return tvb_captured_length_remaining(tvb, offset) >= FISCO_RC1_HEADER_LEN &&
+           plausible_header(tvb, offset, pref_rc1 ? FISCO_RC1_HEADER_LEN : detect_header_len(tvb, offset));
 }
 
 /* ---- a bounded RLP reader (Ethereum Yellow Paper, appendix B) ----
@@ -513,6 +538,149 @@ dissect_blocksync(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_ite
     return try_val_to_str(t, blocksync_vals);
 }
 
+/* ---- the heuristics: whole messages with every field in range (docs/fisco.md) ---- */
+
+#define FISCO_HEUR_MESSAGES 8       /* whole messages of a first segment checked at most */
+
+/* Printable ASCII (tabs allowed), `digits`: decimal digits only. */
+static gboolean
+ascii_text(tvbuff_t *tvb, guint off, guint len, gboolean digits)
+{
+    for (guint i = 0; i < len; i++) {
+        guint8 c = tvb_get_uint8(tvb, off + i);
+        if (digits ? !g_ascii_isdigit(c) : (c != '\t' && (c < 0x20 || c > 0x7e)))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* RLP items from `off` that end exactly at `end`; how many, -1 when they do not. */
+static gint
+rlp_exact(tvbuff_t *tvb, guint off, guint end, rlp_item_t *first)
+{
+    rlp_item_t it;
+    gint n = 0;
+    while (off < end) {
+        if (!rlp_read(tvb, off, end, &it))
+            return -1;
+        if (n++ == 0 && first)
+            *first = it;
+        off = RLP_END(&it);
+    }
+    return n;
+}
+
+/* Does a module's payload tvb[0..) have the structure its module gives it?  *strong: the
+ * structure pins many bytes (exact RLP, a channel header whose length matches, digits). */
+static gboolean
+heur_payload(tvbuff_t *tvb, guint module, guint ptype, gboolean response, gboolean *strong)
+{
+    guint len = tvb_captured_length(tvb);
+    rlp_item_t first = { 0 }, inner = { 0 };
+    *strong = FALSE;
+    switch (module) {
+    case MOD_TOPIC:
+        if (!try_val_to_str(ptype, topic_vals) || !ascii_text(tvb, 0, len, ptype == 1))
+            return FALSE;
+        *strong = len > 0 && !response;
+        return TRUE;
+    case MOD_AMOP:
+        if (!try_val_to_str(ptype, amop_vals) || len < FISCO_AMOP_HEADER_LEN)
+            return FALSE;
+        *strong = TRUE;
+        return tvb_get_ntohl(tvb, 0) == len && ascii_text(tvb, 6, 32, FALSE);
+    case MOD_PBFT:      /* list[ string(packet_id ttl data ...) ] */
+        if (rlp_exact(tvb, 0, len, &first) != 1 || !first.is_list ||
+            rlp_exact(tvb, RLP_BODY(&first), RLP_END(&first), &inner) != 1 || inner.is_list ||
+            rlp_exact(tvb, RLP_BODY(&inner), RLP_END(&inner), &first) < 3 || first.is_list)
+            return FALSE;
+        *strong = TRUE;
+        return try_val_to_str((guint32)rlp_uint(tvb, &first), pbft_vals) != NULL;
+    case MOD_BLOCKSYNC: /* type byte, list[...] */
+        if (len < 2 || !try_val_to_str(tvb_get_uint8(tvb, 0), blocksync_vals) ||
+            rlp_exact(tvb, 1, len, &first) != 1 || !first.is_list)
+            return FALSE;
+        *strong = TRUE;
+        return TRUE;
+    case MOD_RAFT:      /* rlp(type) rlp(data) */
+        if (rlp_exact(tvb, 0, len, &first) < 1 || first.is_list)
+            return FALSE;
+        *strong = TRUE;
+        return try_val_to_str((guint32)rlp_uint(tvb, &first), raft_vals) != NULL;
+    case MOD_TXPOOL:    /* no structure read here */
+        return TRUE;
+    default:
+        return FALSE;
+    }
+}
+
+/* The length of the whole 2.x message at `offset` whose every header field is in range and
+ * whose payload (decompressed: FISCO compresses only over 1024 bytes) parses as its module's;
+ * 0 when there is none.  rc1's 12-byte header is tried only when the preference says so. */
+static guint
+heur_message(tvbuff_t *tvb, guint offset, packet_info *pinfo, gboolean *strong)
+{
+    guint hlen = heur_header_len();
+    guint avail = (guint)tvb_captured_length_remaining(tvb, offset);
+    guint32 length;
+    guint16 version = 0, ptype;
+    guint module;
+    gboolean response;
+    tvbuff_t *payload;
+
+    if (avail < hlen || !plausible_header(tvb, (int)offset, hlen))
+        return 0;
+    length = tvb_get_ntohl(tvb, offset);
+    if (length > avail)
+        return 0;
+    if (pref_rc1) {
+        gint16 pid = (gint16)tvb_get_ntohs(tvb, offset + 4);
+        module = rc1_module(pid);
+        response = pid < 0;
+        ptype = tvb_get_ntohs(tvb, offset + 6);
+    } else {
+        version = tvb_get_ntohs(tvb, offset + 4);
+        response = (gint16)tvb_get_ntohs(tvb, offset + 6) < 0;
+        module = response ? 0x10000u - tvb_get_ntohs(tvb, offset + 8) : tvb_get_ntohs(tvb, offset + 8);
+        ptype = tvb_get_ntohs(tvb, offset + 10);
+    }
+    payload = tvb_new_subset_length(tvb, offset + hlen, length - hlen);
+    if (version & FISCO_COMPRESS_FLAG) {
+        guint8 *raw;
+        size_t raw_len;
+        const char *detail;
+        guint plen = length - hlen;
+        if (p2pc_decompress(pinfo->pool, P2PC_CODEC_SNAPPY, tvb_memdup(pinfo->pool, payload, 0, plen), plen,
+                            FISCO_MAX_LENGTH, &raw, &raw_len, &detail) != P2PC_DC_OK ||
+            raw_len <= FISCO_COMPRESS_THRESHOLD)
+            return 0;
+        payload = tvb_new_child_real_data(tvb, raw, (guint)raw_len, (gint)raw_len);
+    }
+    return heur_payload(payload, module, ptype, response, strong) ? length : 0;
+}
+
+/* A direction's first segment is FISCO 2.x when it starts with whole messages (up to
+ * FISCO_HEUR_MESSAGES of them) that all pass heur_message(), one strong or two of them, and
+ * whatever follows them starts a plausible header. */
+static gboolean
+heur_segment(tvbuff_t *tvb, packet_info *pinfo)
+{
+    guint off = 0, n = 0, len = tvb_captured_length(tvb), mlen;
+    gboolean strong, any_strong = FALSE;
+    while (off < len && n < FISCO_HEUR_MESSAGES) {
+        mlen = heur_message(tvb, off, pinfo, &strong);
+        if (!mlen)
+            break;
+        any_strong |= strong;
+        off += mlen;
+        n++;
+    }
+    if (n == 0 || (!any_strong && n < 2))
+        return FALSE;
+    return off == len || n == FISCO_HEUR_MESSAGES || len - off < heur_header_len() ||
+           plausible_header(tvb, (int)off, heur_header_len());
+}
+
 /* ---- request/response links ---- */
 
 static void
@@ -563,6 +731,14 @@ get_fisco_pdu_len(packet_info *pinfo, tvbuff_t *tvb, int offset, void *data _U_)
 {
     guint hlen = fisco_header_len(tvb, offset, pinfo);
     guint32 length = tvb_get_ntohl(tvb, offset);
+    fisco_conv_t *fc = fisco_get_conv(pinfo);
+    /* The heuristic's guess was wrong after all: the rest of the segment is not FISCO, and
+     * the connection is let go from the next frame on (dissect_fisco_pdu() shows why). */
+    if (fc->by_heuristic && !plausible_header(tvb, offset, hlen)) {
+        if (!PINFO_FD_VISITED(pinfo) && !fc->let_go_at)
+            fc->let_go_at = pinfo->num + 1;
+        return tvb_reported_length_remaining(tvb, offset);
+    }
     /* A Length below the header or over the limit cannot be followed: show this header with
      * its expert item and drop the rest of the segment rather than wait for up to 4 GB. */
     if (length < hlen)
@@ -597,6 +773,12 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
     ht = proto_tree_add_subtree(ft, tvb, 0, hlen, ett_fisco_header, NULL, rc1 ? "Header (rc1)" : "Header");
 
     li = proto_tree_add_item(ht, hf_fisco_length, tvb, 0, 4, ENC_BIG_ENDIAN);
+    if (fisco_get_conv(pinfo)->by_heuristic && !plausible_header(tvb, 0, hlen)) {
+        expert_add_info(pinfo, ti, &ei_fisco_let_go);
+        col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", "[not FISCO: connection let go]");
+        col_set_fence(pinfo->cinfo, COL_INFO);
+        return avail;
+    }
     if (length < hlen || length > FISCO_MAX_LENGTH) {
         expert_add_info_format(pinfo, li, &ei_fisco_length, "Length %u outside [%u, %u]",
                                length, hlen, FISCO_MAX_LENGTH);
@@ -741,6 +923,24 @@ looks_like_tls(tvbuff_t *tvb)
            tvb_get_uint8(tvb, 1) == 3 && tvb_get_uint8(tvb, 2) <= 4;
 }
 
+/* Is this frame's connection FISCO's?  On a FISCO port (or Decode As) it is claimed at the first
+ * segment that starts like FISCO: a TLS record, a header of either 2.x variant, a 3.x header.
+ * When the capture holds the connection's start and its first bytes start none of those, it is
+ * not FISCO (Ethereum's devp2p listens on 30303, in the port range): stock gets it back.  A
+ * connection joined mid-stream is trusted to the port, as before. */
+static gboolean
+fisco_claimed(tvbuff_t *tvb, packet_info *pinfo, fisco_conv_t *fc)
+{
+    if (!PINFO_FD_VISITED(pinfo) && !fc->claimed_at && !fc->let_go_at) {
+        if (!p2pc_tcp_start_seen(pinfo) || looks_like_tls(tvb) || plausible_on_port(tvb, 0) ||
+            fisco3_plausible(tvb, 0))
+            fc->claimed_at = pinfo->num;
+        else
+            fc->let_go_at = pinfo->num;
+    }
+    return fc->claimed_at && pinfo->num >= fc->claimed_at && !(fc->let_go_at && pinfo->num >= fc->let_go_at);
+}
+
 /* TCP: plaintext FISCO, or (as real nodes run) TLS on the P2P port, which is handed to the TLS
  * dissector for good; TLS brings the decrypted data back through fisco_tls_handle. */
 static int
@@ -768,22 +968,24 @@ dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
         conversation_set_dissector(find_or_create_conversation(pinfo), fisco3_handle);
         return dissect_fisco3(tvb, pinfo, tree, data);
     }
+    if (!carried && !fisco_claimed(tvb, pinfo, fc))
+        return 0;
     if (!fc->plaintext && tls_handle && looks_like_tls(tvb)) {
         p2pc_conn_carry(pc);
         p2pc_conn_stay(pc);
         conversation_set_dissector(find_or_create_conversation(pinfo), tls_handle);
         return call_dissector(tls_handle, tvb, pinfo, tree);
     }
-    /* A connection whose first message is a 3.x gateway header (a Version of V1 to V3, or V0
-     * with no 2.x module) is 3.x's for good. */
+    /* A connection whose first message is a 3.x handshake, or a 3.x gateway header that no
+     * 2.x header reading fits (a Version of V1 to V3), is 3.x's for good. */
     if (!fc->header_len && !fc->plaintext && !PINFO_FD_VISITED(pinfo) && fisco3_handle &&
-        !plausible_header(tvb, 0) && fisco3_plausible(tvb, 0)) {
+        (fisco3_handshake_at(tvb, 0) || (!plausible_on_port(tvb, 0) && fisco3_plausible(tvb, 0)))) {
         conversation_set_dissector(find_or_create_conversation(pinfo), fisco3_handle);
         return dissect_fisco3(tvb, pinfo, tree, data);
     }
     /* Once a FISCO header starts a segment, later segments that happen to look like TLS
      * (payload bytes, when TCP reassembly is off) stay FISCO. */
-    if (!PINFO_FD_VISITED(pinfo) && plausible_header(tvb, 0))
+    if (!PINFO_FD_VISITED(pinfo) && plausible_on_port(tvb, 0))
         fc->plaintext = TRUE;
     fisco_columns(pinfo);
     at = p2pc_holes_enter(tvb, pinfo, tree, data, &fisco_framing);
@@ -801,13 +1003,28 @@ dissect_fisco_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
     return tvb_captured_length(tvb);
 }
 
+/* Another port: a connection whose start the capture holds, on no stock dissector's port, whose
+ * first segment holds whole 2.x messages that parse (heur_segment()) or a whole 3.x handshake. */
 static p2pc_bool_t
 dissect_fisco_heur_tcp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
-    /* A length and a version are easily matched by chance mid-stream (a libp2p connection
-     * after a live session reset once was): only a connection seen from its start is guessed. */
-    if (!p2pc_holes_carried(pinfo) && (!p2pc_tcp_start_seen(pinfo) || !plausible_header(tvb, 0)))
+    const p2pc_framing_t *carried = p2pc_holes_carried(pinfo);
+    fisco_conv_t *fc;
+    if (carried) {
+        /* A connection a live session reset carried over is FISCO's only if it was. */
+        if (carried != &fisco_framing && g_strcmp0(carried->proto, "fisco3") != 0)
+            return FALSE;
+    } else if (!p2pc_heur_may_claim(pinfo, fisco_handle) ||
+               !(heur_segment(tvb, pinfo) || fisco3_handshake_at(tvb, 0))) {
         return FALSE;
+    }
+    fc = fisco_get_conv(pinfo);
+    if (fc->let_go_at && pinfo->num >= fc->let_go_at)
+        return FALSE;
+    if (!PINFO_FD_VISITED(pinfo) && !fc->claimed_at) {
+        fc->claimed_at = pinfo->num;
+        fc->by_heuristic = TRUE;
+    }
     conversation_set_dissector(find_or_create_conversation(pinfo), fisco_handle);
     dissect_fisco(tvb, pinfo, tree, data);
     return TRUE;
@@ -817,7 +1034,7 @@ dissect_fisco_heur_tcp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void
 static p2pc_bool_t
 dissect_fisco_heur_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
-    if (!plausible_header(tvb, 0))
+    if (!heur_segment(tvb, pinfo))
         return FALSE;
     dissect_fisco_tls(tvb, pinfo, tree, data);
     return TRUE;
@@ -903,6 +1120,8 @@ proto_register_fisco(void)
         { &ei_fisco_decompress, { "fisco.decompress_failed", PI_MALFORMED, PI_ERROR,
             "Snappy decompression failed", EXPFILL } },
         { &ei_fisco_rlp, { "fisco.rlp", PI_MALFORMED, PI_WARN, "Payload structure problem", EXPFILL } },
+        { &ei_fisco_let_go, { "fisco.let_go", PI_PROTOCOL, PI_NOTE,
+            "Not a FISCO header on a connection the heuristic took: it is let go from the next frame", EXPFILL } },
     };
     module_t *module;
     expert_module_t *expert;

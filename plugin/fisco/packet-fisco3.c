@@ -410,13 +410,13 @@ tars_block_tx_count(tvbuff_t *tvb, guint off, guint end)
 }
 
 /* The handshake's payload, a tars ProtocolInfo written field by field (ProtocolInfoCodecImpl::
- * encode: moduleID 1, minVersion 2, maxVersion 3, no struct head): its maxVersion into *max;
- * FALSE (and an expert item) when it does not parse. */
+ * encode: moduleID 1, minVersion 2, maxVersion 3, no struct head) in tvb[off, end), its fields
+ * added to `tree` (may be NULL) and its maxVersion put in *max; FALSE when it does not parse. */
 static gboolean
-dissect_protocol_info(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *ti, guint64 *max)
+protocol_info_read(tvbuff_t *tvb, guint off, guint end, proto_tree *tree, guint64 *max)
 {
     static int * const hfs[] = { NULL, &hf_hs_module, &hf_hs_min, &hf_hs_max };
-    guint off = 0, end = tvb_captured_length(tvb), tag, type, found = 0;
+    guint tag, type, found = 0;
     guint64 v, vals[4] = { 0 };
 
     while (off < end) {
@@ -433,12 +433,33 @@ dissect_protocol_info(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto
             break;
         }
     }
-    if (off < end || found != 0xe) {
-        expert_add_info(pinfo, ti, &ei_handshake);
-        return FALSE;
-    }
     *max = vals[3];
-    return TRUE;
+    return off == end && found == 0xe;
+}
+
+/* The same, added to `tree`; FALSE and an expert item when it does not parse. */
+static gboolean
+dissect_protocol_info(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *ti, guint64 *max)
+{
+    if (protocol_info_read(tvb, 0, tvb_captured_length(tvb), tree, max))
+        return TRUE;
+    expert_add_info(pinfo, ti, &ei_handshake);
+    return FALSE;
+}
+
+gboolean
+fisco3_handshake_at(tvbuff_t *tvb, guint offset)
+{
+    guint64 max;
+    guint32 length;
+    if (!fisco3_plausible(tvb, (int)offset))
+        return FALSE;
+    length = tvb_get_ntohl(tvb, offset);
+    /* V0, the Handshake packet type, nothing in Ext (a handshake is never a response nor
+     * compressed), and the whole message here. */
+    return length <= (guint)tvb_captured_length_remaining(tvb, offset) && tvb_get_ntohs(tvb, offset + 4) == 0 &&
+           tvb_get_ntohs(tvb, offset + 6) == GW_HANDSHAKE && tvb_get_ntohs(tvb, offset + 12) == 0 &&
+           protocol_info_read(tvb, offset + FISCO3_HEADER_LEN, offset + length, NULL, &max);
 }
 
 static fisco3_conv_t *
