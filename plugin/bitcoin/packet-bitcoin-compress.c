@@ -36,6 +36,7 @@
 #include "core/p2pc-compat.h"
 #include "core/codecs.h"
 #include "core/conn.h"
+#include "core/heur.h"
 #include "core/holes.h"
 #include "core/msgtype.h"
 #include "core/payload.h"
@@ -908,7 +909,10 @@ static p2pc_bool_t
 dissect_btcc_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
     conversation_t *conv;
-    if (p2pc_holes_carried(pinfo) != &btcc_framing && (tvb_captured_length(tvb) < 16 || !btc_header_at(tvb, 0, TRUE)))
+    /* A network magic, a command, on no stock dissector's port (a magic is four bytes: the
+     * capture may have joined the connection mid-stream, where a message starts a segment). */
+    if (p2pc_holes_carried(pinfo) != &btcc_framing &&
+        (tvb_captured_length(tvb) < 16 || !btc_header_at(tvb, 0, TRUE) || !p2pc_heur_may_claim(pinfo, btcc_handle)))
         return FALSE;
     conv = find_or_create_conversation(pinfo);
     conversation_set_dissector(conv, btcc_handle);

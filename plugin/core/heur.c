@@ -4,7 +4,6 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/heur.h"
-#include "core/ledger.h"
 
 #include <epan/conversation.h>
 
@@ -23,5 +22,5 @@ p2pc_heur_may_claim(packet_info *pinfo, dissector_handle_t own)
     dissector_handle_t owner = conv ? conversation_get_dissector(conv, pinfo->num) : NULL;
 
     return port_free(tcp_port, pinfo->srcport, own) && port_free(tcp_port, pinfo->destport, own) &&
-           (!owner || owner == own) && p2pc_tcp_start_seen(pinfo);
+           (!owner || owner == own);
 }

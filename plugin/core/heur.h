@@ -1,7 +1,7 @@
 /* heur.h
  * What every p2pc TCP heuristic checks before it looks at the bytes (docs/heuristics.md): a
  * heuristic never takes a connection that a stock dissector owns by its port or its
- * conversation, nor one whose start the capture missed (a few bytes mid-stream match anything).
+ * conversation.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -11,9 +11,9 @@
 #include "core/p2pc-compat.h"
 
 /* True when neither TCP port has a dissector other than `own` in the tcp.port table (stock's
- * registrations, and the user's Decode As), no other dissector owns the conversation, and the
- * capture holds the connection's start.  (A connection a live session reset carried over is
- * the protocol's that had it: each heuristic resumes its own before asking this.) */
+ * registrations, and the user's Decode As) and no other dissector owns the conversation.  (A
+ * connection a live session reset carried over is the protocol's that had it: each heuristic
+ * resumes its own before asking this.) */
 gboolean p2pc_heur_may_claim(packet_info *pinfo, dissector_handle_t own);
 
 #endif /* P2PC_HEUR_H */

@@ -448,6 +448,19 @@ part_follow(conn_t *c, int d, tvbuff_t *tvb, guint32 at, guint32 a, guint32 len)
         part_add(c, d, tvb, at + (next - a), a + len - next);
 }
 
+void
+p2pc_holes_let_go(packet_info *pinfo)
+{
+    p2pc_tcp_t *tcp = PINFO_FD_VISITED(pinfo) ? NULL : p2pc_ledger_find(pinfo);
+    conn_t *c = tcp ? (conn_t *)p2pc_conn_slot(tcp->conn, P2PC_SLOT_HOLES) : NULL;
+    if (!c)
+        return;
+    part_drop(c, 0);
+    part_drop(c, 1);
+    wmem_map_remove(conns, tcp);
+    p2pc_conn_set_slot(tcp->conn, P2PC_SLOT_HOLES, NULL);
+}
+
 const p2pc_framing_t *
 p2pc_holes_carried(packet_info *pinfo)
 {

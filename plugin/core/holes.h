@@ -40,6 +40,10 @@ void p2pc_holes_dissect_pdus(tvbuff_t *tvb, guint offset, packet_info *pinfo, pr
                              const p2pc_framing_t *fr);
 void p2pc_holes_leave(tvbuff_t *tvb, packet_info *pinfo, void *data);
 
+/* The protocol lets go of this frame's connection (a heuristic's wrong guess): its bytes from
+ * here on are not the protocol's, so none of them is counted (first pass). */
+void p2pc_holes_let_go(packet_info *pinfo);
+
 /* The framing of this frame's connection, when a session reset carried it over (the first
  * frames of a session may be in the middle of a message, where no heuristic would know it). */
 const p2pc_framing_t *p2pc_holes_carried(packet_info *pinfo);

@@ -735,8 +735,10 @@ get_fisco_pdu_len(packet_info *pinfo, tvbuff_t *tvb, int offset, void *data _U_)
     /* The heuristic's guess was wrong after all: the rest of the segment is not FISCO, and
      * the connection is let go from the next frame on (dissect_fisco_pdu() shows why). */
     if (fc->by_heuristic && !plausible_header(tvb, offset, hlen)) {
-        if (!PINFO_FD_VISITED(pinfo) && !fc->let_go_at)
+        if (!PINFO_FD_VISITED(pinfo) && !fc->let_go_at) {
             fc->let_go_at = pinfo->num + 1;
+            p2pc_holes_let_go(pinfo);
+        }
         return tvb_reported_length_remaining(tvb, offset);
     }
     /* A Length below the header or over the limit cannot be followed: show this header with
@@ -1014,7 +1016,7 @@ dissect_fisco_heur_tcp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void
         /* A connection a live session reset carried over is FISCO's only if it was. */
         if (carried != &fisco_framing && g_strcmp0(carried->proto, "fisco3") != 0)
             return FALSE;
-    } else if (!p2pc_heur_may_claim(pinfo, fisco_handle) ||
+    } else if (!p2pc_tcp_start_seen(pinfo) || !p2pc_heur_may_claim(pinfo, fisco_handle) ||
                !(heur_segment(tvb, pinfo) || fisco3_handshake_at(tvb, 0))) {
         return FALSE;
     }
