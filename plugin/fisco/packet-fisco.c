@@ -55,6 +55,8 @@ void proto_reg_handoff_fisco(void);
 #define FISCO_COMPRESS_THRESHOLD 1024
 #define FISCO_DEFAULT_PORTS      "30300"
 #define FISCO_AMOP_HEADER_LEN    42
+#define TLS_RECORD_HEADER        5       /* content type, version, length (RFC 5246 6.2.1) */
+#define TLS_APPLICATION_DATA     23
 
 enum { MOD_AMOP = 1, MOD_TOPIC = 2, MOD_PBFT = 8, MOD_BLOCKSYNC = 9, MOD_TXPOOL = 10, MOD_RAFT = 11 };
 enum { SYNC_STATUS = 1, SYNC_TRANSACTIONS = 2, SYNC_BLOCKS = 3, SYNC_REQ_BLOCKS = 4,
@@ -152,6 +154,7 @@ typedef struct {
 typedef struct {
     guint header_len;               /* 0 until the first header is seen, then 16 or 12 */
     gboolean plaintext;             /* FISCO headers seen directly on TCP: never hand it to TLS */
+    gboolean tls;                   /* TLS on the connection: each record goes to TLS */
     address first_src;              /* the side that spoke first is direction 0 */
     guint32 first_port;
     /* seq -> fisco_transaction_t by frame, one map per requesting direction: both peers
@@ -741,8 +744,29 @@ looks_like_tls(tvbuff_t *tvb)
            tvb_get_uint8(tvb, 1) == 3 && tvb_get_uint8(tvb, 2) <= 4;
 }
 
-/* TCP: plaintext FISCO, or (as real nodes run) TLS on the P2P port, which is handed to the TLS
- * dissector for good; TLS brings the decrypted data back through fisco_tls_handle. */
+/* A TLS record on the P2P port: Wireshark's TLS decrypts it and brings the data back through
+ * fisco_tls_handle.  An application_data record it does not decrypt (no key: TLS adds a tab
+ * for every record it decrypts) is counted as it is, its 5-byte header as header bytes, with
+ * the note naming the key log that would open it (as libp2p TLS's records). */
+static int
+dissect_fisco_tls_record(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
+{
+    guint sources = g_slist_length(pinfo->data_src);
+    call_dissector(tls_handle, tvb, pinfo, tree);
+    if (tvb_get_uint8(tvb, 0) == TLS_APPLICATION_DATA && g_slist_length(pinfo->data_src) == sources)
+        p2pc_tls_no_keys(pinfo, p2pc_record_encrypted(tvb, pinfo, tree, "fisco", "tls (encrypted)",
+                                                      TLS_RECORD_HEADER));
+    return tvb_captured_length(tvb);
+}
+
+static guint
+get_tls_record_len(packet_info *pinfo _U_, tvbuff_t *tvb, int offset, void *data _U_)
+{
+    return TLS_RECORD_HEADER + tvb_get_ntohs(tvb, offset + 3);
+}
+
+/* TCP: plaintext FISCO, or (as real nodes run) TLS on the P2P port, cut into whole records
+ * here (each handed to the TLS dissector) so that the records TLS cannot decrypt are counted. */
 static int
 dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
@@ -768,11 +792,14 @@ dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
         conversation_set_dissector(find_or_create_conversation(pinfo), fisco3_handle);
         return dissect_fisco3(tvb, pinfo, tree, data);
     }
-    if (!fc->plaintext && tls_handle && looks_like_tls(tvb)) {
+    if (!fc->plaintext && tls_handle && (fc->tls || looks_like_tls(tvb))) {
         p2pc_conn_carry(pc);
         p2pc_conn_stay(pc);
-        conversation_set_dissector(find_or_create_conversation(pinfo), tls_handle);
-        return call_dissector(tls_handle, tvb, pinfo, tree);
+        if (!PINFO_FD_VISITED(pinfo))
+            fc->tls = TRUE;
+        tcp_dissect_pdus(tvb, pinfo, tree, TRUE, TLS_RECORD_HEADER, get_tls_record_len,
+                         dissect_fisco_tls_record, data);
+        return tvb_captured_length(tvb);
     }
     /* A connection whose first message is a 3.x gateway header (a Version of V1 to V3, or V0
      * with no 2.x module) is 3.x's for good. */
