@@ -9,6 +9,7 @@ import hashlib
 import json
 
 import struct
+import subprocess
 
 import pytest
 
@@ -206,6 +207,48 @@ def test_rc1_header_is_detected_and_the_preference_agrees(tshark):
 def test_other_ports_heuristic_and_decode_as(tshark, how):
     want = [r["msg_type"] for r in fisco_records(tshark, "fisco-topic-on")]
     assert [r["msg_type"] for r in fisco_records(tshark, "fisco-topic-on", extra=how)] == want
+
+
+def tls_without_secrets(tmp_path):
+    """fisco-tls as a capture without its embedded TLS secrets (the frames rewritten, by dpkt, to
+    a pcap file, which holds no secrets block) and those secrets as a key log of their own
+    (tshark's --export-tls-session-keys)."""
+    import dpkt
+    bare, keys = tmp_path / "fisco-tls-bare.pcap", tmp_path / "fisco-tls.keys"
+    with open(cap("fisco-tls"), "rb") as f, open(bare, "wb") as out:
+        w = dpkt.pcap.Writer(out, nano=True, linktype=dpkt.pcap.DLT_EN10MB)
+        for ts, buf in dpkt.pcapng.Reader(f):
+            w.writepkt(buf, ts)
+    subprocess.run(["tshark", "-n", "-q", "-r", str(cap("fisco-tls")), "--export-tls-session-keys", str(keys)],
+                   check=True, capture_output=True)
+    assert keys.read_text().startswith("CLIENT_RANDOM ")
+    return bare, keys
+
+
+def test_tls_without_keys_counts_every_encrypted_record(tshark, tmp_path):
+    """No keys: every TLS 1.2 record of type application_data on the FISCO connection is a
+    `fisco` `tls (encrypted)` record of its size (5-byte header + its length, tshark's own TLS
+    fields), its header the 5 bytes, with the note naming the key log that would open it, the
+    same in one pass and in two.  With the key log, the records are those the embedded secrets
+    give (but their times, which dpkt rewrote as floats), and nothing is left encrypted."""
+    bare, keys = tls_without_secrets(tmp_path)
+    sizes = []
+    for types, lengths in tshark.fields(bare, ["tls.record.content_type", "tls.record.length"], dfilter="tls"):
+        pairs = list(zip(types.split("|"), lengths.split("|")))
+        assert len(pairs) == len(types.split("|")) == len(lengths.split("|"))
+        sizes += [5 + int(n) for t, n in pairs if t == "23"]
+    for two_pass in (False, True):
+        recs = tshark.records(bare, two_pass=two_pass)
+        assert {(r["proto"], r["msg_type"]) for r in recs} == {("fisco", "tls (encrypted)")}
+        assert sorted(int(r["wire_len"]) for r in recs) == sorted(sizes) and len(sizes) > 50
+        assert all(r["header_len"] == "5" and int(r["payload_len"]) == int(r["wire_len"]) - 5 for r in recs)
+    notes = [m for row in tshark.fields(bare, ["_ws.expert.message"], dfilter="p2pc.tls_no_keys")
+             for m in row[0].split("|") if "tls.keylog_file" in m]
+    assert len(notes) == len(sizes)
+    keyed = ["-o", f"tls.keylog_file:{tshark.ws.readable(keys)}"]
+    untimed = lambda recs: [{k: v for k, v in r.items() if k != "time"} for r in recs]  # noqa: E731 (dpkt's float times)
+    assert untimed(tshark.records(bare, extra=keyed)) == untimed(fisco_records(tshark, "fisco-tls"))
+    assert not tshark.fields(bare, ["frame.number"], dfilter="p2pc.tls_no_keys", extra=keyed)
 
 
 def test_tls_on_another_port_through_the_tls_heuristic(tshark):
