@@ -9,7 +9,6 @@ import hashlib
 import json
 
 import struct
-import subprocess
 
 import pytest
 
@@ -210,18 +209,12 @@ def test_other_ports_heuristic_and_decode_as(tshark, how):
 
 
 def tls_without_secrets(tmp_path):
-    """fisco-tls as a capture without its embedded TLS secrets (the frames rewritten, by dpkt, to
-    a pcap file, which holds no secrets block) and those secrets as a key log of their own
-    (tshark's --export-tls-session-keys)."""
-    import dpkt
-    bare, keys = tmp_path / "fisco-tls-bare.pcap", tmp_path / "fisco-tls.keys"
-    with open(cap("fisco-tls"), "rb") as f, open(bare, "wb") as out:
-        w = dpkt.pcap.Writer(out, nano=True, linktype=dpkt.pcap.DLT_EN10MB)
-        for ts, buf in dpkt.pcapng.Reader(f):
-            w.writepkt(buf, ts)
-    subprocess.run(["tshark", "-n", "-q", "-r", str(cap("fisco-tls")), "--export-tls-session-keys", str(keys)],
-                   check=True, capture_output=True)
-    assert keys.read_text().startswith("CLIENT_RANDOM ")
+    """fisco-tls without the TLS secrets embedded in it, and those secrets as a key log of their
+    own (test_live.pcapng_secrets)."""
+    from test_live import pcapng_secrets
+    bare, keys = tmp_path / "fisco-tls-bare.pcapng", tmp_path / "fisco-tls.keys"
+    keys.write_bytes(pcapng_secrets(cap("fisco-tls"), bare))
+    assert "\nCLIENT_RANDOM " in keys.read_text()
     return bare, keys
 
 
@@ -230,7 +223,7 @@ def test_tls_without_keys_counts_every_encrypted_record(tshark, tmp_path):
     `fisco` `tls (encrypted)` record of its size (5-byte header + its length, tshark's own TLS
     fields), its header the 5 bytes, with the note naming the key log that would open it, the
     same in one pass and in two.  With the key log, the records are those the embedded secrets
-    give (but their times, which dpkt rewrote as floats), and nothing is left encrypted."""
+    give, and nothing is left encrypted."""
     bare, keys = tls_without_secrets(tmp_path)
     sizes = []
     for types, lengths in tshark.fields(bare, ["tls.record.content_type", "tls.record.length"], dfilter="tls"):
@@ -246,8 +239,7 @@ def test_tls_without_keys_counts_every_encrypted_record(tshark, tmp_path):
              for m in row[0].split("|") if "tls.keylog_file" in m]
     assert len(notes) == len(sizes)
     keyed = ["-o", f"tls.keylog_file:{tshark.ws.readable(keys)}"]
-    untimed = lambda recs: [{k: v for k, v in r.items() if k != "time"} for r in recs]  # noqa: E731 (dpkt's float times)
-    assert untimed(tshark.records(bare, extra=keyed)) == untimed(fisco_records(tshark, "fisco-tls"))
+    assert tshark.records(bare, extra=keyed) == fisco_records(tshark, "fisco-tls")
     assert not tshark.fields(bare, ["frame.number"], dfilter="p2pc.tls_no_keys", extra=keyed)
 
 
