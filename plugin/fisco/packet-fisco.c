@@ -23,7 +23,8 @@
  *
  * Real nodes speak it inside TLS 1.2 with mutual certificates; the TLS dissector hands
  * decrypted data back here (tls.port and a tls heuristic), so a capture with a key log
- * decodes the same as plaintext.
+ * decodes the same as plaintext.  Without one, each application_data record is counted as
+ * `tls (encrypted)`.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
