@@ -214,6 +214,44 @@ def test_no_p2p_traffic(tmp_path):
     assert res.returncode == 6 and "no P2P messages" in res.stderr
 
 
+def test_encrypted_traffic_without_keys_is_said_as_such(tmp_path):
+    """A capture whose P2P traffic is all encrypted and not decrypted (FISCO over TLS, its
+    secrets withheld) is no "no P2P messages": exit 0, its encrypted records in the report per
+    protocol, and a warning that names the key log that would open them.  With that key log the
+    messages are there and nothing is said."""
+    from test_fisco import tls_without_secrets
+    bare, keys = tls_without_secrets(tmp_path)
+    res = p2pc("analyze", "--format", "json", str(bare))
+    assert res.returncode == 0, res.stderr
+    rows = {(r["proto"], r["msg_type"]): r for r in json.loads(res.stdout)["rows"]}
+    assert list(rows) == [("fisco", "tls (encrypted)")]
+    enc = rows[("fisco", "tls (encrypted)")]
+    assert (f"warning: fisco: {enc['messages']:,} records ({enc['wire_bytes']:,} bytes) are encrypted and were "
+            "not decrypted: --keylog with the nodes' TLS secrets (an NSS key log") in res.stderr
+    keyed = p2pc("analyze", "--keylog", str(keys), "--format", "json", str(bare))
+    assert keyed.returncode == 0 and "warning" not in keyed.stderr, keyed.stderr
+    got = [r["msg_type"] for r in json.loads(keyed.stdout)["rows"]]
+    assert "tls (encrypted)" not in got and "BlockSync.Blocks" in got
+
+
+@pytest.mark.parametrize("keys", ["empty", "another connection's"])
+def test_a_key_log_that_decrypts_nothing_is_a_warning_naming_it(tmp_path, keys):
+    """An empty key log, and one whose keys are another connection's (eth2-noise-mplex's Noise
+    keys on eth2-noise-yamux), decrypt nothing: the warning names the file and what stayed
+    encrypted.  The capture's own key log opens it and nothing is said."""
+    eth2 = CAPTURES / "eth2"
+    keylog = tmp_path / "node.keys"
+    keylog.write_text("" if keys == "empty" else (eth2 / "eth2-noise-mplex.keys").read_text())
+    res = p2pc("analyze", "--keylog", str(keylog), "--format", "csv", str(eth2 / "eth2-noise-yamux.pcapng"))
+    assert res.returncode == 0, res.stderr
+    warnings = [line for line in res.stderr.splitlines() if line.startswith("p2pc: warning: ")]
+    assert len(warnings) == 1 and f"--keylog {keylog} " in warnings[0], res.stderr
+    assert "decrypted nothing" in warnings[0] and "libp2p: " in warnings[0] and "stayed encrypted" in warnings[0]
+    own = p2pc("analyze", "--keylog", str(eth2 / "eth2-noise-yamux.keys"), "--format", "csv",
+               str(eth2 / "eth2-noise-yamux.pcapng"))
+    assert own.returncode == 0 and "warning" not in own.stderr, own.stderr
+
+
 def test_truncated_capture_reports_what_it_read(tmp_path):
     src = (BTC / "btc-compressed.pcapng").read_bytes()
     cut = tmp_path / "cut.pcapng"

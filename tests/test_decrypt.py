@@ -411,8 +411,9 @@ def test_tls_record_framing_is_split_among_the_messages(tshark):
 
 def test_tls_without_keys_counts_every_encrypted_record(tshark):
     """No keys: every TLS 1.3 record of (opaque) type application_data gets a `tls (encrypted)`
-    record of its size (5-byte header + its length), the same in one pass and in two; with the
-    keys there is none (every such record decrypts)."""
+    record of its size (5-byte header + its length), the same in one pass and in two, and the
+    note naming the key log that would open it (p2pc.tls_no_keys, as QUIC's packets); with the
+    keys there is neither (every such record decrypts)."""
     cap = ETH / "eth2-tls-yamux.pcapng"
     rows = tshark.fields(cap, ["tls.record.content_type", "tls.record.opaque_type", "tls.record.length"], dfilter="tls")
     sizes = []
@@ -429,8 +430,12 @@ def test_tls_without_keys_counts_every_encrypted_record(tshark):
         assert len(enc) == len(sizes) > 100
         assert sum(int(r["wire_len"]) for r in enc) == sum(sizes)
         assert all(int(r["header_len"]) == 22 for r in enc)
+    notes = [m for row in tshark.fields(cap, ["_ws.expert.message"], dfilter="p2pc.tls_no_keys")
+             for m in row[0].split("|") if "tls.keylog_file" in m]
+    assert len(notes) == len(sizes)
     assert not [r for r in tshark.records(cap, extra=tls_extra(tshark, "eth2-tls-yamux"), two_pass=True)
                 if r["msg_type"] == "tls (encrypted)"]
+    assert not tshark.fields(cap, ["frame.number"], dfilter="p2pc.tls_no_keys", extra=tls_extra(tshark, "eth2-tls-yamux"))
 
 
 def noise_mix_key(ck: bytes, ikm: bytes) -> tuple[bytes, bytes]:

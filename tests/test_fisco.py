@@ -208,6 +208,41 @@ def test_other_ports_heuristic_and_decode_as(tshark, how):
     assert [r["msg_type"] for r in fisco_records(tshark, "fisco-topic-on", extra=how)] == want
 
 
+def tls_without_secrets(tmp_path):
+    """fisco-tls without the TLS secrets embedded in it, and those secrets as a key log of their
+    own (test_live.pcapng_secrets)."""
+    from test_live import pcapng_secrets
+    bare, keys = tmp_path / "fisco-tls-bare.pcapng", tmp_path / "fisco-tls.keys"
+    keys.write_bytes(pcapng_secrets(cap("fisco-tls"), bare))
+    assert "\nCLIENT_RANDOM " in keys.read_text()
+    return bare, keys
+
+
+def test_tls_without_keys_counts_every_encrypted_record(tshark, tmp_path):
+    """No keys: every TLS 1.2 record of type application_data on the FISCO connection is a
+    `fisco` `tls (encrypted)` record of its size (5-byte header + its length, tshark's own TLS
+    fields), its header the 5 bytes, with the note naming the key log that would open it, the
+    same in one pass and in two.  With the key log, the records are those the embedded secrets
+    give, and nothing is left encrypted."""
+    bare, keys = tls_without_secrets(tmp_path)
+    sizes = []
+    for types, lengths in tshark.fields(bare, ["tls.record.content_type", "tls.record.length"], dfilter="tls"):
+        pairs = list(zip(types.split("|"), lengths.split("|")))
+        assert len(pairs) == len(types.split("|")) == len(lengths.split("|"))
+        sizes += [5 + int(n) for t, n in pairs if t == "23"]
+    for two_pass in (False, True):
+        recs = tshark.records(bare, two_pass=two_pass)
+        assert {(r["proto"], r["msg_type"]) for r in recs} == {("fisco", "tls (encrypted)")}
+        assert sorted(int(r["wire_len"]) for r in recs) == sorted(sizes) and len(sizes) > 50
+        assert all(r["header_len"] == "5" and int(r["payload_len"]) == int(r["wire_len"]) - 5 for r in recs)
+    notes = [m for row in tshark.fields(bare, ["_ws.expert.message"], dfilter="p2pc.tls_no_keys")
+             for m in row[0].split("|") if "tls.keylog_file" in m]
+    assert len(notes) == len(sizes)
+    keyed = ["-o", f"tls.keylog_file:{tshark.ws.readable(keys)}"]
+    assert tshark.records(bare, extra=keyed) == fisco_records(tshark, "fisco-tls")
+    assert not tshark.fields(bare, ["frame.number"], dfilter="p2pc.tls_no_keys", extra=keyed)
+
+
 def test_tls_on_another_port_through_the_tls_heuristic(tshark):
     want = [r["msg_type"] for r in fisco_records(tshark, "fisco-tls")]
     how = ["-o", "fisco.tcp.port:1", "-o", "fisco.tls.port:1", "-d", "tcp.port==30300,tls"]

@@ -79,7 +79,7 @@ def test_nothing_undecoded_nor_without_a_role(tshark, run):
     t, decoded = run
     assert not [rec for rec, _ in decoded if rec["msg_type"] == "undecoded" or "encrypted" in rec["msg_type"]]
     bad = ("libp2p.role.unknown || libp2p.role.conflict || multistream.undecoded"
-           " || libp2p_noise.no_key || libp2p_noise.bad_tag || libp2p_quic.no_keys || libp2p_quic.gap")
+           " || libp2p_noise.no_key || libp2p_noise.bad_tag || p2pc.tls_no_keys || libp2p_quic.gap")
     assert tshark.fields(cap(t), ["frame.number"], extra=keys(tshark, t), dfilter=bad) == []
 
 

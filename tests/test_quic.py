@@ -204,7 +204,7 @@ def test_quic_without_keys_is_one_encrypted_record_per_direction(tshark, name):
         assert got == {src: sum(p["udp_payload"] for p in pk if p["src"] == src and p["encrypted"])
                        for src in (t["link"]["addr_a"], t["link"]["addr_b"])}
         assert all(int(r["header_len"]) == 0 and r["wire_len"] == r["payload_len"] == r["raw_len"] for r in recs)
-    notes = tshark.fields(cap, ["_ws.expert.message"], dfilter="libp2p_quic.no_keys")
+    notes = tshark.fields(cap, ["_ws.expert.message"], dfilter="p2pc.tls_no_keys")
     assert len(notes) == sum(p["encrypted"] for p in pk)
     assert all(EXPERT_NO_KEYS in n[0] for n in notes)
     assert not [r for r in tshark.records(cap, extra=default_keys(tshark, name)) if r["msg_type"] == "quic (encrypted)"]

@@ -7,10 +7,12 @@ from __future__ import annotations
 import pytest
 
 from conftest import CAPTURES, p2pc_report
+from p2pc.whatif import MEASURES
 
 COMP = CAPTURES / "libp2p-compression"
 FISCO = [CAPTURES / "fisco" / "fisco-mixed-on.pcapng", CAPTURES / "fisco" / "fisco-parallel-off.pcapng"]
 BITSWAP = CAPTURES / "bitswap" / "bitswap-1.2.0.pcapng"
+MIXED = [*FISCO, BITSWAP]
 DIALER = "192.0.2.1"     # comp-*.truth.json: link.addr_a, the dialer that sends the files
 
 
@@ -98,3 +100,47 @@ def test_block_strategy_compresses_only_the_bitswap_messages_carrying_blocks(tsh
     assert row(rep, "block", "zstd")["messages"] == sum(1 for c in counts if c > 0) == 26
     assert row(rep, "message", "zstd")["messages"] > row(rep, "block", "zstd")["messages"]
     assert row(rep, "stream", "zstd")["messages"] == row(rep, "message", "zstd")["messages"]
+
+
+def directions(tshark, capture) -> dict[tuple[str, str, str], list[bytes]]:
+    """The uncompressed payloads the payloads tap prints, per connection direction (TCP stream,
+    source address and port), in capture order."""
+    out = tshark.run(["-n", "-q", "-r", tshark.ws.readable(capture), "-z", "p2pc,payloads"]).stdout
+    per: dict = {}
+    for c in (line.split("\t") for line in out.splitlines() if line.startswith("P\t")):
+        if c[9] == "none":
+            per.setdefault((c[2], c[3], c[4]), []).append(bytes.fromhex(c[10]))
+    return per
+
+
+def test_figures_depend_only_on_the_capture_the_codec_and_the_strategy(tshark):
+    """Issue 39: every strategy's figures are the same whichever other strategies run beside it
+    and in whatever order they are named, and captures run together are each run alone,
+    summed (FISCO and Bitswap, whose blocks the block strategy takes).  The zstd stream is each direction's payloads through a zstd context of its own
+    (python-zstandard: one context carries one operation at a time), flushed after each; one
+    context shared by every stream and the one-shot messages gave figures that moved with
+    --strategy."""
+    zstandard = pytest.importorskip("zstandard")
+    runs = [p2pc_report("whatif", "--strategy", strategies, "--threshold", "0", *map(str, MIXED))
+            for strategies in ("stream", "block,stream", "stream,message,block", "message", "block,message")]
+    figures: dict = {}
+    for rep in runs:
+        for r in rep["rows"]:
+            figures.setdefault((r["strategy"], r["codec"]), []).append({k: r[k] for k in MEASURES})
+    assert {s for s, _ in figures} == {"message", "stream", "block"}
+    for key, rows in figures.items():
+        assert all(r == rows[0] for r in rows), (key, rows)
+    together = runs[2]
+    alone = [p2pc_report("whatif", "--strategy", "message,stream,block", "--threshold", "0", str(cap))
+             for cap in MIXED]
+    for r in together["rows"]:
+        for k in ("messages", "raw_bytes", "sent_bytes", "payload_saved"):
+            parts = [p[k] for rep in alone for p in rep["rows"]
+                     if (p["strategy"], p["codec"]) == (r["strategy"], r["codec"])]
+            assert r[k] == sum(parts), (r["strategy"], r["codec"], k)
+    sent = 0
+    for cap in MIXED:
+        for payloads in directions(tshark, cap).values():
+            c = zstandard.ZstdCompressor(level=3).compressobj()
+            sent += sum(len(c.compress(p) + c.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)) for p in payloads)
+    assert row(together, "stream", "zstd")["sent_bytes"] == sent

@@ -74,7 +74,8 @@ def cmd_analyze(args) -> int:
                            ": check the capture holds Bitcoin/FISCO/libp2p traffic (`p2pc doctor` checks the plugin)")
     agg.files = list(args.captures)
     from .report import analyze_report
-    report = analyze_report(agg, args.model, args.by_direction, args.explain, args.by_peer)
+    report = analyze_report(agg, args.model, args.by_direction, args.explain, args.by_peer,
+                            keylog=(args.keylog, args.tshark.keylog))
     if args.format == "json":   # the sums behind every figure: `p2pc merge` adds reports up exactly
         from .merge import AggregateJSON
         report["aggregate"] = AggregateJSON(agg)

@@ -55,10 +55,13 @@ CONFORMANCE_SECTION = {"name": "conformance", "title": "Conformance checks that 
 
 
 def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool,
-                   by_peer: bool = False, local: set[str] | None = None, extra_rows: tuple = ()) -> dict:
+                   by_peer: bool = False, local: set[str] | None = None, extra_rows: tuple = (),
+                   keylog: tuple | None = None) -> dict:
     """The analyze report; by_peer: rows per remote address and peer ID (`local`: the node's
     own addresses, else guessed); extra_rows: rows the records do not hold (live's undecoded
-    bytes)."""
+    bytes); keylog: (the --keylog file or None, its KeylogFiles) of the run that read the
+    captures, to say what stayed encrypted (encrypted.py), or None to say nothing of it."""
+    from .encrypted import warnings as encrypted_warnings
     from .model import compute_rows, conformance_rows, size_table, totals
     from .series import ratio_cdf_by_size
     rows = compute_rows(agg, model=model, by_direction=by_direction, explain=explain)
@@ -80,7 +83,8 @@ def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool
     sizes = size_table(agg)
     report = {
         "schema": SCHEMA, "command": "analyze", "title": "p2pc: savings by protocol and message type",
-        "files": agg.files, "model": model, "warnings": agg.warnings + bandwidth_warning(agg),
+        "files": agg.files, "model": model,
+        "warnings": agg.warnings + bandwidth_warning(agg) + (encrypted_warnings(agg, *keylog) if keylog else []),
         "rows": row_dicts, "totals": tot,
         "sections": [{"name": "size_ranges", "title": "Compression by message size range",
                       "columns": ["proto", "msg_type", "range", "messages", "avg_raw", "avg_sent",

@@ -139,13 +139,18 @@ def codecs() -> tuple[dict[str, Codec], list[str]]:
             pass
     try:
         import zstandard
+        # A ZstdCompressor (ZstdDecompressor) is one zstd context, which carries one operation
+        # at a time (python-zstandard's docs; the zstd manual): the one-shot messages take
+        # turns on one, and each stream, which lives as long as its direction, has its own.
+        # Streams sharing one interleaved their windows and were reset by every one-shot
+        # message, so their figures depended on --strategy.
         zc, zd = zstandard.ZstdCompressor(level=3), zstandard.ZstdDecompressor()
 
         def zstd_stream() -> Writer:
-            c = zc.compressobj()
+            c = zstandard.ZstdCompressor(level=3).compressobj()
             return lambda data: c.compress(data) + c.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
         have["zstd"] = Codec(zc.compress, lambda c, n: zd.decompress(c, max_output_size=n), zstd_stream,
-                             lambda: zd.decompressobj().decompress)
+                             lambda: zstandard.ZstdDecompressor().decompressobj().decompress)
     except ImportError:
         pass
     try:

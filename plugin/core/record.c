@@ -11,6 +11,7 @@
 #include "core/prefs.h"
 
 #include <epan/exceptions.h>
+#include <epan/expert.h>
 #include <epan/proto_data.h>
 #include <epan/dissectors/packet-tcp.h>
 
@@ -35,6 +36,7 @@ static int hf_p2pc_mux_frames = -1;
 static int hf_p2pc_snappy_chunks = -1;
 
 static gint ett_p2pc = -1;
+static expert_field ei_tls_no_keys = EI_INIT;
 static gboolean want_raw;       /* a p2pc,payloads listener is registered */
 
 void
@@ -78,6 +80,24 @@ p2pc_record_undecoded(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, pr
     rec.wire_len = rec.payload_len = rec.raw_len = bytes;
     rec.reason = reason;
     p2pc_record_add(tvb, offset, len, pinfo, tree, &rec);
+}
+
+proto_item *
+p2pc_record_encrypted(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const char *proto,
+                      const char *msg_type, guint framing)
+{
+    p2pc_record_t rec;
+    p2pc_record_init(&rec, proto, msg_type);
+    rec.wire_len = tvb_captured_length(tvb);
+    rec.header_len = MIN(rec.wire_len, framing);
+    rec.payload_len = rec.raw_len = rec.wire_len - rec.header_len;
+    return p2pc_record_add(tvb, 0, -1, pinfo, tree, &rec);
+}
+
+void
+p2pc_tls_no_keys(packet_info *pinfo, proto_item *item)
+{
+    expert_add_info(pinfo, item, &ei_tls_no_keys);
 }
 
 void
@@ -423,10 +443,16 @@ p2pc_record_register(int proto)
             "Items carried by this message (transactions in a batch; 1 otherwise)", HFILL } },
     };
     static gint *ett[] = { &ett_p2pc };
+    static ei_register_info ei[] = {
+        { &ei_tls_no_keys, { "p2pc.tls_no_keys", PI_DECRYPTION, PI_NOTE,
+            "Not decrypted: give this connection's TLS secrets in the key log (tls.keylog_file, NSS "
+            "format, as SSLKEYLOGFILE writes it; p2pc --keylog) or embed them in the pcapng", EXPFILL } },
+    };
 
     proto_p2pc = proto;
     proto_register_field_array(proto_p2pc, hf, array_length(hf));
     proto_register_subtree_array(ett, array_length(ett));
+    expert_register_field_array(expert_register_protocol(proto_p2pc), ei, array_length(ei));
     p2pc_tap = register_tap("p2pc");
     p2pc_peer_tap = register_tap("p2pc_peer");
     p2pc_quic_tap = register_tap("p2pc_quic");

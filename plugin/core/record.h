@@ -89,6 +89,18 @@ void p2pc_record_init(p2pc_record_t *rec, const char *proto, const char *msg_typ
 void p2pc_record_undecoded(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tree *tree,
                            const char *proto, guint64 bytes, const char *reason);
 
+/* Add a record of a security layer's message that was not decrypted (no key, or decryption
+ * stopped), so that no byte goes uncounted: proto `proto`, msg_type `msg_type` ("noise
+ * (encrypted)", "tls (encrypted)"), the message's first `framing` bytes its header, the rest
+ * its payload.  The subtree covers the whole tvb; its item is returned. */
+proto_item *p2pc_record_encrypted(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const char *proto,
+                                  const char *msg_type, guint framing);
+
+/* The expert note of a TLS record or QUIC packet Wireshark's TLS did not decrypt: it names the
+ * key log that would open it (tls.keylog_file, or secrets embedded in the pcapng).  One note
+ * for every protocol that rides on Wireshark's TLS (p2pc.tls_no_keys). */
+void p2pc_tls_no_keys(packet_info *pinfo, proto_item *item);
+
 /* A message whose decompression a ratio or capture bound stopped (p2pc_bound_charge): its bytes
  * are counted as undecoded, reason "bound", never as saved. */
 void p2pc_record_bound(p2pc_record_t *rec);

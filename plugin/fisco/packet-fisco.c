@@ -23,7 +23,8 @@
  *
  * Real nodes speak it inside TLS 1.2 with mutual certificates; the TLS dissector hands
  * decrypted data back here (tls.port and a tls heuristic), so a capture with a key log
- * decodes the same as plaintext.
+ * decodes the same as plaintext.  Without one, each application_data record is counted as
+ * `tls (encrypted)`.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -56,6 +57,8 @@ void proto_reg_handoff_fisco(void);
 #define FISCO_COMPRESS_THRESHOLD 1024
 #define FISCO_DEFAULT_PORTS      "30300-30399"   /* build_chain.sh: node i of a host listens on 30300 + i */
 #define FISCO_AMOP_HEADER_LEN    42
+#define TLS_RECORD_HEADER        5       /* content type, version, length (RFC 5246 6.2.1) */
+#define TLS_APPLICATION_DATA     23
 
 enum { MOD_AMOP = 1, MOD_TOPIC = 2, MOD_PBFT = 8, MOD_BLOCKSYNC = 9, MOD_TXPOOL = 10, MOD_RAFT = 11 };
 enum { SYNC_STATUS = 1, SYNC_TRANSACTIONS = 2, SYNC_BLOCKS = 3, SYNC_REQ_BLOCKS = 4,
@@ -154,6 +157,7 @@ typedef struct {
 typedef struct {
     guint header_len;               /* 0 until the first header is seen, then 16 or 12 */
     gboolean plaintext;             /* FISCO headers seen directly on TCP: never hand it to TLS */
+    gboolean tls;                   /* TLS on the connection: each record goes to TLS */
     /* Whose the connection is, by frame number (so every pass agrees): FISCO's from claimed_at
      * (0: not yet) until let_go_at (0: never).  One the heuristic claimed is let go at the first
      * message that does not parse; one a FISCO port gave, when its first bytes are not FISCO. */
@@ -943,8 +947,29 @@ fisco_claimed(tvbuff_t *tvb, packet_info *pinfo, fisco_conv_t *fc)
     return fc->claimed_at && pinfo->num >= fc->claimed_at && !(fc->let_go_at && pinfo->num >= fc->let_go_at);
 }
 
-/* TCP: plaintext FISCO, or (as real nodes run) TLS on the P2P port, which is handed to the TLS
- * dissector for good; TLS brings the decrypted data back through fisco_tls_handle. */
+/* A TLS record on the P2P port: Wireshark's TLS decrypts it and brings the data back through
+ * fisco_tls_handle.  An application_data record it does not decrypt (no key: TLS adds a tab
+ * for every record it decrypts) is counted as it is, its 5-byte header as header bytes, with
+ * the note naming the key log that would open it (as libp2p TLS's records). */
+static int
+dissect_fisco_tls_record(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
+{
+    guint sources = g_slist_length(pinfo->data_src);
+    call_dissector(tls_handle, tvb, pinfo, tree);
+    if (tvb_get_uint8(tvb, 0) == TLS_APPLICATION_DATA && g_slist_length(pinfo->data_src) == sources)
+        p2pc_tls_no_keys(pinfo, p2pc_record_encrypted(tvb, pinfo, tree, "fisco", "tls (encrypted)",
+                                                      TLS_RECORD_HEADER));
+    return tvb_captured_length(tvb);
+}
+
+static guint
+get_tls_record_len(packet_info *pinfo _U_, tvbuff_t *tvb, int offset, void *data _U_)
+{
+    return TLS_RECORD_HEADER + tvb_get_ntohs(tvb, offset + 3);
+}
+
+/* TCP: plaintext FISCO, or (as real nodes run) TLS on the P2P port, cut into whole records
+ * here (each handed to the TLS dissector) so that the records TLS cannot decrypt are counted. */
 static int
 dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
@@ -972,11 +997,14 @@ dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
     }
     if (!carried && !fisco_claimed(tvb, pinfo, fc))
         return 0;
-    if (!fc->plaintext && tls_handle && looks_like_tls(tvb)) {
+    if (!fc->plaintext && tls_handle && (fc->tls || looks_like_tls(tvb))) {
         p2pc_conn_carry(pc);
         p2pc_conn_stay(pc);
-        conversation_set_dissector(find_or_create_conversation(pinfo), tls_handle);
-        return call_dissector(tls_handle, tvb, pinfo, tree);
+        if (!PINFO_FD_VISITED(pinfo))
+            fc->tls = TRUE;
+        tcp_dissect_pdus(tvb, pinfo, tree, TRUE, TLS_RECORD_HEADER, get_tls_record_len,
+                         dissect_fisco_tls_record, data);
+        return tvb_captured_length(tvb);
     }
     /* A connection whose first message is a 3.x handshake, or a 3.x gateway header that no
      * 2.x header reading fits (a Version of V1 to V3), is 3.x's for good. */

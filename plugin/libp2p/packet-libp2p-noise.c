@@ -741,13 +741,7 @@ draw_handshake(tvbuff_t *tvb, packet_info *pinfo, proto_tree *t, proto_item *ti,
 static void
 record_encrypted(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
-    p2pc_record_t rec;
-    guint len = tvb_captured_length(tvb);
-    p2pc_record_init(&rec, "libp2p", "noise (encrypted)");
-    rec.wire_len = len;
-    rec.header_len = MIN(len, NOISE_FRAMING);
-    rec.payload_len = rec.raw_len = len - rec.header_len;
-    p2pc_record_add(tvb, 0, -1, pinfo, tree, &rec);
+    p2pc_record_encrypted(tvb, pinfo, tree, "libp2p", "noise (encrypted)", NOISE_FRAMING);
 }
 
 typedef struct {

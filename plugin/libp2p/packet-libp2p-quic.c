@@ -23,7 +23,8 @@
  * whether it held only ACK and PADDING frames), and the bytes of packets Wireshark could not
  * decrypt: with no key, every packet after the Initial ones.  Those bytes are one record per
  * direction at the end of the capture, msg_type `quic (encrypted)` (a tail, record.h), and each
- * such packet gets an expert note naming the key log preference.  The fields it asks for make
+ * such packet gets the expert note naming the key log preference (p2pc.tls_no_keys, as libp2p
+ * TLS and FISCO over TLS).  The fields it asks for make
  * tshark build a (hidden) tree for every frame, QUIC or not: tshark decides that once per file,
  * so it cannot wait for the first QUIC frame.
  *
@@ -53,7 +54,6 @@ static int hf_quic_from_opener = -1;
 static int hf_quic_skipped = -1;
 static gint ett_quic = -1;
 static expert_field ei_quic_gap = EI_INIT;
-static expert_field ei_quic_no_keys = EI_INIT;
 static dissector_handle_t l2p_quic_handle;
 /* Fields of Wireshark's QUIC and TLS the postdissector reads. */
 static int hf_ws_udp_payload = -1;
@@ -310,7 +310,7 @@ dissect_quic_packet(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *d
     if (s->undecrypted) {
         proto_item *ti = proto_tree_add_item(tree, proto_l2p_quic, tvb, 0, 0, ENC_NA);
         proto_item_append_text(ti, ": not decrypted, %" G_GUINT64_FORMAT " bytes", s->undecrypted);
-        expert_add_info(pinfo, ti, &ei_quic_no_keys);
+        p2pc_tls_no_keys(pinfo, ti);
     }
     p2pc_quic_packet_add(pinfo, &s->pkt);
     return 0;
@@ -342,9 +342,6 @@ proto_register_libp2p_quic(void)
     static ei_register_info ei[] = {
         { &ei_quic_gap, { "libp2p_quic.gap", PI_SEQUENCE, PI_WARN,
             "Bytes of the stream direction are missing from the capture", EXPFILL } },
-        { &ei_quic_no_keys, { "libp2p_quic.no_keys", PI_DECRYPTION, PI_NOTE,
-            "libp2p QUIC packet not decrypted: give its TLS secrets in the key log (tls.keylog_file, "
-            "NSS format) or embed them in the pcapng", EXPFILL } },
     };
     expert_module_t *expert;
 

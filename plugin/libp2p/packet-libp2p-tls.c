@@ -24,7 +24,8 @@
  * it, split among the messages the record completes in proportion to their wire bytes, the
  * framing of records that completed none carried over to the next that does.  Handshake
  * records belong to no message.  An application_data record TLS does not decrypt (no keys)
- * gets a record of its own, msg_type `tls (encrypted)`.
+ * gets a record of its own, msg_type `tls (encrypted)`, and the note p2pc.tls_no_keys, which
+ * names the key log (as QUIC's packets not decrypted do).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -175,13 +176,10 @@ tls_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l
     sources = g_slist_length(pinfo->data_src);
     call_tls_attributed(tvb, pinfo, tree, &r);
     if (tvb_get_uint8(tvb, 0) == TLS_APPLICATION_DATA && g_slist_length(pinfo->data_src) == sources) {
-        /* Not decrypted (TLS adds a tab for every record it decrypts): counted as it is. */
-        p2pc_record_t rec;
-        p2pc_record_init(&rec, "libp2p", "tls (encrypted)");
-        rec.wire_len = tvb_captured_length(tvb);
-        rec.header_len = MIN(rec.wire_len, TLS_AEAD_FRAMING);
-        rec.payload_len = rec.raw_len = rec.wire_len - rec.header_len;
-        p2pc_record_add(tvb, 0, -1, pinfo, tree, &rec);
+        /* Not decrypted (TLS adds a tab for every record it decrypts): counted as it is, with
+         * the note naming the key log that would open it. */
+        p2pc_tls_no_keys(pinfo, p2pc_record_encrypted(tvb, pinfo, tree, "libp2p", "tls (encrypted)",
+                                                      TLS_AEAD_FRAMING));
         return;
     }
     if (r.delivered) {
