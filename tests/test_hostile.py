@@ -684,9 +684,8 @@ def test_a_signed_key_whose_lengths_overrun_is_malformed_without_undefined_behav
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-# A one-pass run as the analyzer makes it: Wireshark does not tell p2pc during the pass that no
-# second will follow, so without p2pc.keep_replay off the pass keeps replay state (up to
-# p2pc.max_replay_mib) that nothing uses.
+# A one-pass run as the analyzer makes it: p2pc.keep_replay off keeps nothing for re-dissection
+# from the first frame on (tshark's one pass finds that itself by the fourth frame).
 ONE_PASS = ["-o", "p2pc.keep_replay:FALSE", "-z", "p2pc,records"]
 
 

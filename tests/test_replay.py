@@ -1,11 +1,12 @@
 """Re-dissection: what p2pc keeps for it, and where.
 
 A session that keeps its frames (Wireshark, sharkd, tshark -2) dissects them again, in any order:
-p2pc keeps what its stateful layers decoded in each frame and replays it. Wireshark says when the
-sequential first pass is over (the postseq cleanup routines: the GUI and sharkd once the file is
-loaded, tshark -2 between its passes), not whether one will follow, so the first pass keeps what
-it decodes unless p2pc.keep_replay is off (as p2pc analyze runs); the records tap's #END line says
-whether a pass followed ("kept") or not ("one-pass"), or that nothing was kept ("off")."""
+p2pc keeps what its stateful layers decoded in each frame and replays it. tshark's one pass keeps
+no frame and dissects none twice, so p2pc keeps nothing there: it finds which from the program's
+frame store by the fourth frame (Wireshark says a second pass can come only once the first is
+over, too late for what that pass keeps). The records tap's #END line says whether a pass
+followed ("kept") or not ("one-pass"), or that nothing was kept ("off"), and what was kept
+(kept_bytes)."""
 from __future__ import annotations
 
 import base64
@@ -18,13 +19,18 @@ from p2pc.records import RecordsIncomplete, read_records
 
 ETH2 = CAPTURES / "eth2" / "eth2-yamux.pcapng"
 GZIP = CAPTURES / "libp2p-compression" / "comp-gzip.pcapng"
+JS_PLAINTEXT = CAPTURES / "interop" / "interop-js-js-plaintext-yamux.pcapng"
 
 
-def replay_mode(tshark, capture, extra: list[str]) -> str:
+def end_line(tshark, capture, extra: list[str]) -> dict[str, str]:
     out = tshark.run(["-n", "-q", "-r", tshark.ws.readable(capture), "-z", "p2pc,records", *extra]).stdout
     end = [line for line in out.splitlines() if line.startswith("#END")]
     assert len(end) == 1, out[-500:]
-    return dict(kv.split("=", 1) for kv in end[0].split("\t")[1:])["replay"]
+    return dict(kv.split("=", 1) for kv in end[0].split("\t")[1:])
+
+
+def replay_mode(tshark, capture, extra: list[str]) -> str:
+    return end_line(tshark, capture, extra)["replay"]
 
 
 def test_one_pass_keeps_nothing_and_two_passes_keep_it(tshark):
@@ -34,10 +40,22 @@ def test_one_pass_keeps_nothing_and_two_passes_keep_it(tshark):
     assert replay_mode(tshark, ETH2, ["-o", "p2pc.keep_replay:FALSE"]) == "off"
 
 
+@pytest.mark.parametrize("capture", [ETH2, GZIP, JS_PLAINTEXT], ids=lambda c: c.stem)
+@pytest.mark.parametrize("extra", [[], ["-Y", "tcp.len > 0"], ["-c20000"]], ids=["all", "filtered", "count"])
+def test_tshark_one_pass_keeps_no_byte_by_default(tshark, capture, extra):
+    """With p2pc's preferences as they are by default, tshark without -2 keeps nothing for a
+    re-dissection that never comes (the three frames before the frame store can tell are
+    handshakes), whatever filter or count it runs with (a display filter changes which earlier
+    frame tshark holds as the previous displayed one); the same run with -2 keeps the capture's
+    decoded state (#39: one pass used to keep up to p2pc.max_replay_mib, 1.69x stock's RSS)."""
+    assert end_line(tshark, capture, extra)["kept_bytes"] == "0"
+    assert int(end_line(tshark, capture, ["-2", *extra])["kept_bytes"]) > 100_000
+
+
 def test_the_pass_is_known_from_wireshark_not_from_the_command_line(tshark):
-    """Whether a second pass came is what Wireshark says (its postseq cleanup), not a guess
-    from tshark's arguments: -c20000 (a packet count holding a "2") is one pass, and -2 among
-    other options is two."""
+    """Whether frames are kept is what the program's frame store says, not a guess from
+    tshark's arguments: -c20000 (a packet count holding a "2") is one pass, and -2 among other
+    options is two."""
     assert replay_mode(tshark, ETH2, ["-c20000"]) == "one-pass"
     assert replay_mode(tshark, ETH2, ["-c", "20000", "-2"]) == "kept"
     plugin = tshark.ws.plugin.read_bytes()
@@ -96,13 +114,6 @@ def test_sharkd_redissects_the_kept_stream_output(tshark, ws):
 
 # ---- the budget: p2pc.max_replay_mib ----
 SMALL = ["-o", "p2pc.max_replay_mib:1"]
-
-
-def end_line(tshark, capture, extra: list[str]) -> dict[str, str]:
-    out = tshark.run(["-n", "-q", "-r", tshark.ws.readable(capture), "-z", "p2pc,records", *extra]).stdout
-    end = [line for line in out.splitlines() if line.startswith("#END")]
-    assert len(end) == 1, out[-500:]
-    return dict(kv.split("=", 1) for kv in end[0].split("\t")[1:])
 
 
 def test_a_used_up_budget_cuts_replay_at_a_frame_and_says_so(tshark):

@@ -71,12 +71,18 @@ static expert_field ei_replay_not_kept = EI_INIT;
 static expert_field ei_bound_ratio = EI_INIT;
 static expert_field ei_bound_capture = EI_INIT;
 
-/* Whether the program has finished its sequential first pass through the file and may now
- * dissect frames again, in any order: Wireshark calls the postseq cleanup routines there (the
- * GUI and sharkd once a file is loaded, tshark -2 between its passes), and tshark's one pass
- * never does.  Before it nothing says whether a second pass will come, so the first pass keeps
- * what it decodes (within p2pc.max_replay_mib); a run that knows it makes one pass (p2pc
- * analyze, p2pc live) turns p2pc.keep_replay off. */
+/* Whether the program keeps the file's frames, and so may dissect them again in any order
+ * (Wireshark, sharkd, tshark -2), or dissects each once and forgets it (tshark's one pass, where
+ * what is kept for re-dissection would only cost memory).  Wireshark says the first only once
+ * the sequential pass is over (the postseq cleanup routines), too late for what that pass
+ * keeps; its frame store says it from the start: found on the first frame with an earlier one
+ * that tshark's one pass would not hold anyway (see p2pc_session_has_frame), frames before it
+ * keep their state as if frames were kept. */
+static enum { FRAMES_UNKNOWN, FRAMES_KEPT, FRAMES_GONE } frames_state;
+
+/* Whether the program has finished its sequential first pass through the file (the postseq
+ * cleanup routines ran: the GUI and sharkd once a file is loaded, tshark -2 between its passes;
+ * tshark's one pass never), so that a frame may now be dissected again. */
 static gboolean sequential_done;
 
 static void
@@ -85,10 +91,23 @@ sequential_pass_done(void)
     sequential_done = TRUE;
 }
 
+/* The one-pass test, on the first frame that can answer it: frame num - 2 is neither the
+ * previous captured frame nor (when it is not) the reference or previous displayed one, which
+ * tshark's one pass holds too. */
+static gboolean
+frames_are_kept(packet_info *pinfo)
+{
+    guint32 probe = pinfo->num - 2;
+    if (frames_state == FRAMES_UNKNOWN && pinfo->num > 3 && probe != pinfo->fd->frame_ref_num &&
+        probe != pinfo->fd->prev_dis_num)
+        frames_state = p2pc_session_has_frame(pinfo->epan, probe) ? FRAMES_KEPT : FRAMES_GONE;
+    return frames_state != FRAMES_GONE;
+}
+
 gboolean
 p2pc_keep_replay(packet_info *pinfo)
 {
-    return pref_keep_replay && (!replay_cut || pinfo->num < replay_cut);
+    return pref_keep_replay && frames_are_kept(pinfo) && (!replay_cut || pinfo->num < replay_cut);
 }
 
 const char *
@@ -123,6 +142,12 @@ p2pc_replay_release(packet_info *pinfo, size_t bytes)
     replay_kept -= MIN(bytes, replay_kept);
 }
 
+guint64
+p2pc_replay_kept(void)
+{
+    return replay_kept;
+}
+
 guint32
 p2pc_replay_cut(void)
 {
@@ -149,6 +174,7 @@ replay_reset(void)
     replay_cut = 0;
     budget_spent = budget_frame_start = budget_cut_left = 0;
     budget_frame = budget_cut = 0;
+    frames_state = FRAMES_UNKNOWN;
     sequential_done = FALSE;
 }
 
@@ -373,9 +399,8 @@ p2pc_prefs_register(int proto)
     prefs_register_bool_preference(module, "keep_replay", "Keep decoded data for re-dissection",
         "Each frame keeps what the stateful layers (libp2p streams, the compression transport) "
         "decoded in it, so that re-dissecting it (the GUI, sharkd, tshark -2) shows the same. Off, "
-        "memory stays flat over any capture but only the first pass decodes: for one-pass runs "
-        "(tshark without -2, which cannot tell p2pc it will not dissect a frame twice; p2pc analyze "
-        "and p2pc live turn it off)",
+        "memory stays flat over any capture but only the first pass decodes. Where frames are "
+        "not dissected again (tshark without -2) nothing is kept either way",
         &pref_keep_replay);
     prefs_register_uint_preference(module, "max_replay_mib", "Kept for re-dissection (MiB)",
         "Budget, over the whole capture and every p2pc layer, for what is kept for re-dissection "

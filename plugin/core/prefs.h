@@ -43,14 +43,15 @@ void p2pc_bound_expert(packet_info *pinfo, proto_item *item, p2pc_limit_t by);
 
 /* Whether this frame keeps what it decodes for re-dissection (the GUI, sharkd, tshark -2): TRUE
  * unless the p2pc.keep_replay preference is off (p2pc analyze and p2pc live turn it off for
- * their one-pass runs) or the p2pc.max_replay_mib budget ran out before this frame.  Wireshark
- * does not say during the first pass whether a second will follow, so tshark's one pass keeps
- * as much too (and it goes unused) unless told otherwise. */
+ * their one-pass runs), the program keeps no frames (tshark's one pass, found from its frame
+ * store by the fourth frame or so: nothing will dissect a frame twice), or the
+ * p2pc.max_replay_mib budget ran out before this frame. */
 gboolean p2pc_keep_replay(packet_info *pinfo);
 
 /* "kept" (the program finished its sequential pass and may dissect frames again: Wireshark,
- * sharkd, tshark -2), "one-pass" (no such end of a first pass yet: tshark without -2, whatever
- * it kept went unused) or "off" (the preference): what the records tap's #END line reports. */
+ * sharkd, tshark -2), "one-pass" (no such end of a first pass: tshark without -2, which kept
+ * nothing past the frames before its one-pass test) or "off" (the preference): what the records
+ * tap's #END line reports. */
 const char *p2pc_replay_mode(void);
 
 /* Where a frame's decoding results live: file scope when kept for re-dissection, else the
@@ -65,6 +66,10 @@ void p2pc_replay_charge(packet_info *pinfo, size_t bytes);
 
 /* Gives back what p2pc_replay_charge counted for something this frame kept and then freed. */
 void p2pc_replay_release(packet_info *pinfo, size_t bytes);
+
+/* The bytes the file's frames keep for re-dissection, as counted against p2pc.max_replay_mib,
+ * for the records tap's #END line. */
+guint64 p2pc_replay_kept(void);
 
 /* The first frame that kept nothing because the budget ran out (0: it has not, or no pass can
  * follow the first, so nothing is missing), for the records tap's #END line. */

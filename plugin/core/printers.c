@@ -373,7 +373,8 @@ records_draw(void *tapdata)
     }
     print_tails(t, FALSE);
     t->ended = TRUE;
-    printf("#END\trecords=%" G_GUINT64_FORMAT "\treplay=%s", t->records, p2pc_replay_mode());
+    printf("#END\trecords=%" G_GUINT64_FORMAT "\treplay=%s\tkept_bytes=%" G_GUINT64_FORMAT, t->records,
+           p2pc_replay_mode(), p2pc_replay_kept());
     /* A second pass finds nothing kept from this frame on: its records are missing. */
     if (p2pc_replay_cut())
         printf("\tnot_kept_from=%u", p2pc_replay_cut());
