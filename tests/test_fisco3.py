@@ -463,3 +463,25 @@ def test_a_session_on_30301_decodes_as_on_30300(tshark, tmp_path, name):
     # (On the frames that hold FISCO: tcprewrite gives IPv6 multicast frames a group source MAC.)
     assert tshark.fields(moved, fields, dfilter="fisco3") == tshark.fields(cap(name), fields, dfilter="fisco3")
     assert tshark.payloads(moved) == tshark.payloads(cap(name))
+
+
+@pytest.mark.parametrize("port", [30303, 30399])
+def test_a_range_port_is_fisco_s_only_when_it_starts_like_fisco(tshark, tmp_path, port):
+    """The range holds ports other programs use (Ethereum's devp2p listens on 30303): a
+    connection there whose first bytes start no TLS record, 2.x header or 3.x header (an RLPx
+    auth message: 2 length bytes, then ECIES ciphertext) is shown as stock shows it, and a 3.x
+    handshake on the same port is FISCO's."""
+    import random
+    rng = random.Random(port)
+    auth = rng.randbytes(307)
+    rlpx = tmp_path / f"rlpx-{port}.pcap"
+    tcp_pcap(rlpx, [("a", struct.pack(">H", len(auth)) + auth), ("b", rng.randbytes(210)), ("a", rng.randbytes(64))],
+             (41000, port), syn="a")
+    layers = ["frame.number", "frame.protocols", "_ws.col.Protocol"]
+    with Wireshark() as stock_ws:
+        stock = Tshark(stock_ws).fields(rlpx, layers)
+    assert tshark.fields(rlpx, layers) == stock and tshark.records(rlpx) == []
+    handshake = tmp_path / f"hs-{port}.pcap"
+    hs = struct.pack(">IHHIH", 19, 0, 2, 1, 0) + bytes([0x10, 0x01, 0x2c, 0x30, 0x03])   # ProtocolInfo{1, 0, 3}
+    tcp_pcap(handshake, [("a", hs), ("b", hs)], (41000, port), syn="a")
+    assert [r["msg_type"] for r in tshark.records(handshake)] == ["Handshake", "Handshake"]
