@@ -386,6 +386,18 @@ def test_layout_is_build_chain_s(tshark):
     assert len(spans) == 6 and max(min(f) for f in spans.values()) < min(max(f) for f in spans.values())
 
 
+def test_analyze_counts_every_layout_session():
+    """p2pc analyze of the layout: per message type, the wire bytes and payload saved of all six
+    sessions, as the generator sent them."""
+    msgs = [m for s in truth(LAYOUT)["sessions"] for m in s["messages"]]
+    rows = {r["msg_type"]: r for r in p2pc_report("analyze", str(cap(LAYOUT)))["rows"] if r["proto"] == "fisco3"}
+    assert set(rows) == {m["msg_type"] for m in msgs}
+    for mt, row in rows.items():
+        ms = [m for m in msgs if m["msg_type"] == mt]
+        assert (row["messages"], row["wire_bytes"], row["payload_saved"]) == \
+            (len(ms), sum(m["wire_len"] for m in ms), sum(m["raw_len"] - m["payload_len"] for m in ms)), mt
+
+
 def test_the_port_range_covers_build_chain_s_ports(tshark):
     """fisco.tcp.port's default is 30300-30399: build_chain.sh's 30300 + i for up to 100 nodes
     on a host."""
