@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import subprocess
 
 import struct
@@ -483,7 +484,6 @@ def test_a_range_port_is_fisco_s_only_when_it_starts_like_fisco(tshark, tmp_path
     connection there whose first bytes start no TLS record, 2.x header or 3.x header (an RLPx
     auth message: 2 length bytes, then ECIES ciphertext) is shown as stock shows it, and a 3.x
     handshake on the same port is FISCO's."""
-    import random
     rng = random.Random(port)
     auth = rng.randbytes(307)
     rlpx = tmp_path / f"rlpx-{port}.pcap"
