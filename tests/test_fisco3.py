@@ -1,6 +1,7 @@
 """FISCO BCOS 3.x (plugin/fisco/packet-fisco3.c) against the generator's truth
 (captures/gen/make_fisco3.py): real TCP, payloads encoded as v3.16.4 encodes them, zstd on/off,
-a session negotiated at each protocol version (V0, V1, V2, V3)."""
+a session negotiated at each protocol version (V0, V1, V2, V3); a four-node layout on 30300-30303
+decoded by the port range, the heuristic and Decode As (issue #39)."""
 from __future__ import annotations
 
 import hashlib
