@@ -1,17 +1,20 @@
 """FISCO BCOS 3.x (plugin/fisco/packet-fisco3.c) against the generator's truth
 (captures/gen/make_fisco3.py): real TCP, payloads encoded as v3.16.4 encodes them, zstd on/off,
-a session negotiated at each protocol version (V0, V1, V2, V3)."""
+a session negotiated at each protocol version (V0, V1, V2, V3); a four-node layout on 30300-30303
+decoded by the port range, the heuristic and Decode As (issue #39)."""
 from __future__ import annotations
 
 import hashlib
 import json
+import random
 import subprocess
 
 import struct
 
 import pytest
 
-from conftest import CAPTURES, p2pc_report, tcp_pcap
+from conftest import CAPTURES, Tshark, p2pc_report, tcp_pcap
+from p2pc.wsenv import Wireshark, built_plugin
 
 CAPS = ["fisco3-on", "fisco3-off", "fisco3-v0", "fisco3-v1", "fisco3-v3"]
 # The capture of each negotiated version (fisco3-on is V2).
@@ -275,3 +278,223 @@ def test_a_packet_type_fisco_does_not_define_is_counted_as_unknown(tshark, tmp_p
     tcp_pcap(cap, [("a", msg(1)), ("a", msg(0x77))], (40000, 30300))
     assert [r["msg_type"] for r in tshark.records(cap)] == ["Heartbeat", "unknown"]
     assert "Packet type 119 is not a message type of the protocol: counted as unknown" in tshark.expert(cap)
+
+
+# ---- ports: the range preference, the heuristic, Decode As (issue #39) ----
+# captures/fisco/fisco3-layout: four nodes on one host, on the ports build_chain.sh gives them
+# (30300 + i), six sessions at once, dialled both ways, negotiated at V1, V2 and V3.
+LAYOUT = "fisco3-layout"
+# Outside fisco.tcp.port's 30300-30399 and on no stock dissector's port (checked below).
+OFF_RANGE = {30300 + i: 40300 + i for i in range(4)}
+NO_HEURISTIC = ["--disable-heuristic", "fisco_tcp"]
+
+
+def _rewritten(src, out, portmap: dict[int, int]):
+    """The capture with its TCP ports mapped (tcprewrite --portmap), nothing else changed."""
+    subprocess.run(["tcprewrite", "--portmap=" + ",".join(f"{a}:{b}" for a, b in portmap.items()),
+                    f"--infile={src}", f"--outfile={out}"], check=True, capture_output=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def cleared(tmp_path_factory):
+    """tshark whose profile `no-fisco-ports` takes fisco.tcp.port's whole range from FISCO, as
+    Wireshark saves Decode As set to (none).  `-o fisco.tcp.port:` cannot: on 4.0 a range
+    preference given with -o adds its ports to the table but leaves the default ones there
+    (stock's http.tcp.port does the same)."""
+    config = tmp_path_factory.mktemp("xdg")
+    profile = config / "wireshark" / "profiles" / "no-fisco-ports"
+    profile.mkdir(parents=True)
+    (profile / "decode_as_entries").write_text("".join(f"decode_as_entry: tcp.port,{p},FISCO,(none)\n"
+                                                       for p in range(30300, 30400)))
+    mp = pytest.MonkeyPatch()
+    mp.setenv("XDG_CONFIG_HOME", str(config))
+    ws = Wireshark(plugin=built_plugin())
+    mp.undo()
+    yield Tshark(ws)
+    ws.cleanup()
+
+
+@pytest.fixture(scope="module")
+def off_range(tmp_path_factory):
+    return _rewritten(cap(LAYOUT), tmp_path_factory.mktemp("layout") / f"{LAYOUT}-40300.pcap", OFF_RANGE)
+
+
+def _layout_want() -> dict[str, list[tuple]]:
+    """Per session of the layout's truth, per message: sender, proto, record fields, Version."""
+    return {s["name"]: [(m["side"], "fisco3", *(str(m[k]) for k in RECORD_FIELDS), str(m["version"]))
+                        for m in s["messages"]] for s in truth(LAYOUT)["sessions"]}
+
+
+def _layout_got(tshark, capture, portmap: dict[int, int] | None = None, extra: list[str] | None = None):
+    """What tshark decodes of the layout capture, in _layout_want()'s form, each record put to its
+    session by its TCP ports (the truth's, mapped by `portmap`), its Version read from the frame's
+    fisco3.version occurrences in order; and each session's negotiated-version occurrences."""
+    sessions = truth(LAYOUT)["sessions"]
+    conn = {(s["client_port"], (portmap or {}).get(s["server_port"], s["server_port"])): s["name"]
+            for s in sessions}
+
+    def where(sport: str, dport: str) -> tuple[str, str]:
+        a, b = int(sport), int(dport)
+        return (conn[(a, b)], "a") if (a, b) in conn else (conn[(b, a)], "b")
+
+    versions = {s["name"]: [] for s in sessions}
+    negotiated = {s["name"]: [] for s in sessions}
+    for sport, dport, v, nv in tshark.fields(capture, ["tcp.srcport", "tcp.dstport", "fisco3.version",
+                                                       "fisco3.negotiated_version"], dfilter="fisco3", extra=extra):
+        name, _ = where(sport, dport)
+        versions[name] += v.split("|")
+        negotiated[name] += [x for x in nv.split("|") if x]
+    got = {s["name"]: [] for s in sessions}
+    for r in tshark.records(capture, extra=extra):
+        name, side = where(r["srcport"], r["dstport"])
+        got[name].append((side, r["proto"], *(r[k] for k in RECORD_FIELDS)))
+    for name, recs in got.items():
+        got[name] = [(*rec, versions[name][i] if i < len(versions[name]) else None) for i, rec in enumerate(recs)]
+    return got, negotiated
+
+
+def _assert_layout_decodes(tshark, capture, portmap=None, extra=None):
+    got, negotiated = _layout_got(tshark, capture, portmap, extra)
+    assert got == _layout_want()
+    # Every message after the two handshakes knows its own session's version: six sessions at
+    # once, none taking another's negotiation.
+    assert negotiated == {s["name"]: [str(s["negotiated_version"])] * (len(s["messages"]) - 2)
+                          for s in truth(LAYOUT)["sessions"]}
+
+
+def test_layout_is_build_chain_s(tshark):
+    """The capture is the layout it stands for: node i on 30300 + i, every listening port a
+    session's server port, low ports dialling high ones and high ports low ones, each session at
+    the lower of its nodes' maxVersions (V1, V2 and V3, with V0 handshakes, heartbeats and PBFT
+    broadcasts in each), all six under way at the same time."""
+    t = truth(LAYOUT)
+    assert [n["p2p_port"] for n in t["nodes"]] == [30300, 30301, 30302, 30303]
+    sessions = t["sessions"]
+    assert len(sessions) == 6 and len({frozenset((s["dialer"], s["listener"])) for s in sessions}) == 6
+    assert {s["server_port"] for s in sessions} == {30300, 30301, 30302, 30303}
+    assert all(s["server_port"] == t["nodes"][s["listener"]]["p2p_port"] for s in sessions)
+    assert {s["dialer"] < s["listener"] for s in sessions} == {True, False}
+    assert all(s["negotiated_version"] == min(t["nodes"][s["dialer"]]["max_version"],
+                                              t["nodes"][s["listener"]]["max_version"]) for s in sessions)
+    assert {s["negotiated_version"] for s in sessions} == {1, 2, 3}
+    for s in sessions:
+        assert {m["version"] for m in s["messages"]} == {0, s["negotiated_version"]}
+        assert {m["msg_type"] for m in s["messages"] if m["version"] == 0} == {"Handshake", "Heartbeat", "PBFT"}
+    # At the same time: each connection's first frame comes before any connection's last.
+    spans = {}
+    for number, stream in tshark.fields(cap(LAYOUT), ["frame.number", "tcp.stream"], dfilter="tcp"):
+        spans.setdefault(stream, []).append(int(number))
+    assert len(spans) == 6 and max(min(f) for f in spans.values()) < min(max(f) for f in spans.values())
+
+
+def test_analyze_counts_every_layout_session():
+    """p2pc analyze of the layout: per message type, the wire bytes and payload saved of all six
+    sessions, as the generator sent them."""
+    msgs = [m for s in truth(LAYOUT)["sessions"] for m in s["messages"]]
+    rows = {r["msg_type"]: r for r in p2pc_report("analyze", str(cap(LAYOUT)))["rows"] if r["proto"] == "fisco3"}
+    assert set(rows) == {m["msg_type"] for m in msgs}
+    for mt, row in rows.items():
+        ms = [m for m in msgs if m["msg_type"] == mt]
+        assert (row["messages"], row["wire_bytes"], row["payload_saved"]) == \
+            (len(ms), sum(m["wire_len"] for m in ms), sum(m["raw_len"] - m["payload_len"] for m in ms)), mt
+
+
+def test_the_port_range_covers_build_chain_s_ports(tshark):
+    """fisco.tcp.port's default is 30300-30399: build_chain.sh's 30300 + i for up to 100 nodes
+    on a host."""
+    ports = {int(l.split("\t")[1]) for l in tshark.run(["-G", "decodes"]).stdout.splitlines()
+             if l.startswith("tcp.port\t") and l.endswith("\tfisco")}
+    assert ports == set(range(30300, 30400))
+
+
+def test_layout_decodes_on_build_chain_s_ports(tshark):
+    """Default preferences: every message of every session, on each of 30300-30303, is the
+    truth's (3.x, never a 2.x `fisco` record), at its own Version."""
+    _assert_layout_decodes(tshark, cap(LAYOUT))
+
+
+def test_layout_decodes_by_the_heuristic_on_other_ports(tshark, off_range):
+    """The same sessions on 40300-40303 (outside the range, no stock port): fisco_tcp claims
+    each from its first segment (a whole V0 handshake) and every message decodes the same."""
+    stock = {int(l.split("\t")[1]) for l in tshark.run(["-G", "decodes"]).stdout.splitlines()
+             if l.startswith("tcp.port\t")}
+    ports = set(OFF_RANGE.values()) | {s["client_port"] for s in truth(LAYOUT)["sessions"]}
+    assert not ports & stock and not ports & set(range(30300, 30400))
+    _assert_layout_decodes(tshark, off_range, OFF_RANGE)
+    # And only through the heuristic.
+    assert tshark.records(off_range, extra=NO_HEURISTIC) == []
+
+
+def test_the_range_preference_takes_other_ports(tshark, off_range):
+    """A chain built with another start port (build_chain.sh -p 40300): fisco.tcp.port set to
+    it decodes every session, the heuristic off."""
+    _assert_layout_decodes(tshark, off_range, OFF_RANGE, NO_HEURISTIC + ["-o", "fisco.tcp.port:40300-40303"])
+
+
+def _decode_as(portmap, dissector):
+    return [a for p in sorted({s["server_port"] for s in truth(LAYOUT)["sessions"]})
+            for a in ("-d", f"tcp.port=={(portmap or {}).get(p, p)},{dissector}")]
+
+
+@pytest.mark.parametrize("dissector", ["fisco", "fisco3"])
+def test_decode_as_on_build_chain_s_ports(cleared, dissector):
+    """The range taken away and the heuristic off, nothing in the layout is FISCO; Decode As of
+    each server port decodes every session again, to the truth.  (The range alone taken away,
+    the heuristic claims them.)"""
+    how = ["-C", "no-fisco-ports"]
+    assert cleared.records(cap(LAYOUT), extra=how + NO_HEURISTIC) == []
+    assert cleared.fields(cap(LAYOUT), ["frame.number"], dfilter="fisco || fisco3", extra=how + NO_HEURISTIC) == []
+    _assert_layout_decodes(cleared, cap(LAYOUT), None, how + NO_HEURISTIC + _decode_as(None, dissector))
+    _assert_layout_decodes(cleared, cap(LAYOUT), None, how)
+
+
+@pytest.mark.parametrize("dissector", ["fisco", "fisco3"])
+def test_decode_as_on_other_ports(tshark, off_range, dissector):
+    """Off the range with the heuristic off nothing is FISCO (above); Decode As decodes it."""
+    _assert_layout_decodes(tshark, off_range, OFF_RANGE, NO_HEURISTIC + _decode_as(OFF_RANGE, dissector))
+
+
+@pytest.mark.parametrize("name", CAPS)
+def test_a_session_on_30301_decodes_as_on_30300(tshark, tmp_path, name):
+    """Issue #39: a 3.x session on 30301 (node 1 of a host) was read as 2.x (31 of fisco3-v1's
+    36 messages right).  Each 3.x capture moved to 30301 gives the records and fields it gives
+    on 30300, the port aside, and they are its truth's."""
+    moved = _rewritten(cap(name), tmp_path / f"{name}-30301.pcap", {30300: 30301})
+    fields = ["fisco3.version", "fisco3.packet_type", "fisco3.negotiated_version", "fisco3.src_p2p_id",
+              "fisco3.src_p2p_id_short", "fisco3.module", "fisco3.uncompressed_len", "_ws.expert.message"]
+
+    def port_aside(recs):
+        """tcprewrite writes a pcap: times to the microsecond."""
+        return [{k: ("PORT" if v in ("30300", "30301") and k.endswith("port") else v[:-3] if k == "time" else v)
+                 for k, v in r.items()} for r in recs]
+    recs = tshark.records(moved)
+    assert {r["proto"] for r in recs} == {"fisco3"}
+    assert {"30301"} <= {r["srcport"] for r in recs} | {r["dstport"] for r in recs}
+    assert port_aside(recs) == port_aside(tshark.records(cap(name)))
+    assert [{k: r[k] for k in RECORD_FIELDS} for r in recs] == \
+        [{k: str(m[k]) for k in RECORD_FIELDS} for m in truth(name)["messages"]]
+    # (On the frames that hold FISCO: tcprewrite gives IPv6 multicast frames a group source MAC.)
+    assert tshark.fields(moved, fields, dfilter="fisco3") == tshark.fields(cap(name), fields, dfilter="fisco3")
+    assert tshark.payloads(moved) == tshark.payloads(cap(name))
+
+
+@pytest.mark.parametrize("port", [30303, 30399])
+def test_a_range_port_is_fisco_s_only_when_it_starts_like_fisco(tshark, tmp_path, port):
+    """The range holds ports other programs use (Ethereum's devp2p listens on 30303): a
+    connection there whose first bytes start no TLS record, 2.x header or 3.x header (an RLPx
+    auth message: 2 length bytes, then ECIES ciphertext) is shown as stock shows it, and a 3.x
+    handshake on the same port is FISCO's."""
+    rng = random.Random(port)
+    auth = rng.randbytes(307)
+    rlpx = tmp_path / f"rlpx-{port}.pcap"
+    tcp_pcap(rlpx, [("a", struct.pack(">H", len(auth)) + auth), ("b", rng.randbytes(210)), ("a", rng.randbytes(64))],
+             (41000, port), syn="a")
+    layers = ["frame.number", "frame.protocols", "_ws.col.Protocol"]
+    with Wireshark() as stock_ws:
+        stock = Tshark(stock_ws).fields(rlpx, layers)
+    assert tshark.fields(rlpx, layers) == stock and tshark.records(rlpx) == []
+    handshake = tmp_path / f"hs-{port}.pcap"
+    hs = struct.pack(">IHHIH", 19, 0, 2, 1, 0) + bytes([0x10, 0x01, 0x2c, 0x30, 0x03])   # ProtocolInfo{1, 0, 3}
+    tcp_pcap(handshake, [("a", hs), ("b", hs)], (41000, port), syn="a")
+    assert [r["msg_type"] for r in tshark.records(handshake)] == ["Handshake", "Handshake"]

@@ -29,7 +29,7 @@ Wire format (FISCO-BCOS v3.16.4; docs/fisco.md), all big-endian:
   coroutine path: a fresh V0 message, Ext = the node type, never compressed, sent through
   Session::fastSendMessage).
 
-    python3 fisco3.py SESSION a|b HOST PORT
+    python3 fisco3.py SESSION a|b HOST PORT [hold]   (hold: a connects, then waits for a line on stdin)
 """
 from __future__ import annotations
 
@@ -200,11 +200,12 @@ def protocol_info(max_version: int) -> bytes:
     return t_int(1, GATEWAY_SERVICE) + t_int(2, 0) + t_int(3, max_version)
 
 
-def session(max_a: int, max_b: int, pbft: bool) -> list[Msg]:
-    """Both handshakes, then the session at the negotiated version; with `pbft`, a PBFT broadcast
-    per round the way v3.16.4 sends one (Version V0, Ext CONSENSUS_NODE, never compressed)."""
-    rng = random.Random(3016)
-    pbft_rng = random.Random(1000)
+def session(max_a: int, max_b: int, pbft: bool, rounds: int = 4, seed: int = 3016) -> list[Msg]:
+    """Both handshakes, then `rounds` rounds of the session at the negotiated version; with `pbft`,
+    a PBFT broadcast per round the way v3.16.4 sends one (Version V0, Ext CONSENSUS_NODE, never
+    compressed).  `seed` picks the transactions, hashes and blocks."""
+    rng = random.Random(seed)
+    pbft_rng = random.Random(seed - 2016)
     nonce = 0
     v = min(max_a, max_b)
     # Heartbeats go straight to the session (P2PSession::heartBeat), not through
@@ -214,7 +215,7 @@ def session(max_a: int, max_b: int, pbft: bool) -> list[Msg]:
            Msg("a", HEARTBEAT, b"", version=0, seq=2), Msg("b", ROUTER_SEQ, struct.pack(">I", 7), version=v, seq=2)]
     seq = 10
     genesis = rng.randbytes(32)
-    for rnd in range(4):
+    for rnd in range(rounds):
         for n in (1, 3, 30 + 20 * rnd):
             txs = [make_tx(rng, nonce + k) for k in range(n)]
             nonce += n
@@ -267,23 +268,74 @@ def sessions() -> dict[str, dict]:
                           "desc": "two v3.16.4 gateways: negotiated V3, short P2P IDs (32-byte SM3), zstd"}}
 
 
+# ---- a multi-node layout: four nodes on one host, as build_chain.sh lays them out ----
+# tools/BcosAirBuilder/build_chain.sh (deploy_nodes): node i of a host listens on
+# p2p_listen_port + i (30300 + i by default), and every node's nodes.json lists every node of the
+# chain.  Service::heartBeat (bcos-gateway/libp2p/Service.cpp) dials each listed node it has no
+# session with, and Service::onConnect drops a second connection to a peer (DuplicatePeer): one
+# session per pair survives, dialled by whichever node reached the other first.  The nodes here
+# run three gateway releases (a rolling upgrade): two v3.16.4 gateways (V0..V3), one that stops
+# at V2 and one that stops at V1, so the six pairs negotiate V3, V2 and V1 (and every session
+# sends V0 handshakes, heartbeats and PBFT broadcasts).  Of each pair, the node listed first
+# dials: low ports dial high ones and high ports low ones.
+LAYOUT_PORT = 30300
+LAYOUT_MAX = (3, 2, 3, 1)                       # node i's ProtocolInfo maxVersion
+LAYOUT_PAIRS = ((0, 1), (2, 0), (0, 3), (1, 2), (3, 1), (3, 2))   # (dialer, listener)
+LAYOUT_ROUNDS = 2
+
+
+def layout_nodes() -> list[Node]:
+    rng = random.Random(30300)
+    return [Node(rng) for _ in LAYOUT_MAX]
+
+
+def layout_sessions() -> dict[str, dict]:
+    """The layout's sessions, named by dialer and listener: the dialer plays side a."""
+    out = {}
+    for k, (d, l) in enumerate(LAYOUT_PAIRS):
+        out[f"layout-{d}-{l}"] = {"compress": True, "max": (LAYOUT_MAX[d], LAYOUT_MAX[l]), "pbft": True,
+                                  "nodes": (d, l), "rounds": LAYOUT_ROUNDS, "seed": 3016 + k,
+                                  "port": LAYOUT_PORT + l}
+    return out
+
+
+def spec_of(name: str) -> dict:
+    return sessions().get(name) or layout_sessions()[name]
+
+
+def session_nodes(name: str) -> dict[str, Node]:
+    """Side a's and side b's identities: the two-peer captures' pair, or the layout's nodes."""
+    spec = spec_of(name)
+    if "nodes" not in spec:
+        return nodes()
+    n = layout_nodes()
+    return {"a": n[spec["nodes"][0]], "b": n[spec["nodes"][1]]}
+
+
 def wire_messages(name: str) -> list[tuple[Msg, bytes, int, bytes]]:
-    spec = sessions()[name]
-    n = nodes()
+    spec = spec_of(name)
+    n = session_nodes(name)
     max_a, max_b = spec["max"]
+    msgs = session(max_a, max_b, spec["pbft"], spec.get("rounds", 4), spec.get("seed", 3016))
     return [(m, *encode(m, n[m.side], n["b" if m.side == "a" else "a"], spec["compress"], min(max_a, max_b)))
-            for m in session(max_a, max_b, spec["pbft"])]
+            for m in msgs]
 
 
-def peer(name: str, side: str, host: str, port: int) -> None:
+def peer(name: str, side: str, host: str, port: int, hold: bool = False) -> None:
     if side == "b":
         srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         srv.bind(("0.0.0.0", port))
         srv.listen(1)
-        sock, _ = srv.accept()
+        print("listening", flush=True)     # a layout's dialer starts now: no refused SYN first
+        sock, (_, peer_port) = srv.accept()
+        # The port is free for the next session a layout node accepts; say whose this one is.
+        srv.close()
+        print(f"accepted {peer_port}", flush=True)
     else:
         sock = connect_retry(host, port)
+        if hold:    # a layout's sessions start together, once every node has connected
+            sys.stdin.readline()
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     for m, wire, _, _ in wire_messages(name):
         if m.side == side:
@@ -298,4 +350,4 @@ def peer(name: str, side: str, host: str, port: int) -> None:
 
 
 if __name__ == "__main__":
-    peer(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    peer(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:] == ["hold"])

@@ -3,12 +3,16 @@
 
 Two gateways (fisco3.py) in network namespaces over the emulated link of netem.py (60 ms each
 way, 20 Mbit/s), port 30300 (3.x's default P2P port, as 2.x's): at V2 with enable_compress on
-and off, and a session negotiated at each other version (V0, V1, V3) with compression on.  Needs root:  sudo python3 captures/gen/make_fisco3.py [SESSION ...]
+and off, and a session negotiated at each other version (V0, V1, V3) with compression on.
+`fisco3-layout`: four nodes on one host, on the ports build_chain.sh gives them (30300-30303),
+their six sessions at once over the same link (fisco3.py, "a multi-node layout").
+Needs root:  sudo python3 captures/gen/make_fisco3.py [SESSION|fisco3-layout ...]
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -21,16 +25,11 @@ OUT = HERE.parent / "fisco"
 DELAY_MS, RATE_KBIT, PORT = 60, 20000, 30300
 
 
-def make(name: str, spec: dict) -> None:
-    cap = OUT / f"{name}.pcapng"
-    with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
-        b = link.popen("b", [sys.executable, str(HERE / "fisco3.py"), name, "b", "0", str(PORT)])
-        link.run("a", [sys.executable, str(HERE / "fisco3.py"), name, "a", link.addr_b, str(PORT)], timeout=120)
-        if b.wait(60) != 0:
-            raise RuntimeError(f"{name}: peer B exited {b.returncode}")
+def truth_messages(name: str) -> list[dict]:
+    """A session's messages in the order sent, from the generator's own inputs."""
     out = []
-    nodes = fisco3.nodes()
-    negotiated = min(spec["max"])
+    nodes = fisco3.session_nodes(name)
+    negotiated = min(fisco3.spec_of(name)["max"])
     for i, (m, wire, hlen, sent) in enumerate(fisco3.wire_messages(name)):
         compressed = len(sent) != len(m.payload) or sent != m.payload
         peer = "b" if m.side == "a" else "a"
@@ -43,6 +42,18 @@ def make(name: str, spec: dict) -> None:
                     "raw_len": len(m.payload), "raw_sha256": hashlib.sha256(m.payload).hexdigest(),
                     "batch_count": m.batch, "max_version": m.max_version, "dst_count": m.dst if m.module else None,
                     **ids})
+    return out
+
+
+def make(name: str, spec: dict) -> None:
+    cap = OUT / f"{name}.pcapng"
+    with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
+        b = link.popen("b", [sys.executable, str(HERE / "fisco3.py"), name, "b", "0", str(PORT)],
+                       stdout=subprocess.DEVNULL)
+        link.run("a", [sys.executable, str(HERE / "fisco3.py"), name, "a", link.addr_b, str(PORT)], timeout=120)
+        if b.wait(60) != 0:
+            raise RuntimeError(f"{name}: peer B exited {b.returncode}")
+    out = truth_messages(name)
     truth = {"capture": cap.name, "description": spec["desc"],
              "link": {"delay_ms_each_way": DELAY_MS, "rate_kbit": RATE_KBIT, "mtu": 1500,
                       "addr_a": EmulatedLink.addr_a, "addr_b": EmulatedLink.addr_b, "port_b": PORT},
@@ -52,11 +63,68 @@ def make(name: str, spec: dict) -> None:
     print(f"{cap.name}: {cap.stat().st_size} bytes")
 
 
+LAYOUT = "fisco3-layout"
+
+
+def make_layout() -> None:
+    """The four-node layout (fisco3.LAYOUT_*).  Its nodes share one host, so every session is
+    local to it; the link stands in for that host's loopback with the 1500-byte MTU and the RTT
+    of the other captures: each session's listening node is in namespace B (192.0.2.2, on its
+    build_chain.sh port), its dialling node in A (a namespace cannot route its own address over a
+    link), connecting from an ephemeral port as Host::asyncConnect does.  The connections are
+    made one after another (each listener takes its one connection and frees its port for the
+    next), then the six sessions start together, as Service::heartBeat dials every node at once."""
+    cap = OUT / f"{LAYOUT}.pcapng"
+    layout = fisco3.layout_sessions()
+    client_ports = {}
+    with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
+        peers = []
+        for name, spec in layout.items():
+            b = link.popen("b", [sys.executable, str(HERE / "fisco3.py"), name, "b", "0", str(spec["port"])],
+                           stdout=subprocess.PIPE, text=True)
+            if b.stdout.readline().strip() != "listening":
+                raise RuntimeError(f"{name}: the listener did not start")
+            a = link.popen("a", [sys.executable, str(HERE / "fisco3.py"), name, "a", link.addr_b,
+                                 str(spec["port"]), "hold"], stdin=subprocess.PIPE, text=True)
+            line = b.stdout.readline().split()
+            if line[:1] != ["accepted"]:
+                raise RuntimeError(f"{name}: the listener accepted nothing")
+            client_ports[name] = int(line[1])
+            peers += [(name, a), (name, b)]
+        for name, p in peers:
+            if p.stdin:
+                p.stdin.write("go\n")
+                p.stdin.close()
+        for name, p in peers:
+            if p.wait(120) != 0:
+                raise RuntimeError(f"{name}: a peer exited {p.returncode}")
+    nodes = fisco3.layout_nodes()
+    truth = {"capture": cap.name,
+             "description": "four 3.x gateways on one host, on the ports build_chain.sh gives them, "
+                            "their six sessions at the same time; maxVersions V3, V2, V3, V1",
+             "link": {"delay_ms_each_way": DELAY_MS, "rate_kbit": RATE_KBIT, "mtu": 1500,
+                      "addr_a": EmulatedLink.addr_a, "addr_b": EmulatedLink.addr_b},
+             "threshold": fisco3.THRESHOLD,
+             "nodes": [{"index": i, "p2p_port": fisco3.LAYOUT_PORT + i, "max_version": fisco3.LAYOUT_MAX[i],
+                        "p2p_id": n.p2p_id, "node_id": n.node_id.hex()} for i, n in enumerate(nodes)],
+             "sessions": [{"name": name, "dialer": spec["nodes"][0], "listener": spec["nodes"][1],
+                           "client_addr": EmulatedLink.addr_a, "client_port": client_ports[name],
+                           "server_addr": EmulatedLink.addr_b, "server_port": spec["port"],
+                           "compress": spec["compress"], "max_version": dict(zip("ab", spec["max"])),
+                           "negotiated_version": min(spec["max"]), "messages": truth_messages(name)}
+                          for name, spec in layout.items()]}
+    (OUT / f"{LAYOUT}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+    print(f"{cap.name}: {cap.stat().st_size} bytes")
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     all_s = fisco3.sessions()
-    for name in sys.argv[1:] or list(all_s):
-        make(name, all_s[name])
+    for name in sys.argv[1:] or [*all_s, LAYOUT]:
+        if name == LAYOUT:
+            make_layout()
+        else:
+            make(name, all_s[name])
 
 
 if __name__ == "__main__":
