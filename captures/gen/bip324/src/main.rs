@@ -23,6 +23,7 @@ use std::rc::Rc;
 use bip324::io::{Payload, Protocol};
 use bip324::{PacketType, Role};
 use bitcoin::consensus::{deserialize, encode::serialize};
+use bitcoin::hashes::Hash;
 use bitcoin::p2p::message::{NetworkMessage, RawNetworkMessage};
 use bitcoin::p2p::message_network::VersionMessage;
 use bitcoin::p2p::{Address, Magic, ServiceFlags};
@@ -52,7 +53,10 @@ impl Write for Counting {
 }
 
 enum Wire {
-    V1 { r: BufReader<Box<dyn Read>>, w: Counting },
+    V1 {
+        r: BufReader<Box<dyn Read>>,
+        w: Counting,
+    },
     V2(Protocol<BufReader<Box<dyn Read>>, Counting>),
 }
 
@@ -62,14 +66,23 @@ struct Peer {
     count: Rc<Cell<u64>>,
 }
 
+/// BIP324, "v2 Bitcoin P2P message structure": the short message type IDs of the messages
+/// sent here that have one.
+const SHORT_IDS: [(u8, &str); 3] = [(2, "block"), (18, "ping"), (19, "pong")];
+
 fn short_id(cmd: &str) -> Option<u8> {
-    // BIP324, "v2 Bitcoin P2P message structure": the IDs of the messages sent here.
-    match cmd {
-        "block" => Some(2),
-        "ping" => Some(18),
-        "pong" => Some(19),
-        _ => None,
-    }
+    SHORT_IDS.iter().find(|(_, c)| *c == cmd).map(|(id, _)| *id)
+}
+
+/// A v1 command field (12 bytes, NUL-padded) for a short ID.
+fn command_of(id: u8) -> [u8; 12] {
+    let (_, c) = SHORT_IDS
+        .iter()
+        .find(|(i, _)| *i == id)
+        .expect("a short ID sent here");
+    let mut out = [0u8; 12];
+    out[..c.len()].copy_from_slice(c.as_bytes());
+    out
 }
 
 /// One message this peer wrote: its command, its payload and its bytes on the wire.
@@ -104,8 +117,13 @@ impl Peer {
                 p.write(&Payload::genuine(contents)).unwrap();
             }
         }
-        let kind = if matches!(self.wire, Wire::V1 { .. }) { "v1 message" } else { "v2 packet" };
-        self.sent.push(unit(kind, &cmd, payload.len(), self.count.get() - before));
+        let kind = if matches!(self.wire, Wire::V1 { .. }) {
+            "v1 message"
+        } else {
+            "v2 packet"
+        };
+        self.sent
+            .push(unit(kind, &cmd, payload.len(), self.count.get() - before));
     }
 
     fn recv(&mut self) -> NetworkMessage {
@@ -126,15 +144,14 @@ impl Peer {
                     continue;
                 }
                 let c = got.contents();
-                let (cmd, payload) = if c[0] == 0 { (&c[1..13], &c[13..]) } else { (&[][..], &c[1..]) };
+                // As a v1 message, whose decoding (and checksum) rust-bitcoin has.
+                let (cmd, payload) = if c[0] == 0 {
+                    (c[1..13].to_vec(), &c[13..])
+                } else {
+                    (command_of(c[0]).to_vec(), &c[1..])
+                };
                 let mut v1 = MAGIC.to_bytes().to_vec();
-                match c[0] {
-                    0 => v1.extend_from_slice(cmd),
-                    2 => v1.extend_from_slice(b"block\0\0\0\0\0\0\0"),
-                    18 => v1.extend_from_slice(b"ping\0\0\0\0\0\0\0\0"),
-                    19 => v1.extend_from_slice(b"pong\0\0\0\0\0\0\0\0"),
-                    id => panic!("short ID {id} not sent here"),
-                }
+                v1.extend_from_slice(&cmd);
                 v1.extend_from_slice(&(payload.len() as u32).to_le_bytes());
                 let h = bitcoin::hashes::sha256d::Hash::hash(payload);
                 v1.extend_from_slice(&h[..4]);
@@ -146,7 +163,11 @@ impl Peer {
     }
 
     fn report(&self, role: &str) {
-        let transport = if matches!(self.wire, Wire::V1 { .. }) { "v1" } else { "v2" };
+        let transport = if matches!(self.wire, Wire::V1 { .. }) {
+            "v1"
+        } else {
+            "v2"
+        };
         println!(
             "{{\"role\": \"{role}\", \"transport\": \"{transport}\", \"bytes_sent\": {}, \"sent\": [{}]}}",
             self.count.get(),
@@ -154,8 +175,6 @@ impl Peer {
         );
     }
 }
-
-use bitcoin::hashes::Hash;
 
 fn version(me: &TcpStream) -> NetworkMessage {
     let local = me.local_addr().unwrap();
@@ -175,28 +194,50 @@ fn version(me: &TcpStream) -> NetworkMessage {
 /// and the version packet: the crate writes each group at once) counted as they are written.
 fn v2(stream: &TcpStream, reader: BufReader<Box<dyn Read>>, role: Role, side: usize) -> Peer {
     let count = Rc::new(Cell::new(0));
-    let w = Counting { inner: stream.try_clone().unwrap(), n: count.clone() };
+    let w = Counting {
+        inner: stream.try_clone().unwrap(),
+        n: count.clone(),
+    };
     let garbage = vec![0x5a; GARBAGE[side]];
-    let decoys = if DECOY[side] > 0 { Some(vec![vec![0u8; DECOY[side]]]) } else { None };
-    let p = Protocol::new(MAGIC.to_bytes(), role, Some(garbage), decoys, reader, w).expect("BIP324 handshake");
+    let decoys = if DECOY[side] > 0 {
+        Some(vec![vec![0u8; DECOY[side]]])
+    } else {
+        None
+    };
+    let p = Protocol::new(MAGIC.to_bytes(), role, Some(garbage), decoys, reader, w)
+        .expect("BIP324 handshake");
     // The key (64) and garbage; then the terminator (16), the decoys (each 20 + its length: the
     // first authenticates the garbage) and the version packet (20 + 0), written together.
     let key = 64 + GARBAGE[side] as u64;
     let sent = vec![
-        format!("{{\"kind\": \"v2 key+garbage\", \"garbage_len\": {}, \"wire_len\": {key}}}", GARBAGE[side]),
+        format!(
+            "{{\"kind\": \"v2 key+garbage\", \"garbage_len\": {}, \"wire_len\": {key}}}",
+            GARBAGE[side]
+        ),
         format!(
             "{{\"kind\": \"v2 terminator+decoys+version\", \"decoy_len\": {}, \"wire_len\": {}}}",
             DECOY[side],
             count.get() - key
         ),
     ];
-    Peer { wire: Wire::V2(p), sent, count }
+    Peer {
+        wire: Wire::V2(p),
+        sent,
+        count,
+    }
 }
 
 fn v1(stream: &TcpStream, reader: BufReader<Box<dyn Read>>) -> Peer {
     let count = Rc::new(Cell::new(0));
-    let w = Counting { inner: stream.try_clone().unwrap(), n: count.clone() };
-    Peer { wire: Wire::V1 { r: reader, w }, sent: Vec::new(), count }
+    let w = Counting {
+        inner: stream.try_clone().unwrap(),
+        n: count.clone(),
+    };
+    Peer {
+        wire: Wire::V1 { r: reader, w },
+        sent: Vec::new(),
+        count,
+    }
 }
 
 fn block(path: &str) -> NetworkMessage {
@@ -215,7 +256,11 @@ fn listen(port: u16, block_file: &str) {
     v1_prefix.extend_from_slice(b"version\0\0\0\0\0");
     let reader: Box<dyn Read> = Box::new(Cursor::new(first.to_vec()).chain(s.try_clone().unwrap()));
     let reader = BufReader::new(reader);
-    let mut p = if first[..] == v1_prefix[..] { v1(&s, reader) } else { v2(&s, reader, Role::Responder, 1) };
+    let mut p = if first[..] == v1_prefix[..] {
+        v1(&s, reader)
+    } else {
+        v2(&s, reader, Role::Responder, 1)
+    };
     assert!(matches!(p.recv(), NetworkMessage::Version(_)));
     p.send(version(&s));
     p.send(NetworkMessage::Verack);
