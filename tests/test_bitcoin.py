@@ -473,3 +473,24 @@ def test_headers_without_checksum_as_0_3_sends_them(tshark, tmp_path, version_a,
     assert status == [("1" if c else "3") for _, _, _, c in sent]   # Good / Not present
     assert [row[0] for row in tshark.fields(cap, ["bitcoin.version.version"], dfilter="bitcoin.command == \"version\"")] == \
         [str(version_a), str(version_b)]
+
+
+def test_bip324_records_add_up_to_the_captured_bytes_around_a_hole(tshark, tmp_path):
+    """Without the listener's largest segment (editcap): the hole is shown where the dialer
+    acknowledges past it, and each direction's records still add up to the TCP payload the
+    capture holds, every byte of it BIP324's."""
+    import subprocess
+    t = truth(V2)
+    rows = tshark.fields(BTC / V2, ["frame.number", "ip.src", "tcp.len"], dfilter="tcp.len > 0")
+    drop = max((r for r in rows if r[1] == t["link"]["addr_b"]), key=lambda r: int(r[2]))[0]
+    gap = tmp_path / "v2-gap.pcapng"
+    subprocess.run(["editcap", str(BTC / V2), str(gap), drop], check=True, capture_output=True)
+    recs = tshark.records(gap)
+    held = tshark.fields(gap, ["ip.src", "tcp.len"], dfilter="tcp.len > 0")
+    for role in ("dialer", "listener"):
+        addr = peer_addr(t, role)
+        assert sum(int(r["wire_len"]) for r in recs if r["src"] == addr) == \
+            sum(int(n) for src, n in held if src == addr)
+    assert {r["msg_type"] for r in recs} <= {"bip324 (encrypted)", "undecoded"}
+    assert tshark.fields(gap, ["frame.number"], dfilter="p2pc.hole")
+    assert not tshark.fields(gap, ["frame.number"], dfilter="btcc || bitcoin")
