@@ -401,23 +401,24 @@ def v2_segments(tshark) -> list[tuple[str, bytes]]:
     return [("a" if src == t["link"]["addr_a"] else "b", bytes.fromhex(p.replace(":", ""))) for src, p in rows]
 
 
-@pytest.mark.parametrize("ports,syn,bip324", [
-    ((40001, 8333), "a", True),         # a Bitcoin port, the connection seen from its start
-    ((40001, 18444), "a", True),        # regtest's port
-    ((40001, 40002), "a", False),       # not a Bitcoin port: no claim on 64 random bytes
-    ((40001, 8333), None, False),       # joined mid-connection: nothing says where a direction starts
+@pytest.mark.parametrize("ports,syn,decode_as,bip324", [
+    ((40001, 8333), "a", [], True),     # a Bitcoin port, the connection seen from its start
+    ((40001, 18444), "a", [], True),    # regtest's port
+    ((40001, 40002), "a", [], False),   # not a Bitcoin port: no claim on 64 random bytes
+    ((40001, 40002), "a", ["-d", "tcp.port==40002,btcc"], True),    # the user's Decode As
+    ((40001, 8333), None, [], False),   # joined mid-connection: nothing says where a direction starts
 ])
-def test_bip324_is_recognised_only_where_it_can_be_told(tshark, tmp_path, ports, syn, bip324):
+def test_bip324_is_recognised_only_where_it_can_be_told(tshark, tmp_path, ports, syn, decode_as, bip324):
     """The same bytes (the v2 capture's) over another TCP connection: BIP324 on a Bitcoin port
-    when the capture holds the connection's start, never on another port, and never on the
-    guess that bytes in the middle of a stream start it."""
+    (or one Decode As gives the Bitcoin framing) when the capture holds the connection's start,
+    never on another port, and never on the guess that bytes in the middle of a stream start it."""
     cap = tmp_path / "v2.pcap"
     tcp_pcap(cap, v2_segments(tshark), ports, syn=syn)
-    recs = tshark.records(cap)
-    named = tshark.fields(cap, ["frame.number"], dfilter="bip324")
+    recs = tshark.records(cap, extra=decode_as)
+    named = tshark.fields(cap, ["frame.number"], dfilter="bip324", extra=decode_as)
     if bip324:
         assert recs and {r["msg_type"] for r in recs} == {"bip324 (encrypted)"}
-        assert not tshark.fields(cap, ["frame.number"], dfilter="btcc || bitcoin")
+        assert not tshark.fields(cap, ["frame.number"], dfilter="btcc || bitcoin", extra=decode_as)
     else:
         assert not named
         assert not [r for r in recs if r["msg_type"] == "bip324 (encrypted)"]
