@@ -203,9 +203,9 @@ def test_stock_framing_still_gives_records(tshark):
 def test_one_pass_equals_two_pass(tshark, name):
     fields = ["frame.number", "bitcoin.command", "p2pc.msg_type", "p2pc.codec", "p2pc.raw_len",
               "p2pc.batch_count", "btcc.negotiated", "btcc.block.hash", "btcc.tx.txid",
-              "btcc.checksum.status", "_ws.expert.message"]
-    one = tshark.fields(BTC / name, fields, dfilter="bitcoin", extra=prefs(name))
-    two = tshark.fields(BTC / name, fields, dfilter="bitcoin", two_pass=True, extra=prefs(name))
+              "btcc.checksum.status", "bip324.ellswift", "_ws.expert.message"]
+    one = tshark.fields(BTC / name, fields, dfilter="bitcoin || bip324", extra=prefs(name))
+    two = tshark.fields(BTC / name, fields, dfilter="bitcoin || bip324", two_pass=True, extra=prefs(name))
     assert one == two
     assert one
 
@@ -340,3 +340,158 @@ def test_lzo1x_that_passes_the_zlib_header_test_falls_back(tshark, tmp_path):
     assert not tshark.fields(cap, ["frame.number"], dfilter="p2pc.compressed_larger")
     failed = tshark.fields(cap, ["_ws.expert.message"], dfilter="btcc.decompress_failed")
     assert len(failed) == 1 and "zlib decompression failed" in failed[0][0]
+
+
+# ---- BIP324 v2 transport (captures/gen/make_bip324.py: the rust-bitcoin bip324 crate) ----
+
+V2, V1_FALLBACK = "btc-bip324-v2.pcapng", "btc-bip324-v1fallback.pcapng"
+
+
+def peer_addr(t: dict, role: str) -> str:
+    """The address of the truth file's dialer (A, where the capture ran) or listener (B)."""
+    return t["link"]["addr_a"] if role == "dialer" else t["link"]["addr_b"]
+
+
+@pytest.mark.parametrize("two_pass", [False, True])
+def test_bip324_v2_connection_is_encrypted_records(tshark, two_pass):
+    """Every byte each peer wrote (its key, garbage, terminator, decoy and version packets, its
+    messages: the peer's own count) is in `bip324 (encrypted)` records of its direction, and
+    nothing of the connection is BUIP017 framing or continuation bytes."""
+    t = truth(V2)
+    assert t["dialer"]["transport"] == t["listener"]["transport"] == "v2"
+    recs = tshark.records(BTC / V2, two_pass=two_pass)
+    assert {(r["proto"], r["msg_type"], r["codec"], r["header_len"]) for r in recs} == \
+        {("bitcoin", "bip324 (encrypted)", "none", "0")}
+    for role in ("dialer", "listener"):
+        mine = [r for r in recs if r["src"] == peer_addr(t, role)]
+        assert sum(int(r["wire_len"]) for r in mine) == t[role]["bytes_sent"] == \
+            sum(u["wire_len"] for u in t[role]["sent"])
+        assert all(r["payload_len"] == r["raw_len"] == r["wire_len"] for r in mine)
+    for dfilter in ("btcc", "bitcoin", "btcc.continuation", "btcc.resync"):
+        assert not tshark.fields(BTC / V2, ["frame.number"], dfilter=dfilter), dfilter
+    # Each TCP segment with payload is one record; each direction's first shows its 64-byte key.
+    segments = tshark.fields(BTC / V2, ["frame.number"], dfilter="tcp.len > 0")
+    assert [r[0] for r in tshark.fields(BTC / V2, ["frame.number"], dfilter="bip324")] == [s[0] for s in segments]
+    assert len(recs) == len(segments)
+    keys = tshark.fields(BTC / V2, ["ip.src", "bip324.ellswift"], dfilter="bip324.ellswift")
+    assert sorted(k[0] for k in keys) == sorted(peer_addr(t, r) for r in ("dialer", "listener"))
+    assert all(len(bytes.fromhex(k[1].replace(":", ""))) == 64 for k in keys)
+
+
+def test_bip324_v1_fallback_decodes_as_v1(tshark):
+    """The dialer speaks v1 to the BIP324 responder, which saw the v1 prefix and fell back:
+    each peer's messages decode as v1 Bitcoin messages, exactly those it says it sent, each
+    checksum good, nothing BIP324."""
+    t = truth(V1_FALLBACK)
+    assert t["dialer"]["transport"] == t["listener"]["transport"] == "v1"
+    recs = tshark.records(BTC / V1_FALLBACK)
+    for role in ("dialer", "listener"):
+        got = [(r["msg_type"], int(r["payload_len"]), int(r["wire_len"]), r["header_len"])
+               for r in recs if r["src"] == peer_addr(t, role)]
+        assert got == [(u["command"], u["payload_len"], u["wire_len"], "24") for u in t[role]["sent"]]
+    assert not tshark.fields(BTC / V1_FALLBACK, ["frame.number"], dfilter="bip324 || btcc.continuation")
+    status = {row[0] for row in tshark.fields(BTC / V1_FALLBACK, ["btcc.checksum.status"], dfilter="bitcoin")}
+    assert status == {"1"}      # PROTO_CHECKSUM_E_GOOD
+
+
+def v2_segments(tshark) -> list[tuple[str, bytes]]:
+    """The v2 capture's TCP payloads, in order, as (sender "a" dialer / "b" listener, bytes)."""
+    t = truth(V2)
+    rows = tshark.fields(BTC / V2, ["ip.src", "tcp.payload"], dfilter="tcp.len > 0")
+    return [("a" if src == t["link"]["addr_a"] else "b", bytes.fromhex(p.replace(":", ""))) for src, p in rows]
+
+
+@pytest.mark.parametrize("ports,syn,decode_as,bip324", [
+    ((40001, 8333), "a", [], True),     # a Bitcoin port, the connection seen from its start
+    ((40001, 18444), "a", [], True),    # regtest's port
+    ((40001, 40002), "a", [], False),   # not a Bitcoin port: no claim on 64 random bytes
+    ((40001, 40002), "a", ["-d", "tcp.port==40002,btcc"], True),    # the user's Decode As
+    ((40001, 8333), None, [], False),   # joined mid-connection: nothing says where a direction starts
+])
+def test_bip324_is_recognised_only_where_it_can_be_told(tshark, tmp_path, ports, syn, decode_as, bip324):
+    """The same bytes (the v2 capture's) over another TCP connection: BIP324 on a Bitcoin port
+    (or one Decode As gives the Bitcoin framing) when the capture holds the connection's start,
+    never on another port, and never on the guess that bytes in the middle of a stream start it."""
+    cap = tmp_path / "v2.pcap"
+    tcp_pcap(cap, v2_segments(tshark), ports, syn=syn)
+    recs = tshark.records(cap, extra=decode_as)
+    named = tshark.fields(cap, ["frame.number"], dfilter="bip324", extra=decode_as)
+    if bip324:
+        assert recs and {r["msg_type"] for r in recs} == {"bip324 (encrypted)"}
+        assert not tshark.fields(cap, ["frame.number"], dfilter="btcc || bitcoin", extra=decode_as)
+    else:
+        assert not named
+        assert not [r for r in recs if r["msg_type"] == "bip324 (encrypted)"]
+
+
+# ---- headers without the checksum field (Bitcoin 0.3.x, before 20 Feb 2012) ----
+
+def v03_address(ip: str, port: int, services: int = 1) -> bytes:
+    """CAddress at stream version 0 (0.3.x net.h): services, IPv4-mapped IPv6, port big-endian."""
+    return struct.pack("<Q", services) + b"\0" * 10 + b"\xff\xff" + bytes(map(int, ip.split("."))) + \
+        struct.pack(">H", port)
+
+
+def v03_version(n_version: int, services: int = 1) -> bytes:
+    """A version payload as 0.3.x PushVersion writes it: nVersion, nLocalServices, nTime,
+    addrYou, addrMe, nLocalHostNonce, strSubVer (empty then), nBestHeight (from 209)."""
+    p = struct.pack("<iQq", n_version, services, 1294000000) + v03_address("192.0.2.2", 8333) + \
+        v03_address("192.0.2.1", 8333) + struct.pack("<Q", 0x1122334455667788) + b"\x00"
+    return p + (struct.pack("<i", 100000) if n_version >= 209 else b"")
+
+
+def v03_msg(cmd: bytes, payload: bytes, checksum: bool) -> bytes:
+    """0.3.x CMessageHeader: magic, command, size and, at stream version >= 209, the checksum."""
+    head = struct.pack("<I12sI", 0xD9B4BEF9, cmd, len(payload))
+    return head + (hashlib.sha256(hashlib.sha256(payload).digest()).digest()[:4] if checksum else b"") + payload
+
+
+GETBLOCKS = struct.pack("<i", 32400) + b"\x01" + bytes(range(32)) + b"\0" * 32
+INV = b"\x01" + struct.pack("<I", 2) + bytes(range(32, 64))
+
+
+@pytest.mark.parametrize("version_a,version_b", [(32400, 31900), (32400, 200)])
+def test_headers_without_checksum_as_0_3_sends_them(tshark, tmp_path, version_a, version_b):
+    """Two 0.3.x peers before 20 Feb 2012 (main.cpp and net.h of 0.3.x): each sends `version`
+    at stream version 0, so without the checksum field; on the peer's version, a peer whose
+    peer speaks 209 or later pushes `verack`, still without it, then sets its send stream to
+    min(peer's nVersion, its own), so later messages carry a checksum iff that is >= 209.
+    With a pre-209 peer (0.2, nVersion 200) there is no verack and no checksum at all.  Each
+    message decodes as sent, no checksum error, no continuation bytes."""
+    both_209 = min(version_a, version_b) >= 209
+    sent = [("a", b"version", v03_version(version_a), False), ("b", b"version", v03_version(version_b), False)]
+    if both_209:
+        sent += [("a", b"verack", b"", False), ("b", b"verack", b"", False)]
+    sent += [("a", b"getblocks", GETBLOCKS, both_209), ("b", b"inv", INV, both_209), ("a", b"ping", b"", both_209)]
+    cap = tmp_path / "btc-v03.pcap"
+    tcp_pcap(cap, [(side, v03_msg(cmd, p, c)) for side, cmd, p, c in sent], (40001, 8333), syn="a")
+    recs = tshark.records(cap)
+    assert [(r["src"], r["msg_type"], int(r["header_len"]), int(r["payload_len"])) for r in recs] == \
+        [("192.0.2.1" if side == "a" else "192.0.2.2", cmd.decode(), 24 if c else 20, len(p))
+         for side, cmd, p, c in sent]
+    assert not tshark.fields(cap, ["frame.number"], dfilter="btcc.bad_checksum || btcc.continuation")
+    status = [row[0] for row in tshark.fields(cap, ["btcc.checksum.status"], dfilter="bitcoin")]
+    assert status == [("1" if c else "3") for _, _, _, c in sent]   # Good / Not present
+    assert [row[0] for row in tshark.fields(cap, ["bitcoin.version.version"], dfilter="bitcoin.command == \"version\"")] == \
+        [str(version_a), str(version_b)]
+
+
+def test_bip324_records_add_up_to_the_captured_bytes_around_a_hole(tshark, tmp_path):
+    """Without the listener's largest segment (editcap): the hole is shown where the dialer
+    acknowledges past it, and each direction's records still add up to the TCP payload the
+    capture holds, every byte of it BIP324's."""
+    import subprocess
+    t = truth(V2)
+    rows = tshark.fields(BTC / V2, ["frame.number", "ip.src", "tcp.len"], dfilter="tcp.len > 0")
+    drop = max((r for r in rows if r[1] == t["link"]["addr_b"]), key=lambda r: int(r[2]))[0]
+    gap = tmp_path / "v2-gap.pcapng"
+    subprocess.run(["editcap", str(BTC / V2), str(gap), drop], check=True, capture_output=True)
+    recs = tshark.records(gap)
+    held = tshark.fields(gap, ["ip.src", "tcp.len"], dfilter="tcp.len > 0")
+    for role in ("dialer", "listener"):
+        addr = peer_addr(t, role)
+        assert sum(int(r["wire_len"]) for r in recs if r["src"] == addr) == \
+            sum(int(n) for src, n in held if src == addr)
+    assert {r["msg_type"] for r in recs} <= {"bip324 (encrypted)", "undecoded"}
+    assert tshark.fields(gap, ["frame.number"], dfilter="p2pc.hole")
+    assert not tshark.fields(gap, ["frame.number"], dfilter="btcc || bitcoin")

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-GENERATORS = ["make_bitcoin.py", "make_fisco.py", "make_fisco3.py", "make_eth2.py", "make_compression.py",
+GENERATORS = ["make_bitcoin.py", "make_bip324.py", "make_fisco.py", "make_fisco3.py", "make_eth2.py", "make_compression.py",
               "make_bitswap.py", "make_lumen.py"]
 
 for gen in GENERATORS:

@@ -44,6 +44,7 @@
 #include "core/record.h"
 #include "core/retrans.h"
 #include "core/spec.h"
+#include "bitcoin/bip324.h"
 
 #include <epan/conversation.h>
 #include <epan/exceptions.h>
@@ -59,6 +60,7 @@ void proto_register_btcc(void);
 void proto_reg_handoff_btcc(void);
 
 #define BTC_HEADER_LEN          24
+#define BTC_HEADER_LEN_V0       20           /* no checksum field: see btc_header_len() */
 #define BTC_MAX_PAYLOAD         0x02000000   /* Bitcoin Core MAX_SIZE */
 #define BTCC_BLOCK_BOUND        16000000     /* BUIP017 receiver bound: cblock, cxthinblock */
 #define BTCC_TXCAT_BOUND        1000000      /* BUIP017 receiver bound: ctxcat */
@@ -217,6 +219,8 @@ typedef struct {
     guint64 services[2];
     guint32 version_frame[2];   /* 0 = not seen */
     guint version_session[2];
+    gint32 nversion[2];         /* the version message's protocol version */
+    gboolean v0_header[2];      /* the version message came without the checksum field */
 } btcc_conv_t;
 
 /* ---- helpers ---- */
@@ -719,9 +723,11 @@ dissect_btcc_command(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *
         switch (cmd->kind) {
         case CMD_VERSION:
             if (len >= 12 && !PINFO_FD_VISITED(pinfo) && !version_seen(bc, dir, pinfo->num)) {
+                bc->nversion[dir] = (gint32)tvb_get_letohl(tvb, 0);
                 bc->services[dir] = tvb_get_letoh64(tvb, 4);
                 bc->version_frame[dir] = pinfo->num;
                 bc->version_session[dir] = p2pc_conn_session();
+                bc->v0_header[dir] = own_framing && rec->header_len == BTC_HEADER_LEN_V0;
             }
             call_stock(cmd->stock, tvb, pinfo, tree);
             break;
@@ -772,10 +778,73 @@ is_btc_magic(guint32 m)
     return FALSE;
 }
 
+/* A version payload as Bitcoin 0.3.x reads it (main.cpp ProcessMessage, "version"): nVersion,
+ * nServices, nTime, addrMe (26 bytes: a CAddress at stream version 0 has no time); from
+ * nVersion 106 addrFrom, nNonce and strSubVer; from 209 nStartingHeight; each group only if
+ * bytes remain.  TRUE when tvb[off, off+len) is exactly that. */
+static gboolean
+v0_version_payload(tvbuff_t *tvb, guint off, guint len)
+{
+    guint end = off + len, p = off + 46;
+    guint64 n;
+    gint32 version;
+
+    if (len < 46 || (version = (gint32)tvb_get_letohl(tvb, off)) == 0)
+        return FALSE;
+    if (p == end)
+        return TRUE;
+    if (version < 106 || !skip_bytes(&p, end, 34) || p == end)
+        return p == end;
+    if (!read_varint(tvb, &p, end, &n) || !skip_bytes(&p, end, n))
+        return FALSE;
+    return p == end || (version >= 209 && p + 4 == end);
+}
+
+/* The header length of the message at `offset`: 24, or 20 for a header without the checksum
+ * field.  Bitcoin 0.3.x (net.h) serialises CMessageHeader's nChecksum only at stream version
+ * 209 and up; a CNode's streams start at version 0 (before 20 Feb 2012, when they start at
+ * 209), so its `version` goes without a checksum, and so does the `verack` it pushes on the
+ * peer's version before setting its send stream to min(peer's nVersion, its own): the
+ * messages after have a checksum iff that minimum is 209 or more.  Which a sender did is not
+ * on the wire but in its bytes: a `version` is checksummed when its checksum verifies, else
+ * without one when the 20-byte layout holds a 0.3.x version payload exactly; later messages
+ * follow from the versions (btcc_conv_t). */
+static guint
+btc_header_len(packet_info *pinfo, tvbuff_t *tvb, int offset)
+{
+    guint8 cmd[12];
+    guint32 len = tvb_get_letohl(tvb, offset + 16);
+    gint avail = tvb_captured_length_remaining(tvb, offset);
+    btcc_conv_t *bc;
+    int dir;
+
+    tvb_memcpy(tvb, cmd, offset + 4, 12);
+    if (!memcmp(cmd, "version\0\0\0\0\0", 12)) {
+        if (len > BTC_MAX_PAYLOAD)
+            return BTC_HEADER_LEN;
+        if ((guint)avail >= BTC_HEADER_LEN + len) {
+            guint8 h[32];
+            sha256d(tvb_get_ptr(tvb, offset + BTC_HEADER_LEN, len), len, h);
+            if (!memcmp(h, tvb_get_ptr(tvb, offset + 20, 4), 4))
+                return BTC_HEADER_LEN;
+        }
+        if ((guint)avail < BTC_HEADER_LEN_V0 + len)
+            return BTC_HEADER_LEN_V0;       /* the shorter: TCP brings more, then we decide */
+        return v0_version_payload(tvb, offset + BTC_HEADER_LEN_V0, len) ? BTC_HEADER_LEN_V0 : BTC_HEADER_LEN;
+    }
+    bc = get_conv(pinfo, &dir);
+    if (!bc->v0_header[dir])
+        return BTC_HEADER_LEN;
+    if (!memcmp(cmd, "verack\0\0\0\0\0\0", 12))
+        return BTC_HEADER_LEN_V0;
+    return MIN(bc->nversion[dir], version_seen(bc, !dir, pinfo->num) ? bc->nversion[!dir] : G_MAXINT32) >= 209 ?
+        BTC_HEADER_LEN : BTC_HEADER_LEN_V0;
+}
+
 static guint
 get_btcc_pdu_len(packet_info *pinfo, tvbuff_t *tvb, int offset, void *data)
 {
-    return BTC_HEADER_LEN + tvb_get_letohl(tvb, offset + 16);
+    return btc_header_len(pinfo, tvb, offset) + tvb_get_letohl(tvb, offset + 16);
 }
 
 static int
@@ -786,6 +855,8 @@ dissect_btcc_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
     const guint8 *command;
     guint32 payload_len = tvb_get_letohl(tvb, 16);
     guint avail = tvb_captured_length(tvb);
+    /* The framing cut this message at its header and payload (btc_header_len()). */
+    guint hdr_len = tvb_reported_length(tvb) - payload_len == BTC_HEADER_LEN_V0 ? BTC_HEADER_LEN_V0 : BTC_HEADER_LEN;
     tvbuff_t *payload;
     dissector_handle_t handle;
     p2pc_record_t rec;
@@ -799,8 +870,12 @@ dissect_btcc_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
     proto_tree_add_item(btree, hf_bitcoin_length, tvb, 16, 4, ENC_LITTLE_ENDIAN);
     proto_item_append_text(ti, ", %s", command);
 
-    payload = tvb_new_subset_length(tvb, BTC_HEADER_LEN, payload_len);
-    if (pref_verify_checksum && avail >= BTC_HEADER_LEN + payload_len) {
+    payload = tvb_new_subset_length(tvb, hdr_len, payload_len);
+    if (hdr_len == BTC_HEADER_LEN_V0) {
+        proto_item_set_generated(proto_tree_add_uint(btree, hf_btcc_checksum_status, tvb, 0, 0,
+                                                     PROTO_CHECKSUM_E_NOT_PRESENT));
+        proto_item_append_text(ti, " (header without checksum: sender's stream version < 209)");
+    } else if (pref_verify_checksum && avail >= BTC_HEADER_LEN + payload_len) {
         guint8 h[32];
         sha256d(tvb_get_ptr(tvb, BTC_HEADER_LEN, payload_len), payload_len, h);
         proto_tree_add_checksum(btree, tvb, 20, hf_bitcoin_checksum, hf_btcc_checksum_status,
@@ -817,10 +892,10 @@ dissect_btcc_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
     col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", (const char *)command);
 
     p2pc_record_init(&rec, "bitcoin", p2pc_msg_type_of(pinfo, ti, (const char *)command, btc_command_names));
-    rec.header_len = BTC_HEADER_LEN;
+    rec.header_len = hdr_len;
     rec.payload_len = payload_len;
     rec.raw_len = payload_len;
-    rec.wire_len = BTC_HEADER_LEN + (guint64)payload_len;
+    rec.wire_len = hdr_len + (guint64)payload_len;
     handle = dissector_get_string_handle(bitcoin_command_table, (const char *)command);
     if (handle) {
         TRY {
@@ -870,7 +945,7 @@ joined_why(packet_info *pinfo)
     return c ? p2pc_conn_dropped(c) : NULL;
 }
 
-static const p2pc_framing_t btcc_framing = { "bitcoin", BTC_HEADER_LEN, get_btcc_pdu_len, dissect_btcc_pdu };
+static const p2pc_framing_t btcc_framing = { "bitcoin", BTC_HEADER_LEN_V0, get_btcc_pdu_len, dissect_btcc_pdu };
 
 /* TCP hands us bytes at a message boundary unless the stream was joined inside a message: a
  * capture that starts mid-connection, a gap, or tshark's session reset (-M) that forgot the
@@ -884,6 +959,8 @@ dissect_btcc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
     gint len = (gint)tvb_captured_length(tvb), at, from;
 
+    if (btc_bip324_direction(pinfo, data, btc_header_at(tvb, 0, TRUE)))
+        return btc_bip324_dissect(tvb, pinfo, tree, data);
     p2pc_retrans_watch(pinfo);
     col_clear(pinfo->cinfo, COL_INFO);
     at = from = (gint)p2pc_holes_enter(tvb, pinfo, tree, data, &btcc_framing);

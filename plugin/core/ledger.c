@@ -175,6 +175,15 @@ p2pc_tcp_start_seen(packet_info *pinfo)
     return tcpd && !nstime_is_zero(&tcpd->ts_mru_syn);
 }
 
+gboolean
+p2pc_tcp_at_start(packet_info *pinfo, guint32 seq)
+{
+    conversation_t *conv = pinfo->ptype == PT_TCP ? find_conversation_pinfo(pinfo, 0) : NULL;
+    struct tcp_analysis *tcpd = conv ? get_tcp_conversation_data(conv, pinfo) : NULL;
+    /* Each direction's base_seq is its initial sequence number once the handshake is seen. */
+    return tcpd && !nstime_is_zero(&tcpd->ts_mru_syn) && (seq == 1 || seq == tcpd->fwd->base_seq + 1);
+}
+
 guint32
 p2pc_ledger_confirm(p2pc_tcp_dir_t *d, guint32 upto, guint32 *first)
 {

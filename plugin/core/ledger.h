@@ -92,6 +92,10 @@ p2pc_tcp_t *p2pc_ledger_find(packet_info *pinfo);
  * port, Decode As or earlier state, never to a guess. */
 gboolean p2pc_tcp_start_seen(packet_info *pinfo);
 
+/* TCP's sequence number `seq` (relative, TCP's default, or absolute) is the first byte the
+ * frame's sender sent after its SYN (or SYN-ACK), and this session saw the connection start. */
+gboolean p2pc_tcp_at_start(packet_info *pinfo, guint32 seq);
+
 /* TCP's sequence number `seq` of this session in the ledger's numbers (known once a protocol
  * entered the ledger with the direction's bytes in this session). */
 guint32 p2pc_ledger_seq(const p2pc_tcp_dir_t *d, guint32 seq);
