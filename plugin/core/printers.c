@@ -576,7 +576,7 @@ records_init(const char *opt_arg, void *userdata)
     t->tcp.dirs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     t->tcp.order = g_ptr_array_new_with_free_func(dir_stats_free);
 
-    printf("#p2pc-records\t3\n");
+    printf("#p2pc-records\t4\n");
     printf("#M\tframe\tstream\tsrc\tsrcport\tdst\tdstport\ttime\tproto\tmsg_type\tcodec"
            "\twire_len\theader_len\tpayload_len\traw_len\tbatch_count\tmux_stream\tmux_frames"
            "\tsnappy_chunks\treason\tunit_end\n");
