@@ -308,3 +308,30 @@ def test_live_equals_analyze_after_every_reset(request, tshark, capture, key, ev
         for column in (*SERIES.values(), *SAVED.values()):
             # The report rounds a row's header and ACK savings; the metric is the model's figure.
             assert abs(served.get((r["proto"], r["msg_type"], column), 0) - r[column]) <= 0.5, (r["msg_type"], column)
+
+
+def test_a_reset_forgets_a_connection_that_ended(tshark, tmp_path):
+    """The stream tap keeps a connection's number and counts over resets while a frame of it may
+    still come, and forgets one that ended before the session a reset ends (memory stays
+    bounded): eth2-yamux's connection ends with a RST; its last pure ACK again, an hour later,
+    right after it is still that connection's (one more frame and pure ACK on its counts); after
+    700 packets of another connection (two resets at -M 300) it is a connection of its own."""
+    eth2 = CAPTURES / "eth2/eth2-yamux.pcapng"
+    ack, btc, both = (tmp_path / f"{n}.pcapng" for n in ("ack", "btc", "both"))
+    subprocess.run(["editcap", "-r", "-t", "3600", str(eth2), str(ack), "2540"], check=True)
+    subprocess.run(["editcap", "-r", "-t", "5000", str(CAPTURES / "bitcoin/btc-compressed.pcapng"), str(btc),
+                    "1-700"], check=True)
+    tmp_path.chmod(0o755)
+
+    def t_lines(*parts: Path) -> list:
+        subprocess.run(["mergecap", "-a", "-F", "pcapng", "-w", str(both), *map(str, parts)], check=True)
+        both.chmod(0o644)
+        return [parse_record(l) for l in stream(tshark, both, *carry(64)) if l.startswith("T\t")]
+
+    ts = t_lines(eth2, ack)
+    before = [t for t in ts[:-1] if (t.src, t.srcport) == (ts[-1].src, ts[-1].srcport)][-1]
+    assert ts[-1].stream == before.stream == ts[0].stream
+    assert (ts[-1].frames, ts[-1].pure_acks) == (before.frames + 1, before.pure_acks + 1)
+    ts = t_lines(eth2, btc, ack)
+    assert ts[-1].stream not in {t.stream for t in ts[:-1]}
+    assert (ts[-1].frames, ts[-1].pure_acks) == (1, 1)

@@ -93,6 +93,7 @@ typedef struct stream_conn {
     guint32 first_seq[2];       /* raw sequence number each way began with (0: the lower endpoint's) */
     gboolean seq_set[2];
     gboolean fin[2], rst;       /* it ended: a FIN each way, or a RST */
+    gboolean forget;            /* the reset under way forgets it (stream_forget_ended()) */
     gchar *key;                 /* its key in tcp_dirs_t.conns (the table's) */
 } stream_conn_t;
 
@@ -144,26 +145,39 @@ stream_conn_free(gpointer p)
     g_free(c);
 }
 
-/* A connection the session reset forgets: it ended (a FIN each way, or a RST) before the
- * session that just ended, which did not see it. */
-static gboolean
-stream_conn_over(const tcp_dirs_t *t, const stream_conn_t *c)
+/* The connections a reset keeps (stream mode): at most this many, the most recently seen. */
+#define STREAM_CONNS_MAX 65536
+
+static gint
+stream_conn_newer_first(gconstpointer a, gconstpointer b)
 {
-    return (c->rst || (c->fin[0] && c->fin[1])) && c->session + 1 < t->sessions;
+    const stream_conn_t *x = *(const stream_conn_t * const *)a, *y = *(const stream_conn_t * const *)b;
+    return x->session > y->session ? -1 : x->session < y->session;
 }
 
-/* Stream mode, at a session reset: the connections over (stream_conn_over()) are forgotten
- * with their directions' counts, so that days of capture keep memory bounded; a frame of
- * theirs after that (a retransmission long after the close) counts as a new connection's. */
+/* Stream mode, at a session reset: the connections that no later frame can belong to are
+ * forgotten with their directions' counts, so that days of capture keep memory bounded: those
+ * that ended (a FIN each way, or a RST) or that a newer connection on their endpoints replaced,
+ * before the session that just ended, which did not see them; and, past STREAM_CONNS_MAX, the
+ * least recently seen.  A frame of one after that (a retransmission long after the close, a
+ * connection idle for longer than that many others were active) counts as a new connection's. */
 static void
 stream_forget_ended(tcp_dirs_t *t)
 {
     GPtrArray *order = g_ptr_array_new_with_free_func(dir_stats_free);
     GPtrArray *conns = g_ptr_array_new_with_free_func(stream_conn_free);
 
+    g_ptr_array_sort(t->conn_list, stream_conn_newer_first);
+    for (guint i = 0; i < t->conn_list->len; i++) {
+        stream_conn_t *c = (stream_conn_t *)g_ptr_array_index(t->conn_list, i);
+        gboolean idle = c->session + 1 < t->sessions;
+        c->forget = i >= STREAM_CONNS_MAX
+                    || (idle && (c->rst || (c->fin[0] && c->fin[1])
+                                 || g_hash_table_lookup(t->conns, c->key) != c));
+    }
     for (guint i = 0; i < t->order->len; i++) {
         tcp_dir_stats_t *d = (tcp_dir_stats_t *)g_ptr_array_index(t->order, i);
-        if (d->conn && stream_conn_over(t, d->conn)) {
+        if (d->conn && d->conn->forget) {
             g_hash_table_remove(t->dirs, d->key);
             dir_stats_free(d);
         } else {
@@ -172,7 +186,7 @@ stream_forget_ended(tcp_dirs_t *t)
     }
     for (guint i = 0; i < t->conn_list->len; i++) {
         stream_conn_t *c = (stream_conn_t *)g_ptr_array_index(t->conn_list, i);
-        if (stream_conn_over(t, c)) {
+        if (c->forget) {
             if (g_hash_table_lookup(t->conns, c->key) == c)
                 g_hash_table_remove(t->conns, c->key);
             stream_conn_free(c);
@@ -189,7 +203,7 @@ stream_forget_ended(tcp_dirs_t *t)
 
 /* Stream mode: tshark's session reset (-M) numbers frames from 1 again and restarts tcp.stream:
  * #RESET tells the reader, and this session's tcp.stream numbers are mapped afresh
- * (stream_number()); the counts go on. */
+ * (stream_conn()); the counts go on. */
 static void
 stream_check_reset(tcp_dirs_t *t, guint32 frame)
 {
