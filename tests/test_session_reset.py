@@ -6,13 +6,14 @@ p2pc's (TLS) drops is undecoded, with its reason.  The expected records are thos
 the protocol tests check against the peers' truth."""
 from __future__ import annotations
 
+import json
 import subprocess
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
 
-from conftest import CAPTURES
+from conftest import CAPTURES, p2pc_report
 from p2pc.records import ONE_PASS_PREFS, parse_record
 
 RESET = 61          # packets per session: resets inside handshakes, muxer frames and messages
@@ -184,22 +185,30 @@ def test_a_tls_connection_is_undecoded_after_a_reset_with_the_reason(tshark):
     assert not [l for l in lines if l.startswith("#CARRIED")]
 
 
-def test_a_new_connection_on_the_same_endpoints_starts_afresh(tshark, tmp_path):
-    """A connection carried over a reset that never ended in the capture (eth2-yamux cut before
-    its RST), then, an hour later, a new one on the same endpoints (eth2-mplex, its client port
-    rewritten to the first's): its SYN retires the old state, and the new connection decodes from
-    its start, as it does without a reset."""
-    first, moved, second, both = (tmp_path / f"{n}.pcapng" for n in ("first", "moved", "second", "both"))
+@pytest.fixture(scope="module")
+def reused(tmp_path_factory) -> Path:
+    """A connection that never ended in the capture (eth2-yamux cut before its RST), then, an
+    hour later, a new one on the same endpoints (eth2-mplex, its client port rewritten to the
+    first's)."""
+    tmp = tmp_path_factory.mktemp("reused")
+    first, moved, second, both = (tmp / f"{n}.pcapng" for n in ("first", "moved", "second", "both"))
     subprocess.run(["editcap", "-r", str(CAPTURES / "eth2/eth2-yamux.pcapng"), str(first), "1-2400"], check=True)
     subprocess.run(["tcprewrite", "--portmap=36186:52396", f"--infile={CAPTURES / 'eth2/eth2-mplex.pcapng'}",
                     f"--outfile={moved}"], check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["editcap", "-t", "3600", str(moved), str(second)], check=True)
     subprocess.run(["mergecap", "-a", "-F", "pcapng", "-w", str(both), str(first), str(second)], check=True)
-    tmp_path.chmod(0o755)
+    tmp.chmod(0o755)
     both.chmod(0o644)
-    want = messages(stream(tshark, both))
+    return both
+
+
+def test_a_new_connection_on_the_same_endpoints_starts_afresh(tshark, reused):
+    """A connection carried over a reset, then a new one on the same endpoints (`reused`): its
+    SYN retires the old state, and the new connection decodes from its start, as it does
+    without a reset."""
+    want = messages(stream(tshark, reused))
     assert sum(len(v) for v in want.values()) >= 2 * 13
-    assert messages(stream(tshark, both, *carry(64))) == want
+    assert messages(stream(tshark, reused, *carry(64))) == want
 
 
 def test_bitcoin_over_the_budget_says_why(tshark):
@@ -228,3 +237,101 @@ def test_fisco_over_tls_after_a_reset_is_undecoded_with_the_reason(tshark):
         assert decoded == want[d][:len(decoded)], d
         assert {r[9] for r in recs if r[1] == "undecoded"} <= {"reset"}
     assert sum(r[3] for recs in got.values() for r in recs if r[9] == "reset") > 0
+
+
+# What `p2pc live` reads with a session reset every few hundred packets (capture, key log,
+# packets per session): Bitcoin blocks, FISCO 2.x and 3.x, eth2 over yamux, mplex and Noise,
+# the compression transport, a Lodestar and a Prysm pair, and a new connection on an earlier
+# one's endpoints (`reused`).
+LIVE = [
+    ("bitcoin/btc-compressed.pcapng", None, 300),
+    ("fisco/fisco-parallel-off.pcapng", None, 150),
+    ("fisco/fisco3-v1.pcapng", None, 60),
+    ("eth2/eth2-yamux.pcapng", None, 300),
+    ("eth2/eth2-noise-yamux.pcapng", "eth2/eth2-noise-yamux.keys", 300),
+    ("libp2p-compression/comp-gzip.pcapng", None, 150),
+    ("libp2p-compression/comp-cbrotli.pcapng", None, 150),
+    ("lodestar/lodestar.pcapng", "lodestar/lodestar.keys", 300),
+    ("prysm/prysm-tcp.pcapng", "prysm/prysm-tcp.keys", 200),
+    ("reused", None, 300),
+]
+SERIES = {"p2pc_messages_total": "messages", "p2pc_wire_bytes_total": "wire_bytes",
+          "p2pc_payload_bytes_total": "payload_bytes", "p2pc_raw_bytes_total": "raw_bytes"}
+SAVED = {"payload": "payload_saved", "header": "header_saved", "ack": "ack_saved"}
+
+
+def live_read(lines: list[str]) -> tuple[dict, dict, dict, int]:
+    """What `p2pc live` makes of the stream tap's lines (LiveTotals, its metrics): the final
+    report, by direction too, the metrics summed per (proto, msg_type) and column of the
+    report, and the session resets read."""
+    from p2pc.live import LiveTotals
+    from p2pc.metrics import Metrics
+    from p2pc.report import live_report
+    totals_ = LiveTotals()
+    metrics = Metrics(("127.0.0.1", 0), totals_, "lo", "capture")
+    try:
+        for line in lines:
+            totals_.line(line)
+        metrics.ended(0)
+        served: dict = defaultdict(float)
+        for family in metrics.registry.collect():
+            for s in family.samples:
+                column = SERIES.get(s.name) or (SAVED[s.labels["kind"]] if s.name == "p2pc_saved_bytes" else None)
+                if column:
+                    served[(s.labels["proto"], s.labels["msg_type"], column)] += s.value
+    finally:
+        metrics.close()
+    # As its JSON output has them (tuples become lists).
+    reports = [json.loads(json.dumps(live_report(totals_, "lo", "capture", by, False, None, True)))
+               for by in (False, True)]
+    return reports[0], reports[1], dict(served), totals_.epoch
+
+
+@pytest.mark.parametrize("capture,key,every", LIVE, ids=[Path(c).stem for c, _, _ in LIVE])
+def test_live_equals_analyze_after_every_reset(request, tshark, capture, key, every):
+    """`p2pc live` of a capture read with a session reset every few hundred packets reports what
+    `p2pc analyze` of the capture reports, every column of every row, per connection direction
+    too (messages, wire, header, payload, the savings and the totals), and its metrics say the
+    same: the header and ACK savings take each connection direction's segments and ACKs as a
+    whole, however many sessions they came in."""
+    cap = request.getfixturevalue("reused") if capture == "reused" else CAPTURES / capture
+    live, live_by_dir, served, resets = live_read(stream(tshark, cap, *keys(key), "-M", str(every),
+                                                         "-o", "p2pc.live_state_mib:64"))
+    assert resets >= 2
+    offline = p2pc_report("analyze", str(cap), *keys(key))
+    for part in ("rows", "totals", "sections", "series", "warnings"):
+        assert live[part] == offline[part], part
+    offline_by_dir = p2pc_report("analyze", "--by-direction", str(cap), *keys(key))
+    assert live_by_dir["rows"] == offline_by_dir["rows"]
+    assert {r["direction"] for r in offline_by_dir["rows"]} and all(r["messages"] for r in offline["rows"])
+    for r in offline["rows"]:
+        for column in (*SERIES.values(), *SAVED.values()):
+            # The report rounds a row's header and ACK savings; the metric is the model's figure.
+            assert abs(served.get((r["proto"], r["msg_type"], column), 0) - r[column]) <= 0.5, (r["msg_type"], column)
+
+
+def test_a_reset_forgets_a_connection_that_ended(tshark, tmp_path):
+    """The stream tap keeps a connection's number and counts over resets while a frame of it may
+    still come, and forgets one that ended before the session a reset ends (memory stays
+    bounded): eth2-yamux's connection ends with a RST; its last pure ACK again, an hour later,
+    right after it is still that connection's (one more frame and pure ACK on its counts); after
+    700 packets of another connection (two resets at -M 300) it is a connection of its own."""
+    eth2 = CAPTURES / "eth2/eth2-yamux.pcapng"
+    ack, btc, both = (tmp_path / f"{n}.pcapng" for n in ("ack", "btc", "both"))
+    subprocess.run(["editcap", "-r", "-t", "3600", str(eth2), str(ack), "2540"], check=True)
+    subprocess.run(["editcap", "-r", "-t", "5000", str(CAPTURES / "bitcoin/btc-compressed.pcapng"), str(btc),
+                    "1-700"], check=True)
+    tmp_path.chmod(0o755)
+
+    def t_lines(*parts: Path) -> list:
+        subprocess.run(["mergecap", "-a", "-F", "pcapng", "-w", str(both), *map(str, parts)], check=True)
+        both.chmod(0o644)
+        return [parse_record(l) for l in stream(tshark, both, *carry(64)) if l.startswith("T\t")]
+
+    ts = t_lines(eth2, ack)
+    before = [t for t in ts[:-1] if (t.src, t.srcport) == (ts[-1].src, ts[-1].srcport)][-1]
+    assert ts[-1].stream == before.stream == ts[0].stream
+    assert (ts[-1].frames, ts[-1].pure_acks) == (before.frames + 1, before.pure_acks + 1)
+    ts = t_lines(eth2, btc, ack)
+    assert ts[-1].stream not in {t.stream for t in ts[:-1]}
+    assert (ts[-1].frames, ts[-1].pure_acks) == (1, 1)

@@ -131,41 +131,45 @@ DROPS = re.compile(r"Packets received/dropped on interface '[^']*': (\d+)/(\d+)"
 
 @dataclass
 class LiveTotals:
-    """What the running capture adds up, shared with the metrics endpoint under `lock`."""
+    """What the running capture adds up, shared with the metrics endpoint under `lock`.
+
+    Every session of tshark's goes into one aggregate, as `p2pc analyze` reads the capture in
+    one: the stream tap numbers each TCP connection once for the whole capture and counts its
+    directions' segments and ACKs on over a reset (docs/tap-format.md), so a direction's key and
+    TCP figures are those of the offline analysis, and so is the savings model's estimate."""
     agg: LiveAggregate = field(default_factory=LiveAggregate)
     lock: threading.Lock = field(default_factory=threading.Lock)
     epoch: int = 0                 # tshark session resets so far
     dropped: int = 0               # packets the capture itself dropped
-    # (src, srcport, dst, dstport) -> proto, for every direction that carried P2P messages
+    # direction key (stream, src, srcport) -> (proto, 4-tuple), for every direction that
+    # carried P2P messages
     p2p_dirs: dict = field(default_factory=dict)
     # 4-tuple -> the epochs at whose end (reset) the plugin carried its connection's state over
     carried: dict = field(default_factory=lambda: defaultdict(set))
-    # 4-tuple -> {epoch: TCP payload bytes}, and 4-tuple -> decoded wire bytes (all epochs)
-    tcp_bytes: dict = field(default_factory=lambda: defaultdict(dict))
+    # direction key -> [first, last] epoch with a T line of it, and -> decoded wire bytes
+    epochs: dict = field(default_factory=dict)
     wire: dict = field(default_factory=lambda: defaultdict(int))
     metrics: object = None         # metrics.Metrics: told of each record, under lock
 
-    @property
-    def source(self) -> str:
-        return f"live#{self.epoch}"
+    # The aggregate's file: one, whatever the resets.
+    source = "live"
 
     def line(self, line: str) -> None:
         tag = line[:2]
         if tag == "M\t":
             m = parse_record(line)
-            four = (m.src, m.srcport, m.dst, m.dstport)
             with self.lock:
                 self.agg.add_message(self.source, m)
-                self.p2p_dirs.setdefault(four, m.proto)
-                self.wire[four] += m.wire_len
+                self.p2p_dirs.setdefault(m.key, (m.proto, (m.src, m.srcport, m.dst, m.dstport)))
+                self.wire[m.key] += m.wire_len
                 if self.metrics:
                     self.metrics.message(m)
         elif tag == "T\t":
             t = parse_record(line)
-            four = (t.src, t.srcport, t.dst, t.dstport)
             with self.lock:
                 self.agg.add_tcp(self.source, t)
-                self.tcp_bytes[four][self.epoch] = t.data_bytes
+                span = self.epochs.setdefault(t.key, [self.epoch, self.epoch])
+                span[1] = self.epoch
                 if self.metrics:
                     self.metrics.tcp(t)
         elif tag == "I\t":
@@ -187,25 +191,25 @@ class LiveTotals:
                     self.metrics.settled()
                 self.epoch += 1
 
-    def undecoded_of(self, four: tuple) -> int:
-        """The undecoded bytes of a P2P connection direction open across a session reset whose
-        state the plugin did not carry over every one of them: the TCP payload bytes it carried
-        beyond the wire bytes of its records (for TLS, its record overhead counts too; for
-        libp2p, its framing, and what its buffers held when a reset evicted it); else 0."""
-        per_epoch = self.tcp_bytes.get(four, {})
-        if four not in self.p2p_dirs or len(per_epoch) < 2:
+    def undecoded_of(self, key: tuple) -> int:
+        """The undecoded bytes of a P2P connection direction (its key) open across a session
+        reset whose state the plugin did not carry over every one of them: the TCP payload bytes
+        it carried beyond the wire bytes of its records (for TLS, its record overhead counts
+        too; for libp2p, its framing, and what its buffers held when a reset evicted it); else 0."""
+        span = self.epochs.get(key)
+        if key not in self.p2p_dirs or not span or span[0] == span[1]:
             return 0
-        if set(range(min(per_epoch), max(per_epoch))) <= self.carried.get(four, set()):
+        if set(range(*span)) <= self.carried.get(self.p2p_dirs[key][1], set()):
             return 0            # carried over every reset it was open across
-        return max(0, sum(per_epoch.values()) - self.wire.get(four, 0))
+        return max(0, self.agg.tcp[(self.source, *key)].data_bytes - self.wire.get(key, 0))
 
     def undecoded_directions(self) -> list[dict]:
         """The P2P connection directions with undecoded bytes (undecoded_of)."""
         out = []
-        for (src, srcport, dst, dstport), proto in self.p2p_dirs.items():
-            n = self.undecoded_of((src, srcport, dst, dstport))
+        for key, (proto, (src, srcport, dst, dstport)) in self.p2p_dirs.items():
+            n = self.undecoded_of(key)
             if n:
-                tcp = sum(self.tcp_bytes[(src, srcport, dst, dstport)].values())
+                tcp = self.agg.tcp[(self.source, *key)].data_bytes
                 out.append({"proto": proto, "src": src, "srcport": srcport, "dst": dst,
                             "dstport": dstport, "tcp_bytes": tcp, "decoded_bytes": tcp - n,
                             "undecoded_bytes": n})

@@ -1,16 +1,17 @@
 """`p2pc live --metrics HOST:PORT`: the running totals as Prometheus metrics (docs/metrics.md).
 
-Every counter is labelled proto, msg_type, codec and direction (in, out or transit, from the
-interface's own addresses). Message counters are counted per record; the saved bytes are the
-savings model's (model.direction_savings, per connection direction, message type and codec) over
-the records so far, raised as each record comes, and never lowered.
+Every series is labelled proto, msg_type, codec and direction (in, out or transit, from the
+interface's own addresses). Message counters are counted per record; the saved bytes are a gauge,
+the savings model's estimate (model.direction_savings, per connection direction, message type and
+codec) over the records so far, set again as each record comes: the header and ACK parts of a
+direction depend on all of its segments and ACKs, so the estimate can go down as well as up.
 """
 from __future__ import annotations
 
 import json
 import subprocess
 
-from prometheus_client import CollectorRegistry, Counter, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
 from .live import LiveTotals
 from .model import LinkParams, direction_savings
@@ -53,6 +54,21 @@ class Highest:
             self.shown[key] = value
 
 
+class Estimate:
+    """The children of a prometheus_client Gauge, each the sum of figures (one per connection
+    direction) that are set again as they change: by what the figure changed."""
+
+    def __init__(self, gauge: Gauge):
+        self.gauge, self.shown = gauge, {}
+
+    def set_to(self, key, labels: tuple, value: float) -> None:
+        child = self.gauge.labels(*labels)          # 0 from the first figure on
+        change = value - self.shown.get(key, 0.0)
+        if change:
+            child.inc(change)
+            self.shown[key] = value
+
+
 class Metrics:
     """The counters of docs/metrics.md, each a prometheus_client Counter that the records
     raise as they come (LiveTotals calls them under its lock)."""
@@ -66,7 +82,9 @@ class Metrics:
         self.wire = mk("p2pc_wire_bytes", "Bytes of the messages on the wire (header and payload as sent)")
         self.payload = mk("p2pc_payload_bytes", "Payload bytes as sent")
         self.raw = mk("p2pc_raw_bytes", "Payload bytes uncompressed")
-        self.saved = Highest(mk("p2pc_saved_bytes", "Bytes saved, by the savings model", (*LABELS, "kind")))
+        self.saved = Estimate(Gauge("p2pc_saved_bytes", "Bytes saved, by the savings model over the "
+                                    "messages so far (an estimate: it can go down)", (*LABELS, "kind"),
+                                    registry=self.registry))
         self.undecoded = mk("p2pc_undecoded_bytes",
                             "Bytes of P2P connections not decoded, by reason: evicted (their state "
                             "did not fit the live state budget at a session reset), reset (a session "
@@ -100,8 +118,8 @@ class Metrics:
         """At a session reset, and at the end: the undecoded bytes of the directions a reset cut
         (LiveTotals.undecoded_of). Only then are they known: the session's tails are printed
         before its reset, while a running session holds bytes it decodes later."""
-        for four, proto in self.totals.p2p_dirs.items():
-            self.cut.raise_to(four, (proto, "reset"), self.totals.undecoded_of(four))
+        for key, (proto, _) in self.totals.p2p_dirs.items():
+            self.cut.raise_to(key, (proto, "reset"), self.totals.undecoded_of(key))
 
     def ended(self, dropped: int) -> None:
         self.settled()
@@ -119,7 +137,7 @@ class Metrics:
         for (proto, mtype, codec), s in types.items():
             p2p, tcp, ack = direction_savings(s, params, self.model)
             for kind, v in (("payload", s.raw - s.payload), ("header", p2p + tcp), ("ack", ack)):
-                self.saved.raise_to((d, proto, mtype, codec, kind), (proto, mtype, codec, direction, kind), v)
+                self.saved.set_to((d, proto, mtype, codec, kind), (proto, mtype, codec, direction, kind), v)
 
     def close(self) -> None:
         self.server.shutdown()

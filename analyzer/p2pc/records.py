@@ -219,7 +219,7 @@ def open_wireshark(plugin: str | os.PathLike | None = None) -> Wireshark:
 
 
 # The dump's format version (its `#p2pc-records` line) this parser reads.
-RECORDS_VERSION = "3"
+RECORDS_VERSION = "4"
 
 
 def unescape(field: str) -> str:

@@ -7,6 +7,7 @@
  *                                        dissected (p2pc live): a direction's T line, its
  *                                        counts so far, after each of its frames; #RESET when
  *                                        tshark's session reset (-M) restarts frame numbers
+ *                                        (a connection keeps its stream number and counts)
  *   tshark -q -z p2pc,payloads[,FILTER]  each record's uncompressed payload, in hex, with the
  *                                        record's frame and connection direction
  * Lines are tab-separated; every string field is escaped (escape_field()) so that no byte a
@@ -74,7 +75,27 @@ typedef struct {
     guint32 dstport;
     nstime_t first_ts;
     nstime_t last_ts;
+    gchar *key;                 /* its key in tcp_dirs_t.dirs (the table's) */
+    struct stream_conn *conn;   /* stream mode: its TCP connection (NULL: QUIC) */
 } tcp_dir_stats_t;
+
+/* Stream mode: a TCP connection as the whole capture numbers it.  tshark's session reset (-M)
+ * numbers tcp.stream anew, but the capture read in one session (p2pc analyze of live's -w
+ * file) has one tcp.stream for each connection, and the savings model takes each connection
+ * direction's segments and ACKs as a whole.  So the stream column is the connection's number in
+ * the first session that saw it, and its counts go on over a reset.  Which earlier connection
+ * a session's new tcp.stream continues is TCP's own rule (packet-tcp.c): the one on the same
+ * endpoints, unless the frame that opens it is a SYN (without ACK) whose sequence number is
+ * not the one that direction began with (a new connection reusing the ports). */
+typedef struct stream_conn {
+    guint32 number;             /* its stream column */
+    guint32 session;            /* the last session (resets before it) that saw it */
+    guint32 first_seq[2];       /* raw sequence number each way began with (0: the lower endpoint's) */
+    gboolean seq_set[2];
+    gboolean fin[2], rst;       /* it ended: a FIN each way, or a RST */
+    gboolean forget;            /* the reset under way forgets it (stream_forget_ended()) */
+    gchar *key;                 /* its key in tcp_dirs_t.conns (the table's) */
+} stream_conn_t;
 
 /* The "tcp" listener's own state (a listener is identified by its tapdata pointer, so it
  * cannot share the "p2pc" listener's). */
@@ -83,6 +104,11 @@ typedef struct {
     GPtrArray *order;           /* tcp_dir_stats_t, in order of first appearance */
     gboolean stream;            /* p2pc,records,stream: print each line as it is known */
     guint32 last_frame;         /* stream mode: a lower frame number means a session reset */
+    guint32 sessions;           /* stream mode: session resets so far */
+    guint32 next_number;        /* stream mode: one past the highest stream column printed */
+    GPtrArray *conn_list;       /* stream mode: every stream_conn_t kept (it owns them) */
+    GHashTable *conns;          /* stream mode: endpoints -> the latest stream_conn_t on them */
+    GHashTable *numbers;        /* stream mode: this session's tcp.stream -> stream_conn_t */
 } tcp_dirs_t;
 
 /* The "p2pc_peer" listener's own state (its own tapdata pointer, as for "tcp"). */
@@ -109,18 +135,144 @@ static records_tap_t *stream_tap;
 
 static void print_tcp_dir(const tcp_dir_stats_t *d);
 
-/* Stream mode: tshark's session reset (-M) numbers frames from 1 again and restarts tcp.stream,
- * so the directions counted so far are printed as they stand, #RESET tells the reader that
- * later lines start over, and the counts start over with them. */
+static void dir_stats_free(gpointer p);
+
+static void
+stream_conn_free(gpointer p)
+{
+    stream_conn_t *c = (stream_conn_t *)p;
+    g_free(c->key);
+    g_free(c);
+}
+
+/* The connections a reset keeps (stream mode): at most this many, the most recently seen. */
+#define STREAM_CONNS_MAX 65536
+
+static gint
+stream_conn_newer_first(gconstpointer a, gconstpointer b)
+{
+    const stream_conn_t *x = *(const stream_conn_t * const *)a, *y = *(const stream_conn_t * const *)b;
+    return x->session > y->session ? -1 : x->session < y->session;
+}
+
+/* Stream mode, at a session reset: the connections that no later frame can belong to are
+ * forgotten with their directions' counts, so that days of capture keep memory bounded: those
+ * that ended (a FIN each way, or a RST) or that a newer connection on their endpoints replaced,
+ * before the session that just ended, which did not see them; and, past STREAM_CONNS_MAX, the
+ * least recently seen.  A frame of one after that (a retransmission long after the close, a
+ * connection idle for longer than that many others were active) counts as a new connection's. */
+static void
+stream_forget_ended(tcp_dirs_t *t)
+{
+    GPtrArray *order = g_ptr_array_new_with_free_func(dir_stats_free);
+    GPtrArray *conns = g_ptr_array_new_with_free_func(stream_conn_free);
+
+    g_ptr_array_sort(t->conn_list, stream_conn_newer_first);
+    for (guint i = 0; i < t->conn_list->len; i++) {
+        stream_conn_t *c = (stream_conn_t *)g_ptr_array_index(t->conn_list, i);
+        gboolean idle = c->session + 1 < t->sessions;
+        c->forget = i >= STREAM_CONNS_MAX
+                    || (idle && (c->rst || (c->fin[0] && c->fin[1])
+                                 || g_hash_table_lookup(t->conns, c->key) != c));
+    }
+    for (guint i = 0; i < t->order->len; i++) {
+        tcp_dir_stats_t *d = (tcp_dir_stats_t *)g_ptr_array_index(t->order, i);
+        if (d->conn && d->conn->forget) {
+            g_hash_table_remove(t->dirs, d->key);
+            dir_stats_free(d);
+        } else {
+            g_ptr_array_add(order, d);
+        }
+    }
+    for (guint i = 0; i < t->conn_list->len; i++) {
+        stream_conn_t *c = (stream_conn_t *)g_ptr_array_index(t->conn_list, i);
+        if (c->forget) {
+            if (g_hash_table_lookup(t->conns, c->key) == c)
+                g_hash_table_remove(t->conns, c->key);
+            stream_conn_free(c);
+        } else {
+            g_ptr_array_add(conns, c);
+        }
+    }
+    /* The elements moved: the old arrays go without their free functions running. */
+    g_free(g_ptr_array_free(t->order, FALSE));
+    g_free(g_ptr_array_free(t->conn_list, FALSE));
+    t->order = order;
+    t->conn_list = conns;
+}
+
+/* Stream mode: tshark's session reset (-M) numbers frames from 1 again and restarts tcp.stream:
+ * #RESET tells the reader, and this session's tcp.stream numbers are mapped afresh
+ * (stream_conn()); the counts go on. */
 static void
 stream_check_reset(tcp_dirs_t *t, guint32 frame)
 {
     if (frame < t->last_frame) {
         printf("#RESET\tframe=%u\n", t->last_frame);
-        g_ptr_array_set_size(t->order, 0);
-        g_hash_table_remove_all(t->dirs);
+        t->sessions++;
+        g_hash_table_remove_all(t->numbers);
+        stream_forget_ended(t);
     }
     t->last_frame = frame;
+}
+
+/* The stream column of this session's tcp.stream `stream` between src:sport and dst:dport
+ * (stream_conn_t); `th` is the frame's TCP header when the caller is TCP's tap, which notes
+ * how the connection began and ended, else NULL. */
+static stream_conn_t *
+stream_conn(tcp_dirs_t *t, guint32 stream, const address *src, guint32 sport, const address *dst,
+            guint32 dport, const tcp_info_t *th)
+{
+    stream_conn_t *c = (stream_conn_t *)g_hash_table_lookup(t->numbers, GUINT_TO_POINTER(stream));
+    int cmp = cmp_address(src, dst);
+    int way = (cmp < 0 || (cmp == 0 && sport <= dport)) ? 0 : 1;
+
+    if (!c) {
+        gchar *a = address_to_str(NULL, way ? dst : src), *b = address_to_str(NULL, way ? src : dst);
+        gchar *key = g_strdup_printf("%s\t%u\t%s\t%u", a, way ? dport : sport, b, way ? sport : dport);
+        wmem_free(NULL, a);
+        wmem_free(NULL, b);
+        c = (stream_conn_t *)g_hash_table_lookup(t->conns, key);
+        /* A new connection: none on these endpoints, one this session already numbers (TCP
+         * told them apart), or a SYN that does not begin as the earlier one did. */
+        if (!c || c->session == t->sessions
+            || (th && (th->th_flags & (TH_SYN | TH_ACK)) == TH_SYN && c->seq_set[way]
+                && c->first_seq[way] != th->th_rawseq)) {
+            c = g_new0(stream_conn_t, 1);
+            c->key = key;
+            /* Before the first reset the column is tcp.stream itself. */
+            c->number = t->sessions ? t->next_number : stream;
+            g_hash_table_replace(t->conns, key, c);
+            g_ptr_array_add(t->conn_list, c);
+        } else {
+            g_free(key);
+        }
+        c->session = t->sessions;
+        t->next_number = MAX(t->next_number, c->number + 1);
+        g_hash_table_insert(t->numbers, GUINT_TO_POINTER(stream), c);
+    }
+    if (th) {
+        if (!c->seq_set[way]) {
+            c->seq_set[way] = TRUE;
+            c->first_seq[way] = th->th_rawseq;
+        }
+        c->fin[way] |= (th->th_flags & TH_FIN) != 0;
+        c->rst |= (th->th_flags & TH_RST) != 0;
+    }
+    return c;
+}
+
+/* A line's stream column: tcp.stream as the whole capture numbers it (stream mode), -1 for a
+ * record not over TCP. */
+static int
+stream_column(const p2pc_where_t *at)
+{
+    if (at->stream == G_MAXUINT32)
+        return -1;
+    if (stream_tap && stream_tap->tcp.stream)
+        return (int)stream_conn(&stream_tap->tcp, at->stream, &at->src, at->srcport, &at->dst,
+                                at->dstport, NULL)->number;
+    return (int)at->stream;
 }
 
 /* A line's kind and its where columns: frame, stream (-1: not TCP), src, srcport, dst, dstport. */
@@ -130,8 +282,8 @@ print_where(char kind, const p2pc_where_t *at)
     gchar *src = address_to_str(NULL, &at->src);
     gchar *dst = address_to_str(NULL, &at->dst);
 
-    printf("%c\t%u\t%d\t%s\t%u\t%s\t%u\t", kind, at->frame,
-           at->stream == G_MAXUINT32 ? -1 : (int)at->stream, src, at->srcport, dst, at->dstport);
+    printf("%c\t%u\t%d\t%s\t%u\t%s\t%u\t", kind, at->frame, stream_column(at), src, at->srcport,
+           dst, at->dstport);
     wmem_free(NULL, src);
     wmem_free(NULL, dst);
 }
@@ -264,9 +416,9 @@ records_spec_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, cons
  * pure ACK (QUIC: a packet of ACK and PADDING frames only) or a control frame; and with
  * `ctl_before` control frames of `ctl_before_bytes` before it (QUIC's p2pc_quic_packet_t). */
 static void
-count_frame(tcp_dirs_t *t, packet_info *pinfo, guint32 stream, const address *ip_src, guint32 sport,
-            const address *ip_dst, guint32 dport, guint32 seglen, gboolean pure_ack,
-            guint32 ctl_before, guint64 ctl_before_bytes)
+count_frame(tcp_dirs_t *t, packet_info *pinfo, guint32 stream, stream_conn_t *conn,
+            const address *ip_src, guint32 sport, const address *ip_dst, guint32 dport,
+            guint32 seglen, gboolean pure_ack, guint32 ctl_before, guint64 ctl_before_bytes)
 {
     gchar *src, *key;
     tcp_dir_stats_t *d;
@@ -285,6 +437,8 @@ count_frame(tcp_dirs_t *t, packet_info *pinfo, guint32 stream, const address *ip
         d->srcport = sport;
         d->dstport = dport;
         d->first_ts = pinfo->abs_ts;
+        d->key = key;
+        d->conn = conn;
         g_hash_table_insert(t->dirs, key, d);
         g_ptr_array_add(t->order, d);
     } else {
@@ -320,9 +474,15 @@ records_tcp_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const
                    tap_flags_t flags)
 {
     const tcp_info_t *th = (const tcp_info_t *)p;
+    tcp_dirs_t *t = (tcp_dirs_t *)tapdata;
+    stream_conn_t *conn = NULL;
 
-    count_frame((tcp_dirs_t *)tapdata, pinfo, th->th_stream, &th->ip_src, th->th_sport, &th->ip_dst,
-                th->th_dport, th->th_have_seglen ? th->th_seglen : 0,
+    if (t->stream) {
+        stream_check_reset(t, pinfo->num);
+        conn = stream_conn(t, th->th_stream, &th->ip_src, th->th_sport, &th->ip_dst, th->th_dport, th);
+    }
+    count_frame(t, pinfo, conn ? conn->number : th->th_stream, conn, &th->ip_src, th->th_sport,
+                &th->ip_dst, th->th_dport, th->th_have_seglen ? th->th_seglen : 0,
                 (th->th_flags & (TH_SYN | TH_FIN | TH_RST)) == 0 && (th->th_flags & TH_ACK), 0, 0);
     return TAP_PACKET_DONT_REDRAW;
 }
@@ -333,7 +493,7 @@ records_quic_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, cons
 {
     const p2pc_quic_packet_t *q = (const p2pc_quic_packet_t *)p;
 
-    count_frame((tcp_dirs_t *)tapdata, pinfo, G_MAXUINT32, &pinfo->src, pinfo->srcport, &pinfo->dst,
+    count_frame((tcp_dirs_t *)tapdata, pinfo, G_MAXUINT32, NULL, &pinfo->src, pinfo->srcport, &pinfo->dst,
                 pinfo->destport, q->stream_bytes, q->ack_only, q->before_frames, q->before_bytes);
     return TAP_PACKET_DONT_REDRAW;
 }
@@ -400,6 +560,11 @@ records_finish(void *tapdata)
         stream_tap = NULL;
     g_ptr_array_free(t->tcp.order, TRUE);
     g_hash_table_destroy(t->tcp.dirs);
+    if (t->tcp.stream) {
+        g_hash_table_destroy(t->tcp.numbers);
+        g_hash_table_destroy(t->tcp.conns);
+        g_ptr_array_free(t->tcp.conn_list, TRUE);
+    }
     g_free(t);
 }
 
@@ -417,12 +582,16 @@ records_init(const char *opt_arg, void *userdata)
         filter = opt_arg + 13;
     }
     t->filtered = filter && *filter;
-    if (t->tcp.stream)
+    if (t->tcp.stream) {
         stream_tap = t;
+        t->tcp.numbers = g_hash_table_new(g_direct_hash, g_direct_equal);
+        t->tcp.conns = g_hash_table_new(g_str_hash, g_str_equal);     /* keys: the conns' own */
+        t->tcp.conn_list = g_ptr_array_new_with_free_func(stream_conn_free);
+    }
     t->tcp.dirs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     t->tcp.order = g_ptr_array_new_with_free_func(dir_stats_free);
 
-    printf("#p2pc-records\t3\n");
+    printf("#p2pc-records\t4\n");
     printf("#M\tframe\tstream\tsrc\tsrcport\tdst\tdstport\ttime\tproto\tmsg_type\tcodec"
            "\twire_len\theader_len\tpayload_len\traw_len\tbatch_count\tmux_stream\tmux_frames"
            "\tsnappy_chunks\treason\tunit_end\n");
