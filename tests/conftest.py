@@ -47,6 +47,14 @@ def run_p2pc(*args: str, env_extra: dict | None = None, timeout: float | None = 
                           timeout=timeout, cwd=cwd)
 
 
+def ports_rewritten(src, out, portmap: dict[int, int]):
+    """The capture with its TCP ports mapped (tcprewrite --portmap), nothing else changed (a
+    pcapng's embedded secrets are not kept)."""
+    subprocess.run(["tcprewrite", "--portmap=" + ",".join(f"{a}:{b}" for a, b in portmap.items()),
+                    f"--infile={src}", f"--outfile={out}"], check=True, capture_output=True)
+    return out
+
+
 def p2pc_report(*args: str) -> dict:
     """A p2pc command's JSON report (it must succeed)."""
     res = run_p2pc(*args, "--format", "json")

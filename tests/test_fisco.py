@@ -12,7 +12,7 @@ import struct
 
 import pytest
 
-from conftest import CAPTURES, tcp_pcap
+from conftest import CAPTURES, ports_rewritten, tcp_pcap
 
 FISCO = CAPTURES / "fisco"
 WORKLOADS = ["serial", "parallel", "sync", "topic"]
@@ -200,12 +200,16 @@ def test_rc1_header_is_detected_and_the_preference_agrees(tshark):
 
 
 @pytest.mark.parametrize("how", [
-    ["-o", "fisco.tcp.port:1"],                                    # the TCP heuristic
-    ["-o", "fisco.tcp.port:1", "-d", "tcp.port==30300,fisco"],      # Decode As
+    [],                                                                   # the TCP heuristic
+    ["--disable-heuristic", "fisco_tcp", "-d", "tcp.port==40000,fisco"],  # Decode As
 ])
-def test_other_ports_heuristic_and_decode_as(tshark, how):
+def test_other_ports_heuristic_and_decode_as(tshark, tmp_path, how):
+    """On a port FISCO does not own (30300 moved to 40000), the heuristic finds the connection
+    from its start, and Decode As gives it with the heuristic off."""
+    moved = ports_rewritten(cap("fisco-topic-on"), tmp_path / "moved.pcap", {30300: 40000})
     want = [r["msg_type"] for r in fisco_records(tshark, "fisco-topic-on")]
-    assert [r["msg_type"] for r in fisco_records(tshark, "fisco-topic-on", extra=how)] == want
+    assert [r["msg_type"] for r in tshark.records(moved, extra=how)] == want
+    assert tshark.records(moved, extra=["--disable-heuristic", "fisco_tcp"]) == []
 
 
 def tls_without_secrets(tmp_path):
@@ -243,10 +247,15 @@ def test_tls_without_keys_counts_every_encrypted_record(tshark, tmp_path):
     assert not tshark.fields(bare, ["frame.number"], dfilter="p2pc.tls_no_keys", extra=keyed)
 
 
-def test_tls_on_another_port_through_the_tls_heuristic(tshark):
+def test_tls_on_another_port_through_the_tls_heuristic(tshark, tmp_path):
+    """TLS on a port FISCO does not own (Decode As TLS): the decrypted data finds FISCO through
+    the `fisco_tls` heuristic, and not with it off."""
     want = [r["msg_type"] for r in fisco_records(tshark, "fisco-tls")]
-    how = ["-o", "fisco.tcp.port:1", "-o", "fisco.tls.port:1", "-d", "tcp.port==30300,tls"]
-    assert [r["msg_type"] for r in fisco_records(tshark, "fisco-tls", extra=how)] == want
+    bare, keys = tls_without_secrets(tmp_path)
+    moved = ports_rewritten(bare, tmp_path / "moved.pcap", {30300: 40000})
+    how = ["-o", f"tls.keylog_file:{tshark.ws.readable(keys)}", "-d", "tcp.port==40000,tls"]
+    assert [r["msg_type"] for r in tshark.records(moved, extra=how)] == want
+    assert tshark.records(moved, extra=[*how, "--disable-heuristic", "fisco_tls"]) == []
 
 
 # ---- requests and responses ----

@@ -13,7 +13,7 @@ import struct
 
 import pytest
 
-from conftest import CAPTURES, Tshark, p2pc_report, tcp_pcap
+from conftest import CAPTURES, Tshark, p2pc_report, ports_rewritten, tcp_pcap
 from p2pc.wsenv import Wireshark, built_plugin
 
 CAPS = ["fisco3-on", "fisco3-off", "fisco3-v0", "fisco3-v1", "fisco3-v3"]
@@ -289,13 +289,6 @@ OFF_RANGE = {30300 + i: 40300 + i for i in range(4)}
 NO_HEURISTIC = ["--disable-heuristic", "fisco_tcp"]
 
 
-def _rewritten(src, out, portmap: dict[int, int]):
-    """The capture with its TCP ports mapped (tcprewrite --portmap), nothing else changed."""
-    subprocess.run(["tcprewrite", "--portmap=" + ",".join(f"{a}:{b}" for a, b in portmap.items()),
-                    f"--infile={src}", f"--outfile={out}"], check=True, capture_output=True)
-    return out
-
-
 @pytest.fixture(scope="module")
 def cleared(tmp_path_factory):
     """tshark whose profile `no-fisco-ports` takes fisco.tcp.port's whole range from FISCO, as
@@ -317,7 +310,7 @@ def cleared(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def off_range(tmp_path_factory):
-    return _rewritten(cap(LAYOUT), tmp_path_factory.mktemp("layout") / f"{LAYOUT}-40300.pcap", OFF_RANGE)
+    return ports_rewritten(cap(LAYOUT), tmp_path_factory.mktemp("layout") / f"{LAYOUT}-40300.pcap", OFF_RANGE)
 
 
 def _layout_want() -> dict[str, list[tuple]]:
@@ -460,7 +453,7 @@ def test_a_session_on_30301_decodes_as_on_30300(tshark, tmp_path, name):
     """Issue #39: a 3.x session on 30301 (node 1 of a host) was read as 2.x (31 of fisco3-v1's
     36 messages right).  Each 3.x capture moved to 30301 gives the records and fields it gives
     on 30300, the port aside, and they are its truth's."""
-    moved = _rewritten(cap(name), tmp_path / f"{name}-30301.pcap", {30300: 30301})
+    moved = ports_rewritten(cap(name), tmp_path / f"{name}-30301.pcap", {30300: 30301})
     fields = ["fisco3.version", "fisco3.packet_type", "fisco3.negotiated_version", "fisco3.src_p2p_id",
               "fisco3.src_p2p_id_short", "fisco3.module", "fisco3.uncompressed_len", "_ws.expert.message"]
 

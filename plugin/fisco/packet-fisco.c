@@ -1060,12 +1060,22 @@ dissect_fisco_heur_tcp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void
     return TRUE;
 }
 
-/* Decrypted TLS data on another port: TLS remembers the match for the session itself. */
+/* Decrypted TLS data on another port.  TLS asks its heuristics again for every record, so the
+ * connection's first records decide (whole messages that parse, as on TCP), and from the frame
+ * where they did, every record is FISCO's: a record may hold a lone header-only message, or
+ * the middle of a long one. */
 static p2pc_bool_t
 dissect_fisco_heur_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
-    if (!heur_segment(tvb, pinfo))
+    p2pc_conn_t *pc = p2pc_conn_find(pinfo);
+    const fisco_conv_t *known = pc ? (const fisco_conv_t *)p2pc_conn_slot(pc, P2PC_SLOT_FISCO) : NULL;
+    fisco_conv_t *fc;
+
+    if (!(known && known->claimed_at && pinfo->num >= known->claimed_at) && !heur_segment(tvb, pinfo))
         return FALSE;
+    fc = fisco_get_conv(pinfo);
+    if (!PINFO_FD_VISITED(pinfo) && !fc->claimed_at)
+        fc->claimed_at = pinfo->num;
     dissect_fisco_tls(tvb, pinfo, tree, data);
     return TRUE;
 }
