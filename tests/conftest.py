@@ -208,3 +208,18 @@ def pytest_collection_modifyitems(config, items):
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = [i for i in items if i.get_closest_marker("host") is not None]
+
+
+def configured_tshark(config: Path, profile: str, files: dict[str, str]):
+    """A Tshark (generator, for a fixture) whose Wireshark configuration, in `config`, holds
+    the profile `profile` with `files` (name -> text) in it."""
+    folder = config / "wireshark" / "profiles" / profile
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("XDG_CONFIG_HOME", str(config))
+    ws = Wireshark(plugin=built_plugin())
+    mp.undo()
+    yield Tshark(ws)
+    ws.cleanup()

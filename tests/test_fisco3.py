@@ -13,8 +13,8 @@ import struct
 
 import pytest
 
-from conftest import CAPTURES, Tshark, p2pc_report, ports_rewritten, tcp_pcap
-from p2pc.wsenv import Wireshark, built_plugin
+from conftest import CAPTURES, Tshark, configured_tshark, p2pc_report, ports_rewritten, tcp_pcap
+from p2pc.wsenv import Wireshark
 
 CAPS = ["fisco3-on", "fisco3-off", "fisco3-v0", "fisco3-v1", "fisco3-v3"]
 # The capture of each negotiated version (fisco3-on is V2).
@@ -295,17 +295,8 @@ def cleared(tmp_path_factory):
     Wireshark saves Decode As set to (none).  `-o fisco.tcp.port:` cannot: on 4.0 a range
     preference given with -o adds its ports to the table but leaves the default ones there
     (stock's http.tcp.port does the same)."""
-    config = tmp_path_factory.mktemp("xdg")
-    profile = config / "wireshark" / "profiles" / "no-fisco-ports"
-    profile.mkdir(parents=True)
-    (profile / "decode_as_entries").write_text("".join(f"decode_as_entry: tcp.port,{p},FISCO,(none)\n"
-                                                       for p in range(30300, 30400)))
-    mp = pytest.MonkeyPatch()
-    mp.setenv("XDG_CONFIG_HOME", str(config))
-    ws = Wireshark(plugin=built_plugin())
-    mp.undo()
-    yield Tshark(ws)
-    ws.cleanup()
+    entries = "".join(f"decode_as_entry: tcp.port,{p},FISCO,(none)\n" for p in range(30300, 30400))
+    yield from configured_tshark(tmp_path_factory.mktemp("xdg"), "no-fisco-ports", {"decode_as_entries": entries})
 
 
 @pytest.fixture(scope="module")

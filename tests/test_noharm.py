@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import struct
 import sys
-from pathlib import Path
 
 import pytest
 

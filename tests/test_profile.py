@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import xml.etree.ElementTree as ET
 
 import pytest
-from conftest import CAPTURES, REPO, Tshark, spec_checks
-from p2pc.wsenv import Wireshark, built_plugin
+from conftest import CAPTURES, REPO, configured_tshark, spec_checks
 
 PROFILE = REPO / "profiles" / "p2pc"
 BTC = CAPTURES / "bitcoin" / "btc-compressed.pcapng"
@@ -19,14 +17,8 @@ BTC = CAPTURES / "bitcoin" / "btc-compressed.pcapng"
 @pytest.fixture(scope="module")
 def profiled(tmp_path_factory):
     """tshark in a private HOME whose Wireshark configuration holds the p2pc profile."""
-    config = tmp_path_factory.mktemp("xdg")
-    shutil.copytree(PROFILE, config / "wireshark" / "profiles" / "p2pc")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("XDG_CONFIG_HOME", str(config))
-    ws = Wireshark(plugin=built_plugin())
-    mp.undo()
-    yield Tshark(ws)
-    ws.cleanup()
+    files = {f.name: f.read_text() for f in PROFILE.iterdir() if f.is_file()}
+    yield from configured_tshark(tmp_path_factory.mktemp("xdg"), "p2pc", files)
 
 
 def psml(tshark, capture, extra=()) -> tuple[list[str], list[tuple[dict, list[str]]]]:

@@ -309,8 +309,7 @@ def main() -> None:
         for d, (cap, _, n) in per.items():
             one_pass(f"{PROTOS.get(d, JS_PLAINTEXT)} ({n} copies)", cap)
 
-    if args.one_pass:
-        one_pass_rows()
+    def finish() -> None:
         print("\n== commands (first run of each) ==")
         for lab, cmd in r.commands.items():
             print(f"  {lab}:\n    {cmd}")
@@ -318,6 +317,10 @@ def main() -> None:
         ws.cleanup()
         shutil.rmtree(stock_home, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
+
+    if args.one_pass:
+        one_pass_rows()
+        finish()
         return
 
     # 1. records scale exactly with the copies (one analyze of copy 0, one of all)
@@ -441,13 +444,7 @@ def main() -> None:
     table(["zeros: stock -2", "zeros: p2pc -2"], "zeros: stock -2")
     within_budget("zeros: p2pc -2", "zeros: stock -2")
 
-    print("\n== commands (first run of each) ==")
-    for lab, cmd in r.commands.items():
-        print(f"  {lab}:\n    {cmd}")
-    print(f"  (wrapped in: {TIME} -f '%M %U %S' -o FILE ...: peak RSS is that of the largest process)")
-    ws.cleanup()
-    shutil.rmtree(stock_home, ignore_errors=True)
-    shutil.rmtree(work, ignore_errors=True)
+    finish()
 
 
 if __name__ == "__main__":
