@@ -857,3 +857,25 @@ def test_a_frame_of_a_million_muxer_frames_is_drawn_in_part_and_counted_whole(ts
     assert tshark.fields(path, ["frame.number"], dfilter="libp2p.not_drawn")
     tree = tshark.records(path, extra=["-V"])
     assert tree == tshark.records(path) and len(tree) > 0
+
+
+def test_a_peer_id_longer_than_any_is_flagged_not_encoded(tshark, tmp_path):
+    """A /plaintext/2.0.0 Exchange whose peer ID is 65,000 bytes: base58 is quadratic, so it is never
+    fed a length no peer ID has (44 bytes at most): the field is flagged and the stream goes on
+    (the next connection's 38-byte Ed25519 peer ID is encoded, to the base58 of its bytes)."""
+    from craft import MS, ms, pb_field, uvarint
+    from test_reports import b58decode
+
+    def exchange(peer_id: bytes) -> bytes:
+        pb = pb_field(1, 2, peer_id) + pb_field(2, 2, pb_field(1, 0, 1) + pb_field(2, 2, bytes(32)))
+        return uvarint(len(pb)) + pb
+
+    good = bytes([0x00, 0x24, 0x08, 0x01, 0x12, 0x20]) + bytes(range(32))
+    hello = [("a", MS + ms("/plaintext/2.0.0")), ("b", MS + ms("/plaintext/2.0.0"))]
+    long_cap, good_cap = tmp_path / "long.pcap", tmp_path / "good.pcap"
+    tcp_pcap(long_cap, [*hello, ("a", exchange(b"\x00\x80" + bytes(65000)))], syn="a", mss=1448)
+    tcp_pcap(good_cap, [*hello, ("a", exchange(good))], syn="a")
+    assert "a libp2p peer ID has at most 44" in "\n".join(tshark.expert(long_cap))
+    assert tshark.fields(long_cap, ["frame.number"], dfilter="libp2p_plaintext.peer_id_b58") == []
+    shown = tshark.fields(good_cap, ["libp2p_plaintext.peer_id_b58"], dfilter="libp2p_plaintext.peer_id_b58")
+    assert len(shown) == 1 and b58decode(shown[0][0]) == good

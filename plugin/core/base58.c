@@ -2,7 +2,7 @@
  * base58btc encoding (draft-msporny-base58; the Bitcoin alphabet).  Wireshark 4.0 exports no
  * base58 encoder in its public API, and people know libp2p peer IDs only in this form, so p2pc
  * has its own: the schoolbook base conversion, quadratic in the input, which is fine for peer
- * IDs (about 40 bytes).
+ * IDs (at most 44 bytes); longer input is refused (P2PC_BASE58_MAX).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -19,6 +19,8 @@ p2pc_base58_encode(wmem_allocator_t *scope, const guint8 *data, size_t len)
     guint8 *digits;
     char *out;
 
+    if (len > P2PC_BASE58_MAX)
+        return NULL;
     while (zeros < len && data[zeros] == 0)
         zeros++;
     /* log(256) / log(58) < 1.37: enough base-58 digits for the remaining bytes. */

@@ -28,6 +28,10 @@ static int hf_pt_key_type = -1;
 static int hf_pt_key = -1;
 static gint ett_pt = -1;
 static expert_field ei_pt_truncated = EI_INIT;
+static expert_field ei_pt_peer_id_long = EI_INIT;
+
+/* The identity multihash of a key up to 42 bytes (libp2p peer-ids spec); longer keys are hashed. */
+#define PT_PEER_ID_MAX 44
 static dissector_handle_t pt_handle;
 
 static const value_string key_type_vals[] = {
@@ -52,10 +56,14 @@ draw_plaintext(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
     off = (int)used;
     while (p2pc_pb_next(tvb, &off, len, &f)) {
         if (f.number == 1 && f.wire_type == 2) {
-            proto_item *pi;
-            const char *peer_id = p2pc_base58_encode(pinfo->pool, tvb_get_ptr(tvb, f.start, f.len),
-                                                     (size_t)f.len);
-            proto_tree_add_item(t, hf_pt_peer_id, tvb, f.start, f.len, ENC_NA);
+            proto_item *pi = proto_tree_add_item(t, hf_pt_peer_id, tvb, f.start, f.len, ENC_NA);
+            const char *peer_id = f.len <= PT_PEER_ID_MAX ?
+                p2pc_base58_encode(pinfo->pool, tvb_get_ptr(tvb, f.start, f.len), (size_t)f.len) : NULL;
+            if (!peer_id) {
+                expert_add_info_format(pinfo, pi, &ei_pt_peer_id_long, "Peer ID of %d bytes: a libp2p "
+                                       "peer ID has at most %d (not encoded)", f.len, PT_PEER_ID_MAX);
+                continue;
+            }
             pi = proto_tree_add_string(t, hf_pt_peer_id_b58, tvb, f.start, f.len, peer_id);
             proto_item_set_generated(pi);
             p2pc_peer_add(pinfo, "plaintext", peer_id);
@@ -124,6 +132,8 @@ proto_register_libp2p_plaintext(void)
     static ei_register_info ei[] = {
         { &ei_pt_truncated, { "libp2p_plaintext.truncated", PI_MALFORMED, PI_WARN,
             "The connection closed inside the Exchange", EXPFILL } },
+        { &ei_pt_peer_id_long, { "libp2p_plaintext.peer_id_long", PI_MALFORMED, PI_WARN,
+            "A peer ID longer than any libp2p peer ID (not encoded)", EXPFILL } },
     };
     expert_module_t *expert;
 
