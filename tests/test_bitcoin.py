@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 
 from btcdata import block_hash, block_txs
-from conftest import CAPTURES, DATA, tcp_pcap
+from conftest import CAPTURES, DATA, REPO, tcp_pcap
 
 BTC = CAPTURES / "bitcoin"
 ALL = sorted(p.name for p in BTC.glob("*.pcapng"))
@@ -495,3 +495,28 @@ def test_bip324_records_add_up_to_the_captured_bytes_around_a_hole(tshark, tmp_p
     assert {r["msg_type"] for r in recs} <= {"bip324 (encrypted)", "undecoded"}
     assert tshark.fields(gap, ["frame.number"], dfilter="p2pc.hole")
     assert not tshark.fields(gap, ["frame.number"], dfilter="btcc || bitcoin")
+
+
+def test_a_2011_node_s_version_without_checksum(tshark):
+    """nDPI's capture of a real 2011 mainnet connection (captures/noharm): each side's `version`
+    has the 20-byte header of 0.3.x (no checksum field: the bytes after the length are the
+    payload, not its double SHA-256), and the `verack`s after them are framed as verack."""
+    cap = REPO / "captures" / "noharm" / "ndpi-bitcoin.pcap"
+    segs = [bytes.fromhex(p) for (p,) in tshark.fields(cap, ["tcp.payload"], dfilter="tcp.len > 0")[:4]]
+    length = lambda seg, at: struct.unpack_from("<I", seg, at + 16)[0]  # noqa: E731
+    for seg in segs[:2]:
+        assert seg[:4] == bytes.fromhex("f9beb4d9") and seg[4:16].rstrip(b"\0") == b"version"
+        assert len(seg) == 20 + length(seg, 0)
+        body = seg[20:]
+        assert hashlib.sha256(hashlib.sha256(body).digest()).digest()[:4] != body[:4]
+    # The dialer's next segment: a verack (20 bytes, length 0), then getaddr and getblocks with
+    # the checksum field the version both sides now speak has.
+    third = segs[2]
+    assert third[4:16].rstrip(b"\0") == b"verack" and length(third, 0) == 0
+    assert third[24:36].rstrip(b"\0") == b"getaddr" and third[48:60].rstrip(b"\0") == b"getblocks"
+    want = [("version", len(segs[0]), 20), ("version", len(segs[1]), 20), ("verack", 20, 20),
+            ("getaddr", 24 + length(third, 20), 24), ("getblocks", 24 + length(third, 44), 24),
+            ("verack", len(segs[3]), 20)]
+    recs = tshark.records(cap)[:6]
+    assert [(r["msg_type"], int(r["wire_len"]), int(r["header_len"])) for r in recs] == want
+    assert not [e for e in tshark.expert(cap) if "hecksum" in e]
