@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import math
+import re
 import struct
 import subprocess
 from collections import Counter, defaultdict, deque
@@ -20,8 +21,9 @@ from collections import Counter, defaultdict, deque
 import dpkt
 import pytest
 
-from conftest import CAPTURES, DATA, REPO, dialer_listener
+from conftest import CAPTURES, DATA, REPO, dialer_listener, tcp_pcap
 from conftest import run_p2pc as p2pc
+from p2pc.records import unescape
 from test_interop import INTEROP, NAMES as INTEROP_NAMES, keys as interop_keys, sent, truth as interop_truth
 
 ETH2 = CAPTURES / "eth2"
@@ -634,3 +636,46 @@ def test_early_muxer_negotiation(tshark):
     assert na["muxer"] == nb["muxer"] == "/yamux/1.0.0"
     assert {r["difference"] for r in section(rep, "differences") if r["messages"] is None} == \
         {"security offered differs", "security differs", "early muxer negotiation differs"}
+
+
+# Strings a peer chose (#40): a TLS ALPN that is a spreadsheet formula, and a multistream
+# protocol ID that clears the screen and sets the terminal's title (ECMA-48 CSI 2J, OSC 0).
+FORMULA_ALPN = '=HYPERLINK("http://x")'
+TERMINAL_PROTO = "/x/\x1b[2J\x1b]0;pwned\x07/1"
+RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+@pytest.fixture(scope="module")
+def hostile_sides(tmp_path_factory):
+    """A: a libp2p TLS connection whose peers offer and pick FORMULA_ALPN; B: a yamux
+    connection whose streams negotiate TERMINAL_PROTO and ping."""
+    from craft import MS, YAMUX_ID, l2p_conn, ms, tls12_hello, ystream
+    d = tmp_path_factory.mktemp("hostile")
+    app = b"\x17\x03\x03\x00\x20" + bytes(32)            # one TLS application data record
+    tcp_pcap(d / "a.pcap", [("a", MS + ms("/tls/1.0.0")), ("b", MS + ms("/tls/1.0.0")),
+                            ("a", tls12_hello(False, ["libp2p", FORMULA_ALPN])),
+                            ("b", tls12_hello(True, [FORMULA_ALPN])), ("a", app), ("b", app)],
+             ports=(40003, 4001), syn="a")
+    a = ystream(1, TERMINAL_PROTO, bytes(8)) + ystream(3, "/ipfs/ping/1.0.0", bytes(32))
+    b = ystream(1, TERMINAL_PROTO, bytes(8), opener=False) + ystream(3, "/ipfs/ping/1.0.0", bytes(32), opener=False)
+    tcp_pcap(d / "b.pcap", l2p_conn(YAMUX_ID, a, b), ports=(40001, 4001), syn="a")
+    return str(d / "a.pcap"), str(d / "b.pcap")
+
+
+def test_peer_strings_are_neither_formulas_nor_terminal_controls(hostile_sides):
+    for fmt in ("csv", "markdown", "table"):
+        res = p2pc("diff", *hostile_sides, "--format", fmt, "--section", "negotiation")
+        assert res.returncode == DIFFER, res.stderr
+        assert not RAW_CONTROL.search(res.stdout + res.stderr), fmt
+        # Escaped as the records tap escapes, so the value stays readable.
+        assert r"/x/\x1b[2J\x1b]0;pwned\x07/1" in res.stdout, fmt
+        if fmt == "csv":
+            a, b = csv.DictReader(io.StringIO(res.stdout))
+            assert a["muxer"] == "'" + FORMULA_ALPN and a["early_muxer"] == f"'{FORMULA_ALPN} (tls alpn)"
+            assert TERMINAL_PROTO in unescape(b["protocols_accepted"]).split()
+    res = p2pc("diff", *hostile_sides, "--format", "csv", "--section", "all")
+    cells = [r["value"] for r in csv.DictReader(io.StringIO(res.stdout))]
+    assert "'" + FORMULA_ALPN in cells
+    assert not [c for c in cells if c[:1] in ("=", "+", "@", "\t", "\r")
+                or c.startswith("-") and not c.lstrip("-").replace(".", "").isdigit()]
+    assert not RAW_CONTROL.search(res.stdout)

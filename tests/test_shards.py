@@ -180,6 +180,34 @@ def split_peak(capture, out) -> tuple[int, list[int]]:
         tracemalloc.stop()
 
 
+# #40: a folder that cannot be made, a scheduler that is not an address or does not answer:
+# one line and the documented exit code (errors.Exit), no traceback.  Dask's own connect
+# timeout (distributed.comm.timeouts.connect, 30 s) is shortened through its environment.
+USAGE, ERROR = 2, 1
+
+
+@pytest.mark.parametrize("case", ["shard-out", "shard-dir", "not-an-address", "unreachable"])
+def test_scale_out_errors_are_one_line(tmp_path, case):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    capture = str(BTC)
+    if case == "shard-out":
+        args, code, named = ["shard", capture, "--out", str(blocker / "shards")], USAGE, str(blocker / "shards")
+    elif case == "shard-dir":
+        args, code, named = ["analyze", "--shards", "2", "--shard-dir", str(tmp_path / "missing"), capture], \
+            USAGE, "--shard-dir"
+    else:
+        pytest.importorskip("dask.distributed")
+        addr = "notaurl" if case == "not-an-address" else "tcp://127.0.0.1:1"
+        args, code, named = ["analyze", "--shards", "2", "--scheduler", addr, capture], \
+            USAGE if case == "not-an-address" else ERROR, f"--scheduler {addr}"
+    res = p2pc(*args, env_extra={"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"}, timeout=120)
+    assert res.returncode == code, res.stderr
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("p2pc: ") and named in lines[0], res.stderr
+    assert not res.stdout
+
+
 def test_splitter_memory_does_not_grow_with_the_capture(tmp_path):
     """100 times the frames and the connections: the same memory (the 4 write buffers and one
     frame), so nothing is kept per frame or per connection."""

@@ -136,6 +136,17 @@ def yamux(flags: int, stream: int, data: bytes = b"", type_: int = 0, length: in
     return struct.pack(">BBHII", 0, type_, flags, stream, len(data) if length is None else length) + data
 
 
+def tls12_hello(server: bool, alpn: list[str]) -> bytes:
+    """A TLS 1.2 ClientHello (or ServerHello) record offering (choosing) the `alpn` protocols
+    (RFC 5246 section 7.4.1, RFC 7301 section 3.1), cipher suite 0xc02f, no session ID."""
+    names = b"".join(bytes([len(p.encode())]) + p.encode() for p in alpn)
+    ext = struct.pack(">HHH", 0x0010, len(names) + 2, len(names)) + names
+    suites = b"\xc0\x2f\x00" if server else b"\x00\x02\xc0\x2f\x01\x00"
+    body = b"\x03\x03" + bytes(32) + b"\x00" + suites + struct.pack(">H", len(ext)) + ext
+    hs = bytes([2 if server else 1]) + len(body).to_bytes(3, "big") + body
+    return b"\x16\x03\x03" + struct.pack(">H", len(hs)) + hs
+
+
 def mplex(stream: int, flag: int, data: bytes = b"") -> bytes:
     """mplex: uvarint(id << 3 | flag), uvarint(len), data (0 NewStream, 1/2 Message
     receiver/initiator, 3/4 Close, 5/6 Reset)."""

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 from . import __version__
-from .output import ALL, FORMATS, SECTION_FORMATS, UnknownSection, render
+from .output import ALL, FORMATS, SECTION_FORMATS, UnknownSection, escape, render
 from .errors import EXIT_CODES, Exit, InterfaceError, NoP2PTraffic, P2pcError, UsageError
 from .records import open_wireshark, read_capture
 from . import doctor, private, tsharkopts
@@ -32,7 +32,7 @@ def emit(report: dict, args, warn: bool = True) -> None:
     section = getattr(args, "section", None)
     if warn:
         for w in report.get("warnings", []):
-            print(f"p2pc: warning: {w}", file=sys.stderr)
+            print(f"p2pc: warning: {escape.text(w)}", file=sys.stderr)
     try:
         if args.format == "table" and not args.output and sys.stdout.isatty():
             from .output.table import console_for, print_report

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from . import private
-from .errors import CaptureUnreadable, P2pcError
+from .errors import CaptureUnreadable, P2pcError, UsageError
 from .gather import analyze_file, submit_largest_first
 from .tsharkopts import TsharkOptions
 
@@ -89,7 +89,10 @@ def split(capture: str | os.PathLike, out_dir: str | os.PathLike, n: int,
     except IsADirectoryError:
         raise CaptureUnreadable(f"{capture}: a folder, not a capture file") from None
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"{out_dir}: cannot create the shard folder: {e.strerror}") from None
     stem = prefix or Path(capture).name.split(".")[0]
     with f:
         head = f.read(4)
@@ -231,7 +234,15 @@ def run_shards(paths: list[str], plugin: str | None, jobs: int,
             from dask.distributed import Client
         except ImportError:
             raise P2pcError("--scheduler needs Dask: pip install 'p2pc[cluster]'") from None
-        with Client(scheduler) as client:
+        # The connect timeout is Dask's own (distributed.comm.timeouts.connect, 30 s).
+        try:
+            client = Client(scheduler)
+        except ValueError as e:             # not an address: a usage error
+            raise UsageError(f"--scheduler {scheduler}: {e} (give tcp://HOST:PORT)") from None
+        except OSError as e:                # refused, timed out, unknown host
+            raise P2pcError(f"--scheduler {scheduler}: cannot reach the Dask scheduler: "
+                            f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        with client:
             futures = client.map(analyze_shard, paths, plugin=plugin, opts=opts, pure=False)
             yield from _in_order(futures, lambda f: f.release())
         return
@@ -263,7 +274,10 @@ def analyze_sharded(capture: str, shards: int, jobs: int, plugin: str | None = N
     Shards go to a temporary folder in `workdir` (default: $TMPDIR), removed afterwards, or to
     `keep` (kept)."""
     plugin = resolve_plugin(plugin)
-    tmp = keep or private.make_dir("shards", dir=workdir)
+    try:
+        tmp = keep or private.make_dir("shards", dir=workdir)
+    except OSError as e:
+        raise UsageError(f"--shard-dir {workdir}: {e.strerror} (give a folder p2pc can write to)") from None
     from .merge import rename_files
     agg = None      # every shard's type: split() makes at least one
     warnings: list[str] = []

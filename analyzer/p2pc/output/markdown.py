@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from . import pick
+from .escape import text
 from .table import HEAD, fmt
 
 
@@ -15,11 +16,11 @@ def table(columns: list[str], rows: list[dict], heads: dict | None = None) -> st
 
 
 def render(report: dict, section: str | None = None) -> str:
-    parts = [f"# {report.get('title', 'p2pc report')}", ""]
+    parts = [f"# {text(report.get('title', 'p2pc report'))}", ""]
     for t in pick(report, section):
         if t["name"] != "main":
-            parts += [f"## {t['title']}", ""]
+            parts += [f"## {text(t['title'])}", ""]
         parts += [table(t["columns"], t["rows"], HEAD), ""]
     for w in report.get("warnings", []):
-        parts.append(f"> warning: {w}")
+        parts.append(f"> warning: {text(w)}")
     return "\n".join(parts) + "\n"

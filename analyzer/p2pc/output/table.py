@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from . import pick
+from .escape import text
 
 HEAD = {"proto": "proto", "msg_type": "message type", "direction": "direction", "peer": "peer",
         "peer_id": "peer ID",
@@ -66,7 +67,7 @@ def fmt(v) -> str:
         return f"{v:.2f}"
     if isinstance(v, int):
         return f"{v:,}"
-    return "" if v is None else str(v)
+    return "" if v is None else text(str(v))
 
 
 def _numeric(rows: list[dict], c: str) -> bool:
@@ -146,11 +147,11 @@ def console_for(stream=None, width: int | None = None) -> Console:
 def print_report(console: Console, report: dict, section: str | None = None) -> None:
     title = report.get("title")
     if title and section is None:
-        console.print(Text(title, style="bold"))
+        console.print(Text(text(title), style="bold"))
     for t in pick(report, section):
         if t["name"] != "main" and section is None:
             console.print()
-            console.print(Text(t["title"], style="bold"))
+            console.print(Text(text(t["title"]), style="bold"))
         tab, dropped = fit(console, t)
         console.print(tab)
         if dropped:
