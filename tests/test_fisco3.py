@@ -482,3 +482,45 @@ def test_a_range_port_is_fisco_s_only_when_it_starts_like_fisco(tshark, tmp_path
     hs = struct.pack(">IHHIH", 19, 0, 2, 1, 0) + bytes([0x10, 0x01, 0x2c, 0x30, 0x03])   # ProtocolInfo{1, 0, 3}
     tcp_pcap(handshake, [("a", hs), ("b", hs)], (41000, port), syn="a")
     assert [r["msg_type"] for r in tshark.records(handshake)] == ["Handshake", "Handshake"]
+
+
+# ---- a ProtocolInfo out of its type's range (issue #40) ----
+def _protocol_info(max_head: bytes) -> bytes:
+    """A V0 handshake whose ProtocolInfo is {moduleID 1, minVersion 0, maxVersion: `max_head`, a
+    tars field of tag 3 written whole}."""
+    body = bytes([0x10, 0x01, 0x2c]) + max_head
+    return struct.pack(">IHHIH", 14 + len(body), 0, 2, 1, 0) + body
+
+
+V3_HANDSHAKE = _protocol_info(bytes([0x30, 0x03]))      # GatewayService's V0..V3 (GlobalConfig.h)
+
+
+@pytest.mark.parametrize("value", [2**32 + 2, 2**31])
+def test_a_max_version_past_int32_is_flagged_and_negotiates_nothing(tshark, tmp_path, value):
+    """ProtocolInfo.tars's maxVersion is an int: one written as a tars int64 (2^32+2, 2^31) makes
+    FISCO's decoder throw, and onReceiveProtocol negotiates nothing.  It is flagged with its whole
+    value and gives no negotiated version (never its low bits: V2, or a negative one)."""
+    capture = tmp_path / "fisco3-wide.pcap"
+    heartbeat = struct.pack(">IHHIH", 14, 0, 1, 2, 0)
+    tcp_pcap(capture, [("a", _protocol_info(bytes([0x33]) + struct.pack(">q", value))), ("b", V3_HANDSHAKE),
+                       ("a", heartbeat)], (40000, 30300), syn="a")
+    rows = tshark.fields(capture, ["fisco3.handshake.max_version", "fisco3.negotiated_version"], dfilter="fisco3")
+    assert rows == [[str(value), ""], ["3", ""], ["", ""]]
+    assert [x for x in tshark.expert(capture) if "ProtocolInfo" in x] == \
+        [f"ProtocolInfo maxVersion {value} is written as a tars int64, where FISCO reads an int32: "
+         "FISCO refuses this handshake and negotiates nothing"]
+
+
+@pytest.mark.parametrize("head, shown, kept", [(bytes([0x30, 0x07]), "7", 7), (bytes([0x30, 0xff]), "-1", 2**32 - 1)])
+def test_a_max_version_fisco_does_not_know_is_flagged_and_negotiates_the_lower(tshark, tmp_path, head, shown, kept):
+    """An int32 maxVersion past V3 (7, or -1, which FISCO keeps as the uint32 2^32-1): Service::
+    onReceiveProtocol takes the lower of it and its own maxVersion, so the session runs at the
+    other side's V3; the unknown version is flagged."""
+    capture = tmp_path / "fisco3-unknown.pcap"
+    heartbeat = struct.pack(">IHHIH", 14, 0, 1, 2, 0)
+    tcp_pcap(capture, [("a", _protocol_info(head)), ("b", V3_HANDSHAKE), ("a", heartbeat)], (40000, 30300), syn="a")
+    rows = tshark.fields(capture, ["fisco3.handshake.max_version", "fisco3.negotiated_version"], dfilter="fisco3")
+    assert rows == [[shown, ""], ["3", ""], ["", "3"]]
+    assert [x for x in tshark.expert(capture) if "ProtocolInfo" in x] == \
+        [f"ProtocolInfo maxVersion {shown} is no version FISCO knows (V0 to V3; it keeps it as the uint32 {kept}): "
+         "a FISCO node negotiates the lower of it and its own maxVersion"]

@@ -658,6 +658,47 @@ def test_bad_key_log_lines_are_skipped_and_counted_not_the_end_of_the_file(tshar
     assert all("libp2p_noise.keylog_file: 2 bad lines skipped (the first: line 4)" in r[1] for r in notes)
 
 
+@pytest.fixture
+def special_files():
+    """/dev/zero (a device without end) and a FIFO no one writes to, in a folder tshark's user
+    (nobody, as root) can reach: the two key logs that must not be read."""
+    folder = Path(tempfile.mkdtemp(prefix="p2pc-fifo-"))
+    try:
+        folder.chmod(0o755)
+        fifo = folder / "keys.fifo"
+        os.mkfifo(fifo, 0o666)
+        fifo.chmod(0o666)
+        yield {"/dev/zero": Path("/dev/zero"), "FIFO": fifo}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("kind", ["/dev/zero", "FIFO"])
+def test_a_noise_key_log_that_is_no_regular_file_is_not_read(tshark, special_files, kind):
+    """A Noise key log that is a device or a FIFO is refused before it is opened: the handshake
+    messages that look keys up say it was not read, and the rest decodes as without a key log
+    (the timeout only guards against a hang)."""
+    cap = CAPTURES / "eth2" / "eth2-noise-yamux.pcapng"
+    args = ["-n", "-r", tshark.ws.readable(cap), "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|",
+            "-e", "frame.number", "-e", "libp2p_noise.handshake", "-e", "_ws.expert.message", "-e", "_ws.col.Info"]
+    plain = tshark.ws.run("tshark", args, timeout=120)
+    res = tshark.ws.run("tshark", args + ["-o", f"libp2p_noise.keylog_file:{special_files[kind]}"], timeout=120)
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    unread = "libp2p_noise.keylog_file is not a regular file (a FIFO, a device or a folder): not read"
+    said = [r.split("\t") for r in res.stdout.splitlines() if unread in r]
+    assert [r[1] for r in said] == ["2", "3"], said
+    assert res.stdout.replace(unread + "|", "") == plain.stdout
+
+
+@pytest.mark.parametrize("kind", ["/dev/zero", "FIFO"])
+def test_analyze_refuses_a_key_log_that_is_no_regular_file_in_one_line(special_files, kind):
+    path = special_files[kind]
+    res = p2pc("analyze", "--keylog", str(path), str(CAPTURES / "eth2" / "eth2-noise-yamux.pcapng"), timeout=120)
+    assert res.returncode == 2
+    assert res.stderr.splitlines() == [f"p2pc: error: --keylog: {path} is not a regular file "
+                                       "(a FIFO, a device or a folder): not read (see p2pc --help)"]
+
+
 def test_a_signed_key_whose_lengths_overrun_is_malformed_without_undefined_behaviour(tmp_path, monkeypatch):
     """tls-signedkey-neg34: a certificate's libp2p extension whose SignedKey lengths run past its
     end.  The ASan/UBSan build of the fuzz gate (tools/fuzz.py, build-asan/) reads it with no

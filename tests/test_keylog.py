@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import threading
 
 import pytest
 
 from conftest import CAPTURES
-from p2pc.keylog import KeylogInvalid, split
+from p2pc.keylog import KEYLOG_MAX, KeylogInvalid, follow, split
 
 ETH = CAPTURES / "eth2"
 
@@ -49,3 +51,33 @@ def test_bad_lines_are_one_line_errors(tmp_path, line, says):
     with pytest.raises(KeylogInvalid) as e:
         split(bad, tmp_path)
     assert says in str(e.value) and f"{bad}:2" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_key_log_over_the_bound_is_refused_unread(tmp_path):
+    """A regular key log larger than KEYLOG_MAX (sparse: nothing is written) is one line."""
+    big = tmp_path / "big.keys"
+    with open(big, "wb") as f:
+        f.truncate(KEYLOG_MAX + 1)
+    with pytest.raises(KeylogInvalid) as e:
+        split(big, tmp_path)
+    assert str(e.value) == f"{big} is {KEYLOG_MAX + 1} bytes, more than a key log's 256 MiB: not read"
+
+
+def test_a_followed_key_log_replaced_by_a_fifo_is_not_opened(tmp_path):
+    """live's follower: the key log replaced by a FIFO no one writes to ends the following with
+    one warning instead of blocking in open() (the join timeout is a hang guard only)."""
+    src = tmp_path / "node.keys"
+    src.write_text((ETH / "eth2-noise-yamux.keys").read_text())
+    files = split(src, tmp_path, both=True)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    os.replace(fifo, src)
+    said: list[str] = []
+    stop = threading.Event()
+    t = threading.Thread(target=follow, args=(files, stop, said.append, 0.01))
+    t.start()
+    t.join(30)
+    stop.set()
+    assert not t.is_alive()
+    assert said == [f"--keylog: {src} is not a regular file (a FIFO, a device or a folder): not read; "
+                    "keys added later are not read"]

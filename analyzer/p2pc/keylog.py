@@ -7,12 +7,16 @@ Wireshark reads them through two preferences, so ``split`` writes each kind to a
 own and ``KeylogFiles.options`` gives the tshark options:
 ``-o libp2p_noise.keylog_file:<noise file>`` and ``-o tls.keylog_file:<tls file>``.
 Blank lines and ``#`` comments are dropped; any other line is an error that names it.
+A key log is a regular file of at most KEYLOG_MAX bytes: a FIFO, a device or another kind of file
+is refused before it is read (opened without blocking, checked again once open), so that
+``--keylog /dev/zero`` or a FIFO is a one-line error, not a read without end or a hang.
 """
 from __future__ import annotations
 
 import base64
 import binascii
 import os
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +29,9 @@ NOISE_LABELS = ("LOCAL_STATIC_PRIVATE_KEY", "LOCAL_EPHEMERAL_PRIVATE_KEY")
 NSS_LABELS = ("CLIENT_RANDOM", "RSA", "PMS_CLIENT_RANDOM", "CLIENT_EARLY_TRAFFIC_SECRET",
               "CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET", "CLIENT_TRAFFIC_SECRET_0",
               "SERVER_TRAFFIC_SECRET_0", "EARLY_EXPORTER_SECRET", "EXPORTER_SECRET")
+# The largest key log read: about 3 million Noise key lines (73 bytes) or 300,000 TLS 1.3
+# connections (5 NSS lines each), while split() holds it a few times over in memory.
+KEYLOG_MAX = 256 << 20
 
 
 class KeylogInvalid(ValueError):
@@ -77,12 +84,28 @@ def _kind(raw: str, where: str) -> tuple[str, str] | None:
                         "nor an NSS TLS key log line")
 
 
+def _read(path: Path, offset: int = 0) -> bytes:
+    """The bytes of the regular file `path` from `offset` (OSError, or KeylogInvalid for a file
+    that is not regular or is larger than KEYLOG_MAX).  O_NONBLOCK: a FIFO put there after any
+    check does not block the open; fstat() then refuses it."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    with open(fd, "rb", closefd=True) as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise KeylogInvalid(f"{path} is not a regular file (a FIFO, a device or a folder): not read")
+        if st.st_size > KEYLOG_MAX:
+            raise KeylogInvalid(f"{path} is {st.st_size} bytes, more than a key log's {KEYLOG_MAX >> 20} MiB: "
+                                "not read")
+        f.seek(offset)
+        return f.read(KEYLOG_MAX - offset)   # the bound also for a file still growing
+
+
 def split(path: Path, workdir: Path, both: bool = False) -> KeylogFiles:
     """Read the key log at `path`; write its Noise lines to workdir/noise.keys and its NSS
     lines to workdir/tls.keys (only those it has, or `both` files always: lines may come later,
     see follow()), readable by p2pc's tshark only (private.py)."""
     try:
-        data = Path(path).read_bytes()
+        data = _read(Path(path))
         text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise KeylogInvalid(f"cannot read the key log {path}: {e}") from None
@@ -108,20 +131,22 @@ def follow(files: KeylogFiles, stop: threading.Event, warn: Callable[[str], None
     `p2pc live` runs decrypts (the plugin reads its key log incrementally, Wireshark's TLS reads
     its own again on a miss).  A replaced or truncated key log is read again from its start
     (keys already copied are copied again; both readers keep the first).  A bad line is skipped
-    with warn(one line)."""
+    with warn(one line); a key log replaced by a file that is not regular, or grown past
+    KEYLOG_MAX, is read no further (warn(one line))."""
     source, offset, line_no = files.source, files.offset, files.lines
     ident = None
     while not stop.wait(every):
         try:
             st = os.stat(source)
-            with open(source, "rb") as f:
-                if ident is not None and (ident != (st.st_dev, st.st_ino) or st.st_size < offset):
-                    offset, line_no = 0, 0
-                ident = (st.st_dev, st.st_ino)
-                f.seek(offset)
-                data = f.read()
+            if ident is not None and (ident != (st.st_dev, st.st_ino) or st.st_size < offset):
+                offset, line_no = 0, 0
+            ident = (st.st_dev, st.st_ino)
+            data = _read(source, offset)
         except OSError as e:
             warn(f"--keylog {source}: {e.strerror or e}; keys added later are not read")
+            return
+        except KeylogInvalid as e:
+            warn(f"--keylog: {e}; keys added later are not read")
             return
         whole = data[:data.rfind(b"\n") + 1]
         if not whole:

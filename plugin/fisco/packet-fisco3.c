@@ -157,6 +157,8 @@ static expert_field ei_decompress = EI_INIT;
 static expert_field ei_front = EI_INIT;
 static expert_field ei_module_payload = EI_INIT;
 static expert_field ei_handshake = EI_INIT;
+static expert_field ei_hs_range = EI_INIT;
+static expert_field ei_hs_unknown_version = EI_INIT;
 static expert_field ei_not_negotiated = EI_INIT;
 static expert_field ei_version = EI_INIT;
 
@@ -172,7 +174,7 @@ typedef struct {
     gboolean seen[2];
     guint32 frame[2];
     guint session[2];
-    guint64 max[2];
+    guint32 max[2];             /* each side's maxVersion, as FISCO keeps it (a uint32_t) */
 } fisco3_conv_t;
 
 static int * const ext_fields[] = {
@@ -409,16 +411,32 @@ tars_block_tx_count(tvbuff_t *tvb, guint off, guint end)
     return 0;
 }
 
+/* A handshake's ProtocolInfo (ProtocolInfo.tars: moduleID 1, minVersion 2, maxVersion 3, each a
+ * tars int, an int32), as read: each field's value, its tree item, and the fields written as a
+ * tars int64, which are no int32: FISCO's decoder (tars read(Int32)) throws a type mismatch on
+ * them, Service::onReceiveProtocol logs it and negotiates nothing, and that side's session stays
+ * at its initial V0. */
+typedef struct {
+    gint64 val[4];
+    proto_item *item[4];
+    guint wide;                 /* bit `tag`: that field was a tars int64 */
+} protocol_info_t;
+
+/* FISCO keeps a version as a uint32_t (ProtocolInfo::setMaxVersion): a negative int32 is that. */
+#define PROTOCOL_VERSION(v) ((guint32)(gint32)(v))
+#define PROTOCOL_VERSION_MAX 3  /* ProtocolVersion (bcos-framework protocol/Protocol.h): V0..V3 */
+
 /* The handshake's payload, a tars ProtocolInfo written field by field (ProtocolInfoCodecImpl::
  * encode: moduleID 1, minVersion 2, maxVersion 3, no struct head) in tvb[off, end), its fields
- * added to `tree` (may be NULL) and its maxVersion put in *max; FALSE when it does not parse. */
+ * added to `tree` (may be NULL) and put in *pi; FALSE when it does not parse. */
 static gboolean
-protocol_info_read(tvbuff_t *tvb, guint off, guint end, proto_tree *tree, guint64 *max)
+protocol_info_read(tvbuff_t *tvb, guint off, guint end, proto_tree *tree, protocol_info_t *pi)
 {
     static int * const hfs[] = { NULL, &hf_hs_module, &hf_hs_min, &hf_hs_max };
     guint tag, type, found = 0;
-    guint64 v, vals[4] = { 0 };
+    guint64 v;
 
+    memset(pi, 0, sizeof(*pi));
     while (off < end) {
         guint start = off;
         if (!tars_head(tvb, &off, end, &tag, &type))
@@ -426,31 +444,53 @@ protocol_info_read(tvbuff_t *tvb, guint off, guint end, proto_tree *tree, guint6
         if (tag >= 1 && tag <= 3) {
             if (!tars_int_value(tvb, &off, end, type, &v))
                 break;
-            proto_tree_add_uint64(tree, *hfs[tag], tvb, start, off - start, v);
-            vals[tag] = v;
+            pi->item[tag] = proto_tree_add_int64(tree, *hfs[tag], tvb, start, off - start, (gint64)v);
+            pi->val[tag] = (gint64)v;
+            if (type == 3)
+                pi->wide |= 1u << tag;
             found |= 1u << tag;
         } else if (!tars_skip(tvb, &off, end, type, 0)) {
             break;
         }
     }
-    *max = vals[3];
     return off == end && found == 0xe;
 }
 
-/* The same, added to `tree`; FALSE and an expert item when it does not parse. */
+/* The same, added to `tree`; the sender's maxVersion in *max when FISCO would take this
+ * handshake.  FALSE and an expert item when it does not parse or a field is no int32 (then no
+ * version: a value past int32 is never cut into one); a maxVersion FISCO does not know gets a
+ * warning, and is kept: a FISCO node negotiates the lower of it and its own maxVersion. */
 static gboolean
-dissect_protocol_info(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *ti, guint64 *max)
+dissect_protocol_info(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *ti, guint32 *max)
 {
-    if (protocol_info_read(tvb, 0, tvb_captured_length(tvb), tree, max))
-        return TRUE;
-    expert_add_info(pinfo, ti, &ei_handshake);
-    return FALSE;
+    static const char * const names[] = { NULL, "moduleID", "minVersion", "maxVersion" };
+    protocol_info_t pi;
+
+    if (!protocol_info_read(tvb, 0, tvb_captured_length(tvb), tree, &pi)) {
+        expert_add_info(pinfo, ti, &ei_handshake);
+        return FALSE;
+    }
+    for (guint tag = 1; tag <= 3; tag++)
+        if (pi.wide & (1u << tag))
+            expert_add_info_format(pinfo, pi.item[tag] ? pi.item[tag] : ti, &ei_hs_range,
+                                   "ProtocolInfo %s %" PRId64 " is written as a tars int64, where FISCO reads "
+                                   "an int32: FISCO refuses this handshake and negotiates nothing", names[tag],
+                                   pi.val[tag]);
+    if (pi.wide)
+        return FALSE;
+    *max = PROTOCOL_VERSION(pi.val[3]);
+    if (*max > PROTOCOL_VERSION_MAX)
+        expert_add_info_format(pinfo, pi.item[3] ? pi.item[3] : ti, &ei_hs_unknown_version,
+                               "ProtocolInfo maxVersion %" PRId64 " is no version FISCO knows (V0 to V%u; it keeps "
+                               "it as the uint32 %u): a FISCO node negotiates the lower of it and its own maxVersion",
+                               pi.val[3], PROTOCOL_VERSION_MAX, *max);
+    return TRUE;
 }
 
 gboolean
 fisco3_handshake_at(tvbuff_t *tvb, guint offset)
 {
-    guint64 max;
+    protocol_info_t pi;
     guint32 length;
     if (!fisco3_plausible(tvb, (int)offset))
         return FALSE;
@@ -459,7 +499,7 @@ fisco3_handshake_at(tvbuff_t *tvb, guint offset)
      * compressed), and the whole message here. */
     return length <= (guint)tvb_captured_length_remaining(tvb, offset) && tvb_get_ntohs(tvb, offset + 4) == 0 &&
            tvb_get_ntohs(tvb, offset + 6) == GW_HANDSHAKE && tvb_get_ntohs(tvb, offset + 12) == 0 &&
-           protocol_info_read(tvb, offset + FISCO3_HEADER_LEN, offset + length, NULL, &max);
+           protocol_info_read(tvb, offset + FISCO3_HEADER_LEN, offset + length, NULL, &pi);
 }
 
 static fisco3_conv_t *
@@ -479,14 +519,15 @@ fisco3_get_conv(packet_info *pinfo, guint *side)
 }
 
 /* The version the connection negotiated before this frame (Service::onReceiveProtocol: the
- * lower of the two maxVersions), or -1 when its handshakes are not both in the capture before it. */
-static gint
+ * lower of the two maxVersions), or -1 when its handshakes are not both in the capture before it
+ * (or FISCO refused one). */
+static gint64
 negotiated_version(const fisco3_conv_t *fc, packet_info *pinfo)
 {
     for (int side = 0; side < 2; side++)
         if (!fc->seen[side] || (fc->session[side] == p2pc_conn_session() && fc->frame[side] >= pinfo->num))
             return -1;
-    return (gint)MIN(fc->max[0], fc->max[1]);
+    return (gint64)MIN(fc->max[0], fc->max[1]);
 }
 
 /* A P2P node ID of the V1 fields, raw (the public key as hex text) when longer than
@@ -576,7 +617,7 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     guint avail = tvb_captured_length(tvb);
     guint side;
     fisco3_conv_t *fc = fisco3_get_conv(pinfo, &side);
-    gint negotiated = negotiated_version(fc, pinfo);
+    gint64 negotiated = negotiated_version(fc, pinfo);
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "FISCO3");
     ti = proto_tree_add_item(tree, proto_fisco3, tvb, 0, -1, ENC_NA);
@@ -606,7 +647,7 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         if (negotiated < 0)
             expert_add_info(pinfo, ti, &ei_not_negotiated);
         else if (version != negotiated)
-            expert_add_info_format(pinfo, ti, &ei_version, "Version V%u on a session negotiated at V%d: FISCO "
+            expert_add_info_format(pinfo, ti, &ei_version, "Version V%u on a session negotiated at V%" PRId64 ": FISCO "
                                    "sends only V0 and the negotiated version", version, negotiated);
         /* The ttl is inside the message: a Length of 14 leaves no room for it. */
         if (off + 2 > length) {
@@ -660,7 +701,7 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     }
     rec.raw_tvb = raw;
     if (raw && type == GW_HANDSHAKE) {
-        guint64 max;
+        guint32 max;
         if (dissect_protocol_info(raw, pinfo, ft, ti, &max) && !PINFO_FD_VISITED(pinfo) && !fc->seen[side]) {
             fc->seen[side] = TRUE;
             fc->frame[side] = pinfo->num;
@@ -776,13 +817,13 @@ proto_register_fisco3(void)
             "BlockSyncMessage number", HFILL } },
         { &hf_blocks, { "Blocks", "fisco3.blocksync.blocks", FT_UINT64, BASE_DEC, NULL, 0x0,
             "blocksData entries", HFILL } },
-        { &hf_hs_module, { "Protocol module ID", "fisco3.handshake.module", FT_UINT64, BASE_DEC, NULL, 0x0,
+        { &hf_hs_module, { "Protocol module ID", "fisco3.handshake.module", FT_INT64, BASE_DEC, NULL, 0x0,
             "ProtocolInfo moduleID (1: GatewayService)", HFILL } },
-        { &hf_hs_min, { "Min version", "fisco3.handshake.min_version", FT_UINT64, BASE_DEC, NULL, 0x0,
+        { &hf_hs_min, { "Min version", "fisco3.handshake.min_version", FT_INT64, BASE_DEC, NULL, 0x0,
             "ProtocolInfo minVersion: the lowest protocol version the sender speaks", HFILL } },
-        { &hf_hs_max, { "Max version", "fisco3.handshake.max_version", FT_UINT64, BASE_DEC, NULL, 0x0,
+        { &hf_hs_max, { "Max version", "fisco3.handshake.max_version", FT_INT64, BASE_DEC, NULL, 0x0,
             "ProtocolInfo maxVersion: the highest protocol version the sender speaks", HFILL } },
-        { &hf_negotiated, { "Negotiated version", "fisco3.negotiated_version", FT_UINT16, BASE_DEC,
+        { &hf_negotiated, { "Negotiated version", "fisco3.negotiated_version", FT_UINT32, BASE_DEC,
             VALS(version_vals), 0x0, "The lower of the two handshakes' maxVersions", HFILL } },
     };
     static gint *ett[] = { &ett_fisco3, &ett_header, &ett_ext, &ett_options, &ett_front, &ett_module };
@@ -797,6 +838,10 @@ proto_register_fisco3(void)
             "TxsSync/BlockSync payload (protobuf, tars block) does not parse", EXPFILL } },
         { &ei_handshake, { "fisco3.handshake.bad", PI_MALFORMED, PI_ERROR,
             "Handshake payload is no tars ProtocolInfo", EXPFILL } },
+        { &ei_hs_range, { "fisco3.handshake.out_of_range", PI_MALFORMED, PI_ERROR,
+            "A ProtocolInfo field is no int32: FISCO refuses the handshake and negotiates nothing", EXPFILL } },
+        { &ei_hs_unknown_version, { "fisco3.handshake.unknown_version", PI_PROTOCOL, PI_WARN,
+            "A maxVersion FISCO does not know: a FISCO node negotiates the lower of it and its own", EXPFILL } },
         { &ei_not_negotiated, { "fisco3.version.not_negotiated", PI_SEQUENCE, PI_NOTE,
             "No negotiation seen (both handshakes before this frame): P2P IDs told apart by their length", EXPFILL } },
         { &ei_version, { "fisco3.version.unexpected", PI_PROTOCOL, PI_WARN,

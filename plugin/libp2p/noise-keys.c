@@ -6,7 +6,9 @@
  * kept.  Each private key is turned into its public key with X25519 (wsutil/curve25519,
  * libgcrypt: ~110 us a key, so the read stops at the line that gives the key sought) and kept
  * in a table by that public key.  Lines are cut on LF by their length, so a NUL byte is one bad
- * line, not the end of the file.
+ * line, not the end of the file.  Only a regular file is opened (a FIFO or a device is refused
+ * before the open, see regular()); its size bounds the reading, NOISE_LINE_MAX a line and
+ * NOISE_KEYS_MAX the keys kept.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -83,6 +85,7 @@ close_file(noise_keys_t *k)
     k->tried_len = 0;
     k->line_no = 0;
     k->stats.bad_lines = k->stats.first_bad = 0;
+    k->stats.not_regular = FALSE;
 }
 
 static void
@@ -237,6 +240,17 @@ replaced(noise_keys_t *k)
            (pos >= 0 && (gint64)st.st_size < (gint64)pos);
 }
 
+/* Whether k->path is a regular file, checked (stat) before it is opened: a FIFO would block
+ * the open and every read, a device such as /dev/zero never ends.  Anything else that exists is
+ * not opened, and the stats say so (a file that does not exist is no key log yet). */
+static gboolean
+regular(noise_keys_t *k)
+{
+    k->stats.not_regular = !g_file_test(k->path, G_FILE_TEST_IS_REGULAR) &&
+                           g_file_test(k->path, G_FILE_TEST_EXISTS);
+    return !k->stats.not_regular;
+}
+
 /* Read on until the key sought (TRUE) or the end of the file. */
 static gboolean
 read_on(noise_keys_t *k, int want_eph, const guint8 *want)
@@ -245,7 +259,7 @@ read_on(noise_keys_t *k, int want_eph, const guint8 *want)
         return FALSE;
     if (k->fp && replaced(k))
         close_file(k);
-    if (!k->fp && !(k->fp = g_fopen(k->path, "rb")))
+    if (!k->fp && (!regular(k) || !(k->fp = g_fopen(k->path, "rb"))))
         return FALSE;
     for (;;) {
         const guint8 *lf;

@@ -11,7 +11,8 @@
  *
  * The file is read as packet-wireguard.c reads its key log: kept open, read only as far as a
  * lookup needs (each line once, each key derived once), reopened from its start when it was
- * replaced or truncated, so that lines a node appends during a live capture are found.
+ * replaced or truncated, so that lines a node appends during a live capture are found.  A key
+ * log that is not a regular file (a FIFO, a device such as /dev/zero) is not opened.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -37,6 +38,7 @@ typedef struct {
     guint bad_lines;            /* bad lines among those read (since the file was last reopened) */
     guint first_bad;            /* the line number of the first of them */
     guint64 dropped;            /* keys dropped over NOISE_KEYS_MAX */
+    gboolean not_regular;       /* the key log is there but no regular file (a FIFO, a device): not read */
 } noise_keys_stats_t;
 
 noise_keys_t *noise_keys_new(void);

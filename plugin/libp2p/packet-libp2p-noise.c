@@ -111,6 +111,7 @@ static expert_field ei_noise_stopped = EI_INIT;
 static expert_field ei_noise_bad_handshake = EI_INIT;
 static expert_field ei_noise_sig_bad = EI_INIT;
 static expert_field ei_noise_keylog_skipped = EI_INIT;
+static expert_field ei_noise_keylog_unread = EI_INIT;
 static dissector_handle_t noise_handle;
 
 static const char *pref_keylog = "";
@@ -674,12 +675,15 @@ draw_status(packet_info *pinfo, proto_item *ti, const noise_msg_t *m)
     }
 }
 
-/* Bad lines the key log had (and keys it dropped) when this message looked its keys up. */
+/* Bad lines the key log had (and keys it dropped), or that it was not read (no regular file),
+ * when this message looked its keys up. */
 static void
 draw_keylog(packet_info *pinfo, proto_item *ti, const noise_msg_t *m)
 {
     const noise_keys_stats_t *st = &m->keylog;
-    if (st->bad_lines)
+    if (st->not_regular)
+        expert_add_info(pinfo, ti, &ei_noise_keylog_unread);
+    else if (st->bad_lines)
         expert_add_info_format(pinfo, ti, &ei_noise_keylog_skipped,
                                "libp2p_noise.keylog_file: %u bad line%s skipped (the first: line %u), "
                                "not text or not a key of 32 bytes in base64%s", st->bad_lines,
@@ -1118,6 +1122,8 @@ proto_register_libp2p_noise(void)
             "The identity signature of the Noise static key does not verify", EXPFILL } },
         { &ei_noise_keylog_skipped, { "libp2p_noise.keylog_skipped", PI_DECRYPTION, PI_NOTE,
             "libp2p_noise.keylog_file: bad lines skipped, or the oldest keys dropped", EXPFILL } },
+        { &ei_noise_keylog_unread, { "libp2p_noise.keylog_unread", PI_DECRYPTION, PI_WARN,
+            "libp2p_noise.keylog_file is not a regular file (a FIFO, a device or a folder): not read", EXPFILL } },
     };
     module_t *module;
     expert_module_t *expert;
