@@ -201,12 +201,12 @@ def test_rc1_header_is_detected_and_the_preference_agrees(tshark):
 
 @pytest.mark.parametrize("how", [
     [],                                                                   # the TCP heuristic
-    ["--disable-heuristic", "fisco_tcp", "-d", "tcp.port==40000,fisco"],  # Decode As
+    ["--disable-heuristic", "fisco_tcp", "-d", "tcp.port==40002,fisco"],  # Decode As
 ])
 def test_other_ports_heuristic_and_decode_as(tshark, tmp_path, how):
-    """On a port FISCO does not own (30300 moved to 40000), the heuristic finds the connection
+    """On a port FISCO does not own (30300 moved to 40002), the heuristic finds the connection
     from its start, and Decode As gives it with the heuristic off."""
-    moved = ports_rewritten(cap("fisco-topic-on"), tmp_path / "moved.pcap", {30300: 40000})
+    moved = ports_rewritten(cap("fisco-topic-on"), tmp_path / "moved.pcap", {30300: 40002})
     want = [r["msg_type"] for r in fisco_records(tshark, "fisco-topic-on")]
     assert [r["msg_type"] for r in tshark.records(moved, extra=how)] == want
     assert tshark.records(moved, extra=["--disable-heuristic", "fisco_tcp"]) == []
@@ -252,8 +252,8 @@ def test_tls_on_another_port_through_the_tls_heuristic(tshark, tmp_path):
     the `fisco_tls` heuristic, and not with it off."""
     want = [r["msg_type"] for r in fisco_records(tshark, "fisco-tls")]
     bare, keys = tls_without_secrets(tmp_path)
-    moved = ports_rewritten(bare, tmp_path / "moved.pcap", {30300: 40000})
-    how = ["-o", f"tls.keylog_file:{tshark.ws.readable(keys)}", "-d", "tcp.port==40000,tls"]
+    moved = ports_rewritten(bare, tmp_path / "moved.pcap", {30300: 40002})
+    how = ["-o", f"tls.keylog_file:{tshark.ws.readable(keys)}", "-d", "tcp.port==40002,tls"]
     assert [r["msg_type"] for r in tshark.records(moved, extra=how)] == want
     assert tshark.records(moved, extra=[*how, "--disable-heuristic", "fisco_tls"]) == []
 

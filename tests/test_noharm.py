@@ -103,7 +103,7 @@ def test_the_heuristic_lets_go_of_a_wrong_guess(tshark, tmp_path):
     cap = tmp_path / "letgo.pcap"
     tcp_pcap(cap, [("a", fisco_msg(2, 1, 0, b"7")), ("a", b"GARBAGE-NOT-A-HEADER" * 3),
                    ("b", b"more bytes of another protocol"), ("a", fisco_msg(2, 1, 0, b"8"))],
-             (40000, 40001), syn="a")
+             syn="a")
     rows = tshark.fields(cap, ["frame.number", "frame.protocols"], dfilter="tcp.len > 0")
     assert [("fisco" in p) for _, p in rows] == [True, True, False, False]
     assert "connection let go" in tshark.fields(cap, ["_ws.col.Info"], dfilter="tcp.len > 0")[1][0]
@@ -119,14 +119,14 @@ def test_the_heuristic_lets_go_of_a_wrong_guess(tshark, tmp_path):
 ])
 def test_the_heuristic_wants_a_whole_message_that_parses(tshark, tmp_path, first):
     cap = tmp_path / "weak.pcap"
-    tcp_pcap(cap, [("a", first), ("b", b"\x00" * 40)], (40000, 40001), syn="a")
+    tcp_pcap(cap, [("a", first), ("b", b"\x00" * 40)], syn="a")
     assert tshark.fields(cap, ["frame.number"], dfilter="fisco || fisco3") == []
 
 
 def test_no_heuristic_on_a_stock_port(tshark, tmp_path):
     """FISCO bytes on a port a stock dissector owns (FTP's 21) are left to it, not guessed at."""
     cap = tmp_path / "stockport.pcap"
-    tcp_pcap(cap, [("a", fisco_msg(2, 1, 0, b"7")), ("b", fisco_msg(2, 1, 0, b"7"))], (40000, 21), syn="a")
+    tcp_pcap(cap, [("a", fisco_msg(2, 1, 0, b"7")), ("b", fisco_msg(2, 1, 0, b"7"))], (40001, 21), syn="a")
     assert tshark.fields(cap, ["frame.number"], dfilter="fisco") == []
     assert tshark.fields(cap, ["frame.number"], dfilter="fisco", extra=["-d", "tcp.port==21,fisco"])
 
@@ -137,3 +137,11 @@ def test_libp2p_claims_its_exact_header_on_a_stock_port(tshark, stock):
     decodes = stock.run("tshark", ["-G", "decodes"]).stdout.splitlines()
     assert "tcp.port\t9000\ts101" in decodes
     assert tshark.records(REPO / "captures" / "eth2" / "eth2-mplex.pcapng")
+
+
+def test_the_test_ports_are_no_stock_dissectors(stock):
+    """The heuristics' tests craft connections on 40001/40002 (tools/craft.py) and move FISCO to
+    40002: a Wireshark that gives one of those ports to a dissector of its own would stop the
+    heuristic there, by design (4.4 gives 40000 to SAP NI)."""
+    decodes = set(stock.run("tshark", ["-G", "decodes"]).stdout.splitlines())
+    assert not [d for d in decodes if d.split("\t")[:2] in (["tcp.port", "40001"], ["tcp.port", "40002"])]
