@@ -643,7 +643,7 @@ def test_early_muxer_negotiation(tshark):
 FORMULA_ALPN = '=HYPERLINK("http://x")'
 TERMINAL_PROTO = "/x/\x1b[2J\x1b]0;pwned\x07/1"
 RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# How the analyzer gets TERMINAL_PROTO from tshark: raw on 4.0; 4.4 prints a string
+# How the analyzer gets TERMINAL_PROTO from tshark: raw on 4.0; 4.4 and 4.6 print a string
 # field's BEL as C's "\a" themselves (the analyzer then escapes that backslash like any other).
 TSHARK_RENDERINGS = (TERMINAL_PROTO, TERMINAL_PROTO.replace("\x07", "\\a"))
 
