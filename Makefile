@@ -19,7 +19,7 @@ GLOBAL_LUA_DIR = $(call WS_FOLDER,Global Lua Plugins)
 DEMO_CAPTURE ?= captures/bitcoin/btc-compressed.pcapng
 P2PC_ONLY ?=
 
-.PHONY: all deps build test demo install-user uninstall-user install-system uninstall-system captures bench bench-huge bench-live fuzz check-versions check-bare clean
+.PHONY: all deps build keys test demo install-user uninstall-user install-system uninstall-system captures bench bench-huge bench-live fuzz check-versions check-bare clean
 
 all: build
 
@@ -32,6 +32,14 @@ build:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DP2PC_ONLY="$(P2PC_ONLY)" \
 	  -DP2PC_WERROR=$(WERROR) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# p2pc keys' helper (keys/): its eBPF program compiled by clang (bpf2go, a tool of the pinned
+# cilium/ebpf) and the Go program that loads it; Go 1.24 or later, modules from the Go proxy.
+keys:
+	@tools/install-deps.sh --keys
+	@command -v go >/dev/null || { echo "p2pc: make keys needs Go 1.24 or later (go not found)" >&2; exit 1; }
+	@cd keys && MULTIARCH=$$(gcc -print-multiarch) go generate ./... && go build -trimpath -o ../$(BUILD)/p2pc-keys .
+	@echo "p2pc: built $(BUILD)/p2pc-keys (p2pc keys --pid PID --output FILE)"
 
 # Tests build with warnings as errors: a warning on any supported Wireshark fails them.
 # Every test; P2PC_TESTS=host runs only those that need a real machine (tests/conftest.py).

@@ -4,9 +4,11 @@
 # Installs only what is missing; needs root (or sudo) for apt.
 #   tools/install-deps.sh           what make demo, make test and make bench need
 #   tools/install-deps.sh --fuzz    also clang and its sanitizer runtime (make fuzz, make libfuzz)
+#   tools/install-deps.sh --keys    also clang, llvm and libbpf's headers (make keys: keys/keys.bpf.c)
 set -euo pipefail
-FUZZ=0
+FUZZ=0 KEYS=0
 [ "${1:-}" = "--fuzz" ] && FUZZ=1
+[ "${1:-}" = "--keys" ] && KEYS=1
 
 APT_PKGS=(tshark wireshark-dev libwireshark-dev liblzo2-dev libsnappy-dev zlib1g-dev
           libbrotli-dev libzstd-dev libgcrypt20-dev libisal-dev cmake make gcc pkg-config python3 python3-pip
@@ -15,6 +17,7 @@ APT_PKGS=(tshark wireshark-dev libwireshark-dev liblzo2-dev libsnappy-dev zlib1g
           tcpreplay time    # make bench: tcprewrite gives each copy its own addresses; GNU time
           libgmp-dev python3-venv)   # captures/gen/py: pip builds fastecdsa 2.3.2 (no cp311 wheel) against GMP
 if [ "$FUZZ" = 1 ]; then APT_PKGS+=(clang); fi
+if [ "$KEYS" = 1 ]; then APT_PKGS+=(clang llvm libbpf-dev linux-libc-dev); fi
 SUDO=()
 if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO=(sudo); fi
 

@@ -21,6 +21,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -271,6 +272,8 @@ func main() {
 		"the handshake's extensions), noise-ms (the muxer negotiated by multistream-select inside), tls (the "+
 		"muxer agreed by ALPN) or tls-ms (multistream-select inside)")
 	truthFile := flag.String("truth", "", "write what this peer sent and received here (JSON)")
+	waitStdin := flag.Bool("wait-stdin", false, "dial: read a line from stdin before dialing (tests/test_keys.py "+
+		"attaches p2pc keys to the running process first)")
 	planFile := flag.String("gossip-plan", "", "full session: the eth2 gossip both peers publish (JSON, plan.go)")
 	flag.Parse()
 	truth.path = *truthFile
@@ -309,7 +312,7 @@ func main() {
 		opts = append(opts, libp2p.Transport(quicTransport))
 	}
 	if *muxer == "mplex" {
-		opts = append(opts, libp2p.Muxer("/mplex/6.7.0", mplexTransport{}))
+		opts = append(opts, mplexMuxer())
 	} else {
 		opts = append(opts, libp2p.Muxer(yamux.ID, yamux.DefaultTransport))
 	}
@@ -365,6 +368,10 @@ func main() {
 	if *session == "dual" {
 		dual(ctx, h, t, strings.Split(*peerAddr, ","), blocks, topic)
 		return
+	}
+	if *waitStdin {
+		// A process that runs before it connects, as a node does: a tracer attaches first.
+		bufio.NewReader(os.Stdin).ReadString('\n')
 	}
 	info := connect(ctx, h, *peerAddr)
 	call(ctx, h, info.ID, protoStatus, request(status()))

@@ -1,0 +1,165 @@
+/* keys.bpf.c
+ * Entry uprobes on an unmodified Go program that read the session keys its libp2p connections
+ * make, as they are made (docs/libp2p-decryption.md, "Keys from a running node").
+ *
+ * Go passes arguments in registers (the internal ABI, Go 1.17+ on amd64 and arm64: AX, BX, CX,
+ * DI, SI, R8, R9, R10, R11 on amd64; R0-R15 on arm64), a string as (pointer, length) and a slice
+ * as (pointer, length, capacity).  Only entry probes: a return probe rewrites the return address
+ * on a goroutine stack that Go may move, which crashes the traced program.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include <linux/bpf.h>
+#include <linux/ptrace.h>
+#include <bpf/bpf_helpers.h>
+
+/* The n-th integer argument register of Go's internal ABI. */
+#if defined(__TARGET_ARCH_x86)
+#define GO_ARG1(r) ((r)->rax)
+#define GO_ARG2(r) ((r)->rbx)
+#define GO_ARG3(r) ((r)->rcx)
+#define GO_ARG4(r) ((r)->rdi)
+#define GO_ARG5(r) ((r)->rsi)
+#define GO_ARG7(r) ((r)->r9)
+#define GO_ARG8(r) ((r)->r10)
+#elif defined(__TARGET_ARCH_arm64)
+#define GO_REG(r, n) (((const struct user_pt_regs *)(r))->regs[n])
+#define GO_ARG1(r) GO_REG(r, 0)
+#define GO_ARG2(r) GO_REG(r, 1)
+#define GO_ARG3(r) GO_REG(r, 2)
+#define GO_ARG4(r) GO_REG(r, 3)
+#define GO_ARG5(r) GO_REG(r, 4)
+#define GO_ARG7(r) GO_REG(r, 6)
+#define GO_ARG8(r) GO_REG(r, 7)
+#else
+#error "Go's register ABI is mapped for amd64 and arm64 only"
+#endif
+
+/* The buffers are powers of two, and a length read is masked with size - 1 so that the verifier
+ * knows its bound: a label or secret of the buffer's size or more is not read. */
+#define LABEL_MAX 64   /* NSS labels: the longest is CLIENT_HANDSHAKE_TRAFFIC_SECRET (31) */
+#define RANDOM_LEN 32  /* a TLS client random */
+#define SECRET_MAX 64  /* TLS 1.3 secrets: 32 (SHA-256) or 48 (SHA-384) bytes, TLS 1.2's 48 */
+#define NOISE_KEY_LEN 32 /* an X25519 private key */
+
+enum key_kind { KIND_TLS = 1, KIND_NOISE = 2 };
+
+/* One key event.  TLS: label, client random, secret.  Noise: `first` the local static private key,
+ * `second` the local ephemeral one. */
+struct key_event {
+	__u32 tgid;
+	__u32 kind;
+	__u32 label_len;
+	__u32 first_len;
+	__u32 second_len;
+	__u8 label[LABEL_MAX];
+	__u8 first[SECRET_MAX];
+	__u8 second[SECRET_MAX];
+};
+/* So that the type is in the object's BTF, for bpf2go's Go twin (keysKeyEvent). */
+const struct key_event *unused_key_event __attribute__((unused));
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} events SEC(".maps");
+
+/* Events the ring buffer had no room for: p2pc keys says how many keys it lost. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+static __always_inline struct key_event *reserve(void)
+{
+	struct key_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__u32 zero = 0;
+		__u64 *n = bpf_map_lookup_elem(&lost, &zero);
+		if (n)
+			(*n)++;
+		return 0;
+	}
+	e->tgid = bpf_get_current_pid_tgid() >> 32;
+	return e;
+}
+
+/* crypto/tls.(*Config).writeKeyLog(label string, clientRandom, secret []byte): called for every
+ * TLS 1.3 secret (and the TLS 1.2 master secret) even when KeyLogWriter is nil, which it checks
+ * inside.  The receiver is argument 1, label 2-3, clientRandom 4-6, secret 7-9. */
+static __always_inline int tls_key_log(struct pt_regs *ctx)
+{
+	__u64 label_len = GO_ARG3(ctx), random_len = GO_ARG5(ctx), secret_len = GO_ARG8(ctx);
+
+	if (label_len == 0 || label_len >= LABEL_MAX || random_len != RANDOM_LEN || secret_len == 0 ||
+	    secret_len >= SECRET_MAX)
+		return 0;
+	struct key_event *e = reserve();
+	if (!e)
+		return 0;
+	e->kind = KIND_TLS;
+	e->label_len = label_len;
+	e->first_len = RANDOM_LEN;
+	e->second_len = secret_len;
+	if (bpf_probe_read_user(e->label, label_len & (LABEL_MAX - 1), (void *)GO_ARG2(ctx)) ||
+	    bpf_probe_read_user(e->first, RANDOM_LEN, (void *)GO_ARG4(ctx)) ||
+	    bpf_probe_read_user(e->second, secret_len & (SECRET_MAX - 1), (void *)GO_ARG7(ctx))) {
+		bpf_ringbuf_discard(e, 0);
+		return 0;
+	}
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/* A Go slice header. */
+struct go_slice {
+	__u64 ptr;
+	__u64 len;
+	__u64 cap;
+};
+
+/* github.com/flynn/noise.(*HandshakeState).ReadMessage(out, message []byte): the state is
+ * argument 1.  The attach cookie gives the offsets of its fields s.Private (high 32 bits) and
+ * e.Private (low 32 bits), read from the binary's DWARF or from a table by flynn/noise version.
+ * Each side reads one message after it has made its ephemeral key (the initiator message 2, the
+ * responder message 3): that call gives both keys; earlier calls find no ephemeral key yet. */
+static __always_inline int noise_read_message(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u64 state = GO_ARG1(ctx);
+	struct go_slice s, e;
+
+	if (bpf_probe_read_user(&s, sizeof(s), (void *)(state + (cookie >> 32))) ||
+	    bpf_probe_read_user(&e, sizeof(e), (void *)(state + (cookie & 0xffffffff))))
+		return 0;
+	if (s.len != NOISE_KEY_LEN || e.len != NOISE_KEY_LEN)
+		return 0;
+	struct key_event *ev = reserve();
+	if (!ev)
+		return 0;
+	ev->kind = KIND_NOISE;
+	ev->first_len = NOISE_KEY_LEN;
+	ev->second_len = NOISE_KEY_LEN;
+	if (bpf_probe_read_user(ev->first, NOISE_KEY_LEN, (void *)s.ptr) ||
+	    bpf_probe_read_user(ev->second, NOISE_KEY_LEN, (void *)e.ptr)) {
+		bpf_ringbuf_discard(ev, 0);
+		return 0;
+	}
+	bpf_ringbuf_submit(ev, 0);
+	return 0;
+}
+
+/* Each probe twice: a multi-uprobe link (Linux 6.6+, CAP_BPF and CAP_PERFMON are enough) and a
+ * per-probe perf event (older kernels, CAP_SYS_ADMIN).  p2pc keys loads one of the two. */
+SEC("uprobe.multi")
+int multi_tls_key_log(struct pt_regs *ctx) { return tls_key_log(ctx); }
+SEC("uprobe")
+int single_tls_key_log(struct pt_regs *ctx) { return tls_key_log(ctx); }
+SEC("uprobe.multi")
+int multi_noise_read_message(struct pt_regs *ctx) { return noise_read_message(ctx); }
+SEC("uprobe")
+int single_noise_read_message(struct pt_regs *ctx) { return noise_read_message(ctx); }
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,139 @@
+package main
+
+// Loading keys.bpf.c and attaching its entry probes, with cilium/ebpf: multi-uprobe links where
+// the kernel has them (Linux 6.6+; CAP_BPF and CAP_PERFMON are enough), else one perf-event
+// uprobe each (CAP_SYS_ADMIN).  Every probe is a link owned by this process: closing it, or this
+// process ending in any way, detaches it, and the traced program runs on untouched.
+
+//go:generate go tool bpf2go -type key_event -target $GOARCH keys bpf/keys.bpf.c -- -O2 -g -Wall -Werror -I/usr/include/$MULTIARCH
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+)
+
+// programs is one flavour of the two probes (keys.bpf.c defines each twice).
+type programs struct {
+	tls, noise *ebpf.Program
+	multi      bool
+}
+
+type probes struct {
+	objs  keysObjects
+	progs programs
+	links []link.Link
+}
+
+// load loads the BPF objects, or says in one line why it may not.
+func load() (*probes, error) {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, permission(err)
+	}
+	p := &probes{}
+	if err := loadKeysObjects(&p.objs, nil); err != nil {
+		// A kernel before 6.6 refuses the multi-uprobe programs: load the per-probe ones only.
+		spec, specErr := loadKeys()
+		if specErr != nil {
+			return nil, specErr
+		}
+		delete(spec.Programs, "multi_tls_key_log")
+		delete(spec.Programs, "multi_noise_read_message")
+		var single struct {
+			SingleTlsKeyLog         *ebpf.Program `ebpf:"single_tls_key_log"`
+			SingleNoiseReadMessage  *ebpf.Program `ebpf:"single_noise_read_message"`
+			Events                  *ebpf.Map     `ebpf:"events"`
+			Lost                    *ebpf.Map     `ebpf:"lost"`
+		}
+		if err2 := spec.LoadAndAssign(&single, nil); err2 != nil {
+			return nil, permission(err)
+		}
+		p.objs.Events, p.objs.Lost = single.Events, single.Lost
+		p.objs.SingleTlsKeyLog, p.objs.SingleNoiseReadMessage = single.SingleTlsKeyLog, single.SingleNoiseReadMessage
+		p.progs = programs{single.SingleTlsKeyLog, single.SingleNoiseReadMessage, false}
+		return p, nil
+	}
+	p.progs = programs{p.objs.MultiTlsKeyLog, p.objs.MultiNoiseReadMessage, true}
+	return p, nil
+}
+
+// attach sets t's probes, all or none.
+func (p *probes) attach(t *target) error {
+	ex, err := link.OpenExecutable(t.exe)
+	if err != nil {
+		return fmt.Errorf("pid %d: %v", t.pid, err)
+	}
+	var added []link.Link
+	for _, pt := range t.points {
+		prog := p.progs.tls
+		if pt.function == noiseFunc {
+			prog = p.progs.noise
+		}
+		l, err := p.attachOne(ex, prog, t.pid, pt)
+		if errors.Is(err, link.ErrNotSupported) && p.progs.multi {
+			// The programs loaded but the kernel has no multi-uprobe link: per-probe ones.
+			p.progs = programs{p.objs.SingleTlsKeyLog, p.objs.SingleNoiseReadMessage, false}
+			if pt.function == noiseFunc {
+				prog = p.progs.noise
+			} else {
+				prog = p.progs.tls
+			}
+			l, err = p.attachOne(ex, prog, t.pid, pt)
+		}
+		if err != nil {
+			for _, a := range added {
+				a.Close()
+			}
+			return fmt.Errorf("pid %d: attaching to %s: %w", t.pid, pt.function, permission(err))
+		}
+		added = append(added, l)
+	}
+	p.links = append(p.links, added...)
+	return nil
+}
+
+func (p *probes) attachOne(ex *link.Executable, prog *ebpf.Program, pid int, pt probePoint) (link.Link, error) {
+	if p.progs.multi {
+		return ex.UprobeMulti(nil, prog, &link.UprobeMultiOptions{
+			Addresses: []uint64{pt.offset}, Cookies: []uint64{pt.cookie}, PID: uint32(pid)})
+	}
+	return ex.Uprobe(pt.function, prog, &link.UprobeOptions{Address: pt.offset, Cookie: pt.cookie, PID: pid})
+}
+
+// detach closes every probe: no key event is made after it returns.
+func (p *probes) detach() {
+	for _, l := range p.links {
+		l.Close()
+	}
+	p.links = nil
+}
+
+// lost is the number of key events the ring buffer had no room for.
+func (p *probes) lost() uint64 {
+	var perCPU []uint64
+	if err := p.objs.Lost.Lookup(uint32(0), &perCPU); err != nil {
+		return 0
+	}
+	var n uint64
+	for _, v := range perCPU {
+		n += v
+	}
+	return n
+}
+
+func (p *probes) close() {
+	p.detach()
+	p.objs.Close()
+}
+
+// permission turns the kernel's EPERM into what to grant.
+func permission(err error) error {
+	if errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("not permitted (%v): p2pc keys needs CAP_BPF and CAP_PERFMON (Linux 6.6+), or CAP_SYS_ADMIN on older kernels, and CAP_SYS_PTRACE for another user's process: run it as root, or sudo setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep on the p2pc-keys program", err)
+	}
+	return err
+}
