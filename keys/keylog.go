@@ -33,8 +33,8 @@ func openKeyLog(path string) (*keyLog, error) {
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		f.Close()
 		return nil, fmt.Errorf("%s is not a regular file", path)
-	} else if st.Mode().Perm()&0o077 != 0 {
-		fmt.Fprintf(os.Stderr, "p2pc keys: warning: %s is readable by others (mode %04o): session keys decrypt the node's traffic\n",
+	} else if st.Mode().Perm()&0o006 != 0 {
+		fmt.Fprintf(os.Stderr, "p2pc keys: warning: %s is open to every user (mode %04o): session keys decrypt the node's traffic\n",
 			path, st.Mode().Perm())
 	}
 	return &keyLog{f: f, seen: map[string]bool{}}, nil

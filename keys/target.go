@@ -31,13 +31,14 @@ const (
 )
 
 // noiseLayouts: the offsets of HandshakeState.s.Private and .e.Private on 64-bit targets, by
-// flynn/noise version, for binaries without DWARF.  The struct is the same from v1.0.0 to v1.1.0
-// (state.go: ss symmetricState (168 bytes), then s and e, each a DHKey{Private, Public []byte});
-// `p2pc keys` checks the table against DWARF whenever a binary has it (tests/test_keys.py).
+// flynn/noise version, for binaries without DWARF.  state.go is the same in v1.0.0, v1.0.1 and
+// v1.1.0: ss symmetricState (184 bytes: CipherState 80, hasK padded to 8, then ck, h, prevCK and
+// prevH, slices of 24), then s and e, each a DHKey{Private, Public []byte} of 48.  DWARF gives
+// the same (tests/test_keys.py: stripped builds, which have none, decrypt as the others).
 var noiseLayouts = map[string]noiseLayout{
-	"v1.0.0": {168, 216},
-	"v1.0.1": {168, 216},
-	"v1.1.0": {168, 216},
+	"v1.0.0": {184, 232},
+	"v1.0.1": {184, 232},
+	"v1.1.0": {184, 232},
 }
 
 type noiseLayout struct{ static, ephemeral uint64 }

@@ -79,6 +79,18 @@ def dialer_listener(truth: dict) -> tuple[str, str]:
     return link.get("dialer", link["addr_a"]), link.get("listener", link["addr_b"])
 
 
+def truth_sent(peer: dict) -> list[tuple]:
+    """(msg_type, raw_len, payload_len, sha256 of the SSZ) of what an eth2 peer says it sent (its
+    generator's -truth: captures/gen/libp2p/truth.go and its twins), in order."""
+    out = []
+    for m in peer["messages"]:
+        if m["dir"] != "sent":
+            continue
+        mtype = m["protocol"] if m["kind"] == "gossip" else f"{m['protocol']} {m['kind']}"
+        out.append((mtype, m["ssz_len"], m["framed_len"] if m["kind"] != "gossip" else m["data_len"], m["ssz_sha256"]))
+    return out
+
+
 class Tshark:
     """Thin helpers over `tshark` running with the built plugin."""
 

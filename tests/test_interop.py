@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CAPTURES, dialer_listener
+from conftest import CAPTURES, dialer_listener, truth_sent as sent
 from craft import uvarint
 
 INTEROP = CAPTURES / "interop"
@@ -34,17 +34,6 @@ def keys(tshark, name: str) -> list[str]:
     if t["security"] == "/tls/1.0.0":
         return ["-o", f"tls.keylog_file:{tshark.ws.readable(INTEROP / t['keys']['go'])}"]
     return ["-o", f"libp2p_noise.keylog_file:{tshark.ws.readable(INTEROP / t['keys']['go'])}"]
-
-
-def sent(peer: dict) -> list[tuple]:
-    """(msg_type, raw_len, payload_len, sha256 of the SSZ) of what a peer says it sent, in order."""
-    out = []
-    for m in peer["messages"]:
-        if m["dir"] != "sent":
-            continue
-        mtype = m["protocol"] if m["kind"] == "gossip" else f"{m['protocol']} {m['kind']}"
-        out.append((mtype, m["ssz_len"], m["framed_len"] if m["kind"] != "gossip" else m["data_len"], m["ssz_sha256"]))
-    return out
 
 
 def received(peer: dict) -> list[tuple]:

@@ -1,4 +1,4 @@
-"""The `p2pc` command: analyze, compare, diff, whatif, records, live, doctor, shard, merge.
+"""The `p2pc` command: analyze, compare, diff, whatif, records, live, keys, doctor, shard, merge.
 
 Exit codes: errors.Exit (each error is a P2pcError subclass carrying its code).
 """
@@ -17,7 +17,7 @@ from . import __version__
 from .output import ALL, FORMATS, SECTION_FORMATS, UnknownSection, escape, render
 from .errors import EXIT_CODES, Exit, InterfaceError, NoP2PTraffic, P2pcError, UsageError
 from .records import open_wireshark, read_capture
-from . import doctor, private, tsharkopts
+from . import doctor, keys as keysource, private, tsharkopts
 from .whatif import CODEC_FIX, CODEC_NAMES, DEFAULT_THRESHOLDS, STRATEGIES
 
 # The accounting and report modules (model, report, series, gather, progress) are imported where
@@ -209,6 +209,7 @@ def cmd_live(args) -> int:
     totals_ = LiveTotals()
     metrics = ws = None
     keys_done = threading.Event()       # ends the --keylog follower
+    tracer = None                       # --keys-from's p2pc-keys
     try:
         if args.metrics:
             from .metrics import Metrics
@@ -221,6 +222,10 @@ def cmd_live(args) -> int:
             from .metrics import interface_addresses
             local = interface_addresses(args.interface) or None
         ws = open_wireshark(args.plugin)
+        if args.keys_from:      # probed before the capture starts: no connection's keys are missed
+            tracer = keysource.Tracer(args.keys_from, args.keylog,
+                                      lambda w: print(f"p2pc live: keys: {escape.text(w)}", file=sys.stderr))
+            tracer.start()
         if args.tshark.keylog:
             from .keylog import follow
             threading.Thread(target=follow, args=(args.tshark.keylog, keys_done,
@@ -237,6 +242,8 @@ def cmd_live(args) -> int:
         if cap.fault:
             raise cap.fault
     finally:
+        if tracer:
+            tracer.stop()
         keys_done.set()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -279,6 +286,7 @@ EXAMPLES = {
   p2pc whatif --strategy stream --codecs gzip,zstd btc-baseline.pcapng
   p2pc records btc-compressed.pcapng --output records.parquet
   p2pc live -i eth0 -f 'tcp port 8333'
+  p2pc keys --pid 4242 --output node.keys
   p2pc doctor
 
 `p2pc COMMAND --help` describes each command and its arguments.""",
@@ -327,11 +335,19 @@ frame, stream, src, srcport, dst, dstport, time, mux_stream, mux_frames, snappy_
   p2pc live -i eth0 -f 'tcp port 8333' -w node.pcapng --metrics 127.0.0.1:9464
   p2pc live -i lo --duration 60 --interval 5 --format json --output live.json
   p2pc analyze node.pcapng          # the same report as live's final one, from the -w file
+  p2pc live -i eth0 -f 'tcp port 13000' --keys-from $(pidof beacon-chain) -w node.pcapng
 
 The final report is printed at ^C or after --duration; --output holds the latest report.
 
 sections (--section): main, size_ranges, undecoded (once a --session-reset cut a connection:
 each direction cut, its TCP payload bytes, decoded bytes and undecoded bytes)""",
+    "keys": """examples:
+  sudo p2pc keys --pid $(pidof ipfs) --output node.keys           # until ^C
+  sudo p2pc keys --pid 4242 --pid 4343 --output nodes.keys --duration 600
+  p2pc analyze --keylog node.keys node.pcapng
+
+Entry uprobes (eBPF) on the running program: no patch, no restart. Needs CAP_BPF and CAP_PERFMON
+(Linux 6.6+; CAP_SYS_ADMIN before), and CAP_SYS_PTRACE for another user's process.""",
     "doctor": """examples:
   p2pc doctor
   p2pc doctor --plugin build/plugins/4.0/epan/p2pc.so""",
@@ -541,8 +557,26 @@ def main(argv: list[str] | None = None) -> int:
                    help="one row per remote address and libp2p peer ID (where a handshake states it)")
     p.add_argument("--model", choices=["capture", "bip"], default="capture",
                    help="how segments and ACKs are modelled, as for analyze")
+    p.add_argument("--keys-from", type=whole(1), action="append", metavar="PID",
+                   help="decrypt this running go-libp2p process's connections (Noise, TLS, QUIC) with "
+                        "the keys p2pc keys reads from it as they are made (repeat for several; not "
+                        "with --keylog)")
     common(p)
     p.set_defaults(func=cmd_live)
+
+    p = command("keys", "read session keys from running go-libp2p processes (eBPF)",
+                "Append the session keys of running, unmodified go-libp2p processes to a key log "
+                "as their connections make them: TLS 1.3 and QUIC secrets as NSS key log lines, "
+                "Noise keys as p2pc's lines (--keylog of analyze and live reads both). Runs until "
+                "^C, SIGTERM, --duration, or until every process has ended; then writes the keys "
+                "still in flight and exits.")
+    p.add_argument("--pid", type=whole(1), action="append", required=True, metavar="PID",
+                   help="a process to read keys from (repeat for several)")
+    p.add_argument("--output", required=True, metavar="FILE",
+                   help="the key log to append to (created with mode 0600)")
+    p.add_argument("--duration", type=whole(0), default=0, metavar="S",
+                   help="stop after S seconds (default: until ^C)")
+    p.set_defaults(func=keysource.run)
 
     p = command("doctor", "check tshark, the plugin and the optional parts, and print the fix",
                 "Check tshark and the p2pc plugin ([!!] when missing: exit 4), and what only some "
@@ -582,8 +616,16 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM unwinds like ^C, so that every temporary file is removed on the way out.
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
+    if getattr(args, "keys_from", None):
+        if args.keylog:
+            ap.error("--keys-from and --keylog: give one (--keys-from writes the key log live reads)")
+        keys = private.make_dir("keys")
+        args.keylog = str(private.write_text(keys / "from-pids.keys", ""))
     # The --keylog parts tshark reads (no folder without a key log).
-    keys = private.make_dir("keys") if getattr(args, "keylog", None) else None
+    elif getattr(args, "keylog", None):
+        keys = private.make_dir("keys")
+    else:
+        keys = None
     try:
         try:
             args.tshark = tsharkopts.from_args(args, keys)

@@ -37,6 +37,8 @@ class Exit(IntEnum):
                          "first, covers what was decoded")
     DIFFER = 15, ("diff: A and B differ (messages on one side only, matched messages whose "
                   "lengths, codec or header bytes differ, or connections negotiated differently)")
+    KEYS = 16, ("keys, live --keys-from: no keys can be read from a process (no such process, not "
+                "permitted, not a Go program, no go-libp2p in it, the helper not built), named in one line")
     INTERRUPTED = 130, "interrupted by ^C (live instead ends its capture and reports)"
     TERMINATED = 143, "terminated by SIGTERM (live instead ends its capture and reports)"
 
@@ -111,6 +113,11 @@ class RecordsIncomplete(P2pcError):
 class WriteFailed(P2pcError):
     """Writing the -w file failed while capturing (the disk is full, say): the capture stopped."""
     exit_code = Exit.WRITE_FAILED
+
+
+class KeysUnavailable(P2pcError):
+    """p2pc keys cannot read a process's keys (keys.py): the helper's one line says why."""
+    exit_code = Exit.KEYS
 
 
 class CaptureEnded(P2pcError):

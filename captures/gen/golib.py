@@ -12,15 +12,21 @@ HERE = Path(__file__).resolve().parent
 WORK = HERE / "_work"
 
 
-def go_build(src: str, name: str, patches: list[tuple[str, str, Path]] | None = None) -> Path:
+def go_build(src: str, name: str, patches: list[tuple[str, str, Path]] | None = None,
+             flags: tuple[str, ...] = (), modfile: str | None = None, toolchain: str | None = None) -> Path:
     """Build the Go module in captures/gen/<src> into _work/<name> (never committed).
+    flags: more `go build` flags (-tags, -ldflags); modfile: another go.mod of <src>'s, for other
+    pinned versions (its go.sum beside it); toolchain: a Go release the go command fetches from
+    the module proxy (GOTOOLCHAIN), else the machine's.
     patches: (module@version, file in it, unified diff) each: the module is copied into _work,
     the file patched there, and the build points at the copy with a replace directive in a
     go.mod of its own (-modfile): the module cache and captures/gen/<src>/go.mod stay as they are."""
     WORK.mkdir(exist_ok=True)
     exe = WORK / name
-    env = dict(os.environ, GOFLAGS="-mod=mod")
-    cmd = ["go", "build", "-o", str(exe)]
+    env = dict(os.environ, GOFLAGS="-mod=mod", **({"GOTOOLCHAIN": toolchain} if toolchain else {}))
+    cmd = ["go", "build", *flags, "-o", str(exe)]
+    if modfile:
+        cmd.append(f"-modfile={HERE / src / modfile}")
     if patches:
         modcache = Path(subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True,
                                        check=True).stdout.strip())

@@ -1,0 +1,272 @@
+"""`p2pc keys` and `p2pc live --keys-from` on running, unmodified go-libp2p peers (issue #44,
+docs/libp2p-decryption.md, "Keys from a running node").
+
+The peers are eth2peers (captures/gen/libp2p), built from the registries with no patch at all,
+for two pinned go-libp2p releases and two Go releases, each built normally and stripped as
+release builds are (-ldflags='-s -w': no symbol table, no DWARF; release builds often add
+-trimpath too, which changes only the file names in .gopclntab, and would cost a second compile
+of everything here):
+  go-libp2p v0.39.1 (go.mod) with the machine's Go (1.26), over Noise and TLS (its quic-go
+    v0.49.0 panics on a QUIC server under Go 1.26: captures/gen/make_eth2.py);
+  go-libp2p v0.51.0 (go.v0.51.mod, -tags nomplex) with Go 1.27.3 (GOTOOLCHAIN, from the module
+    proxy), over Noise, TLS and QUIC.
+Each cell runs the short eth2 session (status, ping, goodbye) over an emulated link, captured;
+`p2pc keys` attaches to the running listener and, while the dialer waits on its stdin, to the
+running dialer, each writing a key log of its own.  Each key log alone must decrypt every
+message of the capture to what the peers say they sent (their -truth), and leave nothing
+encrypted.  Needs root, eBPF (uprobes) and Go: the host's tests (`host`); a chroot without Go
+skips them.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import CAPTURES, REPO, truth_sent
+
+sys.path.insert(0, str(CAPTURES / "gen"))
+from golib import WORK, go_build, listener_addr  # noqa: E402
+from netem import EmulatedLink  # noqa: E402
+
+pytestmark = pytest.mark.host
+BLOCKS = CAPTURES / "data" / "ethereum"
+STRIP = ("-ldflags=-s -w",)
+# name: (go build arguments for golib.go_build, securities)
+BUILDS = {
+    "v0.39.1": (dict(), ("noise", "tls")),
+    "v0.39.1-stripped": (dict(flags=STRIP), ("noise", "tls")),
+    "v0.51.0-go1.27": (dict(flags=("-tags=nomplex",), modfile="go.v0.51.mod", toolchain="go1.27.3"),
+                       ("noise", "tls", "quic")),
+    "v0.51.0-go1.27-stripped": (dict(flags=("-tags=nomplex", *STRIP), modfile="go.v0.51.mod", toolchain="go1.27.3"),
+                                ("noise", "tls", "quic")),
+}
+CELLS = [(build, sec) for build, (_, secs) in BUILDS.items() for sec in secs]
+PORT = 9000
+
+
+@pytest.fixture(scope="module")
+def helper():
+    """The p2pc-keys helper, built as `make keys` builds it; skipped where there is no Go (a
+    chroot: CI's host has it and must not skip)."""
+    if shutil.which("go") is None:
+        pytest.skip("no Go toolchain here (make keys needs Go 1.24+)")
+    if os.geteuid() != 0:
+        pytest.skip("eBPF uprobes need root or CAP_BPF+CAP_PERFMON")
+    subprocess.run(["make", "-s", "keys"], cwd=REPO, check=True, capture_output=True)
+    return REPO / "build" / "p2pc-keys"
+
+
+@pytest.fixture(scope="module")
+def peers(helper):
+    """The peer programs, one per build, built on first use."""
+    built: dict[str, Path] = {}
+
+    def get(build: str) -> Path:
+        if build not in built:
+            built[build] = go_build("libp2p", f"eth2peers-{build}", **BUILDS[build][0])
+        return built[build]
+    return get
+
+
+def p2pc(*args: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "p2pc", *args], stderr=subprocess.PIPE, text=True, **kw)
+
+
+def attached(proc: subprocess.Popen, pid: int) -> list[str]:
+    """p2pc keys' lines up to the one saying pid is probed."""
+    lines = []
+    while True:
+        line = proc.stderr.readline()
+        assert line, f"p2pc keys ended before probing pid {pid}: {lines}"
+        lines.append(line.strip())
+        if line.startswith(f"p2pc keys: pid {pid} (") and ": probing " in line:
+            return lines
+
+
+def running(pid: int, exe: Path, timeout: float = 10) -> None:
+    """Waits until pid runs exe (ip netns exec has exec'd it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if os.readlink(f"/proc/{pid}/exe") == str(exe):
+                return
+        except OSError:
+            pass
+        time.sleep(0.02)
+    raise AssertionError(f"pid {pid} never ran {exe}")
+
+
+def run_cell(tmp: Path, exe: Path, security: str) -> dict:
+    """One short eth2 session between two processes of exe, node A dialing; p2pc keys on each."""
+    cap, idfile = tmp / "cell.pcapng", tmp / "listener.id"
+    truths = {side: tmp / f"{side}.truth.json" for side in ("dialer", "listener")}
+    keys = {side: tmp / f"{side}.keys" for side in ("dialer", "listener")}
+    quic = security == "quic"
+    listen = f"/ip4/0.0.0.0/udp/{PORT}/quic-v1" if quic else f"/ip4/0.0.0.0/tcp/{PORT}"
+    common = ["-blocks", str(BLOCKS), "-gossip", "0", "-session", "short", "-security", "tls" if quic else security,
+              "-transport", "quic" if quic else "tcp"]
+    with EmulatedLink(delay_ms=5, rate_kbit=None, capture=cap) as link:
+        lp = link.popen("b", [str(exe), "-role", "listen", *common, "-idfile", str(idfile), "-seed", "2",
+                              "-listen", listen, "-truth", str(truths["listener"])])
+        addr = listener_addr(idfile, link.addr_b)
+        lk = p2pc("keys", "--pid", str(lp.pid), "--output", str(keys["listener"]))
+        lines = {"listener": attached(lk, lp.pid)}
+        dp = link.popen("a", [str(exe), "-role", "dial", *common, "-peer", addr, "-seed", "1", "-wait-stdin",
+                              "-truth", str(truths["dialer"])], stdin=subprocess.PIPE, text=True)
+        running(dp.pid, exe)
+        dk = p2pc("keys", "--pid", str(dp.pid), "--output", str(keys["dialer"]))
+        lines["dialer"] = attached(dk, dp.pid)
+        dp.stdin.write("go\n")
+        dp.stdin.close()
+        assert dp.wait(60) == 0
+        lp.wait(30)
+        for side, k in (("listener", lk), ("dialer", dk)):
+            rest = k.stderr.read()
+            assert k.wait(10) == 0, rest
+            lines[side] += rest.splitlines()
+    return {"capture": cap, "keys": keys, "lines": lines,
+            "truth": {side: json.loads(path.read_text()) for side, path in truths.items()}}
+
+
+@pytest.fixture(scope="module", params=CELLS, ids=[f"{b}-{s}" for b, s in CELLS])
+def cell(request, peers, tmp_path_factory):
+    build, security = request.param
+    out = run_cell(tmp_path_factory.mktemp(f"{build}-{security}"), peers(build), security)
+    out.update(build=build, security=security)
+    return out
+
+
+def key_options(tshark, path: Path) -> list[str]:
+    """One key log for both readers: each skips the other's lines."""
+    p = tshark.ws.readable(path)
+    return ["-o", f"libp2p_noise.keylog_file:{p}", "-o", f"tls.keylog_file:{p}"]
+
+
+@pytest.mark.parametrize("side", ["listener", "dialer"])
+def test_one_sides_keys_decrypt_every_message(tshark, cell, side):
+    """The keys p2pc keys read from one running peer alone decrypt the whole capture: each eth2
+    message is one its sender says it sent, in order, with its lengths and the sha256 of its SSZ;
+    no record stays encrypted."""
+    extra = key_options(tshark, cell["keys"][side])
+    recs = tshark.records(cell["capture"], extra=extra)
+    assert not [r for r in recs if r["msg_type"].endswith("(encrypted)")]
+    pays = tshark.payloads(cell["capture"], extra=extra)
+    got = {"a": [], "b": []}
+    addr = {EmulatedLink.addr_a: "a", EmulatedLink.addr_b: "b"}
+    for rec, (frame, mtype, raw) in zip(recs, pays, strict=True):
+        if rec["proto"] == "eth2":
+            got[addr[rec["src"]]].append((mtype, int(rec["raw_len"]), int(rec["payload_len"]),
+                                          hashlib.sha256(raw).hexdigest()))
+    assert got["a"] == truth_sent(cell["truth"]["dialer"]) != []
+    assert got["b"] == truth_sent(cell["truth"]["listener"]) != []
+
+
+def test_the_key_log_is_private_and_each_line_is_written_once(cell):
+    """Created 0600; TLS and QUIC: the four TLS 1.3 secrets of the one connection (NSS lines);
+    Noise: the static and the ephemeral key, once each."""
+    for side, path in cell["keys"].items():
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        lines = path.read_text().splitlines()
+        assert len(lines) == len(set(lines))
+        labels = sorted(line.split()[0] for line in lines)
+        if cell["security"] == "noise":
+            assert labels == ["LOCAL_EPHEMERAL_PRIVATE_KEY", "LOCAL_STATIC_PRIVATE_KEY"], side
+        else:
+            assert labels == ["CLIENT_HANDSHAKE_TRAFFIC_SECRET", "CLIENT_TRAFFIC_SECRET_0",
+                              "SERVER_HANDSHAKE_TRAFFIC_SECRET", "SERVER_TRAFFIC_SECRET_0"], side
+
+
+def test_it_says_what_it_probed_and_why_it_stopped(cell):
+    """Its first line names the program's Go and go-libp2p versions (from the build info, which a
+    stripped build keeps) and both functions; the last why it stopped and what it wrote."""
+    version = cell["build"].split("-")[0]
+    go = "go1.27.3" if "go1.27" in cell["build"] else None
+    for side, lines in cell["lines"].items():
+        first = next(l for l in lines if ": probing " in l)
+        assert f"go-libp2p {version}, flynn/noise v1.1.0: probing crypto/tls.(*Config).writeKeyLog, " \
+               "github.com/flynn/noise.(*HandshakeState).ReadMessage" in first
+        if go:
+            assert f": {go}, " in first
+        n = 2 if cell["security"] == "noise" else 4
+        kind = "0 TLS and 2 Noise" if n == 2 else "4 TLS and 0 Noise"
+        assert lines[-1].startswith("p2pc keys: stopped (every process ended): ") and kind in lines[-1], lines
+
+
+# ---- what it cannot do, in one line ----
+def keys_error(*args: str) -> tuple[int, list[str]]:
+    res = subprocess.run([sys.executable, "-m", "p2pc", "keys", *args], capture_output=True, text=True, timeout=60)
+    return res.returncode, res.stderr.splitlines()
+
+
+def test_no_such_process(helper, tmp_path):
+    code, lines = keys_error("--pid", str(2 ** 22 + 1), "--output", str(tmp_path / "k"))
+    assert (code, lines) == (16, [f"p2pc keys: pid {2 ** 22 + 1}: no such process"])
+    assert not (tmp_path / "k").exists()
+
+
+def test_not_a_go_program(helper, tmp_path):
+    with subprocess.Popen(["sleep", "30"]) as p:
+        try:
+            code, lines = keys_error("--pid", str(p.pid), "--output", str(tmp_path / "k"))
+        finally:
+            p.kill()
+    assert code == 16 and len(lines) == 1 and "is not a Go program" in lines[0], lines
+
+
+def test_a_go_program_without_libp2p(helper, tmp_path):
+    (tmp_path / "go.mod").write_text("module sleeper\n\ngo 1.21\n")
+    (tmp_path / "main.go").write_text('package main\n\nimport "time"\n\nfunc main() { time.Sleep(time.Minute) }\n')
+    subprocess.run(["go", "build", "-o", "sleeper", "."], cwd=tmp_path, check=True)
+    with subprocess.Popen([tmp_path / "sleeper"]) as p:
+        try:
+            code, lines = keys_error("--pid", str(p.pid), "--output", str(tmp_path / "k"))
+        finally:
+            p.kill()
+    assert code == 16 and len(lines) == 1 and lines[0].endswith("has no go-libp2p in it"), lines
+
+
+def test_another_users_process_needs_cap_sys_ptrace(helper, peers, tmp_path):
+    """As nobody, a root process's program cannot be read: the line says which capability."""
+    exe = peers("v0.39.1")
+    with subprocess.Popen([exe, "-role", "listen", "-listen", "/ip4/127.0.0.1/tcp/0", "-blocks", str(BLOCKS)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as p:
+        try:
+            running(p.pid, exe)
+            res = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", str(helper),
+                                  "--pid", str(p.pid), "--output", "/tmp/never-written.keys"],
+                                 capture_output=True, text=True, timeout=30)
+        finally:
+            p.kill()
+    assert res.returncode == 2
+    assert res.stderr.splitlines() == [f"p2pc keys: pid {p.pid}: not permitted to read its program: another "
+                                       "user's process needs CAP_SYS_PTRACE (run as root, or setcap "
+                                       "cap_sys_ptrace,cap_bpf,cap_perfmon+ep on p2pc-keys)"]
+
+
+def test_sigterm_writes_what_is_in_flight_and_detaches(helper, peers, tmp_path):
+    """Stopped by SIGTERM while its process runs on: it exits 0 and says so, and the process, no
+    longer probed, goes on (a later connection's keys are not read)."""
+    exe = peers("v0.39.1")
+    with subprocess.Popen([exe, "-role", "listen", "-listen", "/ip4/127.0.0.1/tcp/0", "-blocks", str(BLOCKS)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as p:
+        try:
+            running(p.pid, exe)
+            k = p2pc("keys", "--pid", str(p.pid), "--output", str(tmp_path / "k"))
+            attached(k, p.pid)
+            k.send_signal(signal.SIGTERM)
+            rest = k.stderr.read()
+            assert k.wait(10) == 0
+            assert p.poll() is None
+        finally:
+            p.kill()
+    assert rest.strip() == f"p2pc keys: stopped (terminated): 0 TLS and 0 Noise key lines written to {tmp_path / 'k'}"
