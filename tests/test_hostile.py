@@ -588,10 +588,11 @@ def test_libp2p_layers_nest_only_as_deep_as_p2pc_decodes(tshark):
 # ---- saved reports and captures the CLI is handed ----
 @pytest.mark.parametrize("name, words", [
     ("merge-nofields.json", "the aggregate has no fields"),
-    ("merge-extra-field.json", "a Sums record has the unknown field bogus_field"),
-    ("merge-sums-str.json", "a Sums record lacks wire, header, payload, raw, items, batched_headers, "
-                            "batched_items"),
-    ("merge-neg.json", "a Sums record's messages is -1000000000000000000000000000000, not a non-negative int"),
+    ("merge-extra-field.json", "the aggregate's by_dir: a Sums record has the unknown field bogus_field"),
+    ("merge-sums-str.json", "the aggregate's by_dir: a Sums record lacks wire, header, payload, raw, "
+                            "items, batched_headers, batched_items"),
+    ("merge-neg.json", "the aggregate's by_dir: a Sums record's messages is "
+                       "-1000000000000000000000000000000, not a non-negative int"),
 ])
 def test_merge_refuses_an_aggregate_it_did_not_write_in_one_line(name, words):
     """A report whose sums are missing, unknown, not numbers or negative is refused (exit 5,
@@ -612,7 +613,54 @@ def test_merge_refuses_a_string_among_all_of_a_records_sums(tmp_path):
     bad.write_text(json.dumps(rep))
     res = p2pc("merge", str(bad))
     assert res.returncode == 5 and res.stderr.splitlines() == [
-        f'p2pc: {bad}: a Sums record\'s messages is "7", not a non-negative int'], res.stderr
+        f'p2pc: {bad}: the aggregate\'s by_dir: a Sums record\'s messages is "7", not a non-negative int'], res.stderr
+
+
+def _set(path: list, value):
+    """An edit of a saved report: the aggregate field at `path` (map entries by index) set."""
+    def edit(fields: dict) -> None:
+        *where, last = path
+        node = fields
+        for p in where:
+            node = node[p]
+        node[last] = value
+    return edit
+
+
+# Each edit of a good report, and the field merge names: every one ended in a traceback, or
+# (warnings, the 1e300 second) was merged as if p2pc had written it.
+MERGE_EDITS = {
+    "a count of 10^400": (_set(["sizes", "map", 0, 1, 0], 10**400), "sizes"),
+    "bandwidth_bin a string": (_set(["bandwidth_bin"], "1"), "bandwidth_bin"),
+    "a bandwidth key not a second": (_set(["bandwidth", "map", 0, 0, 0], "noon"), "bandwidth"),
+    "a bandwidth second of 1e300": (_set(["bandwidth", "map", 0, 0, 0], 1e300), "bandwidth"),
+    "a conformance value not [failures, frame]": (_set(["conformance"], {"map": [[["f", "p2pc.spec.x"], "7"]]}),
+                                                  "conformance"),
+    "files a number": (_set(["files"], 3), "files"),
+    "a size key past the ranges": (_set(["sizes", "map", 0, 0, 2], 99), "sizes"),
+    "a short size list": (_set(["sizes", "map", 0, 1], [1, 2]), "sizes"),
+    "a count where a record belongs": (_set(["by_dir", "map", 0, 1, "map", 0, 1], 5), "by_dir"),
+    "warnings a string": (_set(["warnings"], "abc"), "warnings"),
+}
+
+
+@pytest.mark.parametrize("edit", list(MERGE_EDITS))
+def test_merge_validates_every_field_of_a_report(tmp_path, edit):
+    """A report p2pc did not write, in any field, is one line and exit 5: huge numbers, wrong
+    types, malformed keys, short lists, a count for a record, text for a list of texts."""
+    rep = json.loads((REPRO / "merge-neg.json").read_text())
+    fields = rep["aggregate"]["fields"]
+    fields["by_dir"]["map"][0][1]["map"][0][1]["fields"]["messages"] = 2
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(rep))
+    assert p2pc("merge", str(good)).returncode == 0
+    change, field = MERGE_EDITS[edit]
+    change(fields)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(rep))
+    res = p2pc("merge", str(good), str(bad))
+    assert res.returncode == 5 and not res.stdout, res.stderr
+    assert len(res.stderr.splitlines()) == 1 and res.stderr.startswith(f"p2pc: {bad}: the aggregate's {field}: ")
 
 
 def test_whatif_of_a_missing_capture_is_one_line():
