@@ -588,10 +588,11 @@ def test_libp2p_layers_nest_only_as_deep_as_p2pc_decodes(tshark):
 # ---- saved reports and captures the CLI is handed ----
 @pytest.mark.parametrize("name, words", [
     ("merge-nofields.json", "the aggregate has no fields"),
-    ("merge-extra-field.json", "a Sums record has the unknown field bogus_field"),
-    ("merge-sums-str.json", "a Sums record lacks wire, header, payload, raw, items, batched_headers, "
-                            "batched_items"),
-    ("merge-neg.json", "a Sums record's messages is -1000000000000000000000000000000, not a non-negative int"),
+    ("merge-extra-field.json", "the aggregate's by_dir: a Sums record has the unknown field bogus_field"),
+    ("merge-sums-str.json", "the aggregate's by_dir: a Sums record lacks wire, header, payload, raw, "
+                            "items, batched_headers, batched_items"),
+    ("merge-neg.json", "the aggregate's by_dir: a Sums record's messages is "
+                       "-1000000000000000000000000000000, not a non-negative int"),
 ])
 def test_merge_refuses_an_aggregate_it_did_not_write_in_one_line(name, words):
     """A report whose sums are missing, unknown, not numbers or negative is refused (exit 5,
@@ -612,7 +613,54 @@ def test_merge_refuses_a_string_among_all_of_a_records_sums(tmp_path):
     bad.write_text(json.dumps(rep))
     res = p2pc("merge", str(bad))
     assert res.returncode == 5 and res.stderr.splitlines() == [
-        f'p2pc: {bad}: a Sums record\'s messages is "7", not a non-negative int'], res.stderr
+        f'p2pc: {bad}: the aggregate\'s by_dir: a Sums record\'s messages is "7", not a non-negative int'], res.stderr
+
+
+def _set(path: list, value):
+    """An edit of a saved report: the aggregate field at `path` (map entries by index) set."""
+    def edit(fields: dict) -> None:
+        *where, last = path
+        node = fields
+        for p in where:
+            node = node[p]
+        node[last] = value
+    return edit
+
+
+# Each edit of a good report, and the field merge names: every one ended in a traceback, or
+# (warnings, the 1e300 second) was merged as if p2pc had written it.
+MERGE_EDITS = {
+    "a count of 10^400": (_set(["sizes", "map", 0, 1, 0], 10**400), "sizes"),
+    "bandwidth_bin a string": (_set(["bandwidth_bin"], "1"), "bandwidth_bin"),
+    "a bandwidth key not a second": (_set(["bandwidth", "map", 0, 0, 0], "noon"), "bandwidth"),
+    "a bandwidth second of 1e300": (_set(["bandwidth", "map", 0, 0, 0], 1e300), "bandwidth"),
+    "a conformance value not [failures, frame]": (_set(["conformance"], {"map": [[["f", "p2pc.spec.x"], "7"]]}),
+                                                  "conformance"),
+    "files a number": (_set(["files"], 3), "files"),
+    "a size key past the ranges": (_set(["sizes", "map", 0, 0, 2], 99), "sizes"),
+    "a short size list": (_set(["sizes", "map", 0, 1], [1, 2]), "sizes"),
+    "a count where a record belongs": (_set(["by_dir", "map", 0, 1, "map", 0, 1], 5), "by_dir"),
+    "warnings a string": (_set(["warnings"], "abc"), "warnings"),
+}
+
+
+@pytest.mark.parametrize("edit", list(MERGE_EDITS))
+def test_merge_validates_every_field_of_a_report(tmp_path, edit):
+    """A report p2pc did not write, in any field, is one line and exit 5: huge numbers, wrong
+    types, malformed keys, short lists, a count for a record, text for a list of texts."""
+    rep = json.loads((REPRO / "merge-neg.json").read_text())
+    fields = rep["aggregate"]["fields"]
+    fields["by_dir"]["map"][0][1]["map"][0][1]["fields"]["messages"] = 2
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(rep))
+    assert p2pc("merge", str(good)).returncode == 0
+    change, field = MERGE_EDITS[edit]
+    change(fields)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(rep))
+    res = p2pc("merge", str(good), str(bad))
+    assert res.returncode == 5 and not res.stdout, res.stderr
+    assert len(res.stderr.splitlines()) == 1 and res.stderr.startswith(f"p2pc: {bad}: the aggregate's {field}: ")
 
 
 def test_whatif_of_a_missing_capture_is_one_line():
@@ -920,3 +968,76 @@ def test_a_peer_id_longer_than_any_is_flagged_not_encoded(tshark, tmp_path):
     assert tshark.fields(long_cap, ["frame.number"], dfilter="libp2p_plaintext.peer_id_b58") == []
     shown = tshark.fields(good_cap, ["libp2p_plaintext.peer_id_b58"], dfilter="libp2p_plaintext.peer_id_b58")
     assert len(shown) == 1 and b58decode(shown[0][0]) == good
+
+
+# ---- one message with more tree items than gui.max_tree_items keeps its record ----
+# Wireshark throws past gui.max_tree_items (1,000,000) items in a frame's tree, which the records
+# tap always builds; the messages below draw a few times ITEMS items, so a small ITEMS takes the
+# same path as the issue's million-entry messages in a capture a test can make.
+ITEMS = ["-o", "gui.max_tree_items:10000"]
+
+
+def cut_and_counted(tshark, cap) -> list[dict]:
+    """The frame's tree is cut with p2pc.tree_cut, no "Dissector bug" anywhere, and the records
+    are those of the same capture dissected with Wireshark's default limit.  The records."""
+    res = tshark.run(["-n", "-V", "-r", tshark.ws.readable(cap), *ITEMS])
+    assert "Dissector bug" not in res.stdout + res.stderr
+    assert tshark.fields(cap, ["frame.number"], dfilter="p2pc.tree_cut", extra=ITEMS)
+    recs = tshark.records(cap, extra=ITEMS)
+    assert recs == tshark.records(cap)
+    return recs
+
+
+def test_a_wantlist_too_big_to_draw_is_counted_and_the_stream_goes_on(tshark, tmp_path):
+    """A Bitswap message of 5,000 wantlist entries (15,000 items), then 200 of one entry, on an
+    mplex stream: the big one is one record of 5,000 items with its bytes, and every later
+    message is decoded and counted (before: no record at all, the pipe kept the message and
+    threw again in every later frame)."""
+    from craft import MS, ms, mplex, pb_field, uvarint
+    cid = b"\x12\x20" + bytes(32)
+    entry = pb_field(1, 2, pb_field(1, 2, cid) + pb_field(2, 0, 1))
+    msgs = [pb_field(1, 2, entry * n) for n in [5000] + [1] * 200]
+    data = MS + ms("/ipfs/bitswap/1.2.0") + b"".join(uvarint(len(m)) + m for m in msgs)
+    a = mplex(1, 0, b"s") + b"".join(mplex(1, 2, data[i:i + 60000]) for i in range(0, len(data), 60000))
+    cap = tmp_path / "bitswap-wantlist.pcap"
+    tcp_pcap(cap, [("a", MS + ms("/mplex/6.7.0")), ("b", MS + ms("/mplex/6.7.0")), ("a", a)], syn="a", mss=16000)
+    recs = [r for r in cut_and_counted(tshark, cap) if r["proto"] == "bitswap"]
+    assert [(r["msg_type"], int(r["batch_count"]), int(r["payload_len"])) for r in recs] == \
+        [("wantlist", 5000, len(msgs[0]))] + [("wantlist", 1, len(msgs[1]))] * 200
+
+
+def test_an_rpc_of_subscriptions_too_many_to_draw_lets_the_attestations_after_it_count(tshark, tmp_path):
+    """A gossipsub RPC of 10,000 subscriptions (20,000 items), then 50 RPCs of one attestation
+    each: all 50 are counted with their bytes (before: none; `p2pc analyze` counted the one of
+    a later frame at most, with no warning)."""
+    from craft import MESHSUB, MS, TOPIC, gossip_rpc, mplex, ms, pb_field, snappy_block, uvarint
+    subs = pb_field(1, 2, pb_field(1, 0, 1) + pb_field(2, 2, TOPIC.encode())) * 10000
+    blocks = [snappy_block(bytes([i]) * 200) for i in range(50)]
+    att = "/eth2/6a95a1a9/beacon_attestation_1/ssz_snappy"
+    data = MS + ms(MESHSUB) + uvarint(len(subs)) + subs + b"".join(gossip_rpc(att, b) for b in blocks)
+    a = mplex(1, 0, b"s") + b"".join(mplex(1, 2, data[i:i + 60000]) for i in range(0, len(data), 60000))
+    cap = tmp_path / "gossip-subscriptions.pcap"
+    tcp_pcap(cap, [("a", MS + ms("/mplex/6.7.0")), ("b", MS + ms("/mplex/6.7.0")), ("a", a)], syn="a", mss=16000)
+    recs = cut_and_counted(tshark, cap)
+    assert [(r["msg_type"], int(r["payload_len"]), int(r["raw_len"])) for r in recs if r["proto"] == "eth2"] == \
+        [("gossip beacon_attestation", len(b), 200) for b in blocks]
+
+
+def test_a_cblock_of_transactions_too_many_to_draw_is_one_whole_record(tshark, tmp_path):
+    """A BUIP017 cblock of 2,000 minimal transactions (the stock block parser draws some 30,000
+    items), then 100 pings: the cblock is one record with its compressed and decompressed sizes,
+    and every ping counts (before: the block was one `undecoded` record, the pings lost)."""
+    import craft
+    btc = craft._btc()
+    tx = (struct.pack("<I", 1) + b"\x01" + bytes(36) + b"\x00" + b"\xff" * 4 +
+          b"\x01" + struct.pack("<Q", 0) + b"\x00" + bytes(4))
+    block = bytes(80) + btc.varint(2000) + tx * 2000
+    packed = btc.lzo1x_999(block)
+    pings = [btc.message("ping", struct.pack("<Q", i)) for i in range(100)]
+    cap = tmp_path / "cblock.pcap"
+    tcp_pcap(cap, craft.btc_session(btc.NODE_COMPRESS, [btc.message("cblock", packed)] + pings),
+             (40001, 8333), syn="a", mss=16000)
+    recs = cut_and_counted(tshark, cap)
+    assert [(r["msg_type"], r["codec"], int(r["payload_len"]), int(r["raw_len"])) for r in recs
+            if r["msg_type"] == "cblock"] == [("cblock", "lzo1x", len(packed), len(block))]
+    assert sum(r["msg_type"] == "ping" for r in recs) == 100

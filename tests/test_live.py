@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import struct
 import subprocess
 import sys
@@ -282,6 +283,7 @@ def test_live_interval_reports_stream_before_the_end(netns, tmp_path):
     ("preference", 2, 'tshark: -o flag "nosuch.pref:1" specifies unknown preference'),
     ("display filter", 2, "Couldn't register p2pc,records tap"),
     ("write", 2, "cannot write /nonexistent/live.pcapng"),
+    ("output", 2, "cannot write /nonexistent/live.json"),     # before: found at the first report
     ("full device", 13, "cannot write /dev/full: No space left on device: the capture stopped; "
                         "the file holds its first 0 bytes, whole packets"),
 ])
@@ -297,6 +299,7 @@ def test_live_errors_are_one_line_with_their_own_exit_code(netns, case, code, wo
            "preference": [*live, "-i", "vb", "-o", "nosuch.pref:1"],
            "display filter": [*live, "-i", "vb", "-Y", "tcp.port=1"],
            "write": [*live, "-i", "vb", "-w", "/nonexistent/live.pcapng"],
+           "output": [*live, "-i", "vb", "--output", "/nonexistent/live.json"],
            "full device": [*live, "-i", "vb", "-w", "/dev/full"]}[case]
     res = in_ns(netns, *cmd, env=env, timeout=120)
     assert res.returncode == code, res.stderr
@@ -358,6 +361,30 @@ def test_a_full_disk_stops_live_with_the_report_of_the_packets_saved(netns, tmp_
 
 
 @needs_netns
+def test_a_report_that_cannot_be_written_is_a_warning_and_the_capture_goes_on(netns, tmp_path):
+    """--output on a full device: each report that cannot be written is a warning, and the
+    capture and its -w file go on (before: exit 2 at the first report, the capture stopped);
+    the last report's failure is the one error, exit 2.  The -w file is made 0600 under umask
+    022, as dumpcap's own -w makes it (before: 0644)."""
+    want = p2pc_report("analyze", str(BTC))["totals"]["messages"]
+    umask = os.umask(0o022)
+    try:
+        live = Live(netns, tmp_path, "--output", "/dev/full")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(live.pcap.stat().st_mode) == 0o600
+    time.sleep(2)                   # a report or two that cannot be written
+    live.replay(BTC)
+    time.sleep(2)
+    code, err = live.stop()
+    lines = err.splitlines()
+    warning = "p2pc live: warning: cannot write /dev/full: No space left on device: the capture goes on"
+    assert code == 2 and lines[-1] == "p2pc: cannot write /dev/full: No space left on device", err
+    assert warning in lines and set(lines[:-1]) <= {warning, "p2pc live: vb: no P2P messages yet"}, err
+    assert p2pc_report("analyze", str(live.pcap))["totals"]["messages"] == want
+
+
+@needs_netns
 @pytest.mark.parametrize("name, sig", [("dumpcap", signal.SIGKILL), ("tshark", signal.SIGSEGV)])
 def test_a_dead_dumpcap_or_tshark_ends_live_after_its_report(netns, tmp_path, name, sig):
     """dumpcap killed, or tshark crashing, mid-capture: live prints the report of what was
@@ -395,10 +422,10 @@ def block_offsets(data: bytes) -> list[int]:
 
 
 @needs_netns
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 @pytest.mark.parametrize("moment", [("tshark", "-G", "folders"), ("dumpcap",)], ids=["tshark -G", "dumpcap"])
 def test_a_signal_at_startup_stops_live(netns, tmp_path, sig, moment):
-    """^C or SIGTERM while live starts up (Wireshark's folders asked, dumpcap just started): the
+    """^C, SIGTERM or SIGHUP (before: p2pc killed, dumpcap left capturing) while live starts up (Wireshark's folders asked, dumpcap just started): the
     capture ends there, no process or temporary folder is left, and nothing P2P was captured:
     one line, exit 6."""
     env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import __version__
 from .output import ALL, FORMATS, SECTION_FORMATS, UnknownSection, escape, render
-from .errors import EXIT_CODES, Exit, InterfaceError, NoP2PTraffic, P2pcError, UsageError
+from .errors import EXIT_CODES, Exit, InterfaceError, NoP2PTraffic, OutputError, P2pcError, UsageError
 from .records import open_wireshark, read_capture
 from . import doctor, keys as keysource, private, tsharkopts
 from .whatif import CODEC_FIX, CODEC_NAMES, DEFAULT_THRESHOLDS, STRATEGIES
@@ -50,7 +50,7 @@ def emit(report: dict, args, warn: bool = True) -> None:
             with open(args.output, "w") as out:
                 out.writelines(pieces)
         except OSError as e:
-            raise UsageError(f"cannot write {args.output}: {e.strerror}") from None
+            raise OutputError(f"cannot write {args.output}: {e.strerror}") from None
     else:
         sys.stdout.writelines(pieces)
 
@@ -200,12 +200,14 @@ def cmd_live(args) -> int:
     stopping = threading.Event()
     cap = None
 
-    def on_signal(*_) -> None:      # ^C or SIGTERM, at any moment: the capture ends, not p2pc
+    def on_signal(*_) -> None:      # ^C, SIGTERM or SIGHUP, at any moment: the capture ends, not p2pc
         stopping.set()
         if cap:
             cap.stop()
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # SIGHUP too (the terminal or the SSH session gone): by default it killed p2pc with no report
+    # and left dumpcap, in a session of its own, capturing.
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     totals_ = LiveTotals()
     metrics = ws = None
     keys_done = threading.Event()       # ends the --keylog follower
@@ -221,6 +223,11 @@ def cmd_live(args) -> int:
         if args.by_peer:
             from .metrics import interface_addresses
             local = interface_addresses(args.interface) or None
+        if args.output:     # found now, not at the first report with the capture running
+            try:
+                open(args.output, "a").close()
+            except OSError as e:
+                raise OutputError(f"cannot write {args.output}: {e.strerror}") from None
         ws = open_wireshark(args.plugin)
         if args.keys_from:      # probed before the capture starts: no connection's keys are missed
             tracer = keysource.Tracer(args.keys_from, args.keylog,
@@ -267,7 +274,13 @@ def live_report(args, totals_, local: set[str] | None, final: bool) -> None:
         sys.stdout.write("\x1b[2J\x1b[H")
     # Warnings on stderr at the end, and at each refresh of a terminal's table (the screen is
     # cleared for it); between reports written elsewhere they would repeat every --interval.
-    emit(rep, args, warn=final or (sys.stdout.isatty() and args.format == "table" and not args.output))
+    try:
+        emit(rep, args, warn=final or (sys.stdout.isatty() and args.format == "table" and not args.output))
+    except OutputError as e:
+        if final:
+            raise
+        # A full disk for --output: the capture and its -w file go on; the next report may fit.
+        print(f"p2pc live: warning: {e}: the capture goes on", file=sys.stderr)
     sys.stdout.flush()
 
 

@@ -63,7 +63,7 @@ class TsharkOptionError(P2pcError):
 
 
 class OutputError(P2pcError):
-    """The -w file cannot be written (a usage error)."""
+    """A file p2pc was told to write (-w, --output) cannot be written (a usage error)."""
     exit_code = Exit.USAGE
 
 

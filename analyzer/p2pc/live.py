@@ -255,7 +255,9 @@ class LiveCapture:
         has read the capture's header), packets wait in the capture buffer (-B). Nothing is
         started once stop() was called."""
         try:
-            self._out = open(self.write, "wb", buffering=0) if self.write else None
+            # 0600, as dumpcap's own -w makes it: the packets are the operator's, not the machine's.
+            self._out = os.fdopen(os.open(self.write, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
+                                  "wb", buffering=0) if self.write else None
         except OSError as e:
             raise OutputError(f"cannot write {self.write}: {e.strerror}") from None
         if self.tap_filter:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .errors import ReportUnmergeable
-from .model import Aggregate, Sums
+from .model import SIZE_RANGES, Aggregate, Sums
 from .records import TcpDirection
 
 AGGREGATE_SCHEMA = "p2pc-aggregate/2"
@@ -25,8 +25,6 @@ AGGREGATE_SCHEMA = "p2pc-aggregate/2"
 AGGREGATE_SCHEMAS = ("p2pc-aggregate/1", AGGREGATE_SCHEMA)
 UNKNOWN_CODEC = "unknown"
 _RECORDS = {"Sums": Sums, "TcpDirection": TcpDirection}
-# The aggregate maps whose values are strings (an endpoint's peer ID); every other map counts.
-_TEXT_MAPS = {"peers"}
 
 
 def _aggregate_classes() -> dict:
@@ -74,62 +72,131 @@ class AggregateJSON:
         yield "}}"
 
 
-def _key(k):
-    return tuple(k) if isinstance(k, list) else k
-
-
-def _fill(target: dict, enc: dict, text: bool = False) -> None:
-    """Decode the map `enc` into `target`; its plain values are counts (text: strings)."""
-    for k, v in enc["map"]:
-        k = _key(k)
-        if isinstance(v, dict) and "map" in v:
-            _fill(target[k], v, text)       # a nested map: the target's default factory makes it
-        elif text:
-            if not isinstance(v, str):
-                raise ReportUnmergeable(f"a text in an aggregate is {json.dumps(v)[:40]}")
-            target[k] = v
-        else:
-            target[k] = _dec(v)
+# A sum p2pc keeps counts messages, bytes or seconds: a 64-bit count, as tshark's are.
+MAX_COUNT = 2**63 - 1
 
 
 def _count(v) -> bool:
-    """A tally's value: a whole number, never negative (a sum of message and byte counts)."""
-    return type(v) is int and v >= 0
+    """A tally's value: a whole number, never negative, within 64 bits."""
+    return type(v) is int and 0 <= v <= MAX_COUNT
+
+
+def _not_count(v) -> str:
+    """Why `v` is no count, for the one line merge prints."""
+    if type(v) is int and v > MAX_COUNT:
+        return "past any count p2pc writes (2^63)"
+    return "not a non-negative int"
+
+
+def _show(v) -> str:
+    return json.dumps(v)[:40]
+
+
+def _text(v) -> bool:
+    return isinstance(v, str)
+
+
+def _port(v) -> bool:
+    return type(v) is int and 0 <= v <= 65535
+
+
+def _size_range(v) -> bool:
+    return type(v) is int and 0 <= v < len(SIZE_RANGES)
+
+
+def _tuple(*checks):
+    """A key written as a list of len(checks) parts, each passing its check."""
+    return lambda k: isinstance(k, list) and len(k) == len(checks) and all(c(x) for c, x in zip(checks, k))
+
+
+def _list(check, lengths=None):
+    """A list of values passing `check`, of one of `lengths` (None: any length)."""
+    return ("list", check, lengths)
+
+
+# Each aggregate field as p2pc writes it: ("map", key check, value shape), a list, a record
+# type's name, or a check of a plain value.  A field not here is one this version does not keep.
+_DIRECTION = _tuple(_text, _count, _text, _port)        # (file, stream, src, srcport)
+_SHAPES = {
+    "by_dir": ("map", _DIRECTION, ("map", lambda k: _tuple(_text, _text, _text)(k) or _tuple(_text, _text)(k),
+                                   "Sums")),
+    "tcp": ("map", _DIRECTION, "TcpDirection"),
+    "sizes": ("map", _tuple(_text, _text, _size_range), _list(_count, (3,))),
+    "ratios": ("map", _tuple(_text, _text, _count), _count),
+    "bandwidth": ("map", _tuple(_count, _text), _count),                 # (bin start second, endpoints)
+    "bandwidth_bin": lambda v: _count(v) and v > 0 and v & (v - 1) == 0,  # seconds, a power of two
+    "span": _list(_count, (0, 2)),
+    "peers": ("map", _DIRECTION, _text),
+    "conformance": ("map", _tuple(_text, _text), _list(_count, (2,))),  # (file, check): [failures, frame]
+    "files": _list(_text),
+    "warnings": _list(_text),
+    "size_ratios": ("map", _tuple(_size_range, _count), _count),
+}
 
 
 # What each type a record's fields are declared with must be in the JSON (bool is not a number).
-_FIELD_CHECKS = {"int": _count, "str": lambda v: isinstance(v, str),
-                 "float": lambda v: type(v) in (int, float) and v >= 0}
+_FIELD_CHECKS = {"int": _count, "str": _text,
+                 "float": lambda v: type(v) in (int, float) and 0 <= v <= MAX_COUNT}
 
 
-def _dec(v):
-    if isinstance(v, dict) and "record" in v:
-        cls = _RECORDS.get(v["record"])
-        if cls is None:
-            raise ReportUnmergeable(f"unknown record type in an aggregate: {v['record']}")
-        fields = v.get("fields")
-        want = {f.name: f.type for f in dataclasses.fields(cls)}
-        if not isinstance(fields, dict):
-            raise ReportUnmergeable(f"a {v['record']} record has no fields")
-        extra, missing = sorted(set(fields) - set(want)), [f for f in want if f not in fields]
-        if extra or missing:
-            raise ReportUnmergeable(f"a {v['record']} record " + "; ".join(
-                [f"has the unknown field{'s' * (len(extra) > 1)} {', '.join(extra)}"] * bool(extra) +
-                [f"lacks {', '.join(missing)}"] * bool(missing)))
-        for name, x in fields.items():
-            if not _FIELD_CHECKS[want[name]](x):
-                raise ReportUnmergeable(f"a {v['record']} record's {name} is {json.dumps(x)[:40]}, "
-                                        f"not a{' non-negative' if want[name] != 'str' else ''} "
-                                        f"{want[name]}")
-        return cls(**fields)
-    if not (_count(v) or isinstance(v, list) and all(_count(x) for x in v)):
-        raise ReportUnmergeable(f"a tally in an aggregate is {json.dumps(v)[:40]}, not a count")
-    return v
+def _record(name: str, v):
+    cls = _RECORDS[name]
+    if not isinstance(v, dict) or v.get("record") != name:
+        raise ReportUnmergeable(f"{_show(v)} where a {name} record belongs")
+    fields = v.get("fields")
+    want = {f.name: f.type for f in dataclasses.fields(cls)}
+    if not isinstance(fields, dict):
+        raise ReportUnmergeable(f"a {name} record has no fields")
+    extra, missing = sorted(set(fields) - set(want)), [f for f in want if f not in fields]
+    if extra or missing:
+        raise ReportUnmergeable(f"a {name} record " + "; ".join(
+            [f"has the unknown field{'s' * (len(extra) > 1)} {', '.join(extra)}"] * bool(extra) +
+            [f"lacks {', '.join(missing)}"] * bool(missing)))
+    for field, x in fields.items():
+        if not _FIELD_CHECKS[want[field]](x):
+            why = "not a str" if want[field] == "str" else _not_count(x).replace(" int", f" {want[field]}")
+            raise ReportUnmergeable(f"a {name} record's {field} is {_show(x)}, {why}")
+    return cls(**fields)
+
+
+def _decode(shape, v, target=None):
+    """`v` as the aggregate holds it (maps filled into `target`, which makes nested maps with
+    its default factory), or ReportUnmergeable saying what in it p2pc does not write."""
+    if isinstance(shape, str):
+        return _record(shape, v)
+    if callable(shape):
+        if not shape(v):
+            raise ReportUnmergeable(f"{_show(v)}, " + (_not_count(v) if type(v) is int else "not as p2pc writes it"))
+        return v
+    if shape[0] == "list":
+        _, check, lengths = shape
+        if not isinstance(v, list) or lengths is not None and len(v) not in lengths:
+            many = " or ".join(map(str, lengths)) + " " if lengths else ""
+            raise ReportUnmergeable(f"{_show(v)}, not a list of {many}values")
+        for x in v:
+            _decode(check, x)
+        return list(v)
+    _, key_ok, value_shape = shape
+    if not isinstance(v, dict) or set(v) != {"map"} or not isinstance(v["map"], list):
+        raise ReportUnmergeable(f"{_show(v)}, not a map")
+    for entry in v["map"]:
+        if not isinstance(entry, list) or len(entry) != 2:
+            raise ReportUnmergeable(f"a map entry {_show(entry)}, not a [key, value] pair")
+        k, x = entry
+        if not key_ok(k):
+            raise ReportUnmergeable(f"a key {_show(k)}, not as p2pc writes it")
+        k = tuple(k) if isinstance(k, list) else k
+        if isinstance(value_shape, tuple) and value_shape[0] == "map":
+            _decode(value_shape, x, target[k])
+        else:
+            target[k] = _decode(value_shape, x)
+    return target
 
 
 def aggregate_from_json(d: dict) -> Aggregate:
-    """The Aggregate `d` encodes; ReportUnmergeable for anything but the sums this version
-    writes (a field missing or unknown, a sum that is not a non-negative whole number)."""
+    """The Aggregate `d` encodes; ReportUnmergeable for anything but what this version writes
+    (a field missing or unknown, a sum that is not a non-negative 64-bit whole number, a key, a
+    list or a record not shaped as written)."""
     if not isinstance(d, dict) or d.get("schema") not in AGGREGATE_SCHEMAS:
         raise ReportUnmergeable("not a p2pc aggregate")
     if not isinstance(d.get("fields"), dict):
@@ -138,17 +205,16 @@ def aggregate_from_json(d: dict) -> Aggregate:
     cls = classes.get(d.get("class"), Aggregate)
     agg = cls()
     names = {f.name for f in dataclasses.fields(agg)}
-    try:
-        for name, v in d["fields"].items():
-            if name not in names:
-                continue        # a tally this version does not keep
-            cur = getattr(agg, name)
-            if isinstance(cur, dict):
-                _fill(cur, v, text=name in _TEXT_MAPS)
-            else:
-                setattr(agg, name, list(v) if isinstance(v, list) else v)
-    except (TypeError, ValueError, KeyError, AttributeError) as e:   # a map not shaped as written
-        raise ReportUnmergeable(f"the aggregate's {name} is not as p2pc writes it ({type(e).__name__}: {e})") from None
+    for name, v in d["fields"].items():
+        if name not in names or name not in _SHAPES:
+            continue        # a tally this version does not keep
+        cur = getattr(agg, name)
+        try:
+            decoded = _decode(_SHAPES[name], v, cur if isinstance(cur, dict) else None)
+        except ReportUnmergeable as e:
+            raise ReportUnmergeable(f"the aggregate's {name}: {e}") from None
+        if not isinstance(cur, dict):
+            setattr(agg, name, decoded)
     if d["schema"] != AGGREGATE_SCHEMA:
         for types in agg.by_dir.values():
             for k in [k for k in types if len(k) == 2]:

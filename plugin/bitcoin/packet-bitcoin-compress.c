@@ -44,6 +44,7 @@
 #include "core/record.h"
 #include "core/retrans.h"
 #include "core/spec.h"
+#include "core/tree-room.h"
 #include "bitcoin/bip324.h"
 
 #include <epan/conversation.h>
@@ -367,20 +368,27 @@ txid_display(tvbuff_t *tvb, const tx_span_t *tx, wmem_allocator_t *scope)
     return hash_to_display(scope, h);
 }
 
-/* Call a stock handler; a malformed-packet exception in it stays inside its own subtree. */
+/* Call a stock handler, drawing where its items (fewer than its bytes) fit in the frame's
+ * tree; a malformed-packet exception in it, or a DissectorError, stays inside its own subtree. */
 static void
 call_stock(dissector_handle_t handle, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
+    proto_tree *room = p2pc_tree_room(tree, pinfo, tvb, tvb_captured_length(tvb));
+
     if (!handle)
         return;
     TRY {
-        call_dissector(handle, tvb, pinfo, tree);
+        call_dissector(handle, tvb, pinfo, room);
     }
-    CATCH_NONFATAL_ERRORS {
-        show_exception(tvb, pinfo, tree, EXCEPT_CODE, GET_MESSAGE);
+    CATCH_BOUNDS_AND_DISSECTOR_ERRORS {
+        show_exception(tvb, pinfo, room, EXCEPT_CODE, GET_MESSAGE);
     }
     ENDTRY;
 }
+
+/* The items dissect_tx_sequence() draws for a transaction besides the stock parser's (which
+ * call_stock() makes room for). */
+#define TX_ITEMS 8
 
 /* Walk tx || tx || ... in tvb[start, end).  Returns the number of whole transactions; shows
  * each as its own item (index, offset, length, txid) and, for batches, hands it to the stock
@@ -400,12 +408,14 @@ dissect_tx_sequence(tvbuff_t *tvb, guint start, guint end, guint64 expected, pac
     }
     while (off < end && (expected == 0 || count < expected)) {
         tx_span_t tx;
+        proto_tree *room;
         if (!walk_tx(tvb, off, end, &tx))
             break;
-        if (tree) {
+        room = p2pc_tree_room(txs_tree, pinfo, tvb, TX_ITEMS);
+        if (room) {
             proto_item *ti;
             proto_tree *tt;
-            ti = proto_tree_add_item(txs_tree, hf_btcc_tx, tvb, tx.offset, tx.length, ENC_NA);
+            ti = proto_tree_add_item(room, hf_btcc_tx, tvb, tx.offset, tx.length, ENC_NA);
             proto_item_append_text(ti, " #%u%s", count, tx.segwit ? " (segwit)" : "");
             tt = proto_item_add_subtree(ti, ett_btcc_tx);
             proto_item_set_generated(proto_tree_add_uint(tt, hf_btcc_tx_index, tvb, tx.offset, tx.length, count));
@@ -847,6 +857,9 @@ get_btcc_pdu_len(packet_info *pinfo, tvbuff_t *tvb, int offset, void *data)
     return btc_header_len(pinfo, tvb, offset) + tvb_get_letohl(tvb, offset + 16);
 }
 
+/* The items a message draws besides its lists of transactions (which ask for their own). */
+#define MSG_ITEMS 64
+
 static int
 dissect_btcc_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
@@ -862,7 +875,8 @@ dissect_btcc_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
     p2pc_record_t rec;
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "Bitcoin");
-    ti = proto_tree_add_item(tree, proto_bitcoin, tvb, 0, -1, ENC_NA);
+    /* A frame of thousands of messages draws as many as fit and counts them all. */
+    ti = proto_tree_add_item(p2pc_tree_room(tree, pinfo, tvb, MSG_ITEMS), proto_bitcoin, tvb, 0, -1, ENC_NA);
     btree = proto_item_add_subtree(ti, ett_btcc_bitcoin);
     proto_tree_add_item(btree, hf_bitcoin_magic, tvb, 0, 4, ENC_BIG_ENDIAN);
     proto_tree_add_item_ret_string(btree, hf_bitcoin_command, tvb, 4, 12, ENC_ASCII | ENC_NA,
@@ -897,11 +911,12 @@ dissect_btcc_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
     rec.raw_len = payload_len;
     rec.wire_len = hdr_len + (guint64)payload_len;
     handle = dissector_get_string_handle(bitcoin_command_table, (const char *)command);
+    /* Whatever Wireshark throws in the command's handler, the message keeps its record. */
     if (handle) {
         TRY {
             call_dissector_only(handle, payload, pinfo, btree, &rec);
         }
-        CATCH_NONFATAL_ERRORS {
+        CATCH_BOUNDS_AND_DISSECTOR_ERRORS {
             show_exception(payload, pinfo, btree, EXCEPT_CODE, GET_MESSAGE);
         }
         ENDTRY;

@@ -19,6 +19,7 @@ typedef enum {
     P2PC_KEY_SEGMENT,           /* segment.c: the frame's TCP segment */
     P2PC_KEY_BUDGET_SPENT,      /* prefs.c: decompressed bytes charged to the capture's budget */
     P2PC_KEY_NOTED,             /* ledger.c: the ledger that noted the frame */
+    P2PC_KEY_TREE_CUT,          /* tree-room.c: p2pc.tree_cut is in the tree */
     /* Every dissection of the frame (file scope). */
     P2PC_KEY_DIFFERS,           /* retrans.c: a retransmission that differs */
     P2PC_KEY_EVENTS,            /* holes.c: undecoded bytes and holes shown in the frame */

@@ -6,7 +6,8 @@
  * headers (segment.c), the TCP ledger and its p2pc.hole (ledger.c), the count of bytes lost
  * to holes in the capture (holes.c), the
  * conformance checks (spec.c), the note on a message type its protocol does not define
- * (msgtype.c) and the one on a compressed payload larger than its output (payload.c).  No
+ * (msgtype.c), the one on a compressed payload larger than its output (payload.c) and the one
+ * on a frame whose tree reached gui.max_tree_items (tree-room.c).  No
  * part calls another to register.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -21,6 +22,7 @@
 #include "core/retrans.h"
 #include "core/segment.h"
 #include "core/spec.h"
+#include "core/tree-room.h"
 
 void proto_register_p2pc(void);
 
@@ -40,4 +42,5 @@ proto_register_p2pc(void)
     p2pc_spec_register(proto);
     p2pc_msg_type_register(proto);
     p2pc_payload_register(proto);
+    p2pc_tree_room_register(proto);
 }

@@ -9,6 +9,7 @@
  */
 #include "core/record.h"
 #include "core/prefs.h"
+#include "core/tree-room.h"
 
 #include <epan/exceptions.h>
 #include <epan/expert.h>
@@ -332,6 +333,8 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
         wmem_array_append_one(h->recs, r);
         return NULL;
     }
+    /* Its fields fit in the frame's tree, or the record is counted without them. */
+    tree = p2pc_tree_room(tree, pinfo, tvb, 16);
     if (tree) {
         proto_tree *st;
         gint64 saved = (gint64)rec->raw_len - (gint64)rec->payload_len;

@@ -29,6 +29,7 @@
 #include "core/msgtype.h"
 #include "core/prefs.h"
 #include "core/spec.h"
+#include "core/tree-room.h"
 #include "libp2p/engine.h"
 #include "core/record.h"
 
@@ -368,10 +369,10 @@ dissect_ssz(tvbuff_t *ssz, packet_info *pinfo, proto_tree *tree, const char *met
         proto_tree_add_item(t, hf_eth2_start_slot, ssz, 0, 8, ENC_LITTLE_ENDIAN);
         proto_tree_add_item(t, hf_eth2_count, ssz, 8, 8, ENC_LITTLE_ENDIAN);
         for (guint64 off = cols; off >= 20 && off + 8 <= len; off += 8)
-            proto_tree_add_item(t, hf_eth2_column, ssz, (gint)off, 8, ENC_LITTLE_ENDIAN);
+            proto_tree_add_item(p2pc_tree_room(t, pinfo, ssz, 1), hf_eth2_column, ssz, (gint)off, 8, ENC_LITTLE_ENDIAN);
     } else if (g_str_has_prefix(method, "beacon_blocks_by_root/") && request) {
         for (guint off = 0; off + 32 <= len; off += 32)
-            proto_tree_add_item(t, hf_eth2_root, ssz, off, 32, ENC_NA);
+            proto_tree_add_item(p2pc_tree_room(t, pinfo, ssz, 1), hf_eth2_root, ssz, off, 32, ENC_NA);
     } else if (g_str_has_prefix(method, "beacon_blocks_by_") && !request) {
         dissect_signed_block(ssz, t);
     }
@@ -788,6 +789,12 @@ rpc_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
 #define GS_EXT_PARTIAL 10               /* ControlExtensions.partialMessages, RPC.partial */
 #define GS_EXT_TEST 6492434             /* ControlExtensions.testExtension, RPC.testExtension */
 
+/* The most items one SubOpts (SUB_ITEMS) and one published Message (MSG_ITEMS, its SSZ block
+ * included) draw: each asks p2pc_tree_room() for them, so an RPC of a million subscriptions or
+ * messages is counted whole and drawn as far as gui.max_tree_items goes. */
+#define SUB_ITEMS 8
+#define MSG_ITEMS 256
+
 /* ControlExtensions { optional bool partialMessages = 10; optional bool testExtension = 6492434 }:
  * each extension the sender supports, and any other field number (peers ignore those). */
 static void
@@ -866,22 +873,24 @@ gossipsub_rpc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *p
         if (f.number == 1) {            /* SubOpts { subscribe = 1; topicid = 2; requestsPartial = 3;
                                          * supportsSendingPartial = 4 } */
             int so = f.start;
+            proto_tree *st = p2pc_tree_room(t, pinfo, tvb, SUB_ITEMS);
             while (p2pc_pb_next(tvb, &so, f.start + f.len, &sub)) {
                 if (sub.number == 1 && sub.wire_type == 0) {
-                    proto_tree_add_boolean(t, hf_gs_subscribe, tvb, f.start, f.len, sub.value != 0);
+                    proto_tree_add_boolean(st, hf_gs_subscribe, tvb, f.start, f.len, sub.value != 0);
                     if (sub.value)
                         subs++;
                     else
                         unsubs++;
                 } else if (sub.number == 2 && sub.wire_type == 2) {
-                    proto_tree_add_item(t, hf_gs_topic, tvb, sub.start, sub.len, ENC_UTF_8);
+                    proto_tree_add_item(st, hf_gs_topic, tvb, sub.start, sub.len, ENC_UTF_8);
                 } else if ((sub.number == 3 || sub.number == 4) && sub.wire_type == 0) {
-                    proto_tree_add_boolean(t, sub.number == 3 ? hf_gs_requests_partial : hf_gs_supports_partial,
+                    proto_tree_add_boolean(st, sub.number == 3 ? hf_gs_requests_partial : hf_gs_supports_partial,
                                            tvb, f.start, f.len, sub.value != 0);
                 }
             }
         } else if (f.number == 2) {     /* Message */
-            gossip_message(tvb, pinfo, t, f.start, f.len, len - msg_bytes + pdu->overhead, nmsgs, pipe, pdu);
+            gossip_message(tvb, pinfo, p2pc_tree_room(t, pinfo, tvb, MSG_ITEMS), f.start, f.len,
+                           len - msg_bytes + pdu->overhead, nmsgs, pipe, pdu);
         } else if (f.number == 3) {     /* ControlMessage */
             static const char *const names[] = { "IHAVE", "IWANT", "GRAFT", "PRUNE", "IDONTWANT" };
             static int *const counts[] = { &hf_gs_ihave, &hf_gs_iwant, &hf_gs_graft, &hf_gs_prune, &hf_gs_idontwant };

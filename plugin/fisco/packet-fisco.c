@@ -40,6 +40,7 @@
 #include "core/record.h"
 #include "core/retrans.h"
 #include "core/spec.h"
+#include "core/tree-room.h"
 #include "fisco/fisco3.h"
 
 #include <epan/conversation.h>
@@ -365,7 +366,7 @@ rlp_add_uint(proto_tree *tree, int hf, tvbuff_t *tvb, const rlp_item_t *it)
 /* ---- payload decoders: each returns the message-type name ---- */
 
 static const char *
-dissect_topic(tvbuff_t *tvb, proto_tree *tree, guint ptype)
+dissect_topic(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint ptype)
 {
     guint len = tvb_captured_length(tvb);
     if (len) {
@@ -378,8 +379,9 @@ dissect_topic(tvbuff_t *tvb, proto_tree *tree, guint ptype)
             guint end = tab < 0 ? len : (guint)tab;
             if (i == 0)
                 proto_tree_add_item(tree, hf_fisco_topic_seq, tvb, p, end - p, ENC_ASCII);
-            else if (end > p)
-                proto_tree_add_item(tree, hf_fisco_topic_name, tvb, p, end - p, ENC_ASCII);
+            else if (end > p)       /* a topic a tab: as many as fit in the frame's tree */
+                proto_tree_add_item(p2pc_tree_room(tree, pinfo, tvb, 1), hf_fisco_topic_name, tvb, p, end - p,
+                                    ENC_ASCII);
             if (tab < 0)
                 break;
             p = end + 1;
@@ -461,7 +463,7 @@ dissect_raft(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *ti
  * start of the tx bytes, then the txs; host byte order, which is little-endian on every
  * platform FISCO ships for.  Returns txNum, or -1 when the offsets do not hold together. */
 static gint64
-dissect_txs_parallel(tvbuff_t *tvb, proto_tree *tree, guint off, guint len)
+dissect_txs_parallel(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint off, guint len)
 {
     guint32 n, prev = 0, cur;
     guint64 objects;
@@ -483,7 +485,8 @@ dissect_txs_parallel(tvbuff_t *tvb, proto_tree *tree, guint off, guint len)
     prev = 0;
     for (guint32 i = 1; i <= n; i++) {
         cur = tvb_get_letohl(tvb, off + 4 + 4 * i);
-        proto_tree_add_item(tt, hf_fisco_sync_tx, tvb, off + (guint)objects + prev, cur - prev, ENC_NA);
+        proto_tree_add_item(p2pc_tree_room(tt, pinfo, tvb, 1), hf_fisco_sync_tx, tvb, off + (guint)objects + prev,
+                            cur - prev, ENC_NA);
         prev = cur;
     }
     return n;
@@ -515,7 +518,7 @@ dissect_blocksync(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_ite
     case SYNC_TRANSACTIONS:
         /* rc2+: list[ string(TxsParallelParser bytes) [, consIndex] ]; rc1: list[ tx... ]. */
         if (n >= 1 && !first.is_list)
-            txs = dissect_txs_parallel(tvb, tree, RLP_BODY(&first), first.len);
+            txs = dissect_txs_parallel(tvb, pinfo, tree, RLP_BODY(&first), first.len);
         else if (n >= 1)
             txs = n;
         if (txs < 0) {
@@ -872,7 +875,7 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
      * none FISCO defines, or the payload does not say (core/msgtype.h). */
     if (mod_name && raw) {
         switch (module) {
-        case MOD_TOPIC:     type_name = dissect_topic(raw, pt, ptype); break;
+        case MOD_TOPIC:     type_name = dissect_topic(raw, pinfo, pt, ptype); break;
         case MOD_AMOP:      type_name = dissect_amop(raw, pinfo, pt, ti, ptype); break;
         case MOD_PBFT:      type_name = dissect_pbft(raw, pinfo, pt, ti); break;
         case MOD_RAFT:      type_name = dissect_raft(raw, pinfo, pt, ti); break;

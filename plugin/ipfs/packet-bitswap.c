@@ -23,6 +23,7 @@
 #include "core/p2pc-compat.h"
 #include "core/cid.h"
 #include "core/record.h"
+#include "core/tree-room.h"
 #include "libp2p/engine.h"
 
 #include <epan/expert.h>
@@ -96,6 +97,12 @@ static const char *const msg_types[] = {
     "empty", "blocks", "wantlist", "blocks+wantlist", "presences", "blocks+presences",
     "wantlist+presences", "blocks+wantlist+presences",
 };
+
+/* The most items an entry or a presence (ENTRY_ITEMS) and a block (BLOCK_ITEMS) draw, expert
+ * items included: each asks p2pc_tree_room() for them, so a message of a million entries is
+ * counted whole and drawn as far as gui.max_tree_items goes. */
+#define ENTRY_ITEMS 12
+#define BLOCK_ITEMS 16
 
 /* What a message carries, counted as it is drawn. */
 typedef struct {
@@ -171,7 +178,7 @@ draw_wantlist(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, in
 
     while (p2pc_pb_next(tvb, &off, end, &f)) {
         if (f.number == 1 && f.wire_type == 2) {
-            draw_entry(tvb, pinfo, t, f.start, f.start + f.len);
+            draw_entry(tvb, pinfo, p2pc_tree_room(t, pinfo, tvb, ENTRY_ITEMS), f.start, f.start + f.len);
             n->entries++;
         } else if (f.number == 2 && f.wire_type == 0) {
             proto_tree_add_boolean(t, hf_bs_full, tvb, at, off - at, f.value != 0);
@@ -316,13 +323,14 @@ draw_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const l2p_pipe
         if (f.number == 1 && f.wire_type == 2) {
             draw_wantlist(tvb, pinfo, t, f.start, f.start + f.len, &count);
         } else if (f.number == 2 && f.wire_type == 2) {
-            draw_block(tvb, pinfo, t, f.start, f.start + f.len, -1, 0, f.start, f.len);
+            draw_block(tvb, pinfo, p2pc_tree_room(t, pinfo, tvb, BLOCK_ITEMS), f.start, f.start + f.len, -1, 0,
+                       f.start, f.len);
             count.blocks++;
         } else if (f.number == 3 && f.wire_type == 2) {
-            draw_payload(tvb, pinfo, t, f.start, f.start + f.len);
+            draw_payload(tvb, pinfo, p2pc_tree_room(t, pinfo, tvb, BLOCK_ITEMS), f.start, f.start + f.len);
             count.blocks++;
         } else if (f.number == 4 && f.wire_type == 2) {
-            draw_presence(tvb, pinfo, t, f.start, f.start + f.len);
+            draw_presence(tvb, pinfo, p2pc_tree_room(t, pinfo, tvb, ENTRY_ITEMS), f.start, f.start + f.len);
             count.presences++;
         } else if (f.number == 5 && f.wire_type == 0) {
             proto_tree_add_int(t, hf_bs_pending_bytes, tvb, at, off - at, (gint32)f.value);

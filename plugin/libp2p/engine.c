@@ -15,6 +15,7 @@
 #include "libp2p/engine.h"
 #include "core/prefs.h"
 #include "core/record.h"
+#include "core/tree-room.h"
 
 #include <epan/exceptions.h>
 #include <epan/expert.h>
@@ -54,6 +55,9 @@ l2p_pipe_new(p2pc_conn_t *conn, dissector_handle_t handle, int dir)
     p->protocol = "";
     return p;
 }
+
+/* The items a PDU draws besides its lists (header fields, expert items, its record). */
+#define PDU_ITEMS 64
 
 static expert_field ei_role_unknown = EI_INIT;
 static expert_field ei_depth = EI_INIT;
@@ -542,7 +546,9 @@ run_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, i
     l2p_pdu_t *volatile pdu = i == 0 ? &it->pdu : &later;
     drawn_t *d = frame_drawn(pinfo);
     volatile gboolean keep = kept(tvb, pinfo, tree, d);
-    proto_tree *volatile pt_tree = keep ? tree : NULL;
+    /* A PDU's own items (its header, its record) fit, or it is not drawn: its lists ask
+     * p2pc_tree_room() item by item. */
+    proto_tree *volatile pt_tree = keep ? p2pc_tree_room(tree, pinfo, tvb, PDU_ITEMS) : NULL;
     GSList *volatile sources = keep ? NULL : sources_tail(pinfo, d);
     tvbuff_t *volatile pt = pdu_tvb(tvb, pinfo, pipe, it, i, keep);
     /* The PDU's bytes end k bytes before the call's: so does its unit, when the bytes of the
@@ -555,11 +561,13 @@ run_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, i
         p2pc_unit_set(pinfo, u);
     }
 
-    /* One PDU's exception must not stop the PDUs after it, nor the pipe's bookkeeping. */
+    /* One PDU's exception must not stop the PDUs after it, nor the pipe's bookkeeping: a
+     * DissectorError too (the one Wireshark throws past gui.max_tree_items, among others),
+     * which left uncaught kept the PDU in the pipe to throw again in every later frame. */
     TRY {
         pdu_fn(pt, pinfo, pt_tree, pipe, pdu);
     }
-    CATCH_NONFATAL_ERRORS {
+    CATCH_BOUNDS_AND_DISSECTOR_ERRORS {
         show_exception(keep ? pt : tvb, pinfo, pt_tree, EXCEPT_CODE, GET_MESSAGE);
     }
     FINALLY {
