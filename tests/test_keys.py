@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CAPTURES, REPO, truth_sent
+from conftest import CAPTURES, REPO, built_plugin, truth_sent
 
 sys.path.insert(0, str(CAPTURES / "gen"))
 from golib import WORK, go_build, listener_addr  # noqa: E402
@@ -270,3 +270,46 @@ def test_sigterm_writes_what_is_in_flight_and_detaches(helper, peers, tmp_path):
         finally:
             p.kill()
     assert rest.strip() == f"p2pc keys: stopped (terminated): 0 TLS and 0 Noise key lines written to {tmp_path / 'k'}"
+
+
+def test_live_keys_from_decodes_a_running_node_as_it_runs(helper, peers, tmp_path):
+    """`p2pc live --keys-from PID` on node A's interface: p2pc keys is attached to the running
+    dialer before the capture starts, its keys reach tshark while it captures, and the final
+    report counts every eth2 message both peers say they sent, none encrypted."""
+    exe = peers("v0.39.1")
+    idfile, report = tmp_path / "listener.id", tmp_path / "live.json"
+    truths = {side: tmp_path / f"{side}.truth.json" for side in ("dialer", "listener")}
+    common = ["-blocks", str(BLOCKS), "-gossip", "0", "-session", "short", "-security", "noise"]
+    with EmulatedLink(delay_ms=5, rate_kbit=None) as link:
+        lp = link.popen("b", [str(exe), "-role", "listen", *common, "-idfile", str(idfile), "-seed", "2",
+                              "-listen", f"/ip4/0.0.0.0/tcp/{PORT}", "-truth", str(truths["listener"])])
+        addr = listener_addr(idfile, link.addr_b)
+        dp = link.popen("a", [str(exe), "-role", "dial", *common, "-peer", addr, "-seed", "1", "-wait-stdin",
+                              "-truth", str(truths["dialer"])], stdin=subprocess.PIPE, text=True)
+        running(dp.pid, exe)
+        live = link.popen("a", [sys.executable, "-m", "p2pc", "live", "-i", link.tap["a"], "--interval", "1",
+                                "-w", str(tmp_path / "live.pcapng"), "--format", "json", "--output", str(report),
+                                "--keys-from", str(dp.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True, env=dict(os.environ, P2PC_PLUGIN=str(built_plugin())))
+        first = live.stderr.readline()
+        assert first.startswith(f"p2pc live: keys: pid {dp.pid} (") and ": probing " in first, first
+        for _ in range(100):        # the -w file gets its first packet once dumpcap captures
+            link.run("b", ["ping", "-c", "1", "-W", "1", link.addr_a], check=False, capture_output=True)
+            if (tmp_path / "live.pcapng").exists() and (tmp_path / "live.pcapng").stat().st_size > 200:
+                break
+        dp.stdin.write("go\n")
+        dp.stdin.close()
+        assert dp.wait(60) == 0
+        lp.wait(30)
+        time.sleep(2)               # the last frames decoded, a report written
+        live.send_signal(signal.SIGINT)
+        err = live.communicate(timeout=120)[1]
+        assert live.returncode == 0, err
+    rows = {(r["proto"], r["msg_type"]): r["messages"] for r in json.loads(report.read_text())["rows"]}
+    want: dict[tuple[str, str], int] = {}
+    for side in ("dialer", "listener"):
+        for mtype, *_ in truth_sent(json.loads(truths[side].read_text())):
+            want[("eth2", mtype)] = want.get(("eth2", mtype), 0) + 1
+    assert {k: v for k, v in rows.items() if k[0] == "eth2"} == want != {}
+    assert not [k for k in rows if k[1].endswith("(encrypted)")]
+    assert "p2pc live: keys: stopped (terminated): 0 TLS and 2 Noise key lines written to " in err
