@@ -44,10 +44,10 @@ func load() (*probes, error) {
 		delete(spec.Programs, "multi_tls_key_log")
 		delete(spec.Programs, "multi_noise_read_message")
 		var single struct {
-			SingleTlsKeyLog         *ebpf.Program `ebpf:"single_tls_key_log"`
-			SingleNoiseReadMessage  *ebpf.Program `ebpf:"single_noise_read_message"`
-			Events                  *ebpf.Map     `ebpf:"events"`
-			Lost                    *ebpf.Map     `ebpf:"lost"`
+			SingleTlsKeyLog        *ebpf.Program `ebpf:"single_tls_key_log"`
+			SingleNoiseReadMessage *ebpf.Program `ebpf:"single_noise_read_message"`
+			Events                 *ebpf.Map     `ebpf:"events"`
+			Lost                   *ebpf.Map     `ebpf:"lost"`
 		}
 		if err2 := spec.LoadAndAssign(&single, nil); err2 != nil {
 			return nil, permission(err)
