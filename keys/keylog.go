@@ -55,10 +55,17 @@ func (k *keyLog) add(e *keysKeyEvent) error {
 	return nil
 }
 
+// seenMax bounds the lines remembered: past it they are forgotten, and a line seen again (a
+// node's static key, at its next connection) is written once more, which readers take as well.
+const seenMax = 1 << 16
+
 // line writes one line in one write(2), so that a reader following the file never sees half.
 func (k *keyLog) line(s string, count *int) error {
 	if k.seen[s] {
 		return nil
+	}
+	if len(k.seen) >= seenMax {
+		clear(k.seen)
 	}
 	k.seen[s] = true
 	*count++

@@ -55,6 +55,9 @@ func fail(format string, args ...any) int {
 }
 
 func run(pids []int, output string, duration time.Duration) int {
+	// From the start: a signal while attaching still ends in the orderly stop below.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	var targets []*target
 	for _, pid := range pids {
 		t, err := inspect(pid)
@@ -91,8 +94,6 @@ func run(pids []int, output string, duration time.Duration) int {
 	// The first of a signal, --duration and the processes' end stops the probes; the reading
 	// below then takes what is left in the ring buffer and ends at ErrFlushed.
 	reasons := make(chan string, 3)
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	go func() { reasons <- (<-sig).String() }()
 	if duration > 0 {
 		go func() { time.Sleep(duration); reasons <- "--duration" }()

@@ -42,22 +42,22 @@ func load() (*probes, error) {
 			return nil, specErr
 		}
 		delete(spec.Programs, "multi_tls_key_log")
-		delete(spec.Programs, "multi_noise_read_message")
+		delete(spec.Programs, "multi_noise_keys")
 		var single struct {
-			SingleTlsKeyLog        *ebpf.Program `ebpf:"single_tls_key_log"`
-			SingleNoiseReadMessage *ebpf.Program `ebpf:"single_noise_read_message"`
-			Events                 *ebpf.Map     `ebpf:"events"`
-			Lost                   *ebpf.Map     `ebpf:"lost"`
+			SingleTlsKeyLog *ebpf.Program `ebpf:"single_tls_key_log"`
+			SingleNoiseKeys *ebpf.Program `ebpf:"single_noise_keys"`
+			Events          *ebpf.Map     `ebpf:"events"`
+			Lost            *ebpf.Map     `ebpf:"lost"`
 		}
 		if err2 := spec.LoadAndAssign(&single, nil); err2 != nil {
 			return nil, permission(err)
 		}
 		p.objs.Events, p.objs.Lost = single.Events, single.Lost
-		p.objs.SingleTlsKeyLog, p.objs.SingleNoiseReadMessage = single.SingleTlsKeyLog, single.SingleNoiseReadMessage
-		p.progs = programs{single.SingleTlsKeyLog, single.SingleNoiseReadMessage, false}
+		p.objs.SingleTlsKeyLog, p.objs.SingleNoiseKeys = single.SingleTlsKeyLog, single.SingleNoiseKeys
+		p.progs = programs{single.SingleTlsKeyLog, single.SingleNoiseKeys, false}
 		return p, nil
 	}
-	p.progs = programs{p.objs.MultiTlsKeyLog, p.objs.MultiNoiseReadMessage, true}
+	p.progs = programs{p.objs.MultiTlsKeyLog, p.objs.MultiNoiseKeys, true}
 	return p, nil
 }
 
@@ -70,14 +70,14 @@ func (p *probes) attach(t *target) error {
 	var added []link.Link
 	for _, pt := range t.points {
 		prog := p.progs.tls
-		if pt.function == noiseFunc {
+		if pt.noise {
 			prog = p.progs.noise
 		}
 		l, err := p.attachOne(ex, prog, t.pid, pt)
 		if errors.Is(err, link.ErrNotSupported) && p.progs.multi {
 			// The programs loaded but the kernel has no multi-uprobe link: per-probe ones.
-			p.progs = programs{p.objs.SingleTlsKeyLog, p.objs.SingleNoiseReadMessage, false}
-			if pt.function == noiseFunc {
+			p.progs = programs{p.objs.SingleTlsKeyLog, p.objs.SingleNoiseKeys, false}
+			if pt.noise {
 				prog = p.progs.noise
 			} else {
 				prog = p.progs.tls

@@ -24,10 +24,13 @@ import (
 )
 
 const (
-	tlsFunc   = "crypto/tls.(*Config).writeKeyLog"
-	noiseFunc = "github.com/flynn/noise.(*HandshakeState).ReadMessage"
-	libp2pMod = "github.com/libp2p/go-libp2p"
-	noiseMod  = "github.com/flynn/noise"
+	tlsFunc = "crypto/tls.(*Config).writeKeyLog"
+	// The Noise state's functions probed (keys.bpf.c, noise_keys): MixHash gives the keys before
+	// the message carrying the ephemeral key leaves, ReadMessage where MixHash was inlined.
+	noiseMixHash     = "github.com/flynn/noise.(*symmetricState).MixHash"
+	noiseReadMessage = "github.com/flynn/noise.(*HandshakeState).ReadMessage"
+	libp2pMod        = "github.com/libp2p/go-libp2p"
+	noiseMod         = "github.com/flynn/noise"
 )
 
 // noiseLayouts: the offsets of HandshakeState.s.Private and .e.Private on 64-bit targets, by
@@ -51,6 +54,7 @@ type probePoint struct {
 	function string
 	offset   uint64
 	cookie   uint64
+	noise    bool
 }
 
 type target struct {
@@ -108,13 +112,21 @@ func inspect(pid int) (*target, error) {
 	}
 	if t.noise == "" {
 		t.warnings = append(t.warnings, "no flynn/noise in it: no Noise keys")
-	} else if p, warn := locate(ef, funcs, noiseFunc, "Noise"); warn != "" {
-		t.warnings = append(t.warnings, warn)
 	} else if layout, err := noiseOffsets(ef, t.noise); err != nil {
 		t.warnings = append(t.warnings, err.Error())
 	} else {
-		p.cookie = layout.cookie()
-		t.points = append(t.points, p)
+		var missing []string
+		for _, fn := range []string{noiseMixHash, noiseReadMessage} {
+			if p, warn := locate(ef, funcs, fn, "Noise"); warn != "" {
+				missing = append(missing, warn)
+			} else {
+				p.cookie, p.noise = layout.cookie(), true
+				t.points = append(t.points, p)
+			}
+		}
+		if len(missing) == 2 {
+			t.warnings = append(t.warnings, missing...)
+		}
 	}
 	if len(t.points) == 0 {
 		return nil, fmt.Errorf("pid %d (%s): nothing to probe: %s", pid, t.path, strings.Join(t.warnings, "; "))
@@ -261,6 +273,9 @@ func noiseOffsets(ef *elf.File, version string) (noiseLayout, error) {
 func dwarfNoiseLayout(d *dwarf.Data) (noiseLayout, bool) {
 	state := structFields(d, "github.com/flynn/noise.HandshakeState")
 	key := structFields(d, "github.com/flynn/noise.DHKey")
+	if ss, ok := state["ss"]; !ok || ss != 0 {
+		return noiseLayout{}, false // MixHash's receiver would not be the state (keys.bpf.c)
+	}
 	s, okS := state["s"]
 	e, okE := state["e"]
 	priv, okP := key["Private"]

@@ -188,13 +188,14 @@ def test_the_key_log_is_private_and_each_line_is_written_once(cell):
 
 def test_it_says_what_it_probed_and_why_it_stopped(cell):
     """Its first line names the program's Go and go-libp2p versions (from the build info, which a
-    stripped build keeps) and both functions; the last why it stopped and what it wrote."""
+    stripped build keeps) and the functions probed; the last why it stopped and what it wrote."""
     version = cell["build"].split("-")[0]
     go = "go1.27.3" if "go1.27" in cell["build"] else None
     for side, lines in cell["lines"].items():
         first = next(l for l in lines if ": probing " in l)
         assert f"go-libp2p {version}, flynn/noise v1.1.0: probing crypto/tls.(*Config).writeKeyLog, " \
-               "github.com/flynn/noise.(*HandshakeState).ReadMessage" in first
+               "github.com/flynn/noise.(*symmetricState).MixHash, github.com/flynn/noise.(*HandshakeState).ReadMessage" \
+               in first
         if go:
             assert f": {go}, " in first
         n = 2 if cell["security"] == "noise" else 4
@@ -272,14 +273,16 @@ def test_sigterm_writes_what_is_in_flight_and_detaches(helper, peers, tmp_path):
     assert rest.strip() == f"p2pc keys: stopped (terminated): 0 TLS and 0 Noise key lines written to {tmp_path / 'k'}"
 
 
-def test_live_keys_from_decodes_a_running_node_as_it_runs(helper, peers, tmp_path):
+@pytest.mark.parametrize("security", ["noise", "tls"])
+def test_live_keys_from_decodes_a_running_node_as_it_runs(helper, peers, tmp_path, security):
     """`p2pc live --keys-from PID` on node A's interface: p2pc keys is attached to the running
-    dialer before the capture starts, its keys reach tshark while it captures, and the final
-    report counts every eth2 message both peers say they sent, none encrypted."""
+    dialer before the capture starts, its keys reach tshark while it captures (the Noise reader
+    and Wireshark's TLS both read their key log again on a miss), and the final report counts
+    every eth2 message both peers say they sent, none encrypted."""
     exe = peers("v0.39.1")
     idfile, report = tmp_path / "listener.id", tmp_path / "live.json"
     truths = {side: tmp_path / f"{side}.truth.json" for side in ("dialer", "listener")}
-    common = ["-blocks", str(BLOCKS), "-gossip", "0", "-session", "short", "-security", "noise"]
+    common = ["-blocks", str(BLOCKS), "-gossip", "0", "-session", "short", "-security", security]
     with EmulatedLink(delay_ms=5, rate_kbit=None) as link:
         lp = link.popen("b", [str(exe), "-role", "listen", *common, "-idfile", str(idfile), "-seed", "2",
                               "-listen", f"/ip4/0.0.0.0/tcp/{PORT}", "-truth", str(truths["listener"])])
@@ -312,4 +315,5 @@ def test_live_keys_from_decodes_a_running_node_as_it_runs(helper, peers, tmp_pat
             want[("eth2", mtype)] = want.get(("eth2", mtype), 0) + 1
     assert {k: v for k, v in rows.items() if k[0] == "eth2"} == want != {}
     assert not [k for k in rows if k[1].endswith("(encrypted)")]
-    assert "p2pc live: keys: stopped (terminated): 0 TLS and 2 Noise key lines written to " in err
+    lines = "0 TLS and 2 Noise" if security == "noise" else "4 TLS and 0 Noise"
+    assert f"p2pc live: keys: stopped (every process ended): {lines} key lines written to " in err

@@ -230,10 +230,10 @@ def cmd_live(args) -> int:
                 raise OutputError(f"cannot write {args.output}: {e.strerror}") from None
         ws = open_wireshark(args.plugin)
         if args.keys_from:      # probed before the capture starts: no connection's keys are missed
-            tracer = keysource.Tracer(args.keys_from, args.keylog,
+            tracer = keysource.Tracer(args.keys_from, args.tshark.keylog.noise,
                                       lambda w: print(f"p2pc live: keys: {escape.text(w)}", file=sys.stderr))
             tracer.start()
-        if args.tshark.keylog:
+        if args.tshark.keylog and args.tshark.keylog.source:    # --keylog: its parts follow it
             from .keylog import follow
             threading.Thread(target=follow, args=(args.tshark.keylog, keys_done,
                                                   lambda w: print(f"p2pc live: {w}", file=sys.stderr)),
@@ -629,16 +629,10 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM unwinds like ^C, so that every temporary file is removed on the way out.
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
-    if getattr(args, "keys_from", None):
-        if args.keylog:
-            ap.error("--keys-from and --keylog: give one (--keys-from writes the key log live reads)")
-        keys = private.make_dir("keys")
-        args.keylog = str(private.write_text(keys / "from-pids.keys", ""))
-    # The --keylog parts tshark reads (no folder without a key log).
-    elif getattr(args, "keylog", None):
-        keys = private.make_dir("keys")
-    else:
-        keys = None
+    if getattr(args, "keys_from", None) and args.keylog:
+        ap.error("--keys-from and --keylog: give one (--keys-from writes the key log live reads)")
+    # The --keylog parts, or --keys-from's key log, tshark reads (no folder without one).
+    keys = private.make_dir("keys") if getattr(args, "keylog", None) or getattr(args, "keys_from", None) else None
     try:
         try:
             args.tshark = tsharkopts.from_args(args, keys)

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 class TsharkOptions:
     display_filter: str | None = None
     args: tuple = field(default_factory=tuple)    # -d/-o/-C and the key log's -o, for tshark
-    keylog: "KeylogFiles | None" = None           # the --keylog parts (live follows them)
+    keylog: "KeylogFiles | None" = None           # the --keylog parts (live follows them), or
+                                                  # the one file live --keys-from has written
 
     def tap(self, name: str) -> str:
         """The `-z` argument of the p2pc tap `name` with the display filter."""
@@ -53,7 +54,15 @@ def from_args(args, folder: str | None) -> TsharkOptions:
     if getattr(args, "profile", None):
         out += ["-C", args.profile]
     files = None
-    if getattr(args, "keylog", None):
+    if getattr(args, "keys_from", None):
+        # live --keys-from: p2pc keys appends to one file that both readers read as it grows
+        # (each skips the other's lines), so a key reaches tshark as soon as it is written.
+        from .keylog import KeylogFiles
+        from . import private
+        path = private.write_text(Path(folder) / "from-pids.keys", "")
+        files = KeylogFiles(noise=path, tls=path)
+        out += files.options()
+    elif getattr(args, "keylog", None):
         from .keylog import KeylogInvalid, split
         try:
             # live keeps both parts, for the keys a node adds while it runs (keylog.follow)

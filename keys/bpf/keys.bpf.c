@@ -120,12 +120,16 @@ struct go_slice {
 	__u64 cap;
 };
 
-/* github.com/flynn/noise.(*HandshakeState).ReadMessage(out, message []byte): the state is
- * argument 1.  The attach cookie gives the offsets of its fields s.Private (high 32 bits) and
- * e.Private (low 32 bits), read from the binary's DWARF or from a table by flynn/noise version.
- * Each side reads one message after it has made its ephemeral key (the initiator message 2, the
- * responder message 3): that call gives both keys; earlier calls find no ephemeral key yet. */
-static __always_inline int noise_read_message(struct pt_regs *ctx)
+/* github.com/flynn/noise's handshake state is argument 1 of both functions probed:
+ * (*symmetricState).MixHash, whose receiver is the HandshakeState's first field ss (so the same
+ * address), called as soon as a side has made its ephemeral key (to hash its public half, before
+ * the message carrying it is sent); and (*HandshakeState).ReadMessage, where a program's compiler
+ * inlined MixHash at that call (each side reads a message after it made its key).  The attach
+ * cookie gives the offsets of the state's s.Private (high 32 bits) and e.Private (low 32 bits),
+ * from the program's DWARF or a table by flynn/noise version.  Calls before the ephemeral key
+ * exists find none and send nothing; the later ones send the same keys again (p2pc keys writes
+ * each line once). */
+static __always_inline int noise_keys(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u64 state = GO_ARG1(ctx);
@@ -158,8 +162,8 @@ int multi_tls_key_log(struct pt_regs *ctx) { return tls_key_log(ctx); }
 SEC("uprobe")
 int single_tls_key_log(struct pt_regs *ctx) { return tls_key_log(ctx); }
 SEC("uprobe.multi")
-int multi_noise_read_message(struct pt_regs *ctx) { return noise_read_message(ctx); }
+int multi_noise_keys(struct pt_regs *ctx) { return noise_keys(ctx); }
 SEC("uprobe")
-int single_noise_read_message(struct pt_regs *ctx) { return noise_read_message(ctx); }
+int single_noise_keys(struct pt_regs *ctx) { return noise_keys(ctx); }
 
 char LICENSE[] SEC("license") = "GPL";
