@@ -920,3 +920,19 @@ def test_a_peer_id_longer_than_any_is_flagged_not_encoded(tshark, tmp_path):
     assert tshark.fields(long_cap, ["frame.number"], dfilter="libp2p_plaintext.peer_id_b58") == []
     shown = tshark.fields(good_cap, ["libp2p_plaintext.peer_id_b58"], dfilter="libp2p_plaintext.peer_id_b58")
     assert len(shown) == 1 and b58decode(shown[0][0]) == good
+
+
+def test_the_short_fuzz_profile_leaves_out_only_listed_captures_and_each_folder_keeps_one():
+    """The fuzz gate's short profile (CI) mutates every capture fuzz/short-skip.txt does not list
+    (tools/fuzz-cover.py: those left reach no plugin line the kept ones do not reach twice): a
+    listed path that is no capture would be a stale list, a folder left with none a family CI
+    no longer fuzzes.  The long profile mutates them all."""
+    sys.path.insert(0, str(REPO / "tools"))
+    import fuzz     # noqa: E402  (tools/fuzz.py)
+    every = fuzz.gate_captures()
+    short = fuzz.gate_captures(fuzz.PROFILES["short"]["skip"])
+    listed = {REPO / l for l in fuzz.PROFILES["short"]["skip"].read_text().splitlines() if l and l[0] != "#"}
+    assert listed <= set(every)
+    assert set(short) == set(every) - listed
+    assert {c.parent for c in short} == {c.parent for c in every}
+    assert fuzz.PROFILES["long"]["skip"] is None
