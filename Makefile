@@ -113,8 +113,9 @@ LIVE_RATE_MB ?= 300
 bench-live: build
 	PYTHONPATH=analyzer $(PYTHON) tools/live-bench.py --size-mb $(LIVE_BENCH_MB) --find-rate-mb $(LIVE_RATE_MB)
 
-# The fuzz gate (fuzz/README.md): editcap mutants of every capture through an ASan+UBSan
-# build (build-asan/). FUZZ_PROFILE=short (default, CI: >= 1,000 runs, ~10 min) or long.
+# The fuzz gate (fuzz/README.md): editcap mutants of the captures through an ASan+UBSan
+# build (build-asan/). FUZZ_PROFILE=short (default, CI: the captures fuzz/short-skip.txt does not
+# list, 756 runs) or long (every capture).
 FUZZ_PROFILE ?= short
 fuzz-deps:
 	@tools/install-deps.sh --fuzz

@@ -185,6 +185,8 @@ def test_two_sides_of_one_capture(tmp_path, yamux_mplex):
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
 
 
+# once: the report's formats; what it says is test_yamux_against_mplex_reports_what_the_truth_says's.
+@pytest.mark.once
 def test_diff_formats(yamux_mplex):
     jsonschema = pytest.importorskip("jsonschema")
     schema = json.loads((REPO / "analyzer/p2pc/schema/p2pc-report-1.json").read_text())

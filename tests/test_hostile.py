@@ -1041,3 +1041,19 @@ def test_a_cblock_of_transactions_too_many_to_draw_is_one_whole_record(tshark, t
     assert [(r["msg_type"], r["codec"], int(r["payload_len"]), int(r["raw_len"])) for r in recs
             if r["msg_type"] == "cblock"] == [("cblock", "lzo1x", len(packed), len(block))]
     assert sum(r["msg_type"] == "ping" for r in recs) == 100
+
+
+def test_the_short_fuzz_profile_leaves_out_only_listed_captures_and_each_folder_keeps_one():
+    """The fuzz gate's short profile (CI) mutates every capture fuzz/short-skip.txt does not list
+    (tools/fuzz-cover.py: those left reach no plugin line the kept ones do not reach twice): a
+    listed path that is no capture would be a stale list, a folder left with none a family CI
+    no longer fuzzes.  The long profile mutates them all."""
+    sys.path.insert(0, str(REPO / "tools"))
+    import fuzz     # noqa: E402  (tools/fuzz.py)
+    every = fuzz.gate_captures()
+    short = fuzz.gate_captures(fuzz.PROFILES["short"]["skip"])
+    listed = {REPO / l for l in fuzz.PROFILES["short"]["skip"].read_text().splitlines() if l and l[0] != "#"}
+    assert listed <= set(every)
+    assert set(short) == set(every) - listed
+    assert {c.parent for c in short} == {c.parent for c in every}
+    assert fuzz.PROFILES["long"]["skip"] is None

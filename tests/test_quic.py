@@ -394,7 +394,8 @@ QUIC_CAPTURES = [capture(n) for n in sorted(ONE_CONN)] + [DUAL_CAP]
 
 
 def test_the_fuzz_gate_mutates_the_quic_captures_with_their_keys(tshark, tmp_path):
-    """`make fuzz` (tools/fuzz.py) mutates every QUIC capture with its key log, split as `p2pc
+    """The fuzz gate (tools/fuzz.py; its long profile, the short one those fuzz/short-skip.txt
+    does not list) mutates every QUIC capture with its key log, split as `p2pc
     analyze --keylog` splits it: the TLS secrets (and, for eth2-tcp-quic, the Noise keys) go to
     the tshark consumers, whose QUIC then decrypts and hands every stream to p2pc."""
     sys.path.insert(0, str(REPO / "tools"))

@@ -371,6 +371,8 @@ FIGURES = {
 }
 
 
+# once: Chromium draws the analyzer's page; the figures in it are checked on every version.
+@pytest.mark.once
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (tools/install-deps.sh installs it)")
 @pytest.mark.parametrize("command", ["analyze", "compare", "whatif", "diff"])
 def test_html_report_renders_offline_in_chromium(tmp_path, command):
@@ -404,6 +406,7 @@ def test_html_report_renders_offline_in_chromium(tmp_path, command):
         assert f"{expected_payload_saved('cblock'):,}" in cells
 
 
+@pytest.mark.once
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (tools/install-deps.sh installs it)")
 def test_html_report_is_small_and_compare_fits_1400_px(tmp_path):
     """A small capture's report is under 1 MB (plotly.js's basic bundle, gzipped, not the whole

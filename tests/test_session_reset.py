@@ -52,8 +52,8 @@ FRAMED = [
 
 def stream(tshark, capture: Path, *extra: str) -> list[str]:
     """The records tap's stream (what p2pc live reads), one pass as live runs it."""
-    return tshark.run(["-n", "-q", "-r", tshark.ws.readable(capture), *ONE_PASS_PREFS, *extra,
-                       "-z", "p2pc,records,stream"]).stdout.splitlines()
+    return tshark.read(["-n", "-q", "-r", tshark.ws.readable(capture), *ONE_PASS_PREFS, *extra,
+                        "-z", "p2pc,records,stream"]).stdout.splitlines()
 
 
 def messages(lines: list[str]) -> dict[tuple, list[tuple]]:

@@ -132,6 +132,8 @@ def test_merge_rejects_a_report_without_its_sums(tmp_path):
     assert res.returncode == 5 and "aggregate" in res.stderr
 
 
+# once: dask's scheduling of the shards; their figures are checked on every version.
+@pytest.mark.once
 def test_shards_on_a_dask_cluster(tmp_path):
     """A real scheduler and two worker processes on 127.0.0.1: the same figures."""
     distributed = pytest.importorskip("dask.distributed")

@@ -113,6 +113,8 @@ def directions(tshark, capture) -> dict[tuple[str, str, str], list[bytes]]:
     return per
 
 
+# once: the what-if model's own invariance, on records test_whatif's other tests check everywhere.
+@pytest.mark.once
 def test_figures_depend_only_on_the_capture_the_codec_and_the_strategy(tshark):
     """Issue 39: every strategy's figures are the same whichever other strategies run beside it
     and in whatever order they are named, and captures run together are each run alone,
