@@ -1,21 +1,13 @@
 """`p2pc keys` and `p2pc live --keys-from` on running, unmodified go-libp2p peers (issue #44,
 docs/libp2p-decryption.md, "Keys from a running node").
 
-The peers are eth2peers (captures/gen/libp2p), built from the registries with no patch at all,
-for two pinned go-libp2p releases and two Go releases, each built normally and stripped as
-release builds are (-ldflags='-s -w': no symbol table, no DWARF; release builds often add
--trimpath too, which changes only the file names in .gopclntab, and would cost a second compile
-of everything here):
-  go-libp2p v0.39.1 (go.mod) with the machine's Go (1.26), over Noise and TLS (its quic-go
-    v0.49.0 panics on a QUIC server under Go 1.26: captures/gen/make_eth2.py);
-  go-libp2p v0.51.0 (go.v0.51.mod, -tags nomplex) with Go 1.27.3 (GOTOOLCHAIN, from the module
-    proxy), over Noise, TLS and QUIC.
-Each cell runs the short eth2 session (status, ping, goodbye) over an emulated link, captured;
-`p2pc keys` attaches to the running listener and, while the dialer waits on its stdin, to the
-running dialer, each writing a key log of its own.  Each key log alone must decrypt every
-message of the capture to what the peers say they sent (their -truth), and leave nothing
-encrypted.  Needs root, eBPF (uprobes) and Go: the host's tests (`host`); a chroot without Go
-skips them.
+The peers: captures/gen/keypeers.py (eth2peers built with no patch, go-libp2p v0.39.1 with Go
+1.26 and v0.51.0 with Go 1.27.3, each normally and stripped).  Each cell runs the short eth2
+session (status, ping, goodbye) over an emulated link, captured; `p2pc keys` attaches to the
+running listener and, while the dialer waits on its stdin, to the running dialer, each writing a
+key log of its own.  Each key log alone must decrypt every message of the capture to what the
+peers say they sent (their -truth), and leave nothing encrypted.  Needs root, eBPF (uprobes) and
+Go: the host's tests (`host`); a chroot without Go skips them.
 """
 from __future__ import annotations
 
@@ -35,22 +27,13 @@ import pytest
 from conftest import CAPTURES, REPO, built_plugin, truth_sent
 
 sys.path.insert(0, str(CAPTURES / "gen"))
-from golib import WORK, go_build, listener_addr  # noqa: E402
+from golib import listener_addr  # noqa: E402
+from keypeers import BUILDS, build  # noqa: E402
 from netem import EmulatedLink  # noqa: E402
 
 pytestmark = pytest.mark.host
 BLOCKS = CAPTURES / "data" / "ethereum"
-STRIP = ("-ldflags=-s -w",)
-# name: (go build arguments for golib.go_build, securities)
-BUILDS = {
-    "v0.39.1": (dict(), ("noise", "tls")),
-    "v0.39.1-stripped": (dict(flags=STRIP), ("noise", "tls")),
-    "v0.51.0-go1.27": (dict(flags=("-tags=nomplex",), modfile="go.v0.51.mod", toolchain="go1.27.3"),
-                       ("noise", "tls", "quic")),
-    "v0.51.0-go1.27-stripped": (dict(flags=("-tags=nomplex", *STRIP), modfile="go.v0.51.mod", toolchain="go1.27.3"),
-                                ("noise", "tls", "quic")),
-}
-CELLS = [(build, sec) for build, (_, secs) in BUILDS.items() for sec in secs]
+CELLS = [(name, sec) for name, (_, secs) in BUILDS.items() for sec in secs]
 PORT = 9000
 
 
@@ -71,10 +54,10 @@ def peers(helper):
     """The peer programs, one per build, built on first use."""
     built: dict[str, Path] = {}
 
-    def get(build: str) -> Path:
-        if build not in built:
-            built[build] = go_build("libp2p", f"eth2peers-{build}", **BUILDS[build][0])
-        return built[build]
+    def get(name: str) -> Path:
+        if name not in built:
+            built[name] = build(name)
+        return built[name]
     return get
 
 
@@ -140,9 +123,9 @@ def run_cell(tmp: Path, exe: Path, security: str) -> dict:
 
 @pytest.fixture(scope="module", params=CELLS, ids=[f"{b}-{s}" for b, s in CELLS])
 def cell(request, peers, tmp_path_factory):
-    build, security = request.param
-    out = run_cell(tmp_path_factory.mktemp(f"{build}-{security}"), peers(build), security)
-    out.update(build=build, security=security)
+    name, security = request.param
+    out = run_cell(tmp_path_factory.mktemp(f"{name}-{security}"), peers(name), security)
+    out.update(build=name, security=security)
     return out
 
 
