@@ -6,15 +6,18 @@
  * kept.  Each private key is turned into its public key with X25519 (wsutil/curve25519,
  * libgcrypt: ~110 us a key, so the read stops at the line that gives the key sought) and kept
  * in a table by that public key.  Lines are cut on LF by their length, so a NUL byte is one bad
- * line, not the end of the file.  Only a regular file is opened (a FIFO or a device is refused
- * before the open, see regular()); its size bounds the reading, NOISE_LINE_MAX a line and
+ * line, not the end of the file.  Only a regular file is read (a FIFO or a device is closed
+ * unread, see open_regular()); its size bounds the reading, NOISE_LINE_MAX a line and
  * NOISE_KEYS_MAX the keys kept.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "libp2p/noise-keys.h"
 
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <wsutil/curve25519.h>
 #include <wsutil/filesystem.h>
 #include <glib/gstdio.h>
@@ -240,15 +243,29 @@ replaced(noise_keys_t *k)
            (pos >= 0 && (gint64)st.st_size < (gint64)pos);
 }
 
-/* Whether k->path is a regular file, checked (stat) before it is opened: a FIFO would block
- * the open and every read, a device such as /dev/zero never ends.  Anything else that exists is
- * not opened, and the stats say so (a file that does not exist is no key log yet). */
-static gboolean
-regular(noise_keys_t *k)
+/* k->path opened if it is a regular file.  It is opened without blocking (a FIFO's open would
+ * wait for a writer) and checked on the open file (fstat), so nothing can put another file in
+ * its place between the check and the open; a FIFO would block every read, a device such as
+ * /dev/zero never ends.  Anything else that exists is closed unread, and the stats say so (a
+ * file that does not exist is no key log yet). */
+static FILE *
+open_regular(noise_keys_t *k)
 {
-    k->stats.not_regular = !g_file_test(k->path, G_FILE_TEST_IS_REGULAR) &&
-                           g_file_test(k->path, G_FILE_TEST_EXISTS);
-    return !k->stats.not_regular;
+    GStatBuf st;
+    FILE *fp;
+    int fd = g_open(k->path, O_RDONLY | O_NONBLOCK, 0);
+
+    k->stats.not_regular = FALSE;
+    if (fd < 0)
+        return NULL;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        k->stats.not_regular = TRUE;
+        close(fd);
+        return NULL;
+    }
+    if (!(fp = fdopen(fd, "rb")))
+        close(fd);
+    return fp;
 }
 
 /* Read on until the key sought (TRUE) or the end of the file. */
@@ -259,7 +276,7 @@ read_on(noise_keys_t *k, int want_eph, const guint8 *want)
         return FALSE;
     if (k->fp && replaced(k))
         close_file(k);
-    if (!k->fp && (!regular(k) || !(k->fp = g_fopen(k->path, "rb"))))
+    if (!k->fp && !(k->fp = open_regular(k)))
         return FALSE;
     for (;;) {
         const guint8 *lf;
