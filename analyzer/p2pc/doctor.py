@@ -90,11 +90,25 @@ def optional(line) -> None:
         line(bool(found), f"whatif codec {name}: " + (f"python module {found[0]}" if found else "not installed"),
              fix + "   (or all codecs: pip install -e 'analyzer[codecs]' in the p2pc repository)",
              optional=True)
+    keys(line)
     for mod, what in (("rich", "terminal tables"), ("jinja2", "HTML report"), ("plotly", "HTML figures"),
                       ("pyarrow", "p2pc records")):
         line(have(mod), f"{mod} ({what}): " + ("installed" if have(mod) else "not installed"),
              f"pip install {mod}   (a p2pc dependency: reinstall with pip install -e analyzer)",
              optional=True)
+
+
+def keys(line) -> None:
+    """p2pc keys and live --keys-from: the helper built, and a kernel with uprobes."""
+    from .keys import helper
+    try:
+        line(True, f"p2pc keys (eBPF helper): {helper()}", optional=True)
+    except P2pcError as e:
+        line(False, f"p2pc keys (eBPF helper): {e}", "make keys   (in the p2pc repository; needs Go 1.24+)",
+             optional=True)
+    uprobes = Path("/sys/bus/event_source/devices/uprobe").exists()
+    line(uprobes, "kernel uprobes (p2pc keys): " + ("yes" if uprobes else "no"),
+         "a kernel built with CONFIG_UPROBE_EVENTS (every distribution kernel has it)", optional=True)
 
 
 def capture(line, dumpcap: str) -> None:

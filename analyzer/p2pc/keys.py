@@ -26,12 +26,16 @@ ATTACH_TIMEOUT = 30.0   # seconds for the helper to read the programs and attach
 
 def helper() -> str:
     """The helper: $P2PC_KEYS, else this repository's build, else p2pc-keys on PATH."""
-    for candidate in (os.environ.get("P2PC_KEYS"), str(REPO_BUILD) if REPO_BUILD.is_file() else None,
-                      shutil.which(HELPER)):
-        if candidate:
-            return candidate
-    raise KeysUnavailable("the p2pc-keys helper is not built: run `make keys` in the p2pc repository "
-                          "(or set P2PC_KEYS to its path)")
+    named = os.environ.get("P2PC_KEYS")
+    if named:
+        if not os.path.isfile(named):
+            raise KeysUnavailable(f"P2PC_KEYS={named}: no such file")
+        return named
+    found = str(REPO_BUILD) if REPO_BUILD.is_file() else shutil.which(HELPER)
+    if not found:
+        raise KeysUnavailable("the p2pc-keys helper is not built: run `make keys` in the p2pc repository "
+                              "(or set P2PC_KEYS to its path)")
+    return found
 
 
 def command(pids: list[int], output: str | os.PathLike, duration: int = 0) -> list[str]:
