@@ -549,7 +549,6 @@ draw(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, comp
     if (cd->codec != P2PC_CODEC_NONE)
         proto_tree_add_item(t, hf_comp_data, tvb, 0, -1, ENC_NA);
     if (fr->stopped_in) {
-        p2pc_record_t rec;
         proto_item_append_text(ti, ": %s, %u bytes not decoded", cd->codec_name, fr->in_len);
         pi = proto_tree_add_uint(t, hf_comp_stopped_in, tvb, 0, 0, fr->stopped_in);
         proto_item_set_generated(pi);
@@ -557,21 +556,15 @@ draw(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, comp
             expert_add_info_format(pinfo, ti, &ei_comp_failed, "%s: decoding of this direction stops here",
                                    fr->detail);
         /* Counted, not lost: the bytes get a record of their own. */
-        p2pc_record_init(&rec, "libp2p", "undecoded");
-        rec.wire_len = rec.payload_len = rec.raw_len = fr->in_len;
-        if (fr->stopped_by != P2PC_LIMIT_OWN)
-            rec.reason = "bound";
-        p2pc_record_add(tvb, 0, -1, pinfo, tree, &rec);
+        p2pc_record_undecoded(tvb, 0, -1, pinfo, tree, "libp2p", fr->in_len,
+                              fr->stopped_by != P2PC_LIMIT_OWN ? "bound" : NULL);
         return;
     }
     if (fr->skipped) {
         /* Compressed bytes after a hole, before the sync-flush point where decoding resumes:
          * counted, not lost. */
-        p2pc_record_t rec;
         proto_tree_add_uint(t, hf_comp_skipped, tvb, 0, fr->skipped, fr->skipped);
-        p2pc_record_init(&rec, "libp2p", "undecoded");
-        rec.wire_len = rec.payload_len = rec.raw_len = fr->skipped;
-        p2pc_record_add(tvb, 0, fr->skipped, pinfo, tree, &rec);
+        p2pc_record_undecoded(tvb, 0, fr->skipped, pinfo, tree, "libp2p", fr->skipped, NULL);
     }
     if (fr->resumed_after)
         expert_add_info_format(pinfo, ti, &ei_comp_resync,
