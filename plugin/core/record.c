@@ -172,13 +172,11 @@ p2pc_record_call_held(packet_info *pinfo, p2pc_record_call_fn call, void *call_c
     p2pc_record_release(pinfo, adjust, ctx);
 }
 
-wmem_array_t *
-p2pc_record_shares(packet_info *pinfo, p2pc_record_t **recs, guint n, guint64 bytes, p2pc_share_by_t by)
+void
+p2pc_record_shares_append(wmem_array_t *shares, p2pc_record_t **recs, guint n, guint64 bytes,
+                          p2pc_share_by_t by)
 {
-    wmem_array_t *shares = wmem_array_sized_new(p2pc_replay_scope(pinfo), sizeof(guint64), n);
     guint64 total = 0, given = 0;
-
-    p2pc_replay_charge(pinfo, n * sizeof(guint64));
 
     for (guint i = 0; i < n; i++)
         total += by == P2PC_SHARE_BY_RAW ? recs[i]->raw_len : recs[i]->wire_len;
@@ -189,6 +187,15 @@ p2pc_record_shares(packet_info *pinfo, p2pc_record_t **recs, guint n, guint64 by
         given += share;
         wmem_array_append_one(shares, share);
     }
+}
+
+wmem_array_t *
+p2pc_record_shares(packet_info *pinfo, p2pc_record_t **recs, guint n, guint64 bytes, p2pc_share_by_t by)
+{
+    wmem_array_t *shares = wmem_array_sized_new(p2pc_replay_scope(pinfo), sizeof(guint64), n);
+
+    p2pc_replay_charge(pinfo, n * sizeof(guint64));
+    p2pc_record_shares_append(shares, recs, n, bytes, by);
     return shares;
 }
 

@@ -127,6 +127,10 @@ void p2pc_record_call_held(packet_info *pinfo, p2pc_record_call_fn call, void *c
 typedef enum { P2PC_SHARE_BY_WIRE, P2PC_SHARE_BY_RAW } p2pc_share_by_t;
 wmem_array_t *p2pc_record_shares(packet_info *pinfo, p2pc_record_t **recs, guint n, guint64 bytes,
                                  p2pc_share_by_t by);
+/* The same split appended to `shares` (guint64s), the caller keeping and charging them: a
+ * layer that shares out several budgets over groups of its records (compression's flush units). */
+void p2pc_record_shares_append(wmem_array_t *shares, p2pc_record_t **recs, guint n, guint64 bytes,
+                               p2pc_share_by_t by);
 guint64 p2pc_record_share(wmem_array_t *shares, guint i);
 guint64 p2pc_record_shares_sum(wmem_array_t *shares);
 

@@ -224,15 +224,13 @@ detect_header_len(tvbuff_t *tvb, int offset)
     return FISCO_HEADER_LEN;
 }
 
-/* The header length of this connection: the preference, or what its first message showed.
+/* The header length of connection fc: the preference, or what its first message showed.
  * Decided once per connection on the first pass, so later passes agree. */
 static guint
-fisco_header_len(tvbuff_t *tvb, int offset, packet_info *pinfo)
+fisco_header_len(tvbuff_t *tvb, int offset, fisco_conv_t *fc)
 {
-    fisco_conv_t *fc;
     if (pref_rc1)
         return FISCO_RC1_HEADER_LEN;
-    fc = fisco_get_conv(pinfo);
     if (!fc->header_len)
         fc->header_len = detect_header_len(tvb, offset);
     return fc->header_len;
@@ -691,9 +689,9 @@ heur_segment(tvbuff_t *tvb, packet_info *pinfo)
 /* ---- request/response links ---- */
 
 static void
-fisco_match(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint32 seq, gboolean response)
+fisco_match(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const fisco_conv_t *fc, guint32 seq,
+            gboolean response)
 {
-    fisco_conv_t *fc;
     fisco_transaction_t *tr;
     guint dir;
     proto_item *it;
@@ -701,7 +699,6 @@ fisco_match(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint32 seq, gb
     /* Heartbeats (SendTopicSeq) use seq 0 and are never answered. */
     if (seq == 0)
         return;
-    fc = fisco_get_conv(pinfo);
     dir = fisco_direction(fc, pinfo);
     if (!response) {
         if (!PINFO_FD_VISITED(pinfo)) {
@@ -736,9 +733,9 @@ fisco_match(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint32 seq, gb
 static guint
 get_fisco_pdu_len(packet_info *pinfo, tvbuff_t *tvb, int offset, void *data _U_)
 {
-    guint hlen = fisco_header_len(tvb, offset, pinfo);
-    guint32 length = tvb_get_ntohl(tvb, offset);
     fisco_conv_t *fc = fisco_get_conv(pinfo);
+    guint hlen = fisco_header_len(tvb, offset, fc);
+    guint32 length = tvb_get_ntohl(tvb, offset);
     /* The heuristic's guess was wrong after all: the rest of the segment is not FISCO, and
      * the connection is let go from the next frame on (dissect_fisco_pdu() shows why). */
     if (fc->by_heuristic && !plausible_header(tvb, offset, hlen)) {
@@ -760,7 +757,8 @@ get_fisco_pdu_len(packet_info *pinfo, tvbuff_t *tvb, int offset, void *data _U_)
 static int
 dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
 {
-    guint hlen = fisco_header_len(tvb, 0, pinfo);
+    fisco_conv_t *fc = fisco_get_conv(pinfo);
+    guint hlen = fisco_header_len(tvb, 0, fc);
     gboolean rc1 = hlen == FISCO_RC1_HEADER_LEN;
     guint32 length = tvb_get_ntohl(tvb, 0);
     guint16 version = 0;
@@ -782,7 +780,7 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
     ht = proto_tree_add_subtree(ft, tvb, 0, hlen, ett_fisco_header, NULL, rc1 ? "Header (rc1)" : "Header");
 
     li = proto_tree_add_item(ht, hf_fisco_length, tvb, 0, 4, ENC_BIG_ENDIAN);
-    if (fisco_get_conv(pinfo)->by_heuristic && !plausible_header(tvb, 0, hlen)) {
+    if (fc->by_heuristic && !plausible_header(tvb, 0, hlen)) {
         expert_add_info(pinfo, ti, &ei_fisco_let_go);
         col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", "[not FISCO: connection let go]");
         col_set_fence(pinfo->cinfo, COL_INFO);
@@ -901,7 +899,7 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
     col_append_sep_fstr(pinfo->cinfo, COL_INFO, ", ", "%s seq=%u%s", rec.msg_type, seq,
                         compressed ? " [snappy]" : "");
 
-    fisco_match(tvb, pinfo, ft, seq, response);
+    fisco_match(tvb, pinfo, ft, fc, seq, response);
     if (bounded)
         p2pc_record_bound(&rec);
     p2pc_record_add(tvb, 0, length, pinfo, tree, &rec);

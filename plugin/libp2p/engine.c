@@ -441,11 +441,7 @@ static proto_item *
 undecoded(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint len, const char *reason)
 {
     proto_item *ti = proto_tree_add_item(tree, hf_undecoded, tvb, 0, -1, ENC_NA);
-    p2pc_record_t rec;
-    p2pc_record_init(&rec, "libp2p", "undecoded");
-    rec.wire_len = rec.payload_len = rec.raw_len = len;
-    rec.reason = reason;
-    p2pc_record_add(tvb, 0, -1, pinfo, tree, &rec);
+    p2pc_record_undecoded(tvb, 0, -1, pinfo, tree, "libp2p", len, reason);
     return ti;
 }
 

@@ -491,7 +491,7 @@ comp_attribute(packet_info *pinfo, p2pc_record_t **recs, guint n, void *ctx)
         while (i < n) {
             const comp_unit_t *u;
             guint j = i;
-            guint64 in_after, out_after, budget, budget_out, weight = 0, given = 0, given_out = 0, end;
+            guint64 in_after, out_after, budget, budget_out, end;
             /* The unit of record i; the records after it that the same unit completed. */
             for (; k + 1 < nu; k++) {
                 u = (const comp_unit_t *)wmem_array_index(a->units, k);
@@ -500,7 +500,7 @@ comp_attribute(packet_info *pinfo, p2pc_record_t **recs, guint n, void *ctx)
             }
             u = (const comp_unit_t *)wmem_array_index(a->units, k);
             while (j < n && (j == i || (recs[j]->has_unit_end && recs[j]->unit_end <= u->out)))
-                weight += recs[j++]->raw_len;
+                j++;
             in_after = fr->in_total - u->in;
             out_after = fr->out_total - u->out;
             budget = cd->unattributed > in_after ? cd->unattributed - in_after : 0;
@@ -509,18 +509,10 @@ comp_attribute(packet_info *pinfo, p2pc_record_t **recs, guint n, void *ctx)
             cd->unattributed_out -= budget_out;
             end = !a->below.set ? G_MAXUINT64 : !a->below.identity ? a->below.end :
                   a->below.end - MIN(a->below.end, in_after);
-            for (guint r = i; r < j; r++) {
-                /* bytes < 2^33 and a record's lengths < 2^25 (L2P_MAX_PDU): no overflow */
-                guint64 w = recs[r]->raw_len;
-                guint64 share = r == j - 1 ? budget - given : weight ? budget * w / weight : 0;
-                guint64 share_out = r == j - 1 ? budget_out - given_out : weight ? budget_out * w / weight : 0;
-                given += share;
-                given_out += share_out;
-                wmem_array_append_one(fr->attributed, share);
-                wmem_array_append_one(fr->attributed_out, share_out);
+            p2pc_record_shares_append(fr->attributed, recs + i, j - i, budget, P2PC_SHARE_BY_RAW);
+            p2pc_record_shares_append(fr->attributed_out, recs + i, j - i, budget_out, P2PC_SHARE_BY_RAW);
+            for (; i < j; i++)
                 wmem_array_append_one(fr->unit_ends, end);
-            }
-            i = j;
         }
     }
     for (guint i = 0; i < n; i++) {
@@ -557,7 +549,6 @@ draw(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, comp
     if (cd->codec != P2PC_CODEC_NONE)
         proto_tree_add_item(t, hf_comp_data, tvb, 0, -1, ENC_NA);
     if (fr->stopped_in) {
-        p2pc_record_t rec;
         proto_item_append_text(ti, ": %s, %u bytes not decoded", cd->codec_name, fr->in_len);
         pi = proto_tree_add_uint(t, hf_comp_stopped_in, tvb, 0, 0, fr->stopped_in);
         proto_item_set_generated(pi);
@@ -565,21 +556,15 @@ draw(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, comp
             expert_add_info_format(pinfo, ti, &ei_comp_failed, "%s: decoding of this direction stops here",
                                    fr->detail);
         /* Counted, not lost: the bytes get a record of their own. */
-        p2pc_record_init(&rec, "libp2p", "undecoded");
-        rec.wire_len = rec.payload_len = rec.raw_len = fr->in_len;
-        if (fr->stopped_by != P2PC_LIMIT_OWN)
-            rec.reason = "bound";
-        p2pc_record_add(tvb, 0, -1, pinfo, tree, &rec);
+        p2pc_record_undecoded(tvb, 0, -1, pinfo, tree, "libp2p", fr->in_len,
+                              fr->stopped_by != P2PC_LIMIT_OWN ? "bound" : NULL);
         return;
     }
     if (fr->skipped) {
         /* Compressed bytes after a hole, before the sync-flush point where decoding resumes:
          * counted, not lost. */
-        p2pc_record_t rec;
         proto_tree_add_uint(t, hf_comp_skipped, tvb, 0, fr->skipped, fr->skipped);
-        p2pc_record_init(&rec, "libp2p", "undecoded");
-        rec.wire_len = rec.payload_len = rec.raw_len = fr->skipped;
-        p2pc_record_add(tvb, 0, fr->skipped, pinfo, tree, &rec);
+        p2pc_record_undecoded(tvb, 0, fr->skipped, pinfo, tree, "libp2p", fr->skipped, NULL);
     }
     if (fr->resumed_after)
         expert_add_info_format(pinfo, ti, &ei_comp_resync,

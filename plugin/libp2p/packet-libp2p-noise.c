@@ -48,7 +48,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/p2pc-compat.h"
-#include "core/base58.h"
+#include "core/peer-id.h"
 #include "core/prefs.h"
 #include "core/record.h"
 #include "libp2p/engine.h"
@@ -564,26 +564,6 @@ out:
     return ok;
 }
 
-/* The peer ID of a protobuf PublicKey: identity multihash up to 42 bytes, sha2-256 beyond. */
-static const char *
-peer_id_b58(packet_info *pinfo, const guint8 *pk, int len)
-{
-    guint8 *mh = (guint8 *)wmem_alloc(pinfo->pool, (size_t)len + 34);
-    size_t mh_len;
-    if (len <= 42) {
-        mh[0] = 0x00;
-        mh[1] = (guint8)len;
-        memcpy(mh + 2, pk, (size_t)len);
-        mh_len = (size_t)len + 2;
-    } else {
-        mh[0] = 0x12;
-        mh[1] = 0x20;
-        gcry_md_hash_buffer(GCRY_MD_SHA256, mh + 2, pk, (size_t)len);
-        mh_len = 34;
-    }
-    return p2pc_base58_encode(pinfo->pool, mh, mh_len);
-}
-
 /* The NoiseHandshakePayload { identity_key = 1; identity_sig = 2; extensions = 4 }. */
 static void
 draw_payload(tvbuff_t *ptvb, packet_info *pinfo, proto_tree *tree, const guint8 *s)
@@ -611,7 +591,7 @@ draw_payload(tvbuff_t *ptvb, packet_info *pinfo, proto_tree *tree, const guint8 
                     proto_tree_add_item(tree, hf_noise_id_key, ptvb, k.start, k.len, ENC_NA);
                 }
             }
-            peer_id = peer_id_b58(pinfo, tvb_get_ptr(ptvb, f.start, f.len), f.len);
+            peer_id = p2pc_peer_id_from_key(pinfo->pool, tvb_get_ptr(ptvb, f.start, f.len), (size_t)f.len);
             ti = proto_tree_add_string(tree, hf_noise_peer_id, ptvb, f.start, f.len, peer_id);
             proto_item_set_generated(ti);
             /* The value, not the item's text: with a display filter that does not name it, the

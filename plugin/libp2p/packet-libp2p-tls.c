@@ -30,7 +30,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/p2pc-compat.h"
-#include "core/base58.h"
+#include "core/peer-id.h"
 #include "core/prefs.h"
 #include "core/record.h"
 #include "libp2p/engine.h"
@@ -39,7 +39,6 @@
 #include <epan/expert.h>
 #include <epan/proto_data.h>
 #include <epan/dissectors/packet-ber.h>
-#include <wsutil/wsgcrypt.h>
 
 void proto_register_libp2p_tls(void);
 void proto_reg_handoff_libp2p_tls(void);
@@ -320,24 +319,9 @@ dissect_signed_key(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
             proto_tree_add_item(t, hf_cert_key, tvb, f.start, f.len, ENC_NA);
     }
     {
-        /* The peer ID: the identity multihash of the key up to 42 bytes, sha2-256 beyond. */
-        guint8 *mh = (guint8 *)wmem_alloc(pinfo->pool, (size_t)key_len + 34);
-        size_t mh_len;
-        proto_item *pi;
-        const char *peer_id;
-        if (key_len <= 42) {
-            mh[0] = 0x00;
-            mh[1] = (guint8)key_len;
-            tvb_memcpy(tvb, mh + 2, (int)key, key_len);
-            mh_len = (size_t)key_len + 2;
-        } else {
-            mh[0] = 0x12;
-            mh[1] = 0x20;
-            gcry_md_hash_buffer(GCRY_MD_SHA256, mh + 2, tvb_get_ptr(tvb, (int)key, (int)key_len), (size_t)key_len);
-            mh_len = 34;
-        }
-        peer_id = p2pc_base58_encode(pinfo->pool, mh, mh_len);
-        pi = proto_tree_add_string(t, hf_cert_peer_id, tvb, (int)key, (int)key_len, peer_id);
+        const char *peer_id = p2pc_peer_id_from_key(pinfo->pool, tvb_get_ptr(tvb, (int)key, (int)key_len),
+                                                    key_len);
+        proto_item *pi = proto_tree_add_string(t, hf_cert_peer_id, tvb, (int)key, (int)key_len, peer_id);
         proto_item_set_generated(pi);
         proto_item_append_text(ti, ": %s", peer_id);
         p2pc_peer_add(pinfo, "tls", peer_id);
