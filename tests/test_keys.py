@@ -19,6 +19,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -300,3 +301,48 @@ def test_live_keys_from_decodes_a_running_node_as_it_runs(helper, peers, tmp_pat
     assert not [k for k in rows if k[1].endswith("(encrypted)")]
     lines = "0 TLS and 2 Noise" if security == "noise" else "4 TLS and 0 Noise"
     assert f"p2pc live: keys: stopped (every process ended): {lines} key lines written to " in err
+
+
+def test_a_user_with_cap_bpf_and_cap_perfmon_reads_its_own_node(helper, peers):
+    """Not root: `setcap cap_bpf,cap_perfmon+ep` on the helper (docs/libp2p-decryption.md) lets a
+    user read the keys of a node running as that user, on this kernel's multi-uprobe links; the
+    same helper without them says which capabilities it needs."""
+    work = Path(tempfile.mkdtemp(prefix="p2pc-keys-caps-", dir="/tmp"))
+    try:
+        os.chmod(work, 0o777)
+        for name, src in (("p2pc-keys", helper), ("peer", peers("v0.39.1"))):
+            shutil.copy(src, work / name)
+            os.chmod(work / name, 0o755)
+        subprocess.run(["setcap", "cap_bpf,cap_perfmon+ep", str(work / "p2pc-keys")], check=True)
+        nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+        common = ["-blocks", str(BLOCKS), "-gossip", "0", "-session", "short", "-security", "noise"]
+        with subprocess.Popen([*nobody, work / "peer", "-role", "listen", "-listen", "/ip4/127.0.0.1/tcp/0",
+                               "-idfile", work / "id", "-seed", "2", *common],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as lp:
+            try:
+                running(lp.pid, work / "peer")
+                addr = listener_addr(work / "id", "127.0.0.1")
+                k = subprocess.Popen([*nobody, work / "p2pc-keys", "--pid", str(lp.pid), "--output", work / "k"],
+                                     stderr=subprocess.PIPE, text=True)
+                attached(k, lp.pid)
+                subprocess.run([*nobody, work / "peer", "-role", "dial", "-peer", addr, "-seed", "1", *common],
+                               check=True, capture_output=True, timeout=60)
+                lp.wait(30)
+                assert k.wait(10) == 0, k.stderr.read()
+            finally:
+                lp.kill()
+        labels = sorted(line.split()[0] for line in (work / "k").read_text().splitlines())
+        assert labels == ["LOCAL_EPHEMERAL_PRIVATE_KEY", "LOCAL_STATIC_PRIVATE_KEY"]
+        subprocess.run(["setcap", "-r", str(work / "p2pc-keys")], check=True)
+        with subprocess.Popen([*nobody, work / "peer", "-role", "listen", "-listen", "/ip4/127.0.0.1/tcp/0",
+                               "-blocks", str(BLOCKS)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as p:
+            try:
+                running(p.pid, work / "peer")
+                res = subprocess.run([*nobody, work / "p2pc-keys", "--pid", str(p.pid), "--output", work / "k2"],
+                                     capture_output=True, text=True, timeout=30)
+            finally:
+                p.kill()
+        assert res.returncode == 2 and len(res.stderr.splitlines()) == 1
+        assert "not permitted" in res.stderr and "CAP_BPF and CAP_PERFMON" in res.stderr, res.stderr
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
