@@ -17,7 +17,7 @@ APT_PKGS=(tshark wireshark-dev libwireshark-dev liblzo2-dev libsnappy-dev zlib1g
           tcpreplay time    # make bench: tcprewrite gives each copy its own addresses; GNU time
           libgmp-dev python3-venv)   # captures/gen/py: pip builds fastecdsa 2.3.2 (no cp311 wheel) against GMP
 if [ "$FUZZ" = 1 ]; then APT_PKGS+=(clang); fi
-if [ "$KEYS" = 1 ]; then APT_PKGS+=(clang llvm libbpf-dev linux-libc-dev); fi
+if [ "$KEYS" = 1 ]; then APT_PKGS+=(clang llvm libbpf-dev linux-libc-dev libcap2-bin); fi   # libcap2-bin: setcap (tests/test_keys.py)
 SUDO=()
 if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO=(sudo); fi
 
