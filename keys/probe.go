@@ -69,20 +69,11 @@ func (p *probes) attach(t *target) error {
 	}
 	var added []link.Link
 	for _, pt := range t.points {
-		prog := p.progs.tls
-		if pt.noise {
-			prog = p.progs.noise
-		}
-		l, err := p.attachOne(ex, prog, t.pid, pt)
+		l, err := p.attachOne(ex, t.pid, pt)
 		if errors.Is(err, link.ErrNotSupported) && p.progs.multi {
 			// The programs loaded but the kernel has no multi-uprobe link: per-probe ones.
 			p.progs = programs{p.objs.SingleTlsKeyLog, p.objs.SingleNoiseKeys, false}
-			if pt.noise {
-				prog = p.progs.noise
-			} else {
-				prog = p.progs.tls
-			}
-			l, err = p.attachOne(ex, prog, t.pid, pt)
+			l, err = p.attachOne(ex, t.pid, pt)
 		}
 		if err != nil {
 			for _, a := range added {
@@ -96,7 +87,12 @@ func (p *probes) attach(t *target) error {
 	return nil
 }
 
-func (p *probes) attachOne(ex *link.Executable, prog *ebpf.Program, pid int, pt probePoint) (link.Link, error) {
+// attachOne sets pt's probe with the program of its kind, in the flavour loaded.
+func (p *probes) attachOne(ex *link.Executable, pid int, pt probePoint) (link.Link, error) {
+	prog := p.progs.tls
+	if pt.noise {
+		prog = p.progs.noise
+	}
 	if p.progs.multi {
 		return ex.UprobeMulti(nil, prog, &link.UprobeMultiOptions{
 			Addresses: []uint64{pt.offset}, Cookies: []uint64{pt.cookie}, PID: uint32(pid)})

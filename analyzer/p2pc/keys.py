@@ -66,7 +66,7 @@ def run(args) -> int:
 
 
 class Tracer:
-    """`live --keys-from`: the helper in the background, writing to the key log live follows.
+    """`live --keys-from`: the helper in the background, appending to the key log live's tshark reads.
     start() returns once every process is probed (or raises KeysUnavailable with the helper's
     line); stop() makes it write what is in flight and end.  Its lines go to warn()."""
 

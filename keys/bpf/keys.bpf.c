@@ -72,7 +72,7 @@ struct {
 	__type(value, __u64);
 } lost SEC(".maps");
 
-static __always_inline struct key_event *reserve(void)
+static __always_inline struct key_event *reserve(__u32 kind, __u32 first_len, __u32 second_len)
 {
 	struct key_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -83,7 +83,20 @@ static __always_inline struct key_event *reserve(void)
 		return 0;
 	}
 	e->tgid = bpf_get_current_pid_tgid() >> 32;
+	e->kind = kind;
+	e->first_len = first_len;
+	e->second_len = second_len;
 	return e;
+}
+
+/* The event sent when its reads succeeded (`failed` 0), else given back unsent. */
+static __always_inline int send(struct key_event *e, long failed)
+{
+	if (failed)
+		bpf_ringbuf_discard(e, 0);
+	else
+		bpf_ringbuf_submit(e, 0);
+	return 0;
 }
 
 /* crypto/tls.(*Config).writeKeyLog(label string, clientRandom, secret []byte): called for every
@@ -96,21 +109,13 @@ static __always_inline int tls_key_log(struct pt_regs *ctx)
 	if (label_len == 0 || label_len >= LABEL_MAX || random_len != RANDOM_LEN || secret_len == 0 ||
 	    secret_len >= SECRET_MAX)
 		return 0;
-	struct key_event *e = reserve();
+	struct key_event *e = reserve(KIND_TLS, RANDOM_LEN, secret_len);
 	if (!e)
 		return 0;
-	e->kind = KIND_TLS;
 	e->label_len = label_len;
-	e->first_len = RANDOM_LEN;
-	e->second_len = secret_len;
-	if (bpf_probe_read_user(e->label, label_len & (LABEL_MAX - 1), (void *)GO_ARG2(ctx)) ||
-	    bpf_probe_read_user(e->first, RANDOM_LEN, (void *)GO_ARG4(ctx)) ||
-	    bpf_probe_read_user(e->second, secret_len & (SECRET_MAX - 1), (void *)GO_ARG7(ctx))) {
-		bpf_ringbuf_discard(e, 0);
-		return 0;
-	}
-	bpf_ringbuf_submit(e, 0);
-	return 0;
+	return send(e, bpf_probe_read_user(e->label, label_len & (LABEL_MAX - 1), (void *)GO_ARG2(ctx)) ||
+		       bpf_probe_read_user(e->first, RANDOM_LEN, (void *)GO_ARG4(ctx)) ||
+		       bpf_probe_read_user(e->second, secret_len & (SECRET_MAX - 1), (void *)GO_ARG7(ctx)));
 }
 
 /* A Go slice header. */
@@ -140,19 +145,11 @@ static __always_inline int noise_keys(struct pt_regs *ctx)
 		return 0;
 	if (s.len != NOISE_KEY_LEN || e.len != NOISE_KEY_LEN)
 		return 0;
-	struct key_event *ev = reserve();
+	struct key_event *ev = reserve(KIND_NOISE, NOISE_KEY_LEN, NOISE_KEY_LEN);
 	if (!ev)
 		return 0;
-	ev->kind = KIND_NOISE;
-	ev->first_len = NOISE_KEY_LEN;
-	ev->second_len = NOISE_KEY_LEN;
-	if (bpf_probe_read_user(ev->first, NOISE_KEY_LEN, (void *)s.ptr) ||
-	    bpf_probe_read_user(ev->second, NOISE_KEY_LEN, (void *)e.ptr)) {
-		bpf_ringbuf_discard(ev, 0);
-		return 0;
-	}
-	bpf_ringbuf_submit(ev, 0);
-	return 0;
+	return send(ev, bpf_probe_read_user(ev->first, NOISE_KEY_LEN, (void *)s.ptr) ||
+			bpf_probe_read_user(ev->second, NOISE_KEY_LEN, (void *)e.ptr));
 }
 
 /* Each probe twice: a multi-uprobe link (Linux 6.6+, CAP_BPF and CAP_PERFMON are enough) and a
