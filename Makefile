@@ -1,5 +1,8 @@
 # p2pc — the two commands: `make demo` and `make test`.
+# The Python the checkout's virtual environment (.venv, tools/install-deps.sh) is made from; the
+# analyzer, the tests and the tools run in that environment.
 PYTHON ?= python3
+VENV_PY = .venv/bin/python
 BUILD ?= build
 JOBS ?= $(shell nproc)
 # The Wireshark version is read when a recipe needs it, not when make starts: on a bare machine
@@ -16,15 +19,21 @@ USER_CONFIG_DIR := $(shell x="$${XDG_CONFIG_HOME:-$(HOME)/.config}/wireshark"; \
 WS_FOLDER = $(shell tshark -G folders 2>/dev/null | sed -n 's/^$(1):[[:space:]]*//p')
 GLOBAL_PLUGIN_DIR = $(call WS_FOLDER,Global Plugins)
 GLOBAL_LUA_DIR = $(call WS_FOLDER,Global Lua Plugins)
+# Wireshark's global profiles (offered to every user, tshark -C NAME finds them too).
+GLOBAL_PROFILE_DIR = $(call WS_FOLDER,Global configuration)/profiles
 DEMO_CAPTURE ?= captures/bitcoin/btc-compressed.pcapng
 P2PC_ONLY ?=
 
-.PHONY: all deps build keys test demo install-user uninstall-user install-system uninstall-system captures bench bench-huge bench-live fuzz check-versions check-bare clean
+.PHONY: all deps test-deps build keys test demo install-user uninstall-user install-system uninstall-system captures bench bench-huge bench-live fuzz check-versions check-bare clean
 
 all: build
 
+# What make demo needs; the test suite's, bench's and the generators' tools come with test-deps.
 deps:
-	@tools/install-deps.sh
+	@PYTHON=$(PYTHON) tools/install-deps.sh
+
+test-deps:
+	@PYTHON=$(PYTHON) tools/install-deps.sh --test
 
 WERROR ?= OFF
 
@@ -36,7 +45,7 @@ build:
 # p2pc keys' helper (keys/): its eBPF program compiled by clang (bpf2go, a tool of the pinned
 # cilium/ebpf) and the Go program that loads it; Go 1.24 or later, modules from the Go proxy.
 keys:
-	@tools/install-deps.sh --keys
+	@PYTHON=$(PYTHON) tools/install-deps.sh --keys
 	@command -v go >/dev/null || { echo "p2pc: make keys needs Go 1.24 or later (go not found)" >&2; exit 1; }
 	@cd keys && MULTIARCH=$$(gcc -print-multiarch) go generate ./... && go build -trimpath -o ../$(BUILD)/p2pc-keys .
 	@echo "p2pc: built $(BUILD)/p2pc-keys (p2pc keys --pid PID --output FILE)"
@@ -44,8 +53,8 @@ keys:
 # Tests build with warnings as errors: a warning on any supported Wireshark fails them.
 # Every test; P2PC_TESTS=host runs only those that need a real machine (tests/conftest.py).
 test: WERROR = ON
-test: deps build
-	$(PYTHON) -m pytest -q tests
+test: test-deps build
+	$(VENV_PY) -m pytest -q tests
 
 # Installs into the folder of the Wireshark that is installed now, the build made for it.
 install-user: build
@@ -81,47 +90,69 @@ install-system: build
 	  mkdir -p "$$dir/epan" "$$lua" && install -m 0644 "$$so" "$$dir/epan/p2pc.so" && \
 	  for f in lua/*.lua; do install -m 0644 "$$f" "$$lua/"; done && \
 	  echo "p2pc: plugin installed in $$dir/epan, its Lua parts in $$lua (Wireshark $$mm, every user)"
+	@prof="$(GLOBAL_PROFILE_DIR)/p2pc"; mkdir -p "$$prof" && \
+	  for f in profiles/p2pc/*; do install -m 0644 "$$f" "$$prof/"; done && \
+	  echo "p2pc: profile p2pc installed in $$prof (every user, -C p2pc)"
 
 uninstall-system:
 	@dir="$(GLOBAL_PLUGIN_DIR)"; lua="$(GLOBAL_LUA_DIR)"; \
 	  [ -n "$$dir" ] && [ -n "$$lua" ] || { echo "p2pc: tshark -G folders names no global plugin folder" >&2; exit 1; }; \
 	  rm -f "$$dir/epan/p2pc.so"; for f in lua/*.lua; do rm -f "$$lua/$$(basename "$$f")"; done; \
-	  echo "p2pc: removed from $$dir/epan and $$lua"
+	  rm -rf "$(GLOBAL_PROFILE_DIR)/p2pc"; \
+	  echo "p2pc: removed from $$dir/epan, $$lua and $(GLOBAL_PROFILE_DIR)/p2pc"
+
+# A Debian package for the Wireshark installed here (packaging/debian, built by dpkg-buildpackage
+# from a copy of the checkout's files, with the system's tools only: PATH is the system's, not a
+# pyenv's or a venv's): build/deb/p2pc_VERSION_ARCH.deb.  And the analyzer alone as
+# a wheel: build/dist/p2pc-VERSION-py3-none-any.whl.
+.PHONY: deb wheel
+deb:
+	@tools/install-deps.sh --deb
+	@rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/src
+	@git ls-files -z -co --exclude-standard | tar --null -T - -cf - | tar -C $(BUILD)/deb/src -xf -
+	@cp -r packaging/debian $(BUILD)/deb/src/debian
+	@cd $(BUILD)/deb/src && env PATH=/usr/sbin:/usr/bin:/sbin:/bin dpkg-buildpackage -b -us -uc >../build.log 2>&1 \
+	  || { tail -30 ../build.log >&2; echo "p2pc: dpkg-buildpackage failed ($(BUILD)/deb/build.log)" >&2; exit 1; }
+	@ls $(BUILD)/deb/*.deb | sed 's/^/p2pc: built /'
+
+wheel: deps
+	@$(VENV_PY) -m pip wheel -q --no-deps --disable-pip-version-check -w $(BUILD)/dist ./analyzer
+	@ls $(BUILD)/dist/*.whl | sed 's/^/p2pc: built /'
 
 demo: deps install-user
-	@PYTHONPATH=analyzer $(PYTHON) -m p2pc analyze $(DEMO_CAPTURE)
+	@.venv/bin/p2pc analyze $(DEMO_CAPTURE)
 	@echo
-	@PYTHONPATH=analyzer $(PYTHON) -m p2pc compare captures/bitcoin/btc-baseline.pcapng $(DEMO_CAPTURE)
+	@.venv/bin/p2pc compare captures/bitcoin/btc-baseline.pcapng $(DEMO_CAPTURE)
 
-captures:
+captures: test-deps
 	@[ "$$(id -u)" -eq 0 ] || { echo "make captures needs root (network namespaces)"; exit 1; }
-	$(PYTHON) captures/gen/make_all.py
+	$(VENV_PY) captures/gen/make_all.py
 
-bench: build
-	PYTHONPATH=analyzer $(PYTHON) tools/bench.py
+bench: test-deps build
+	PYTHONPATH=analyzer $(VENV_PY) tools/bench.py
 
 # A capture larger than one tshark pass fits: p2pc analyze shards it (tools/bench.py --huge-gb).
 HUGE_GB ?= 10
-bench-huge: build
-	PYTHONPATH=analyzer $(PYTHON) tools/bench.py --huge-gb $(HUGE_GB)
+bench-huge: test-deps build
+	PYTHONPATH=analyzer $(VENV_PY) tools/bench.py --huge-gb $(HUGE_GB)
 
 # Root: >= 2 GB replayed through `p2pc live` on a veth pair in a network namespace; peak RSS
 # and live's totals vs the offline analysis (LIVE_BENCH_MB=100 for a quick run); then the
 # highest replay rate live keeps up with, exactly, on a LIVE_RATE_MB capture.
 LIVE_BENCH_MB ?= 2100
 LIVE_RATE_MB ?= 300
-bench-live: build
-	PYTHONPATH=analyzer $(PYTHON) tools/live-bench.py --size-mb $(LIVE_BENCH_MB) --find-rate-mb $(LIVE_RATE_MB)
+bench-live: test-deps build
+	PYTHONPATH=analyzer $(VENV_PY) tools/live-bench.py --size-mb $(LIVE_BENCH_MB) --find-rate-mb $(LIVE_RATE_MB)
 
 # The fuzz gate (fuzz/README.md): editcap mutants of the captures through an ASan+UBSan
 # build (build-asan/). FUZZ_PROFILE=short (default, CI: the captures fuzz/short-skip.txt does not
 # list, 756 runs) or long (every capture).
 FUZZ_PROFILE ?= short
 fuzz-deps:
-	@tools/install-deps.sh --fuzz
+	@PYTHON=$(PYTHON) tools/install-deps.sh --fuzz
 
 fuzz: fuzz-deps
-	FUZZ_PROFILE=$(FUZZ_PROFILE) $(PYTHON) tools/fuzz.py
+	FUZZ_PROFILE=$(FUZZ_PROFILE) $(VENV_PY) tools/fuzz.py
 
 # libFuzzer harnesses (fuzz/): the regressions, then each harness for LIBFUZZ_SECONDS
 # (CI: 12; long runs: the default 600, LIBFUZZ_JOBS=2 for both cores).
@@ -146,8 +177,8 @@ check-bare:
 # screenshot is blank; writes docs/screenshots/*.png (installs wireshark, xvfb, xdotool,
 # imagemagick with apt-get if missing). On demand, not part of make test.
 .PHONY: gui-check
-gui-check: build
-	$(PYTHON) tools/gui-check.py
+gui-check: deps build
+	$(VENV_PY) tools/gui-check.py
 
 # The same GUI check on Wireshark 4.4 (Debian trixie) and 4.6 (sid), each in a chroot of its own
 # (tools/ws-versions.sh --gui; root): finds the savings window in each version's Statistics menu,

@@ -1,6 +1,8 @@
 """Installing p2pc: `make install-system` (the global folders, which root's Wireshark loads),
 checked into temporary folders only (a global copy would be loaded by every tshark the tests run,
-before the build they name), and tools/install-deps.sh saying when pip breaks system packages."""
+before the build they name); tools/install-deps.sh putting the analyzer in the checkout's virtual
+environment, never in the system's Python; the analyzer's wheel.  The Debian package is checked
+on a bare Debian 12 by tools/deb-check.sh (CI)."""
 from __future__ import annotations
 
 import filecmp
@@ -41,10 +43,10 @@ def test_install_system_layout_and_uninstall(tmp_path):
     user; uninstall-system removes those and nothing else."""
     if built_plugin() is None:
         pytest.fail("the plugin is not built: run `make build`")
-    plugins, lua = tmp_path / "plugins" / "4.x", tmp_path / "lua"
+    plugins, lua, profiles = tmp_path / "plugins" / "4.x", tmp_path / "lua", tmp_path / "profiles"
     lua.mkdir()
     (lua / "someone-else.lua").write_text("-- not ours\n")
-    dirs = [f"GLOBAL_PLUGIN_DIR={plugins}", f"GLOBAL_LUA_DIR={lua}", "JOBS=1"]
+    dirs = [f"GLOBAL_PLUGIN_DIR={plugins}", f"GLOBAL_LUA_DIR={lua}", f"GLOBAL_PROFILE_DIR={profiles}", "JOBS=1"]
     res = make("install-system", *dirs)
     assert res.returncode == 0, res.stderr
     assert f"plugin installed in {plugins}/epan" in res.stdout
@@ -56,43 +58,90 @@ def test_install_system_layout_and_uninstall(tmp_path):
         assert stat.S_IMODE(f.stat().st_mode) == 0o644, f
     for n in ours:
         assert filecmp.cmp(lua / n, REPO / "lua" / n, shallow=False)
+    profile = sorted(p.name for p in (REPO / "profiles" / "p2pc").iterdir())
+    assert profile and sorted(p.name for p in (profiles / "p2pc").iterdir()) == profile
 
     res = make("uninstall-system", *dirs)
     assert res.returncode == 0, res.stderr
     assert not so.exists() and [p.name for p in lua.iterdir()] == ["someone-else.lua"]
+    assert list(profiles.iterdir()) == []
 
 
-def fake_tools(tmp_path, pip_refuses: bool) -> dict:
-    """A PATH where every Debian package is installed (dpkg-query says so) and a python3 whose pip
-    refuses a plain install when pip_refuses (an externally managed Python), logging its calls."""
+def fake_python(tmp_path) -> dict:
+    """A PATH where every Debian package is installed (dpkg-query says so), and a python3 that
+    logs its calls and makes a "venv" whose python logs its calls too and names its prefix."""
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     (bin_ / "dpkg-query").write_text("#!/bin/sh\nprintf 'install ok installed'\n")
-    log = tmp_path / "pip.log"
+    log = tmp_path / "python.log"
     (bin_ / "python3").write_text(
         "#!/bin/sh\n"
-        f'echo "$*" >> {log}\n'
-        + ('case "$*" in *--break-system-packages*) exit 0;; *) '
-           'echo "error: externally-managed-environment" >&2; exit 1;; esac\n' if pip_refuses else "exit 0\n"))
+        f'echo "$0 $*" >> {log}\n'
+        'case "$1 $2" in\n'
+        '  "-m venv") mkdir -p "$3/bin" && cp "$0" "$3/bin/python" && : > "$3/bin/p2pc";;\n'
+        '  "-c "*) cd "$(dirname "$0")/.." && pwd;;\n'
+        "esac\n")
     for f in bin_.iterdir():
         f.chmod(0o755)
-    return {"PATH": f"{bin_}:{os.environ['PATH']}", "PYTHON": str(bin_ / "python3"), "log": log}
+    return {"PATH": f"{bin_}:{os.environ['PATH']}", "PYTHON": str(bin_ / "python3"),
+            "P2PC_VENV": str(tmp_path / "venv"), "HOME": str(tmp_path / "home"), "log": log}
 
 
-@pytest.mark.parametrize("pip_refuses", [False, True])
-def test_install_deps_says_when_it_breaks_system_packages(tmp_path, pip_refuses):
-    env = fake_tools(tmp_path, pip_refuses)
-    log = env.pop("log")
-    res = subprocess.run(["bash", str(REPO / "tools" / "install-deps.sh")], capture_output=True, text=True,
-                         env=dict(os.environ, **env), cwd=REPO, timeout=60)
+@pytest.mark.once
+@pytest.mark.parametrize("profile, spec", [("", "analyzer"), ("--test", "analyzer[all,test]")])
+def test_install_deps_puts_the_analyzer_in_the_checkouts_venv(tmp_path, profile, spec):
+    """make demo's deps install the analyzer alone, make test's its extras, both into the venv
+    (made from $PYTHON), never the system's Python; the p2pc command is linked in ~/.local/bin."""
+    env = fake_python(tmp_path)
+    log, venv = env.pop("log"), env["P2PC_VENV"]
+    res = subprocess.run(["bash", str(REPO / "tools" / "install-deps.sh"), *([profile] if profile else [])],
+                         capture_output=True, text=True, env=dict(os.environ, **env), cwd=REPO, timeout=60)
     assert res.returncode == 0, res.stderr
-    said = [l for l in res.stdout.splitlines() if "--break-system-packages" in l]
     calls = log.read_text().splitlines()
-    if pip_refuses:
-        assert len(said) == 1 and said[0].startswith("p2pc: "), res.stdout
-        assert len(calls) == 2 and "--break-system-packages" in calls[1]
-    else:
-        assert said == [] and len(calls) == 1 and "--break-system-packages" not in calls[0]
+    assert calls[0] == f"{env['PYTHON']} -m venv {venv}"
+    pip = [c for c in calls if " -m pip " in c]
+    assert pip == [f"{venv}/bin/python -m pip install -q --disable-pip-version-check -e {spec}"]
+    assert "--break-system-packages" not in res.stdout + log.read_text()
+    link = tmp_path / "home" / ".local" / "bin" / "p2pc"
+    assert os.readlink(link) == f"{venv}/bin/p2pc"
+    assert f"the p2pc command is {link}" in res.stdout
+
+
+@pytest.mark.once
+def test_install_deps_makes_again_a_venv_made_elsewhere(tmp_path):
+    """A .venv copied from another path (its scripts name that path) is made again; one made here
+    is kept."""
+    env = fake_python(tmp_path)
+    log, venv = env.pop("log"), tmp_path / "venv"
+    run = lambda: subprocess.run(["bash", str(REPO / "tools" / "install-deps.sh")], capture_output=True,  # noqa: E731
+                                 text=True, env=dict(os.environ, **env), cwd=REPO, timeout=60)
+    assert run().returncode == 0
+    assert run().returncode == 0
+    assert sum(" -m venv " in c for c in log.read_text().splitlines()) == 1
+    (venv / "bin" / "python").write_text("#!/bin/sh\necho /elsewhere/.venv\n")
+    assert run().returncode == 0
+    assert sum(" -m venv " in c for c in log.read_text().splitlines()) == 2
+
+
+@pytest.mark.once
+def test_the_analyzer_is_a_wheel_pip_installs(tmp_path):
+    """`make wheel`'s command builds a wheel of the analyzer alone, and pip installs it with its
+    templates, schema and vendored plotly.js: the installed copy runs."""
+    wheels = tmp_path / "dist"
+    res = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--disable-pip-version-check",
+                          "-w", str(wheels), str(REPO / "analyzer")], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    whl, = wheels.glob("p2pc-*-py3-none-any.whl")
+    site = tmp_path / "site"
+    res = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check",
+                          "--target", str(site), str(whl)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    for data in ("schema/p2pc-report-1.json", "templates/report.html.j2", "vendor/plotly-basic.min.js.gz"):
+        assert filecmp.cmp(site / "p2pc" / data, REPO / "analyzer" / "p2pc" / data, shallow=False), data
+    res = subprocess.run([sys.executable, "-m", "p2pc", "--version"], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(site)), cwd=tmp_path, timeout=60)
+    assert res.returncode == 0 and res.stdout.startswith("p2pc "), res.stdout + res.stderr
+    assert (site / "bin" / "p2pc").is_file()
 
 
 def test_tests_never_touch_the_users_home():

@@ -50,7 +50,11 @@ make_base() {
   rm -rf "$tmp"
 }
 
+# CI makes several chroots of one suite at once (.ci/run): one of them makes the tarball.
+exec {base_lock}>"$CACHE/$SUITE-minbase.lock"
+flock "$base_lock"
 [ -f "$BASE" ] || make_base
+flock -u "$base_lock"
 if [ "${P2PC_CHROOT_FRESH:-0}" = 1 ] || [ ! -x "$ROOT/bin/bash" ]; then
   unmount_all
   rm -rf "$ROOT" && mkdir -p "$ROOT"

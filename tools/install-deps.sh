@@ -1,23 +1,37 @@
 #!/usr/bin/env bash
-# Install what p2pc needs on Debian/Ubuntu: tshark and the Wireshark development files, the
-# compression libraries, cmake, and the Python packages the analyzer and tests use.
-# Installs only what is missing; needs root (or sudo) for apt.
-#   tools/install-deps.sh           what make demo, make test and make bench need
+# Install what p2pc needs on Debian/Ubuntu, only what is missing: Debian packages with apt (as
+# root, or through sudo), and the analyzer in a virtual environment of this checkout (.venv),
+# never into the system's Python.
+#   tools/install-deps.sh           what make demo needs: tshark, the Wireshark development files,
+#                                   the compression libraries, cmake, and the analyzer (.venv)
+#   tools/install-deps.sh --test    also what the test suite, make bench and the capture generators
+#                                   use (Chromium, network tools, tcpreplay, GMP) and the analyzer's
+#                                   codec, cluster and test extras
 #   tools/install-deps.sh --fuzz    also clang and its sanitizer runtime (make fuzz, make libfuzz)
 #   tools/install-deps.sh --keys    also clang, llvm and libbpf's headers (make keys: keys/keys.bpf.c)
+#   tools/install-deps.sh --deb     also Debian's packaging tools (make deb: packaging/debian)
+# The p2pc command is linked into ~/.local/bin (as pipx does); the line it prints says so.
 set -euo pipefail
-FUZZ=0 KEYS=0
-[ "${1:-}" = "--fuzz" ] && FUZZ=1
-[ "${1:-}" = "--keys" ] && KEYS=1
+cd "$(dirname "$0")/.."
+PROFILE=${1:-}
+case "$PROFILE" in ""|--test|--fuzz|--keys|--deb) ;; *) echo "usage: $0 [--test|--fuzz|--keys|--deb]" >&2; exit 2;; esac
 
 APT_PKGS=(tshark wireshark-dev libwireshark-dev liblzo2-dev libsnappy-dev zlib1g-dev
-          libbrotli-dev libzstd-dev libgcrypt20-dev libisal-dev cmake make gcc pkg-config python3 python3-pip
-          iproute2 util-linux iputils-ping ethtool
-          chromium    # tests/test_reports.py renders the HTML report headless
-          tcpreplay time    # make bench: tcprewrite gives each copy its own addresses; GNU time
-          libgmp-dev python3-venv)   # captures/gen/py: pip builds fastecdsa 2.3.2 (no cp311 wheel) against GMP
-if [ "$FUZZ" = 1 ]; then APT_PKGS+=(clang); fi
-if [ "$KEYS" = 1 ]; then APT_PKGS+=(clang llvm libbpf-dev linux-libc-dev libcap2-bin); fi   # libcap2-bin: setcap (tests/test_keys.py)
+          libbrotli-dev libzstd-dev libgcrypt20-dev libisal-dev cmake make gcc pkg-config
+          python3 python3-venv)
+EXTRAS=""
+if [ "$PROFILE" = --test ]; then
+  APT_PKGS+=(iproute2 util-linux iputils-ping ethtool
+             chromium    # tests/test_reports.py renders the HTML report headless
+             tcpreplay time    # make bench: tcprewrite gives each copy its own addresses; GNU time
+             libgmp-dev)   # captures/gen/py: pip builds fastecdsa 2.3.2 (no cp311 wheel) against GMP
+  EXTRAS="[all,test]"
+fi
+if [ "$PROFILE" = --fuzz ]; then APT_PKGS+=(clang); fi
+if [ "$PROFILE" = --keys ]; then APT_PKGS+=(clang llvm libbpf-dev linux-libc-dev libcap2-bin); fi   # libcap2-bin: setcap (tests/test_keys.py)
+if [ "$PROFILE" = --deb ]; then
+  APT_PKGS+=(build-essential dpkg-dev debhelper dh-python python3-all python3-setuptools pybuild-plugin-pyproject)
+fi
 SUDO=()
 if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO=(sudo); fi
 
@@ -45,7 +59,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # libFuzzer and the sanitizer runtimes come with clang's versioned compiler-rt package.
-if [ "$FUZZ" = 1 ]; then
+if [ "$PROFILE" = --fuzz ]; then
   rt="libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
   if ! dpkg-query -W -f='${Status}' "$rt" 2>/dev/null | grep -q "install ok installed"; then
     echo "p2pc: installing $rt"
@@ -53,10 +67,25 @@ if [ "$FUZZ" = 1 ]; then
   fi
 fi
 
-# Python: the analyzer (editable, with its codec and plotting extras, and what the tests use).
-# Debian's own python3 is "externally managed" (PEP 668): there pip needs --break-system-packages.
+# The analyzer, editable (it runs this checkout's code), in .venv: Debian's python3 is "externally
+# managed" (PEP 668), and what a user installs for p2pc must not change their system's Python.  A
+# .venv made elsewhere (a copied tree: its scripts name another path) is made again.
+# P2PC_VENV puts it elsewhere (tests/test_install.py).
+VENV=${P2PC_VENV:-$PWD/.venv}
 PY=${PYTHON:-python3}
-if ! "$PY" -m pip install -q -e "analyzer[all,test]" 2>/dev/null; then
-  echo "p2pc: pip install failed (an externally managed Python, PEP 668): installing with --break-system-packages"
-  "$PY" -m pip install -q --break-system-packages -e "analyzer[all,test]"
+if ! [ -x "$VENV/bin/python" ] || [ "$("$VENV/bin/python" -c 'import sys; print(sys.prefix)' 2>/dev/null)" != "$VENV" ]; then
+  rm -rf "$VENV"
+  "$PY" -m venv "$VENV"
 fi
+# One pip at a time in it: CI's builds run make targets side by side (.ci/run).
+flock "$VENV/.p2pc-lock" "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "analyzer$EXTRAS"
+
+# The p2pc command on the user's PATH: a link in ~/.local/bin, which Debian's ~/.profile puts on
+# PATH when it exists (for root it does not: then say so).
+bin=$HOME/.local/bin
+mkdir -p "$bin"
+ln -sfn "$VENV/bin/p2pc" "$bin/p2pc"
+case ":$PATH:" in
+  *":$bin:"*) echo "p2pc: the p2pc command is $bin/p2pc (in $VENV)";;
+  *) echo "p2pc: the p2pc command is $bin/p2pc (in $VENV); $bin is not on your PATH: add it, or log in again";;
+esac

@@ -27,19 +27,21 @@ for suite in "$@"; do
   if [ "$gui" = 1 ]; then
     log=$LOGS/gui-$suite.log
     # The GUI check's screenshots are named by the Wireshark version: NAME-X.Y.png.
-    run='make build && python3 tools/gui-check.py --out /src/build/gui-shots --suffix "-${ver%.*}"'
+    run='make build && .venv/bin/python tools/gui-check.py --out /src/build/gui-shots --suffix "-${ver%.*}"'
     chroot=gui-$suite
+    deps=""
   else
     log=$LOGS/$suite.log
     # P2PC_TESTS (tests/conftest.py) as given: .ci/run's versioned skips the `once` tests.
     run="P2PC_TESTS=${P2PC_TESTS:-all} PYTEST_ADDOPTS=--junitxml=/src/build/junit.xml make test"
     chroot=ws-$suite
+    deps=--test
     rm -f "$LOGS/$suite.xml"
   fi
   P2PC_CHROOT_SRC=$PWD tools/chroot.sh "$suite" "$chroot" bash -c '
       set -e
       cd /src
-      tools/install-deps.sh
+      tools/install-deps.sh '"$deps"'
       ver=$(tshark --version | sed -n "1s/^TShark (Wireshark) \([0-9]*\.[0-9]*\.[0-9]*\).*/\1/p")
       echo "p2pc-version: $ver"
       echo "p2pc-cc: gcc $(gcc -dumpfullversion)"

@@ -9,9 +9,13 @@ direction depend on all of its segments and ACKs, so the estimate can go down as
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
+import threading
+from socketserver import ThreadingMixIn
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, make_wsgi_app
 
 from .live import LiveTotals
 from .model import LinkParams, direction_savings
@@ -69,6 +73,26 @@ class Estimate:
             self.shown[key] = value
 
 
+class _Server(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_message(self, *args) -> None:   # a scrape is no event for live's output
+        pass
+
+
+def serve(listen: tuple[str, int], registry: CollectorRegistry) -> WSGIServer:
+    """prometheus_client's own WSGI app on a threaded server, as its start_http_server makes;
+    here because that one returns the server (to shut it down) only from 0.17 on, and Debian 12
+    packages 0.16."""
+    family = socket.getaddrinfo(listen[0], listen[1], type=socket.SOCK_STREAM)[0][0]
+    server_class = type("Server", (_Server,), {"address_family": family})
+    httpd = make_server(listen[0], listen[1], make_wsgi_app(registry), server_class, handler_class=_Quiet)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
 class Metrics:
     """The counters of docs/metrics.md, each a prometheus_client Counter that the records
     raise as they come (LiveTotals calls them under its lock)."""
@@ -94,7 +118,7 @@ class Metrics:
         self.cut = Highest(self.undecoded)
         self.drops = mk("p2pc_capture_dropped_packets", "Packets the capture dropped (dumpcap's own "
                         "counter, which dumpcap gives when the capture stops)", ())
-        self.server, self.thread = start_http_server(listen[1], addr=listen[0], registry=self.registry)
+        self.server = serve(listen, self.registry)
         totals.metrics = self
 
     def message(self, m: Message) -> None:
