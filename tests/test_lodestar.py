@@ -1,6 +1,6 @@
 """A real Ethereum client (issue #25): two Lodestar 1.5.1 beacon nodes on a dev chain, over Noise
 (captures/lodestar/, captures/gen/make_lodestar.py), their keys written by p2pc's Node preload
-(keylog/node/noise-keylog.cjs) with no change to the client.  The truth is the nodes' own: every
+(keys/node/noise-keylog.cjs) with no change to the client.  The truth is the nodes' own: every
 block's SSZ from their REST API, and their req/resp and gossip counters from their metrics."""
 from __future__ import annotations
 

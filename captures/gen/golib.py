@@ -20,7 +20,10 @@ def go_build(src: str, name: str, patches: list[tuple[str, str, Path]] | None = 
     the module proxy (GOTOOLCHAIN), else the machine's.
     patches: (module@version, file in it, unified diff) each: the module is copied into _work,
     the file patched there, and the build points at the copy with a replace directive in a
-    go.mod of its own (-modfile): the module cache and captures/gen/<src>/go.mod stay as they are."""
+    go.mod of its own (-modfile): the module cache and captures/gen/<src>/go.mod stay as they are.
+    So patches and modfile exclude each other: the patched build's go.mod is made from go.mod."""
+    if patches and modfile:
+        raise ValueError(f"go_build {name}: patches are applied to {src}/go.mod's versions, not to {modfile}'s")
     WORK.mkdir(exist_ok=True)
     exe = WORK / name
     env = dict(os.environ, GOFLAGS="-mod=mod", **({"GOTOOLCHAIN": toolchain} if toolchain else {}))

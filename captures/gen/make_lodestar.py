@@ -5,7 +5,7 @@ Node A (192.0.2.1) and node B (192.0.2.2) run `lodestar dev` (captures/gen/lodes
 release's own yarn.lock) on one interop genesis of 8 validators, the minimal preset and
 2-second slots, phase0 then Altair from epoch 1; A's validator client runs validators 0-3 and B's, B started when A is up and
 given A's ENR as its bootnode, validators 4-7.  They talk over netem.py's emulated link (60 ms each way, 20 Mbit/s,
-captured on A) for RUN_S seconds after genesis.  Both load keylog/node/noise-keylog.cjs with
+captured on A) for RUN_S seconds after genesis.  Both load keys/node/noise-keylog.cjs with
 NODE_OPTIONS, so the unchanged client writes its Noise keys to lodestar.keys.
 
 Blocks by root come only when B hears a gossip block whose parent it lacks.  B subscribes to
@@ -53,7 +53,7 @@ ROOT = HERE.parent.parent
 PKG = HERE / "lodestar"
 OUT = ROOT / "captures" / "lodestar"
 WORK = Path("/tmp/p2pc-lodestar")
-PRELOAD = ROOT / "keylog" / "node" / "noise-keylog.cjs"
+PRELOAD = ROOT / "keys" / "node" / "noise-keylog.cjs"
 YARN = "yarn@1.22.22"
 DELAY_MS, RATE_KBIT = 60, 20000
 PORT, REST, METRICS = 9000, 9596, 8008

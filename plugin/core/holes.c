@@ -1,3 +1,10 @@
+/* holes.c
+ * The bytes TCP never hands to a protocol framed with tcp_dissect_pdus() (holes.h): a
+ * postdissector that follows each such direction's TCP sequence, finds where the capture missed
+ * a segment, and counts what TCP then keeps back in "undecoded" records with the p2pc.hole item.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
 #include "core/holes.h"
 #include "core/frame-data.h"
 #include "core/ledger.h"

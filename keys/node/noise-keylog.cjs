@@ -1,7 +1,7 @@
 // noise-keylog.cjs: makes an unchanged js-libp2p node (Lodestar) write its Noise keys, for p2pc.
 //
 //   LIBP2P_NOISE_KEYLOG=/var/lib/beacon/noise.keys \
-//   NODE_OPTIONS="--require /path/to/p2pc/keylog/node/noise-keylog.cjs" lodestar beacon ...
+//   NODE_OPTIONS="--require /path/to/p2pc/keys/node/noise-keylog.cjs" lodestar beacon ...
 //
 // appends to $LIBP2P_NOISE_KEYLOG, in the WireGuard key log format p2pc reads
 // (docs/libp2p-decryption.md, plugin/libp2p/noise-keys.c):
