@@ -93,13 +93,15 @@ def test_libp2p_goes_on_decoding_across_session_resets(tshark, capture, key):
 def test_messages_a_reset_cuts_are_finished_in_the_next_session(tshark, capture, every):
     """A reset every 61 (or 7) packets cuts messages TCP was reassembling: each is finished in
     the next session from p2pc's copy of its first bytes, so every direction's records equal the
-    ones read without a reset, message for message; with carrying off, they do not."""
+    ones read without a reset, message for message; with carrying off (checked at 61: at 7 it
+    loses more, and costs Wireshark 4.0 a tenth of a second a reset), they do not."""
     cap = CAPTURES / capture
     want = messages(stream(tshark, cap))
     assert sum(len(v) for v in want.values()) > 5
     assert not [r for v in want.values() for r in v if r[1] == "undecoded"]
     assert messages(stream(tshark, cap, "-M", str(every), "-o", "p2pc.live_state_mib:64")) == want
-    assert messages(stream(tshark, cap, "-M", str(every))) != want
+    if every == RESET:
+        assert messages(stream(tshark, cap, "-M", str(every))) != want
 
 
 def test_without_a_budget_a_reset_forgets_libp2p_connections(tshark):

@@ -34,9 +34,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from .model import SETUP, family
 from .records import Message, PeerIdentity
-
-SETUP = "connection setup"
 
 
 class FrameAttribution:
@@ -62,7 +61,6 @@ class FrameAttribution:
         self.msgs[m.key].append((upto, m.frame, m))
 
     def result(self) -> tuple[dict, int]:
-        from .model import family
         out: dict = defaultdict(float)
         spent = 0
         for d, total in self.sent.items():

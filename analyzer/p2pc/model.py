@@ -75,6 +75,11 @@ def family(proto: str, msg_type: str) -> str:
     return FAMILY.get(proto, {}).get(msg_type, msg_type)
 
 
+# compare's family of the bytes a libp2p connection spends before its first message (the
+# transport's negotiation, attribution.py), a cost the model counts.
+SETUP = "connection setup"
+
+
 # One Sums per connection direction and message type, the most numerous object of a merged
 # aggregate: without a __dict__ (Python 3.10 and later) each is about 130 bytes smaller.
 _SLOTS = {"slots": True} if sys.version_info >= (3, 10) else {}
@@ -435,7 +440,6 @@ def bandwidth_table(base: Aggregate, comp: Aggregate, base_bytes: tuple | None =
     base_bytes, comp_bytes: each capture's FrameAttribution result (attribution.py: the bytes
     no message holds go to the direction's next message, in both runs alike, and the
     transport's negotiation is a cost the model counts); without them, family_bytes."""
-    from .attribution import SETUP
     bb = base_bytes[0] if base_bytes else family_bytes(base)
     bc = comp_bytes[0] if comp_bytes else family_bytes(comp)
     modelled: dict = defaultdict(float)
