@@ -3,11 +3,14 @@ processes), several captures in parallel and merged exactly in the order given (
 from __future__ import annotations
 
 import os
+from concurrent.futures import ProcessPoolExecutor
 from typing import TYPE_CHECKING, Iterator
 
-from .progress import CaptureProgress
+from .attribution import FrameAttribution
 from .errors import NoP2PTraffic
+from .progress import CaptureProgress
 from .records import open_wireshark, read_records, start_capture
+from .series import SeriesAggregate
 from .tsharkopts import TsharkOptions
 
 if TYPE_CHECKING:
@@ -21,9 +24,6 @@ def analyze_file(capture: str, plugin: str | None, opts: TsharkOptions | None = 
     ws = open_wireshark(plugin)
     try:
         proc = start_capture(ws, capture, opts=opts, stream=attribution is not None)
-        # The accounting is imported while tshark starts up (about 0.3 s before its first
-        # record, most of a small capture's run), not before: part of the fixed cost per file.
-        from .series import SeriesAggregate
         agg = SeriesAggregate(files=[capture])
         on_message, on_peer = (lambda m: agg.add_message(capture, m)), (lambda p: agg.add_peer(capture, p))
         if attribution is not None:
@@ -49,7 +49,6 @@ def _both(f, g):
 def gather_attributed(capture: str, plugin: str | None, opts: TsharkOptions | None = None):
     """One capture's Aggregate and its FrameAttribution's result (compare's bandwidth table:
     attribution.py)."""
-    from .attribution import FrameAttribution
     att = FrameAttribution()
     agg = analyze_file(capture, plugin, opts, att)
     if not any(agg.by_dir.values()):
@@ -77,7 +76,6 @@ def _parts(captures: list[str], plugin: str | None, jobs: int,
            opts: TsharkOptions | None) -> Iterator[Aggregate]:
     """Each capture's Aggregate, in the order given."""
     if jobs > 1 and len(captures) > 1:
-        from concurrent.futures import ProcessPoolExecutor
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             for fut in submit_largest_first(pool, analyze_file, captures, plugin, opts):
                 yield fut.result()

@@ -21,13 +21,17 @@ import os
 import shutil
 import struct
 import zlib
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from . import private
+from .connkey import frame_key
 from .errors import CaptureUnreadable, P2pcError, UsageError
 from .gather import analyze_file, submit_largest_first
+from .merge import rename_files
+from .records import open_wireshark
 from .tsharkopts import TsharkOptions
 
 if TYPE_CHECKING:
@@ -63,7 +67,6 @@ class _Router:
             return 0
         key_of = self.keys.get(linktype, False)
         if key_of is False:
-            from .connkey import frame_key
             key_of = self.keys[linktype] = frame_key(linktype)
         if key_of is None:
             return 0
@@ -203,7 +206,6 @@ def _split_pcapng(f, outs, router: _Router, res: SplitResult) -> None:
 def resolve_plugin(plugin: str | None) -> str | None:
     """Decide once, in the parent, which plugin file the workers load (None: tshark loads it
     already), so no worker repeats the lookup."""
-    from .records import open_wireshark
     ws = open_wireshark(plugin)
     try:
         return str(ws.plugin) if ws.plugin is not None else None
@@ -230,7 +232,7 @@ def run_shards(paths: list[str], plugin: str | None, jobs: int,
     Yields the shards' Aggregates in the order of `paths`, each released once yielded, so the
     caller holds one at a time (plus those finished ahead of their turn)."""
     if scheduler:
-        try:
+        try:    # Dask, an optional extra (p2pc[cluster]), loaded only for a scheduler
             from dask.distributed import Client
         except ImportError:
             raise P2pcError("--scheduler needs Dask: pip install 'p2pc[cluster]'") from None
@@ -247,7 +249,6 @@ def run_shards(paths: list[str], plugin: str | None, jobs: int,
             yield from _in_order(futures, lambda f: f.release())
         return
     if jobs > 1 and len(paths) > 1:
-        from concurrent.futures import ProcessPoolExecutor
         with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
             futures = submit_largest_first(pool, analyze_shard, paths, plugin, opts)
             yield from _in_order(futures, lambda f: None)
@@ -278,7 +279,6 @@ def analyze_sharded(capture: str, shards: int, jobs: int, plugin: str | None = N
         tmp = keep or private.make_dir("shards", dir=workdir)
     except OSError as e:
         raise UsageError(f"--shard-dir {workdir}: {e.strerror} (give a folder p2pc can write to)") from None
-    from .merge import rename_files
     agg = None      # every shard's type: split() makes at least one
     warnings: list[str] = []
     try:

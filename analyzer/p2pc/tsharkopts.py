@@ -7,12 +7,11 @@ handed to tshark as they are. The options travel to worker processes, so they ar
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
 
-if TYPE_CHECKING:
-    from .keylog import KeylogFiles
+from . import private
+from .keylog import KeylogFiles, KeylogInvalid, split
 
 
 @dataclass(frozen=True)
@@ -57,13 +56,10 @@ def from_args(args, folder: str | None) -> TsharkOptions:
     if getattr(args, "keys_from", None):
         # live --keys-from: p2pc keys appends to one file that both readers read as it grows
         # (each skips the other's lines), so a key reaches tshark as soon as it is written.
-        from .keylog import KeylogFiles
-        from . import private
         path = private.write_text(Path(folder) / "from-pids.keys", "")
         files = KeylogFiles(noise=path, tls=path)
         out += files.options()
     elif getattr(args, "keylog", None):
-        from .keylog import KeylogInvalid, split
         try:
             # live keeps both parts, for the keys a node adds while it runs (keylog.follow)
             files = split(Path(args.keylog), Path(folder), both=getattr(args, "command", None) == "live")
