@@ -38,10 +38,13 @@ def bandwidth_series(agg: Aggregate) -> dict:
     if not agg.bandwidth:
         return {}
     w = agg.bandwidth_bin
+    files = set(agg.files)
     spans = defaultdict(list)
     for (f, *_), t in agg.tcp.items():
+        # A shard's connections are keyed "<capture>#<i>" (shard.py): they are the capture's.
+        f = f if f in files else next((c for c in files if f.startswith(f"{c}#")), f)
         spans[f"{t.src}:{t.srcport}>{t.dst}:{t.dstport}"].append((t.first_time, t.last_time, f))
-    only = agg.files[0] if len(set(agg.files)) == 1 else ""
+    only = agg.files[0] if len(files) == 1 else ""
     cells: dict = defaultdict(list)
     for (t, d), v in sorted(agg.bandwidth.items()):
         f = next((f for lo, hi, f in spans.get(d, ()) if t <= hi and t + w > lo), only)
