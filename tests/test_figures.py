@@ -165,7 +165,8 @@ def test_compare_figures_and_all_rows(tmp_path):
 
     def table(tid: str) -> tuple[list[str], list[list[str]], list[str]]:
         t = re.search(rf'<h2 id="table-{tid}">.*?<table[^>]*>(.*?)</table>', dom, re.S).group(1)
-        cells = lambda part: [re.findall(r"<t[dh][^>]*>([^<]*)</t[dh]>", r) for r in re.findall(r"<tr>(.*?)</tr>", part, re.S)]
+        cells = lambda part: [re.findall(r"<t[dh][^>]*>([^<]*)</t[dh]>", r)
+                              for r in re.findall(r"<tr>(.*?)</tr>", part, re.S)]
         head = re.findall(r'title="([^"]*)"', t.split("</thead>")[0])
         body = cells(t.split("<tbody>")[1].split("</tbody>")[0])
         foot = cells(t.split("<tfoot>")[1])

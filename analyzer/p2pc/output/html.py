@@ -45,12 +45,12 @@ from .table import HEAD, fmt
 COLORS = {"payload_saved": "#4c72b0", "header_saved": "#dd8452", "ack_saved": "#55a868"}
 LEGEND_RIGHT = dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top")
 RANGE_ORDER = {size_range_label(lo, hi): i for i, (lo, hi) in enumerate(SIZE_RANGES)}
-# One colour per size range, light (small) to dark (large), the same in every figure.
-RANGE_COLORS = dict(zip(RANGE_ORDER, sample_colorscale("Viridis", [1 - i / (len(SIZE_RANGES) - 1)
-                                                                   for i in range(len(SIZE_RANGES))],
-                                                       colortype="tuple")))
-RANGE_COLORS = {k: "#%02x%02x%02x" % tuple(round(255 * c) for c in v) for k, v in RANGE_COLORS.items()}
-# Tableau 10: ten colours that people with colour-blindness still tell apart.
+# One colour per size range, light (small) to dark (large), the same in every figure; Viridis
+# short of its palest yellow, which a white page would swallow.
+RANGE_COLORS = {name: "#%02x%02x%02x" % tuple(round(255 * c) for c in rgb) for name, rgb in zip(
+    RANGE_ORDER, sample_colorscale("Viridis", [0.85 * (1 - i / (len(SIZE_RANGES) - 1))
+                                               for i in range(len(SIZE_RANGES))], colortype="tuple"))}
+# Tableau 10: ten colours chosen to stay apart from one another.
 TEN = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
        "#9c755f", "#bab0ac"]
 # Fewer compressed messages than this in a size range: no CDF line (each step would be more than
