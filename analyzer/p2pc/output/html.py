@@ -313,16 +313,17 @@ def figures(report: dict) -> list[tuple]:
         found = [size_difference(report)]
     else:
         found = [savings_by_type(report), compression_by_size(report), ratio_cdf(report),
-                 bandwidth({os.path.basename(f): bw for f, bw in (series.get("bandwidth") or {}).items()},
-                           "Bandwidth over time")]
+                 bandwidth({os.path.basename(f) or "captured": bw
+                            for f, bw in (series.get("bandwidth") or {}).items()}, "Bandwidth over time")]
     return [tuple(f) + (None,) * (4 - len(f)) for f in found if f]
 
 
 def _one_run(per_capture: dict | None) -> dict:
     """A side of compare (one capture or several) as one run: each capture's connections, each
     from its own start."""
+    per_capture = per_capture or {}
     return {f"{os.path.basename(f)} {d}" if len(per_capture) > 1 else d: pts
-            for f, bw in (per_capture or {}).items() for d, pts in bw.items()}
+            for f, bw in per_capture.items() for d, pts in bw.items()}
 
 
 def _cells(columns: list[str], r: dict, numeric: set) -> list[dict]:
@@ -364,7 +365,7 @@ def render(report: dict) -> str:
     env = jinja2.Environment(loader=jinja2.PackageLoader("p2pc", "templates"),
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
                              trim_blocks=True, lstrip_blocks=True)
+    drawn = any(f["spec"] for f in figs)
     return env.get_template("report.html.j2").render(report=report, figures=figs, tables=out_tables,
                                                      version=__version__,
-                                                     plotly_js=plotly_js_gz_base64() if any(f["spec"] for f in figs)
-                                                     else "")
+                                                     plotly_js=plotly_js_gz_base64() if drawn else "")
