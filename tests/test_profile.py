@@ -58,12 +58,13 @@ def test_columns_show_each_message_as_the_truth_file_has_it(profiled):
 
 
 def rules(text: str | None = None) -> list[tuple[str, str, str, str]]:
-    """(name, filter, background #rrggbb, foreground #rrggbb) of each colouring rule of a
-    colorfilters file (default: p2pc's own rules), in order."""
+    """(name, filter, background #rrggbb, foreground #rrggbb) of each enabled colouring rule of a
+    colorfilters file (default: p2pc's own rules), in order; a disabled rule ("!@...") colours
+    nothing."""
     out = []
     text = (REPO / "profiles" / "p2pc.colorfilters").read_text() if text is None else text
     for line in text.splitlines():
-        if line.startswith("#") or not line.strip():
+        if line.startswith(("#", "!@")) or not line.strip():
             continue
         m = re.fullmatch(r"@([^@]+)@([^@]+)@\[(\d+),(\d+),(\d+)\]\[(\d+),(\d+),(\d+)\]", line)
         assert m, line
