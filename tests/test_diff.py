@@ -199,7 +199,7 @@ def test_diff_formats(yamux_mplex):
     assert [(r["side"], r["muxer"]) for r in csv.DictReader(io.StringIO(res.stdout))] == \
         [("A", "/yamux/1.0.0"), ("B", "/mplex/6.7.0")]
     res = p2pc("diff", YAMUX, MPLEX, "--format", "html")
-    assert "<h2>Compressed size, A vs B</h2>" in res.stdout and "B 1st resp ms" in res.stdout
+    assert "<h2>Payload bytes sent, A minus B, per message type</h2>" in res.stdout and "B 1st resp ms" in res.stdout
     assert "Negotiation of each connection" in res.stdout
     res = p2pc("diff", YAMUX, MPLEX, "--format", "markdown", "--section", "negotiation")
     assert res.returncode == DIFFER and "/mplex/6.7.0" in res.stdout

@@ -1,6 +1,7 @@
 """The `p2pc` configuration profile shipped in profiles/p2pc (#30): its packet-list columns, its
-colouring rules and its I/O Graph presets, read by tshark -C p2pc from a profiles folder of the
-user's (as `make install-user` puts it), in a private HOME (p2pc.wsenv)."""
+colouring rules (p2pc's, then Wireshark's defaults: tools/p2pc_profile.py) and its I/O Graph
+presets, read by tshark -C p2pc from a profiles folder of the user's (as it is installed), in a
+private HOME (p2pc.wsenv)."""
 from __future__ import annotations
 
 import json
@@ -9,16 +10,24 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from conftest import CAPTURES, REPO, configured_tshark, spec_checks
+from p2pc_profile import global_config, profile_files
 
 PROFILE = REPO / "profiles" / "p2pc"
 BTC = CAPTURES / "bitcoin" / "btc-compressed.pcapng"
+BROKEN = CAPTURES / "eth2" / "eth2-broken.pcapng"
 
 
 @pytest.fixture(scope="module")
 def profiled(tmp_path_factory):
-    """tshark in a private HOME whose Wireshark configuration holds the p2pc profile."""
-    files = {f.name: f.read_text() for f in PROFILE.iterdir() if f.is_file()}
-    yield from configured_tshark(tmp_path_factory.mktemp("xdg"), "p2pc", files)
+    """tshark in a private HOME whose Wireshark configuration holds the p2pc profile, as
+    tools/p2pc_profile.py installs it for this Wireshark."""
+    yield from configured_tshark(tmp_path_factory.mktemp("xdg"), "p2pc", profile_files(global_config()))
+
+
+@pytest.fixture(scope="module")
+def stock(tmp_path_factory):
+    """tshark in a private HOME with no profile of p2pc's: Wireshark's default colouring."""
+    yield from configured_tshark(tmp_path_factory.mktemp("xdg"), "other", {})
 
 
 def psml(tshark, capture, extra=()) -> tuple[list[str], list[tuple[dict, list[str]]]]:
@@ -44,14 +53,18 @@ def test_columns_show_each_message_as_the_truth_file_has_it(profiled):
         row = [s for s in shown if s[0] == m["command"] and s[1] == m["codec"] and int(s[3]) == m["raw_len"]]
         assert row, (m, shown[:20])
         assert int(row[0][2]) == m["payload_len"] + 24
-        assert float(row[0][4]) == pytest.approx(m["raw_len"] / m["payload_len"])
+        # two decimals (p2pc_ratio_format), not 1.714285…
+        assert row[0][4] == "%.2f" % (m["raw_len"] / m["payload_len"]), row
 
 
-def rules() -> list[tuple[str, str, str, str]]:
-    """(name, filter, background #rrggbb, foreground #rrggbb) of each colouring rule, in order."""
+def rules(text: str | None = None) -> list[tuple[str, str, str, str]]:
+    """(name, filter, background #rrggbb, foreground #rrggbb) of each enabled colouring rule of a
+    colorfilters file (default: p2pc's own rules), in order; a disabled rule ("!@...") colours
+    nothing."""
     out = []
-    for line in (PROFILE / "colorfilters").read_text().splitlines():
-        if line.startswith("#") or not line.strip():
+    text = (REPO / "profiles" / "p2pc.colorfilters").read_text() if text is None else text
+    for line in text.splitlines():
+        if line.startswith(("#", "!@")) or not line.strip():
             continue
         m = re.fullmatch(r"@([^@]+)@([^@]+)@\[(\d+),(\d+),(\d+)\]\[(\d+),(\d+),(\d+)\]", line)
         assert m, line
@@ -61,8 +74,8 @@ def rules() -> list[tuple[str, str, str, str]]:
 
 
 def test_every_colouring_rule_is_a_valid_filter(profiled):
-    assert [r[0] for r in rules()] == ["p2pc spec violation", "p2pc undecoded", "p2pc not smaller",
-                                       "p2pc compressed"]
+    assert [r[0] for r in rules()] == ["p2pc decompression failed", "p2pc spec violation", "p2pc undecoded",
+                                       "p2pc not smaller", "p2pc compressed"]
     for name, flt, _, _ in rules():
         res = profiled.run(["-n", "-r", profiled.ws.readable(BTC), "-c", "1", "-Y", flt], check=False)
         assert res.returncode == 0, (name, res.stderr)
@@ -74,6 +87,56 @@ def test_every_conformance_check_is_coloured():
     named = {name: flt.split(" || ") for name, flt, _, _ in rules()}
     spec = [n for n in named["p2pc spec violation"] + named["p2pc not smaller"] if n.startswith("p2pc.spec.")]
     assert sorted(spec) == sorted(spec_checks())
+
+
+def test_every_decompression_failure_is_coloured():
+    """Each expert item the plugin registers for a payload that does not decompress (every
+    "...failed" expert in plugin/: BUIP017, eth2 Snappy, FISCO, FISCO 3, the libp2p
+    compression transport, the Lua codecs) is named by the "decompression failed" rule."""
+    failed = {n for src in (REPO / "plugin").rglob("*.c")
+              for n in re.findall(r'\{\s*&ei_\w+,\s*\{\s*"([^"]+)"', src.read_text()) if "fail" in n}
+    assert len(failed) >= 6
+    assert sorted(rules()[0][1].split(" || ")) == sorted(failed)
+
+
+def test_the_profile_adds_to_wiresharks_colouring(profiled, stock):
+    """The installed colorfilters is p2pc's rules first, then every rule of this Wireshark's
+    global colorfilters, in its order; so a frame no p2pc rule matches (TCP handshake, ACKs)
+    gets exactly the colours stock Wireshark gives it, and a p2pc frame the colours of the
+    first p2pc rule it matches."""
+    installed = rules(profile_files(global_config())["colorfilters"])
+    defaults = rules((global_config() / "colorfilters").read_text())
+    assert len(defaults) >= 10 and installed == rules() + defaults
+    ours = rules()
+    for capture in (BTC, BROKEN):
+        mine = {a["n"]: a for a, _ in _coloured(profiled, capture, ["-C", "p2pc"])}
+        theirs = {a["n"]: a for a, _ in _coloured(stock, capture, [])}
+        assert mine.keys() == theirs.keys()
+        first: dict[str, tuple] = {}
+        for name, flt, bg, fg in ours:
+            for (n,) in profiled.fields(capture, ["frame.number"], dfilter=flt):
+                first.setdefault(n, (name, bg, fg))
+        assert first and len(first) < len(mine)          # some frames are p2pc's, some are not
+        for n, a in mine.items():
+            want = first.get(n, (None, theirs[n].get("background"), theirs[n].get("foreground")))
+            assert (a.get("background"), a.get("foreground")) == want[1:], (capture.name, n, want[0])
+        assert any(t.get("background") for t in theirs.values())   # the defaults colour something
+
+
+def _coloured(tshark, capture, extra) -> list[tuple[dict, list[str]]]:
+    """Per packet: its psml attributes with its number as "n", and its column texts."""
+    out = tshark.run(["-n", *extra, "-r", tshark.ws.readable(capture), "--color", "-T", "psml"]).stdout
+    root = ET.fromstring(out[out.index("<psml"):])
+    return [({**p.attrib, "n": p[0].text}, [s.text or "" for s in p]) for p in root.findall("packet")]
+
+
+def test_decompression_failures_are_coloured(profiled):
+    """eth2-broken's Snappy payloads that do not decompress (go-libp2p peers sent them on
+    purpose) are painted with the "decompression failed" colours."""
+    name, flt, bg, fg = rules()[0]
+    _, packets = psml(profiled, BROKEN, ["--color", "-Y", "eth2.decompress_failed"])
+    assert len(packets) >= 2
+    assert all((a.get("background"), a.get("foreground")) == (bg, fg) for a, _ in packets), packets
 
 
 def test_compressed_messages_are_coloured_as_the_rule_says(profiled):

@@ -14,6 +14,15 @@ keystrokes, and takes screenshots:
                             on 4.6)
   stats-savings.png         the "Savings by message type" window (the analyzer's model): its
                             rows by total saved, the ALL row last, the Sort buttons below
+  profile-colours.png       the packet list in the p2pc profile (-C p2pc, installed as
+                            tools/p2pc_profile.py writes it): a TCP row, a p2pc row and a row
+                            whose Snappy payload does not decompress, each in its rule's colours
+
+The row colours are checked on the screen itself: each of the three rows must show, as a band
+of pixels across the packet list, the background of the colouring rule it falls under, read
+from the profile's colorfilters (Wireshark's own "TCP" rule for the TCP row: the profile adds
+p2pc's rules to Wireshark's, never replaces them; "p2pc compressed"; "p2pc decompression
+failed"), in frame order.
 
 The savings window is found without knowing where a Wireshark version puts it: the Statistics
 menu is walked one entry at a time (Down, Return), each window an entry opens is closed again,
@@ -26,7 +35,8 @@ entry 13 > 1": the 13th entry's submenu, its 1st entry) and the menu screenshot 
       stats-savings-4.4.png; make gui-check-versions takes one set per Wireshark version).
 
 It fails when Wireshark does not start, a window it expects does not appear, the savings entry is
-in no Statistics (sub)menu, or a screenshot is blank (one colour).  Missing tools (wireshark,
+in no Statistics (sub)menu, a screenshot is blank (one colour), or a row is not in its rule's
+colour.  Missing tools (wireshark,
 Xvfb, xdotool, ImageMagick) are installed with apt-get when run as root.
 """
 from __future__ import annotations
@@ -34,6 +44,7 @@ from __future__ import annotations
 import argparse
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import sys
@@ -42,7 +53,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "analyzer"))
+sys.path.insert(0, str(REPO / "tools"))
 from p2pc.wsenv import Wireshark, built_plugin  # noqa: E402
+from p2pc_profile import global_config, profile_files  # noqa: E402
 
 OUT = REPO / "docs" / "screenshots"
 SAVINGS_TITLE = "savings by message type"
@@ -136,11 +149,23 @@ class Gui:
             time.sleep(0.5)
         raise GuiCheckFailed(f"no window named '{name}' within {timeout:.0f} s")
 
-    def open(self, capture: Path, frame: int) -> str:
-        """Wireshark on `capture` at `frame`, its main window filling the screen."""
+    def open(self, capture: Path, frame: int, profile: dict[str, str] | None = None,
+             dfilter: str | None = None) -> str:
+        """Wireshark on `capture` at `frame`, its main window filling the screen; with
+        `profile` (file name -> text), in that profile (named p2pc), showing what `dfilter`
+        matches."""
         self.close()
         self.ws = Wireshark(plugin=built_plugin())
         home = self.ws._home
+        args = ["-r", self.ws.readable(capture), "-g", str(frame)]
+        if profile is not None:
+            folder = Path(home) / ".config" / "wireshark" / "profiles" / "p2pc"
+            folder.mkdir(parents=True, exist_ok=True)
+            for name, text in profile.items():
+                (folder / name).write_text(text)
+            args += ["-C", "p2pc"]
+        if dfilter:
+            args += ["-Y", dfilter]
         if os.geteuid() == 0:
             # Wireshark (as nobody) writes its profile and recent files into the private HOME.
             nobody = pwd.getpwnam("nobody")
@@ -148,7 +173,7 @@ class Gui:
                 os.chown(d, nobody.pw_uid, nobody.pw_gid)
                 for f in files:
                     os.chown(os.path.join(d, f), nobody.pw_uid, nobody.pw_gid)
-        cmd = self.ws.command("wireshark", ["-r", self.ws.readable(capture), "-g", str(frame)])
+        cmd = self.ws.command("wireshark", args)
         # The tool may run under `env HOME=...` (and setpriv): pass DISPLAY the same way.
         if "env" in cmd:
             cmd.insert(cmd.index("env") + 1, f"DISPLAY={self.display}")
@@ -181,6 +206,16 @@ class Gui:
             raise GuiCheckFailed(f"{dst} is blank (standard deviation {sd})")
         print(f"gui-check: {dst} ({dst.stat().st_size // 1024} KiB)", flush=True)
         return dst
+
+    def pixels(self) -> tuple[int, int, bytes]:
+        """The screen as it is: width, height and its RGB bytes (no palette, no scaling)."""
+        raw = Path(self.ws._home if self.ws else "/tmp") / "screen.raw.png"
+        subprocess.run(["import", "-display", self.display, "-window", "root", str(raw)], check=True)
+        ppm = subprocess.run(["convert", str(raw), "-depth", "8", "ppm:-"], capture_output=True, check=True).stdout
+        magic, w, h, maxval, data = ppm.split(maxsplit=4)
+        if magic != b"P6" or maxval != b"255":
+            raise GuiCheckFailed("ImageMagick's PPM is not 8-bit P6")
+        return int(w), int(h), data
 
     def close(self) -> None:
         if self.proc is not None:
@@ -301,6 +336,83 @@ def menu_shot(gui: Gui, path: tuple[int, ...]) -> None:
     gui.keys("Escape", "Escape", "Escape", pause=0.15)
 
 
+# The rows whose colours are checked: (what, a filter its first frame matches, the colouring
+# rule that must paint it).  eth2-broken's go-libp2p peers sent Snappy that does not decode on
+# purpose (captures/gen), beside ordinary TCP and compressed eth2 messages.
+ROWS_CAPTURE = REPO / "captures" / "eth2" / "eth2-broken.pcapng"
+ROWS = [("a TCP row", "tcp.len == 0 && tcp.flags.syn == 0 && tcp.flags.fin == 0 && !tcp.analysis.flags", "TCP"),
+        ("a p2pc row", "p2pc.ratio > 1 && !_ws.expert", "p2pc compressed"),
+        ("a decompression failure", "eth2.decompress_failed", "p2pc decompression failed")]
+BAND_ROWS = 8           # a packet-list row is about 20 pixels high on this screen
+
+
+def rule_backgrounds(colorfilters: str) -> dict[str, tuple[int, int, int]]:
+    """Each colouring rule's background as 8-bit RGB (the file has 16 bits a component)."""
+    out = {}
+    for line in colorfilters.splitlines():
+        m = re.fullmatch(r"@([^@]+)@[^@]+@\[(\d+),(\d+),(\d+)\]\[\d+,\d+,\d+\]", line)
+        if m:
+            out.setdefault(m[1], tuple(int(v) >> 8 for v in m.groups()[1:]))
+    return out
+
+
+def first_frame(ws: Wireshark, capture: Path, dfilter: str) -> int:
+    out = subprocess.run(ws.command("tshark", ["-n", "-r", ws.readable(capture), "-Y", dfilter,
+                                               "-T", "fields", "-e", "frame.number"]),
+                         capture_output=True, text=True, check=True).stdout.split()
+    if not out:
+        raise GuiCheckFailed(f"no frame of {capture.name} matches {dfilter}")
+    return int(out[0])
+
+
+def bands(width: int, height: int, data: bytes) -> list[tuple[int, int, tuple[int, int, int]]]:
+    """(first y, rows, colour) of each run of screen rows that one colour fills more than half
+    of, top to bottom."""
+    out: list = []
+    for y in range(height):
+        row = data[3 * width * y: 3 * width * (y + 1)]
+        counts: dict = {}
+        for x in range(0, width, 4):
+            c = tuple(row[3 * x: 3 * x + 3])
+            counts[c] = counts.get(c, 0) + 1
+        colour, n = max(counts.items(), key=lambda kv: kv[1])
+        colour = colour if 4 * n > width / 2 else None
+        if out and out[-1][2] == colour and out[-1][0] + out[-1][1] == y:
+            out[-1] = (out[-1][0], out[-1][1] + 1, colour)
+        else:
+            out.append((y, 1, colour))
+    return [b for b in out if b[2] is not None]
+
+
+def row_colours(gui: Gui) -> None:
+    """The packet list in the p2pc profile: a TCP row, a p2pc row and a decompression failure,
+    each a band of its rule's background, in frame order; the screenshot profile-colours.png."""
+    files = profile_files(global_config())
+    want = rule_backgrounds(files["colorfilters"])
+    probe = Wireshark(plugin=built_plugin())
+    try:
+        frames = [(first_frame(probe, ROWS_CAPTURE, flt), what, want[rule]) for what, flt, rule in ROWS]
+        selected = first_frame(probe, ROWS_CAPTURE, "frame")         # frame 1, selected: not checked
+    finally:
+        probe.cleanup()
+    frames.sort()
+    shown = " || ".join(f"frame.number == {n}" for n in [selected] + [n for n, _, _ in frames])
+    gui.open(ROWS_CAPTURE, selected, profile=files, dfilter=shown)
+    found = bands(*gui.pixels())
+    ys = []
+    for n, what, rgb in frames:
+        got = [b for b in found if b[2] == rgb and b[1] >= BAND_ROWS]
+        if len(got) != 1:
+            raise GuiCheckFailed(f"{what} (frame {n}) should be one row in #%02x%02x%02x; rows seen: %s" % (
+                *rgb, ", ".join("#%02x%02x%02x x%d at y=%d" % (*c, h, y) for y, h, c in found if h >= BAND_ROWS)))
+        ys.append(got[0][0])
+        print(f"gui-check: {what} (frame {n}) is painted #%02x%02x%02x at y={got[0][0]}" % rgb, flush=True)
+    if ys != sorted(ys):
+        raise GuiCheckFailed(f"the coloured rows are not in frame order: {list(zip(frames, ys))}")
+    top, bottom = max(0, ys[0] - 60), min(SCREEN[1], ys[-1] + 40)
+    gui.shot("profile-colours", crop=(SCREEN[0], bottom - top, 0, top))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=OUT, help="where the screenshots go")
@@ -342,6 +454,9 @@ def main() -> int:
         gui.open(REPO / "captures" / "eth2" / "eth2-yamux.pcapng", 1941)
         expand_details_item(gui, 5)            # Frame, Ethernet, IP, TCP, yamux, gossipsub
         gui.shot("eth2-gossip-block", crop=(1280, 480, 0, 530))
+
+        # 5. The p2pc profile's row colours, on the screen.
+        row_colours(gui)
     finally:
         gui.stop()
     return 0

@@ -30,17 +30,32 @@ def ratio_cdf(agg: Aggregate) -> dict:
 
 
 def bandwidth_series(agg: Aggregate) -> dict:
-    """Bytes per second of each connection direction, from its first bin: averages over the bins
-    when they are wider than a second (a long capture)."""
+    """{capture: {src:port>dst:port: [(second, bytes per second)]}}, each capture's seconds from
+    its own first message (captures taken hours apart share no empty axis); averages over the
+    bins when they are wider than a second (a long capture).  A bin belongs to the capture whose
+    TCP direction with those endpoints was open then (captures may reuse endpoints); one not on
+    TCP (QUIC) to the only capture, else to "" (capture unknown)."""
     if not agg.bandwidth:
         return {}
-    t0, w = min(t for t, _ in agg.bandwidth), agg.bandwidth_bin
-    series = defaultdict(list)
+    w = agg.bandwidth_bin
+    files = set(agg.files)
+    spans = defaultdict(list)
+    for (f, *_), t in agg.tcp.items():
+        # A shard's connections are keyed "<capture>#<i>" (shard.py): they are the capture's.
+        f = f if f in files else next((c for c in files if f.startswith(f"{c}#")), f)
+        spans[f"{t.src}:{t.srcport}>{t.dst}:{t.dstport}"].append((t.first_time, t.last_time, f))
+    only = agg.files[0] if len(files) == 1 else ""
+    cells: dict = defaultdict(list)
     for (t, d), v in sorted(agg.bandwidth.items()):
-        series[d].append((t - t0, v if w == 1 else v / w))
-    return dict(series)
-
-
+        f = next((f for lo, hi, f in spans.get(d, ()) if t <= hi and t + w > lo), only)
+        cells[f].append((t, d, v))
+    out = {}
+    for f, rows in cells.items():
+        t0, series = min(t for t, _, _ in rows), defaultdict(list)
+        for t, d, v in rows:
+            series[d].append((t - t0, v if w == 1 else v / w))
+        out[f] = dict(series)
+    return out
 def bandwidth_warning(agg: Aggregate) -> list[str]:
     from .model import BANDWIDTH_CELLS
     if agg.bandwidth_bin == 1:
@@ -63,7 +78,7 @@ def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool
     captures, to say what stayed encrypted (encrypted.py), or None to say nothing of it."""
     from .encrypted import warnings as encrypted_warnings
     from .model import compute_rows, conformance_rows, size_table, totals
-    from .series import ratio_cdf_by_size
+    from .series import ratio_cdf_by_size, ratio_counts_by_size
     rows = compute_rows(agg, model=model, by_direction=by_direction, explain=explain)
     for extra in extra_rows:                # into the records' own row of that kind, if any
         same = next((r for r in rows if (r.proto, r.msg_type, r.direction) ==
@@ -92,7 +107,7 @@ def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool
                      CONFORMANCE_SECTION | {"rows": conformance_rows(agg)}],
         "series": {"size_ranges": [s for s in sizes if s["compression_pct"]],
                    "ratio_cdf": ratio_cdf(agg), "ratio_cdf_by_size": ratio_cdf_by_size(agg),
-                   "bandwidth": {k: v for k, v in bandwidth_series(agg).items()}},
+                   "ratio_counts_by_size": ratio_counts_by_size(agg), "bandwidth": bandwidth_series(agg)},
     }
     if explain:
         report["explain"] = [{"proto": r.proto, "msg_type": r.msg_type, "direction": r.direction,
@@ -130,6 +145,13 @@ def compare_report(base: Aggregate, comp: Aggregate, base_bytes: tuple | None = 
                      "measured_ack_saved": round(m_ack), "measured_total_saved": round(measured),
                      "modelled_total_saved": round(model),
                      "model_error_pct": pct(model - measured, measured) if abs(measured) >= 1 else None})
+    # The ALL row sums the families' bytes and counts; its error is that of the sums (never an
+    # average of the rows' percentages), as analyze's totals are.
+    summed = ("baseline_msgs", "compressed_msgs", "baseline_wire", "compressed_wire", "measured_message_saved",
+              "measured_segment_hdr_saved", "measured_ack_saved", "measured_total_saved", "modelled_total_saved")
+    tot = {"proto": "ALL", "family": "ALL", **{k: sum(r[k] for r in rows) for k in summed}}
+    tot["model_error_pct"] = pct(tot["modelled_total_saved"] - tot["measured_total_saved"],
+                                 tot["measured_total_saved"]) if abs(tot["measured_total_saved"]) >= 1 else None
     tb, tc = measured_tcp(base), measured_tcp(comp)
     conn = [{"measure": k, "baseline": tb.get(k, 0), "compressed": tc.get(k, 0),
              "saved": tb.get(k, 0) - tc.get(k, 0), "saved_pct": pct(tb.get(k, 0) - tc.get(k, 0), tb.get(k, 0))}
@@ -141,7 +163,7 @@ def compare_report(base: Aggregate, comp: Aggregate, base_bytes: tuple | None = 
                         "compressed_wire", "measured_message_saved", "measured_segment_hdr_saved",
                         "measured_ack_saved", "measured_total_saved", "modelled_total_saved",
                         "model_error_pct"],
-            "rows": rows,
+            "rows": rows, "totals": tot,
             "sections": [{"name": "connections", "title": "Whole connections (every TCP frame)",
                           "columns": ["measure", "baseline", "compressed", "saved", "saved_pct"], "rows": conn},
                          {"name": "bandwidth", "title": "Bandwidth use without and with compression (TCP payload)",

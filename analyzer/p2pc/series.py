@@ -40,10 +40,22 @@ def _cdf(bins: dict) -> list:
     return pts
 
 
-def ratio_cdf_by_size(agg: Aggregate) -> dict:
-    """{size range label: [(ratio, fraction of that range's compressed messages ≤ ratio)]}."""
+def _by_size(agg: Aggregate) -> dict:
+    """{size range index: {ratio bin: compressed messages}}."""
     per: dict = defaultdict(dict)
     for (idx, b), n in sorted(getattr(agg, "size_ratios", {}).items()):
         per[idx][b] = n
-    return {size_range_label(*SIZE_RANGES[idx]): _cdf(bins) for idx, bins in sorted(per.items())}
+    return per
+
+
+def ratio_cdf_by_size(agg: Aggregate) -> dict:
+    """{size range label: [(ratio, fraction of that range's compressed messages ≤ ratio)]}."""
+    return {size_range_label(*SIZE_RANGES[idx]): _cdf(bins) for idx, bins in sorted(_by_size(agg).items())}
+
+
+def ratio_counts_by_size(agg: Aggregate) -> dict:
+    """{size range label: [(ratio, compressed messages in that ratio bin)]}: how many messages
+    each CDF stands on (a figure draws none from a handful)."""
+    return {size_range_label(*SIZE_RANGES[idx]): [(round(b * RATIO_BIN, 2), n) for b, n in sorted(bins.items())]
+            for idx, bins in sorted(_by_size(agg).items())}
 

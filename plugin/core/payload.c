@@ -52,9 +52,7 @@ p2pc_payload_decompress(const p2pc_payload_codec_t *how, tvbuff_t *payload, pack
     proto_item_set_generated(proto_tree_add_uint(tree, *how->hf_len, payload, 0, in, out));
     if (how->hf_ratio && out) {
         double ratio = (double)in / out;
-        /* Three decimals on screen; the field keeps the exact value for filters. */
-        proto_item_set_generated(proto_tree_add_double_format_value(tree, *how->hf_ratio, payload, 0, in,
-                                                                    ratio, "%.3f", ratio));
+        proto_item_set_generated(proto_tree_add_double(tree, *how->hf_ratio, payload, 0, in, ratio));
     }
     /* A protocol whose specification rules this out reports it as that rule (spec_not_smaller):
      * one name for one condition in a frame, the stronger one. */

@@ -37,8 +37,15 @@ static int hf_p2pc_mux_frames = -1;
 static int hf_p2pc_snappy_chunks = -1;
 
 static gint ett_p2pc = -1;
+
 static expert_field ei_tls_no_keys = EI_INIT;
 static gboolean want_raw;       /* a p2pc,payloads listener is registered */
+
+void
+p2pc_ratio_format(gchar *buf, double ratio)
+{
+    snprintf(buf, ITEM_LABEL_LENGTH, "%.2f", ratio);
+}
 
 void
 p2pc_record_init(p2pc_record_t *rec, const char *proto, const char *msg_type)
@@ -364,9 +371,7 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
         proto_item_set_generated(proto_tree_add_uint64(st, hf_p2pc_raw_len, tvb, offset, len, rec->raw_len));
         proto_item_set_generated(proto_tree_add_int64(st, hf_p2pc_saved, tvb, offset, len, saved));
         ratio = rec->payload_len ? (double)rec->raw_len / (double)rec->payload_len : 1.0;
-        /* Three decimals on screen; the field keeps the exact value for filters. */
-        proto_item_set_generated(proto_tree_add_double_format_value(st, hf_p2pc_ratio, tvb, offset, len,
-                                                                    ratio, "%.3f", ratio));
+        proto_item_set_generated(proto_tree_add_double(st, hf_p2pc_ratio, tvb, offset, len, ratio));
         proto_item_set_generated(proto_tree_add_uint(st, hf_p2pc_batch_count, tvb, offset, len, rec->batch_count));
         if (rec->reason)
             proto_item_set_generated(proto_tree_add_string(st, hf_p2pc_reason, tvb, offset, len, rec->reason));
@@ -438,7 +443,7 @@ p2pc_record_register(int proto)
             "Payload bytes after decompression", HFILL } },
         { &hf_p2pc_saved, { "Payload bytes saved", "p2pc.saved", FT_INT64, BASE_DEC, NULL, 0x0,
             "raw_len - payload_len (negative when compression grew the payload)", HFILL } },
-        { &hf_p2pc_ratio, { "Compression ratio", "p2pc.ratio", FT_DOUBLE, BASE_NONE, NULL, 0x0,
+        { &hf_p2pc_ratio, { "Compression ratio", "p2pc.ratio", FT_DOUBLE, BASE_CUSTOM, CF_FUNC(p2pc_ratio_format), 0x0,
             "raw_len / payload_len", HFILL } },
         { &hf_p2pc_reason, { "Undecoded because", "p2pc.undecoded_reason", FT_STRING, BASE_NONE, NULL, 0x0,
             "Why bytes counted as undecoded were not decoded: bound (a decompression ratio or the capture's "

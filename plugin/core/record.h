@@ -101,6 +101,12 @@ proto_item *p2pc_record_encrypted(tvbuff_t *tvb, packet_info *pinfo, proto_tree 
  * for every protocol that rides on Wireshark's TLS (p2pc.tls_no_keys). */
 void p2pc_tls_no_keys(packet_info *pinfo, proto_item *item);
 
+/* How every compression ratio field (FT_DOUBLE, BASE_CUSTOM, CF_FUNC(p2pc_ratio_format)) reads
+ * in the tree and in a custom column of the packet list: two decimals, 1.71 rather than
+ * 1.714285…  Custom columns print a field through its hf's formatter, so this is what keeps the
+ * p2pc profile's Ratio column short; the value stays exact for filters and -T fields. */
+void p2pc_ratio_format(gchar *buf, double ratio);
+
 /* A message whose decompression a ratio or capture bound stopped (p2pc_bound_charge): its bytes
  * are counted as undecoded, reason "bound", never as saved. */
 void p2pc_record_bound(p2pc_record_t *rec);

@@ -1110,7 +1110,7 @@ proto_register_fisco(void)
             "Module.PacketType[.Response]", HFILL } },
         { &hf_fisco_uncompressed_len, { "Uncompressed length", "fisco.uncompressed_len", FT_UINT32, BASE_DEC,
             NULL, 0x0, "Payload bytes after Snappy decompression", HFILL } },
-        { &hf_fisco_ratio, { "Compression ratio", "fisco.ratio", FT_DOUBLE, BASE_NONE, NULL, 0x0,
+        { &hf_fisco_ratio, { "Compression ratio", "fisco.ratio", FT_DOUBLE, BASE_CUSTOM, CF_FUNC(p2pc_ratio_format), 0x0,
             "Compressed / uncompressed payload bytes", HFILL } },
         { &hf_fisco_topic_text, { "Topic data", "fisco.topic.text", FT_STRING, BASE_NONE, NULL, 0x0,
             "Heartbeat seq or tab-separated topics", HFILL } },

@@ -584,8 +584,7 @@ draw(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, comp
     pi = proto_tree_add_uint64(t, hf_comp_out_total, tvb, 0, 0, fr->out_total);
     proto_item_set_generated(pi);
     ratio = fr->in_total ? (double)fr->out_total / (double)fr->in_total : 1.0;
-    /* Three decimals on screen; the field keeps the exact value for filters. */
-    pi = proto_tree_add_double_format_value(t, hf_comp_ratio, tvb, 0, 0, ratio, "%.3f", ratio);
+    pi = proto_tree_add_double(t, hf_comp_ratio, tvb, 0, 0, ratio);
     proto_item_set_generated(pi);
     if (fr->detail && fr->stopped_by != P2PC_LIMIT_OWN)
         p2pc_bound_expert(pinfo, ti, fr->stopped_by);
@@ -728,7 +727,7 @@ proto_register_libp2p_compression(void)
             "Compressed bytes of this direction up to the end of this frame", HFILL } },
         { &hf_comp_out_total, { "Decompressed bytes so far", "libp2p_compression.out_total", FT_UINT64, BASE_DEC, NULL, 0x0,
             "Decompressed bytes of this direction up to the end of this frame", HFILL } },
-        { &hf_comp_ratio, { "Ratio so far", "libp2p_compression.ratio", FT_DOUBLE, BASE_NONE, NULL, 0x0,
+        { &hf_comp_ratio, { "Ratio so far", "libp2p_compression.ratio", FT_DOUBLE, BASE_CUSTOM, CF_FUNC(p2pc_ratio_format), 0x0,
             "Decompressed / compressed bytes of this direction so far", HFILL } },
         { &hf_comp_stopped_in, { "Decoding stopped in", "libp2p_compression.stopped_in", FT_FRAMENUM, BASE_NONE, NULL, 0x0,
             "The frame where this direction's stream stopped decoding", HFILL } },

@@ -8,13 +8,19 @@ page unpacks it with the browser's DecompressionStream, then draws each figure f
 report is about 0.5 MB, not the 4.8 MB of the whole plotly.min.js inlined as plotly writes it.
 
 Figures, from the report's rows and series (as the seeds' figures):
-  analyze  savings per message type, stacked payload/header/ACK; compression % by message size
-           range; the compression-ratio CDF per size range; inbound and outbound bandwidth
+  analyze  savings per message type, stacked payload/header/ACK; compression % per message type
+           and size range; the compression-ratio CDF per size range; inbound and outbound
+           bandwidth, one line per capture
   compare  inbound and outbound bandwidth over time, compression off vs on
   whatif   the strategies side by side (bytes saved per codec), CPU time per MB, the
            compress-above-N sweep, and the message strategy's ratio per size range
-  diff     compressed size A vs B per matched message (the two encoders on the same content)
-Legends sit outside the plotting area, so they never cover data.
+  diff     payload bytes sent, A minus B, per message type (the two encoders on the same content)
+Legends sit outside the plotting area, so they never cover data.  Colours stay distinct however
+many message types a capture has: message types lie along an axis, never in a legend; a
+legend's entries are size ranges (a sequential scale, small to large, the same in every
+figure), strategies, codecs or captures, each its own colour (distinct_colors).  Each capture's
+time axis starts at its own first message.  A size range with fewer than CDF_MIN_MESSAGES
+compressed messages gets no CDF line but a table row of its ratios.
 """
 from __future__ import annotations
 
@@ -23,8 +29,12 @@ import functools
 from collections import defaultdict
 from importlib import resources
 
+import colorsys
+import os
+
 import jinja2
 import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from .. import __version__
@@ -35,6 +45,30 @@ from .table import HEAD, fmt
 COLORS = {"payload_saved": "#4c72b0", "header_saved": "#dd8452", "ack_saved": "#55a868"}
 LEGEND_RIGHT = dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top")
 RANGE_ORDER = {size_range_label(lo, hi): i for i, (lo, hi) in enumerate(SIZE_RANGES)}
+# One colour per size range, light (small) to dark (large), the same in every figure; Viridis
+# short of its palest yellow, which a white page would swallow.
+RANGE_COLORS = {name: "#%02x%02x%02x" % tuple(round(255 * c) for c in rgb) for name, rgb in zip(
+    RANGE_ORDER, sample_colorscale("Viridis", [0.85 * (1 - i / (len(SIZE_RANGES) - 1))
+                                               for i in range(len(SIZE_RANGES))], colortype="tuple"))}
+# Tableau 10: ten colours chosen to stay apart from one another.
+TEN = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+       "#9c755f", "#bab0ac"]
+# Fewer compressed messages than this in a size range: no CDF line (each step would be more than
+# a tenth of the range, the shape that of a few messages, not of a distribution), but a table of
+# its ratios.
+CDF_MIN_MESSAGES = 10
+
+
+def distinct_colors(n: int) -> list[str]:
+    """n colours, no two alike: Tableau 10 up to ten, else n hues spaced evenly round the colour
+    wheel, every other one darker, so neighbours differ in lightness too."""
+    if n <= len(TEN):
+        return TEN[:n]
+    out = []
+    for i in range(n):
+        r, g, b = colorsys.hls_to_rgb(i / n, 0.42 if i % 2 else 0.6, 0.7)
+        out.append("#%02x%02x%02x" % (round(r * 255), round(g * 255), round(b * 255)))
+    return out
 
 
 def _layout(fig: go.Figure, height: int, **kw) -> go.Figure:
@@ -69,31 +103,49 @@ def compression_by_size(report: dict):
     if not sizes:
         return None
     ranges = sorted({s["range"] for s in sizes}, key=lambda r: RANGE_ORDER.get(r, 99))
+    types = list(dict.fromkeys(f"{s['proto']} {s['msg_type']}" for s in sizes))
     per = defaultdict(dict)
     for s in sizes:
-        per[f"{s['proto']} {s['msg_type']}"][s["range"]] = s
+        per[s["range"]][f"{s['proto']} {s['msg_type']}"] = s
     fig = go.Figure()
-    for name, by_range in per.items():
-        fig.add_bar(x=ranges, y=[by_range[r]["compression_pct"] if r in by_range else None for r in ranges],
-                    name=name, customdata=[by_range[r]["messages"] if r in by_range else 0 for r in ranges],
-                    hovertemplate=name + " %{x}: %{y:.2f} % (%{customdata} messages)<extra></extra>")
-    _layout(fig, 380, barmode="group", xaxis_title="uncompressed message size",
-            yaxis_title="compression % (bytes saved / raw)")
-    return ("Compression by message size range", "compressed message types only", fig)
+    for rng in ranges:
+        got = per[rng]
+        fig.add_bar(x=types, y=[got[t]["compression_pct"] if t in got else None for t in types],
+                    name=rng, marker_color=RANGE_COLORS.get(rng),
+                    customdata=[got[t]["messages"] if t in got else 0 for t in types],
+                    hovertemplate="%{x} " + rng + ": %{y:.2f} % (%{customdata} messages)<extra></extra>")
+    _layout(fig, 380, barmode="group", xaxis_title="message type",
+            yaxis_title="compression % (bytes saved / raw)", legend_title_text="raw size")
+    return ("Compression by message size range", "compressed message types only; a bar per uncompressed "
+            "size range", fig)
 
 
 def ratio_cdf(report: dict):
+    """The CDF of each size range with CDF_MIN_MESSAGES compressed messages or more; the others'
+    ratios as a table."""
     cdf = report.get("series", {}).get("ratio_cdf_by_size") or {}
+    counts = report.get("series", {}).get("ratio_counts_by_size") or {}
     if not cdf:
         return None
-    fig = go.Figure()
-    for name in sorted(cdf, key=lambda r: RANGE_ORDER.get(r, 99)):
-        pts = [(cdf[name][0][0], 0.0)] + list(cdf[name])   # the step up from 0 at the smallest ratio
-        fig.add_scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], name=name, mode="lines+markers",
-                        line_shape="hv", hovertemplate=name + ": ratio ≤ %{x:.2f}: %{y:.1%}<extra></extra>")
-    _layout(fig, 380, xaxis_title="compression ratio (raw / sent)", yaxis_title="fraction of messages",
-            yaxis=dict(range=[0, 1.02], tickformat=".0%"), legend_title_text="raw size")
-    return ("Compression ratio CDF per message size range", "compressed messages", fig)
+    drawn = [r for r in sorted(cdf, key=lambda r: RANGE_ORDER.get(r, 99))
+             if sum(n for _, n in counts.get(r, [])) >= CDF_MIN_MESSAGES]
+    few = {"columns": ["range", "ratio", "messages"],
+           "rows": [{"range": r, "ratio": ratio, "messages": n}
+                    for r in sorted(set(cdf) - set(drawn), key=lambda r: RANGE_ORDER.get(r, 99))
+                    for ratio, n in counts.get(r, [])]}
+    fig = None
+    if drawn:
+        fig = go.Figure()
+        for name in drawn:
+            pts = [(cdf[name][0][0], 0.0)] + list(cdf[name])   # the step up from 0 at the smallest ratio
+            fig.add_scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], name=name, mode="lines+markers",
+                            line=dict(shape="hv", color=RANGE_COLORS.get(name)),
+                            hovertemplate=name + ": ratio ≤ %{x:.2f}: %{y:.1%}<extra></extra>")
+        _layout(fig, 380, xaxis_title="compression ratio (raw / sent)", yaxis_title="fraction of messages",
+                yaxis=dict(range=[0, 1.02], tickformat=".0%"), legend_title_text="raw size")
+    note = (f"compressed messages; size ranges with fewer than {CDF_MIN_MESSAGES} of them are listed "
+            "in the table instead (their ratios to 0.01)")
+    return ("Compression ratio CDF per message size range", note, fig, few if few["rows"] else None)
 
 
 def _in_out(bw: dict) -> dict:
@@ -110,25 +162,26 @@ def _in_out(bw: dict) -> dict:
 
 
 def bandwidth(runs: dict, title: str):
-    """runs: {label: series.bandwidth}; one subplot for inbound, one for outbound."""
+    """runs: {label: {src>dst: points}}, each from its own capture's start; one subplot for
+    inbound, one for outbound."""
     runs = {k: v for k, v in runs.items() if v}
     if not runs:
         return None
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
                         subplot_titles=("inbound (to the listening peer)", "outbound (from the listening peer)"))
     dash = ["solid", "dot", "dash"]
-    colors = ["#c44e52", "#4c72b0", "#55a868"]
+    colors = distinct_colors(len(runs))
     for i, (label, bw) in enumerate(runs.items()):
         io = _in_out(bw)
         for row, way in ((1, "inbound"), (2, "outbound")):
             secs = sorted(io[way])
             fig.add_scatter(x=secs, y=[io[way][s] * 8 / 1000 for s in secs], name=label,
                             legendgroup=label, showlegend=row == 1, mode="lines+markers",
-                            line=dict(shape="hv", dash=dash[i % 3], color=colors[i % 3]),
+                            line=dict(shape="hv", dash=dash[i % 3], color=colors[i]),
                             hovertemplate=label + " " + way + ": %{y:,.1f} kbit/s at %{x} s<extra></extra>",
                             row=row, col=1)
     fig.update_yaxes(title_text="kbit/s", rangemode="tozero")
-    fig.update_xaxes(title_text="seconds from the first message", row=2, col=1)
+    fig.update_xaxes(title_text="seconds from the capture's first message", rangemode="tozero", row=2, col=1)
     _layout(fig, 520)
     return (title, "P2P message bytes per second", fig)
 
@@ -143,7 +196,7 @@ def codec_ratio(report: dict):
     for rng in ranges:
         got = {r["codec"]: r for r in rows if r["range"] == rng}
         fig.add_bar(x=codecs, y=[got[c]["ratio"] if c in got else None for c in codecs],
-                    name=rng if rng != "all" else "all messages",
+                    name=rng if rng != "all" else "all messages", marker_color=RANGE_COLORS.get(rng, "#888888"),
                     hovertemplate="%{x} " + rng + ": ratio %{y:.3f}<extra></extra>")
     _layout(fig, 400, barmode="group", xaxis_title="codec", yaxis_title="compression ratio (raw / compressed)",
             legend_title_text="raw size")
@@ -199,11 +252,13 @@ def threshold_sweep(report: dict):
                         subplot_titles=("bytes saved", "messages compressed"))
     xs = sorted({r["threshold"] for r in rows})
     labels = [f"> {x:,} B" for x in xs]
+    codecs = list(dict.fromkeys(r["codec"] for r in rows))
+    codec_color = dict(zip(codecs, distinct_colors(len(codecs))))
     for strategy, codec in dict.fromkeys((r["strategy"], r["codec"]) for r in rows):
         got = {r["threshold"]: r for r in rows if (r["strategy"], r["codec"]) == (strategy, codec)}
         name = f"{strategy} {codec}"
         fig.add_scatter(x=labels, y=[got[x]["total_saved"] for x in xs], name=name, mode="lines+markers",
-                        line=dict(dash="solid" if strategy == "message" else "dot"),
+                        line=dict(dash="solid" if strategy == "message" else "dot", color=codec_color[codec]),
                         hovertemplate=name + " %{x}: %{y:,} B saved<extra></extra>", row=1, col=1)
     for strategy in dict.fromkeys(r["strategy"] for r in rows):
         got = {r["threshold"]: r for r in rows if r["strategy"] == strategy}
@@ -217,38 +272,58 @@ def threshold_sweep(report: dict):
     return ("Compress-above-N sweep", "message and block strategies, each codec; FISCO compresses over 1,024 B", fig)
 
 
-def compressed_size_ab(report: dict):
+def size_difference(report: dict):
+    """Per message type: payload bytes A sent minus those B sent, over the matched messages (a
+    bar), and each message's difference (a dot), so a type where the encoders differ stands
+    out from those where they agree."""
     per_type = report.get("series", {}).get("compressed_size_ab") or {}
     if not per_type:
         return None
+    types = sorted(per_type, key=lambda t: -abs(sum(a - b for a, b in per_type[t])))
+    total = [sum(a - b for a, b in per_type[t]) for t in types]
+    differ = [sum(1 for a, b in per_type[t] if a != b) for t in types]
     fig = go.Figure()
-    every = [v for pts in per_type.values() for p in pts for v in p if v > 0]
-    if every:                   # equal sizes lie on this line
-        fig.add_scatter(x=[min(every), max(every)], y=[min(every), max(every)], mode="lines",
-                        name="B = A", line=dict(color="#999", dash="dot"), hoverinfo="skip")
-    for name, pts in per_type.items():
-        fig.add_scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], name=name, mode="markers",
-                        hovertemplate=name + ": A %{x:,} B, B %{y:,} B<extra></extra>")
-    _layout(fig, 420, xaxis=dict(type="log", title="A: payload bytes as sent"),
-            yaxis=dict(type="log", title="B: payload bytes as sent"))
-    return ("Compressed size, A vs B", "each matched message; above the line B sent more", fig)
+    fig.add_bar(y=types, x=total, orientation="h", name="all matched messages",
+                marker_color=["#e15759" if d > 0 else "#4e79a7" if d < 0 else "#bab0ac" for d in total],
+                customdata=[[len(per_type[t]), n] for t, n in zip(types, differ)],
+                hovertemplate="%{y}: A − B = %{x:+,} B over %{customdata[0]:,} messages "
+                              "(%{customdata[1]:,} differ)<extra></extra>")
+    fig.add_scatter(y=[t for t in types for _ in per_type[t]], x=[a - b for t in types for a, b in per_type[t]],
+                    mode="markers", name="one message", marker=dict(color="#222222", size=5, opacity=0.6),
+                    hovertemplate="%{y}: A − B = %{x:+,} B<extra></extra>")
+    _layout(fig, 140 + 28 * len(types), xaxis=dict(title="payload bytes sent, A − B", zeroline=True,
+                                                  zerolinecolor="#444", zerolinewidth=1),
+            yaxis=dict(autorange="reversed"))
+    return ("Payload bytes sent, A minus B, per message type",
+            "right of 0 (red): A sent more; left (blue): B sent more; grey: the same", fig)
 
 
-def figures(report: dict) -> list[tuple[str, str, go.Figure]]:
+def figures(report: dict) -> list[tuple]:
+    """(title, note, figure or None, table or None) of each figure the report has data for."""
     series = report.get("series", {})
     cmd = report.get("command")
     if cmd == "compare":
         bw = series.get("bandwidth_compare", {})
-        found = [bandwidth({"compression off": bw.get("baseline"), "compression on": bw.get("compressed")},
+        found = [bandwidth({"compression off": _one_run(bw.get("baseline")),
+                            "compression on": _one_run(bw.get("compressed"))},
                            "Bandwidth over time: compression off vs on")]
     elif cmd == "whatif":
         found = [strategies(report), strategy_time(report), threshold_sweep(report), codec_ratio(report)]
     elif cmd == "diff":
-        found = [compressed_size_ab(report)]
+        found = [size_difference(report)]
     else:
         found = [savings_by_type(report), compression_by_size(report), ratio_cdf(report),
-                 bandwidth({"captured": series.get("bandwidth")}, "Bandwidth over time")]
-    return [f for f in found if f]
+                 bandwidth({os.path.basename(f) or "captured": bw
+                            for f, bw in (series.get("bandwidth") or {}).items()}, "Bandwidth over time")]
+    return [tuple(f) + (None,) * (4 - len(f)) for f in found if f]
+
+
+def _one_run(per_capture: dict | None) -> dict:
+    """A side of compare (one capture or several) as one run: each capture's connections, each
+    from its own start."""
+    per_capture = per_capture or {}
+    return {f"{os.path.basename(f)} {d}" if len(per_capture) > 1 else d: pts
+            for f, bw in per_capture.items() for d, pts in bw.items()}
 
 
 def _cells(columns: list[str], r: dict, numeric: set) -> list[dict]:
@@ -271,14 +346,17 @@ def _spec(fig: go.Figure) -> str:
 
 
 def render(report: dict) -> str:
-    figs = [{"title": title, "note": note, "id": f"figure-{i}", "spec": _spec(fig)}
-            for i, (title, note, fig) in enumerate(figures(report))]
+    figs = [{"title": title, "note": note, "id": f"figure-{i}", "spec": _spec(fig) if fig else None,
+             "table": table and {"heads": [HEAD.get(c, c) for c in table["columns"]],
+                                 "body": [_cells(table["columns"], r, set(table["columns"]) - {"range"})
+                                          for r in table["rows"]]}}
+            for i, (title, note, fig, table) in enumerate(figures(report))]
     out_tables = []
     for t in tables(report):
         cols, rows = t["columns"], t["rows"]
         numeric = {c for c in cols if all(r.get(c) is None or isinstance(r.get(c), (int, float)) for r in rows)
                    and any(isinstance(r.get(c), (int, float)) for r in rows)}
-        foot = [r for r in rows if t["name"] == "main" and r.get("proto") == "ALL"]
+        foot = [r for r in rows if r.get("proto") == "ALL"]
         body = [r for r in rows if not any(r is f for f in foot)]
         out_tables.append({"name": t["name"], "heading": t["title"] if t["name"] != "main" else "Summary",
                            "columns": cols, "heads": [HEAD.get(c, c) for c in cols],
@@ -287,6 +365,7 @@ def render(report: dict) -> str:
     env = jinja2.Environment(loader=jinja2.PackageLoader("p2pc", "templates"),
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
                              trim_blocks=True, lstrip_blocks=True)
+    drawn = any(f["spec"] for f in figs)
     return env.get_template("report.html.j2").render(report=report, figures=figs, tables=out_tables,
                                                      version=__version__,
-                                                     plotly_js=plotly_js_gz_base64() if figs else "")
+                                                     plotly_js=plotly_js_gz_base64() if drawn else "")
