@@ -66,8 +66,8 @@ install-user: build
 	  echo "p2pc: plugin installed in $(USER_PLUGIN_ROOT)/$$mm/epan (Wireshark $$mm)"
 	@# The p2pc configuration profile (columns, colouring rules, I/O graphs): Edit > Configuration
 	@# Profiles, or tshark -C p2pc. Reinstalling replaces it: copy it under another name to change it.
-	@mkdir -p "$(USER_CONFIG_DIR)/profiles/p2pc" && \
-	  for f in profiles/p2pc/*; do install -m 0644 "$$f" "$(USER_CONFIG_DIR)/profiles/p2pc/"; done; \
+	@# Its colorfilters: p2pc's rules, then the installed Wireshark's defaults (tools/p2pc_profile.py).
+	@$(PYTHON) tools/p2pc_profile.py "$(USER_CONFIG_DIR)/profiles/p2pc" >/dev/null && \
 	  echo "p2pc: profile p2pc installed in $(USER_CONFIG_DIR)/profiles/p2pc (-C p2pc)"
 	@if [ "$$(id -u)" -eq 0 ]; then \
 	  echo "p2pc: note: Wireshark ignores personal plugins when run as root;"; \
@@ -90,9 +90,8 @@ install-system: build
 	  mkdir -p "$$dir/epan" "$$lua" && install -m 0644 "$$so" "$$dir/epan/p2pc.so" && \
 	  for f in lua/*.lua; do install -m 0644 "$$f" "$$lua/"; done && \
 	  echo "p2pc: plugin installed in $$dir/epan, its Lua parts in $$lua (Wireshark $$mm, every user)"
-	@prof="$(GLOBAL_PROFILE_DIR)/p2pc"; mkdir -p "$$prof" && \
-	  for f in profiles/p2pc/*; do install -m 0644 "$$f" "$$prof/"; done && \
-	  echo "p2pc: profile p2pc installed in $$prof (every user, -C p2pc)"
+	@$(PYTHON) tools/p2pc_profile.py "$(GLOBAL_PROFILE_DIR)/p2pc" >/dev/null && \
+	  echo "p2pc: profile p2pc installed in $(GLOBAL_PROFILE_DIR)/p2pc (every user, -C p2pc)"
 
 uninstall-system:
 	@dir="$(GLOBAL_PLUGIN_DIR)"; lua="$(GLOBAL_LUA_DIR)"; \

@@ -58,8 +58,10 @@ def test_install_system_layout_and_uninstall(tmp_path):
         assert stat.S_IMODE(f.stat().st_mode) == 0o644, f
     for n in ours:
         assert filecmp.cmp(lua / n, REPO / "lua" / n, shallow=False)
-    profile = sorted(p.name for p in (REPO / "profiles" / "p2pc").iterdir())
-    assert profile and sorted(p.name for p in (profiles / "p2pc").iterdir()) == profile
+    profile = sorted({p.name for p in (REPO / "profiles" / "p2pc").iterdir()} | {"colorfilters"})
+    assert sorted(p.name for p in (profiles / "p2pc").iterdir()) == profile
+    rules = (profiles / "p2pc" / "colorfilters").read_text()
+    assert rules.startswith((REPO / "profiles" / "p2pc.colorfilters").read_text())
 
     res = make("uninstall-system", *dirs)
     assert res.returncode == 0, res.stderr
