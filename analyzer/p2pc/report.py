@@ -3,19 +3,19 @@ dict in the report schema (schema/p2pc-report-1.json) that every output format r
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING
 
+from .encrypted import warnings as encrypted_warnings
 from .errors import NoP2PTraffic
-
-if TYPE_CHECKING:
-    from .model import Aggregate
+from .model import (BANDWIDTH_CELLS, RATIO_BIN, Aggregate, Row, Sums, bandwidth_table, compute_rows,
+                    conformance_rows, family, family_measured, measured_tcp, pct, size_table, totals)
+from .peers import peer_rows
+from .series import ratio_cdf_by_size, ratio_counts_by_size
 
 SCHEMA = "p2pc-report/1"
 
 
 
 def ratio_cdf(agg: Aggregate) -> dict:
-    from .model import RATIO_BIN
     per = defaultdict(lambda: defaultdict(int))
     for (proto, mtype, b), n in agg.ratios.items():
         per[f"{proto} {mtype}"][b] += n
@@ -57,7 +57,6 @@ def bandwidth_series(agg: Aggregate) -> dict:
         out[f] = dict(series)
     return out
 def bandwidth_warning(agg: Aggregate) -> list[str]:
-    from .model import BANDWIDTH_CELLS
     if agg.bandwidth_bin == 1:
         return []
     return [f"the bandwidth figure averages {agg.bandwidth_bin}-second bins (past "
@@ -76,9 +75,6 @@ def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool
     own addresses, else guessed); extra_rows: rows the records do not hold (live's undecoded
     bytes); keylog: (the --keylog file or None, its KeylogFiles) of the run that read the
     captures, to say what stayed encrypted (encrypted.py), or None to say nothing of it."""
-    from .encrypted import warnings as encrypted_warnings
-    from .model import compute_rows, conformance_rows, size_table, totals
-    from .series import ratio_cdf_by_size, ratio_counts_by_size
     rows = compute_rows(agg, model=model, by_direction=by_direction, explain=explain)
     for extra in extra_rows:                # into the records' own row of that kind, if any
         same = next((r for r in rows if (r.proto, r.msg_type, r.direction) ==
@@ -89,7 +85,6 @@ def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool
             rows.append(extra)
     tot = totals(rows).as_dict()
     if by_peer:
-        from .peers import peer_rows
         row_dicts = [{**r.as_dict(), "peer": addr, "peer_id": pid}
                      for addr, pid, r in peer_rows(agg, model, local)]
         row_dicts += [r.as_dict() for r in extra_rows]
@@ -124,7 +119,6 @@ def compare_report(base: Aggregate, comp: Aggregate, base_bytes: tuple | None = 
                    comp_bytes: tuple | None = None) -> dict:
     """compare's report; base_bytes, comp_bytes: each capture's attribution.FrameAttribution
     result, for the bandwidth section (model.bandwidth_table)."""
-    from .model import bandwidth_table, compute_rows, family, family_measured, measured_tcp, pct
     mb, mc = family_measured(base), family_measured(comp)
     model_rows = compute_rows(comp)
     modelled: dict = defaultdict(float)
@@ -178,7 +172,6 @@ def live_report(totals_, interface: str, model: str, by_direction: bool, by_peer
                 local: set[str] | None, final: bool) -> dict | None:
     """live's report of everything captured so far (final: at the end): analyze's, with the
     bytes a session reset left undecoded; None while nothing was captured."""
-    from .model import Row, Sums
     with totals_.lock:
         if not any(totals_.agg.by_dir.values()):
             if final:
