@@ -344,8 +344,10 @@ ONE_PASS_PREFS = ["-o", "p2pc.keep_replay:FALSE", "-o", "tcp.reassemble_out_of_o
 
 def readable_capture(ws: Wireshark, capture: str | os.PathLike) -> str:
     """The path tshark reads `capture` by (Wireshark.readable); CaptureUnreadable for a file
-    that is missing or unreadable."""
+    that is missing or unreadable; "-" (standard input) as it is: tshark reads it, as -r -."""
     path = str(capture)
+    if path == "-":
+        return path
     if not os.path.exists(path):
         raise CaptureUnreadable(f"{path}: no such file")
     if not os.access(path, os.R_OK):
