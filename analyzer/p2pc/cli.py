@@ -717,6 +717,9 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         return Exit.INTERRUPTED
+    except BrokenPipeError:         # stdout's reader ended (| head): no traceback at exit either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return Exit.ERROR
     finally:
         if keys:
             shutil.rmtree(keys, ignore_errors=True)

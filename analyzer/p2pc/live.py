@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from . import private
 from .errors import (CaptureEnded, CaptureFilterError, CapturePermission, InterfaceError, OutputError,
                      P2pcError, PluginMissing, WriteFailed)
-from .records import ONE_PASS_PREFS, check_version, option_error, parse_record
+from .records import ONE_PASS_PREFS, check_version, parse_record, tshark_refusal
 from .series import SeriesAggregate
 from .wsenv import Wireshark
 
@@ -298,7 +298,7 @@ class LiveCapture:
         empty = struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1)
         res = self.ws.run("tshark", ["-n", "-q", "-r", "-", "-z", f"p2pc,records,{self.tap_filter}"],
                           input=empty, text=False)
-        refused = option_error(res.stderr.decode("utf-8", "replace"))
+        refused = tshark_refusal(res.stderr.decode("utf-8", "replace"))
         if refused:
             raise refused
 
@@ -460,7 +460,7 @@ class LiveCapture:
             return
         tstderr = self._stderr.get("tshark", "")
         if trc != 0 or not header:
-            refused = option_error(tstderr)
+            refused = tshark_refusal(tstderr)
             if refused:
                 raise refused
             if "p2pc,records" in tstderr or "invalid -z" in tstderr.lower():
