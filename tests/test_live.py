@@ -283,7 +283,7 @@ def test_live_interval_reports_stream_before_the_end(netns, tmp_path):
     ("preference", 2, 'tshark: -o flag "nosuch.pref:1" specifies unknown preference'),
     ("display filter", 2, "Couldn't register p2pc,records tap"),
     ("write", 2, "cannot write /nonexistent/live.pcapng"),
-    ("output", 2, "cannot write /nonexistent/live.json"),     # before: found at the first report
+    ("output", 2, "cannot write /dev/null/live.json"),     # before: found at the first report
     ("full device", 13, "cannot write /dev/full: No space left on device: the capture stopped; "
                         "the file holds its first 0 bytes, whole packets"),
 ])
@@ -299,7 +299,7 @@ def test_live_errors_are_one_line_with_their_own_exit_code(netns, case, code, wo
            "preference": [*live, "-i", "vb", "-o", "nosuch.pref:1"],
            "display filter": [*live, "-i", "vb", "-Y", "tcp.port=1"],
            "write": [*live, "-i", "vb", "-w", "/nonexistent/live.pcapng"],
-           "output": [*live, "-i", "vb", "--output", "/nonexistent/live.json"],
+           "output": [*live, "-i", "vb", "--output", "/dev/null/live.json"],
            "full device": [*live, "-i", "vb", "-w", "/dev/full"]}[case]
     res = in_ns(netns, *cmd, env=env, timeout=120)
     assert res.returncode == code, res.stderr
