@@ -69,14 +69,18 @@ def probe_pcap(path: Path) -> Path:
 class Live:
     """`p2pc live` running in the namespace, its report and -w file in tmp."""
 
-    def __init__(self, ns: str, tmp: Path, *extra: str, pcap: Path | None = None):
+    def __init__(self, ns: str, tmp: Path, *extra: str, pcap: Path | None = None, output: bool = True,
+                 stderr=subprocess.PIPE):
+        """output: the report to --output (else stdout); stderr: where live's stderr goes."""
         self.ns, self.tmp = ns, tmp
         self.pcap, self.report = pcap or tmp / "live.pcapng", tmp / "live.json"
         env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
         self.proc = subprocess.Popen(
             ["ip", "netns", "exec", ns, sys.executable, "-m", "p2pc", "live", "-i", "vb",
-             "--interval", "1", "-w", str(self.pcap), "--format", "json", "--output", str(self.report),
-             *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             "--interval", "1", "-w", str(self.pcap), "--format", "json",
+             *(["--output", str(self.report)] if output else []), *extra],
+            env=env, stdout=subprocess.PIPE, stderr=stderr, text=True)
+        self.out = ""
         probe = probe_pcap(tmp / "probe.pcap")
         for _ in range(300):            # the -w file gets its first bytes once dumpcap captures
             assert self.proc.poll() is None, self.proc.communicate()
@@ -92,7 +96,7 @@ class Live:
 
     def stop(self) -> tuple[int, str]:
         self.proc.send_signal(signal.SIGINT)        # ^C: the final report, exit 0
-        out, err = self.proc.communicate(timeout=120)
+        self.out, err = self.proc.communicate(timeout=120)
         return self.proc.returncode, err
 
 
@@ -194,6 +198,105 @@ def test_live_equals_offline_analysis_and_serves_metrics(netns, tmp_path):
         sent = [m["raw_len"] for m in truth if m["command"] == command]
         assert rows[("bitcoin", command)]["messages"] == len(sent), command
         assert rows[("bitcoin", command)]["raw_bytes"] == sum(sent), command
+
+
+def packets_in(capture: Path) -> int:
+    """The packets of a capture, as capinfos counts them."""
+    res = subprocess.run(["capinfos", "-T", "-r", "-c", "-M", str(capture)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    return int(res.stdout.split("\t")[-1])
+
+
+def test_a_duration_of_0_is_refused():
+    """--duration 0 ran forever (issue 43): refused, one line, the usage exit code."""
+    res = run_p2pc("live", "-i", "lo", "--duration", "0")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert "argument --duration: 0 is less than 1" in res.stderr
+
+
+@needs_netns
+def test_off_a_terminal_live_says_how_it_is_doing_in_json_lines_and_stdout_gets_the_final_report(
+        netns, tmp_path):
+    """stderr not a terminal: one JSON line per --interval and one at the end (documented in
+    docs/analyzer.md); stdout, a pipe without --output, gets the final report only, not one
+    report per --interval. The figures: the -w file's packets as capinfos counts them, and the
+    final report's messages and bytes."""
+    port = PORT + 3
+    live = Live(netns, tmp_path, "--metrics", f"127.0.0.1:{port}", output=False)
+    try:
+        live.replay(BTC)
+        time.sleep(3.5)                     # several intervals
+    finally:
+        rc, err = live.stop()
+    assert rc == 0, err
+    status = [json.loads(l) for l in err.splitlines() if l.startswith("{")]
+    assert len(status) >= 4, err
+    running, final = status[:-1], status[-1]
+    report = json.loads(live.out)           # one document: the final report, nothing before it
+    assert report["title"].endswith("(final)")
+    assert final == {"p2pc_live": "vb", "elapsed_s": final["elapsed_s"], "packets": packets_in(live.pcap),
+                     "dropped": 0, "messages": report["totals"]["messages"],
+                     "wire_bytes": report["totals"]["wire_bytes"], "resets": 0,
+                     "metrics": f"http://127.0.0.1:{port}/metrics", "final": True}
+    assert report["totals"]["messages"] == p2pc_report("analyze", str(BTC))["totals"]["messages"]
+    # While it runs dumpcap has no drop count yet (test_dumpcap_tells_its_drops_only_when_it_stops).
+    assert all(s["dropped"] is None and not s["final"] for s in running)
+    for a, b in zip(running, running[1:] + [final]):
+        assert a["elapsed_s"] < b["elapsed_s"] and a["packets"] <= b["packets"] and a["messages"] <= b["messages"]
+
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+@needs_netns
+def test_on_a_terminal_live_refreshes_one_status_line(netns, tmp_path):
+    """stderr a terminal (a pty 200 columns wide): one line rewritten in place (no new line
+    between refreshes), no JSON; at the end it stays, with dumpcap's drops and the -w file's
+    packets."""
+    import fcntl
+    import termios
+    import threading
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    got = bytearray()
+
+    def read() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:                 # the pty closed
+                return
+            if not chunk:
+                return
+            got.extend(chunk)
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        live = Live(netns, tmp_path, "--metrics", f"127.0.0.1:{PORT + 4}", stderr=slave)
+        try:
+            live.replay(BTC)
+            time.sleep(3.5)
+        finally:
+            rc, _ = live.stop()
+    finally:
+        os.close(slave)
+        reader.join(timeout=10)
+        os.close(master)
+    text = got.decode("utf-8", "replace")
+    assert rc == 0, text
+    renders = [ANSI.sub("", r).strip() for r in re.split(r"[\r\n]", text)]
+    line = re.compile(r"p2pc live on vb: \d+:\d\d:\d\d  ([\d,]+) packets  (\S+) dropped  ([\d,]+) messages  "
+                      r"([\d,]+) bytes  (\d+) resets  http://127\.0\.0\.1:%d/metrics$" % (PORT + 4))
+    shown = [line.match(r) for r in renders if r.startswith("p2pc live on")]
+    assert len(shown) >= 3 and all(shown), renders
+    assert "{" not in text
+    # Refreshed in place: the renders while it ran are separated by carriage returns, not lines.
+    assert text.count("\n") <= 2, text
+    report = json.loads(live.report.read_text())
+    last = shown[-1]
+    assert [int(last.group(i).replace(",", "")) for i in (1, 3, 4)] == [
+        packets_in(live.pcap), report["totals"]["messages"], report["totals"]["wire_bytes"]]
+    assert last.group(2) == "0" and all(m.group(2) == "?" for m in shown[:-1])
 
 
 def every_sample(text: str) -> dict:
