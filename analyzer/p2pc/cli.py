@@ -364,6 +364,7 @@ EXAMPLES = {
   p2pc analyze -Y 'ip.addr==192.0.2.2' -d 'tcp.port==18444,btcc' node.pcapng
   p2pc analyze --keylog keys.log -o fisco.rc1:TRUE fisco-tls.pcapng
   p2pc analyze --by-peer node.pcapng                     # one row per remote address and peer ID
+  tcpdump -w - -i eth0 port 8333 | p2pc analyze -r -     # a capture from standard input
 
 sections (--section): main, size_ranges, conformance, explain (with --explain)""",
     "compare": """examples:
@@ -402,7 +403,9 @@ frame, stream, src, srcport, dst, dstport, time, mux_stream, mux_frames, snappy_
   p2pc analyze node.pcapng          # the same report as live's final one, from the -w file
   p2pc live -i eth0 -f 'tcp port 13000' --keys-from $(pidof beacon-chain) -w node.pcapng
 
-The final report is printed at ^C or after --duration; --output holds the latest report.
+Every --interval the report goes to --output (rewritten) or, as a table, to a terminal; a pipe
+or file on stdout gets the final one only, at ^C or after --duration. stderr says how the
+capture is doing: one line refreshed on a terminal, else one JSON line per --interval.
 
 sections (--section): main, size_ranges, undecoded (once a --session-reset cut a connection:
 each direction cut, its TCP payload bytes, decoded bytes and undecoded bytes)""",
