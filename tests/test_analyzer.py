@@ -528,3 +528,34 @@ def test_the_same_report_or_capture_given_twice_is_refused_naming_it(tmp_path):
     assert merged.returncode == 0, merged.stderr
     assert json.loads(merged.stdout)["totals"]["messages"] == \
         json.loads(a.read_text())["totals"]["messages"] + json.loads(b.read_text())["totals"]["messages"]
+
+
+def test_what_it_needs_says_the_dependencies_and_extras_pyproject_installs():
+    """docs/analyzer.md, "What it needs": every dependency of analyzer/pyproject.toml named, and
+    each extra's packages as the doc says them (it said `all` was `codecs`, and left out dpkt)."""
+    import tomllib
+    project = tomllib.loads((REPO / "analyzer/pyproject.toml").read_text())["project"]
+    name = lambda req: re.match(r"[A-Za-z0-9_.-]+", req).group(0).lower()     # noqa: E731
+    extras = project["optional-dependencies"]
+
+    def expand(reqs: list[str]) -> set[str]:
+        out = set()
+        for r in reqs:
+            inner = re.fullmatch(r"p2pc\[(\w+)\]", r)
+            out |= expand(extras[inner.group(1)]) if inner else {name(r)}
+        return out
+    doc = (REPO / "docs/analyzer.md").read_text().split("## What it needs")[1].split("\n## ")[0]
+    doc = " ".join(doc.split())
+    defaults, said = doc.split("The extras", 1)
+    for dep in project["dependencies"]:
+        assert name(dep) in defaults, dep
+    told = {}
+    for extra, verb, what in re.findall(r"`(\w+)` (adds|is) ([^;.]*)", said):
+        what = re.sub(r"\([^)]*\)| for .*$", "", what)
+        items = [i.strip().removeprefix("the ") for i in re.split(r",| and ", what) if i.strip()]
+        got = set()
+        for i in items:
+            ref = i.strip("`")
+            got |= expand(extras[ref]) if ref in extras else {ref.lower()}
+        told[extra] = got
+    assert told == {x: expand(reqs) for x, reqs in extras.items()}
