@@ -966,3 +966,63 @@ def test_peer_line_strings_are_unescaped():
     from p2pc.records import parse_record
     p = parse_record("I\t7\t-1\t192.0.2.2\t9000\t192.0.2.1\t51298\tno\\tise\tid\\x0a\\\\")
     assert (p.stream, p.via, p.peer_id, p.key) == (-1, "no\tise", "id\n\\", (-1, "192.0.2.2", 9000))
+
+
+@needs_netns
+def test_the_audit_guides_service_recipe_runs_as_written(netns, tmp_path):
+    """docs/audit-your-node.md, "For days, step by step", step 2: its `p2pc live` command run as
+    written (interface eth0, the key log at /var/lib/beacon/node.keys, --output in
+    /var/log/p2pc/, a folder that does not exist yet) and stopped as a service manager stops it
+    (SIGTERM): the report it leaves is that of the node's traffic, decrypted with its key log.
+    /var/log and /var/lib are this test's folders, bound over the real ones in a mount
+    namespace of its own; eth0 is a veth in the test's network namespace."""
+    import shlex
+    doc = (REPO / "docs/audit-your-node.md").read_text()
+    step = doc.split("For days, step by step")[1].split("\n  3. ")[0]
+    (cmd,) = re.findall(r"`(p2pc live [^`]*)`", " ".join(step.split()))
+    argv = shlex.split(cmd)
+    assert argv[argv.index("--output") + 1] == "/var/log/p2pc/cl.json"
+    capture, keys = CAPTURES / "eth2/eth2-noise-yamux.pcapng", CAPTURES / "eth2/eth2-noise-yamux.keys"
+    log, lib, bin_ = tmp_path / "log", tmp_path / "lib", tmp_path / "bin"
+    for d in (log, lib / "beacon", bin_):
+        d.mkdir(parents=True)
+    shutil.copy(keys, lib / "beacon/node.keys")
+    (bin_ / "p2pc").write_text(f'#!/bin/sh\nexec {sys.executable} -m p2pc "$@"\n')
+    (bin_ / "p2pc").chmod(0o755)
+    for c in (["link", "add", "eth0", "type", "veth", "peer", "name", "eth0peer"],
+              ["link", "set", "eth0", "up"], ["link", "set", "eth0peer", "up"]):
+        subprocess.run(["ip", "-n", netns, *c], check=True)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()),
+               PATH=f"{bin_}:{os.environ['PATH']}")
+    script = f"mount --bind {log} /var/log && mount --bind {lib} /var/lib && exec ip netns exec {netns} \"$@\""
+    proc = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", *argv],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ifindex = in_ns(netns, "cat", "/sys/class/net/eth0/ifindex").stdout.strip()
+        for _ in range(300):        # until dumpcap's packet socket is bound to eth0
+            assert proc.poll() is None, proc.communicate()
+            sockets = in_ns(netns, "cat", "/proc/net/packet").stdout.splitlines()[1:]
+            if any(l.split()[4] == ifindex for l in sockets):
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("live never began capturing on eth0")
+        res = in_ns(netns, "tcpreplay", "-q", "--mbps=50", "-i", "eth0peer", str(capture))
+        assert res.returncode == 0, res.stderr
+        want = p2pc_report("analyze", "--keylog", str(keys), str(capture))
+        for _ in range(150):        # until every message is decoded (the endpoint says so)
+            got = in_ns(netns, "curl", "-sf", "http://127.0.0.1:9464/metrics").stdout
+            if metric_sum(got, "p2pc_messages_total") >= want["totals"]["messages"]:
+                break
+            time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert not any(r["msg_type"].endswith("(encrypted)") for r in want["rows"])
+    # The recipe writes the table (the default format): analyze's table of the same traffic,
+    # under live's title.
+    table = run_p2pc("analyze", "--keylog", str(keys), str(capture)).stdout.splitlines()
+    written = (log / "p2pc/cl.json").read_text().splitlines()
+    assert written[0] == "p2pc live on eth0 (final)"
+    assert written[1:] == table[1:]
