@@ -482,6 +482,9 @@ def test_a_capture_after_r_or_on_standard_input_is_read_as_tshark_reads_it(tmp_p
     (["analyze"], "analyze reads captures: CAPTURE or -r CAPTURE"),
     (["records", "-r", "a.pcapng", "b.pcapng", "--output", "r.parquet"], "records reads one capture"),
     (["analyze", "-r", "-", "-"], "standard input (-) can be read once"),
+    (["analyze", "--shards", "2", "-r", "-"], "standard input (-) cannot be split into shards"),
+    (["shard", "-r", "-", "--out", "shards"], "shard reads a file: standard input (-) cannot be split"),
+    (["diff", "-", str(BTC / "btc-small.pcapng")], "diff reads each capture more than once"),
 ])
 def test_captures_missing_or_stdin_twice_are_one_line_exit_2(args, words):
     res = p2pc(*args)

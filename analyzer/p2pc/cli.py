@@ -157,8 +157,9 @@ def cmd_diff(args) -> int:
         raise UsageError("diff of one capture needs both sides' filters: --a FILTER --b FILTER")
     if not (args.filter_a or args.filter_b):     # with filters, one capture's two parts
         refuse_repeats([args.capture_a, args.capture_b], "capture", CaptureUnreadable)
-    if args.capture_a == STDIN and (args.capture_b in (None, STDIN)):
-        raise UsageError("standard input (-) can be read once: give A or B as a file")
+    if STDIN in (args.capture_a, args.capture_b):      # records, payloads, negotiation: three passes
+        raise UsageError("diff reads each capture more than once: standard input (-) cannot be "
+                         "diffed; save it to a file first")
     sides = (Side("A", args.capture_a, args.filter_a), Side("B", args.capture_b or args.capture_a, args.filter_b))
     ws = open_wireshark(args.plugin)
     try:
@@ -211,8 +212,8 @@ def cmd_records(args) -> int:
     from .export import ParquetRecords
     from .progress import CaptureProgress
     ws = open_wireshark(args.plugin)
-    target = output_path(args.output) if args.output else sys.stdout.buffer     # --output -: stdout
     try:
+        target = output_path(args.output) if args.output else sys.stdout.buffer    # --output -: stdout
         with CaptureProgress([args.capture]) as bar, ParquetRecords(target) as out:
             res = read_capture(ws, args.capture, out.add, lambda t: None, opts=args.tshark)
             bar.done(args.capture)
