@@ -68,23 +68,22 @@ def output_path(path: str) -> str:
     return path
 
 
-def refuse_repeats(paths: list[str], what: str, error) -> None:
-    """`error` naming the first path given again (the same file by another name too): its
-    counts would be added twice."""
+def refuse_repeats(paths: list[str], why: str = "its counts would be added twice; give each capture once") -> None:
+    """CaptureUnreadable naming the first capture given again (the same file by another name
+    too), and `why` that is wrong."""
     seen: list[str] = []
     for p in paths:
         for q in seen:
             if p == q or (os.path.exists(p) and os.path.exists(q) and os.path.samefile(p, q)):
                 same = "" if p == q else f" (the same file as {q})"
-                raise error(f"{p}: the same {what} given twice{same}: its counts would be added "
-                            f"twice; give each {what} once")
+                raise CaptureUnreadable(f"{p}: the same capture given twice{same}: {why}")
         seen.append(p)
 
 
 def cmd_analyze(args) -> int:
     from .gather import gather
     from .shard import AUTO_SHARD_BYTES, analyze_sharded, default_shards
-    refuse_repeats(args.captures, "capture", CaptureUnreadable)
+    refuse_repeats(args.captures)
     if STDIN in args.captures and (args.shards > 1 or args.scheduler):
         raise UsageError("standard input (-) cannot be split into shards: save it to a file first")
     sharded = [c for c in args.captures if args.shards > 1 or args.scheduler or (
@@ -139,7 +138,8 @@ def cmd_merge(args) -> int:
 
 def cmd_compare(args) -> int:
     from .gather import gather_attributed
-    refuse_repeats([args.baseline, args.compressed], "capture", CaptureUnreadable)
+    refuse_repeats([args.baseline, args.compressed], "compare needs the workload captured with "
+                   "compression off (BASELINE) and on (COMPRESSED)")
     base, base_bytes = gather_attributed(args.baseline, args.plugin, args.tshark)
     comp, comp_bytes = gather_attributed(args.compressed, args.plugin, args.tshark)
     from .model import not_comparable
@@ -155,8 +155,6 @@ def cmd_diff(args) -> int:
     from .diff import Side, run_diff
     if args.capture_b is None and not (args.filter_a and args.filter_b):
         raise UsageError("diff of one capture needs both sides' filters: --a FILTER --b FILTER")
-    if not (args.filter_a or args.filter_b):     # with filters, one capture's two parts
-        refuse_repeats([args.capture_a, args.capture_b], "capture", CaptureUnreadable)
     if STDIN in (args.capture_a, args.capture_b):      # records, payloads, negotiation: three passes
         raise UsageError("diff reads each capture more than once: standard input (-) cannot be "
                          "diffed; save it to a file first")
@@ -175,7 +173,7 @@ def cmd_whatif(args) -> int:
     from .records import start_capture, read_records
     from .report import SCHEMA
     from .whatif import WhatIf, report
-    refuse_repeats(args.captures, "capture", CaptureUnreadable)
+    refuse_repeats(args.captures)
     ws = open_wireshark(args.plugin)
     w = WhatIf(args.strategy, args.codecs, args.threshold)
     n = 0
@@ -292,8 +290,11 @@ def cmd_live(args) -> int:
             def tick() -> None:
                 # Between reports, one goes to --output or a terminal; a pipe or a file on stdout
                 # gets the final one only (a log would hold a whole report every --interval).
-                if args.output or (sys.stdout.isatty() and args.format == "table"):
+                if args.output:
                     live_report(args, totals_, local, False)
+                elif sys.stdout.isatty() and args.format == "table":
+                    with status.aside():        # the screen is cleared for the table
+                        live_report(args, totals_, local, False)
                 status.tick()
             cap.records(args.interval, tick)
             status.final(totals_.dropped)
@@ -653,7 +654,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="a process to read keys from (repeat for several)")
     p.add_argument("--output", required=True, metavar="FILE",
                    help="the key log to append to (created with mode 0600)")
-    p.add_argument("--duration", type=whole(0), default=0, metavar="S",
+    p.add_argument("--duration", type=whole(1), metavar="S",
                    help="stop after S seconds (default: until ^C)")
     p.set_defaults(func=keysource.run)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from contextlib import contextmanager
 
 
 class LiveStatus:
@@ -60,6 +61,18 @@ class LiveStatus:
         """At each --interval: the JSON line off a terminal (the terminal's line refreshes itself)."""
         if not self.terminal:
             self._json(final=False)
+
+    @contextmanager
+    def aside(self):
+        """Something else written to the terminal meanwhile (live's table, refreshed): the line
+        stops while it is written, and starts again below it."""
+        if self._live:
+            self._live.stop()
+        try:
+            yield
+        finally:
+            if self._live:
+                self._live.start()
 
     def final(self, dropped: int) -> None:
         """The capture ended: its drops, and the last line (kept on a terminal)."""
