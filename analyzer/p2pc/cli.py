@@ -292,7 +292,7 @@ def cmd_live(args) -> int:
                 # gets the final one only (a log would hold a whole report every --interval).
                 if args.output:
                     live_report(args, totals_, local, False)
-                elif sys.stdout.isatty() and args.format == "table":
+                elif sys.stdout.isatty() and args.format == "table" and totals_.messages:
                     with status.aside():        # the screen is cleared for the table
                         live_report(args, totals_, local, False)
                 status.tick()
