@@ -327,7 +327,7 @@ def test_live_bad_interface():
 def test_doctor_reports_tshark_and_the_plugin(tmp_path):
     res = p2pc("doctor", env_extra={"HOME": str(tmp_path)})
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "[ok] tshark:" in res.stdout and "tshark loads p2pc" in res.stdout
+    assert "[ok] tshark:" in res.stdout and "tshark loads it" in res.stdout
     # p2pc keys' helper, an optional part: named with the fix when it is not there.
     res = p2pc("doctor", env_extra={"HOME": str(tmp_path), "P2PC_KEYS": str(tmp_path / "p2pc-keys")})
     assert res.returncode == 0
@@ -441,3 +441,124 @@ def test_the_analyzer_map_names_every_module():
     assert "cli.py" in modules and "output/html.py" in modules
     assert not {m for m in modules if m.split("/")[-1] not in text}, sorted(
         m for m in modules if m.split("/")[-1] not in text)
+
+
+# ---- tshark's habits (issue 43, finding 5) ----
+def sent_per_command(capture: Path) -> dict:
+    """The generator's own record of the messages it sent (beyond the handshake): command -> count."""
+    out: dict = {}
+    for m in json.loads(capture.with_suffix(".truth.json").read_text())["messages"]:
+        out[m["command"]] = out.get(m["command"], 0) + 1
+    return out
+
+
+def test_a_capture_after_r_or_on_standard_input_is_read_as_tshark_reads_it(tmp_path):
+    """`-r FILE` as well as a positional capture, and `-r -` standard input (tshark reads it
+    itself): every message the generator sent, once, and the same report as the file's."""
+    small = BTC / "btc-small.pcapng"
+    env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
+
+    def from_stdin(*args: str) -> subprocess.CompletedProcess:
+        with open(small, "rb") as f:
+            return subprocess.run([sys.executable, "-m", "p2pc", *args], stdin=f, capture_output=True, env=env)
+    by_file = report("analyze", str(small))
+    for rep in (report("analyze", "-r", str(small)),
+                json.loads(from_stdin("analyze", "-r", "-", "--format", "json").stdout)):
+        rows = {r["msg_type"]: r["messages"] for r in rep["rows"]}
+        assert {c: rows.get(c) for c in sent_per_command(small)} == sent_per_command(small)
+        assert (rep["rows"], rep["totals"]) == (by_file["rows"], by_file["totals"])
+    # records to standard output from standard input: one row per message sent
+    import pyarrow.parquet as pq
+    res = from_stdin("records", "-r", "-", "--output", "-")
+    assert res.returncode == 0, res.stderr
+    types = pq.read_table(io.BytesIO(res.stdout)).column("msg_type").to_pylist()
+    assert {c: types.count(c) for c in sent_per_command(small)} == sent_per_command(small)
+    assert len(types) == by_file["totals"]["messages"]
+    res = p2pc("whatif", "-r", str(small), "--format", "json", "--strategy", "message", "--codecs", "zlib-6")
+    assert res.returncode == 0 and json.loads(res.stdout)["files"] == [str(small)], res.stderr
+
+
+@pytest.mark.parametrize("args, words", [
+    (["analyze"], "analyze reads captures: CAPTURE or -r CAPTURE"),
+    (["records", "-r", "a.pcapng", "b.pcapng", "--output", "r.parquet"], "records reads one capture"),
+    (["analyze", "-r", "-", "-"], "standard input (-) can be read once"),
+    (["analyze", "--shards", "2", "-r", "-"], "standard input (-) cannot be split into shards"),
+    (["shard", "-r", "-", "--out", "shards"], "shard reads a file: standard input (-) cannot be split"),
+    (["diff", "-", str(BTC / "btc-small.pcapng")], "diff reads each capture more than once"),
+])
+def test_captures_missing_or_stdin_twice_are_one_line_exit_2(args, words):
+    res = p2pc(*args)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and words in res.stderr, res.stderr
+
+
+def test_output_dash_is_standard_output_and_a_missing_folder_is_made(tmp_path):
+    """`--output -` wrote a file named `-` (issue 43); `--output DIR/FILE` made nothing when DIR
+    was missing (the audit guide's /var/log/p2pc/cl.json)."""
+    small = str(BTC / "btc-small.pcapng")
+    res = p2pc("analyze", "--format", "json", "--output", "-", small, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["totals"] == report("analyze", small)["totals"]
+    assert list(tmp_path.iterdir()) == []
+    out = tmp_path / "new" / "folder" / "r.json"
+    res = p2pc("analyze", "--format", "json", "--output", str(out), small)
+    assert res.returncode == 0 and json.loads(out.read_text())["totals"] == report("analyze", small)["totals"]
+
+
+def test_the_same_report_or_capture_given_twice_is_refused_naming_it(tmp_path):
+    """`merge a.json a.json` doubled every count (issue 43). The same report, by one path or
+    two, or a copy (the same captures' sums), is one line naming it, exit 5; so is the same
+    capture twice where its counts would add up, or as both sides of compare (diff A A is a
+    check that A equals itself). Two reports of different captures merge."""
+    small, other = str(BTC / "btc-small.pcapng"), str(BTC / "btc-xthin.pcapng")
+    a, b, copy = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "copy.json"
+    for out, cap in ((a, small), (b, other)):
+        assert p2pc("analyze", "--format", "json", "--output", str(out), cap).returncode == 0
+    copy.write_bytes(a.read_bytes())
+    (tmp_path / "link.json").symlink_to(a)
+    cases = [(["merge", str(a), str(a)], f"p2pc: {a}: the same report given twice"),
+             (["merge", str(a), str(tmp_path / "link.json")], f"p2pc: {tmp_path / 'link.json'}: the same report given twice"),
+             (["merge", str(a), str(b), str(copy)], f"p2pc: {copy}: the same report as {a} (the same captures' sums)"),
+             (["analyze", small, small], f"p2pc: {small}: the same capture given twice"),
+             (["analyze", small, f"{BTC}/../bitcoin/btc-small.pcapng"],
+              f"p2pc: {BTC}/../bitcoin/btc-small.pcapng: the same capture given twice (the same file as {small})"),
+             (["whatif", small, small], f"p2pc: {small}: the same capture given twice"),
+             (["compare", small, small], f"p2pc: {small}: the same capture given twice: compare needs")]
+    for args, words in cases:
+        res = p2pc(*args)
+        assert res.returncode == 5 and res.stderr.count("\n") == 1, (args, res.stderr)
+        assert res.stderr.startswith(words), (args, res.stderr)
+    merged = p2pc("merge", "--format", "json", str(a), str(b))
+    assert merged.returncode == 0, merged.stderr
+    assert json.loads(merged.stdout)["totals"]["messages"] == \
+        json.loads(a.read_text())["totals"]["messages"] + json.loads(b.read_text())["totals"]["messages"]
+
+
+def test_what_it_needs_says_the_dependencies_and_extras_pyproject_installs():
+    """docs/analyzer.md, "What it needs": every dependency of analyzer/pyproject.toml named, and
+    each extra's packages as the doc says them (it said `all` was `codecs`, and left out dpkt)."""
+    import tomllib
+    project = tomllib.loads((REPO / "analyzer/pyproject.toml").read_text())["project"]
+    name = lambda req: re.match(r"[A-Za-z0-9_.-]+", req).group(0).lower()     # noqa: E731
+    extras = project["optional-dependencies"]
+
+    def expand(reqs: list[str]) -> set[str]:
+        out = set()
+        for r in reqs:
+            inner = re.fullmatch(r"p2pc\[(\w+)\]", r)
+            out |= expand(extras[inner.group(1)]) if inner else {name(r)}
+        return out
+    doc = (REPO / "docs/analyzer.md").read_text().split("## What it needs")[1].split("\n## ")[0]
+    doc = " ".join(doc.split())
+    defaults, said = doc.split("The extras", 1)
+    for dep in project["dependencies"]:
+        assert name(dep) in defaults, dep
+    told = {}
+    for extra, verb, what in re.findall(r"`(\w+)` (adds|is) ([^;.]*)", said):
+        what = re.sub(r"\([^)]*\)| for .*$", "", what)
+        items = [i.strip().removeprefix("the ") for i in re.split(r",| and ", what) if i.strip()]
+        got = set()
+        for i in items:
+            ref = i.strip("`")
+            got |= expand(extras[ref]) if ref in extras else {ref.lower()}
+        told[extra] = got
+    assert told == {x: expand(reqs) for x, reqs in extras.items()}

@@ -69,14 +69,18 @@ def probe_pcap(path: Path) -> Path:
 class Live:
     """`p2pc live` running in the namespace, its report and -w file in tmp."""
 
-    def __init__(self, ns: str, tmp: Path, *extra: str, pcap: Path | None = None):
+    def __init__(self, ns: str, tmp: Path, *extra: str, pcap: Path | None = None, output: bool = True,
+                 stderr=subprocess.PIPE):
+        """output: the report to --output (else stdout); stderr: where live's stderr goes."""
         self.ns, self.tmp = ns, tmp
         self.pcap, self.report = pcap or tmp / "live.pcapng", tmp / "live.json"
         env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()))
         self.proc = subprocess.Popen(
             ["ip", "netns", "exec", ns, sys.executable, "-m", "p2pc", "live", "-i", "vb",
-             "--interval", "1", "-w", str(self.pcap), "--format", "json", "--output", str(self.report),
-             *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             "--interval", "1", "-w", str(self.pcap), "--format", "json",
+             *(["--output", str(self.report)] if output else []), *extra],
+            env=env, stdout=subprocess.PIPE, stderr=stderr, text=True)
+        self.out = ""
         probe = probe_pcap(tmp / "probe.pcap")
         for _ in range(300):            # the -w file gets its first bytes once dumpcap captures
             assert self.proc.poll() is None, self.proc.communicate()
@@ -92,8 +96,13 @@ class Live:
 
     def stop(self) -> tuple[int, str]:
         self.proc.send_signal(signal.SIGINT)        # ^C: the final report, exit 0
-        out, err = self.proc.communicate(timeout=120)
+        self.out, err = self.proc.communicate(timeout=120)
         return self.proc.returncode, err
+
+
+def said(err: str) -> list[str]:
+    """live's stderr lines but its status (JSON lines, test_off_a_terminal_live_says_how_it_is_doing…)."""
+    return [l for l in err.splitlines() if not l.startswith('{"p2pc_live": ')]
 
 
 def rows_by_type(report: dict) -> dict:
@@ -196,6 +205,105 @@ def test_live_equals_offline_analysis_and_serves_metrics(netns, tmp_path):
         assert rows[("bitcoin", command)]["raw_bytes"] == sum(sent), command
 
 
+def packets_in(capture: Path) -> int:
+    """The packets of a capture, as capinfos counts them."""
+    res = subprocess.run(["capinfos", "-T", "-r", "-c", "-M", str(capture)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    return int(res.stdout.split("\t")[-1])
+
+
+def test_a_duration_of_0_is_refused():
+    """--duration 0 ran forever (issue 43): refused, one line, the usage exit code."""
+    res = run_p2pc("live", "-i", "lo", "--duration", "0")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert "argument --duration: 0 is less than 1" in res.stderr
+
+
+@needs_netns
+def test_off_a_terminal_live_says_how_it_is_doing_in_json_lines_and_stdout_gets_the_final_report(
+        netns, tmp_path):
+    """stderr not a terminal: one JSON line per --interval and one at the end (documented in
+    docs/analyzer.md); stdout, a pipe without --output, gets the final report only, not one
+    report per --interval. The figures: the -w file's packets as capinfos counts them, and the
+    final report's messages and bytes."""
+    port = PORT + 3
+    live = Live(netns, tmp_path, "--metrics", f"127.0.0.1:{port}", output=False)
+    try:
+        live.replay(BTC)
+        time.sleep(3.5)                     # several intervals
+    finally:
+        rc, err = live.stop()
+    assert rc == 0, err
+    status = [json.loads(l) for l in err.splitlines() if l.startswith("{")]
+    assert len(status) >= 4, err
+    running, final = status[:-1], status[-1]
+    report = json.loads(live.out)           # one document: the final report, nothing before it
+    assert report["title"].endswith("(final)")
+    assert final == {"p2pc_live": "vb", "elapsed_s": final["elapsed_s"], "packets": packets_in(live.pcap),
+                     "dropped": 0, "messages": report["totals"]["messages"],
+                     "wire_bytes": report["totals"]["wire_bytes"], "resets": 0,
+                     "metrics": f"http://127.0.0.1:{port}/metrics", "final": True}
+    assert report["totals"]["messages"] == p2pc_report("analyze", str(BTC))["totals"]["messages"]
+    # While it runs dumpcap has no drop count yet (test_dumpcap_tells_its_drops_only_when_it_stops).
+    assert all(s["dropped"] is None and not s["final"] for s in running)
+    for a, b in zip(running, running[1:] + [final]):
+        assert a["elapsed_s"] < b["elapsed_s"] and a["packets"] <= b["packets"] and a["messages"] <= b["messages"]
+
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+@needs_netns
+def test_on_a_terminal_live_refreshes_one_status_line(netns, tmp_path):
+    """stderr a terminal (a pty 200 columns wide): one line rewritten in place (no new line
+    between refreshes), no JSON; at the end it stays, with dumpcap's drops and the -w file's
+    packets."""
+    import fcntl
+    import termios
+    import threading
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    got = bytearray()
+
+    def read() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:                 # the pty closed
+                return
+            if not chunk:
+                return
+            got.extend(chunk)
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        live = Live(netns, tmp_path, "--metrics", f"127.0.0.1:{PORT + 4}", stderr=slave)
+        try:
+            live.replay(BTC)
+            time.sleep(3.5)
+        finally:
+            rc, _ = live.stop()
+    finally:
+        os.close(slave)
+        reader.join(timeout=10)
+        os.close(master)
+    text = got.decode("utf-8", "replace")
+    assert rc == 0, text
+    renders = [ANSI.sub("", r).strip() for r in re.split(r"[\r\n]", text)]
+    line = re.compile(r"p2pc live on vb: \d+:\d\d:\d\d  ([\d,]+) packets  (\S+) dropped  ([\d,]+) messages  "
+                      r"([\d,]+) bytes  (\d+) resets  http://127\.0\.0\.1:%d/metrics$" % (PORT + 4))
+    shown = [line.match(r) for r in renders if r.startswith("p2pc live on")]
+    assert len(shown) >= 3 and all(shown), renders
+    assert "{" not in text
+    # Refreshed in place: the renders while it ran are separated by carriage returns, not lines.
+    assert text.count("\n") <= 2, text
+    report = json.loads(live.report.read_text())
+    last = shown[-1]
+    assert [int(last.group(i).replace(",", "")) for i in (1, 3, 4)] == [
+        packets_in(live.pcap), report["totals"]["messages"], report["totals"]["wire_bytes"]]
+    assert last.group(2) == "0" and all(m.group(2) == "?" for m in shown[:-1])
+
+
 def every_sample(text: str) -> dict:
     """Every sample of the p2pc counters: (name, labels) -> value."""
     return {(m.group(1), m.group(2) or ""): float(m.group(3))
@@ -283,7 +391,7 @@ def test_live_interval_reports_stream_before_the_end(netns, tmp_path):
     ("preference", 2, 'tshark: -o flag "nosuch.pref:1" specifies unknown preference'),
     ("display filter", 2, "Couldn't register p2pc,records tap"),
     ("write", 2, "cannot write /nonexistent/live.pcapng"),
-    ("output", 2, "cannot write /nonexistent/live.json"),     # before: found at the first report
+    ("output", 2, "cannot write /dev/null/live.json"),     # before: found at the first report
     ("full device", 13, "cannot write /dev/full: No space left on device: the capture stopped; "
                         "the file holds its first 0 bytes, whole packets"),
 ])
@@ -299,11 +407,11 @@ def test_live_errors_are_one_line_with_their_own_exit_code(netns, case, code, wo
            "preference": [*live, "-i", "vb", "-o", "nosuch.pref:1"],
            "display filter": [*live, "-i", "vb", "-Y", "tcp.port=1"],
            "write": [*live, "-i", "vb", "-w", "/nonexistent/live.pcapng"],
-           "output": [*live, "-i", "vb", "--output", "/nonexistent/live.json"],
+           "output": [*live, "-i", "vb", "--output", "/dev/null/live.json"],
            "full device": [*live, "-i", "vb", "-w", "/dev/full"]}[case]
     res = in_ns(netns, *cmd, env=env, timeout=120)
     assert res.returncode == code, res.stderr
-    assert res.stderr.strip().splitlines() == [f"p2pc: {res.stderr.strip()[6:]}"], res.stderr
+    assert len(said(res.stderr)) == 1 and said(res.stderr)[0].startswith("p2pc: "), res.stderr
     assert words in res.stderr
 
 
@@ -346,7 +454,7 @@ def test_a_full_disk_stops_live_with_the_report_of_the_packets_saved(netns, tmp_
         out, err = live.proc.communicate(timeout=120)
         assert live.proc.returncode == 13, err
         data = live.pcap.read_bytes()
-        assert err.splitlines() == [f"p2pc: cannot write {live.pcap}: No space left on device: the "
+        assert said(err) == [f"p2pc: cannot write {live.pcap}: No space left on device: the "
                                     f"capture stopped; the file holds its first {len(data):,} bytes, "
                                     "whole packets"]
         types = pcapng_block_types(data)
@@ -377,10 +485,10 @@ def test_a_report_that_cannot_be_written_is_a_warning_and_the_capture_goes_on(ne
     live.replay(BTC)
     time.sleep(2)
     code, err = live.stop()
-    lines = err.splitlines()
+    lines = said(err)
     warning = "p2pc live: warning: cannot write /dev/full: No space left on device: the capture goes on"
     assert code == 2 and lines[-1] == "p2pc: cannot write /dev/full: No space left on device", err
-    assert warning in lines and set(lines[:-1]) <= {warning, "p2pc live: vb: no P2P messages yet"}, err
+    assert warning in lines and set(lines[:-1]) == {warning}, err
     assert p2pc_report("analyze", str(live.pcap))["totals"]["messages"] == want
 
 
@@ -401,7 +509,7 @@ def test_a_dead_dumpcap_or_tshark_ends_live_after_its_report(netns, tmp_path, na
     proc.send_signal(sig)
     out, err = live.proc.communicate(timeout=120)
     assert live.proc.returncode == 14, err
-    assert err.splitlines() == [f"p2pc: {name} ended while capturing (killed by {sig.name})"
+    assert said(err) == [f"p2pc: {name} ended while capturing (killed by {sig.name})"
                                 + (": the report covers what it decoded" if name == "tshark" else "")
                                 + f"; {live.pcap} holds every packet captured"]
     final = json.loads(live.report.read_text())
@@ -441,7 +549,7 @@ def test_a_signal_at_startup_stops_live(netns, tmp_path, sig, moment):
     finally:
         proc.kill()
     assert proc.returncode == 6, err
-    assert err.splitlines() == ["p2pc: no P2P messages captured on vb"]
+    assert said(err) == ["p2pc: no P2P messages captured on vb"]
     assert not [p for p in everyone if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not leftovers(proc.pid)
 
@@ -858,3 +966,63 @@ def test_peer_line_strings_are_unescaped():
     from p2pc.records import parse_record
     p = parse_record("I\t7\t-1\t192.0.2.2\t9000\t192.0.2.1\t51298\tno\\tise\tid\\x0a\\\\")
     assert (p.stream, p.via, p.peer_id, p.key) == (-1, "no\tise", "id\n\\", (-1, "192.0.2.2", 9000))
+
+
+@needs_netns
+def test_the_audit_guides_service_recipe_runs_as_written(netns, tmp_path):
+    """docs/audit-your-node.md, "For days, step by step", step 2: its `p2pc live` command run as
+    written (interface eth0, the key log at /var/lib/beacon/node.keys, --output in
+    /var/log/p2pc/, a folder that does not exist yet) and stopped as a service manager stops it
+    (SIGTERM): the report it leaves is that of the node's traffic, decrypted with its key log.
+    /var/log and /var/lib are this test's folders, bound over the real ones in a mount
+    namespace of its own; eth0 is a veth in the test's network namespace."""
+    import shlex
+    doc = (REPO / "docs/audit-your-node.md").read_text()
+    step = doc.split("For days, step by step")[1].split("\n  3. ")[0]
+    (cmd,) = re.findall(r"`(p2pc live [^`]*)`", " ".join(step.split()))
+    argv = shlex.split(cmd)
+    assert argv[argv.index("--output") + 1] == "/var/log/p2pc/cl.json"
+    capture, keys = CAPTURES / "eth2/eth2-noise-yamux.pcapng", CAPTURES / "eth2/eth2-noise-yamux.keys"
+    log, lib, bin_ = tmp_path / "log", tmp_path / "lib", tmp_path / "bin"
+    for d in (log, lib / "beacon", bin_):
+        d.mkdir(parents=True)
+    shutil.copy(keys, lib / "beacon/node.keys")
+    (bin_ / "p2pc").write_text(f'#!/bin/sh\nexec {sys.executable} -m p2pc "$@"\n')
+    (bin_ / "p2pc").chmod(0o755)
+    for c in (["link", "add", "eth0", "type", "veth", "peer", "name", "eth0peer"],
+              ["link", "set", "eth0", "up"], ["link", "set", "eth0peer", "up"]):
+        subprocess.run(["ip", "-n", netns, *c], check=True)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"), P2PC_PLUGIN=str(built_plugin()),
+               PATH=f"{bin_}:{os.environ['PATH']}")
+    script = f"mount --bind {log} /var/log && mount --bind {lib} /var/lib && exec ip netns exec {netns} \"$@\""
+    proc = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", *argv],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ifindex = in_ns(netns, "cat", "/sys/class/net/eth0/ifindex").stdout.strip()
+        for _ in range(300):        # until dumpcap's packet socket is bound to eth0
+            assert proc.poll() is None, proc.communicate()
+            sockets = in_ns(netns, "cat", "/proc/net/packet").stdout.splitlines()[1:]
+            if any(l.split()[4] == ifindex for l in sockets):
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("live never began capturing on eth0")
+        res = in_ns(netns, "tcpreplay", "-q", "--mbps=50", "-i", "eth0peer", str(capture))
+        assert res.returncode == 0, res.stderr
+        want = p2pc_report("analyze", "--keylog", str(keys), str(capture))
+        for _ in range(150):        # until every message is decoded (the endpoint says so)
+            got = in_ns(netns, "curl", "-sf", "http://127.0.0.1:9464/metrics").stdout
+            if metric_sum(got, "p2pc_messages_total") >= want["totals"]["messages"]:
+                break
+            time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert not any(r["msg_type"].endswith("(encrypted)") for r in want["rows"])
+    # The recipe writes the table (the default format): analyze's table of the same traffic,
+    # under live's title.
+    table = run_p2pc("analyze", "--keylog", str(keys), str(capture)).stdout.splitlines()
+    written = (log / "p2pc/cl.json").read_text().splitlines()
+    assert written[0] == "p2pc live on eth0 (final)"
+    assert written[1:] == table[1:]

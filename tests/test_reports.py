@@ -319,9 +319,11 @@ def test_every_argument_has_help(monkeypatch):
     ["analyze", "--format", "xml", COMPRESSED],
     ["analyze", "--format", "json", "--section", "main", COMPRESSED],
     ["analyze", "--format", "csv", "--section", "nope", COMPRESSED],
-    ["analyze", COMPRESSED, "--output", "/nonexistent-dir/report.txt"],
+    ["analyze", COMPRESSED, "--output", "/dev/null/report.txt"],   # its folder cannot be made
     ["whatif", "--codecs", "zlib-1,gzip-9", COMPRESSED],
     ["live", "-i", "lo", "--interval", "zero"],
+    ["live", "-i", "lo", "--duration", "0"],          # ran forever, as did keys'
+    ["keys", "--pid", "1", "--output", "k.keys", "--duration", "0"],
     ["records", COMPRESSED],
 ])
 def test_bad_arguments_are_one_line_and_exit_2(args):

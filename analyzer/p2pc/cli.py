@@ -15,13 +15,18 @@ from pathlib import Path
 
 from . import __version__
 from .output import ALL, FORMATS, SECTION_FORMATS, UnknownSection, escape, render
-from .errors import EXIT_CODES, Exit, InterfaceError, NoP2PTraffic, OutputError, P2pcError, UsageError
+from .errors import (EXIT_CODES, CaptureUnreadable, Exit, InterfaceError, NoP2PTraffic, OutputError, P2pcError,
+                     UsageError)
 from .records import open_wireshark, read_capture
 from . import doctor, keys as keysource, private, tsharkopts
 from .whatif import CODEC_FIX, CODEC_NAMES, DEFAULT_THRESHOLDS, STRATEGIES
 
 # The accounting and report modules (model, report, series, gather, progress) are imported where
 # they are used: `p2pc analyze` of one capture imports them while its tshark starts up.
+
+
+# A capture named "-" is standard input, as for tshark -r -; an --output named "-" is stdout.
+STDIN = "-"
 
 
 # ---- commands ----
@@ -47,7 +52,7 @@ def emit(report: dict, args, warn: bool = True) -> None:
         raise UsageError(str(e)) from None
     if args.output:
         try:
-            with open(args.output, "w") as out:
+            with open(output_path(args.output), "w") as out:
                 out.writelines(pieces)
         except OSError as e:
             raise OutputError(f"cannot write {args.output}: {e.strerror}") from None
@@ -55,9 +60,32 @@ def emit(report: dict, args, warn: bool = True) -> None:
         sys.stdout.writelines(pieces)
 
 
+def output_path(path: str) -> str:
+    """`path`, its folder made first if missing (a service's --output /var/log/p2pc/x.json)."""
+    folder = os.path.dirname(path)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    return path
+
+
+def refuse_repeats(paths: list[str], why: str = "its counts would be added twice; give each capture once") -> None:
+    """CaptureUnreadable naming the first capture given again (the same file by another name
+    too), and `why` that is wrong."""
+    seen: list[str] = []
+    for p in paths:
+        for q in seen:
+            if p == q or (os.path.exists(p) and os.path.exists(q) and os.path.samefile(p, q)):
+                same = "" if p == q else f" (the same file as {q})"
+                raise CaptureUnreadable(f"{p}: the same capture given twice{same}: {why}")
+        seen.append(p)
+
+
 def cmd_analyze(args) -> int:
     from .gather import gather
     from .shard import AUTO_SHARD_BYTES, analyze_sharded, default_shards
+    refuse_repeats(args.captures)
+    if STDIN in args.captures and (args.shards > 1 or args.scheduler):
+        raise UsageError("standard input (-) cannot be split into shards: save it to a file first")
     sharded = [c for c in args.captures if args.shards > 1 or args.scheduler or (
         args.shards == 0 and os.path.isfile(c) and os.path.getsize(c) > AUTO_SHARD_BYTES)]
     whole = [c for c in args.captures if c not in sharded]
@@ -85,6 +113,8 @@ def cmd_analyze(args) -> int:
 
 def cmd_shard(args) -> int:
     from .shard import split
+    if args.capture == STDIN:
+        raise UsageError("shard reads a file: standard input (-) cannot be split; save it first")
     res = split(args.capture, args.out, args.shards)
     for path, n, b in zip(res.paths, res.frames, res.bytes):
         print(f"{path}\t{n} frames\t{b} bytes")
@@ -108,6 +138,8 @@ def cmd_merge(args) -> int:
 
 def cmd_compare(args) -> int:
     from .gather import gather_attributed
+    refuse_repeats([args.baseline, args.compressed], "compare needs the workload captured with "
+                   "compression off (BASELINE) and on (COMPRESSED)")
     base, base_bytes = gather_attributed(args.baseline, args.plugin, args.tshark)
     comp, comp_bytes = gather_attributed(args.compressed, args.plugin, args.tshark)
     from .model import not_comparable
@@ -123,6 +155,9 @@ def cmd_diff(args) -> int:
     from .diff import Side, run_diff
     if args.capture_b is None and not (args.filter_a and args.filter_b):
         raise UsageError("diff of one capture needs both sides' filters: --a FILTER --b FILTER")
+    if STDIN in (args.capture_a, args.capture_b):      # records, payloads, negotiation: three passes
+        raise UsageError("diff reads each capture more than once: standard input (-) cannot be "
+                         "diffed; save it to a file first")
     sides = (Side("A", args.capture_a, args.filter_a), Side("B", args.capture_b or args.capture_a, args.filter_b))
     ws = open_wireshark(args.plugin)
     try:
@@ -138,6 +173,7 @@ def cmd_whatif(args) -> int:
     from .records import start_capture, read_records
     from .report import SCHEMA
     from .whatif import WhatIf, report
+    refuse_repeats(args.captures)
     ws = open_wireshark(args.plugin)
     w = WhatIf(args.strategy, args.codecs, args.threshold)
     n = 0
@@ -175,7 +211,8 @@ def cmd_records(args) -> int:
     from .progress import CaptureProgress
     ws = open_wireshark(args.plugin)
     try:
-        with CaptureProgress([args.capture]) as bar, ParquetRecords(args.output) as out:
+        target = output_path(args.output) if args.output else sys.stdout.buffer    # --output -: stdout
+        with CaptureProgress([args.capture]) as bar, ParquetRecords(target) as out:
             res = read_capture(ws, args.capture, out.add, lambda t: None, opts=args.tshark)
             bar.done(args.capture)
     except OSError as e:
@@ -183,7 +220,8 @@ def cmd_records(args) -> int:
     finally:
         ws.cleanup()
     if not res.messages:
-        Path(args.output).unlink(missing_ok=True)
+        if args.output:
+            Path(args.output).unlink(missing_ok=True)
         raise NoP2PTraffic(f"no P2P messages found in {args.capture}")
     if res.truncated:
         print(f"p2pc: warning: {res.warning}", file=sys.stderr)
@@ -193,8 +231,10 @@ def cmd_records(args) -> int:
 
 def cmd_live(args) -> int:
     """One continuous capture; the analyze report of everything captured so far every
-    --interval seconds and at the end (--duration, or ^C)."""
+    --interval seconds (to --output, or to a terminal) and at the end (--duration, or ^C); how
+    the capture is doing on stderr (livestatus)."""
     from .live import LiveCapture, LiveTotals
+    from .livestatus import LiveStatus
     if not shutil.which("dumpcap"):
         raise InterfaceError("dumpcap not found: sudo apt-get install wireshark-common")
     stopping = threading.Event()
@@ -225,7 +265,7 @@ def cmd_live(args) -> int:
             local = interface_addresses(args.interface) or None
         if args.output:     # found now, not at the first report with the capture running
             try:
-                open(args.output, "a").close()
+                open(output_path(args.output), "a").close()
             except OSError as e:
                 raise OutputError(f"cannot write {args.output}: {e.strerror}") from None
         ws = open_wireshark(args.plugin)
@@ -242,7 +282,22 @@ def cmd_live(args) -> int:
                           args.session_reset, args.state_mib, list(args.tshark.args), args.tshark.display_filter,
                           totals_, args.buffer_size, stopping=stopping)
         cap.start()
-        cap.records(args.interval, lambda: live_report(args, totals_, local, False))
+        url = None
+        if args.metrics:
+            host, port = args.metrics
+            url = f"http://{f'[{host}]' if ':' in host else host}:{port}/metrics"
+        with LiveStatus(cap, totals_, url) as status:
+            def tick() -> None:
+                # Between reports, one goes to --output or a terminal; a pipe or a file on stdout
+                # gets the final one only (a log would hold a whole report every --interval).
+                if args.output:
+                    live_report(args, totals_, local, False)
+                elif sys.stdout.isatty() and args.format == "table" and totals_.messages:
+                    with status.aside():        # the screen is cleared for the table
+                        live_report(args, totals_, local, False)
+                status.tick()
+            cap.records(args.interval, tick)
+            status.final(totals_.dropped)
         # The report of what was decoded, then what ended the capture early (if it did).
         if cap.fault is None or any(totals_.agg.by_dir.values()):
             live_report(args, totals_, local, True)
@@ -267,8 +322,7 @@ def live_report(args, totals_, local: set[str] | None, final: bool) -> None:
     """live's report of everything captured so far (final: at the end), printed."""
     from .report import live_report as build
     rep = build(totals_, args.interface, args.model, args.by_direction, args.by_peer, local, final)
-    if rep is None:
-        print(f"p2pc live: {args.interface}: no P2P messages yet", file=sys.stderr)
+    if rep is None:             # the status line says so (0 messages)
         return
     if sys.stdout.isatty() and args.format == "table" and not args.output and not final:
         sys.stdout.write("\x1b[2J\x1b[H")
@@ -312,6 +366,7 @@ EXAMPLES = {
   p2pc analyze -Y 'ip.addr==192.0.2.2' -d 'tcp.port==18444,btcc' node.pcapng
   p2pc analyze --keylog keys.log -o fisco.rc1:TRUE fisco-tls.pcapng
   p2pc analyze --by-peer node.pcapng                     # one row per remote address and peer ID
+  tcpdump -w - -i eth0 port 8333 | p2pc analyze -r -     # a capture from standard input
 
 sections (--section): main, size_ranges, conformance, explain (with --explain)""",
     "compare": """examples:
@@ -350,7 +405,9 @@ frame, stream, src, srcport, dst, dstport, time, mux_stream, mux_frames, snappy_
   p2pc analyze node.pcapng          # the same report as live's final one, from the -w file
   p2pc live -i eth0 -f 'tcp port 13000' --keys-from $(pidof beacon-chain) -w node.pcapng
 
-The final report is printed at ^C or after --duration; --output holds the latest report.
+Every --interval the report goes to --output (rewritten) or, as a table, to a terminal; a pipe
+or file on stdout gets the final one only, at ^C or after --duration. stderr says how the
+capture is doing: one line refreshed on a terminal, else one JSON line per --interval.
 
 sections (--section): main, size_ranges, undecoded (once a --session-reset cut a connection:
 each direction cut, its TCP payload bytes, decoded bytes and undecoded bytes)""",
@@ -388,6 +445,15 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(Exit.USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def captures(p, help: str, one: bool = False) -> None:
+    """A command's captures: positional, or after -r as tshark takes them (-: standard input)."""
+    p.add_argument("-r", "--read-file", dest="read", action="append", default=[], metavar="CAPTURE",
+                   help="read this capture, as tshark -r does (-: standard input)" +
+                        ("" if one else "; repeat for several"))
+    p.add_argument("captures", nargs="*", metavar="CAPTURE", help=help)
+    p.set_defaults(one_capture=one)
 
 
 def whole(minimum: int):
@@ -457,7 +523,9 @@ def main(argv: list[str] | None = None) -> int:
                            help="only this table (table, csv, markdown): main or a section's name; "
                                 f"with --format csv, '{ALL}' writes every table as one long table "
                                 "(section,row,column,value)")
-            p.add_argument("--output", metavar="FILE", help="write the report to FILE (default: stdout)")
+            p.add_argument("--output", metavar="FILE",
+                           help="write the report to FILE, its folder made if missing (default, "
+                                "and -: stdout)")
         if tshark:
             tsharkopts.add_arguments(p)
 
@@ -465,8 +533,7 @@ def main(argv: list[str] | None = None) -> int:
                 "Savings per protocol and message type: payload bytes saved by compression, header "
                 "bytes saved by batching and fewer TCP segments, ACK bytes saved by fewer ACKs "
                 "(docs/savings-model.md).")
-    p.add_argument("captures", nargs="+", metavar="CAPTURE",
-                   help="pcap/pcapng files; several are read in parallel and merged exactly")
+    captures(p, "pcap/pcapng files; several are read in parallel and merged exactly")
     p.add_argument("--by-direction", action="store_true", help="one row per connection direction")
     p.add_argument("--model", choices=["capture", "bip"], default="capture",
                    help="capture: segments and ACKs from the capture itself (default); bip: the "
@@ -519,7 +586,7 @@ def main(argv: list[str] | None = None) -> int:
                 "block: only the messages carrying blocks) and codec: bytes saved with the header "
                 "and ACK bytes fewer segments save (analyze's model), CPU time per MB, per message "
                 "type; a compress-above-N sweep; what batching small messages would save.")
-    p.add_argument("captures", nargs="+", metavar="CAPTURE", help="pcap/pcapng files")
+    captures(p, "pcap/pcapng files")
     p.add_argument("--strategy", type=name_list("strategy", STRATEGIES), default=list(STRATEGIES),
                    metavar="LIST", help="comma-separated subset of " + ",".join(STRATEGIES) +
                    " (default: all three, side by side)")
@@ -534,8 +601,8 @@ def main(argv: list[str] | None = None) -> int:
 
     p = command("records", "the per-message records as a Parquet file",
                 "Write one row per P2P message (the plugin's record) to a Parquet file.")
-    p.add_argument("capture", metavar="CAPTURE", help="a pcap/pcapng file")
-    p.add_argument("--output", required=True, metavar="FILE", help="the Parquet file to write")
+    captures(p, "a pcap/pcapng file", one=True)
+    p.add_argument("--output", required=True, metavar="FILE", help="the Parquet file to write (-: stdout)")
     common(p, fmt=False)
     p.set_defaults(func=cmd_records)
 
@@ -546,7 +613,7 @@ def main(argv: list[str] | None = None) -> int:
                 "report).")
     p.add_argument("-i", "--interface", required=True, metavar="IFACE",
                    help="the interface to capture on (as dumpcap -D lists them)")
-    p.add_argument("--duration", type=whole(0), default=0, metavar="S",
+    p.add_argument("--duration", type=whole(1), metavar="S",
                    help="stop after S seconds (default: run until ^C)")
     p.add_argument("--interval", type=whole(1), default=10, metavar="S",
                    help="refresh every S seconds (default: %(default)s)")
@@ -587,7 +654,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="a process to read keys from (repeat for several)")
     p.add_argument("--output", required=True, metavar="FILE",
                    help="the key log to append to (created with mode 0600)")
-    p.add_argument("--duration", type=whole(0), default=0, metavar="S",
+    p.add_argument("--duration", type=whole(1), metavar="S",
                    help="stop after S seconds (default: until ^C)")
     p.set_defaults(func=keysource.run)
 
@@ -603,7 +670,7 @@ def main(argv: list[str] | None = None) -> int:
                 "connection whole (both directions) in one shard, the capture's TLS secrets and "
                 "interface descriptions in every shard. Analyzing the shards and merging gives "
                 "the capture's report (analyze --shards does all of it).")
-    p.add_argument("capture", metavar="CAPTURE", help="a pcap/pcapng file")
+    captures(p, "a pcap/pcapng file", one=True)
     p.add_argument("--shards", type=whole(1), default=min(4, os.cpu_count() or 1), metavar="N",
                    help="number of shards (default: %(default)s)")
     p.add_argument("--out", required=True, metavar="DIR", help="the folder to write the shards to")
@@ -621,6 +688,17 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_merge)
 
     args = ap.parse_args(argv)
+    if hasattr(args, "read"):       # -r CAPTURE and positional captures, in that order
+        args.captures = args.read + args.captures
+        if not args.captures or (args.one_capture and len(args.captures) > 1):
+            ap.error(f"{args.command} reads " + ("one capture" if args.one_capture else "captures") +
+                     ": CAPTURE or -r CAPTURE")
+        if args.captures.count(STDIN) > 1:
+            ap.error("standard input (-) can be read once")
+        if args.one_capture:
+            args.capture = args.captures[0]
+    if getattr(args, "output", None) == STDIN and args.command != "keys":
+        args.output = None          # stdout, as for tshark -w -
     section = getattr(args, "section", None)
     if section is not None and args.format not in SECTION_FORMATS:
         ap.error(f"--section applies to --format {', '.join(SECTION_FORMATS)}, not {args.format}")
@@ -644,6 +722,9 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         return Exit.INTERRUPTED
+    except BrokenPipeError:         # stdout's reader ended (| head): no traceback at exit either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return Exit.ERROR
     finally:
         if keys:
             shutil.rmtree(keys, ignore_errors=True)

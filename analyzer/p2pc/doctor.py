@@ -10,9 +10,9 @@ import subprocess
 from pathlib import Path
 
 from .errors import Exit, P2pcError
-from .records import open_wireshark, personal_plugin, tshark_has_plugin
+from .records import open_wireshark, personal_plugin, plugin_error, tshark_has_plugin
 from .whatif import CODEC_FIX
-from .wsenv import Wireshark, built_plugin, version_mismatch, ws_version
+from .wsenv import Wireshark, built_plugin, ws_version
 
 
 def run(args) -> int:
@@ -34,40 +34,52 @@ def run(args) -> int:
     major, minor, micro = ws_version()
     line(True, f"Wireshark version {major}.{minor}.{micro}")
     root = os.geteuid() == 0
-    plain = Wireshark()
-    loaded = tshark_has_plugin(plain)
-    personal = personal_plugin()
-    built = built_plugin()
     if root:
         line(True, "running as root: tshark ignores personal plugin folders; p2pc runs it as "
                    "'nobody' with a private HOME holding the plugin")
-    for plugin in dict.fromkeys(p for p in (args.plugin, personal, built) if p):
-        why = version_mismatch(plugin)
-        if why:
-            line(False, why)
+    picked = plugin_check(line, args.plugin)
+    plain = Wireshark()
+    if picked != "installed" and not tshark_has_plugin(plain):
+        personal = personal_plugin()
+        line(False, "Wireshark and plain tshark: p2pc is not installed for them" +
+             (f" ({personal}, a personal folder, which root's tshark ignores)" if root and personal else
+              f" (p2pc hands tshark {picked} itself)" if picked else ""),
+             "make install-user   (in the p2pc repository)", optional=True)
+    personal, built = personal_plugin(), built_plugin()
     if personal and built and personal.read_bytes() != built.read_bytes():
         line(False, f"the installed plugin ({personal}) differs from this repository's build ({built})",
-             "make install-user   (to install the build)")
-    line(loaded or bool(personal) or bool(built),
-         "p2pc plugin: " + ("loaded by tshark" if loaded else
-                            f"installed at {personal}" if personal else
-                            f"built at {built} (not installed)" if built else "not found"),
-         "make install-user   (in the p2pc repository)")
-    try:
-        ws = open_wireshark(args.plugin)
-        try:
-            res = ws.run("tshark", ["-G", "plugins"])
-            got = [l for l in res.stdout.splitlines() if l.startswith("p2pc.so")]
-            line(bool(got), "tshark loads p2pc through p2pc's runner: " + (got[0].split()[1] if got else "no"),
-                 "make install-user; check that the plugin was built for this Wireshark version")
-        finally:
-            ws.cleanup()
-    except P2pcError as e:
-        line(False, str(e))
+             "make install-user   (to install the build)", optional=True)
     if root and not shutil.which("setpriv"):
         line(False, "setpriv not found (needed to run tshark as nobody)", "sudo apt-get install util-linux")
     optional(line)
     return 0 if ok else Exit.PLUGIN_MISSING
+
+
+def plugin_check(line, plugin: str | None) -> str | Path | None:
+    """The plugin p2pc hands tshark (open_wireshark: --plugin, $P2PC_PLUGIN, the installed one,
+    the personal installation, this repository's build), and whether tshark loads it: one
+    verdict, with tshark's own reason when it does not.  Returns its path, "installed" when
+    tshark loads one on its own, None when there is none."""
+    try:
+        ws = open_wireshark(plugin)
+    except P2pcError as e:          # none found, or built for another Wireshark version
+        line(False, f"p2pc plugin: {e}", "make build; make install-user   (in the p2pc repository)")
+        return None
+    try:
+        res = ws.run("tshark", ["-G", "plugins"])
+    finally:
+        ws.cleanup()
+    what = (f"{ws.plugin} (" + ("--plugin" if plugin else "$P2PC_PLUGIN" if os.environ.get("P2PC_PLUGIN")
+                                else "the personal installation" if ws.plugin == (personal_plugin() or Path()).resolve()
+                                else "this repository's build") + ")") if ws.plugin else "installed"
+    got = [l for l in res.stdout.splitlines() if l.startswith("p2pc.so")]
+    if got:
+        line(True, f"p2pc plugin: {what}, version {got[0].split()[1]}: tshark loads it")
+    else:
+        why = plugin_error(res.stderr)
+        line(False, f"p2pc plugin: {what}: " + (str(why) if why else "tshark does not load it"),
+             "make build; make install-user   (in the p2pc repository)")
+    return ws.plugin or "installed"
 
 
 def optional(line) -> None:

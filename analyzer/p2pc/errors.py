@@ -23,7 +23,8 @@ class Exit(IntEnum):
     USAGE = 2, "usage error: a bad argument, printed as one line"
     TSHARK_MISSING = 3, "tshark not found"
     PLUGIN_MISSING = 4, "p2pc plugin not found or not loadable (doctor: something needed is missing)"
-    UNREADABLE = 5, "a capture or saved report missing, unreadable, or not one p2pc reads"
+    UNREADABLE = 5, ("a capture or saved report missing, unreadable, not one p2pc reads, or given twice "
+                      "(its counts would be added twice)")
     NO_P2P = 6, "no P2P messages in the captures"
     INTERFACE = 7, "live: no such interface, or it cannot be opened"
     TRUNCATED = 8, "a capture is cut short: the report covers what could be read, with a warning"

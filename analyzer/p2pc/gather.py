@@ -75,7 +75,7 @@ def submit_largest_first(pool, fn, captures: list[str], *args) -> list:
 def _parts(captures: list[str], plugin: str | None, jobs: int,
            opts: TsharkOptions | None) -> Iterator[Aggregate]:
     """Each capture's Aggregate, in the order given."""
-    if jobs > 1 and len(captures) > 1:
+    if jobs > 1 and len(captures) > 1 and "-" not in captures:     # a worker's stdin is /dev/null
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             for fut in submit_largest_first(pool, analyze_file, captures, plugin, opts):
                 yield fut.result()

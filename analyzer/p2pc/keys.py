@@ -38,7 +38,7 @@ def helper() -> str:
     return found
 
 
-def command(pids: list[int], output: str | os.PathLike, duration: int = 0) -> list[str]:
+def command(pids: list[int], output: str | os.PathLike, duration: int | None = None) -> list[str]:
     argv = [helper()]
     for pid in pids:
         argv += ["--pid", str(pid)]

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from . import private
 from .errors import (CaptureEnded, CaptureFilterError, CapturePermission, InterfaceError, OutputError,
                      P2pcError, PluginMissing, WriteFailed)
-from .records import ONE_PASS_PREFS, check_version, option_error, parse_record
+from .records import ONE_PASS_PREFS, check_version, parse_record, tshark_refusal
 from .series import SeriesAggregate
 from .wsenv import Wireshark
 
@@ -49,8 +49,12 @@ class PcapngBlocks:
     """A pcapng stream (dumpcap -w -) cut at its block boundaries: what is passed on, to the -w
     file and to tshark, always ends with a whole block."""
 
+    # The block types that hold a packet: Enhanced, Simple, and the obsolete Packet Block.
+    PACKET_BLOCKS = {6, 3, 2}
+
     def __init__(self):
         self.rest, self.order = b"", "<"
+        self.packets = 0        # the packet blocks passed on: the packets dumpcap captured
 
     def whole(self, chunk: bytes) -> bytes:
         """The whole blocks of what came so far; the rest waits for the next chunk."""
@@ -58,9 +62,10 @@ class PcapngBlocks:
         while len(buf) - off >= 12:
             if buf[off:off + 4] == b"\n\r\r\n":       # a Section Header Block: its byte order
                 self.order = "<" if buf[off + 8:off + 12] == b"\x4d\x3c\x2b\x1a" else ">"
-            (n,) = struct.unpack_from(self.order + "I", buf, off + 4)
+            kind, n = struct.unpack_from(self.order + "II", buf, off)
             if len(buf) - off < n:
                 break
+            self.packets += kind in self.PACKET_BLOCKS
             off += max(n, 12)          # a block is at least 12 bytes long
         self.rest = buf[off:]
         return buf[:off]
@@ -141,6 +146,8 @@ class LiveTotals:
     lock: threading.Lock = field(default_factory=threading.Lock)
     epoch: int = 0                 # tshark session resets so far
     dropped: int = 0               # packets the capture itself dropped
+    messages: int = 0              # P2P messages so far, and their wire bytes (live's status)
+    wire_bytes: int = 0
     # direction key (stream, src, srcport) -> (proto, 4-tuple), for every direction that
     # carried P2P messages
     p2p_dirs: dict = field(default_factory=dict)
@@ -162,6 +169,8 @@ class LiveTotals:
                 self.agg.add_message(self.source, m)
                 self.p2p_dirs.setdefault(m.key, (m.proto, (m.src, m.srcport, m.dst, m.dstport)))
                 self.wire[m.key] += m.wire_len
+                self.messages += 1
+                self.wire_bytes += m.wire_len
                 if self.metrics:
                     self.metrics.message(m)
         elif tag == "T\t":
@@ -230,7 +239,7 @@ class LiveCapture:
     interface: str
     capture_filter: str | None
     write: str | None
-    duration: int
+    duration: int | None            # seconds, or None: until stop()
     reset_packets: int
     state_mib: int                  # p2pc.live_state_mib: what the plugin carries over a reset
     tshark_options: list
@@ -249,6 +258,12 @@ class LiveCapture:
     _out: object = None             # the -w file
     _tee: threading.Thread | None = None
     _data_dir: str | None = None    # tshark's WIRESHARK_DATA_DIR, when it resets its session
+    _blocks: PcapngBlocks = field(default_factory=PcapngBlocks)
+
+    @property
+    def packets(self) -> int:
+        """The packets dumpcap captured so far (the packet blocks of its pcapng)."""
+        return self._blocks.packets
 
     def start(self) -> None:
         """tshark and the capture together: while tshark loads (it starts its taps once it
@@ -283,7 +298,7 @@ class LiveCapture:
         empty = struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1)
         res = self.ws.run("tshark", ["-n", "-q", "-r", "-", "-z", f"p2pc,records,{self.tap_filter}"],
                           input=empty, text=False)
-        refused = option_error(res.stderr.decode("utf-8", "replace"))
+        refused = tshark_refusal(res.stderr.decode("utf-8", "replace"))
         if refused:
             raise refused
 
@@ -317,7 +332,7 @@ class LiveCapture:
         """The capture's whole blocks to the -w file and to tshark, as they come, until dumpcap
         ends: once tshark has ended, to the file alone; once the file failed, nowhere."""
         src, dst = self.dumpcap.stdout.fileno(), self.tshark.stdin     # unbuffered
-        blocks = PcapngBlocks()
+        blocks = self._blocks
         try:
             for chunk in iter(lambda: os.read(src, 1 << 20), b""):
                 self.captured += len(chunk)
@@ -445,7 +460,7 @@ class LiveCapture:
             return
         tstderr = self._stderr.get("tshark", "")
         if trc != 0 or not header:
-            refused = option_error(tstderr)
+            refused = tshark_refusal(tstderr)
             if refused:
                 raise refused
             if "p2pc,records" in tstderr or "invalid -z" in tstderr.lower():

@@ -240,8 +240,17 @@ def load_report_aggregate(path: str) -> tuple[Aggregate, dict]:
 
 
 def merge_reports(paths: list[str]) -> tuple[Aggregate, list[dict]]:
-    """Add up the aggregates of saved reports, in the order given."""
+    """Add up the aggregates of saved reports, in the order given.  The same report given twice
+    (by one path or two, or a copy: the same captures' sums) is refused: its counts would be
+    added twice."""
     parts = [load_report_aggregate(p) for p in paths]
+    for i, (_, rep) in enumerate(parts):
+        for j in range(i):
+            if parts[j][1]["aggregate"] == rep["aggregate"] and parts[j][1].get("files") == rep.get("files"):
+                again = "given twice" if Path(paths[i]).resolve() == Path(paths[j]).resolve() \
+                    else f"as {paths[j]} (the same captures' sums)"
+                raise ReportUnmergeable(f"{paths[i]}: the same report {again}: its counts would be added "
+                                        "twice; give each report once")
     classes = list(_aggregate_classes().values())
     cls = classes[-1] if any(type(a) is classes[-1] for a, _ in parts) else Aggregate
     total = cls()

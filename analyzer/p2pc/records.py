@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -320,10 +321,37 @@ def option_error(stderr: str) -> TsharkOptionError | None:
     return None
 
 
+# How tshark says it could not load a plugin (wsutil/plugins.c): the library would not open
+# ("Couldn't load plugin 'p2pc.so': libwireshark.so.19: cannot open shared object file", a
+# build for another Wireshark), or it was built for another version ("The plugin 'p2pc.so' was
+# compiled for Wireshark version 4.6"), or it lacks a plugin's symbols.
+_PLUGIN_FAILURE = re.compile(r"^(?:tshark: )?(.*plugin '(?:[^']*/)?p2pc\.so'.*)$", re.M | re.I)
+
+
+def plugin_error(stderr: str) -> PluginMissing | None:
+    """tshark's own reason for not loading p2pc.so, with the fix (None if it said none): every
+    later complaint (an unknown p2pc preference or tap) follows from it."""
+    m = _PLUGIN_FAILURE.search(stderr)
+    if not m:
+        return None
+    try:
+        major, minor, _ = ws_version()
+        running = f" {major}.{minor}"
+    except ToolMissing:
+        running = ""
+    return PluginMissing(f"tshark{running} cannot load the p2pc plugin: {m.group(1).strip()} (a build for "
+                         f"another Wireshark version?): rebuild it for this one (make build; make install-user)")
+
+
+def tshark_refusal(stderr: str) -> P2pcError | None:
+    """What tshark refused first: the plugin (plugin_error), else an option (option_error)."""
+    return plugin_error(stderr) or option_error(stderr)
+
+
 def _classify_failure(capture: str, stderr: str) -> P2pcError:
     s = stderr.strip().splitlines()
     msg = s[-1] if s else "tshark failed"
-    refused = option_error(stderr)
+    refused = tshark_refusal(stderr)
     if refused:
         return refused
     if "doesn't exist" in stderr or "No such file" in stderr:
@@ -344,8 +372,10 @@ ONE_PASS_PREFS = ["-o", "p2pc.keep_replay:FALSE", "-o", "tcp.reassemble_out_of_o
 
 def readable_capture(ws: Wireshark, capture: str | os.PathLike) -> str:
     """The path tshark reads `capture` by (Wireshark.readable); CaptureUnreadable for a file
-    that is missing or unreadable."""
+    that is missing or unreadable; "-" (standard input) as it is: tshark reads it, as -r -."""
     path = str(capture)
+    if path == "-":
+        return path
     if not os.path.exists(path):
         raise CaptureUnreadable(f"{path}: no such file")
     if not os.access(path, os.R_OK):
