@@ -547,3 +547,51 @@ def test_compare_tcp_against_quic_counts_the_quic_packets(tshark):
     analyzed = p2pc_report("analyze", *key, str(CAP))
     assert {(r["proto"], r["family"]): r["compressed_msgs"] for r in rep["rows"] if r["compressed_msgs"]} == \
         {(r["proto"], r["msg_type"]): r["messages"] for r in analyzed["rows"]}
+
+
+# ---- many streams on one QUIC connection (tools/quic_churn.py: aioquic's client and server) ----
+L2P_MAX_STREAMS = int(re.search(r"#define L2P_MAX_STREAMS (\d+)",
+                                (REPO / "plugin" / "libp2p" / "engine.h").read_text()).group(1))
+
+
+def streams_of(recs: list[dict], msg_type: str) -> list[int]:
+    """The QUIC stream id of each record of msg_type, sorted."""
+    return sorted(int(r["mux_stream"]) for r in recs if r["msg_type"] == msg_type)
+
+
+def test_quic_streams_that_end_are_freed(tshark, tmp_path):
+    """More streams than L2P_MAX_STREAMS on one QUIC connection, 50 open at a time, each ended
+    by a FIN both ways (quic.stream.fin): each leaves the connection's table when both ended, so
+    the bound is never reached: every stream the generator opened (index i on stream id 4 * i)
+    has its ping request and response, nothing is undecoded, and one pass and two give the same
+    records."""
+    import quic_churn
+    n = L2P_MAX_STREAMS + 600
+    cap = tmp_path / "churn.pcapng"
+    assert quic_churn.generate(cap, n) == n
+    recs = tshark.records(cap)
+    for mtype in ("ping/1 request", "ping/1 response"):
+        assert streams_of(recs, mtype) == [4 * i for i in range(n)]
+    assert len(recs) == 2 * n
+    assert recs == tshark.records(cap, two_pass=True)
+
+
+@pytest.mark.once
+def test_quic_streams_past_the_cap_are_undecoded_with_their_bytes(tshark, tmp_path):
+    """L2P_MAX_STREAMS + 16 streams opened and never ended (no FIN, no answer): the connection
+    keeps L2P_MAX_STREAMS of them, the first opened, whose requests decode; the STREAM data of
+    the 16 after them is counted as undecoded, every byte of it (the multistream-select messages
+    and the request the generator sent), with the expert item libp2p.streams; two passes agree."""
+    import quic_churn
+    n, past = L2P_MAX_STREAMS + 16, 16
+    cap = tmp_path / "open.pcapng"
+    assert quic_churn.generate(cap, n, kind="open") == n
+    recs = tshark.records(cap)
+    assert streams_of(recs, "ping/1 request") == [4 * i for i in range(n - past)]
+    undecoded = [r for r in recs if r["msg_type"] == "undecoded"]
+    sent = sum(len(quic_churn.HELLO + quic_churn.ping(i, False)) for i in range(n - past, n))
+    assert sum(int(r["wire_len"]) for r in undecoded) == sent
+    assert len(recs) == n - past + len(undecoded)
+    refused = tshark.fields(cap, ["libp2p_quic.stream"], dfilter="libp2p.streams")
+    assert {int(s) for r in refused for s in r[0].split("|")} >= {4 * i for i in range(n - past, n)}
+    assert recs == tshark.records(cap, two_pass=True)
