@@ -133,13 +133,14 @@ stream_ended(const quic_conn_t *c, guint64 id)
 static void
 mark_ended(quic_conn_t *c, guint64 id)
 {
+    wmem_allocator_t *pool = l2p_pipe_pool(c->conn);
     guint t = (guint)(id & 3);
-    guint64 *key = wmem_new(wmem_file_scope(), guint64);
+    guint64 *key = wmem_new(pool, guint64);
     *key = id;
     wmem_map_insert(c->ended, key, key);
     for (guint64 low = c->ended_below[t] << 2 | t; (key = (guint64 *)wmem_map_remove(c->ended, &low)) != NULL;
          low += 4) {
-        wmem_free(wmem_file_scope(), key);
+        wmem_free(pool, key);
         c->ended_below[t]++;
     }
 }
@@ -224,8 +225,9 @@ dissect_l2p_quic(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
         c = wmem_new0(wmem_file_scope(), quic_conn_t);
         c->conn = l2p_pipe_new(NULL, l2p_multistream_handle(), 0);     /* file scope, as QUIC's */
         c->conn->role = L2P_ROLE_SECURITY;      /* the QUIC client dialed */
-        c->streams = wmem_map_new(wmem_file_scope(), g_int64_hash, g_int64_equal);
-        c->ended = wmem_map_new(wmem_file_scope(), g_int64_hash, g_int64_equal);
+        /* In the pipes' pool (engine.c says why), as the streams. */
+        c->streams = wmem_map_new(l2p_pipe_pool(c->conn), g_int64_hash, g_int64_equal);
+        c->ended = wmem_map_new(l2p_pipe_pool(c->conn), g_int64_hash, g_int64_equal);
         wmem_map_insert(conns, si->quic_info, c);
     }
     if (!c)
