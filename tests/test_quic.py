@@ -595,3 +595,21 @@ def test_quic_streams_past_the_cap_are_undecoded_with_their_bytes(tshark, tmp_pa
     refused = tshark.fields(cap, ["libp2p_quic.stream"], dfilter="libp2p.streams")
     assert {int(s) for r in refused for s in r[0].split("|")} >= {4 * i for i in range(n - past, n)}
     assert recs == tshark.records(cap, two_pass=True)
+
+
+def test_quic_a_late_copy_of_an_ended_streams_frame_opens_nothing(tshark, tmp_path):
+    """The packet carrying the first streams' requests sent again after every stream ended (a
+    late retransmission): the streams it names were freed, so its STREAM data is shown as fed
+    before (libp2p_quic.skipped, every byte of it) and opens no stream: the records are those of
+    the same connection without the copy."""
+    import quic_churn
+    cap = tmp_path / "late.pcapng"
+    assert quic_churn.generate(cap, 100, late_copy=True) == 100
+    last = int(tshark.fields(cap, ["frame.number"])[-1][0])
+    rows = tshark.fields(cap, ["libp2p_quic.skipped", "quic.stream_data"], dfilter=f"frame.number == {last}")
+    fed_before = sum(int(x) for x in rows[0][0].split("|"))
+    assert fed_before == sum(len(bytes.fromhex(d.replace(":", ""))) for d in rows[0][1].split("|")) > 0
+    recs = tshark.records(cap)
+    for mtype in ("ping/1 request", "ping/1 response"):
+        assert streams_of(recs, mtype) == [4 * i for i in range(100)]
+    assert len(recs) == 200 and not [r for r in recs if r["frame"] == str(last)]

@@ -148,11 +148,14 @@ class Link:
             subprocess.run(["editcap", "--inject-secrets", f"tls,{keys}", str(raw), str(path)], check=True)
 
 
-def generate(path: Path, streams: int, kind: str = "churn", batch: int = 50) -> int:
+def generate(path: Path, streams: int, kind: str = "churn", batch: int = 50, late_copy: bool = False) -> int:
     """Write the capture; returns the number of streams the server received data on.  Stream
-    index i is QUIC stream id 4 * i (the client's bidirectional streams, RFC 9000 2.1)."""
+    index i is QUIC stream id 4 * i (the client's bidirectional streams, RFC 9000 2.1).  With
+    late_copy, the packet that carried the first stream's request is sent again at the end (a
+    retransmission that comes after every stream ended)."""
     link = Link(streams if kind == "open" else 0)
     link.pump()
+    first = len(link.frames)        # the next frame: the client's, with stream 0's request
     seen = set()
     done = 0
     while done < streams:
@@ -167,6 +170,8 @@ def generate(path: Path, streams: int, kind: str = "churn", batch: int = 50) -> 
             if kind == "churn" and ev.end_stream:
                 link.server.send_stream_data(ev.stream_id, HELLO + ping(ev.stream_id // 4, True), end_stream=True)
         link.pump()
+    if late_copy:
+        link.frames.append((link.now + 1.0, link.frames[first][1]))
     link.write(path)
     return len(seen)
 
