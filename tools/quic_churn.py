@@ -18,7 +18,7 @@ response (result 0, then the same encoding); the uint64 is the stream's index.  
 aioquic has no setting for the number of streams it lets its peer open (RFC 9000
 initial_max_streams_bidi, 128): the "open" kind raises the server's limit before the handshake.
 
-    PYTHONPATH=analyzer python3 tools/quic_churn.py OUT.pcapng --streams 20000 [--kind open]
+    PYTHONPATH=analyzer python3 tools/quic_churn.py OUT.pcapng --streams 20000 [--kind open] [--late-copy]
 """
 from __future__ import annotations
 
@@ -182,8 +182,9 @@ def main() -> int:
     ap.add_argument("--streams", type=int, default=20000)
     ap.add_argument("--kind", choices=("churn", "open"), default="churn")
     ap.add_argument("--batch", type=int, default=50)
+    ap.add_argument("--late-copy", action="store_true", help="the first stream's request packet again at the end")
     args = ap.parse_args()
-    n = generate(args.out, args.streams, args.kind, args.batch)
+    n = generate(args.out, args.streams, args.kind, args.batch, args.late_copy)
     print(f"{args.out}: {n} streams ({args.kind}), {os.path.getsize(args.out)} bytes")
     return 0
 
