@@ -223,7 +223,7 @@ dissect_l2p_quic(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
     c = (quic_conn_t *)wmem_map_lookup(conns, si->quic_info);
     if (!c && !PINFO_FD_VISITED(pinfo)) {
         c = wmem_new0(wmem_file_scope(), quic_conn_t);
-        c->conn = l2p_pipe_new(NULL, l2p_multistream_handle(), 0);     /* file scope, as QUIC's */
+        c->conn = l2p_pipe_new(NULL, l2p_multistream_handle(), 0);     /* for the file, as QUIC's */
         c->conn->role = L2P_ROLE_SECURITY;      /* the QUIC client dialed */
         /* In the pipes' pool (engine.c says why), as the streams. */
         c->streams = wmem_map_new(l2p_pipe_pool(c->conn), g_int64_hash, g_int64_equal);
