@@ -24,7 +24,9 @@
  * every segment is one STREAM frame's data as Wireshark's QUIC dissector hands it to the
  * dissector its "quic.proto" table has for the ALPN "libp2p", [stream id:1][stream offset:4 BE]
  * [data], with a quic_stream_info as data (from_server: sent by the server side; the connection
- * stands for the QUIC connection).  Each QUIC stream is then a libp2p stream: the offsets drive
+ * stands for the QUIC connection).  The offset's top bit is the frame's FIN bit: then, as QUIC
+ * does, a quic.stream.fin item goes in the tree just before the call (the stream direction
+ * ends; a stream whose two did is freed).  Each QUIC stream is then a libp2p stream: the offsets drive
  * the retransmission skip and the holes, multistream-select and everything it selects run on
  * each stream (a small protocol of this harness's, on PORT_QUIC, does the handing).
  *
@@ -275,6 +277,7 @@ handoff_cert_ext(void)
 /* ---- dissect_quic: a segment handed to the libp2p QUIC stream dissector as QUIC would ---- */
 
 static int proto_quic_stream = -1;
+static int hf_quic_stream_fin = -1;     /* Wireshark's QUIC's quic.stream.fin */
 static dissector_handle_t l2p_quic;
 
 static int
@@ -286,7 +289,12 @@ dissect_quic_stream(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *d
     if (len < 5)
         return len;
     si.stream_id = tvb_get_uint8(tvb, 0);
-    si.stream_offset = si.offset = tvb_get_ntohl(tvb, 1);
+    si.stream_offset = si.offset = tvb_get_ntohl(tvb, 1) & 0x7fffffff;
+    if (tvb_get_uint8(tvb, 1) & 0x80) {
+        /* The STREAM frame type with its FIN bit set (RFC 9000 19.8: 0x08 | FIN 0x01). */
+        static const guint8 stream_fin = 0x09;
+        proto_tree_add_item(tree, hf_quic_stream_fin, tvb_new_child_real_data(tvb, &stream_fin, 1, 1), 0, 1, ENC_NA);
+    }
     /* The connection's conversation stands for QUIC's per-connection state: only its
      * address is used, as the key of the connection's streams. */
     si.quic_info = (struct quic_info_data *)find_or_create_conversation(pinfo);
@@ -307,6 +315,8 @@ handoff_quic_stream(void)
 {
     l2p_quic = find_dissector("libp2p_quic");
     CHECK(l2p_quic, "no dissector libp2p_quic");
+    hf_quic_stream_fin = proto_registrar_get_id_byname("quic.stream.fin");
+    CHECK(hf_quic_stream_fin > 0, "no field quic.stream.fin");
     dissector_add_uint("tcp.port", PORT_QUIC, create_dissector_handle(dissect_quic_stream, proto_quic_stream));
 }
 
@@ -493,7 +503,11 @@ dissect_all(epan_t *session, gboolean second_pass)
             frame_data_init(fd, base + i + 1, &rec, (gint64)i * 65536, cum_bytes);
             frame_data_set_before_dissect(fd, &elapsed, &ref, prev_dis);
         }
-        epan_dissect_init(&edt, session, second_pass, second_pass);
+        /* The first pass as tshark's with p2pc: its postdissector asks for fields, so tshark
+         * builds a (hidden) tree for every frame and primes it with them. */
+        epan_dissect_init(&edt, session, second_pass || postdissectors_want_hfids(), second_pass);
+        if (!second_pass)
+            prime_epan_dissect_with_postdissector_wanted_hfids(&edt);
         epan_dissect_run(&edt, WTAP_FILE_TYPE_SUBTYPE_UNKNOWN, &rec,
                          tvb_new_real_data(bufs[i], lens[i], lens[i]), fd, NULL);
         if (second_pass)

@@ -489,8 +489,28 @@ def quic_seeds(per_target: int) -> list[bytes]:
             add(frames, lost=i)
         for sid in sorted({f[1] for f in frames}):
             add([f for f in frames if f[1] == sid])
+    seeds += quic_churn_seeds()
     print(f"make_seeds: dissect_quic: {len(seeds)} connections")
     return seeds
+
+
+def quic_churn_seeds() -> list[bytes]:
+    """dissect_quic: stream churn, as tools/quic_churn.py makes it (eth2 pings, the index in each
+    stream): the client's 64 bidirectional streams (the harness's ids are one byte) each ended
+    with a FIN both ways, then a late copy of an ended stream's request (it opens nothing);
+    the same with each FIN alone in an empty frame after the data; and the 64 never ended."""
+    sys.path.insert(0, str(REPO / "tools"))
+    from quic_churn import HELLO, ping
+    fin = 1 << 31
+    ended, split, open_ = b"", b"", b""
+    for i in range(64):
+        req, resp = HELLO + ping(i, False), HELLO + ping(i, True)
+        ended += quic_record(0, 4 * i, fin, req) + quic_record(1, 4 * i, fin, resp)
+        split += (quic_record(0, 4 * i, 0, req) + quic_record(0, 4 * i, fin | len(req), b"") +
+                  quic_record(1, 4 * i, 0, resp) + quic_record(1, 4 * i, fin | len(resp), b""))
+        open_ += quic_record(0, 4 * i, 0, req)
+    late = quic_record(0, 0, fin, HELLO + ping(0, False))
+    return [ended + late, split + late, open_]
 
 
 def main() -> int:

@@ -547,3 +547,69 @@ def test_compare_tcp_against_quic_counts_the_quic_packets(tshark):
     analyzed = p2pc_report("analyze", *key, str(CAP))
     assert {(r["proto"], r["family"]): r["compressed_msgs"] for r in rep["rows"] if r["compressed_msgs"]} == \
         {(r["proto"], r["msg_type"]): r["messages"] for r in analyzed["rows"]}
+
+
+# ---- many streams on one QUIC connection (tools/quic_churn.py: aioquic's client and server) ----
+L2P_MAX_STREAMS = int(re.search(r"#define L2P_MAX_STREAMS (\d+)",
+                                (REPO / "plugin" / "libp2p" / "engine.h").read_text()).group(1))
+
+
+def streams_of(recs: list[dict], msg_type: str) -> list[int]:
+    """The QUIC stream id of each record of msg_type, sorted."""
+    return sorted(int(r["mux_stream"]) for r in recs if r["msg_type"] == msg_type)
+
+
+def test_quic_streams_that_end_are_freed(tshark, tmp_path):
+    """More streams than L2P_MAX_STREAMS on one QUIC connection, 50 open at a time, each ended
+    by a FIN both ways (quic.stream.fin): each leaves the connection's table when both ended, so
+    the bound is never reached: every stream the generator opened (index i on stream id 4 * i)
+    has its ping request and response, nothing is undecoded, and one pass and two give the same
+    records."""
+    import quic_churn
+    n = L2P_MAX_STREAMS + 600
+    cap = tmp_path / "churn.pcapng"
+    assert quic_churn.generate(cap, n) == n
+    recs = tshark.records(cap)
+    for mtype in ("ping/1 request", "ping/1 response"):
+        assert streams_of(recs, mtype) == [4 * i for i in range(n)]
+    assert len(recs) == 2 * n
+    assert recs == tshark.records(cap, two_pass=True)
+
+
+@pytest.mark.once
+def test_quic_streams_past_the_cap_are_undecoded_with_their_bytes(tshark, tmp_path):
+    """L2P_MAX_STREAMS + 16 streams opened and never ended (no FIN, no answer): the connection
+    keeps L2P_MAX_STREAMS of them, the first opened, whose requests decode; the STREAM data of
+    the 16 after them is counted as undecoded, every byte of it (the multistream-select messages
+    and the request the generator sent), with the expert item libp2p.streams; two passes agree."""
+    import quic_churn
+    n, past = L2P_MAX_STREAMS + 16, 16
+    cap = tmp_path / "open.pcapng"
+    assert quic_churn.generate(cap, n, kind="open") == n
+    recs = tshark.records(cap)
+    assert streams_of(recs, "ping/1 request") == [4 * i for i in range(n - past)]
+    undecoded = [r for r in recs if r["msg_type"] == "undecoded"]
+    sent = sum(len(quic_churn.HELLO + quic_churn.ping(i, False)) for i in range(n - past, n))
+    assert sum(int(r["wire_len"]) for r in undecoded) == sent
+    assert len(recs) == n - past + len(undecoded)
+    refused = tshark.fields(cap, ["libp2p_quic.stream"], dfilter="libp2p.streams")
+    assert {int(s) for r in refused for s in r[0].split("|")} >= {4 * i for i in range(n - past, n)}
+    assert recs == tshark.records(cap, two_pass=True)
+
+
+def test_quic_a_late_copy_of_an_ended_streams_frame_opens_nothing(tshark, tmp_path):
+    """The packet carrying the first streams' requests sent again after every stream ended (a
+    late retransmission): the streams it names were freed, so its STREAM data is shown as fed
+    before (libp2p_quic.skipped, every byte of it) and opens no stream: the records are those of
+    the same connection without the copy."""
+    import quic_churn
+    cap = tmp_path / "late.pcapng"
+    assert quic_churn.generate(cap, 100, late_copy=True) == 100
+    last = int(tshark.fields(cap, ["frame.number"])[-1][0])
+    rows = tshark.fields(cap, ["libp2p_quic.skipped", "quic.stream_data"], dfilter=f"frame.number == {last}")
+    fed_before = sum(int(x) for x in rows[0][0].split("|"))
+    assert fed_before == sum(len(bytes.fromhex(d.replace(":", ""))) for d in rows[0][1].split("|")) > 0
+    recs = tshark.records(cap)
+    for mtype in ("ping/1 request", "ping/1 response"):
+        assert streams_of(recs, mtype) == [4 * i for i in range(100)]
+    assert len(recs) == 200 and not [r for r in recs if r["frame"] == str(last)]

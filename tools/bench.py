@@ -14,9 +14,12 @@ record count must be exactly N times one copy's.  Built captures are kept in bui
                                         # the mix, each protocol and js-libp2p plaintext copies
     tools/bench.py --huge-gb 10   # only: `p2pc analyze` of a 10 GB capture (make bench-huge),
                                   # peak RSS of its whole process tree (psutil), records exact
+    tools/bench.py --quic         # only: one QUIC connection of 20,000 libp2p streams
+                                  # (tools/quic_churn.py), CPU time of p2pc's records pass vs
+                                  # stock tshark drawing a tree of the same stream ids
 
 Needs tcprewrite (Debian: tcpreplay), editcap/mergecap/capinfos, GNU time (/usr/bin/time), and
-the analyzer's dpkt.  Targets are printed with PASS/FAIL; they never fail the run.  The machine
+the analyzer's dpkt (the QUIC case: aioquic and python-snappy, the analyzer's test extras).  Targets are printed with PASS/FAIL; they never fail the run.  The machine
 may be busy: every measurement is repeated, runs interleaved, and the median is printed.
 """
 from __future__ import annotations
@@ -46,6 +49,8 @@ JS_COPIES = 40          # copies of the js-libp2p plaintext captures (issue #39'
 TIME = "/usr/bin/time"
 SHARDS = 8          # the sharded analysis: four shards per worker of the 2-worker run
 SHARD_RUNS = 5      # runs of the 1- vs 2-worker pair: the ratio sits near its 2-core ceiling
+QUIC_STREAMS = 20000    # issue #40: p2pc's CPU time within QUIC_CPU of stock's with a tree
+QUIC_CPU = 1.5
 
 
 def sh(cmd: list[str]) -> str:
@@ -215,6 +220,33 @@ def huge(gb: int) -> None:
     shutil.rmtree(work, ignore_errors=True)
 
 
+def quic_streams(r: Runner, stock: Wireshark, ws: Wireshark, streams: int, repeat: int) -> None:
+    """One QUIC connection of `streams` libp2p streams, 50 open at a time, each ended both ways
+    (tools/quic_churn.py, built once into build/bench/): CPU time (user + system) of tshark with
+    p2pc writing its records against stock tshark writing the stream id of every STREAM frame
+    (a tree of the same streams).  Wireshark's own QUIC keeps a sorted list of a connection's
+    stream ids that it walks for every STREAM frame (4.0 to 4.6, quic_streams_add()), so both
+    grow with the square of the streams; p2pc's share is what it adds on top."""
+    sys.path.insert(0, str(REPO / "tools"))
+    import quic_churn
+    BENCH.mkdir(parents=True, exist_ok=True)
+    cap = BENCH / f"quic-churn-{streams}.pcapng"
+    if not cap.exists():
+        print(f"building {cap.relative_to(REPO)}: {streams} streams (tools/quic_churn.py)", flush=True)
+        quic_churn.generate(cap, streams)
+        cap.chmod(0o644)
+    tree = ["-n", "-r", str(cap), "-T", "fields", "-e", "quic.stream.stream_id"]
+    ours = ["-n", "-q", "-r", str(cap), "-z", "p2pc,records"]
+    for _ in range(repeat):
+        r.run("quic streams: stock, tree", stock.command("tshark", tree))
+        r.run("quic streams: p2pc records", ws.command("tshark", ours))
+    s, p = (statistics.median(r.cpu[k]) for k in ("quic streams: stock, tree", "quic streams: p2pc records"))
+    print(f"\n== one QUIC connection, {streams} libp2p streams ({cap.stat().st_size / 1e6:.1f} MB), "
+          f"{repeat} runs, median CPU time ==")
+    print(f"  stock tshark, tree of the stream ids {s:6.2f} s   tshark + p2pc -z p2pc,records {p:6.2f} s   "
+          f"{p / s:.2f}x  target <= {QUIC_CPU}x {mark(p / s <= QUIC_CPU)}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="~100 MB instead of ~1 GB")
@@ -225,6 +257,8 @@ def main() -> None:
     ap.add_argument("--js-copies", type=int,
                     help=f"copies of the js-libp2p plaintext captures (default {JS_COPIES}; --quick: a "
                          "quarter of the mix's size)")
+    ap.add_argument("--quic", action="store_true",
+                    help=f"only the QUIC case: {QUIC_STREAMS} streams on one connection, CPU time vs stock")
     ap.add_argument("--one-pass", action="store_true",
                     help="only tshark's one pass, stock vs p2pc (the mix, each protocol, js-libp2p plaintext)")
     args = ap.parse_args()
@@ -241,15 +275,16 @@ def main() -> None:
     if plugin is None:
         sys.exit("bench: the plugin is not built: run `make build`")
 
-    mixed, mixed1, copies = build("mixed", sources(), size, 0)
-    per = {}
-    k0 = 1 << 15
-    js = js_plaintext_sources()
-    js_copies = args.js_copies or (0 if args.quick else JS_COPIES)
-    for d, srcs in [*((d, sources(d)) for d in PROTOS), ("js-plaintext", js)]:
-        target = js_copies * sum(p.stat().st_size for p in js) if d == "js-plaintext" and js_copies else size // 4
-        per[d] = build(d, srcs, target, k0)
-        k0 += per[d][2] * len(srcs)
+    if not args.quic:
+        mixed, mixed1, copies = build("mixed", sources(), size, 0)
+        per = {}
+        k0 = 1 << 15
+        js = js_plaintext_sources()
+        js_copies = args.js_copies or (0 if args.quick else JS_COPIES)
+        for d, srcs in [*((d, sources(d)) for d in PROTOS), ("js-plaintext", js)]:
+            target = js_copies * sum(p.stat().st_size for p in js) if d == "js-plaintext" and js_copies else size // 4
+            per[d] = build(d, srcs, target, k0)
+            k0 += per[d][2] * len(srcs)
 
     ws = Wireshark(plugin=plugin)
     # Stock: the same runner (as nobody when root) with a private HOME that holds no plugin.
@@ -284,6 +319,20 @@ def main() -> None:
         print(f"  target -2 RSS over stock <= 1.25x p2pc.max_replay_mib ({budget} MiB): {over:.0f} MiB  "
               f"{mark(over <= 1.25 * budget)}")
 
+    def finish() -> None:
+        print("\n== commands (first run of each) ==")
+        for lab, cmd in r.commands.items():
+            print(f"  {lab}:\n    {cmd}")
+        print(f"  (wrapped in: {TIME} -f '%M %U %S' -o FILE ...: peak RSS is that of the largest process)")
+        ws.cleanup()
+        shutil.rmtree(stock_home, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+    if args.quic:
+        quic_streams(r, stock, ws, QUIC_STREAMS, repeat)
+        finish()
+        return
+
     nfr = frames(mixed)
     mb = mixed.stat().st_size / 1e6
     print(f"\nmixed capture: {mixed.relative_to(REPO)}: {mb:.0f} MB, {nfr} frames, "
@@ -308,15 +357,6 @@ def main() -> None:
         one_pass("mixed", mixed)
         for d, (cap, _, n) in per.items():
             one_pass(f"{PROTOS.get(d, JS_PLAINTEXT)} ({n} copies)", cap)
-
-    def finish() -> None:
-        print("\n== commands (first run of each) ==")
-        for lab, cmd in r.commands.items():
-            print(f"  {lab}:\n    {cmd}")
-        print(f"  (wrapped in: {TIME} -f '%M %U %S' -o FILE ...: peak RSS is that of the largest process)")
-        ws.cleanup()
-        shutil.rmtree(stock_home, ignore_errors=True)
-        shutil.rmtree(work, ignore_errors=True)
 
     if args.one_pass:
         one_pass_rows()
@@ -443,6 +483,8 @@ def main() -> None:
     print(f"  target one pass RSS <= {ONE_PASS_RSS}x stock: {pm0 / zm:.2f}x  {mark(pm0 / zm <= ONE_PASS_RSS)}")
     table(["zeros: stock -2", "zeros: p2pc -2"], "zeros: stock -2")
     within_budget("zeros: p2pc -2", "zeros: stock -2")
+
+    quic_streams(r, stock, ws, QUIC_STREAMS, repeat)
 
     finish()
 

@@ -282,6 +282,18 @@ def btc_bomb(codec: str) -> Callable[[], list[tuple[str, bytes]]]:
     return build
 
 
+def btc_bomb_items() -> list[tuple[str, bytes]]:
+    """A cblock of 266,000 minimal transactions (16 MB decompressed, under its bound; Wireshark's
+    own tx parser draws some 4,000,000 tree items, past gui.max_tree_items), then 100 pings: the
+    tree is cut (p2pc.tree_cut), the cblock is one whole record and every ping counts (#40)."""
+    btc = _btc()
+    tx = (struct.pack("<I", 1) + b"\x01" + bytes(36) + b"\x00" + b"\xff" * 4 +
+          b"\x01" + struct.pack("<Q", 0) + b"\x00" + bytes(4))
+    block = bytes(80) + btc.varint(266000) + tx * 266000
+    pings = [btc.message("ping", struct.pack("<Q", i)) for i in range(100)]
+    return btc_session(btc.NODE_COMPRESS, [btc.message("cblock", btc.lzo1x_999(block))] + pings)
+
+
 def btc_flood() -> list[tuple[str, bytes]]:
     btc = _btc()
     ping = [btc.message("ping", struct.pack("<Q", i)) for i in range(4000)]
@@ -549,6 +561,19 @@ def libp2p_varint_mplex() -> list[tuple[str, bytes]]:
     return l2p_conn(MPLEX_ID, a)
 
 
+def libp2p_varint_plaintext() -> list[tuple[str, bytes]]:
+    """/plaintext/2.0.0 Exchanges (libp2p specs plaintext.md: uvarint length, protobuf id = 1,
+    pubkey = 2) whose peer IDs are 64 KiB, 1 MiB claimed, and 2^64-1 claimed: base58 is
+    quadratic, so a peer ID longer than any format allows must never reach it (issue #40)."""
+    def exchange(peer_id: bytes, claim: int | None = None) -> bytes:
+        pid = uvarint(len(peer_id) if claim is None else claim) + peer_id
+        pb = b"\x0a" + pid + pb_field(2, 2, pb_field(1, 0, 1) + pb_field(2, 2, bytes(32)))
+        return uvarint(len(pb)) + pb
+    hello = MS + ms("/plaintext/2.0.0")
+    return [("a", hello), ("b", hello), ("a", exchange(b"\x00\x80" + bytes(65000))),
+            ("b", exchange(bytes(64), claim=1 << 20) + exchange(b"", claim=2**64 - 1))]
+
+
 def libp2p_cardinality() -> list[tuple[str, bytes]]:
     rng = random.Random(5005)
     a, b = bytearray(), bytearray()
@@ -787,6 +812,8 @@ def cases() -> list[Case]:
              btc_bomb("lzo1x"), BTC_PORTS),
         Case("bomb-btc-zlib", "bitcoin", "bomb", "the same in zlib level 9 under the 2015 draft's service bit 28",
              btc_bomb("zlib"), BTC_PORTS),
+        Case("bomb-btc-items", "bitcoin", "bomb", "a cblock of 266,000 minimal transactions (some 4,000,000 tree items), then 100 pings",
+             btc_bomb_items, BTC_PORTS),
         Case("flood-btc", "bitcoin", "flood", "8,000 tiny messages (ping, empty txcat, verack)", btc_flood, BTC_PORTS),
         Case("varint-btc", "bitcoin", "varint", "CompactSize non-canonical, 2^64-1, cut; payload lengths past MAX_SIZE and the capture",
              btc_varint, BTC_PORTS),
@@ -821,6 +848,8 @@ def cases() -> list[Case]:
              libp2p_varint, LIBP2P_PORTS),
         Case("varint-mplex", "libp2p", "varint", "mplex headers of 10 and 11 bytes, lengths past the data", libp2p_varint_mplex,
              LIBP2P_PORTS),
+        Case("varint-plaintext", "libp2p", "varint", "/plaintext/2.0.0 peer IDs of 64 KiB, 1 MiB and 2^64-1 bytes claimed",
+             libp2p_varint_plaintext, LIBP2P_PORTS),
         Case("cardinality-libp2p", "libp2p", "cardinality", "2,000 streams with random protocol IDs", libp2p_cardinality,
              LIBP2P_PORTS),
         Case("bomb-comp-gzip", "compression", "bomb", "gzip: 128 MiB of empty yamux frames in ~260 KB", comp_bomb_gzip,

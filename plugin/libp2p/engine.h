@@ -62,12 +62,13 @@ typedef enum {
 
 
 /* One direction of one byte stream at one layer.  Allocated in its connection's pool
- * (core/conn.h: file scope, or the connection's own when it is carried over session resets),
- * as is every layer's state reachable from it; a muxed stream's two are freed when it ends
+ * (core/conn.h: file scope, or the connection's own when it is carried over session resets;
+ * with no connection, as QUIC's, the engine's own pool for the file: l2p_pipe_pool()), as is
+ * every layer's state reachable from it; a muxed stream's two are freed when it ends
  * (l2p_stream_free()), the others with the connection. */
 struct l2p_pipe {
     guint32 id;                 /* unique in the capture: the per-frame cache key */
-    p2pc_conn_t *conn;          /* what it is part of (NULL: file scope, as a QUIC one is) */
+    p2pc_conn_t *conn;          /* what it is part of (NULL: for the file, in the engine's own pool, as a QUIC one is) */
     int dir;                    /* 0: dialer -> listener (connection) or opener -> other (stream) */
     l2p_role_t role;            /* a connection pipe: how dir was learnt (l2p_learn_role()) */
     guint depth;                /* layers it is carried inside (l2p_pipe_inside()) */
@@ -152,7 +153,7 @@ void l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_p
  * pipe, which keeps dir, peer link, muxer and stream id. */
 l2p_pipe_t *l2p_handoff(l2p_pipe_t *pipe, const char *protocol, dissector_handle_t handle);
 
-/* A new pipe of connection `conn` (NULL: file scope). */
+/* A new pipe of connection `conn` (NULL: for the file, in the engine's own pool: engine.c says why). */
 l2p_pipe_t *l2p_pipe_new(p2pc_conn_t *conn, dissector_handle_t handle, int dir);
 
 /* Where the pipe's state, and that of the layer it feeds, is allocated: its connection's pool. */

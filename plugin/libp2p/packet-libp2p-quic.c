@@ -14,6 +14,14 @@
  * a jump ahead is a hole (l2p_pipe_gap).  Every decision is made on the first pass and kept
  * per frame (l2p_frame_slot), so later passes feed the same.
  *
+ * Streams are bounded and freed as a muxer's are (engine.h L2P_MAX_STREAMS, l2p_stream_free):
+ * a direction ends with the STREAM frame whose FIN bit is set (RFC 9000 19.8; quic_stream_info
+ * carries no FIN in any version up to 4.6, so it is read from the frame's own quic.stream.fin
+ * item, which QUIC adds just before it calls this dissector), and a stream whose two directions
+ * ended leaves the connection's table.  A frame of a stream that ended (a retransmission that
+ * came late) opens no new one: its bytes were all fed before.  A frame that would open a stream
+ * while L2P_MAX_STREAMS are open is counted as undecoded (l2p_stream_refused()).
+ *
  * The peer ID comes from the certificate's libp2p extension, which Wireshark's TLS handshake
  * dissector hands to packet-libp2p-tls.c inside QUIC's CRYPTO frames as it does over TCP.
  *
@@ -61,24 +69,34 @@ static int hf_ws_frame_type = -1;
 static int hf_ws_stream_data = -1;
 static int hf_ws_undecrypted = -1;
 static int hf_ws_alpn = -1;
+static int hf_ws_stream_fin = -1;
 
 /* One QUIC connection, by the quic_info of Wireshark's QUIC dissector (file scope). */
 typedef struct {
     l2p_pipe_t *conn;           /* below every stream: nothing is fed to it */
-    wmem_map_t *streams;        /* stream id -> quic_stream_t */
+    wmem_map_t *streams;        /* stream id -> quic_stream_t, while open (first pass) */
+    /* The streams that ended, so that a late frame of one opens none.  A peer opens the ids of
+     * each type (RFC 9000 2.1: id & 3) in order and they mostly end in order: every stream of
+     * type t below index ended_below[t] (index: id >> 2) ended, and `ended` holds the ids above
+     * it that did. */
+    guint64 ended_below[4];
+    wmem_map_t *ended;          /* guint64 id -> itself */
 } quic_conn_t;
 
 typedef struct {
     l2p_stream_t s;             /* first (engine.h): its two pipes, [0]: opener -> other */
+    guint64 id;
     guint64 next[2];            /* the stream offset each direction expects next */
 } quic_stream_t;
 
 /* What one STREAM frame fed (file scope, per frame: replayed on later passes). */
 typedef struct {
-    l2p_pipe_t *to;
+    l2p_pipe_t *to;             /* NULL: nothing fed (a retransmission, or refused) */
     guint32 skip;               /* bytes already fed before (a retransmission) */
     guint32 len;                /* bytes fed */
     guint64 gap;                /* bytes missing before these */
+    gboolean fin;               /* the frame ends its direction */
+    gboolean refused;           /* it would have opened a stream past L2P_MAX_STREAMS */
 } quic_feed_t;
 
 /* One UDP conversation carrying QUIC, for the postdissector (file scope). */
@@ -103,6 +121,65 @@ quic_init(void)
 {
     conns = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
     udp_conns = NULL;
+}
+
+static gboolean
+stream_ended(const quic_conn_t *c, guint64 id)
+{
+    return (id >> 2) < c->ended_below[id & 3] || wmem_map_contains(c->ended, &id);
+}
+
+/* First pass: stream `id` ended; the ids below the lowest that has not leave `ended`. */
+static void
+mark_ended(quic_conn_t *c, guint64 id)
+{
+    wmem_allocator_t *pool = l2p_pipe_pool(c->conn);
+    guint t = (guint)(id & 3);
+    guint64 *key = wmem_new(pool, guint64);
+    *key = id;
+    wmem_map_insert(c->ended, key, key);
+    for (guint64 low = c->ended_below[t] << 2 | t; (key = (guint64 *)wmem_map_remove(c->ended, &low)) != NULL;
+         low += 4) {
+        wmem_free(pool, key);
+        c->ended_below[t]++;
+    }
+}
+
+/* Whether the STREAM frame QUIC is handing over ends its direction: the FIN bit of the last
+ * quic.stream.fin item of the packet so far, the one of this frame (first pass, which has a
+ * tree: the postdissector asks for the field).  Read from the frame type byte the item covers,
+ * as ack_only() does (RFC 9000 19.8: bit 0x01). */
+static gboolean
+frame_fin(proto_tree *tree)
+{
+    GPtrArray *a = tree ? proto_get_finfo_ptr_array(tree, hf_ws_stream_fin) : NULL;
+    field_info *fi;
+    if (!a || !a->len)
+        return FALSE;
+    fi = (field_info *)g_ptr_array_index(a, a->len - 1);
+    return (tvb_get_uint8(fi->ds_tvb, fi->start) & 0x01) != 0;
+}
+
+/* First pass: the stream a STREAM frame belongs to, opened when new; NULL for one that ended
+ * (f says nothing is fed) or would open one past L2P_MAX_STREAMS (f->refused). */
+static quic_stream_t *
+find_stream(quic_conn_t *c, guint64 id, guint len, quic_feed_t *f)
+{
+    quic_stream_t *st = (quic_stream_t *)wmem_map_lookup(c->streams, &id);
+    if (st)
+        return st;
+    if (stream_ended(c, id)) {
+        f->skip = len;
+        return NULL;
+    }
+    if (wmem_map_size(c->streams) >= L2P_MAX_STREAMS) {
+        f->refused = TRUE;
+        return NULL;
+    }
+    st = (quic_stream_t *)l2p_stream_new(c->conn, "quic", id, sizeof(quic_stream_t));
+    st->id = id;
+    wmem_map_insert(c->streams, &st->id, st);
+    return st;
 }
 
 /* First pass: what this STREAM frame's data at stream offset `off` adds to its direction. */
@@ -131,6 +208,7 @@ dissect_l2p_quic(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
     quic_stream_info *si = (quic_stream_info *)data;
     guint len = tvb_captured_length(tvb);
     quic_conn_t *c;
+    quic_stream_t *st = NULL;
     quic_feed_t *f;
     gboolean replay;
     proto_item *ti;
@@ -145,9 +223,11 @@ dissect_l2p_quic(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
     c = (quic_conn_t *)wmem_map_lookup(conns, si->quic_info);
     if (!c && !PINFO_FD_VISITED(pinfo)) {
         c = wmem_new0(wmem_file_scope(), quic_conn_t);
-        c->conn = l2p_pipe_new(NULL, l2p_multistream_handle(), 0);     /* file scope, as QUIC's */
+        c->conn = l2p_pipe_new(NULL, l2p_multistream_handle(), 0);     /* for the file, as QUIC's */
         c->conn->role = L2P_ROLE_SECURITY;      /* the QUIC client dialed */
-        c->streams = wmem_map_new(wmem_file_scope(), g_int64_hash, g_int64_equal);
+        /* In the pipes' pool (engine.c says why), as the streams. */
+        c->streams = wmem_map_new(l2p_pipe_pool(c->conn), g_int64_hash, g_int64_equal);
+        c->ended = wmem_map_new(l2p_pipe_pool(c->conn), g_int64_hash, g_int64_equal);
         wmem_map_insert(conns, si->quic_info, c);
     }
     if (!c)
@@ -158,17 +238,17 @@ dissect_l2p_quic(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
         return len;
     }
     if (!replay) {
-        quic_stream_t *st = (quic_stream_t *)wmem_map_lookup(c->streams, &si->stream_id);
-        if (!st) {
-            guint64 *id = wmem_new(wmem_file_scope(), guint64);
-            *id = si->stream_id;
-            st = (quic_stream_t *)l2p_stream_new(c->conn, "quic", si->stream_id, sizeof(quic_stream_t));
-            wmem_map_insert(c->streams, id, st);
-        }
+        st = find_stream(c, si->stream_id, len, f);
         /* si->offset: the stream offset of this tvb's first byte, which QUIC sets before each
          * call (stream_offset is the STREAM frame's, which differs for data QUIC reassembled).
          * 32 bits, as in Wireshark's QUIC. */
-        plan_feed(st, from_opener ? 0 : 1, si->offset, len, f);
+        if (st) {
+            int d = from_opener ? 0 : 1;
+            plan_feed(st, d, si->offset, len, f);
+            f->fin = !st->s.fin[d] && frame_fin(tree);      /* a FIN sent again ends nothing */
+            if (p2pc_keep_replay(pinfo))
+                st->s.kept = TRUE;      /* this frame's slot points at its pipe */
+        }
     }
     ti = proto_tree_add_item(tree, proto_l2p_quic, tvb, 0, -1, ENC_NA);
     proto_item_append_text(ti, ": stream %" G_GUINT64_FORMAT ", %s", si->stream_id,
@@ -183,8 +263,16 @@ dissect_l2p_quic(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
         proto_tree_add_expert_format(t, pinfo, &ei_quic_gap, tvb, 0, 0,
             "%" G_GUINT64_FORMAT " bytes of this stream direction are missing from the capture: "
             "it goes on after them where its framing allows", f->gap);
-    if (f->len)
-        l2p_pipe_call(f->to, tvb_new_subset_length(tvb, f->skip, f->len), pinfo, tree, FALSE);
+    if (f->refused)
+        l2p_stream_refused(tvb, pinfo, tree);
+    if (f->to && (f->len || f->fin))
+        l2p_pipe_call(f->to, tvb_new_subset_length(tvb, f->skip, f->len), pinfo, tree, f->fin);
+    /* A stream both directions have ended leaves the table (first pass). */
+    if (st && f->fin && l2p_stream_close(&st->s, f->to == st->s.pipe[0] ? 0 : 1)) {
+        wmem_map_remove(c->streams, &st->id);
+        mark_ended(c, st->id);
+        l2p_stream_free(&st->s);
+    }
     return len;
 }
 
@@ -367,11 +455,13 @@ proto_reg_handoff_libp2p_quic(void)
     hf_ws_stream_data = proto_registrar_get_id_byname("quic.stream_data");
     hf_ws_undecrypted = proto_registrar_get_id_byname("quic.remaining_payload");
     hf_ws_alpn = proto_registrar_get_id_byname("tls.handshake.extensions_alpn_str");
+    hf_ws_stream_fin = proto_registrar_get_id_byname("quic.stream.fin");
     g_array_append_val(wanted, hf_ws_udp_payload);
     g_array_append_val(wanted, hf_ws_frame_type);
     g_array_append_val(wanted, hf_ws_stream_data);
     g_array_append_val(wanted, hf_ws_undecrypted);
     g_array_append_val(wanted, hf_ws_alpn);
+    g_array_append_val(wanted, hf_ws_stream_fin);
     register_postdissector(post);
     set_postdissector_wanted_hfids(post, wanted);
 }
