@@ -72,14 +72,13 @@ static expert_field ei_not_drawn = EI_INIT;
 static expert_field ei_role_conflict = EI_INIT;
 
 /* Per frame (file scope): what l2p_draw_roles() shows. */
-#define KEY_ROLE_NOTE 2
 typedef enum { ROLE_NOTE_NONE, ROLE_NOTE_UNKNOWN, ROLE_NOTE_CONFLICT } role_note_t;
 
 static void
 note_role(packet_info *pinfo, role_note_t note)
 {
-    if (!p_get_proto_data(wmem_file_scope(), pinfo, l2p_proto, KEY_ROLE_NOTE))
-        p_add_proto_data(wmem_file_scope(), pinfo, l2p_proto, KEY_ROLE_NOTE, GINT_TO_POINTER(note));
+    if (!p_get_proto_data(wmem_file_scope(), pinfo, l2p_proto, L2P_KEY_ROLE_NOTE))
+        p_add_proto_data(wmem_file_scope(), pinfo, l2p_proto, L2P_KEY_ROLE_NOTE, GINT_TO_POINTER(note));
 }
 
 void
@@ -110,7 +109,7 @@ l2p_role_needed(l2p_pipe_t *pipe, packet_info *pinfo)
 void
 l2p_draw_roles(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
-    role_note_t note = (role_note_t)GPOINTER_TO_INT(p_get_proto_data(wmem_file_scope(), pinfo, l2p_proto, KEY_ROLE_NOTE));
+    role_note_t note = (role_note_t)GPOINTER_TO_INT(p_get_proto_data(wmem_file_scope(), pinfo, l2p_proto, L2P_KEY_ROLE_NOTE));
     if (note == ROLE_NOTE_UNKNOWN)
         proto_tree_add_expert(tree, pinfo, &ei_role_unknown, tvb, 0, 0);
     else if (note == ROLE_NOTE_CONFLICT)
@@ -340,10 +339,6 @@ typedef struct {
     void *state;
 } frame_slot_t;
 
-#define KEY_FRAME_SLOTS 0       /* wmem_array_t of frame_slot_t, file scope */
-#define KEY_CALLS       1       /* calls_t, packet scope */
-#define KEY_DRAWN       4       /* drawn_t, packet scope */
-
 /* This dissection's calls so far: per pipe, and in all.  A frame's calls come in the same
  * order each time it is dissected, so the n-th call's slot is the n-th slot made: looked up
  * where it should be first, so a frame of a million calls is not a million scans. */
@@ -371,15 +366,15 @@ find_slot(wmem_array_t *slots, guint hint, guint32 pipe_id, guint32 call)
 void *
 l2p_frame_slot(packet_info *pinfo, l2p_pipe_t *pipe, size_t size, gboolean *replay)
 {
-    wmem_array_t *slots = (wmem_array_t *)p_get_proto_data(wmem_file_scope(), pinfo, l2p_proto, KEY_FRAME_SLOTS);
-    calls_t *calls = (calls_t *)p_get_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_CALLS);
+    wmem_array_t *slots = (wmem_array_t *)p_get_proto_data(wmem_file_scope(), pinfo, l2p_proto, L2P_KEY_FRAME_SLOTS);
+    calls_t *calls = (calls_t *)p_get_proto_data(pinfo->pool, pinfo, l2p_proto, L2P_KEY_CALLS);
     frame_slot_t slot, *found;
     guint32 call;
 
     if (!calls) {
         calls = wmem_new0(pinfo->pool, calls_t);
         calls->per_pipe = wmem_map_new(pinfo->pool, g_direct_hash, g_direct_equal);
-        p_add_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_CALLS, calls);
+        p_add_proto_data(pinfo->pool, pinfo, l2p_proto, L2P_KEY_CALLS, calls);
     }
     call = GPOINTER_TO_UINT(wmem_map_lookup(calls->per_pipe, GUINT_TO_POINTER(pipe->id)));
     wmem_map_insert(calls->per_pipe, GUINT_TO_POINTER(pipe->id), GUINT_TO_POINTER(call + 1));
@@ -398,7 +393,7 @@ l2p_frame_slot(packet_info *pinfo, l2p_pipe_t *pipe, size_t size, gboolean *repl
         return wmem_alloc0(pinfo->pool, size);     /* nothing kept for a later pass */
     if (!slots) {
         slots = wmem_array_sized_new(wmem_file_scope(), sizeof(frame_slot_t), 2);
-        p_add_proto_data(wmem_file_scope(), pinfo, l2p_proto, KEY_FRAME_SLOTS, slots);
+        p_add_proto_data(wmem_file_scope(), pinfo, l2p_proto, L2P_KEY_FRAME_SLOTS, slots);
     }
     slot.pipe_id = pipe->id;
     slot.call = call;
@@ -487,10 +482,10 @@ typedef struct {
 static drawn_t *
 frame_drawn(packet_info *pinfo)
 {
-    drawn_t *d = (drawn_t *)p_get_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_DRAWN);
+    drawn_t *d = (drawn_t *)p_get_proto_data(pinfo->pool, pinfo, l2p_proto, L2P_KEY_DRAWN);
     if (!d) {
         d = wmem_new0(pinfo->pool, drawn_t);
-        p_add_proto_data(pinfo->pool, pinfo, l2p_proto, KEY_DRAWN, d);
+        p_add_proto_data(pinfo->pool, pinfo, l2p_proto, L2P_KEY_DRAWN, d);
     }
     return d;
 }

@@ -47,6 +47,16 @@
 
 typedef struct l2p_pipe l2p_pipe_t;
 
+/* The keys of the per-frame data (p_add_proto_data) under the engine's protocol, which is
+ * multistream's (l2p_register_engine()): one list, so that no two parts take the same key. */
+enum {
+    L2P_KEY_FRAME_SLOTS,    /* engine: the per-frame replay cache (file scope) */
+    L2P_KEY_CALLS,          /* engine: this dissection's calls so far (packet scope) */
+    L2P_KEY_ROLE_NOTE,      /* engine: a role fact this frame broke or lacked (file scope) */
+    L2P_KEY_NEGOTIATED,     /* multistream: the protocol ID this frame negotiated (Decode As) */
+    L2P_KEY_DRAWN           /* engine: the PDUs this frame drew (packet scope) */
+};
+
 /* How a connection pipe's `dir` (which side dialed) was learnt, weakest first.  Never from who
  * spoke first: go-libp2p listeners send their multistream header as soon as they accept, and
  * whose bytes reach the wire first is a race. */

@@ -35,8 +35,6 @@ void proto_reg_handoff_multistream(void);
 #define MS_MAX_MSG 1024     /* go-multistream refuses longer messages */
 
 static int proto_multistream = -1;
-/* The frame's proto-data under proto_multistream: the protocol ID it negotiated (Decode As). */
-#define MS_KEY_NEGOTIATED 0
 static int hf_ms_length = -1;
 static int hf_ms_message = -1;
 static int hf_ms_stream = -1;
@@ -209,8 +207,8 @@ ms_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2
         }
         pdu->info = st->proposed ? (void *)st->proposed : NULL;
         /* For Decode As: the protocol ID this frame negotiated. */
-        if (st->proposed && !p_get_proto_data(wmem_file_scope(), pinfo, proto_multistream, MS_KEY_NEGOTIATED))
-            p_add_proto_data(wmem_file_scope(), pinfo, proto_multistream, MS_KEY_NEGOTIATED, (void *)st->proposed);
+        if (st->proposed && !p_get_proto_data(wmem_file_scope(), pinfo, proto_multistream, L2P_KEY_NEGOTIATED))
+            p_add_proto_data(wmem_file_scope(), pinfo, proto_multistream, L2P_KEY_NEGOTIATED, (void *)st->proposed);
     }
     /* Which dissector the proposal selects (shown on every proposal/echo). */
     if (pdu->info && text && !strcmp(text, (const char *)pdu->info)) {
@@ -238,14 +236,14 @@ dissect_multistream(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *d
 static void
 ms_da_label(packet_info *pinfo, gchar *result)
 {
-    const char *p = (const char *)p_get_proto_data(wmem_file_scope(), pinfo, proto_multistream, MS_KEY_NEGOTIATED);
+    const char *p = (const char *)p_get_proto_data(wmem_file_scope(), pinfo, proto_multistream, L2P_KEY_NEGOTIATED);
     snprintf(result, MAX_DECODE_AS_PROMPT_LEN, "Protocol ID %s", p ? p : "(none in this frame)");
 }
 
 static gpointer
 ms_da_value(packet_info *pinfo)
 {
-    return p_get_proto_data(wmem_file_scope(), pinfo, proto_multistream, MS_KEY_NEGOTIATED);
+    return p_get_proto_data(wmem_file_scope(), pinfo, proto_multistream, L2P_KEY_NEGOTIATED);
 }
 
 void
