@@ -61,6 +61,17 @@ def p2pc_report(*args: str) -> dict:
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)
 
+
+def same_figures(live: dict, offline: dict) -> bool:
+    """The figures' data (`series`) of live's report and of the offline analysis of the same
+    packets: the same, but that the bandwidth lines are named by capture, live's one "live"."""
+    def unnamed(rep: dict) -> dict:
+        series = dict(rep["series"])
+        series["bandwidth"] = list(series.get("bandwidth", {}).values())
+        return series
+    return unnamed(live) == unnamed(offline)
+
+
 CAPTURES = REPO / "captures"
 DATA = CAPTURES / "data"
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CAPTURES, REPO, p2pc_report, run_p2pc
+from conftest import CAPTURES, REPO, p2pc_report, run_p2pc, same_figures
 from p2pc.wsenv import built_plugin
 
 needs_netns = pytest.mark.skipif(
@@ -129,16 +129,6 @@ def metric_sum(text: str, name: str, **labels: str) -> float:
     return sum(v for _, v in samples(text, name, **labels))
 
 
-def same_series(live_report: dict, offline: dict) -> bool:
-    """The figures' data of live's report and of the offline analysis of its -w file: the same,
-    but that live's one capture is named "live" and the file's by its path."""
-    def unnamed(rep: dict) -> dict:
-        series = dict(rep["series"])
-        series["bandwidth"] = list(series.get("bandwidth", {}).values())
-        return series
-    return unnamed(live_report) == unnamed(offline)
-
-
 @needs_netns
 def test_live_equals_offline_analysis_and_serves_metrics(netns, tmp_path):
     btc = p2pc_report("analyze", str(BTC))
@@ -200,7 +190,7 @@ def test_live_equals_offline_analysis_and_serves_metrics(netns, tmp_path):
     offline = p2pc_report("analyze", str(live.pcap))
     for key in ("rows", "totals", "sections", "warnings"):
         assert final[key] == offline[key], key
-    assert same_series(final, offline)
+    assert same_figures(final, offline)
     # Every message of both bundled captures, once.
     want = Counter()
     for rep in (btc, eth2):
@@ -700,7 +690,7 @@ def test_live_equals_analyze_across_session_resets(netns, tmp_path, capture, pro
     offline = p2pc_report("analyze", str(pcap), *keys)
     for key in ("rows", "totals", "sections", "warnings"):
         assert final[key] == offline[key], key
-    assert same_series(final, offline)
+    assert same_figures(final, offline)
     # Nothing undecoded because of a reset (the compression capture's own tails are the
     # offline analysis's too).
     assert undecoded.get("evicted", 0) + undecoded.get("reset", 0) == 0
