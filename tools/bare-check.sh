@@ -23,12 +23,10 @@ P2PC_CHROOT_FRESH=1 P2PC_CHROOT_CLONE=$PWD tools/chroot.sh bookworm bare bash -c
     PYTEST_ADDOPTS=--junitxml=/src/build/junit.xml make test' >"$LOG" 2>&1 || rc=$?
 cp "${P2PC_CHROOT_CACHE:-/var/cache/p2pc/chroot}/bare/src/build/junit.xml" "$LOGS/bare.xml" 2>/dev/null || true
 ver=$(sed -n 's/^p2pc-version: //p' "$LOG" | tail -1)
-if [ "$rc" -eq 0 ] && ! grep -Eq '^ALL +ALL +[0-9]' "$LOG"; then
-  echo "bare-check: make demo printed no savings table" >&2
-  rc=1
-fi
+# The demo's verdict is its own: the savings table it printed, whatever make test did after.
+if grep -Eq '^ALL +ALL +[0-9]' "$LOG"; then demo="printed the savings table"; else demo=FAILED; rc=1; fi
 result=$(grep -E '^[0-9]+ (passed|failed)' "$LOG" | tail -1)
-echo "Bare Debian 12 (Wireshark ${ver:-?}): first make demo $( [ "$rc" -eq 0 ] && echo printed the savings table || echo FAILED), make test: ${result:-no test result} [$((SECONDS - start)) s, rc $rc]"
+echo "Bare Debian 12 (Wireshark ${ver:-?}): first make demo $demo, make test: ${result:-no test result} [$((SECONDS - start)) s, rc $rc]"
 if [ "$rc" -ne 0 ]; then
   echo "--- last lines of $LOG:"
   tail -n 40 "$LOG"
