@@ -160,3 +160,16 @@ def test_tests_never_touch_the_users_home():
     env = subprocess.run([sys.executable, "-c", "import os, pathlib; print(pathlib.Path.home(), "
                           "os.environ['XDG_CACHE_HOME'])"], capture_output=True, text=True).stdout.split()
     assert env == [str(TEST_HOME), str(TEST_HOME / ".cache")]
+
+
+@pytest.mark.once
+def test_readme_installing_by_hand_names_what_install_deps_installs():
+    """README's "Installing by hand" Debian line names the packages make demo's
+    tools/install-deps.sh installs (its default set), no more and no fewer."""
+    import re
+    readme = (REPO / "README.md").read_text().split("## Installing by hand")[1]
+    line = re.search(r"sudo apt-get install (.*?)\n(?!\s)", readme.replace("\\\n", " "), re.S).group(1)
+    said = set(line.split())
+    script = (REPO / "tools" / "install-deps.sh").read_text()
+    default = re.search(r"^APT_PKGS=\((.*?)\)", script, re.S | re.M).group(1)
+    assert said == set(re.sub(r"#[^\n]*", "", default).split())
