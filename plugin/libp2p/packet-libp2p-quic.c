@@ -215,10 +215,12 @@ dissect_l2p_quic(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
     proto_tree *t;
     /* RFC 9000 2.1: the client opens the stream ids with bit 0 clear. */
     gboolean from_opener;
+    int d;                      /* the stream direction: 0 from its opener */
 
     if (!si)        /* not from QUIC: one stream's bytes, from the start */
         return call_dissector_with_data(l2p_multistream_handle(), tvb, pinfo, tree, NULL);
     from_opener = (gboolean)si->from_server == ((si->stream_id & 1) == 1);
+    d = from_opener ? 0 : 1;
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "libp2p");
     c = (quic_conn_t *)wmem_map_lookup(conns, si->quic_info);
     if (!c && !PINFO_FD_VISITED(pinfo)) {
@@ -243,7 +245,6 @@ dissect_l2p_quic(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
          * call (stream_offset is the STREAM frame's, which differs for data QUIC reassembled).
          * 32 bits, as in Wireshark's QUIC. */
         if (st) {
-            int d = from_opener ? 0 : 1;
             plan_feed(st, d, si->offset, len, f);
             f->fin = !st->s.fin[d] && frame_fin(tree);      /* a FIN sent again ends nothing */
             if (p2pc_keep_replay(pinfo))
@@ -268,7 +269,7 @@ dissect_l2p_quic(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
     if (f->to && (f->len || f->fin))
         l2p_pipe_call(f->to, tvb_new_subset_length(tvb, f->skip, f->len), pinfo, tree, f->fin);
     /* A stream both directions have ended leaves the table (first pass). */
-    if (st && f->fin && l2p_stream_close(&st->s, f->to == st->s.pipe[0] ? 0 : 1)) {
+    if (st && f->fin && l2p_stream_close(&st->s, d)) {
         wmem_map_remove(c->streams, &st->id);
         mark_ended(c, st->id);
         l2p_stream_free(&st->s);
