@@ -264,6 +264,18 @@ def merge_reports(paths: list[str]) -> tuple[Aggregate, list[dict]]:
     return total, [r for _, r in parts]
 
 
+def shard_key(capture: str, i: int) -> str:
+    """The capture part of the connection keys of a capture's i-th shard (shards' tshark stream
+    numbers overlap; rename_files)."""
+    return f"{capture}#{i}"
+
+
+def capture_of(key: str, captures: set[str]) -> str:
+    """The capture a connection key's capture part stands for: one of `captures`, or the one a
+    shard_key() was made from (else the key itself)."""
+    return key if key in captures else next((c for c in captures if key.startswith(f"{c}#")), key)
+
+
 def rename_files(agg: Aggregate, names: dict) -> Aggregate:
     """The same Aggregate with the capture part of its connection keys renamed (a shard's keys
     after the capture it came from; two reports' keys apart when their captures share a name),

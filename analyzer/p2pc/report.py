@@ -8,6 +8,7 @@ from .encrypted import warnings as encrypted_warnings
 from .errors import NoP2PTraffic
 from .model import (BANDWIDTH_CELLS, RATIO_BIN, Aggregate, Row, Sums, bandwidth_table, compute_rows,
                     conformance_rows, family, family_measured, measured_tcp, pct, size_table, totals)
+from .merge import capture_of
 from .peers import peer_rows
 from .series import ratio_cdf_by_size, ratio_counts_by_size
 
@@ -41,8 +42,7 @@ def bandwidth_series(agg: Aggregate) -> dict:
     files = set(agg.files)
     spans = defaultdict(list)
     for (f, *_), t in agg.tcp.items():
-        # A shard's connections are keyed "<capture>#<i>" (shard.py): they are the capture's.
-        f = f if f in files else next((c for c in files if f.startswith(f"{c}#")), f)
+        f = capture_of(f, files)      # a shard's connections are its capture's
         spans[f"{t.src}:{t.srcport}>{t.dst}:{t.dstport}"].append((t.first_time, t.last_time, f))
     only = agg.files[0] if len(files) == 1 else ""
     cells: dict = defaultdict(list)
@@ -115,6 +115,11 @@ def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool
     return report
 
 
+def error_pct(modelled: float, measured: float) -> float | None:
+    """How far the model is from what was measured, in % of it (none when nothing was)."""
+    return pct(modelled - measured, measured) if abs(measured) >= 1 else None
+
+
 def compare_report(base: Aggregate, comp: Aggregate, base_bytes: tuple | None = None,
                    comp_bytes: tuple | None = None) -> dict:
     """compare's report; base_bytes, comp_bytes: each capture's attribution.FrameAttribution
@@ -138,14 +143,13 @@ def compare_report(base: Aggregate, comp: Aggregate, base_bytes: tuple | None = 
                      "measured_message_saved": int(m_payload_hdr), "measured_segment_hdr_saved": round(m_seg),
                      "measured_ack_saved": round(m_ack), "measured_total_saved": round(measured),
                      "modelled_total_saved": round(model),
-                     "model_error_pct": pct(model - measured, measured) if abs(measured) >= 1 else None})
+                     "model_error_pct": error_pct(model, measured)})
     # The ALL row sums the families' bytes and counts; its error is that of the sums (never an
     # average of the rows' percentages), as analyze's totals are.
     summed = ("baseline_msgs", "compressed_msgs", "baseline_wire", "compressed_wire", "measured_message_saved",
               "measured_segment_hdr_saved", "measured_ack_saved", "measured_total_saved", "modelled_total_saved")
     tot = {"proto": "ALL", "family": "ALL", **{k: sum(r[k] for r in rows) for k in summed}}
-    tot["model_error_pct"] = pct(tot["modelled_total_saved"] - tot["measured_total_saved"],
-                                 tot["measured_total_saved"]) if abs(tot["measured_total_saved"]) >= 1 else None
+    tot["model_error_pct"] = error_pct(tot["modelled_total_saved"], tot["measured_total_saved"])
     tb, tc = measured_tcp(base), measured_tcp(comp)
     conn = [{"measure": k, "baseline": tb.get(k, 0), "compressed": tc.get(k, 0),
              "saved": tb.get(k, 0) - tc.get(k, 0), "saved_pct": pct(tb.get(k, 0) - tc.get(k, 0), tb.get(k, 0))}

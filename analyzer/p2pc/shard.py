@@ -30,7 +30,7 @@ from . import private
 from .connkey import frame_key
 from .errors import CaptureUnreadable, P2pcError, UsageError
 from .gather import analyze_file, submit_largest_first
-from .merge import rename_files
+from .merge import rename_files, shard_key
 from .records import open_wireshark
 from .tsharkopts import TsharkOptions
 
@@ -292,9 +292,7 @@ def analyze_sharded(capture: str, shards: int, jobs: int, plugin: str | None = N
             if agg is None:
                 agg = type(part)()
             warnings += part.warnings
-            # Name each shard's connections after the capture (`CAPTURE#i`): shards' stream
-            # numbers overlap.
-            agg.merge(rename_files(part, {f: f"{capture}#{i}" for f in part.files}))
+            agg.merge(rename_files(part, {f: shard_key(capture, i) for f in part.files}))
             del part
             i += 1
     finally:
