@@ -578,7 +578,7 @@ draw_payload(tvbuff_t *ptvb, packet_info *pinfo, proto_tree *tree, const guint8 
     while (p2pc_pb_next(ptvb, &off, len, &f)) {
         if (f.wire_type != 2)
             continue;
-        if (f.number == 1) {
+        if (f.number == 1 && f.len > 0) {
             pk_off = f.start;
             koff = f.start;
             while (p2pc_pb_next(ptvb, &koff, f.start + f.len, &k)) {

@@ -306,7 +306,9 @@ dissect_signed_key(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     proto_item_set_text(ti, "libp2p SignedKey");
     if (!der_element(tvb, &off, end, BER_UNI_TAG_SEQUENCE, &seq, &seq_len) ||
         !der_element(tvb, &seq, seq + seq_len, BER_UNI_TAG_OCTETSTRING, &key, &key_len) ||
-        !der_element(tvb, &seq, seq + seq_len, BER_UNI_TAG_OCTETSTRING, &sig, &sig_len)) {
+        !der_element(tvb, &seq, seq + seq_len, BER_UNI_TAG_OCTETSTRING, &sig, &sig_len) ||
+        key_len == 0) {
+        /* An empty publicKey names no peer. */
         expert_add_info(pinfo, ti, &ei_cert_malformed);
         return (int)end;
     }
