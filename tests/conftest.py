@@ -265,6 +265,17 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason=ONCE))
 
 
+def once_beyond_first(values, kind=lambda v: None) -> list:
+    """A parametrize list for a test whose Wireshark-dependent part depends only on kind(value):
+    the first value of each kind runs on every version, the others are `once` (their other
+    parts are the analyzer's own work).  Test IDs stay the values'."""
+    seen, out = set(), []
+    for v in values:
+        out.append(pytest.param(v, marks=pytest.mark.once) if kind(v) in seen else v)
+        seen.add(kind(v))
+    return out
+
+
 def configured_tshark(config: Path, profile: str, files: dict[str, str]):
     """A Tshark (generator, for a fixture) whose Wireshark configuration, in `config`, holds
     the profile `profile` with `files` (name -> text) in it."""
