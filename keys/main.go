@@ -41,12 +41,13 @@ func main() {
 	flag.Var(&pids, "pid", "a process to read keys from (repeat for several)")
 	output := flag.String("output", "", "the key log to append to (created 0600)")
 	duration := flag.Duration("duration", 0, "stop after this long (default: until SIGINT/SIGTERM or every process has ended)")
+	uprobes := flag.String("uprobes", "auto", "auto: multi-uprobe links where the kernel has them (6.6+); single: one uprobe per function, as before 6.6")
 	flag.Parse()
-	if len(pids) == 0 || *output == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: p2pc-keys --pid PID [--pid PID ...] --output FILE [--duration D]")
+	if len(pids) == 0 || *output == "" || flag.NArg() > 0 || (*uprobes != "auto" && *uprobes != "single") {
+		fmt.Fprintln(os.Stderr, "usage: p2pc-keys --pid PID [--pid PID ...] --output FILE [--duration D] [--uprobes auto|single]")
 		os.Exit(2)
 	}
-	os.Exit(run(pids, *output, *duration))
+	os.Exit(run(pids, *output, *duration, *uprobes == "single"))
 }
 
 func fail(format string, args ...any) int {
@@ -54,7 +55,7 @@ func fail(format string, args ...any) int {
 	return 2
 }
 
-func run(pids []int, output string, duration time.Duration) int {
+func run(pids []int, output string, duration time.Duration, single bool) int {
 	// From the start: a signal while attaching still ends in the orderly stop below.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
@@ -71,7 +72,7 @@ func run(pids []int, output string, duration time.Duration) int {
 		return fail("%v", err)
 	}
 	defer log.close()
-	p, err := load()
+	p, err := load(single)
 	if err != nil {
 		return fail("loading the probes: %v", err)
 	}
@@ -85,7 +86,7 @@ func run(pids []int, output string, duration time.Duration) int {
 		if err := p.attach(t); err != nil {
 			return fail("%v", err)
 		}
-		fmt.Fprintf(os.Stderr, "p2pc keys: %s\n", t.describe())
+		fmt.Fprintf(os.Stderr, "p2pc keys: %s (%s)\n", t.describe(), p.flavour())
 		for _, w := range t.warnings {
 			fmt.Fprintf(os.Stderr, "p2pc keys: pid %d: %s\n", t.pid, w)
 		}

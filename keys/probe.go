@@ -29,36 +29,57 @@ type probes struct {
 	links []link.Link
 }
 
-// load loads the BPF objects, or says in one line why it may not.
-func load() (*probes, error) {
+// load loads the BPF objects, or says in one line why it may not.  single: the per-probe
+// programs only, as on a kernel before 6.6 (--uprobes single).
+func load(single bool) (*probes, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, permission(err)
 	}
 	p := &probes{}
+	if single {
+		return p, p.loadSingle(nil)
+	}
 	if err := loadKeysObjects(&p.objs, nil); err != nil {
 		// A kernel before 6.6 refuses the multi-uprobe programs: load the per-probe ones only.
-		spec, specErr := loadKeys()
-		if specErr != nil {
-			return nil, specErr
-		}
-		delete(spec.Programs, "multi_tls_key_log")
-		delete(spec.Programs, "multi_noise_keys")
-		var single struct {
-			SingleTlsKeyLog *ebpf.Program `ebpf:"single_tls_key_log"`
-			SingleNoiseKeys *ebpf.Program `ebpf:"single_noise_keys"`
-			Events          *ebpf.Map     `ebpf:"events"`
-			Lost            *ebpf.Map     `ebpf:"lost"`
-		}
-		if err2 := spec.LoadAndAssign(&single, nil); err2 != nil {
-			return nil, permission(err)
-		}
-		p.objs.Events, p.objs.Lost = single.Events, single.Lost
-		p.objs.SingleTlsKeyLog, p.objs.SingleNoiseKeys = single.SingleTlsKeyLog, single.SingleNoiseKeys
-		p.progs = programs{single.SingleTlsKeyLog, single.SingleNoiseKeys, false}
-		return p, nil
+		return p, p.loadSingle(err)
 	}
 	p.progs = programs{p.objs.MultiTlsKeyLog, p.objs.MultiNoiseKeys, true}
 	return p, nil
+}
+
+// loadSingle loads the per-probe programs and the maps only; refused is why the whole set was
+// refused, if it was (the error said when these are refused too).
+func (p *probes) loadSingle(refused error) error {
+	spec, err := loadKeys()
+	if err != nil {
+		return err
+	}
+	delete(spec.Programs, "multi_tls_key_log")
+	delete(spec.Programs, "multi_noise_keys")
+	var single struct {
+		SingleTlsKeyLog *ebpf.Program `ebpf:"single_tls_key_log"`
+		SingleNoiseKeys *ebpf.Program `ebpf:"single_noise_keys"`
+		Events          *ebpf.Map     `ebpf:"events"`
+		Lost            *ebpf.Map     `ebpf:"lost"`
+	}
+	if err := spec.LoadAndAssign(&single, nil); err != nil {
+		if refused != nil {
+			err = refused
+		}
+		return permission(err)
+	}
+	p.objs.Events, p.objs.Lost = single.Events, single.Lost
+	p.objs.SingleTlsKeyLog, p.objs.SingleNoiseKeys = single.SingleTlsKeyLog, single.SingleNoiseKeys
+	p.progs = programs{single.SingleTlsKeyLog, single.SingleNoiseKeys, false}
+	return nil
+}
+
+// flavour names how the probes are attached, for the line that names them.
+func (p *probes) flavour() string {
+	if p.progs.multi {
+		return "multi-uprobe links"
+	}
+	return "one uprobe each"
 }
 
 // attach sets t's probes, all or none.

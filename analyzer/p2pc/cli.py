@@ -656,6 +656,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="the key log to append to (created with mode 0600)")
     p.add_argument("--duration", type=whole(1), metavar="S",
                    help="stop after S seconds (default: until ^C)")
+    p.add_argument("--uprobes", choices=("auto", "single"), default="auto",
+                   help="auto: multi-uprobe links where the kernel has them (Linux 6.6+), else one "
+                        "uprobe per function; single: one per function, as before 6.6 (default: auto)")
     p.set_defaults(func=keysource.run)
 
     p = command("doctor", "check tshark, the plugin and the optional parts, and print the fix",

@@ -38,11 +38,12 @@ def helper() -> str:
     return found
 
 
-def command(pids: list[int], output: str | os.PathLike, duration: int | None = None) -> list[str]:
+def command(pids: list[int], output: str | os.PathLike, duration: int | None = None,
+            uprobes: str = "auto") -> list[str]:
     argv = [helper()]
     for pid in pids:
         argv += ["--pid", str(pid)]
-    argv += ["--output", str(output)]
+    argv += ["--output", str(output), "--uprobes", uprobes]
     if duration:
         argv += ["--duration", f"{duration}s"]
     return argv
@@ -51,7 +52,7 @@ def command(pids: list[int], output: str | os.PathLike, duration: int | None = N
 def run(args) -> int:
     """`p2pc keys`: the helper in the foreground, its lines on stderr; SIGTERM to p2pc reaches it
     as SIGTERM, so it still writes what is in flight."""
-    proc = subprocess.Popen(command(args.pid, args.output, args.duration))
+    proc = subprocess.Popen(command(args.pid, args.output, args.duration, args.uprobes))
     previous = signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
     try:
         while True:
