@@ -26,6 +26,7 @@
  */
 #include "core/p2pc-compat.h"
 #include "core/codecs.h"
+#include "core/gossip.h"
 #include "core/msgtype.h"
 #include "core/prefs.h"
 #include "core/spec.h"
@@ -857,6 +858,7 @@ gossipsub_rpc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *p
     t = proto_item_add_subtree(ti, ett_gs);
     if (pdu->truncated)
         expert_add_info_format(pinfo, ti, &ei_eth2_truncated, "The stream closed after %d bytes of this RPC", len);
+    p2pc_gossip_rpc(tvb, len, pinfo);
     used = tvb_get_varint(tvb, 0, MIN(FT_VARINT_MAX_LEN, len), &rlen, ENC_VARINT_PROTOBUF);
     if (!used || rlen > (guint64)(len - (int)used))
         return;
