@@ -16,7 +16,7 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .records import Message, PeerIdentity, TcpDirection, Violation
+from .records import GossipPart, Message, PeerIdentity, TcpDirection, Violation
 
 # Per-message P2P header bytes that batching avoids for each item merged into a batch.
 PROTOCOL_HEADER = {"bitcoin": 24, "fisco": 16, "eth2": 0, "libp2p": 0}
@@ -122,6 +122,10 @@ RATIO_BIN = 0.01
 # the bins double in width (the sums stay exact, the figure gets coarser), so hours or days of
 # traffic keep memory bounded: at most this many, or one bin per direction.
 BANDWIDTH_CELLS = 200_000
+# Rows of the gossip section kept with their own topic: a peer names topics at will, so past
+# this many (sender, kind, topic) rows a new topic's parts are summed under OTHER_TOPICS.
+GOSSIP_ROWS = 4096
+OTHER_TOPICS = "(other topics)"
 
 
 # Module-level factories, so an Aggregate pickles across worker processes.
@@ -152,6 +156,8 @@ class Aggregate:
     peers: dict = field(default_factory=dict)
     # (file, p2pc.spec.* check) -> [failures, first frame]
     conformance: dict = field(default_factory=dict)
+    # (sender address, gossipsub part kind, topic) -> [count, message IDs, bytes]
+    gossip: dict = field(default_factory=dict)
     files: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
 
@@ -203,6 +209,18 @@ class Aggregate:
         c[0] += 1
         c[1] = min(c[1], v.frame)
 
+    def add_gossip(self, g: GossipPart) -> None:
+        self._add_gossip((g.src, g.kind, g.topic), (g.count, g.message_ids, g.bytes))
+
+    def _add_gossip(self, key: tuple, sums) -> None:
+        row = self.gossip.get(key)
+        if row is None:
+            if len(self.gossip) >= GOSSIP_ROWS:
+                key = (*key[:2], OTHER_TOPICS)
+            row = self.gossip.setdefault(key, [0, 0, 0])
+        for i in range(3):
+            row[i] += sums[i]
+
     def merge(self, o: "Aggregate") -> None:
         for d, types in o.by_dir.items():
             for k, s in types.items():
@@ -213,6 +231,8 @@ class Aggregate:
             c = self.conformance.setdefault(k, [0, first])
             c[0] += n
             c[1] = min(c[1], first)
+        for k, sums in o.gossip.items():
+            self._add_gossip(k, sums)
         for k, v in o.sizes.items():
             mine = self.sizes[k]
             for i in range(3):
@@ -486,3 +506,11 @@ def conformance_rows(agg: Aggregate) -> list[dict]:
     the first frame (Wireshark's filter for the check finds them all)."""
     return [{"file": f, "check": check, "count": n, "first_frame": first}
             for (f, check), (n, first) in sorted(agg.conformance.items())]
+
+
+def gossip_rows(agg: Aggregate) -> list[dict]:
+    """The gossip section: per sender address, gossipsub part kind and topic, the entries
+    (counted as go-libp2p-pubsub's tracer counts them), the message IDs they carry and their
+    protobuf bytes; the most bytes first."""
+    return [{"src": src, "kind": kind, "topic": topic, "count": n, "message_ids": ids, "bytes": b}
+            for (src, kind, topic), (n, ids, b) in sorted(agg.gossip.items(), key=lambda kv: (-kv[1][2], kv[0]))]

@@ -1,0 +1,232 @@
+"""analyze's gossip section (docs/analyzer.md): the gossipsub streams' bytes by sender, part kind
+and topic, counted as go-libp2p-pubsub's tracer counts them.
+
+The expected rows come from the RPCs themselves, decoded by Google's protobuf library from the
+bytes of each RPC (`tshark -T json -x`: the gossipsub item covers the RPC with its length prefix)
+with the message types of the pubsub spec's rpc.proto, never from p2pc's own counts."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from conftest import CAPTURES, p2pc_report, parse_record
+
+descriptor_pb2 = pytest.importorskip("google.protobuf.descriptor_pb2")
+from google.protobuf import descriptor_pool, message_factory, unknown_fields  # noqa: E402
+
+ANALYZE_GOSSIP_COLUMNS = ["src", "kind", "topic", "count", "message_ids", "bytes"]
+
+# libp2p/specs pubsub/README.md and gossipsub-v1.1/v1.2 (rpc.proto), gossipsub-v1.3
+# extensions.proto, go-libp2p-pubsub pb/rpc.proto (RPC.partial): proto2, field numbers as there.
+# Stream wraps the stream's RPCs: each is uvarint(len) || RPC, which is what a repeated
+# length-delimited field 1 is once its tag byte 0x0a is put before it.
+_B, _S, _BOOL, _U64, _MSG = (descriptor_pb2.FieldDescriptorProto.TYPE_BYTES, descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+                             descriptor_pb2.FieldDescriptorProto.TYPE_BOOL, descriptor_pb2.FieldDescriptorProto.TYPE_UINT64,
+                             descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE)
+_MESSAGES = {
+    "Stream": [("rpc", 1, _MSG, "RPC", True)],
+    "RPC": [("subscriptions", 1, _MSG, "SubOpts", True), ("publish", 2, _MSG, "Message", True),
+            ("control", 3, _MSG, "ControlMessage", False), ("partial", 10, _MSG, "PartialMessagesExtension", False),
+            ("testExtension", 6492434, _MSG, "TestExtension", False)],
+    "SubOpts": [("subscribe", 1, _BOOL, None, False), ("topicid", 2, _S, None, False),
+                ("requestsPartial", 3, _BOOL, None, False), ("supportsSendingPartial", 4, _BOOL, None, False)],
+    "Message": [("from", 1, _B, None, False), ("data", 2, _B, None, False), ("seqno", 3, _B, None, False),
+                ("topic", 4, _S, None, False), ("signature", 5, _B, None, False), ("key", 6, _B, None, False)],
+    "ControlMessage": [("ihave", 1, _MSG, "ControlIHave", True), ("iwant", 2, _MSG, "ControlIWant", True),
+                       ("graft", 3, _MSG, "ControlGraft", True), ("prune", 4, _MSG, "ControlPrune", True),
+                       ("idontwant", 5, _MSG, "ControlIDontWant", True),
+                       ("extensions", 6, _MSG, "ControlExtensions", False)],
+    "ControlIHave": [("topicID", 1, _S, None, False), ("messageIDs", 2, _B, None, True)],
+    "ControlIWant": [("messageIDs", 1, _B, None, True)],
+    "ControlGraft": [("topicID", 1, _S, None, False)],
+    "ControlPrune": [("topicID", 1, _S, None, False), ("peers", 2, _MSG, "PeerInfo", True),
+                     ("backoff", 3, _U64, None, False)],
+    "PeerInfo": [("peerID", 1, _B, None, False), ("signedPeerRecord", 2, _B, None, False)],
+    "ControlIDontWant": [("messageIDs", 1, _B, None, True)],
+    "ControlExtensions": [("partialMessages", 10, _BOOL, None, False), ("testExtension", 6492434, _BOOL, None, False)],
+    "PartialMessagesExtension": [("topicID", 1, _S, None, False), ("groupID", 2, _B, None, False),
+                                 ("partialMessage", 3, _B, None, False), ("partsMetadata", 4, _B, None, False)],
+    "TestExtension": [],
+}
+
+
+def _classes() -> dict:
+    f = descriptor_pb2.FileDescriptorProto(name="p2pc_test_pubsub_rpc.proto", package="pubsub.pb", syntax="proto2")
+    for name, fields in _MESSAGES.items():
+        m = f.message_type.add(name=name)
+        for fname, number, ftype, tname, repeated in fields:
+            fd = m.field.add(name=fname, number=number, type=ftype,
+                             label=descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED if repeated
+                             else descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+            if tname:
+                fd.type_name = f".pubsub.pb.{tname}"
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(f)
+    return {name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"pubsub.pb.{name}"))
+            for name in _MESSAGES}
+
+
+PB = _classes()
+
+
+def field_bytes(parent: str, **one) -> int:
+    """The bytes one field takes in its parent message (its tag, length and body), as the
+    library encodes it."""
+    return PB[parent](**one).ByteSize()
+
+
+def expected_parts(rpc_with_prefix: bytes) -> list[tuple[str, str, int, int, int]]:
+    """(kind, topic, count, message IDs, bytes) of one RPC as its length prefix and protobuf say."""
+    stream = PB["Stream"]()
+    stream.ParseFromString(b"\x0a" + rpc_with_prefix)
+    assert len(stream.rpc) == 1
+    rpc = stream.rpc[0]
+    body = rpc.SerializeToString()
+    # The peers' encoding is the library's (one control field, fields in order): so each
+    # part's encoded size below is its size on the wire.
+    assert rpc_with_prefix.endswith(body), "not the canonical encoding"
+    out = [("rpc_framing", "", 1, 0, len(rpc_with_prefix) - len(body))]
+    for s in rpc.subscriptions:
+        out.append(("subscribe" if s.subscribe else "unsubscribe", s.topicid, 1, 0,
+                    field_bytes("RPC", subscriptions=[s])))
+    for m in rpc.publish:
+        out.append(("publish", m.topic, 1, 0, field_bytes("RPC", publish=[m])))
+    if rpc.HasField("control"):
+        c = rpc.control
+        out.append(("rpc_framing", "", 0, 0, field_bytes("RPC", control=c) - c.ByteSize()))
+        for e in c.ihave:
+            out.append(("ihave", e.topicID, 1, len(e.messageIDs), field_bytes("ControlMessage", ihave=[e])))
+        for e in c.iwant:
+            out.append(("iwant", "", 1, len(e.messageIDs), field_bytes("ControlMessage", iwant=[e])))
+        for e in c.graft:
+            out.append(("graft", e.topicID, 1, 0, field_bytes("ControlMessage", graft=[e])))
+        for e in c.prune:
+            out.append(("prune", e.topicID, 1, 0, field_bytes("ControlMessage", prune=[e])))
+        for e in c.idontwant:
+            out.append(("idontwant", "", 1, len(e.messageIDs), field_bytes("ControlMessage", idontwant=[e])))
+        if c.HasField("extensions"):
+            out.append(("extensions", "", 1, 0, field_bytes("ControlMessage", extensions=c.extensions)))
+    # Fields no spec names (py-libp2p's RPC.senderRecord, field 4), in the RPC or its
+    # ControlMessage: the RPC re-encoded with its known fields only is that much shorter.
+    unknown = len(unknown_fields.UnknownFieldSet(rpc))
+    known = PB["RPC"](subscriptions=rpc.subscriptions, publish=rpc.publish)
+    if rpc.HasField("control"):
+        c = rpc.control
+        unknown += len(unknown_fields.UnknownFieldSet(c))
+        known.control.CopyFrom(PB["ControlMessage"](ihave=c.ihave, iwant=c.iwant, graft=c.graft, prune=c.prune,
+                                                    idontwant=c.idontwant))
+        if c.HasField("extensions"):
+            known.control.extensions.CopyFrom(c.extensions)
+    for name in ("partial", "testExtension"):
+        if rpc.HasField(name):
+            getattr(known, name).CopyFrom(getattr(rpc, name))
+    if unknown:
+        out.append(("other", "", unknown, 0, len(body) - known.ByteSize()))
+    if rpc.HasField("partial"):
+        out.append(("partial", rpc.partial.topicID, 1, 0, field_bytes("RPC", partial=rpc.partial)))
+    if rpc.HasField("testExtension"):
+        out.append(("extensions", "", 1, 0, field_bytes("RPC", testExtension=rpc.testExtension)))
+    return out
+
+
+def split_keylog(tshark, path: Path, folder: Path) -> list[str]:
+    """tshark options for a generator's key log: its Noise lines (LOCAL_*_PRIVATE_KEY, p2pc's
+    libp2p_noise format) and its TLS lines (NSS format), each to its own file."""
+    noise, tls = [], []
+    for line in path.read_text().splitlines():
+        (noise if line.startswith("LOCAL_") else tls).append(line)
+    opts = []
+    for pref, lines, name in (("libp2p_noise.keylog_file", noise, "noise.keys"), ("tls.keylog_file", tls, "tls.keys")):
+        if lines:
+            (folder / name).write_text("\n".join(lines) + "\n")
+            opts += ["-o", f"{pref}:{tshark.ws.readable(folder / name)}"]
+    return opts
+
+
+def gossipsub_rpcs(tshark, capture: Path, opts: list[str]) -> list[tuple[int, str, bytes | None, int]]:
+    """(frame, sender address, the RPC with its length prefix, its length) of every gossipsub
+    RPC, from what the gossipsub item covers (tshark -T json -x).  The bytes are None where
+    tshark's JSON gives none: an RPC whose bytes are no data source of the frame (reassembled
+    in a PDU the frame does not keep, plugin/libp2p/engine.c); its length is always given."""
+    out = tshark.read(["-n", "-r", tshark.ws.readable(capture), *opts, "-T", "json", "-x",
+                       "-J", "frame ip ipv6 gossipsub", "-Y", "gossipsub"]).stdout
+    rpcs = []
+    for pkt in json.loads(out, object_pairs_hook=lambda kv: kv):    # keys repeat: a pair list each
+        layers = dict(dict(pkt)["_source"])["layers"]
+        frame = int(dict(dict(layers)["frame"])["frame.number"])
+        ip = dict(layers).get("ip") or dict(layers)["ipv6"]
+        src = dict(ip).get("ip.src") or dict(ip)["ipv6.src"]
+        rpcs += [(frame, src, bytes.fromhex(raw[0]) if raw[0] else None, raw[2])
+                 for key, raw in layers if key == "gossipsub_raw" and raw[2]]
+    return rpcs
+
+
+def gossip_lines(tshark, capture: Path, opts: list[str]) -> list:
+    """The dump's G lines (-z p2pc,records), read by the analyzer's parser."""
+    out = tshark.read(["-n", "-q", "-r", tshark.ws.readable(capture), *opts, "-z", "p2pc,records"]).stdout
+    return [parse_record(line) for line in out.splitlines() if line.startswith("G\t")]
+
+
+def key_log(capture: Path) -> Path | None:
+    """The capture's key log (its generator's truth names it: the dialer's, or the go-libp2p
+    peer's in an interop capture), if any."""
+    truth = capture.with_name(capture.stem + ".truth.json")
+    keys = json.loads(truth.read_text()).get("keys") if truth.exists() else None
+    if isinstance(keys, dict):
+        keys = keys.get("dialer") or keys.get("go")
+    return capture.parent / keys if keys else None
+
+
+# Every committed capture whose gossipsub RPCs p2pc reads (keys included where encrypted): go-libp2p
+# pairs over each transport and security, Lodestar, Prysm, and go-libp2p with js-, rust- and
+# py-libp2p peers.
+GOSSIP_CAPTURES = [
+    "eth2/eth2-yamux", "eth2/eth2-mplex", "eth2/eth2-broken", "eth2/eth2-yamux-lf", "eth2/eth2-yamux-gap",
+    "eth2/eth2-noise-yamux", "eth2/eth2-noise-mplex", "eth2/eth2-noise-secp256k1", "eth2/eth2-tls-yamux",
+    "eth2/eth2-tls-embedded", "eth2/eth2-quic", "eth2/eth2-tcp-quic",
+    "lodestar/lodestar", "prysm/prysm-tcp", "prysm/prysm-quic",
+    "interop/interop-go-js-plaintext-yamux", "interop/interop-js-go-noise-yamux", "interop/interop-go-rust-quic", "interop/interop-py-go-plaintext-yamux",
+]
+
+
+def summed(parts) -> dict:
+    out: dict = defaultdict(lambda: [0, 0, 0])
+    for key, n, ids, b in parts:
+        row = out[key]
+        row[0] += n
+        row[1] += ids
+        row[2] += b
+    return dict(out)
+
+
+@pytest.mark.parametrize("name", GOSSIP_CAPTURES)
+def test_gossip_rows_are_what_the_rpcs_carry_and_add_up_to_the_streams(tshark, tmp_path, name):
+    """Each frame's gossip parts (sender, kind, topic) have the entries, message IDs and protobuf
+    bytes the RPCs' own decoding gives; analyze's gossip section sums them; and its rows add up
+    to the gossipsub streams' bytes exactly."""
+    cap = CAPTURES / f"{name}.pcapng"
+    keys = key_log(cap)
+    opts = split_keylog(tshark, keys, tmp_path) if keys else []
+    rpcs = gossipsub_rpcs(tshark, cap, opts)
+    assert rpcs, "no gossipsub RPC in the capture"
+    # Frames whose every RPC tshark's JSON gives the bytes of: most of them.
+    unknown = {frame for frame, _, rpc, _ in rpcs if rpc is None}
+    known = [(frame, src, rpc) for frame, src, rpc, _ in rpcs if frame not in unknown]
+    assert len(known) >= len(rpcs) * 3 // 4, (len(known), len(rpcs))
+    want = summed(((frame, src, kind, topic), n, ids, b) for frame, src, rpc in known
+                  for kind, topic, n, ids, b in expected_parts(rpc))
+    lines = gossip_lines(tshark, cap, opts)
+    got = summed(((g.frame, g.src, g.kind, g.topic), g.count, g.message_ids, g.bytes) for g in lines
+                 if g.frame not in unknown)
+    assert got == want
+
+    rep = p2pc_report("analyze", *(["--keylog", str(keys)] if keys else []), str(cap))
+    section = next(s for s in rep["sections"] if s["name"] == "gossip")
+    assert section["columns"] == ANALYZE_GOSSIP_COLUMNS
+    assert {(r["src"], r["kind"], r["topic"]): [r["count"], r["message_ids"], r["bytes"]] for r in section["rows"]} \
+        == summed(((g.src, g.kind, g.topic), g.count, g.message_ids, g.bytes) for g in lines)
+    assert sum(r["bytes"] for r in section["rows"]) == sum(n for _, _, _, n in rpcs)
+    assert [r["bytes"] for r in section["rows"]] == sorted((r["bytes"] for r in section["rows"]), reverse=True)
