@@ -11,11 +11,9 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, unknown_fields
 
-from conftest import CAPTURES, p2pc_report, parse_record
-
-descriptor_pb2 = pytest.importorskip("google.protobuf.descriptor_pb2")
-from google.protobuf import descriptor_pool, message_factory, unknown_fields  # noqa: E402
+from conftest import CAPTURES, p2pc_report, parse_record, run_p2pc
 
 ANALYZE_GOSSIP_COLUMNS = ["src", "kind", "topic", "count", "message_ids", "bytes"]
 
@@ -230,3 +228,38 @@ def test_gossip_rows_are_what_the_rpcs_carry_and_add_up_to_the_streams(tshark, t
         == summed(((g.src, g.kind, g.topic), g.count, g.message_ids, g.bytes) for g in lines)
     assert sum(r["bytes"] for r in section["rows"]) == sum(n for _, _, _, n in rpcs)
     assert [r["bytes"] for r in section["rows"]] == sorted((r["bytes"] for r in section["rows"]), reverse=True)
+
+
+def gossip_section(rep: dict) -> list[dict]:
+    return next(s["rows"] for s in rep["sections"] if s["name"] == "gossip")
+
+
+def test_merged_reports_give_the_gossip_rows_of_both_captures(tmp_path):
+    """The section's sums merge exactly: p2pc merge of two captures' reports gives the rows of
+    analyzing both together."""
+    caps = [str(CAPTURES / "eth2/eth2-yamux.pcapng"), str(CAPTURES / "eth2/eth2-broken.pcapng")]
+    paths = []
+    for i, c in enumerate(caps):
+        paths.append(tmp_path / f"{i}.json")
+        paths[-1].write_text(json.dumps(p2pc_report("analyze", c)))
+    both = gossip_section(p2pc_report("analyze", *caps))
+    assert gossip_section(p2pc_report("merge", *map(str, paths))) == both
+    one = {(r["src"], r["kind"], r["topic"]): r["bytes"] for r in gossip_section(json.loads(paths[0].read_text()))}
+    assert both and all(r["bytes"] >= one.get((r["src"], r["kind"], r["topic"]), 0) for r in both)
+    assert sum(r["bytes"] for r in both) > sum(one.values())
+
+
+def test_the_terminal_shows_the_top_ten_rows_and_says_how_many_more():
+    """The whole report's table shows the gossip rows with the most bytes; --section gossip all."""
+    cap = str(CAPTURES / "lodestar/lodestar.pcapng")
+    keys = ["--keylog", str(CAPTURES / "lodestar/lodestar.keys")]
+    rows = gossip_section(p2pc_report("analyze", *keys, cap))
+    assert len(rows) > 10
+    out = run_p2pc("analyze", *keys, cap, env_extra={"COLUMNS": "400"}).stdout
+    table = out[out.index("Gossipsub bytes by sender, kind and topic"):]
+    assert f"({len(rows) - 10:,} more rows: --section gossip shows them all)" in table
+    shown = [l.split() for l in table.splitlines()[3:13]]
+    assert [(l[0], l[1], int(l[-1].replace(",", ""))) for l in shown] == \
+        [(r["src"], r["kind"], r["bytes"]) for r in rows[:10]]
+    whole = run_p2pc("analyze", *keys, cap, "--section", "gossip", env_extra={"COLUMNS": "400"}).stdout
+    assert len([l for l in whole.splitlines() if l.startswith("192.0.2.")]) == len(rows)

@@ -1,7 +1,9 @@
 /* printers.c
  * The exact dumps of the "p2pc" tap that the analyzer reads (docs/tap-format.md):
  *   tshark -q -z p2pc,records[,FILTER]   one line per message, one per peer ID a handshake
- *                                        states (the "p2pc_peer" tap), then TCP segment/ACK
+ *                                        states (the "p2pc_peer" tap), per failed check (the
+ *                                        "p2pc_spec" tap) and per gossipsub RPC part (the
+ *                                        "p2pc_gossip" tap), then TCP segment/ACK
  *                                        counts per connection direction
  *   tshark -q -z p2pc,records,stream[,FILTER]   the same lines, each flushed as its packet is
  *                                        dissected (p2pc live): a direction's T line, its
