@@ -263,3 +263,32 @@ def test_the_terminal_shows_the_top_ten_rows_and_says_how_many_more():
         [(r["src"], r["kind"], r["bytes"]) for r in rows[:10]]
     whole = run_p2pc("analyze", *keys, cap, "--section", "gossip", env_extra={"COLUMNS": "400"}).stdout
     assert len([l for l in whole.splitlines() if l.startswith("192.0.2.")]) == len(rows)
+
+
+def _truth_gossip_captures() -> list[str]:
+    """The captures whose generators recorded each gossip message a peer published (truth.go
+    and its twins: `peers.{dialer,listener}.messages`, kind gossip, dir sent)."""
+    out = []
+    for truth in sorted(CAPTURES.glob("*/*.truth.json")):
+        peers = json.loads(truth.read_text()).get("peers")
+        if isinstance(peers, dict) and any(m.get("kind") == "gossip" for p in peers.values() if isinstance(p, dict)
+                                           for m in p.get("messages", [])):
+            out.append(f"{truth.parent.name}/{truth.name.removesuffix('.truth.json')}")
+    return out
+
+
+@pytest.mark.parametrize("name", _truth_gossip_captures())
+def test_publish_rows_are_what_each_peer_says_it_published(name):
+    """Per sender and topic, the publish count is the gossip messages that peer's own truth says
+    it sent (two peers: each message crosses the one link once)."""
+    cap = CAPTURES / f"{name}.pcapng"
+    truth = json.loads(cap.with_name(cap.stem + ".truth.json").read_text())
+    keys = key_log(cap)
+    rows = gossip_section(p2pc_report("analyze", *(["--keylog", str(keys)] if keys else []), str(cap)))
+    got = {(r["src"], r["topic"]): r["count"] for r in rows if r["kind"] == "publish"}
+    want: dict = defaultdict(int)
+    for role in ("dialer", "listener"):
+        for m in truth["peers"][role]["messages"]:
+            if m["kind"] == "gossip" and m["dir"] == "sent":
+                want[(truth["link"][role], m["topic"])] += 1
+    assert got == dict(want)
