@@ -184,7 +184,7 @@ def key_log(capture: Path) -> Path | None:
 GOSSIP_CAPTURES = [
     "eth2/eth2-yamux", "eth2/eth2-mplex", "eth2/eth2-broken", "eth2/eth2-yamux-lf", "eth2/eth2-yamux-gap",
     "eth2/eth2-noise-yamux", "eth2/eth2-noise-mplex", "eth2/eth2-noise-secp256k1", "eth2/eth2-tls-yamux",
-    "eth2/eth2-tls-embedded", "eth2/eth2-quic", "eth2/eth2-tcp-quic",
+    "eth2/eth2-tls-embedded", "eth2/eth2-quic", "eth2/eth2-tcp-quic", "eth2/eth2-pubsub-trace",
     "lodestar/lodestar", "prysm/prysm-tcp", "prysm/prysm-quic",
     "interop/interop-go-js-plaintext-yamux", "interop/interop-js-go-noise-yamux", "interop/interop-go-rust-quic", "interop/interop-py-go-plaintext-yamux",
 ]
@@ -292,3 +292,33 @@ def test_publish_rows_are_what_each_peer_says_it_published(name):
             if m["kind"] == "gossip" and m["dir"] == "sent":
                 want[(truth["link"][role], m["topic"])] += 1
     assert got == dict(want)
+
+
+def _traced_captures() -> list[str]:
+    """The captures whose peers' truth holds what go-libp2p-pubsub's tracer saw them send
+    (captures/gen/libp2p/truth.go, pubsubTrace: `peers.*.pubsub_sent`)."""
+    return [f"{t.parent.name}/{t.name.removesuffix('.truth.json')}" for t in sorted(CAPTURES.glob("*/*.truth.json"))
+            if all("pubsub_sent" in p for p in (json.loads(t.read_text()).get("peers") or {"": {}}).values())]
+
+
+@pytest.mark.parametrize("name", _traced_captures())
+def test_rows_are_what_the_peers_tracer_saw_them_send(name):
+    """Per sender, kind and topic, the entries and message IDs are what go-libp2p-pubsub's own
+    tracer (a RawTracer's SendRPC) counted for that peer, but for the hello: the RPC of the
+    peer's subscriptions it writes first on each new pubsub stream, which pubsub.go
+    (handleNewPeer: q.Push(helloPacket)) queues past the tracer, one SubOpts per topic it joined
+    (the generator joins the truth's gossip topic)."""
+    cap = CAPTURES / f"{name}.pcapng"
+    truth = json.loads(cap.with_name(cap.stem + ".truth.json").read_text())
+    rows = gossip_section(p2pc_report("analyze", str(cap)))
+    got = {(r["src"], r["kind"], r["topic"]): (r["count"], r["message_ids"])
+           for r in rows if r["kind"] not in ("rpc_framing", "other")}
+    want = {}
+    for role in ("dialer", "listener"):
+        src = truth["link"][role]
+        for c in truth["peers"][role]["pubsub_sent"]:
+            want[(src, c["kind"], c["topic"])] = (c["count"], c["message_ids"])
+        hello = want.get((src, "subscribe", truth["gossip"]["topic"]), (0, 0))
+        want[(src, "subscribe", truth["gossip"]["topic"])] = (hello[0] + 1, 0)
+    assert got == want
+    assert any(k[1] in ("graft", "idontwant") for k in want)
