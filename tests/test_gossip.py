@@ -322,3 +322,60 @@ def test_rows_are_what_the_peers_tracer_saw_them_send(name):
         want[(src, "subscribe", truth["gossip"]["topic"])] = (hello[0] + 1, 0)
     assert got == want
     assert any(k[1] in ("graft", "idontwant") for k in want)
+
+
+def _uvarint(n: int) -> bytes:
+    """uvarint(n), n > 0, as the protobuf library encodes a length: a string field of n bytes
+    without its tag and body."""
+    return PB["ControlGraft"](topicID="x" * n).SerializeToString()[1:-n]
+
+
+def test_bytes_no_spec_names_and_an_rpc_cut_short_are_other(tshark, tmp_path):
+    """Crafted: an RPC with a field no spec names, one whose ControlMessage ends in bytes that
+    do not parse, and one the stream closes inside.  Each known entry is counted as the library
+    encodes it, the rest is `other`, and the rows still add up to the stream's bytes."""
+    from craft import ACK, FIN, MESHSUB, MS, SYN, YAMUX_ID, ms, tcp_pcap, yamux
+
+    ihave = PB["ControlIHave"](topicID="t", messageIDs=[b"a" * 20, b"b" * 20])
+    iwant = PB["ControlIWant"](messageIDs=[b"c" * 20])
+    idontwant = PB["ControlIDontWant"](messageIDs=[b"d" * 20, b"e" * 20, b"f" * 20])
+    control = PB["ControlMessage"](ihave=[ihave], iwant=[iwant], idontwant=[idontwant])
+    unknown = b"\x22\x05hello"                    # RPC field 4, 5 bytes (py-libp2p's senderRecord)
+    body1 = PB["RPC"](control=control).SerializeToString() + unknown
+    graft = PB["ControlGraft"](topicID="g")
+    broken = b"\x0a\xff"                          # an IHAVE claiming 255 bytes of the 1 left
+    inner = PB["ControlMessage"](graft=[graft]).SerializeToString() + broken
+    body2 = b"\x1a" + _uvarint(len(inner)) + inner   # RPC.control = 3
+    rpc1, rpc2 = _uvarint(len(body1)) + body1, _uvarint(len(body2)) + body2
+    cut = _uvarint(50) + b"x" * 10                  # the stream closes 40 bytes short
+    stream = MS + ms(MESHSUB)
+    segs = [("a", MS + ms(YAMUX_ID)), ("b", MS + ms(YAMUX_ID)),
+            ("a", yamux(SYN, 1, stream)), ("b", yamux(ACK, 1, stream)),
+            ("a", yamux(0, 1, rpc1)), ("a", yamux(0, 1, rpc2)), ("a", yamux(FIN, 1, cut))]
+    cap = tmp_path / "gossip-other.pcap"
+    tcp_pcap(cap, segs, syn="a")
+    got = summed(((g.kind, g.topic), g.count, g.message_ids, g.bytes)
+                 for g in gossip_lines(tshark, cap, []) if g.src == "192.0.2.1")
+    framing = (len(rpc1) - len(body1) + field_bytes("RPC", control=control) - control.ByteSize()
+               + len(rpc2) - len(body2) + 1 + len(_uvarint(len(inner))))
+    assert got == {
+        ("rpc_framing", ""): [2, 0, framing],
+        ("ihave", "t"): [1, 2, field_bytes("ControlMessage", ihave=[ihave])],
+        ("iwant", ""): [1, 1, field_bytes("ControlMessage", iwant=[iwant])],
+        ("idontwant", ""): [1, 3, field_bytes("ControlMessage", idontwant=[idontwant])],
+        ("graft", "g"): [1, 0, field_bytes("ControlMessage", graft=[graft])],
+        ("other", ""): [3, 0, len(unknown) + len(broken) + len(cut)],
+    }
+    assert sum(b for _, _, b in got.values()) == len(rpc1) + len(rpc2) + len(cut)
+
+
+@pytest.mark.parametrize("name", ["eth2/eth2-yamux", "eth2/eth2-noise-yamux"])
+def test_two_passes_print_the_gossip_lines_of_one(tshark, tmp_path, name):
+    """tshark -2 (what the GUI and sharkd do: every frame dissected again) gives the same G
+    lines as one pass: the parts come from the RPCs each frame completes, whichever pass."""
+    cap = CAPTURES / f"{name}.pcapng"
+    keys = key_log(cap)
+    opts = split_keylog(tshark, keys, tmp_path) if keys else []
+    one = gossip_lines(tshark, cap, opts)
+    assert one
+    assert gossip_lines(tshark, cap, [*opts, "-2"]) == one
