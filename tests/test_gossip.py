@@ -379,3 +379,23 @@ def test_two_passes_print_the_gossip_lines_of_one(tshark, tmp_path, name):
     one = gossip_lines(tshark, cap, opts)
     assert one
     assert gossip_lines(tshark, cap, [*opts, "-2"]) == one
+
+
+def test_live_reads_the_gossip_lines_of_the_stream_tap():
+    """What `p2pc live` does with the streaming tap's G lines, without a capture interface: its
+    report's gossip section is analyze's of the same capture."""
+    from p2pc.live import LiveTotals
+    from p2pc.report import analyze_report
+    from p2pc.wsenv import Wireshark, built_plugin
+    cap = CAPTURES / "eth2/eth2-yamux.pcapng"
+    live = LiveTotals()
+    ws = Wireshark(plugin=built_plugin())
+    try:
+        res = ws.run("tshark", ["-n", "-q", "-r", str(cap), "-o", "p2pc.keep_replay:FALSE", "-z", "p2pc,records,stream"])
+    finally:
+        ws.cleanup()
+    assert res.returncode == 0, res.stderr
+    for line in res.stdout.splitlines():
+        live.line(line)
+    rows = gossip_section(analyze_report(live.agg, "capture", False, False))
+    assert rows and rows == gossip_section(p2pc_report("analyze", str(cap)))
