@@ -15,7 +15,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, un
 
 from conftest import CAPTURES, p2pc_report, parse_record, run_p2pc
 
-ANALYZE_GOSSIP_COLUMNS = ["src", "kind", "topic", "count", "message_ids", "bytes"]
+ANALYZE_GOSSIP_COLUMNS = ["src", "kind", "topic", "count", "message_ids", "bytes", "duplicates", "duplicate_bytes"]
 
 # libp2p/specs pubsub/README.md and gossipsub-v1.1/v1.2 (rpc.proto), gossipsub-v1.3
 # extensions.proto, go-libp2p-pubsub pb/rpc.proto (RPC.partial): proto2, field numbers as there.
@@ -259,7 +259,7 @@ def test_the_terminal_shows_the_top_ten_rows_and_says_how_many_more():
     table = out[out.index("Gossipsub bytes by sender, kind and topic"):]
     assert f"({len(rows) - 10:,} more rows: --section gossip shows them all)" in table
     shown = [l.split() for l in table.splitlines()[3:13]]
-    assert [(l[0], l[1], int(l[-1].replace(",", ""))) for l in shown] == \
+    assert [(l[0], l[1], int(l[-3].replace(",", ""))) for l in shown] == \
         [(r["src"], r["kind"], r["bytes"]) for r in rows[:10]]
     whole = run_p2pc("analyze", *keys, cap, "--section", "gossip", env_extra={"COLUMNS": "400"}).stdout
     assert len([l for l in whole.splitlines() if l.startswith("192.0.2.")]) == len(rows)
@@ -278,20 +278,31 @@ def _truth_gossip_captures() -> list[str]:
 
 
 @pytest.mark.parametrize("name", _truth_gossip_captures())
-def test_publish_rows_are_what_each_peer_says_it_published(name):
+def test_publish_rows_are_what_each_peer_says_it_published(tshark, tmp_path, name):
     """Per sender and topic, the publish count is the gossip messages that peer's own truth says
-    it sent (two peers: each message crosses the one link once)."""
+    it sent, each with the message ID the peer gave it (two peers: each message crosses the one
+    link once, so no delivery is a duplicate)."""
     cap = CAPTURES / f"{name}.pcapng"
     truth = json.loads(cap.with_name(cap.stem + ".truth.json").read_text())
     keys = key_log(cap)
     rows = gossip_section(p2pc_report("analyze", *(["--keylog", str(keys)] if keys else []), str(cap)))
     got = {(r["src"], r["topic"]): r["count"] for r in rows if r["kind"] == "publish"}
     want: dict = defaultdict(int)
+    ids: dict = defaultdict(list)
     for role in ("dialer", "listener"):
         for m in truth["peers"][role]["messages"]:
             if m["kind"] == "gossip" and m["dir"] == "sent":
                 want[(truth["link"][role], m["topic"])] += 1
+                ids[truth["link"][role]].append(m["msg_id"])
     assert got == dict(want)
+    # Each message's ID is the one its sender computed (eth2's rule), and none crossed twice.
+    lines = gossip_lines(tshark, cap, split_keylog(tshark, keys, tmp_path) if keys else [])
+    sent: dict = defaultdict(list)
+    for g in lines:
+        if g.kind == "publish":
+            sent[g.src].append(g.message_id)
+    assert {k: sorted(v) for k, v in sent.items()} == {k: sorted(v) for k, v in ids.items()}
+    assert all(r["duplicates"] == r["duplicate_bytes"] == 0 for r in rows)
 
 
 def _traced_captures() -> list[str]:
@@ -399,3 +410,36 @@ def test_live_reads_the_gossip_lines_of_the_stream_tap():
         live.line(line)
     rows = gossip_section(analyze_report(live.agg, "capture", False, False))
     assert rows and rows == gossip_section(p2pc_report("analyze", str(cap)))
+
+
+def test_a_message_a_node_already_had_is_a_duplicate_on_any_connection(tshark, tmp_path):
+    """Crafted: A publishes one message to B on two connections, then B sends it back to A and a
+    message of its own: B's second copy and A's copy back are duplicates (a node given a
+    message ID it already received, or sent), each counted with its bytes; the message ID is
+    go-libp2p's default, from || seqno."""
+    import subprocess
+    from craft import ACK, MESHSUB, MS, SYN, YAMUX_ID, ms, tcp_pcap, yamux
+
+    m = PB["Message"](**{"from": b"peer-a", "seqno": b"\x00\x01", "topic": "t", "data": b"x" * 100})
+    other = PB["Message"](**{"from": b"peer-b", "seqno": b"\x00\x01", "topic": "t", "data": b"y" * 30})
+
+    def rpc(*msgs) -> bytes:
+        body = PB["RPC"](publish=list(msgs)).SerializeToString()
+        return _uvarint(len(body)) + body
+
+    stream = MS + ms(MESHSUB)
+    opening = [("a", MS + ms(YAMUX_ID)), ("b", MS + ms(YAMUX_ID)),
+               ("a", yamux(SYN, 1, stream)), ("b", yamux(ACK, 1, stream))]
+    parts = []
+    for port, side, payload in ((40001, "a", rpc(m)), (40003, "a", rpc(m)), (40005, "b", rpc(m, other))):
+        parts.append(tmp_path / f"{port}.pcap")
+        tcp_pcap(parts[-1], [*opening, (side, yamux(0, 1, payload))], ports=(port, 9000), syn="a")
+    cap = tmp_path / "dup.pcap"
+    subprocess.run(["mergecap", "-a", "-F", "pcap", "-w", str(cap), *map(str, parts)], check=True)
+    rows = {(r["src"], r["kind"]): r for r in gossip_section(p2pc_report("analyze", str(cap)))}
+    mb, ob = field_bytes("RPC", publish=[m]), field_bytes("RPC", publish=[other])
+    a, b = rows[("192.0.2.1", "publish")], rows[("192.0.2.2", "publish")]
+    assert (a["count"], a["bytes"], a["duplicates"], a["duplicate_bytes"]) == (2, 2 * mb, 1, mb)
+    assert (b["count"], b["bytes"], b["duplicates"], b["duplicate_bytes"]) == (2, mb + ob, 1, mb)
+    ids = [g.message_id for g in gossip_lines(tshark, cap, []) if g.kind == "publish"]
+    assert ids == [(b"peer-a" + b"\x00\x01").hex()] * 3 + [(b"peer-b" + b"\x00\x01").hex()]

@@ -131,7 +131,8 @@ class Violation:
 class GossipPart(Directed):
     """The parts of one kind and topic of a gossipsub RPC that src:srcport sent: `count` entries
     (control entries, SubOpts, Messages; RPCs for rpc_framing) carrying `message_ids` message
-    IDs, `bytes` protobuf bytes (each field's tag, length and body)."""
+    IDs, `bytes` protobuf bytes (each field's tag, length and body).  A publish part is one
+    Message, `message_id` its message ID in hex by its topic's rule ("" when it has none)."""
     frame: int
     stream: int
     src: str
@@ -143,6 +144,7 @@ class GossipPart(Directed):
     count: int
     message_ids: int
     bytes: int
+    message_id: str
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,8 @@ CONFORMANCE_SECTION = {"name": "conformance", "title": "Conformance checks that 
 
 # Where the gossipsub streams' bytes went (docs/analyzer.md, gossip).
 GOSSIP_SECTION = {"name": "gossip", "title": "Gossipsub bytes by sender, kind and topic",
-                  "columns": ["src", "kind", "topic", "count", "message_ids", "bytes"]}
+                  "columns": ["src", "kind", "topic", "count", "message_ids", "bytes", "duplicates",
+                              "duplicate_bytes"]}
 
 
 def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool,

@@ -20,19 +20,25 @@
 #include "core/gossip.h"
 #include "core/protobuf.h"
 
+#include <wsutil/to_str.h>
+
 static int gossip_tap = -1;
 
 #define GS_EXT_PARTIAL 10               /* RPC.partial (go-libp2p-pubsub pb/rpc.proto) */
 #define GS_EXT_TEST 6492434             /* RPC.testExtension (gossipsub v1.3 extensions.proto) */
 
-/* One RPC's rows, by kind and topic, in the order first seen. */
-typedef struct {
+static const char *last_string(tvbuff_t *tvb, packet_info *pinfo, int start, int len, guint64 want);
+
+/* One RPC's rows, by kind and topic (publish: by Message), in the order first seen. */
+struct p2pc_gossip_rpc {
     wmem_map_t *rows;           /* "kind\ttopic" -> p2pc_gossip_part_t */
     wmem_array_t *order;        /* p2pc_gossip_part_t * */
+    wmem_map_t *messages;       /* msg_start -> its publish p2pc_gossip_part_t */
     packet_info *pinfo;
-} rpc_parts_t;
+};
+typedef struct p2pc_gossip_rpc rpc_parts_t;
 
-static void
+static p2pc_gossip_part_t *
 add(rpc_parts_t *r, const char *kind, const char *topic, guint32 count, guint64 ids, guint64 bytes)
 {
     char *key = wmem_strdup_printf(r->pinfo->pool, "%s\t%s", kind, topic);
@@ -41,12 +47,49 @@ add(rpc_parts_t *r, const char *kind, const char *topic, guint32 count, guint64 
         p = wmem_new0(r->pinfo->pool, p2pc_gossip_part_t);
         p->kind = kind;
         p->topic = topic;
+        p->message_id = "";
         wmem_map_insert(r->rows, key, p);
         wmem_array_append_one(r->order, p);
     }
     p->count += count;
     p->message_ids += ids;
     p->bytes += bytes;
+    return p;
+}
+
+/* `len` bytes at p in hex, lower case (pinfo->pool). */
+static const char *
+hex_of(packet_info *pinfo, const guint8 *p, guint len)
+{
+    char *out = (char *)wmem_alloc(pinfo->pool, (gsize)len * 2 + 1);
+    *(len ? bytes_to_hexstr(out, p, len) : out) = '\0';
+    return out;
+}
+
+/* A published Message, a part of its own: go-libp2p's default message ID (DefaultMsgIdFn:
+ * from || seqno), until the dissector gives its topic's (p2pc_gossip_message_id()). */
+static void
+add_message(rpc_parts_t *r, tvbuff_t *tvb, int start, int len, guint64 bytes)
+{
+    int off = start, from = -1, from_len = 0, seqno = -1, seqno_len = 0;
+    p2pc_pb_field_t f;
+    p2pc_gossip_part_t *p = wmem_new0(r->pinfo->pool, p2pc_gossip_part_t);
+
+    while (p2pc_pb_next(tvb, &off, start + len, &f))
+        if (f.wire_type == 2 && (f.number == 1 || f.number == 3)) {
+            *(f.number == 1 ? &from : &seqno) = f.start;
+            *(f.number == 1 ? &from_len : &seqno_len) = f.len;
+        }
+    p->kind = "publish";
+    p->topic = last_string(tvb, r->pinfo, start, len, 4);
+    p->count = 1;
+    p->bytes = bytes;
+    p->msg_start = start;
+    p->message_id = wmem_strconcat(r->pinfo->pool,
+        from < 0 ? "" : hex_of(r->pinfo, tvb_get_ptr(tvb, from, from_len), from_len),
+        seqno < 0 ? "" : hex_of(r->pinfo, tvb_get_ptr(tvb, seqno, seqno_len), seqno_len), NULL);
+    wmem_array_append_one(r->order, p);
+    wmem_map_insert(r->messages, GINT_TO_POINTER(start), p);
 }
 
 /* The last string field numbered `want` of the message tvb[start, start + len) (protobuf: the
@@ -164,7 +207,7 @@ rpc_parts(rpc_parts_t *r, tvbuff_t *tvb, int len)
             add(r, sub_kind(tvb, f.start, f.len), last_string(tvb, r->pinfo, f.start, f.len, 2), 1, 0, bytes);
             break;
         case 2:
-            add(r, "publish", last_string(tvb, r->pinfo, f.start, f.len, 4), 1, 0, bytes);
+            add_message(r, tvb, f.start, f.len, bytes);
             break;
         case 3:
             /* The ControlMessage's own tag and length frame its entries. */
@@ -183,19 +226,34 @@ rpc_parts(rpc_parts_t *r, tvbuff_t *tvb, int len)
     }
 }
 
-void
+p2pc_gossip_rpc_t *
 p2pc_gossip_rpc(tvbuff_t *tvb, int len, packet_info *pinfo)
 {
-    rpc_parts_t r;
-    r.rows = wmem_map_new(pinfo->pool, g_str_hash, g_str_equal);
-    r.order = wmem_array_new(pinfo->pool, sizeof(p2pc_gossip_part_t *));
-    r.pinfo = pinfo;
+    rpc_parts_t *r = wmem_new0(pinfo->pool, rpc_parts_t);
+    r->rows = wmem_map_new(pinfo->pool, g_str_hash, g_str_equal);
+    r->order = wmem_array_new(pinfo->pool, sizeof(p2pc_gossip_part_t *));
+    r->messages = wmem_map_new(pinfo->pool, g_direct_hash, g_direct_equal);
+    r->pinfo = pinfo;
     if (len > 0)
-        rpc_parts(&r, tvb, len);
-    for (guint i = 0; i < wmem_array_get_count(r.order); i++) {
-        p2pc_gossip_part_t *p = *(p2pc_gossip_part_t **)wmem_array_index(r.order, i);
-        p2pc_where_of(pinfo, &p->at);
-        p2pc_batch_queue(gossip_tap, P2PC_KEY_BATCH_GOSSIP, pinfo, p);
+        rpc_parts(r, tvb, len);
+    return r;
+}
+
+void
+p2pc_gossip_message_id(p2pc_gossip_rpc_t *r, int msg_start, const guint8 *id, guint id_len)
+{
+    p2pc_gossip_part_t *p = (p2pc_gossip_part_t *)wmem_map_lookup(r->messages, GINT_TO_POINTER(msg_start));
+    if (p)
+        p->message_id = hex_of(r->pinfo, id, id_len);
+}
+
+void
+p2pc_gossip_queue(p2pc_gossip_rpc_t *r)
+{
+    for (guint i = 0; i < wmem_array_get_count(r->order); i++) {
+        p2pc_gossip_part_t *p = *(p2pc_gossip_part_t **)wmem_array_index(r->order, i);
+        p2pc_where_of(r->pinfo, &p->at);
+        p2pc_batch_queue(gossip_tap, P2PC_KEY_BATCH_GOSSIP, r->pinfo, p);
     }
 }
 

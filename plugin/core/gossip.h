@@ -25,12 +25,26 @@ typedef struct {
     guint32 count;              /* entries (publish: Messages; subscribe: SubOpts; rpc_framing: RPCs) */
     guint64 message_ids;        /* message IDs the entries carry (IHAVE, IWANT, IDONTWANT) */
     guint64 bytes;              /* protobuf bytes: each field's tag, length and body */
+    /* publish: one part per Message, its message ID in hex (the topic's rule: the dissector's,
+     * p2pc_gossip_message_id(); else go-libp2p's default, from || seqno); "" when it has none */
+    const char *message_id;
+    int msg_start;              /* publish: where the Message's bytes start in the RPC's tvb */
     p2pc_where_t at;
 } p2pc_gossip_part_t;
 
+/* The parts of one RPC, kept until p2pc_gossip_queue(). */
+typedef struct p2pc_gossip_rpc p2pc_gossip_rpc_t;
+
 /* Account the gossipsub RPC tvb[0, len): its uvarint length prefix and the protobuf RPC after it
  * (len may be short of it: the stream closed inside the RPC).  The parts' bytes add up to len. */
-void p2pc_gossip_rpc(tvbuff_t *tvb, int len, packet_info *pinfo);
+p2pc_gossip_rpc_t *p2pc_gossip_rpc(tvbuff_t *tvb, int len, packet_info *pinfo);
+
+/* The message ID of the Message whose bytes start at msg_start, by its topic's rule (eth2's:
+ * the dissector knows it), replacing go-libp2p's default. */
+void p2pc_gossip_message_id(p2pc_gossip_rpc_t *rpc, int msg_start, const guint8 *id, guint id_len);
+
+/* Queue the RPC's parts on the "p2pc_gossip" tap. */
+void p2pc_gossip_queue(p2pc_gossip_rpc_t *rpc);
 
 /* Registers the "p2pc_gossip" tap (p2pc.c). */
 void p2pc_gossip_register(void);

@@ -429,7 +429,8 @@ records_gossip_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, co
         fputs(g->kind, stdout);
         putchar('\t');
         print_field(stdout, g->topic);
-        printf("\t%u\t%" G_GUINT64_FORMAT "\t%" G_GUINT64_FORMAT "\n", g->count, g->message_ids, g->bytes);
+        printf("\t%u\t%" G_GUINT64_FORMAT "\t%" G_GUINT64_FORMAT "\t%s\n", g->count, g->message_ids, g->bytes,
+               g->message_id);
     }
     if (t->tcp->stream)
         fflush(stdout);
@@ -622,7 +623,7 @@ records_init(const char *opt_arg, void *userdata)
            "\tsnappy_chunks\treason\tunit_end\n");
     printf("#I\tframe\tstream\tsrc\tsrcport\tdst\tdstport\tvia\tpeer_id\n");
     printf("#S\tframe\tcheck\n");
-    printf("#G\tframe\tstream\tsrc\tsrcport\tdst\tdstport\tkind\ttopic\tcount\tmessage_ids\tbytes\n");
+    printf("#G\tframe\tstream\tsrc\tsrcport\tdst\tdstport\tkind\ttopic\tcount\tmessage_ids\tbytes\tmessage_id\n");
     if (t->tcp.stream) {
         print_tcp_header();
         fflush(stdout);

@@ -50,7 +50,7 @@ HEAD = {"proto": "proto", "msg_type": "message type", "direction": "direction", 
         "muxer_offered": "muxer offered", "early_muxer": "early muxer", "protocols_offered": "protocols offered",
         "protocols_accepted": "protocols accepted", "lazy_streams": "lazy streams",
         # analyze's gossip section
-        "src": "sender", "message_ids": "message IDs",
+        "src": "sender", "message_ids": "message IDs", "duplicate_bytes": "duplicate B",
         # whatif
         "strategy": "strategy", "codec": "codec", "sent_bytes": "compressed B", "threshold": "over N B",
         "compress_ms_per_mb": "compress CPU ms/MB", "decompress_ms_per_mb": "decompress CPU ms/MB"}
