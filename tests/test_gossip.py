@@ -443,3 +443,21 @@ def test_a_message_a_node_already_had_is_a_duplicate_on_any_connection(tshark, t
     assert (b["count"], b["bytes"], b["duplicates"], b["duplicate_bytes"]) == (2, mb + ob, 1, mb)
     ids = [g.message_id for g in gossip_lines(tshark, cap, []) if g.kind == "publish"]
     assert ids == [(b"peer-a" + b"\x00\x01").hex()] * 3 + [(b"peer-b" + b"\x00\x01").hex()]
+
+
+def test_a_topic_with_control_characters_keeps_its_line_whole(tmp_path):
+    """A topic a peer made up, holding TAB and LF: its G line keeps its columns (the dump's
+    escapes) and the row names the topic as sent; the terminal table shows it escaped."""
+    from craft import ACK, MESHSUB, MS, SYN, YAMUX_ID, ms, tcp_pcap, yamux
+    topic = "a\tb\nc\x1b[2J"
+    sub = PB["SubOpts"](subscribe=True, topicid=topic)
+    body = PB["RPC"](subscriptions=[sub]).SerializeToString()
+    stream = MS + ms(MESHSUB)
+    cap = tmp_path / "topic.pcap"
+    tcp_pcap(cap, [("a", MS + ms(YAMUX_ID)), ("b", MS + ms(YAMUX_ID)), ("a", yamux(SYN, 1, stream)),
+                   ("b", yamux(ACK, 1, stream)), ("a", yamux(0, 1, _uvarint(len(body)) + body))], syn="a")
+    rows = gossip_section(p2pc_report("analyze", str(cap)))
+    assert [(r["kind"], r["topic"], r["bytes"]) for r in rows if r["kind"] == "subscribe"] == \
+        [("subscribe", topic, field_bytes("RPC", subscriptions=[sub]))]
+    out = run_p2pc("analyze", str(cap), "--section", "gossip").stdout
+    assert "\x1b" not in out and r"a\tb\nc\x1b[2J" in out

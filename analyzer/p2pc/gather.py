@@ -93,7 +93,7 @@ def gather(captures: list[str], plugin: str | None, jobs: int,
                 agg = type(part)()
             agg.merge(part)
             bar.done(c)
-    if agg is None or not any(agg.by_dir.values()):
+    if agg is None or not agg.has_p2p():
         raise NoP2PTraffic("no P2P messages found in " + ", ".join(captures) +
                            ": check the capture holds Bitcoin/FISCO/libp2p traffic (`p2pc doctor` checks the plugin)")
     return agg

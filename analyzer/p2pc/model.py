@@ -238,6 +238,11 @@ class Aggregate:
         c[0] += 1
         c[1] = min(c[1], v.frame)
 
+    def has_p2p(self) -> bool:
+        """Whether the captures held P2P traffic p2pc reads: a message, or a gossipsub RPC (a
+        capture of gossip control only has no message record)."""
+        return any(self.by_dir.values()) or bool(self.gossip)
+
     def add_gossip(self, g: GossipPart) -> None:
         """A gossip part, in the capture's order: a publish part delivered to a node (its dst
         address) that already sent or received its message ID, on any connection of this
