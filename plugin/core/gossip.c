@@ -3,7 +3,8 @@
  *
  *   RPC            uvarint(len) || RPC                                  -> rpc_framing (the prefix)
  *   RPC.subscriptions = 1  SubOpts { subscribe = 1; topicid = 2 }      -> subscribe / unsubscribe
- *   RPC.publish = 2        Message { ...; topic = 4 }                  -> publish
+ *   RPC.publish = 2        Message { from = 1; seqno = 3; topic = 4 }  -> publish, one part a
+ *                          Message with its message ID
  *   RPC.control = 3        ControlMessage (its tag and length)         -> rpc_framing
  *     ihave = 1 { topicID = 1; messageIDs = 2 }  iwant = 2 { messageIDs = 1 }
  *     graft = 3 { topicID = 1 }  prune = 4 { topicID = 1; ... }  idontwant = 5 { messageIDs = 1 }
@@ -24,10 +25,20 @@
 
 static int gossip_tap = -1;
 
-#define GS_EXT_PARTIAL 10               /* RPC.partial (go-libp2p-pubsub pb/rpc.proto) */
-#define GS_EXT_TEST 6492434             /* RPC.testExtension (gossipsub v1.3 extensions.proto) */
-
-static const char *last_string(tvbuff_t *tvb, packet_info *pinfo, int start, int len, guint64 want);
+/* The last string field numbered `want` of the message tvb[start, start + len) (protobuf: the
+ * last one wins), or "". */
+static const char *
+last_string(tvbuff_t *tvb, packet_info *pinfo, int start, int len, guint64 want)
+{
+    int off = start, at = -1, at_len = 0;
+    p2pc_pb_field_t f;
+    while (p2pc_pb_next(tvb, &off, start + len, &f))
+        if (f.number == want && f.wire_type == 2) {
+            at = f.start;
+            at_len = f.len;
+        }
+    return at < 0 ? "" : (const char *)tvb_get_string_enc(pinfo->pool, tvb, at, at_len, ENC_UTF_8);
+}
 
 /* One RPC's rows, by kind and topic (publish: by Message), in the order first seen. */
 struct p2pc_gossip_rpc {
@@ -38,7 +49,7 @@ struct p2pc_gossip_rpc {
 };
 typedef struct p2pc_gossip_rpc rpc_parts_t;
 
-static p2pc_gossip_part_t *
+static void
 add(rpc_parts_t *r, const char *kind, const char *topic, guint32 count, guint64 ids, guint64 bytes)
 {
     char *key = wmem_strdup_printf(r->pinfo->pool, "%s\t%s", kind, topic);
@@ -54,7 +65,6 @@ add(rpc_parts_t *r, const char *kind, const char *topic, guint32 count, guint64 
     p->count += count;
     p->message_ids += ids;
     p->bytes += bytes;
-    return p;
 }
 
 /* `len` bytes at p in hex, lower case (pinfo->pool). */
@@ -75,11 +85,15 @@ add_message(rpc_parts_t *r, tvbuff_t *tvb, int start, int len, guint64 bytes)
     p2pc_pb_field_t f;
     p2pc_gossip_part_t *p = wmem_new0(r->pinfo->pool, p2pc_gossip_part_t);
 
-    while (p2pc_pb_next(tvb, &off, start + len, &f))
-        if (f.wire_type == 2 && (f.number == 1 || f.number == 3)) {
-            *(f.number == 1 ? &from : &seqno) = f.start;
-            *(f.number == 1 ? &from_len : &seqno_len) = f.len;
+    while (p2pc_pb_next(tvb, &off, start + len, &f)) {
+        if (f.wire_type == 2 && f.number == 1) {         /* Message.from */
+            from = f.start;
+            from_len = f.len;
+        } else if (f.wire_type == 2 && f.number == 3) {  /* Message.seqno */
+            seqno = f.start;
+            seqno_len = f.len;
         }
+    }
     p->kind = "publish";
     p->topic = last_string(tvb, r->pinfo, start, len, 4);
     p->count = 1;
@@ -90,21 +104,6 @@ add_message(rpc_parts_t *r, tvbuff_t *tvb, int start, int len, guint64 bytes)
         seqno < 0 ? "" : hex_of(r->pinfo, tvb_get_ptr(tvb, seqno, seqno_len), seqno_len), NULL);
     wmem_array_append_one(r->order, p);
     wmem_map_insert(r->messages, GINT_TO_POINTER(start), p);
-}
-
-/* The last string field numbered `want` of the message tvb[start, start + len) (protobuf: the
- * last one wins), or "". */
-static const char *
-last_string(tvbuff_t *tvb, packet_info *pinfo, int start, int len, guint64 want)
-{
-    int off = start, at = -1, at_len = 0;
-    p2pc_pb_field_t f;
-    while (p2pc_pb_next(tvb, &off, start + len, &f))
-        if (f.number == want && f.wire_type == 2) {
-            at = f.start;
-            at_len = f.len;
-        }
-    return at < 0 ? "" : (const char *)tvb_get_string_enc(pinfo->pool, tvb, at, at_len, ENC_UTF_8);
 }
 
 /* How many length-delimited fields numbered `want` the message tvb[start, start + len) has. */

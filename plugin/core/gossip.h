@@ -18,6 +18,13 @@
 
 #include "core/record.h"
 
+/* Field numbers of the gossipsub v1.3 extensions: libp2p/specs
+ * pubsub/gossipsub/extensions/extensions.proto (testExtension) and go-libp2p-pubsub pb/rpc.proto
+ * (partialMessages, the Partial Messages extension of libp2p/specs PR 685, which
+ * consensus-specs specs/fulu/partial-columns/p2p-interface.md uses for data columns). */
+#define GS_EXT_PARTIAL 10               /* ControlExtensions.partialMessages, RPC.partial */
+#define GS_EXT_TEST 6492434             /* ControlExtensions.testExtension, RPC.testExtension */
+
 /* What the "p2pc_gossip" tap carries: one kind and topic of one RPC. */
 typedef struct {
     const char *kind;           /* publish, subscribe, ..., rpc_framing, other (gossip.c) */

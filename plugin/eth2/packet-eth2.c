@@ -803,12 +803,6 @@ rpc_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
     return p2pc_uvarint_prefixed(p, avail, L2P_MAX_PDU);
 }
 
-/* Field numbers of the gossipsub v1.3 extensions: libp2p/specs
- * pubsub/gossipsub/extensions/extensions.proto (testExtension) and go-libp2p-pubsub pb/rpc.proto
- * (partialMessages, the Partial Messages extension of libp2p/specs PR 685, which
- * consensus-specs specs/fulu/partial-columns/p2p-interface.md uses for data columns). */
-#define GS_EXT_PARTIAL 10               /* ControlExtensions.partialMessages, RPC.partial */
-#define GS_EXT_TEST 6492434             /* ControlExtensions.testExtension, RPC.testExtension */
 
 /* The most items one SubOpts (SUB_ITEMS) and one published Message (MSG_ITEMS, its SSZ block
  * included) draw: each asks p2pc_tree_room() for them, so an RPC of a million subscriptions or
