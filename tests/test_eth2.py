@@ -67,6 +67,20 @@ def test_gossip_message_id_matches_the_spec(tshark, name):
     assert [m for r in rows for m in r[0].split("|")] == want
 
 
+def test_a_phase0_topics_message_id_has_no_topic(tshark, tmp_path):
+    """specs/phase0/p2p-interface.md: message-id = SHA256(0x01000000 || ssz)[:20], no topic in
+    it (Altair added it).  eth2-yamux's topic rewritten in place to phase0's mainnet digest
+    b5303f2a; the expected ID computed here with hashlib from the source block."""
+    t = truth("eth2-yamux")
+    topic = t["gossip"]["topic"].encode()
+    phase0 = topic.replace(b"/bba4da96/", b"/b5303f2a/")
+    cap = tmp_path / "eth2-phase0.pcapng"
+    cap.write_bytes((ETH / "eth2-yamux.pcapng").read_bytes().replace(topic, phase0))
+    want = [hashlib.sha256(b"\x01\x00\x00\x00" + source(f)).hexdigest()[:40] for f in t["gossip"]["blocks"]]
+    rows = tshark.fields(cap, ["eth2.gossip.message_id"], dfilter="eth2.gossip.message_id")
+    assert [m for r in rows for m in r[0].split("|")] == want
+
+
 def test_block_fields_and_forks(tshark):
     t = truth("eth2-yamux")
     rows = tshark.fields(ETH / "eth2-yamux.pcapng", ["eth2.block.slot", "eth2.fork"],

@@ -636,6 +636,8 @@ MERGE_EDITS = {
     "a bandwidth second of 1e300": (_set(["bandwidth", "map", 0, 0, 0], 1e300), "bandwidth"),
     "a conformance value not [failures, frame]": (_set(["conformance"], {"map": [[["f", "p2pc.spec.x"], "7"]]}),
                                                   "conformance"),
+    "a gossip value not [count, message IDs, bytes]": (_set(["gossip"], {"map": [[["192.0.2.1", "ihave", "t"], [1, 2]]]}),
+                                                       "gossip"),
     "files a number": (_set(["files"], 3), "files"),
     "a size key past the ranges": (_set(["sizes", "map", 0, 0, 2], 99), "sizes"),
     "a short size list": (_set(["sizes", "map", 0, 1], [1, 2]), "sizes"),

@@ -557,7 +557,7 @@ def test_a_signal_at_startup_stops_live(netns, tmp_path, sig, moment):
 
 @pytest.mark.parametrize("capture", [BTC, CAPTURES / "eth2/eth2-mplex.pcapng"])
 def test_stream_tap_prints_the_records_tap_lines(capture):
-    """-z p2pc,records,stream: the same M and I lines as -z p2pc,records, and T lines whose
+    """-z p2pc,records,stream: the same M, I and G lines as -z p2pc,records, and T lines whose
     last one per direction equals the end-of-run T line."""
     from p2pc.wsenv import Wireshark
     ws = Wireshark(plugin=built_plugin())
@@ -569,10 +569,10 @@ def test_stream_tap_prints_the_records_tap_lines(capture):
             lines[tap] = res.stdout.splitlines()
     finally:
         ws.cleanup()
-    for kind in ("M\t", "I\t"):
+    for kind in ("M\t", "I\t", "G\t"):
         got = {tap: [l for l in ls if l.startswith(kind)] for tap, ls in lines.items()}
         assert got["p2pc,records"] == got["p2pc,records,stream"]
-        assert got["p2pc,records"] or (kind == "I\t" and capture == BTC)
+        assert got["p2pc,records"] or (kind in ("I\t", "G\t") and capture == BTC)
     last = {}
     for l in lines["p2pc,records,stream"]:
         if l.startswith("T\t"):

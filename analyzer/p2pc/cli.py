@@ -97,7 +97,7 @@ def cmd_analyze(args) -> int:
             agg = part
         else:
             agg.merge(part)
-    if not any(agg.by_dir.values()):
+    if not agg.has_p2p():
         raise NoP2PTraffic("no P2P messages found in " + ", ".join(args.captures) +
                            ": check the capture holds Bitcoin/FISCO/libp2p traffic (`p2pc doctor` checks the plugin)")
     agg.files = list(args.captures)

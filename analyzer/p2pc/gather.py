@@ -30,7 +30,7 @@ def analyze_file(capture: str, plugin: str | None, opts: TsharkOptions | None = 
             on_message, on_peer = (_both(on_message, attribution.on_message),
                                    _both(on_peer, attribution.on_peer))
         res = read_records(proc, capture, on_message, lambda t: agg.add_tcp(capture, t), on_peer=on_peer,
-                           on_violation=lambda v: agg.add_violation(capture, v),
+                           on_violation=lambda v: agg.add_violation(capture, v), on_gossip=agg.add_gossip,
                            on_progress=attribution.on_progress if attribution is not None else None)
         if res.truncated:
             agg.warnings.append(res.warning)
@@ -93,7 +93,7 @@ def gather(captures: list[str], plugin: str | None, jobs: int,
                 agg = type(part)()
             agg.merge(part)
             bar.done(c)
-    if agg is None or not any(agg.by_dir.values()):
+    if agg is None or not agg.has_p2p():
         raise NoP2PTraffic("no P2P messages found in " + ", ".join(captures) +
                            ": check the capture holds Bitcoin/FISCO/libp2p traffic (`p2pc doctor` checks the plugin)")
     return agg

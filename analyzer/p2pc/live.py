@@ -189,6 +189,10 @@ class LiveTotals:
             v = parse_record(line)
             with self.lock:
                 self.agg.add_violation(self.source, v)
+        elif tag == "G\t":
+            g = parse_record(line)
+            with self.lock:
+                self.agg.add_gossip(g)
         elif line.startswith("#CARRIED"):
             _, a, pa, b, pb = line.rstrip("\n").split("\t")
             with self.lock:

@@ -128,6 +128,8 @@ _SHAPES = {
     "span": _list(_count, (0, 2)),
     "peers": ("map", _DIRECTION, _text),
     "conformance": ("map", _tuple(_text, _text), _list(_count, (2,))),  # (file, check): [failures, frame]
+    # (src, kind, topic): [count, message IDs, bytes, duplicates, duplicate bytes]
+    "gossip": ("map", _tuple(_text, _text, _text), _list(_count, (5,))),
     "files": _list(_text),
     "warnings": _list(_text),
     "size_ratios": ("map", _tuple(_size_range, _count), _count),

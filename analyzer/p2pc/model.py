@@ -16,7 +16,7 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .records import Message, PeerIdentity, TcpDirection, Violation
+from .records import GossipPart, Message, PeerIdentity, TcpDirection, Violation
 
 # Per-message P2P header bytes that batching avoids for each item merged into a batch.
 PROTOCOL_HEADER = {"bitcoin": 24, "fisco": 16, "eth2": 0, "libp2p": 0}
@@ -122,6 +122,13 @@ RATIO_BIN = 0.01
 # the bins double in width (the sums stay exact, the figure gets coarser), so hours or days of
 # traffic keep memory bounded: at most this many, or one bin per direction.
 BANDWIDTH_CELLS = 200_000
+# Rows of the gossip section kept with their own topic: a peer names topics at will, so past
+# this many (sender, kind, topic) rows a new topic's parts are summed under OTHER_TOPICS.
+GOSSIP_ROWS = 4096
+OTHER_TOPICS = "(other topics)"
+# Message IDs remembered per capture to tell duplicates (a node given a message it already sent
+# or received): past this many, later messages are not checked (a warning says so).
+GOSSIP_SEEN_IDS = 1_000_000
 
 
 # Module-level factories, so an Aggregate pickles across worker processes.
@@ -131,6 +138,31 @@ def _type_map() -> defaultdict:
 
 def _zero3() -> list:
     return [0, 0, 0]
+
+
+class GossipSeen:
+    """The gossip message IDs each node (an address) sent or received so far in a capture, to
+    tell a delivery of one it already had; at most GOSSIP_SEEN_IDS (then `full`)."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, set[str]] = {}
+        self.n = 0
+        self.full = False
+        self.warned = False
+
+    def delivered_again(self, src: str, dst: str, message_id: str) -> bool:
+        """Whether dst already had message_id; both nodes have it after."""
+        had = self.ids.setdefault(dst, set())
+        if message_id in had:
+            return True
+        for ids in (had, self.ids.setdefault(src, set())):
+            if message_id not in ids:
+                if self.n >= GOSSIP_SEEN_IDS:
+                    self.full = True
+                    return False
+                ids.add(message_id)
+                self.n += 1
+        return False
 
 
 @dataclass
@@ -152,6 +184,9 @@ class Aggregate:
     peers: dict = field(default_factory=dict)
     # (file, p2pc.spec.* check) -> [failures, first frame]
     conformance: dict = field(default_factory=dict)
+    # (sender address, gossipsub part kind, topic) -> [count, message IDs, bytes, duplicates,
+    # duplicate bytes]
+    gossip: dict = field(default_factory=dict)
     files: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
 
@@ -203,6 +238,45 @@ class Aggregate:
         c[0] += 1
         c[1] = min(c[1], v.frame)
 
+    def has_p2p(self) -> bool:
+        """Whether the captures held P2P traffic p2pc reads: a message, or a gossipsub RPC (a
+        capture of gossip control only has no message record)."""
+        return any(self.by_dir.values()) or bool(self.gossip)
+
+    def add_gossip(self, g: GossipPart) -> None:
+        """A gossip part, in the capture's order: a publish part delivered to a node (its dst
+        address) that already sent or received its message ID, on any connection of this
+        capture, is a duplicate."""
+        dup = self._delivered_again(g) if g.kind == "publish" and g.message_id else False
+        self._add_gossip((g.src, g.kind, g.topic), (g.count, g.message_ids, g.bytes, int(dup), g.bytes * dup))
+
+    def _delivered_again(self, g: GossipPart) -> bool:
+        seen = vars(self).get("_gossip_seen")
+        if seen is None:
+            seen = self._gossip_seen = GossipSeen()
+        again = seen.delivered_again(g.src, g.dst, g.message_id)
+        if seen.full and not seen.warned:
+            seen.warned = True
+            self.warnings.append(f"gossip duplicates are counted over the first {GOSSIP_SEEN_IDS:,} "
+                                 "message IDs the nodes sent or received")
+        return again
+
+    def __getstate__(self) -> dict:
+        """What crosses to another process (a worker's aggregate): not the message IDs seen,
+        which only the capture's own reading needs."""
+        state = dict(vars(self))
+        state.pop("_gossip_seen", None)
+        return state
+
+    def _add_gossip(self, key: tuple, sums) -> None:
+        row = self.gossip.get(key)
+        if row is None:
+            if len(self.gossip) >= GOSSIP_ROWS:
+                key = (*key[:2], OTHER_TOPICS)
+            row = self.gossip.setdefault(key, [0, 0, 0, 0, 0])
+        for i in range(5):
+            row[i] += sums[i]
+
     def merge(self, o: "Aggregate") -> None:
         for d, types in o.by_dir.items():
             for k, s in types.items():
@@ -213,6 +287,8 @@ class Aggregate:
             c = self.conformance.setdefault(k, [0, first])
             c[0] += n
             c[1] = min(c[1], first)
+        for k, sums in o.gossip.items():
+            self._add_gossip(k, sums)
         for k, v in o.sizes.items():
             mine = self.sizes[k]
             for i in range(3):
@@ -486,3 +562,13 @@ def conformance_rows(agg: Aggregate) -> list[dict]:
     the first frame (Wireshark's filter for the check finds them all)."""
     return [{"file": f, "check": check, "count": n, "first_frame": first}
             for (f, check), (n, first) in sorted(agg.conformance.items())]
+
+
+def gossip_rows(agg: Aggregate) -> list[dict]:
+    """The gossip section: per sender address, gossipsub part kind and topic, the entries
+    (counted as go-libp2p-pubsub's tracer counts them), the message IDs they carry and their
+    protobuf bytes, and of the published messages those delivered to a node that already had
+    them; the most bytes first."""
+    return [{"src": src, "kind": kind, "topic": topic, "count": n, "message_ids": ids, "bytes": b,
+             "duplicates": d, "duplicate_bytes": db}
+            for (src, kind, topic), (n, ids, b, d, db) in sorted(agg.gossip.items(), key=lambda kv: (-kv[1][2], kv[0]))]

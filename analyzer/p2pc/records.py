@@ -2,7 +2,8 @@
 
 One tshark pass per capture reads the plugin's `-z p2pc,records` dump (format:
 docs/tap-format.md): `M` lines, one per P2P message, `I` lines, one per peer ID a security
-handshake states, `S` lines, one per conformance check that failed, then `T` lines, one per TCP connection direction.  Lines are parsed as they
+handshake states, `S` lines, one per conformance check that failed, `G` lines, one per kind and
+topic of a gossipsub RPC's parts, then `T` lines, one per TCP connection direction.  Lines are parsed as they
 arrive, so memory does not grow with the capture.
 """
 from __future__ import annotations
@@ -124,6 +125,26 @@ class Violation:
     """A conformance check (a p2pc.spec.* expert item, its filter name) that failed in `frame`."""
     frame: int
     check: str
+
+
+@dataclass(frozen=True)
+class GossipPart(Directed):
+    """The parts of one kind and topic of a gossipsub RPC that src:srcport sent: `count` entries
+    (control entries, SubOpts, Messages; RPCs for rpc_framing) carrying `message_ids` message
+    IDs, `bytes` protobuf bytes (each field's tag, length and body).  A publish part is one
+    Message, `message_id` its message ID in hex by its topic's rule ("" when it has none)."""
+    frame: int
+    stream: int
+    src: str
+    srcport: int
+    dst: str
+    dstport: int
+    kind: str
+    topic: Text
+    count: int
+    message_ids: int
+    bytes: int
+    message_id: str
 
 
 @dataclass(frozen=True)
@@ -279,13 +300,13 @@ def record_parser(cls, kind: str):
 
 # The dump's line tags: the record each is, parsed by PARSERS[tag](line split at its tabs).
 RECORD_TYPES = {"M": (Message, "message"), "T": (TcpDirection, "TCP"), "I": (PeerIdentity, "peer ID"),
-                "S": (Violation, "conformance"), "P": (Payload, "payload")}
+                "S": (Violation, "conformance"), "G": (GossipPart, "gossip"), "P": (Payload, "payload")}
 PARSERS = {tag: record_parser(cls, kind) for tag, (cls, kind) in RECORD_TYPES.items()}
 M_FIELDS = tuple(f.name for f in dataclasses.fields(Message))
 
 
 def parse_record(line: str):
-    """One record line of the dump (an M, T, I, S or P line, with or without its newline) as
+    """One record line of the dump (an M, T, I, S, G or P line, with or without its newline) as
     its record."""
     parse = PARSERS.get(line[:1])
     if parse is None or line[1:2] != "\t":
@@ -435,10 +456,12 @@ class _StderrTail:
 
 
 def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message, on_tcp,
-                 on_peer=None, on_violation=None, on_payload=None, on_progress=None) -> ReadResult:
+                 on_peer=None, on_violation=None, on_payload=None, on_progress=None,
+                 on_gossip=None) -> ReadResult:
     """Stream the records of a tshark pass start_capture started: on_message(Message) per M
     line, on_tcp(TcpDirection) per T line, on_peer(PeerIdentity) per I line,
-    on_violation(Violation) per S line, on_payload(Payload) per P line (when the pass also runs
+    on_violation(Violation) per S line, on_gossip(GossipPart) per G line, on_payload(Payload)
+    per P line (when the pass also runs
     `-z p2pc,payloads`).  on_progress(key, data_bytes), for a stream-mode pass of a file
     (start_capture(stream=True), no session reset): per T line, the direction's key and its TCP
     payload bytes so far; on_tcp then gets each direction's last T line only, once the dump
@@ -450,7 +473,7 @@ def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message,
     last_t: dict = {}           # on_progress: direction key -> its last T line
     assert proc.stdout is not None
     err = _StderrTail(proc)
-    parse_m, parse_t, parse_p, parse_i, parse_s = (PARSERS[tag] for tag in "MTPIS")
+    parse_m, parse_t, parse_p, parse_i, parse_s, parse_g = (PARSERS[tag] for tag in "MTPISG")
     try:
         for line in proc.stdout:
             tag = line[:2]
@@ -476,6 +499,10 @@ def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message,
                 hit = parse_s(line.rstrip("\n").split("\t"))
                 if on_violation:
                     on_violation(hit)
+            elif tag == "G\t":
+                part = parse_g(line.rstrip("\n").split("\t"))
+                if on_gossip:
+                    on_gossip(part)
             elif line.startswith("#p2pc-records"):
                 check_version(line)
                 header_seen = True

@@ -7,7 +7,7 @@ from collections import defaultdict
 from .encrypted import warnings as encrypted_warnings
 from .errors import NoP2PTraffic
 from .model import (BANDWIDTH_CELLS, RATIO_BIN, Aggregate, Row, Sums, bandwidth_table, compute_rows,
-                    conformance_rows, family, family_measured, measured_tcp, pct, size_table, totals)
+                    conformance_rows, family, gossip_rows, family_measured, measured_tcp, pct, size_table, totals)
 from .merge import capture_of
 from .peers import peer_rows
 from .series import ratio_cdf_by_size, ratio_counts_by_size
@@ -67,6 +67,11 @@ def bandwidth_warning(agg: Aggregate) -> list[str]:
 CONFORMANCE_SECTION = {"name": "conformance", "title": "Conformance checks that failed (p2pc.spec.*)",
                        "columns": ["file", "check", "count", "first_frame"]}
 
+# Where the gossipsub streams' bytes went (docs/analyzer.md, gossip).
+GOSSIP_SECTION = {"name": "gossip", "title": "Gossipsub bytes by sender, kind and topic",
+                  "columns": ["src", "kind", "topic", "count", "message_ids", "bytes", "duplicates",
+                              "duplicate_bytes"]}
+
 
 def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool,
                    by_peer: bool = False, local: set[str] | None = None, extra_rows: tuple = (),
@@ -99,7 +104,8 @@ def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool
         "sections": [{"name": "size_ranges", "title": "Compression by message size range",
                       "columns": ["proto", "msg_type", "range", "messages", "avg_raw", "avg_sent",
                                   "compression_pct"], "rows": sizes},
-                     CONFORMANCE_SECTION | {"rows": conformance_rows(agg)}],
+                     CONFORMANCE_SECTION | {"rows": conformance_rows(agg)},
+                     GOSSIP_SECTION | {"rows": gossip_rows(agg)}],
         "series": {"size_ranges": [s for s in sizes if s["compression_pct"]],
                    "ratio_cdf": ratio_cdf(agg), "ratio_cdf_by_size": ratio_cdf_by_size(agg),
                    "ratio_counts_by_size": ratio_counts_by_size(agg), "bandwidth": bandwidth_series(agg)},

@@ -24,7 +24,10 @@ hosts' QUIC connections beside it (keylog/quic-transport.go.patch).  eth2-tcp-qu
 peers over both transports, one connection after the other (session "dual"): /noise with yamux over
 TCP (status, ping, a gossiped block), then /quic-v1 (status, ping, metadata, blocks by range, another
 gossiped block, goodbye); the key log beside it holds both hosts' Noise keys and QUIC secrets, and
-its truth what each peer says it sent and received over which transport (-truth).  eth2-badcrc and eth2-truncated are cut from eth2-yamux with editcap.
+its truth what each peer says it sent and received over which transport (-truth).  eth2-pubsub-trace
+is eth2-yamux's workload whose truth also holds, per peer, the entries of every RPC
+go-libp2p-pubsub's tracer saw it send (SendRPC: per kind and topic, as the tracer counts them).
+eth2-badcrc and eth2-truncated are cut from eth2-yamux with editcap.
 """
 from __future__ import annotations
 
@@ -49,7 +52,11 @@ SESSIONS = {"eth2-yamux": ("yamux", 2, "full", "plaintext"), "eth2-mplex": ("mpl
             "eth2-noise-yamux": ("yamux", 1, "full", "noise"), "eth2-noise-mplex": ("mplex", 1, "full", "noise-ms"),
             "eth2-tls-yamux": ("yamux", 1, "full", "tls"), "eth2-noise-secp256k1": ("yamux", 0, "short", "noise"),
             "eth2-yamux-lf": ("yamux", 1, "full", "plaintext"), "eth2-noise-yamux-lf": ("yamux", 1, "full", "noise"),
-            "eth2-quic": ("none", 1, "full", "quic"), "eth2-tcp-quic": ("yamux", 2, "dual", "noise")}
+            "eth2-quic": ("none", 1, "full", "quic"), "eth2-tcp-quic": ("yamux", 2, "dual", "noise"),
+            "eth2-pubsub-trace": ("yamux", 2, "full", "plaintext")}
+# Sessions whose peers also say what go-libp2p-pubsub's tracer saw them send (-trace-pubsub:
+# every RPC's entries per kind and topic, the truth's peers.*.pubsub_sent).
+TRACED = {"eth2-pubsub-trace"}
 # Sessions captured on the listener's side (node A listens, B dials): the listener's multistream
 # header, sent as it accepts, is on the wire a round trip before the dialer's proposal, as real
 # go-libp2p listeners on a LAN are.  The others are captured on the dialer's side, where the
@@ -113,7 +120,8 @@ def make(name: str, muxer: str, gossip: int, session: str, security: str, exes: 
     with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
         common = ["-muxer", "yamux" if quic else muxer, "-blocks", str(BLOCKS), "-gossip", str(gossip),
                   "-session", session, "-security", "tls" if quic else security,
-                  "-transport", transport, "-keytype", "secp256k1" if name in SECP256K1 else "ed25519"]
+                  "-transport", transport, "-keytype", "secp256k1" if name in SECP256K1 else "ed25519",
+                  *(["-trace-pubsub"] if name in TRACED else [])]
         lp = link.popen(listener, [str(exe), "-role", "listen", *common, "-idfile", str(idfile),
                                    "-seed", str(SEEDS["b"]), "-listen", listen, "-truth", str(truths[listener])],
                         env=env[listener])

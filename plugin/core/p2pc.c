@@ -13,6 +13,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/conn.h"
+#include "core/gossip.h"
 #include "core/holes.h"
 #include "core/ledger.h"
 #include "core/msgtype.h"
@@ -40,6 +41,7 @@ proto_register_p2pc(void)
     p2pc_ledger_register(proto);
     p2pc_holes_register(proto);
     p2pc_spec_register(proto);
+    p2pc_gossip_register();
     p2pc_msg_type_register(proto);
     p2pc_payload_register(proto);
     p2pc_tree_room_register(proto);

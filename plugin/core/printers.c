@@ -1,7 +1,9 @@
 /* printers.c
  * The exact dumps of the "p2pc" tap that the analyzer reads (docs/tap-format.md):
  *   tshark -q -z p2pc,records[,FILTER]   one line per message, one per peer ID a handshake
- *                                        states (the "p2pc_peer" tap), then TCP segment/ACK
+ *                                        states (the "p2pc_peer" tap), per failed check (the
+ *                                        "p2pc_spec" tap) and per gossipsub RPC part (the
+ *                                        "p2pc_gossip" tap), then TCP segment/ACK
  *                                        counts per connection direction
  *   tshark -q -z p2pc,records,stream[,FILTER]   the same lines, each flushed as its packet is
  *                                        dissected (p2pc live): a direction's T line, its
@@ -16,6 +18,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/conn.h"
+#include "core/gossip.h"
 #include "core/prefs.h"
 #include "core/record.h"
 #include "core/spec.h"
@@ -116,7 +119,7 @@ typedef struct {
     tcp_dirs_t *tcp;
 } peers_tap_t;
 
-/* The "p2pc_spec" listener's (the same). */
+/* The "p2pc_spec" listener's (the same), and the "p2pc_gossip" listener's. */
 typedef struct {
     tcp_dirs_t *tcp;
 } spec_tap_t;
@@ -128,6 +131,7 @@ typedef struct {
     tcp_dirs_t tcp;
     peers_tap_t peers;
     spec_tap_t spec;
+    spec_tap_t gossip;
 } records_tap_t;
 
 /* The stream-mode records tap, for its session's tails at a session reset. */
@@ -411,6 +415,28 @@ records_spec_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, cons
     return TAP_PACKET_DONT_REDRAW;
 }
 
+static tap_packet_status
+records_gossip_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
+                      tap_flags_t flags)
+{
+    spec_tap_t *t = (spec_tap_t *)tapdata;
+
+    for (guint i = 0; i < P2PC_BATCH_COUNT(p); i++) {
+        const p2pc_gossip_part_t *g = (const p2pc_gossip_part_t *)P2PC_BATCH_ITEM(p, i);
+        if (t->tcp->stream)
+            stream_check_reset(t->tcp, g->at.frame);
+        print_where('G', &g->at);
+        fputs(g->kind, stdout);
+        putchar('\t');
+        print_field(stdout, g->topic);
+        printf("\t%u\t%" G_GUINT64_FORMAT "\t%" G_GUINT64_FORMAT "\t%s\n", g->count, g->message_ids, g->bytes,
+               g->message_id);
+    }
+    if (t->tcp->stream)
+        fflush(stdout);
+    return TAP_PACKET_DONT_REDRAW;
+}
+
 /* The direction of `stream` (G_MAXUINT32: a libp2p QUIC connection over UDP) from src:sport,
  * counted with one more frame: `seglen` bytes of payload (TCP) or STREAM data (QUIC), else a
  * pure ACK (QUIC: a packet of ACK and PADDING frames only) or a control frame; and with
@@ -597,6 +623,7 @@ records_init(const char *opt_arg, void *userdata)
            "\tsnappy_chunks\treason\tunit_end\n");
     printf("#I\tframe\tstream\tsrc\tsrcport\tdst\tdstport\tvia\tpeer_id\n");
     printf("#S\tframe\tcheck\n");
+    printf("#G\tframe\tstream\tsrc\tsrcport\tdst\tdstport\tkind\ttopic\tcount\tmessage_ids\tbytes\tmessage_id\n");
     if (t->tcp.stream) {
         print_tcp_header();
         fflush(stdout);
@@ -625,6 +652,15 @@ records_init(const char *opt_arg, void *userdata)
                                 records_spec_packet, NULL, NULL);
     if (err) {
         fprintf(stderr, "tshark: Couldn't register the p2pc,records spec listener: %s\n", err->str);
+        g_string_free(err, TRUE);
+        exit(1);
+    }
+    /* The gossipsub RPCs' parts in the frames the filter matches (gossip control is no message). */
+    t->gossip.tcp = &t->tcp;
+    err = register_tap_listener("p2pc_gossip", &t->gossip, filter, TL_REQUIRES_NOTHING, NULL,
+                                records_gossip_packet, NULL, NULL);
+    if (err) {
+        fprintf(stderr, "tshark: Couldn't register the p2pc,records gossip listener: %s\n", err->str);
         g_string_free(err, TRUE);
         exit(1);
     }

@@ -221,10 +221,8 @@ p2pc_record_shares_sum(wmem_array_t *shares)
     return sum;
 }
 
-/* The packet's frame, TCP stream (G_MAXUINT32 when it is not over TCP) and endpoints; the
- * addresses are shallow copies (the tap item lives in pinfo->pool). */
-static void
-where_of(packet_info *pinfo, p2pc_where_t *at)
+void
+p2pc_where_of(packet_info *pinfo, p2pc_where_t *at)
 {
     struct tcp_analysis *tcpd = NULL;
     if (pinfo->ptype == PT_TCP)
@@ -241,14 +239,14 @@ void
 p2pc_where_keep(wmem_allocator_t *scope, packet_info *pinfo, p2pc_record_t *rec)
 {
     if (rec->at.src.type == AT_NONE) {
-        where_of(pinfo, &rec->at);
+        p2pc_where_of(pinfo, &rec->at);
         copy_address_wmem(scope, &rec->at.src, &pinfo->src);
         copy_address_wmem(scope, &rec->at.dst, &pinfo->dst);
     } else if (pinfo->num < rec->at.frame) {
         /* A session reset numbered frames and TCP streams anew (a state carried over it,
          * core/conn.h): the stream's new number. */
         p2pc_where_t now;
-        where_of(pinfo, &now);
+        p2pc_where_of(pinfo, &now);
         rec->at.stream = now.stream;
     }
     rec->at.frame = pinfo->num;
@@ -387,7 +385,7 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
     *q = *rec;
     detach_raw(pinfo, q);
     unit_of(pinfo, q);
-    where_of(pinfo, &q->at);
+    p2pc_where_of(pinfo, &q->at);
     q->abs_ts = pinfo->abs_ts;
     p2pc_batch_queue(p2pc_tap, P2PC_KEY_BATCH_RECORDS, pinfo, q);
     return ti;
@@ -411,7 +409,7 @@ p2pc_peer_add(packet_info *pinfo, const char *via, const char *peer_id)
     p2pc_peer_t *q = wmem_new0(pinfo->pool, p2pc_peer_t);
     q->via = via;
     q->peer_id = peer_id;
-    where_of(pinfo, &q->at);
+    p2pc_where_of(pinfo, &q->at);
     tap_queue_packet(p2pc_peer_tap, pinfo, q);
 }
 

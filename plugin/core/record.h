@@ -21,6 +21,10 @@ typedef struct {
     guint32 dstport;
 } p2pc_where_t;
 
+/* The packet's frame, TCP stream (G_MAXUINT32 when it is not over TCP) and endpoints; the
+ * addresses are shallow copies (for a tap item in pinfo->pool). */
+void p2pc_where_of(packet_info *pinfo, p2pc_where_t *at);
+
 typedef struct {
     /* Filled by the dissector. */
     const char *proto;          /* "bitcoin", "fisco", "eth2", "libp2p", ... */

@@ -12,6 +12,7 @@
  *                   uvarint(len(ssz)) || framed-snappy(ssz)
  *   gossip message  Message.data = snappy-block(ssz);  message-id (Altair+) =
  *                   SHA256(0x01000000 || uint64_le(len(topic)) || topic || ssz)[:20]
+ *                   (phase0: SHA256(0x01000000 || ssz)[:20])
  *
  * Both are registered in "multistream.protocol" under their protocol IDs and called with the
  * muxed stream direction's pipe (p2pc-libp2p.h): the framing below cuts each request, response
@@ -26,6 +27,7 @@
  */
 #include "core/p2pc-compat.h"
 #include "core/codecs.h"
+#include "core/gossip.h"
 #include "core/msgtype.h"
 #include "core/prefs.h"
 #include "core/spec.h"
@@ -671,9 +673,22 @@ topic_name(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int hf, int off,
     return name;
 }
 
+/* An /eth2/<fork digest>/... topic of a phase0 digest: its messages' IDs have no topic in them. */
+static gboolean
+phase0_topic(const char *topic)
+{
+    char digest[9];
+    if (!g_str_has_prefix(topic, "/eth2/") || strlen(topic) < 15 || topic[14] != '/')
+        return FALSE;
+    memcpy(digest, topic + 6, 8);
+    digest[8] = '\0';
+    return !strcmp(fork_name(digest), "phase0");
+}
+
 static void
 gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, int len,
-               guint rpc_overhead, guint nmsgs, const l2p_pipe_t *pipe, const l2p_pdu_t *pdu)
+               guint rpc_overhead, guint nmsgs, const l2p_pipe_t *pipe, const l2p_pdu_t *pdu,
+               p2pc_gossip_rpc_t *parts)
 {
     int off = start, data_off = 0, data_len = 0, topic_off = 0, topic_len = 0;
     p2pc_pb_field_t f;
@@ -733,8 +748,9 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, i
         else if (!ssz)
             expert_add_info_format(pinfo, mi, &ei_eth2_decompress, "Snappy block: %s", detail ? detail : p2pc_dc_status_name(st));
     }
-    /* message-id (Altair+): valid snappy -> domain 0x01000000 and the uncompressed data,
-     * otherwise 0x00000000 and the raw data. */
+    /* message-id: valid snappy -> domain 0x01000000 and the uncompressed data, otherwise
+     * 0x00000000 and the raw data; from Altair on, the topic's length and the topic between
+     * (specs/altair/p2p-interface.md), not on a phase0 topic (specs/phase0/p2p-interface.md). */
     if (gcry_md_open(&md, GCRY_MD_SHA256, 0) == 0) {
         static const guint8 valid[4] = { 1, 0, 0, 0 }, invalid[4] = { 0, 0, 0, 0 };
         guint8 tl[8];
@@ -742,9 +758,11 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, i
         for (int i = 0; i < 8; i++)
             tl[i] = (guint8)(tlen >> (8 * i));
         gcry_md_write(md, ssz ? valid : invalid, 4);
-        gcry_md_write(md, tl, 8);
-        if (topic_len)
-            gcry_md_write(md, tvb_get_ptr(tvb, topic_off, topic_len), topic_len);
+        if (!phase0_topic(topic)) {
+            gcry_md_write(md, tl, 8);
+            if (topic_len)
+                gcry_md_write(md, tvb_get_ptr(tvb, topic_off, topic_len), topic_len);
+        }
         if (ssz)
             gcry_md_write(md, tvb_get_ptr(ssz, 0, tvb_captured_length(ssz)), tvb_captured_length(ssz));
         else if (data_len)
@@ -753,6 +771,9 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, i
         gcry_md_close(md);
         memcpy(id, h, 20);
         proto_item_set_generated(proto_tree_add_bytes_with_length(mt, hf_gs_message_id, tvb, start, len, id, 20));
+        /* The topic's rule for the gossip accounting's duplicates: eth2's on an eth2 topic. */
+        if (g_str_has_prefix(topic, "/eth2/"))
+            p2pc_gossip_message_id(parts, start, id, 20);
     }
     if (ssz && !strcmp(name, "beacon_block")) {
         proto_tree *st2 = proto_tree_add_subtree(mt, ssz, 0, -1, ett_eth2_ssz, NULL, "SignedBeaconBlock");
@@ -782,12 +803,6 @@ rpc_len(l2p_pipe_t *pipe, const guint8 *p, guint avail)
     return p2pc_uvarint_prefixed(p, avail, L2P_MAX_PDU);
 }
 
-/* Field numbers of the gossipsub v1.3 extensions: libp2p/specs
- * pubsub/gossipsub/extensions/extensions.proto (testExtension) and go-libp2p-pubsub pb/rpc.proto
- * (partialMessages, the Partial Messages extension of libp2p/specs PR 685, which
- * consensus-specs specs/fulu/partial-columns/p2p-interface.md uses for data columns). */
-#define GS_EXT_PARTIAL 10               /* ControlExtensions.partialMessages, RPC.partial */
-#define GS_EXT_TEST 6492434             /* ControlExtensions.testExtension, RPC.testExtension */
 
 /* The most items one SubOpts (SUB_ITEMS) and one published Message (MSG_ITEMS, its SSZ block
  * included) draw: each asks p2pc_tree_room() for them, so an RPC of a million subscriptions or
@@ -851,15 +866,19 @@ gossipsub_rpc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *p
     proto_item *ti;
     proto_tree *t;
     wmem_strbuf_t *info = wmem_strbuf_new(pinfo->pool, "");
+    p2pc_gossip_rpc_t *parts;
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "gossipsub");
     ti = proto_tree_add_item(tree, proto_gossipsub, tvb, 0, -1, ENC_NA);
     t = proto_item_add_subtree(ti, ett_gs);
     if (pdu->truncated)
         expert_add_info_format(pinfo, ti, &ei_eth2_truncated, "The stream closed after %d bytes of this RPC", len);
+    parts = p2pc_gossip_rpc(tvb, len, pinfo);
     used = tvb_get_varint(tvb, 0, MIN(FT_VARINT_MAX_LEN, len), &rlen, ENC_VARINT_PROTOBUF);
-    if (!used || rlen > (guint64)(len - (int)used))
+    if (!used || rlen > (guint64)(len - (int)used)) {
+        p2pc_gossip_queue(parts);
         return;
+    }
     end = (int)used + (int)rlen;
     nmsgs = count_field(tvb, (int)used, (int)rlen, 2);
     off = (int)used;
@@ -890,7 +909,7 @@ gossipsub_rpc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *p
             }
         } else if (f.number == 2) {     /* Message */
             gossip_message(tvb, pinfo, p2pc_tree_room(t, pinfo, tvb, MSG_ITEMS), f.start, f.len,
-                           len - msg_bytes + pdu->overhead, nmsgs, pipe, pdu);
+                           len - msg_bytes + pdu->overhead, nmsgs, pipe, pdu, parts);
         } else if (f.number == 3) {     /* ControlMessage */
             static const char *const names[] = { "IHAVE", "IWANT", "GRAFT", "PRUNE", "IDONTWANT" };
             static int *const counts[] = { &hf_gs_ihave, &hf_gs_iwant, &hf_gs_graft, &hf_gs_prune, &hf_gs_idontwant };
@@ -911,6 +930,7 @@ gossipsub_rpc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *p
             wmem_strbuf_append(info, ", test extension");
         }
     }
+    p2pc_gossip_queue(parts);
     /* An RPC without published messages is named by what it carries instead. */
     if (!nmsgs) {
         wmem_strbuf_t *all = wmem_strbuf_new(pinfo->pool, "");
@@ -990,7 +1010,7 @@ proto_register_eth2(void)
         { &hf_gs_data, { "Data", "gossipsub.data", FT_BYTES, BASE_NONE, NULL, 0x0, "Snappy block", HFILL } },
         { &hf_gs_seqno, { "Seqno", "gossipsub.seqno", FT_BYTES, BASE_NONE, NULL, 0x0, "Message seqno (absent under the eth2 StrictNoSign policy)", HFILL } },
         { &hf_gs_message_id, { "Message ID", "eth2.gossip.message_id", FT_BYTES, BASE_NONE, NULL, 0x0,
-            "SHA256(domain || uint64_le(len(topic)) || topic || data)[:20]", HFILL } },
+            "SHA256(domain || uint64_le(len(topic)) || topic || data)[:20] (phase0 topics: SHA256(domain || data)[:20])", HFILL } },
         { &hf_gs_ihave, { "IHAVE", "gossipsub.control.ihave", FT_UINT32, BASE_DEC, NULL, 0x0, "IHAVE entries in the control message", HFILL } },
         { &hf_gs_iwant, { "IWANT", "gossipsub.control.iwant", FT_UINT32, BASE_DEC, NULL, 0x0, "IWANT entries in the control message", HFILL } },
         { &hf_gs_graft, { "GRAFT", "gossipsub.control.graft", FT_UINT32, BASE_DEC, NULL, 0x0, "GRAFT entries in the control message", HFILL } },

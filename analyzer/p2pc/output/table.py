@@ -49,6 +49,8 @@ HEAD = {"proto": "proto", "msg_type": "message type", "direction": "direction", 
         "first_speaker": "spoke first", "security_offered": "security offered",
         "muxer_offered": "muxer offered", "early_muxer": "early muxer", "protocols_offered": "protocols offered",
         "protocols_accepted": "protocols accepted", "lazy_streams": "lazy streams",
+        # analyze's gossip section
+        "src": "sender", "message_ids": "message IDs", "duplicate_bytes": "duplicate B",
         # whatif
         "strategy": "strategy", "codec": "codec", "sent_bytes": "compressed B", "threshold": "over N B",
         "compress_ms_per_mb": "compress CPU ms/MB", "decompress_ms_per_mb": "decompress CPU ms/MB"}
@@ -109,6 +111,19 @@ def min_width(t: dict, columns: list[str]) -> int:
     return sum(_min_col(t, c) for c in columns) + 3 * (len(columns) - 1)
 
 
+# Sections the whole report shows short, their first rows only (the most bytes first): the rest
+# are in --section NAME, --format csv and --format json.
+SHORT_SECTIONS = {"gossip": 10}
+
+
+def shorten(t: dict) -> tuple[dict, int]:
+    """The table as the whole report shows it, and how many rows it leaves out."""
+    keep = SHORT_SECTIONS.get(t["name"])
+    if keep is None or len(t["rows"]) <= keep:
+        return t, 0
+    return {**t, "rows": t["rows"][:keep]}, len(t["rows"]) - keep
+
+
 def fit(console: Console, t: dict) -> tuple[Table, list[str]]:
     """The table with as many columns as fit the console's width, and the ones left out."""
     cols = list(t["columns"])
@@ -152,8 +167,13 @@ def print_report(console: Console, report: dict, section: str | None = None) -> 
         if t["name"] != "main" and section is None:
             console.print()
             console.print(Text(text(t["title"]), style="bold"))
+        more = 0
+        if section is None:
+            t, more = shorten(t)
         tab, dropped = fit(console, t)
         console.print(tab)
+        if more:
+            console.print(Text(f"({more:,} more rows: --section {t['name']} shows them all)", style="dim"))
         if dropped:
             console.print(Text(f"(left out to fit {console.width} columns: "
                                + ", ".join(HEAD.get(c, c) for c in dropped)

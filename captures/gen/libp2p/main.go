@@ -98,6 +98,9 @@ var brokenNames = []string{"bad_crc", "unskippable", "length_mismatch", "too_lon
 // Mainnet fork digests (consensus-specs): the context bytes of each block's chunk.
 var digests = map[string]string{"bellatrix": "4a26c58b", "capella": "bba4da96"}
 
+// traceSent is -trace-pubsub (truth.go, pubsubTrace).
+var traceSent *bool
+
 func uvarint(n uint64) []byte {
 	b := make([]byte, binary.MaxVarintLen64)
 	return b[:binary.PutUvarint(b, n)]
@@ -272,6 +275,7 @@ func main() {
 		"the handshake's extensions), noise-ms (the muxer negotiated by multistream-select inside), tls (the "+
 		"muxer agreed by ALPN) or tls-ms (multistream-select inside)")
 	truthFile := flag.String("truth", "", "write what this peer sent and received here (JSON)")
+	traceSent = flag.Bool("trace-pubsub", false, "-truth also holds the pubsub RPCs' entries the tracer says this peer sent")
 	waitStdin := flag.Bool("wait-stdin", false, "dial: read a line from stdin before dialing (tests/test_keys.py "+
 		"attaches p2pc keys to the running process first)")
 	planFile := flag.String("gossip-plan", "", "full session: the eth2 gossip both peers publish (JSON, plan.go)")
@@ -329,8 +333,12 @@ func main() {
 	ctx := context.Background()
 	blocks := loadBlocks(*blocksDir)
 	topic := fmt.Sprintf("/eth2/%s/beacon_block/ssz_snappy", digests["capella"])
-	ps, err := pubsub.NewGossipSub(ctx, h, pubsub.WithMessageIdFn(messageID),
-		pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign), pubsub.WithNoAuthor())
+	psOpts := []pubsub.Option{pubsub.WithMessageIdFn(messageID),
+		pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign), pubsub.WithNoAuthor()}
+	if *traceSent {
+		psOpts = append(psOpts, pubsub.WithRawTracer(pubsubTrace{truth}))
+	}
+	ps, err := pubsub.NewGossipSub(ctx, h, psOpts...)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -5,7 +5,8 @@ package main
 // protocol, request or response, sent or received, the result code, the context bytes, the SSZ
 // length and sha256, and the length of its Snappy frames; per gossip message its topic, message
 // id, data length and the SSZ's sha256; for each, the transport of the connection it went over
-// ("tcp" or "quic-v1").
+// ("tcp" or "quic-v1").  With -trace-pubsub, what go-libp2p-pubsub's tracer says the peer sent
+// (SendRPC), per kind and topic: "pubsub_sent".
 
 import (
 	"bytes"
@@ -25,6 +26,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
 )
 
@@ -55,11 +57,89 @@ type truthConn struct {
 }
 
 type truthLog struct {
-	mu    sync.Mutex
-	path  string
-	Conns []truthConn `json:"connections"`
-	Msgs  []truthMsg  `json:"messages"`
+	mu     sync.Mutex
+	path   string
+	Conns  []truthConn `json:"connections"`
+	Msgs   []truthMsg  `json:"messages"`
+	sent   map[[2]string]*pubsubCount
+	sentAt [][2]string // sent's keys, in the order first seen
 }
+
+// pubsubCount is what go-libp2p-pubsub's tracer says the peer sent of one kind and topic: the
+// entries of its RPCs, counted as its traceRPCMeta counts them (one per SubOpts, Message,
+// ControlIHave, ControlIWant, ControlGraft, ControlPrune, ControlIDontWant), and the message
+// IDs those carry.
+type pubsubCount struct {
+	Kind       string `json:"kind"`
+	Topic      string `json:"topic"`
+	Count      int    `json:"count"`
+	MessageIDs int    `json:"message_ids"`
+}
+
+// pubsubTrace is the pubsub.RawTracer that keeps SendRPC's counts (the truth's "pubsub_sent"):
+// every RPC the router queued for a peer.  The other events are not kept.
+type pubsubTrace struct{ t *truthLog }
+
+func (p pubsubTrace) SendRPC(rpc *pubsub.RPC, _ peer.ID) {
+	t := p.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	add := func(kind, topic string, ids int) {
+		k := [2]string{kind, topic}
+		if t.sent == nil {
+			t.sent = map[[2]string]*pubsubCount{}
+		}
+		c := t.sent[k]
+		if c == nil {
+			c = &pubsubCount{Kind: kind, Topic: topic}
+			t.sent[k] = c
+			t.sentAt = append(t.sentAt, k)
+		}
+		c.Count++
+		c.MessageIDs += ids
+	}
+	for _, s := range rpc.GetSubscriptions() {
+		if s.GetSubscribe() {
+			add("subscribe", s.GetTopicid(), 0)
+		} else {
+			add("unsubscribe", s.GetTopicid(), 0)
+		}
+	}
+	for _, m := range rpc.GetPublish() {
+		add("publish", m.GetTopic(), 0)
+	}
+	c := rpc.GetControl()
+	for _, e := range c.GetIhave() {
+		add("ihave", e.GetTopicID(), len(e.GetMessageIDs()))
+	}
+	for _, e := range c.GetIwant() {
+		add("iwant", "", len(e.GetMessageIDs()))
+	}
+	for _, e := range c.GetGraft() {
+		add("graft", e.GetTopicID(), 0)
+	}
+	for _, e := range c.GetPrune() {
+		add("prune", e.GetTopicID(), 0)
+	}
+	for _, e := range c.GetIdontwant() {
+		add("idontwant", "", len(e.GetMessageIDs()))
+	}
+}
+
+func (pubsubTrace) AddPeer(peer.ID, protocol.ID)          {}
+func (pubsubTrace) RemovePeer(peer.ID)                    {}
+func (pubsubTrace) Join(string)                           {}
+func (pubsubTrace) Leave(string)                          {}
+func (pubsubTrace) Graft(peer.ID, string)                 {}
+func (pubsubTrace) Prune(peer.ID, string)                 {}
+func (pubsubTrace) ValidateMessage(*pubsub.Message)       {}
+func (pubsubTrace) DeliverMessage(*pubsub.Message)        {}
+func (pubsubTrace) RejectMessage(*pubsub.Message, string) {}
+func (pubsubTrace) DuplicateMessage(*pubsub.Message)      {}
+func (pubsubTrace) ThrottlePeer(peer.ID)                  {}
+func (pubsubTrace) RecvRPC(*pubsub.RPC)                   {}
+func (pubsubTrace) DropRPC(*pubsub.RPC, peer.ID)          {}
+func (pubsubTrace) UndeliverableMessage(*pubsub.Message)  {}
 
 var truth = &truthLog{}
 
@@ -86,8 +166,16 @@ func (t *truthLog) write(role string) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out, _ := json.MarshalIndent(map[string]any{"stack": "go-libp2p", "version": "v0.39.1", "role": role,
-		"snappy": "github.com/golang/snappy v1.0.0", "connections": t.Conns, "messages": t.Msgs}, "", " ")
+	doc := map[string]any{"stack": "go-libp2p", "version": "v0.39.1", "role": role,
+		"snappy": "github.com/golang/snappy v1.0.0", "connections": t.Conns, "messages": t.Msgs}
+	if *traceSent {
+		sent := []*pubsubCount{}
+		for _, k := range t.sentAt {
+			sent = append(sent, t.sent[k])
+		}
+		doc["pubsub_sent"] = sent
+	}
+	out, _ := json.MarshalIndent(doc, "", " ")
 	os.WriteFile(t.path, out, 0o644)
 }
 

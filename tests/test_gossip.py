@@ -1,0 +1,463 @@
+"""analyze's gossip section (docs/analyzer.md): the gossipsub streams' bytes by sender, part kind
+and topic, counted as go-libp2p-pubsub's tracer counts them.
+
+The expected rows come from the RPCs themselves, decoded by Google's protobuf library from the
+bytes of each RPC (`tshark -T json -x`: the gossipsub item covers the RPC with its length prefix)
+with the message types of the pubsub spec's rpc.proto, never from p2pc's own counts."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, unknown_fields
+
+from conftest import CAPTURES, p2pc_report, parse_record, run_p2pc
+
+ANALYZE_GOSSIP_COLUMNS = ["src", "kind", "topic", "count", "message_ids", "bytes", "duplicates", "duplicate_bytes"]
+
+# libp2p/specs pubsub/README.md and gossipsub-v1.1/v1.2 (rpc.proto), gossipsub-v1.3
+# extensions.proto, go-libp2p-pubsub pb/rpc.proto (RPC.partial): proto2, field numbers as there.
+# Stream wraps the stream's RPCs: each is uvarint(len) || RPC, which is what a repeated
+# length-delimited field 1 is once its tag byte 0x0a is put before it.
+_B, _S, _BOOL, _U64, _MSG = (descriptor_pb2.FieldDescriptorProto.TYPE_BYTES, descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+                             descriptor_pb2.FieldDescriptorProto.TYPE_BOOL, descriptor_pb2.FieldDescriptorProto.TYPE_UINT64,
+                             descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE)
+_MESSAGES = {
+    "Stream": [("rpc", 1, _MSG, "RPC", True)],
+    "RPC": [("subscriptions", 1, _MSG, "SubOpts", True), ("publish", 2, _MSG, "Message", True),
+            ("control", 3, _MSG, "ControlMessage", False), ("partial", 10, _MSG, "PartialMessagesExtension", False),
+            ("testExtension", 6492434, _MSG, "TestExtension", False)],
+    "SubOpts": [("subscribe", 1, _BOOL, None, False), ("topicid", 2, _S, None, False),
+                ("requestsPartial", 3, _BOOL, None, False), ("supportsSendingPartial", 4, _BOOL, None, False)],
+    "Message": [("from", 1, _B, None, False), ("data", 2, _B, None, False), ("seqno", 3, _B, None, False),
+                ("topic", 4, _S, None, False), ("signature", 5, _B, None, False), ("key", 6, _B, None, False)],
+    "ControlMessage": [("ihave", 1, _MSG, "ControlIHave", True), ("iwant", 2, _MSG, "ControlIWant", True),
+                       ("graft", 3, _MSG, "ControlGraft", True), ("prune", 4, _MSG, "ControlPrune", True),
+                       ("idontwant", 5, _MSG, "ControlIDontWant", True),
+                       ("extensions", 6, _MSG, "ControlExtensions", False)],
+    "ControlIHave": [("topicID", 1, _S, None, False), ("messageIDs", 2, _B, None, True)],
+    "ControlIWant": [("messageIDs", 1, _B, None, True)],
+    "ControlGraft": [("topicID", 1, _S, None, False)],
+    "ControlPrune": [("topicID", 1, _S, None, False), ("peers", 2, _MSG, "PeerInfo", True),
+                     ("backoff", 3, _U64, None, False)],
+    "PeerInfo": [("peerID", 1, _B, None, False), ("signedPeerRecord", 2, _B, None, False)],
+    "ControlIDontWant": [("messageIDs", 1, _B, None, True)],
+    "ControlExtensions": [("partialMessages", 10, _BOOL, None, False), ("testExtension", 6492434, _BOOL, None, False)],
+    "PartialMessagesExtension": [("topicID", 1, _S, None, False), ("groupID", 2, _B, None, False),
+                                 ("partialMessage", 3, _B, None, False), ("partsMetadata", 4, _B, None, False)],
+    "TestExtension": [],
+}
+
+
+def _classes() -> dict:
+    f = descriptor_pb2.FileDescriptorProto(name="p2pc_test_pubsub_rpc.proto", package="pubsub.pb", syntax="proto2")
+    for name, fields in _MESSAGES.items():
+        m = f.message_type.add(name=name)
+        for fname, number, ftype, tname, repeated in fields:
+            fd = m.field.add(name=fname, number=number, type=ftype,
+                             label=descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED if repeated
+                             else descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+            if tname:
+                fd.type_name = f".pubsub.pb.{tname}"
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(f)
+    return {name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"pubsub.pb.{name}"))
+            for name in _MESSAGES}
+
+
+PB = _classes()
+
+
+def field_bytes(parent: str, **one) -> int:
+    """The bytes one field takes in its parent message (its tag, length and body), as the
+    library encodes it."""
+    return PB[parent](**one).ByteSize()
+
+
+def expected_parts(rpc_with_prefix: bytes) -> list[tuple[str, str, int, int, int]]:
+    """(kind, topic, count, message IDs, bytes) of one RPC as its length prefix and protobuf say."""
+    stream = PB["Stream"]()
+    stream.ParseFromString(b"\x0a" + rpc_with_prefix)
+    assert len(stream.rpc) == 1
+    rpc = stream.rpc[0]
+    body = rpc.SerializeToString()
+    # The peers' encoding is the library's (one control field, fields in order): so each
+    # part's encoded size below is its size on the wire.
+    assert rpc_with_prefix.endswith(body), "not the canonical encoding"
+    out = [("rpc_framing", "", 1, 0, len(rpc_with_prefix) - len(body))]
+    for s in rpc.subscriptions:
+        out.append(("subscribe" if s.subscribe else "unsubscribe", s.topicid, 1, 0,
+                    field_bytes("RPC", subscriptions=[s])))
+    for m in rpc.publish:
+        out.append(("publish", m.topic, 1, 0, field_bytes("RPC", publish=[m])))
+    if rpc.HasField("control"):
+        c = rpc.control
+        out.append(("rpc_framing", "", 0, 0, field_bytes("RPC", control=c) - c.ByteSize()))
+        for e in c.ihave:
+            out.append(("ihave", e.topicID, 1, len(e.messageIDs), field_bytes("ControlMessage", ihave=[e])))
+        for e in c.iwant:
+            out.append(("iwant", "", 1, len(e.messageIDs), field_bytes("ControlMessage", iwant=[e])))
+        for e in c.graft:
+            out.append(("graft", e.topicID, 1, 0, field_bytes("ControlMessage", graft=[e])))
+        for e in c.prune:
+            out.append(("prune", e.topicID, 1, 0, field_bytes("ControlMessage", prune=[e])))
+        for e in c.idontwant:
+            out.append(("idontwant", "", 1, len(e.messageIDs), field_bytes("ControlMessage", idontwant=[e])))
+        if c.HasField("extensions"):
+            out.append(("extensions", "", 1, 0, field_bytes("ControlMessage", extensions=c.extensions)))
+    # Fields no spec names (py-libp2p's RPC.senderRecord, field 4), in the RPC or its
+    # ControlMessage: the RPC re-encoded with its known fields only is that much shorter.
+    unknown = len(unknown_fields.UnknownFieldSet(rpc))
+    known = PB["RPC"](subscriptions=rpc.subscriptions, publish=rpc.publish)
+    if rpc.HasField("control"):
+        c = rpc.control
+        unknown += len(unknown_fields.UnknownFieldSet(c))
+        known.control.CopyFrom(PB["ControlMessage"](ihave=c.ihave, iwant=c.iwant, graft=c.graft, prune=c.prune,
+                                                    idontwant=c.idontwant))
+        if c.HasField("extensions"):
+            known.control.extensions.CopyFrom(c.extensions)
+    for name in ("partial", "testExtension"):
+        if rpc.HasField(name):
+            getattr(known, name).CopyFrom(getattr(rpc, name))
+    if unknown:
+        out.append(("other", "", unknown, 0, len(body) - known.ByteSize()))
+    if rpc.HasField("partial"):
+        out.append(("partial", rpc.partial.topicID, 1, 0, field_bytes("RPC", partial=rpc.partial)))
+    if rpc.HasField("testExtension"):
+        out.append(("extensions", "", 1, 0, field_bytes("RPC", testExtension=rpc.testExtension)))
+    return out
+
+
+def split_keylog(tshark, path: Path, folder: Path) -> list[str]:
+    """tshark options for a generator's key log: its Noise lines (LOCAL_*_PRIVATE_KEY, p2pc's
+    libp2p_noise format) and its TLS lines (NSS format), each to its own file."""
+    noise, tls = [], []
+    for line in path.read_text().splitlines():
+        (noise if line.startswith("LOCAL_") else tls).append(line)
+    opts = []
+    for pref, lines, name in (("libp2p_noise.keylog_file", noise, "noise.keys"), ("tls.keylog_file", tls, "tls.keys")):
+        if lines:
+            (folder / name).write_text("\n".join(lines) + "\n")
+            opts += ["-o", f"{pref}:{tshark.ws.readable(folder / name)}"]
+    return opts
+
+
+def gossipsub_rpcs(tshark, capture: Path, opts: list[str]) -> list[tuple[int, str, bytes | None, int]]:
+    """(frame, sender address, the RPC with its length prefix, its length) of every gossipsub
+    RPC, from what the gossipsub item covers (tshark -T json -x).  The bytes are None where
+    tshark's JSON gives none: an RPC whose bytes are no data source of the frame (reassembled
+    in a PDU the frame does not keep, plugin/libp2p/engine.c); its length is always given."""
+    out = tshark.read(["-n", "-r", tshark.ws.readable(capture), *opts, "-T", "json", "-x",
+                       "-J", "frame ip ipv6 gossipsub", "-Y", "gossipsub"]).stdout
+    rpcs = []
+    for pkt in json.loads(out, object_pairs_hook=lambda kv: kv):    # keys repeat: a pair list each
+        layers = dict(dict(pkt)["_source"])["layers"]
+        frame = int(dict(dict(layers)["frame"])["frame.number"])
+        ip = dict(layers).get("ip") or dict(layers)["ipv6"]
+        src = dict(ip).get("ip.src") or dict(ip)["ipv6.src"]
+        rpcs += [(frame, src, bytes.fromhex(raw[0]) if raw[0] else None, raw[2])
+                 for key, raw in layers if key == "gossipsub_raw" and raw[2]]
+    return rpcs
+
+
+def gossip_lines(tshark, capture: Path, opts: list[str]) -> list:
+    """The dump's G lines (-z p2pc,records), read by the analyzer's parser."""
+    out = tshark.read(["-n", "-q", "-r", tshark.ws.readable(capture), *opts, "-z", "p2pc,records"]).stdout
+    return [parse_record(line) for line in out.splitlines() if line.startswith("G\t")]
+
+
+def key_log(capture: Path) -> Path | None:
+    """The capture's key log (its generator's truth names it: the dialer's, or the go-libp2p
+    peer's in an interop capture), if any."""
+    truth = capture.with_name(capture.stem + ".truth.json")
+    keys = json.loads(truth.read_text()).get("keys") if truth.exists() else None
+    if isinstance(keys, dict):
+        keys = keys.get("dialer") or keys.get("go")
+    return capture.parent / keys if keys else None
+
+
+# Every committed capture whose gossipsub RPCs p2pc reads (keys included where encrypted): go-libp2p
+# pairs over each transport and security, Lodestar, Prysm, and go-libp2p with js-, rust- and
+# py-libp2p peers.
+GOSSIP_CAPTURES = [
+    "eth2/eth2-yamux", "eth2/eth2-mplex", "eth2/eth2-broken", "eth2/eth2-yamux-lf", "eth2/eth2-yamux-gap",
+    "eth2/eth2-noise-yamux", "eth2/eth2-noise-mplex", "eth2/eth2-noise-secp256k1", "eth2/eth2-tls-yamux",
+    "eth2/eth2-tls-embedded", "eth2/eth2-quic", "eth2/eth2-tcp-quic", "eth2/eth2-pubsub-trace",
+    "lodestar/lodestar", "prysm/prysm-tcp", "prysm/prysm-quic",
+    "interop/interop-go-js-plaintext-yamux", "interop/interop-js-go-noise-yamux", "interop/interop-go-rust-quic", "interop/interop-py-go-plaintext-yamux",
+]
+
+
+def summed(parts) -> dict:
+    out: dict = defaultdict(lambda: [0, 0, 0])
+    for key, n, ids, b in parts:
+        row = out[key]
+        row[0] += n
+        row[1] += ids
+        row[2] += b
+    return dict(out)
+
+
+@pytest.mark.parametrize("name", GOSSIP_CAPTURES)
+def test_gossip_rows_are_what_the_rpcs_carry_and_add_up_to_the_streams(tshark, tmp_path, name):
+    """Each frame's gossip parts (sender, kind, topic) have the entries, message IDs and protobuf
+    bytes the RPCs' own decoding gives; analyze's gossip section sums them; and its rows add up
+    to the gossipsub streams' bytes exactly."""
+    cap = CAPTURES / f"{name}.pcapng"
+    keys = key_log(cap)
+    opts = split_keylog(tshark, keys, tmp_path) if keys else []
+    rpcs = gossipsub_rpcs(tshark, cap, opts)
+    assert rpcs, "no gossipsub RPC in the capture"
+    # Frames whose every RPC tshark's JSON gives the bytes of: most of them.
+    unknown = {frame for frame, _, rpc, _ in rpcs if rpc is None}
+    known = [(frame, src, rpc) for frame, src, rpc, _ in rpcs if frame not in unknown]
+    assert len(known) >= len(rpcs) * 3 // 4, (len(known), len(rpcs))
+    want = summed(((frame, src, kind, topic), n, ids, b) for frame, src, rpc in known
+                  for kind, topic, n, ids, b in expected_parts(rpc))
+    lines = gossip_lines(tshark, cap, opts)
+    got = summed(((g.frame, g.src, g.kind, g.topic), g.count, g.message_ids, g.bytes) for g in lines
+                 if g.frame not in unknown)
+    assert got == want
+
+    rep = p2pc_report("analyze", *(["--keylog", str(keys)] if keys else []), str(cap))
+    section = next(s for s in rep["sections"] if s["name"] == "gossip")
+    assert section["columns"] == ANALYZE_GOSSIP_COLUMNS
+    assert {(r["src"], r["kind"], r["topic"]): [r["count"], r["message_ids"], r["bytes"]] for r in section["rows"]} \
+        == summed(((g.src, g.kind, g.topic), g.count, g.message_ids, g.bytes) for g in lines)
+    assert sum(r["bytes"] for r in section["rows"]) == sum(n for _, _, _, n in rpcs)
+    assert [r["bytes"] for r in section["rows"]] == sorted((r["bytes"] for r in section["rows"]), reverse=True)
+
+
+def gossip_section(rep: dict) -> list[dict]:
+    return next(s["rows"] for s in rep["sections"] if s["name"] == "gossip")
+
+
+def test_merged_reports_give_the_gossip_rows_of_both_captures(tmp_path):
+    """The section's sums merge exactly: p2pc merge of two captures' reports gives the rows of
+    analyzing both together."""
+    caps = [str(CAPTURES / "eth2/eth2-yamux.pcapng"), str(CAPTURES / "eth2/eth2-broken.pcapng")]
+    paths = []
+    for i, c in enumerate(caps):
+        paths.append(tmp_path / f"{i}.json")
+        paths[-1].write_text(json.dumps(p2pc_report("analyze", c)))
+    both = gossip_section(p2pc_report("analyze", *caps))
+    assert gossip_section(p2pc_report("merge", *map(str, paths))) == both
+    one = {(r["src"], r["kind"], r["topic"]): r["bytes"] for r in gossip_section(json.loads(paths[0].read_text()))}
+    assert both and all(r["bytes"] >= one.get((r["src"], r["kind"], r["topic"]), 0) for r in both)
+    assert sum(r["bytes"] for r in both) > sum(one.values())
+
+
+def test_the_terminal_shows_the_top_ten_rows_and_says_how_many_more():
+    """The whole report's table shows the gossip rows with the most bytes; --section gossip all."""
+    cap = str(CAPTURES / "lodestar/lodestar.pcapng")
+    keys = ["--keylog", str(CAPTURES / "lodestar/lodestar.keys")]
+    rows = gossip_section(p2pc_report("analyze", *keys, cap))
+    assert len(rows) > 10
+    out = run_p2pc("analyze", *keys, cap, env_extra={"COLUMNS": "400"}).stdout
+    table = out[out.index("Gossipsub bytes by sender, kind and topic"):]
+    assert f"({len(rows) - 10:,} more rows: --section gossip shows them all)" in table
+    shown = [l.split() for l in table.splitlines()[3:13]]
+    assert [(l[0], l[1], int(l[-3].replace(",", ""))) for l in shown] == \
+        [(r["src"], r["kind"], r["bytes"]) for r in rows[:10]]
+    whole = run_p2pc("analyze", *keys, cap, "--section", "gossip", env_extra={"COLUMNS": "400"}).stdout
+    assert len([l for l in whole.splitlines() if l.startswith("192.0.2.")]) == len(rows)
+
+
+def _truth_gossip_captures() -> list[str]:
+    """The captures whose generators recorded each gossip message a peer published (truth.go
+    and its twins: `peers.{dialer,listener}.messages`, kind gossip, dir sent)."""
+    out = []
+    for truth in sorted(CAPTURES.glob("*/*.truth.json")):
+        peers = json.loads(truth.read_text()).get("peers")
+        if isinstance(peers, dict) and any(m.get("kind") == "gossip" for p in peers.values() if isinstance(p, dict)
+                                           for m in p.get("messages", [])):
+            out.append(f"{truth.parent.name}/{truth.name.removesuffix('.truth.json')}")
+    return out
+
+
+@pytest.mark.parametrize("name", _truth_gossip_captures())
+def test_publish_rows_are_what_each_peer_says_it_published(tshark, tmp_path, name):
+    """Per sender and topic, the publish count is the gossip messages that peer's own truth says
+    it sent, each with the message ID the peer gave it (two peers: each message crosses the one
+    link once, so no delivery is a duplicate)."""
+    cap = CAPTURES / f"{name}.pcapng"
+    truth = json.loads(cap.with_name(cap.stem + ".truth.json").read_text())
+    keys = key_log(cap)
+    rows = gossip_section(p2pc_report("analyze", *(["--keylog", str(keys)] if keys else []), str(cap)))
+    got = {(r["src"], r["topic"]): r["count"] for r in rows if r["kind"] == "publish"}
+    want: dict = defaultdict(int)
+    ids: dict = defaultdict(list)
+    for role in ("dialer", "listener"):
+        for m in truth["peers"][role]["messages"]:
+            if m["kind"] == "gossip" and m["dir"] == "sent":
+                want[(truth["link"][role], m["topic"])] += 1
+                ids[truth["link"][role]].append(m["msg_id"])
+    assert got == dict(want)
+    # Each message's ID is the one its sender computed (eth2's rule), and none crossed twice.
+    lines = gossip_lines(tshark, cap, split_keylog(tshark, keys, tmp_path) if keys else [])
+    sent: dict = defaultdict(list)
+    for g in lines:
+        if g.kind == "publish":
+            sent[g.src].append(g.message_id)
+    assert {k: sorted(v) for k, v in sent.items()} == {k: sorted(v) for k, v in ids.items()}
+    assert all(r["duplicates"] == r["duplicate_bytes"] == 0 for r in rows)
+
+
+def _traced_captures() -> list[str]:
+    """The captures whose peers' truth holds what go-libp2p-pubsub's tracer saw them send
+    (captures/gen/libp2p/truth.go, pubsubTrace: `peers.*.pubsub_sent`)."""
+    return [f"{t.parent.name}/{t.name.removesuffix('.truth.json')}" for t in sorted(CAPTURES.glob("*/*.truth.json"))
+            if all("pubsub_sent" in p for p in (json.loads(t.read_text()).get("peers") or {"": {}}).values())]
+
+
+@pytest.mark.parametrize("name", _traced_captures())
+def test_rows_are_what_the_peers_tracer_saw_them_send(name):
+    """Per sender, kind and topic, the entries and message IDs are what go-libp2p-pubsub's own
+    tracer (a RawTracer's SendRPC) counted for that peer, but for the hello: the RPC of the
+    peer's subscriptions it writes first on each new pubsub stream, which pubsub.go
+    (handleNewPeer: q.Push(helloPacket)) queues past the tracer, one SubOpts per topic it joined
+    (the generator joins the truth's gossip topic)."""
+    cap = CAPTURES / f"{name}.pcapng"
+    truth = json.loads(cap.with_name(cap.stem + ".truth.json").read_text())
+    rows = gossip_section(p2pc_report("analyze", str(cap)))
+    got = {(r["src"], r["kind"], r["topic"]): (r["count"], r["message_ids"])
+           for r in rows if r["kind"] not in ("rpc_framing", "other")}
+    want = {}
+    for role in ("dialer", "listener"):
+        src = truth["link"][role]
+        for c in truth["peers"][role]["pubsub_sent"]:
+            want[(src, c["kind"], c["topic"])] = (c["count"], c["message_ids"])
+        hello = want.get((src, "subscribe", truth["gossip"]["topic"]), (0, 0))
+        want[(src, "subscribe", truth["gossip"]["topic"])] = (hello[0] + 1, 0)
+    assert got == want
+    assert any(k[1] in ("graft", "idontwant") for k in want)
+
+
+def _uvarint(n: int) -> bytes:
+    """uvarint(n), n > 0, as the protobuf library encodes a length: a string field of n bytes
+    without its tag and body."""
+    return PB["ControlGraft"](topicID="x" * n).SerializeToString()[1:-n]
+
+
+def test_bytes_no_spec_names_and_an_rpc_cut_short_are_other(tshark, tmp_path):
+    """Crafted: an RPC with a field no spec names, one whose ControlMessage ends in bytes that
+    do not parse, and one the stream closes inside.  Each known entry is counted as the library
+    encodes it, the rest is `other`, and the rows still add up to the stream's bytes."""
+    from craft import ACK, FIN, MESHSUB, MS, SYN, YAMUX_ID, ms, tcp_pcap, yamux
+
+    ihave = PB["ControlIHave"](topicID="t", messageIDs=[b"a" * 20, b"b" * 20])
+    iwant = PB["ControlIWant"](messageIDs=[b"c" * 20])
+    idontwant = PB["ControlIDontWant"](messageIDs=[b"d" * 20, b"e" * 20, b"f" * 20])
+    control = PB["ControlMessage"](ihave=[ihave], iwant=[iwant], idontwant=[idontwant])
+    unknown = b"\x22\x05hello"                    # RPC field 4, 5 bytes (py-libp2p's senderRecord)
+    body1 = PB["RPC"](control=control).SerializeToString() + unknown
+    graft = PB["ControlGraft"](topicID="g")
+    broken = b"\x0a\xff"                          # an IHAVE claiming 255 bytes of the 1 left
+    inner = PB["ControlMessage"](graft=[graft]).SerializeToString() + broken
+    body2 = b"\x1a" + _uvarint(len(inner)) + inner   # RPC.control = 3
+    rpc1, rpc2 = _uvarint(len(body1)) + body1, _uvarint(len(body2)) + body2
+    cut = _uvarint(50) + b"x" * 10                  # the stream closes 40 bytes short
+    stream = MS + ms(MESHSUB)
+    segs = [("a", MS + ms(YAMUX_ID)), ("b", MS + ms(YAMUX_ID)),
+            ("a", yamux(SYN, 1, stream)), ("b", yamux(ACK, 1, stream)),
+            ("a", yamux(0, 1, rpc1)), ("a", yamux(0, 1, rpc2)), ("a", yamux(FIN, 1, cut))]
+    cap = tmp_path / "gossip-other.pcap"
+    tcp_pcap(cap, segs, syn="a")
+    got = summed(((g.kind, g.topic), g.count, g.message_ids, g.bytes)
+                 for g in gossip_lines(tshark, cap, []) if g.src == "192.0.2.1")
+    framing = (len(rpc1) - len(body1) + field_bytes("RPC", control=control) - control.ByteSize()
+               + len(rpc2) - len(body2) + 1 + len(_uvarint(len(inner))))
+    assert got == {
+        ("rpc_framing", ""): [2, 0, framing],
+        ("ihave", "t"): [1, 2, field_bytes("ControlMessage", ihave=[ihave])],
+        ("iwant", ""): [1, 1, field_bytes("ControlMessage", iwant=[iwant])],
+        ("idontwant", ""): [1, 3, field_bytes("ControlMessage", idontwant=[idontwant])],
+        ("graft", "g"): [1, 0, field_bytes("ControlMessage", graft=[graft])],
+        ("other", ""): [3, 0, len(unknown) + len(broken) + len(cut)],
+    }
+    assert sum(b for _, _, b in got.values()) == len(rpc1) + len(rpc2) + len(cut)
+
+
+@pytest.mark.parametrize("name", ["eth2/eth2-yamux", "eth2/eth2-noise-yamux"])
+def test_two_passes_print_the_gossip_lines_of_one(tshark, tmp_path, name):
+    """tshark -2 (what the GUI and sharkd do: every frame dissected again) gives the same G
+    lines as one pass: the parts come from the RPCs each frame completes, whichever pass."""
+    cap = CAPTURES / f"{name}.pcapng"
+    keys = key_log(cap)
+    opts = split_keylog(tshark, keys, tmp_path) if keys else []
+    one = gossip_lines(tshark, cap, opts)
+    assert one
+    assert gossip_lines(tshark, cap, [*opts, "-2"]) == one
+
+
+def test_live_reads_the_gossip_lines_of_the_stream_tap():
+    """What `p2pc live` does with the streaming tap's G lines, without a capture interface: its
+    report's gossip section is analyze's of the same capture."""
+    from p2pc.live import LiveTotals
+    from p2pc.report import analyze_report
+    from p2pc.wsenv import Wireshark, built_plugin
+    cap = CAPTURES / "eth2/eth2-yamux.pcapng"
+    live = LiveTotals()
+    ws = Wireshark(plugin=built_plugin())
+    try:
+        res = ws.run("tshark", ["-n", "-q", "-r", str(cap), "-o", "p2pc.keep_replay:FALSE", "-z", "p2pc,records,stream"])
+    finally:
+        ws.cleanup()
+    assert res.returncode == 0, res.stderr
+    for line in res.stdout.splitlines():
+        live.line(line)
+    rows = gossip_section(analyze_report(live.agg, "capture", False, False))
+    assert rows and rows == gossip_section(p2pc_report("analyze", str(cap)))
+
+
+def test_a_message_a_node_already_had_is_a_duplicate_on_any_connection(tshark, tmp_path):
+    """Crafted: A publishes one message to B on two connections, then B sends it back to A and a
+    message of its own: B's second copy and A's copy back are duplicates (a node given a
+    message ID it already received, or sent), each counted with its bytes; the message ID is
+    go-libp2p's default, from || seqno."""
+    import subprocess
+    from craft import ACK, MESHSUB, MS, SYN, YAMUX_ID, ms, tcp_pcap, yamux
+
+    m = PB["Message"](**{"from": b"peer-a", "seqno": b"\x00\x01", "topic": "t", "data": b"x" * 100})
+    other = PB["Message"](**{"from": b"peer-b", "seqno": b"\x00\x01", "topic": "t", "data": b"y" * 30})
+
+    def rpc(*msgs) -> bytes:
+        body = PB["RPC"](publish=list(msgs)).SerializeToString()
+        return _uvarint(len(body)) + body
+
+    stream = MS + ms(MESHSUB)
+    opening = [("a", MS + ms(YAMUX_ID)), ("b", MS + ms(YAMUX_ID)),
+               ("a", yamux(SYN, 1, stream)), ("b", yamux(ACK, 1, stream))]
+    parts = []
+    for port, side, payload in ((40001, "a", rpc(m)), (40003, "a", rpc(m)), (40005, "b", rpc(m, other))):
+        parts.append(tmp_path / f"{port}.pcap")
+        tcp_pcap(parts[-1], [*opening, (side, yamux(0, 1, payload))], ports=(port, 9000), syn="a")
+    cap = tmp_path / "dup.pcap"
+    subprocess.run(["mergecap", "-a", "-F", "pcap", "-w", str(cap), *map(str, parts)], check=True)
+    rows = {(r["src"], r["kind"]): r for r in gossip_section(p2pc_report("analyze", str(cap)))}
+    mb, ob = field_bytes("RPC", publish=[m]), field_bytes("RPC", publish=[other])
+    a, b = rows[("192.0.2.1", "publish")], rows[("192.0.2.2", "publish")]
+    assert (a["count"], a["bytes"], a["duplicates"], a["duplicate_bytes"]) == (2, 2 * mb, 1, mb)
+    assert (b["count"], b["bytes"], b["duplicates"], b["duplicate_bytes"]) == (2, mb + ob, 1, mb)
+    ids = [g.message_id for g in gossip_lines(tshark, cap, []) if g.kind == "publish"]
+    assert ids == [(b"peer-a" + b"\x00\x01").hex()] * 3 + [(b"peer-b" + b"\x00\x01").hex()]
+
+
+def test_a_topic_with_control_characters_keeps_its_line_whole(tmp_path):
+    """A topic a peer made up, holding TAB and LF: its G line keeps its columns (the dump's
+    escapes) and the row names the topic as sent; the terminal table shows it escaped."""
+    from craft import ACK, MESHSUB, MS, SYN, YAMUX_ID, ms, tcp_pcap, yamux
+    topic = "a\tb\nc\x1b[2J"
+    sub = PB["SubOpts"](subscribe=True, topicid=topic)
+    body = PB["RPC"](subscriptions=[sub]).SerializeToString()
+    stream = MS + ms(MESHSUB)
+    cap = tmp_path / "topic.pcap"
+    tcp_pcap(cap, [("a", MS + ms(YAMUX_ID)), ("b", MS + ms(YAMUX_ID)), ("a", yamux(SYN, 1, stream)),
+                   ("b", yamux(ACK, 1, stream)), ("a", yamux(0, 1, _uvarint(len(body)) + body))], syn="a")
+    rows = gossip_section(p2pc_report("analyze", str(cap)))
+    assert [(r["kind"], r["topic"], r["bytes"]) for r in rows if r["kind"] == "subscribe"] == \
+        [("subscribe", topic, field_bytes("RPC", subscriptions=[sub]))]
+    out = run_p2pc("analyze", str(cap), "--section", "gossip").stdout
+    assert "\x1b" not in out and r"a\tb\nc\x1b[2J" in out
