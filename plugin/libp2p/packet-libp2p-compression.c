@@ -52,7 +52,6 @@
 #include "libp2p/engine.h"
 #include "core/record.h"
 
-#include <epan/exceptions.h>
 #include <epan/expert.h>
 #include <epan/prefs.h>
 #include <epan/proto_data.h>
@@ -507,8 +506,7 @@ comp_attribute(packet_info *pinfo, p2pc_record_t **recs, guint n, void *ctx)
             budget_out = cd->unattributed_out > out_after ? cd->unattributed_out - out_after : 0;
             cd->unattributed -= budget;
             cd->unattributed_out -= budget_out;
-            end = !a->below.set ? G_MAXUINT64 : !a->below.identity ? a->below.end :
-                  a->below.end - MIN(a->below.end, in_after);
+            end = a->below.set ? p2pc_unit_before(a->below, in_after).end : G_MAXUINT64;
             p2pc_record_shares_append(fr->attributed, recs + i, j - i, budget, P2PC_SHARE_BY_RAW);
             p2pc_record_shares_append(fr->attributed_out, recs + i, j - i, budget_out, P2PC_SHARE_BY_RAW);
             for (; i < j; i++)
@@ -623,31 +621,22 @@ typedef struct {
     packet_info *pinfo;
     proto_tree *tree;
     gboolean fin;
-    const attr_ctx_t *a;
-} runs_call_t;
+    attr_ctx_t *a;
+} above_call_t;
 
 static void
 runs_call(void *ctx)
 {
-    const runs_call_t *c = (const runs_call_t *)ctx;
+    const above_call_t *c = (const above_call_t *)ctx;
     call_runs(c->dtvb, c->pinfo, c->tree, c->fin, c->a);
 }
 
-/* The layers above, their records held for comp_attribute(); the unit below is put back after. */
+/* The output runs after a hole, their records held for comp_attribute(). */
 static void
-call_above(tvbuff_t *dtvb, packet_info *pinfo, proto_tree *tree, gboolean fin, attr_ctx_t *a)
+runs_call_held(void *ctx)
 {
-    TRY {
-        if (a->fr->runs) {
-            runs_call_t c = { dtvb, pinfo, tree, fin, a };
-            p2pc_record_call_held(pinfo, runs_call, &c, comp_attribute, a);
-        } else
-            l2p_pipe_call_held(a->cd->inner, dtvb, pinfo, tree, fin, comp_attribute, a);
-    }
-    FINALLY {
-        p2pc_unit_set(pinfo, a->below);
-    }
-    ENDTRY;
+    above_call_t *c = (above_call_t *)ctx;
+    p2pc_record_call_held(c->pinfo, runs_call, c, comp_attribute, c->a);
 }
 
 static int
@@ -702,12 +691,16 @@ dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, 
     actx.below = p2pc_unit_get(pinfo);
     /* Above, the unit is numbered in the decompressed bytes (the direction's, to the end of
      * this frame's); comp_attribute() maps each record's end back to its flush unit.  After a
-     * hole the output runs are not contiguous: all of it is the frame's last unit. */
+     * hole the output runs are not contiguous: all of it is the frame's last unit.  The records
+     * of the layers above are held for comp_attribute(). */
     inner.set = TRUE;
     inner.identity = !fr->runs;
     inner.end = fr->out_total;
-    p2pc_unit_set(pinfo, inner);
-    call_above(dtvb, pinfo, tree, pipe->fin, &actx);
+    if (fr->runs) {
+        above_call_t c = { dtvb, pinfo, tree, pipe->fin, &actx };
+        p2pc_unit_call(pinfo, inner, runs_call_held, &c);
+    } else
+        l2p_pipe_call_unit(cd->inner, dtvb, pinfo, tree, pipe->fin, inner, comp_attribute, &actx);
     return tvb_captured_length(tvb);
 }
 
