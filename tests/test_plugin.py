@@ -106,3 +106,25 @@ def test_the_plugin_map_names_every_source_file():
     files = {p.name for p in (REPO / "plugin").rglob("*.[ch]")}
     assert len(files) > 40
     assert not files - named, f"not on plugin/README.md's map: {sorted(files - named)}"
+
+
+def test_the_engine_example_compiles(tmp_path):
+    """plugin/README.md's smallest complete libp2p layer is the engine's contract in code: it
+    compiles against today's headers with the build's own flags (-Werror included), so a change
+    to the engine's API that leaves the example behind fails here."""
+    import re
+    import shlex
+    import subprocess
+    from conftest import REPO
+    block = re.search(r"```c\n(.*?)```", (REPO / "plugin" / "README.md").read_text(), re.S)
+    assert block and "l2p_dissect_pdus" in block.group(1)
+    flags = {}
+    for line in (REPO / "build" / "plugin" / "CMakeFiles" / "p2pc.dir" / "flags.make").read_text().splitlines():
+        key, sep, value = line.partition(" = ")
+        if sep:
+            flags[key] = shlex.split(value)
+    src = tmp_path / "packet-example.c"
+    src.write_text(block.group(1))
+    res = subprocess.run(["cc", "-fsyntax-only", *flags["C_DEFINES"], *flags["C_INCLUDES"], *flags["C_FLAGS"],
+                          str(src)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr

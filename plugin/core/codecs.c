@@ -327,6 +327,9 @@ p2pc_snappy_masked_crc32c(const guint8 *data, size_t len)
     return ((crc >> 15) | (crc << 17)) + 0xa282ead8U;
 }
 
+/* Over 80 lines: one loop over the chunks that follows framing_format.txt §4 type by type
+ * (§4.1 stream identifier, §4.2 compressed, §4.3 uncompressed, §4.5 reserved unskippable,
+ * §4.4/§4.6 skippable and padding); each break is the error the spec names for that chunk. */
 p2pc_dc_status_t
 p2pc_snappy_framed_decode(wmem_allocator_t *scope, const guint8 *in, size_t in_len,
                           size_t stop_after, size_t bound, guint8 **out, size_t *out_len,

@@ -246,6 +246,26 @@ stream_decode(tvbuff_t *tvb, packet_info *pinfo, p2pc_codec_t codec, const char 
     return r;
 }
 
+/* How a decompress call ended: in the tree, in its answer to the Lua caller, and as the
+ * expert item of a bound, a checksum or a failure. */
+static void
+report_status(tvbuff_t *tvb, packet_info *pinfo, proto_item *ti, proto_tree *st, p2pc_codec_t codec,
+              p2pc_dc_status_t status, const char *detail, p2pc_limit_t bounded)
+{
+    proto_tree_add_string(st, hf_lua_status, tvb, 0, 0, p2pc_dc_status_name(status));
+    answer(pinfo, "p2pc.dc.status", status == P2PC_DC_OK ? "ok" : p2pc_dc_status_name(status));
+    answer(pinfo, "p2pc.dc.detail", detail);
+    if (bounded != P2PC_LIMIT_OWN)
+        p2pc_bound_expert(pinfo, ti, bounded);
+    else if (status == P2PC_DC_CRC || status == P2PC_DC_LENGTH)
+        expert_add_info_format(pinfo, ti, &ei_lua_checksum, "%s: %s", p2pc_dc_status_name(status),
+                               detail ? detail : "");
+    else if (status != P2PC_DC_OK)
+        expert_add_info_format(pinfo, ti, &ei_lua_failed, "%s decompression failed (%s)%s%s",
+                               p2pc_codec_name(codec), p2pc_dc_status_name(status),
+                               detail ? ": " : "", detail ? detail : "");
+}
+
 static int
 dissect_decompress(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data, void *cb_data)
 {
@@ -311,18 +331,7 @@ dissect_decompress(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
             bounded = b.by;
     }
 
-    proto_tree_add_string(st, hf_lua_status, tvb, 0, 0, p2pc_dc_status_name(status));
-    answer(pinfo, "p2pc.dc.status", status == P2PC_DC_OK ? "ok" : p2pc_dc_status_name(status));
-    answer(pinfo, "p2pc.dc.detail", detail);
-    if (bounded != P2PC_LIMIT_OWN)
-        p2pc_bound_expert(pinfo, ti, bounded);
-    else if (status == P2PC_DC_CRC || status == P2PC_DC_LENGTH)
-        expert_add_info_format(pinfo, ti, &ei_lua_checksum, "%s: %s", p2pc_dc_status_name(status),
-                               detail ? detail : "");
-    else if (status != P2PC_DC_OK)
-        expert_add_info_format(pinfo, ti, &ei_lua_failed, "%s decompression failed (%s)%s%s",
-                               p2pc_codec_name(codec), p2pc_dc_status_name(status),
-                               detail ? ": " : "", detail ? detail : "");
+    report_status(tvb, pinfo, ti, st, codec, status, detail, bounded);
     if (!out)
         return (int)in_len;
 

@@ -222,6 +222,23 @@ p2pc_record_shares_sum(wmem_array_t *shares)
 }
 
 void
+p2pc_record_give_framing(packet_info *pinfo, p2pc_record_t **recs, guint n, guint64 *unattributed,
+                         wmem_array_t **shares)
+{
+    if (n == 0)
+        return;
+    if (unattributed) {
+        *shares = p2pc_record_shares(pinfo, recs, n, *unattributed, P2PC_SHARE_BY_WIRE);
+        *unattributed = 0;
+    }
+    for (guint i = 0; i < n; i++) {
+        guint64 share = p2pc_record_share(*shares, i);
+        recs[i]->header_len += share;
+        recs[i]->wire_len += share;
+    }
+}
+
+void
 p2pc_where_of(packet_info *pinfo, p2pc_where_t *at)
 {
     struct tcp_analysis *tcpd = NULL;
@@ -302,14 +319,39 @@ p2pc_unit_get(packet_info *pinfo)
 }
 
 void
-p2pc_unit_set(packet_info *pinfo, p2pc_unit_t u)
+p2pc_unit_call(packet_info *pinfo, p2pc_unit_t u, p2pc_record_call_fn call, void *ctx)
 {
     p2pc_unit_t *cur = (p2pc_unit_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_UNIT);
+    p2pc_unit_t was = { FALSE, FALSE, 0 };
+
     if (!cur) {
         cur = wmem_new(pinfo->pool, p2pc_unit_t);
         p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_UNIT, cur);
-    }
+    } else
+        was = *cur;
     *cur = u;
+    TRY {
+        call(ctx);
+    }
+    FINALLY {
+        *cur = was;
+    }
+    ENDTRY;
+}
+
+p2pc_unit_t
+p2pc_unit_before(p2pc_unit_t u, guint64 k)
+{
+    if (u.set && u.identity)
+        u.end -= MIN(u.end, k);
+    return u;
+}
+
+p2pc_unit_t
+p2pc_unit_opaque(p2pc_unit_t u)
+{
+    u.identity = FALSE;
+    return u;
 }
 
 /* A record the dissector gave no unit end takes the one being handed up. */

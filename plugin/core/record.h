@@ -143,6 +143,12 @@ void p2pc_record_shares_append(wmem_array_t *shares, p2pc_record_t **recs, guint
                                p2pc_share_by_t by);
 guint64 p2pc_record_share(wmem_array_t *shares, guint i);
 guint64 p2pc_record_shares_sum(wmem_array_t *shares);
+/* A security layer's framing given to the n records the layers above added for one of its
+ * records (Noise's and TLS's adjust callbacks): on the first pass (`unattributed` not NULL) the
+ * framing bytes not yet given are shared out by wire_len into *shares and *unattributed is
+ * zeroed; on every pass each record's share is added to its header_len and wire_len. */
+void p2pc_record_give_framing(packet_info *pinfo, p2pc_record_t **recs, guint n, guint64 *unattributed,
+                              wmem_array_t **shares);
 
 /* What a security handshake says of who is at one end of a connection: the sender of the
  * packet (its address and port) is the libp2p peer `peer_id` (base58btc, as libp2p prints it),
@@ -207,14 +213,22 @@ void p2pc_quic_packet_add(packet_info *pinfo, const p2pc_quic_packet_t *pkt);
  * `end`.  The libp2p TCP feeder starts it (TCP payload bytes of the direction), the libp2p
  * engine narrows it to each PDU, Noise and TLS make it opaque inside a record, and the
  * compression layer numbers its output and maps back to flush units (docs/tap-format.md,
- * unit_end).  pinfo-scoped; a layer sets it around its call and puts the old one back. */
+ * unit_end).  pinfo-scoped; a layer changes it only for the call that hands its bytes up
+ * (p2pc_unit_call()). */
 typedef struct {
     gboolean set;
     gboolean identity;
     guint64 end;
 } p2pc_unit_t;
 p2pc_unit_t p2pc_unit_get(packet_info *pinfo);
-void p2pc_unit_set(packet_info *pinfo, p2pc_unit_t u);
+/* call(ctx) with `u` as the unit, the one before put back when it returns or throws: the one
+ * way a layer hands bytes up under a unit of its own. */
+void p2pc_unit_call(packet_info *pinfo, p2pc_unit_t u, p2pc_record_call_fn call, void *ctx);
+/* The unit of the bytes that end k bytes before u's end: u narrowed when it numbers its bytes
+ * one to one (identity), else u itself (an unset or opaque unit has nothing finer). */
+p2pc_unit_t p2pc_unit_before(p2pc_unit_t u, guint64 k);
+/* u made opaque: every byte inside maps to u's end (a decrypted record's plaintext). */
+p2pc_unit_t p2pc_unit_opaque(p2pc_unit_t u);
 
 /* Swap pinfo's source and destination (addresses and ports): a record made for the other
  * direction of the frame's connection names that direction's endpoints; swap back after. */

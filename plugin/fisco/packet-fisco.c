@@ -754,6 +754,123 @@ get_fisco_pdu_len(packet_info *pinfo, tvbuff_t *tvb, int offset, void *data _U_)
     return length;
 }
 
+/* What a FISCO 2.x header says (rc1's or 2.x's layout). */
+typedef struct {
+    gint32 protocol_id;
+    guint module;
+    guint ptype;
+    guint32 seq;
+    guint16 version;            /* 2.x only (rc1 has none): bit 15 says compressed */
+} fisco_header_t;
+
+/* rc1's header: Length, a 2-byte ProtocolID (group, module), PacketType, Seq. */
+static void
+read_rc1_header(tvbuff_t *tvb, proto_tree *ht, fisco_header_t *h)
+{
+    gint16 pid16 = (gint16)tvb_get_ntohs(tvb, 4);
+    h->protocol_id = pid16;
+    h->module = rc1_module(pid16);
+    proto_tree_add_int(ht, hf_fisco_protocol_id, tvb, 4, 2, h->protocol_id);
+    if (pid16 >= 0) {
+        proto_tree_add_int(ht, hf_fisco_group, tvb, 4, 1, pid16 >> 8);
+        proto_tree_add_uint(ht, hf_fisco_module, tvb, 5, 1, h->module);
+    }
+    h->ptype = tvb_get_ntohs(tvb, 6);
+    proto_tree_add_item(ht, hf_fisco_packet_type, tvb, 6, 2, ENC_BIG_ENDIAN);
+    h->seq = tvb_get_ntohl(tvb, 8);
+    proto_tree_add_item(ht, hf_fisco_seq, tvb, 8, 4, ENC_BIG_ENDIAN);
+}
+
+/* 2.x's header: Length, Version (bit 15: compressed), a 4-byte ProtocolID (group, module; a
+ * response's is -module), PacketType, Seq. */
+static void
+read_v2_header(tvbuff_t *tvb, packet_info *pinfo, proto_tree *ht, fisco_header_t *h)
+{
+    proto_item *vi, *pi;
+    h->version = tvb_get_ntohs(tvb, 4);
+    vi = proto_tree_add_item(ht, hf_fisco_version, tvb, 4, 2, ENC_BIG_ENDIAN);
+    proto_tree_add_item(ht, hf_fisco_compressed, tvb, 4, 2, ENC_BIG_ENDIAN);
+    if (h->version & ~FISCO_COMPRESS_FLAG)
+        expert_add_info_format(pinfo, vi, &ei_fisco_version,
+                               "Version 0x%04x: FISCO 2.x only sets bit 15 (compression)", h->version);
+    h->protocol_id = (gint32)tvb_get_ntohl(tvb, 6);
+    if (h->protocol_id < 0) {
+        /* A response carries -module in all four bytes. */
+        proto_tree_add_item(ht, hf_fisco_protocol_id, tvb, 6, 4, ENC_BIG_ENDIAN);
+        h->module = h->protocol_id >= -0xffff ? (guint)-h->protocol_id : 0;
+    } else {
+        proto_tree_add_item(ht, hf_fisco_group, tvb, 6, 2, ENC_BIG_ENDIAN);
+        proto_tree_add_item(ht, hf_fisco_module, tvb, 8, 2, ENC_BIG_ENDIAN);
+        pi = proto_tree_add_int(ht, hf_fisco_protocol_id, tvb, 6, 4, h->protocol_id);
+        proto_item_set_generated(pi);
+        h->module = tvb_get_ntohs(tvb, 8);
+    }
+    h->ptype = tvb_get_ntohs(tvb, 10);
+    proto_tree_add_item(ht, hf_fisco_packet_type, tvb, 10, 2, ENC_BIG_ENDIAN);
+    h->seq = tvb_get_ntohl(tvb, 12);
+    proto_tree_add_item(ht, hf_fisco_seq, tvb, 12, 4, ENC_BIG_ENDIAN);
+}
+
+/* The payload as the modules read it: decompressed when compressed and decompression is on
+ * (NULL when it is off or fails), else as it is; rec's raw length follows. */
+static tvbuff_t *
+read_payload(tvbuff_t *payload, packet_info *pinfo, proto_tree *ft, proto_item *ti, gboolean compressed,
+             p2pc_record_t *rec, gboolean *bounded)
+{
+    static const p2pc_payload_codec_t snappy = { P2PC_CODEC_SNAPPY, FISCO_MAX_LENGTH,
+        "Decompressed FISCO payload", &hf_fisco_uncompressed_len, &hf_fisco_ratio, &ei_fisco_decompress };
+    tvbuff_t *raw;
+    guint rl;
+
+    if (!compressed)
+        return payload;
+    if (!pref_decompress)
+        return NULL;
+    raw = p2pc_payload_decompress(&snappy, payload, pinfo, ft, ti, bounded, NULL);
+    if (!raw)
+        return NULL;
+    rl = tvb_captured_length(raw);
+    rec->raw_len = rl;
+    if (rl <= FISCO_COMPRESS_THRESHOLD)
+        p2pc_spec(pinfo, ti, P2PC_SPEC_FISCO_THRESHOLD,
+            "Compressed payload of %u bytes: FISCO compresses only payloads over %u bytes",
+            rl, FISCO_COMPRESS_THRESHOLD);
+    return raw;
+}
+
+/* The message type: the module's and the packet type's names, the payload dissected by its
+ * module when there is one to read; "unknown" when either is none FISCO defines, or the
+ * payload does not say (core/msgtype.h). */
+static const char *
+read_msg_type(tvbuff_t *raw, packet_info *pinfo, proto_tree *pt, proto_item *ti, const fisco_header_t *h,
+              gboolean response, p2pc_record_t *rec)
+{
+    const char *mod_name = try_val_to_str(h->module, module_vals), *type_name = NULL;
+
+    if (mod_name && raw) {
+        switch (h->module) {
+        case MOD_TOPIC:     type_name = dissect_topic(raw, pinfo, pt, h->ptype); break;
+        case MOD_AMOP:      type_name = dissect_amop(raw, pinfo, pt, ti, h->ptype); break;
+        case MOD_PBFT:      type_name = dissect_pbft(raw, pinfo, pt, ti); break;
+        case MOD_RAFT:      type_name = dissect_raft(raw, pinfo, pt, ti); break;
+        case MOD_BLOCKSYNC: type_name = dissect_blocksync(raw, pinfo, pt, ti, rec); break;
+        default:            type_name = "Undecoded"; break;     /* TxPool */
+        }
+    } else if (h->module == MOD_TOPIC) {
+        /* Not decompressed (decompression off, or it failed): what the header alone says. */
+        type_name = try_val_to_str(h->ptype, topic_vals);
+    } else if (h->module == MOD_AMOP) {
+        type_name = try_val_to_str(h->ptype, amop_vals);
+    } else if (mod_name) {
+        type_name = "Undecoded";
+    }
+    if (!mod_name)
+        return p2pc_msg_type_unknown(pinfo, ti, "Module %u", h->module);
+    if (!type_name)
+        return p2pc_msg_type_unknown(pinfo, ti, "The %s packet type", mod_name);
+    return wmem_strdup_printf(pinfo->pool, "%s.%s%s", mod_name, type_name, response ? ".Response" : "");
+}
+
 static int
 dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
 {
@@ -761,15 +878,11 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
     guint hlen = fisco_header_len(tvb, 0, fc);
     gboolean rc1 = hlen == FISCO_RC1_HEADER_LEN;
     guint32 length = tvb_get_ntohl(tvb, 0);
-    guint16 version = 0;
-    gint32 protocol_id;
-    guint module, ptype;
-    guint32 seq;
+    fisco_header_t h = { 0, 0, 0, 0, 0 };
     gboolean response, compressed;
-    proto_item *ti, *li, *vi, *pi;
+    proto_item *ti, *li;
     proto_tree *ft, *ht, *pt;
-    tvbuff_t *payload, *raw = NULL;
-    const char *mod_name, *type_name = NULL;
+    tvbuff_t *payload, *raw;
     p2pc_record_t rec;
     gboolean bounded = FALSE;
     guint avail = tvb_captured_length(tvb);
@@ -795,51 +908,17 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
         p2pc_record_undecoded(tvb, 0, -1, pinfo, tree, "fisco", avail, NULL);
         return avail;
     }
-    if (rc1) {
-        gint16 pid16 = (gint16)tvb_get_ntohs(tvb, 4);
-        protocol_id = pid16;
-        module = rc1_module(pid16);
-        pi = proto_tree_add_int(ht, hf_fisco_protocol_id, tvb, 4, 2, protocol_id);
-        if (pid16 >= 0) {
-            proto_tree_add_int(ht, hf_fisco_group, tvb, 4, 1, pid16 >> 8);
-            proto_tree_add_uint(ht, hf_fisco_module, tvb, 5, 1, module);
-        }
-        ptype = tvb_get_ntohs(tvb, 6);
-        proto_tree_add_item(ht, hf_fisco_packet_type, tvb, 6, 2, ENC_BIG_ENDIAN);
-        seq = tvb_get_ntohl(tvb, 8);
-        proto_tree_add_item(ht, hf_fisco_seq, tvb, 8, 4, ENC_BIG_ENDIAN);
-    } else {
-        version = tvb_get_ntohs(tvb, 4);
-        vi = proto_tree_add_item(ht, hf_fisco_version, tvb, 4, 2, ENC_BIG_ENDIAN);
-        proto_tree_add_item(ht, hf_fisco_compressed, tvb, 4, 2, ENC_BIG_ENDIAN);
-        if (version & ~FISCO_COMPRESS_FLAG)
-            expert_add_info_format(pinfo, vi, &ei_fisco_version,
-                                   "Version 0x%04x: FISCO 2.x only sets bit 15 (compression)", version);
-        protocol_id = (gint32)tvb_get_ntohl(tvb, 6);
-        if (protocol_id < 0) {
-            /* A response carries -module in all four bytes. */
-            pi = proto_tree_add_item(ht, hf_fisco_protocol_id, tvb, 6, 4, ENC_BIG_ENDIAN);
-            module = protocol_id >= -0xffff ? (guint)-protocol_id : 0;
-        } else {
-            proto_tree_add_item(ht, hf_fisco_group, tvb, 6, 2, ENC_BIG_ENDIAN);
-            proto_tree_add_item(ht, hf_fisco_module, tvb, 8, 2, ENC_BIG_ENDIAN);
-            pi = proto_tree_add_int(ht, hf_fisco_protocol_id, tvb, 6, 4, protocol_id);
-            proto_item_set_generated(pi);
-            module = tvb_get_ntohs(tvb, 8);
-        }
-        ptype = tvb_get_ntohs(tvb, 10);
-        proto_tree_add_item(ht, hf_fisco_packet_type, tvb, 10, 2, ENC_BIG_ENDIAN);
-        seq = tvb_get_ntohl(tvb, 12);
-        proto_tree_add_item(ht, hf_fisco_seq, tvb, 12, 4, ENC_BIG_ENDIAN);
-    }
+    if (rc1)
+        read_rc1_header(tvb, ht, &h);
+    else
+        read_v2_header(tvb, pinfo, ht, &h);
     /* A negative ProtocolID answers a request of module -ProtocolID (AMOP, Topic). */
-    response = protocol_id < 0;
+    response = h.protocol_id < 0;
     if (response)
-        proto_item_set_generated(proto_tree_add_uint(ht, hf_fisco_module, tvb, rc1 ? 4 : 6, rc1 ? 2 : 4, module));
+        proto_item_set_generated(proto_tree_add_uint(ht, hf_fisco_module, tvb, rc1 ? 4 : 6, rc1 ? 2 : 4, h.module));
     proto_item_set_generated(proto_tree_add_boolean(ht, hf_fisco_response, tvb, rc1 ? 4 : 6, rc1 ? 2 : 4, response));
     proto_item_set_generated(proto_tree_add_boolean(ht, hf_fisco_rc1, tvb, 0, 0, rc1));
-    compressed = !rc1 && (version & FISCO_COMPRESS_FLAG);
-    mod_name = try_val_to_str(module, module_vals);
+    compressed = !rc1 && (h.version & FISCO_COMPRESS_FLAG);
 
     p2pc_record_init(&rec, "fisco", NULL);
     rec.wire_len = length;
@@ -851,55 +930,17 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
     payload = tvb_new_subset_length(tvb, hlen, length - hlen);
     if (length > hlen)
         proto_tree_add_item(ft, hf_fisco_data, tvb, hlen, length - hlen, ENC_NA);
-    if (compressed && pref_decompress) {
-        static const p2pc_payload_codec_t snappy = { P2PC_CODEC_SNAPPY, FISCO_MAX_LENGTH,
-            "Decompressed FISCO payload", &hf_fisco_uncompressed_len, &hf_fisco_ratio, &ei_fisco_decompress };
-        raw = p2pc_payload_decompress(&snappy, payload, pinfo, ft, ti, &bounded, NULL);
-        if (raw) {
-            guint rl = tvb_captured_length(raw);
-            rec.raw_len = rl;
-            if (rl <= FISCO_COMPRESS_THRESHOLD)
-                p2pc_spec(pinfo, ti, P2PC_SPEC_FISCO_THRESHOLD,
-                    "Compressed payload of %u bytes: FISCO compresses only payloads over %u bytes",
-                    rl, FISCO_COMPRESS_THRESHOLD);
-        }
-    } else if (!compressed) {
-        raw = payload;
-    }
+    raw = read_payload(payload, pinfo, ft, ti, compressed, &rec, &bounded);
     rec.raw_tvb = raw;
 
     pt = proto_tree_add_subtree(ft, raw ? raw : payload, 0, -1, ett_fisco_payload, NULL, "Payload");
-    /* The message type: the module's and the packet type's names; "unknown" when either is
-     * none FISCO defines, or the payload does not say (core/msgtype.h). */
-    if (mod_name && raw) {
-        switch (module) {
-        case MOD_TOPIC:     type_name = dissect_topic(raw, pinfo, pt, ptype); break;
-        case MOD_AMOP:      type_name = dissect_amop(raw, pinfo, pt, ti, ptype); break;
-        case MOD_PBFT:      type_name = dissect_pbft(raw, pinfo, pt, ti); break;
-        case MOD_RAFT:      type_name = dissect_raft(raw, pinfo, pt, ti); break;
-        case MOD_BLOCKSYNC: type_name = dissect_blocksync(raw, pinfo, pt, ti, &rec); break;
-        default:            type_name = "Undecoded"; break;     /* TxPool */
-        }
-    } else if (module == MOD_TOPIC) {
-        /* Not decompressed (decompression off, or it failed): what the header alone says. */
-        type_name = try_val_to_str(ptype, topic_vals);
-    } else if (module == MOD_AMOP) {
-        type_name = try_val_to_str(ptype, amop_vals);
-    } else if (mod_name) {
-        type_name = "Undecoded";
-    }
-    if (!mod_name)
-        rec.msg_type = p2pc_msg_type_unknown(pinfo, ti, "Module %u", module);
-    else if (!type_name)
-        rec.msg_type = p2pc_msg_type_unknown(pinfo, ti, "The %s packet type", mod_name);
-    else
-        rec.msg_type = wmem_strdup_printf(pinfo->pool, "%s.%s%s", mod_name, type_name, response ? ".Response" : "");
+    rec.msg_type = read_msg_type(raw, pinfo, pt, ti, &h, response, &rec);
     proto_item_set_generated(proto_tree_add_string(ft, hf_fisco_msg_type, tvb, 0, length, rec.msg_type));
-    proto_item_append_text(ti, ", %s, Seq %u%s", rec.msg_type, seq, compressed ? ", Snappy" : "");
-    col_append_sep_fstr(pinfo->cinfo, COL_INFO, ", ", "%s seq=%u%s", rec.msg_type, seq,
+    proto_item_append_text(ti, ", %s, Seq %u%s", rec.msg_type, h.seq, compressed ? ", Snappy" : "");
+    col_append_sep_fstr(pinfo->cinfo, COL_INFO, ", ", "%s seq=%u%s", rec.msg_type, h.seq,
                         compressed ? " [snappy]" : "");
 
-    fisco_match(tvb, pinfo, ft, fc, seq, response);
+    fisco_match(tvb, pinfo, ft, fc, h.seq, response);
     if (bounded)
         p2pc_record_bound(&rec);
     p2pc_record_add(tvb, 0, length, pinfo, tree, &rec);
@@ -1081,6 +1122,8 @@ dissect_fisco_heur_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void
     return TRUE;
 }
 
+/* Over 80 lines: the registration tables README.dissector asks for (fields, subtrees, expert
+ * items, preferences), one entry each; cut up, they would only be harder to find. */
 void
 proto_register_fisco(void)
 {

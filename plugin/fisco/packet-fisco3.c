@@ -601,6 +601,71 @@ dissect_module(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_item *
     }
 }
 
+/* From V1: the header's ttl and the source and destination node IDs, checked against the
+ * version the session negotiated.  FALSE: they run past the message's Length. */
+static gboolean
+read_v1_fields(tvbuff_t *tvb, packet_info *pinfo, proto_tree *ht, proto_item *ti, guint16 version,
+               gint64 negotiated, guint *off, guint32 length)
+{
+    if (negotiated < 0)
+        expert_add_info(pinfo, ti, &ei_not_negotiated);
+    else if (version != negotiated)
+        expert_add_info_format(pinfo, ti, &ei_version, "Version V%u on a session negotiated at V%" PRId64 ": FISCO "
+                               "sends only V0 and the negotiated version", version, negotiated);
+    /* The ttl is inside the message: a Length of 14 leaves no room for it. */
+    if (*off + 2 > length) {
+        expert_add_info(pinfo, ti, &ei_header);
+        return FALSE;
+    }
+    proto_tree_add_item(ht, hf_ttl, tvb, *off, 2, ENC_BIG_ENDIAN);
+    *off += 2;
+    return add_p2p_id(ht, pinfo, ti, TRUE, tvb, off, length) && add_p2p_id(ht, pinfo, ti, FALSE, tvb, off, length);
+}
+
+/* The payload as the modules read it: zstd-decompressed when the header says compressed (NULL
+ * when that fails), else as it is; rec's codec and raw length follow. */
+static tvbuff_t *
+read_payload(tvbuff_t *payload, packet_info *pinfo, proto_tree *ft, proto_item *ti, guint16 version, guint16 ext,
+             p2pc_record_t *rec, gboolean *bounded)
+{
+    static const p2pc_payload_codec_t zstd = { P2PC_CODEC_ZSTD, FISCO3_MAX_LENGTH,
+        "Decompressed FISCO 3.x payload", &hf_uncompressed_len, NULL, &ei_decompress };
+    tvbuff_t *raw;
+    guint rl;
+
+    if (!(ext & EXT_COMPRESS))
+        return payload;
+    rec->codec = "zstd";
+    if (version < 2)
+        p2pc_spec(pinfo, ti, P2PC_SPEC_FISCO_FLAG, "Compressed at Version %u: FISCO compresses "
+                  "only from V2", version);
+    raw = p2pc_payload_decompress(&zstd, payload, pinfo, ft, ti, bounded, NULL);
+    if (!raw)
+        return NULL;
+    rl = tvb_captured_length(raw);
+    rec->raw_len = rl;
+    if (rl <= FISCO3_COMPRESS_THRESHOLD)
+        p2pc_spec(pinfo, ti, P2PC_SPEC_FISCO_THRESHOLD, "Compressed payload of %u bytes: "
+                  "FISCO compresses only payloads over %u bytes", rl, FISCO3_COMPRESS_THRESHOLD);
+    return raw;
+}
+
+/* The module's name and its packet's, or the gateway packet type's; "unknown" when FISCO
+ * defines none of that number (core/msgtype.h). */
+static const char *
+msg_type_of(packet_info *pinfo, proto_item *ti, gint module, const char *packet_name, guint16 type)
+{
+    const char *msg_type;
+    if (module >= 0) {
+        msg_type = try_val_to_str((guint32)module, module_vals);
+        if (!msg_type)
+            return p2pc_msg_type_unknown(pinfo, ti, "Module %d", module);
+        return packet_name ? wmem_strdup_printf(pinfo->pool, "%s.%s", msg_type, packet_name) : msg_type;
+    }
+    msg_type = try_val_to_str(type, gateway_type_vals);
+    return msg_type ? msg_type : p2pc_msg_type_unknown(pinfo, ti, "Packet type %u", type);
+}
+
 static int
 dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
 {
@@ -610,8 +675,8 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     gint module = -1;
     proto_item *ti, *li;
     proto_tree *ft, *ht;
-    tvbuff_t *payload, *raw = NULL;
-    const char *msg_type, *packet_name = NULL;
+    tvbuff_t *payload, *raw;
+    const char *packet_name = NULL;
     p2pc_record_t rec;
     gboolean bounded = FALSE;
     guint avail = tvb_captured_length(tvb);
@@ -642,34 +707,12 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     proto_tree_add_bitmask(ht, tvb, 12, hf_ext, ett_ext, ext_fields, ENC_BIG_ENDIAN);
     if (negotiated >= 0)
         proto_item_set_generated(proto_tree_add_uint(ht, hf_negotiated, tvb, 4, 2, (guint32)negotiated));
-
-    if (version >= 1) {
-        if (negotiated < 0)
-            expert_add_info(pinfo, ti, &ei_not_negotiated);
-        else if (version != negotiated)
-            expert_add_info_format(pinfo, ti, &ei_version, "Version V%u on a session negotiated at V%" PRId64 ": FISCO "
-                                   "sends only V0 and the negotiated version", version, negotiated);
-        /* The ttl is inside the message: a Length of 14 leaves no room for it. */
-        if (off + 2 > length) {
-            expert_add_info(pinfo, ti, &ei_header);
-            p2pc_record_undecoded(tvb, 0, length, pinfo, tree, "fisco3", length, NULL);
-            return avail;
-        }
-        proto_tree_add_item(ht, hf_ttl, tvb, off, 2, ENC_BIG_ENDIAN);
-        off += 2;
-        /* A message whose fields run past its Length is framed all the same: counted, not lost. */
-        if (!add_p2p_id(ht, pinfo, ti, TRUE, tvb, &off, length) ||
-            !add_p2p_id(ht, pinfo, ti, FALSE, tvb, &off, length)) {
-            p2pc_record_undecoded(tvb, 0, length, pinfo, tree, "fisco3", length, NULL);
-            return avail;
-        }
-    }
-    if (type == GW_P2P || type == GW_BROADCAST) {
-        module = dissect_options(tvb, pinfo, ft, ti, &off, length);
-        if (module < 0) {
-            p2pc_record_undecoded(tvb, 0, length, pinfo, tree, "fisco3", length, NULL);
-            return avail;
-        }
+    /* A message whose fields run past its Length is framed all the same: counted, not lost. */
+    if ((version >= 1 && !read_v1_fields(tvb, pinfo, ht, ti, version, negotiated, &off, length)) ||
+        ((type == GW_P2P || type == GW_BROADCAST) &&
+         (module = dissect_options(tvb, pinfo, ft, ti, &off, length)) < 0)) {
+        p2pc_record_undecoded(tvb, 0, length, pinfo, tree, "fisco3", length, NULL);
+        return avail;
     }
     proto_item_set_len(ht, off);
 
@@ -681,24 +724,7 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     payload = tvb_new_subset_length(tvb, off, length - off);
     if (length > off)
         proto_tree_add_item(ft, hf_data, tvb, off, length - off, ENC_NA);
-    if (ext & EXT_COMPRESS) {
-        static const p2pc_payload_codec_t zstd = { P2PC_CODEC_ZSTD, FISCO3_MAX_LENGTH,
-            "Decompressed FISCO 3.x payload", &hf_uncompressed_len, NULL, &ei_decompress };
-        rec.codec = "zstd";
-        if (version < 2)
-            p2pc_spec(pinfo, ti, P2PC_SPEC_FISCO_FLAG, "Compressed at Version %u: FISCO compresses "
-                      "only from V2", version);
-        raw = p2pc_payload_decompress(&zstd, payload, pinfo, ft, ti, &bounded, NULL);
-        if (raw) {
-            guint rl = tvb_captured_length(raw);
-            rec.raw_len = rl;
-            if (rl <= FISCO3_COMPRESS_THRESHOLD)
-                p2pc_spec(pinfo, ti, P2PC_SPEC_FISCO_THRESHOLD, "Compressed payload of %u bytes: "
-                          "FISCO compresses only payloads over %u bytes", rl, FISCO3_COMPRESS_THRESHOLD);
-        }
-    } else {
-        raw = payload;
-    }
+    raw = read_payload(payload, pinfo, ft, ti, version, ext, &rec, &bounded);
     rec.raw_tvb = raw;
     if (raw && type == GW_HANDSHAKE) {
         guint32 max;
@@ -714,24 +740,10 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         if (mp)
             dissect_module(mp, pinfo, ft, ti, module, &packet_name, &rec.batch_count);
     }
-
-    /* The module's name and its packet's, or the gateway packet type's; "unknown" when FISCO
-     * defines none of that number (core/msgtype.h). */
-    if (module >= 0) {
-        msg_type = try_val_to_str((guint32)module, module_vals);
-        if (!msg_type)
-            msg_type = p2pc_msg_type_unknown(pinfo, ti, "Module %d", module);
-        else if (packet_name)
-            msg_type = wmem_strdup_printf(pinfo->pool, "%s.%s", msg_type, packet_name);
-    } else {
-        msg_type = try_val_to_str(type, gateway_type_vals);
-        if (!msg_type)
-            msg_type = p2pc_msg_type_unknown(pinfo, ti, "Packet type %u", type);
-    }
-    rec.msg_type = msg_type;
-    proto_item_append_text(ti, ", %s%s%s", msg_type, (ext & EXT_RESPONSE) ? " (response)" : "",
+    rec.msg_type = msg_type_of(pinfo, ti, module, packet_name, type);
+    proto_item_append_text(ti, ", %s%s%s", rec.msg_type, (ext & EXT_RESPONSE) ? " (response)" : "",
                            (ext & EXT_COMPRESS) ? ", zstd" : "");
-    col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", msg_type);
+    col_append_sep_str(pinfo->cinfo, COL_INFO, ", ", rec.msg_type);
     if (bounded)
         p2pc_record_bound(&rec);
     p2pc_record_add(tvb, 0, length, pinfo, tree, &rec);
@@ -754,6 +766,8 @@ dissect_fisco3(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
     return tvb_captured_length(tvb);
 }
 
+/* Over 80 lines: the registration tables README.dissector asks for (fields, subtrees, expert
+ * items, preferences), one entry each; cut up, they would only be harder to find. */
 void
 proto_register_fisco3(void)
 {

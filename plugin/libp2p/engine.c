@@ -283,6 +283,8 @@ typedef struct {
     packet_info *pinfo;
     proto_tree *tree;
     gboolean fin;
+    p2pc_record_adjust_fn adjust;   /* NULL: records not held */
+    void *adjust_ctx;
 } pipe_call_t;
 
 static void
@@ -296,8 +298,26 @@ void
 l2p_pipe_call_held(l2p_pipe_t *pipe, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
                    gboolean fin, p2pc_record_adjust_fn adjust, void *ctx)
 {
-    pipe_call_t c = { pipe, tvb, pinfo, tree, fin };
+    pipe_call_t c = { pipe, tvb, pinfo, tree, fin, NULL, NULL };
     p2pc_record_call_held(pinfo, pipe_call, &c, adjust, ctx);
+}
+
+static void
+pipe_call_maybe_held(void *ctx)
+{
+    const pipe_call_t *c = (const pipe_call_t *)ctx;
+    if (c->adjust)
+        l2p_pipe_call_held(c->pipe, c->tvb, c->pinfo, c->tree, c->fin, c->adjust, c->adjust_ctx);
+    else
+        l2p_pipe_call(c->pipe, c->tvb, c->pinfo, c->tree, c->fin);
+}
+
+void
+l2p_pipe_call_unit(l2p_pipe_t *pipe, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
+                   gboolean fin, p2pc_unit_t unit, p2pc_record_adjust_fn adjust, void *ctx)
+{
+    pipe_call_t c = { pipe, tvb, pinfo, tree, fin, adjust, ctx };
+    p2pc_unit_call(pinfo, unit, pipe_call_maybe_held, &c);
 }
 
 /* ---- the per-frame record of what a pipe cut ---- */
@@ -541,46 +561,79 @@ pdu_tvb(tvbuff_t *tvb, packet_info *pinfo, l2p_pipe_t *pipe, item_t *it, guint32
     return tvb_new_real_data(p, len, len);
 }
 
+/* One call of l2p_dissect_pdus(): what its steps share.  The frame's drawing state and the unit
+ * below are looked up once per call, not per PDU: between its PDUs the unit is the one the call
+ * found (each PDU's own is put back after it, p2pc_unit_call()). */
+typedef struct {
+    tvbuff_t *tvb;              /* the bytes the pipe got in this call */
+    packet_info *pinfo;
+    proto_tree *tree;
+    l2p_pipe_t *pipe;
+    l2p_len_fn len_fn;
+    l2p_pdu_fn pdu_fn;
+    drawn_t *drawn;             /* frame_drawn() */
+    p2pc_unit_t below;          /* the unit of the call's bytes */
+    feed_t *f;                  /* where the call's items go: the frame's slot, or once */
+    wmem_allocator_t *scope;
+    const guint8 *in;           /* the call's bytes, inlen of them */
+    guint inlen;
+    /* First pass, once begin_work() ran: the bytes being cut, the pipe's buffer with the call's
+     * appended (or, `direct`, the call's own when nothing was buffered); the call's begin at
+     * fresh_at in them, and pos is where cutting has got to. */
+    const guint8 *work;
+    guint worklen;
+    guint fresh_at;
+    guint pos;
+    gboolean direct;
+} cut_t;
+
+typedef struct {
+    l2p_pdu_fn pdu_fn;
+    tvbuff_t *tvb;
+    packet_info *pinfo;
+    proto_tree *tree;
+    l2p_pipe_t *pipe;
+    l2p_pdu_t *pdu;
+} pdu_call_t;
+
+static void
+pdu_call(void *ctx)
+{
+    const pdu_call_t *p = (const pdu_call_t *)ctx;
+    p->pdu_fn(p->tvb, p->pinfo, p->tree, p->pipe, p->pdu);
+}
+
 /* PDU i of item `it`.  One not kept (kept()) leaves nothing that points into its tvbs: its
  * records keep no tvb (core/record.h), and the data sources its dissection added, never
  * shown, go with them. */
 static void
-run_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, item_t *it, guint32 i,
-        l2p_pdu_fn pdu_fn)
+run_pdu(const cut_t *c, item_t *it, guint32 i)
 {
     l2p_pdu_t later = { it->pdu.index + i, 0, 1, FALSE, 0, NULL };
-    l2p_pdu_t *volatile pdu = i == 0 ? &it->pdu : &later;
-    drawn_t *d = frame_drawn(pinfo);
-    volatile gboolean keep = kept(tvb, pinfo, tree, d);
+    drawn_t *d = c->drawn;
+    volatile gboolean keep = kept(c->tvb, c->pinfo, c->tree, d);
     /* A PDU's own items (its header, its record) fit, or it is not drawn: its lists ask
      * p2pc_tree_room() item by item. */
-    proto_tree *volatile pt_tree = keep ? p2pc_tree_room(tree, pinfo, tvb, PDU_ITEMS) : NULL;
-    GSList *volatile sources = keep ? NULL : sources_tail(pinfo, d);
-    tvbuff_t *volatile pt = pdu_tvb(tvb, pinfo, pipe, it, i, keep);
-    /* The PDU's bytes end k bytes before the call's: so does its unit, when the bytes of the
-     * call are those of the numbering one to one (p2pc_unit_t). */
-    p2pc_unit_t was = p2pc_unit_get(pinfo);
-    if (was.set && was.identity) {
-        p2pc_unit_t u = was;
-        guint inlen = tvb_captured_length(tvb), end = MIN(inlen, it->end + i * it->len);
-        u.end = was.end - MIN(was.end, (guint64)(inlen - end));
-        p2pc_unit_set(pinfo, u);
-    }
+    proto_tree *volatile pt_tree = keep ? p2pc_tree_room(c->tree, c->pinfo, c->tvb, PDU_ITEMS) : NULL;
+    GSList *volatile sources = keep ? NULL : sources_tail(c->pinfo, d);
+    tvbuff_t *volatile pt = pdu_tvb(c->tvb, c->pinfo, c->pipe, it, i, keep);
+    /* The PDU's bytes end k bytes before the call's: so does its unit (p2pc_unit_before()). */
+    guint end = MIN(c->inlen, it->end + i * it->len);
+    pdu_call_t call = { c->pdu_fn, pt, c->pinfo, pt_tree, c->pipe, i == 0 ? &it->pdu : &later };
 
     /* One PDU's exception must not stop the PDUs after it, nor the pipe's bookkeeping: a
      * DissectorError too (the one Wireshark throws past gui.max_tree_items, among others),
      * which left uncaught kept the PDU in the pipe to throw again in every later frame. */
     TRY {
-        pdu_fn(pt, pinfo, pt_tree, pipe, pdu);
+        p2pc_unit_call(c->pinfo, p2pc_unit_before(c->below, c->inlen - end), pdu_call, &call);
     }
     CATCH_BOUNDS_AND_DISSECTOR_ERRORS {
-        show_exception(keep ? pt : tvb, pinfo, pt_tree, EXCEPT_CODE, GET_MESSAGE);
+        show_exception(keep ? pt : c->tvb, c->pinfo, pt_tree, EXCEPT_CODE, GET_MESSAGE);
     }
     FINALLY {
-        p2pc_unit_set(pinfo, was);
         if (!keep) {
-            while (sources ? sources->next : pinfo->data_src)
-                remove_last_data_source(pinfo);
+            while (sources ? sources->next : c->pinfo->data_src)
+                remove_last_data_source(c->pinfo);
             d->tail = sources;
             tvb_free_chain(pt);
         }
@@ -589,27 +642,31 @@ run_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, i
 }
 
 static void
-run_item(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, item_t *it, l2p_pdu_fn pdu_fn)
+run_item(const cut_t *c, item_t *it)
 {
+    tvbuff_t *tvb = c->tvb;
+    packet_info *pinfo = c->pinfo;
+    l2p_pipe_t *pipe = c->pipe;
+
     switch (it->kind) {
     case IT_PDU:
         for (guint32 i = 0; i < it->count; i++)
-            run_pdu(tvb, pinfo, tree, pipe, it, i, pdu_fn);
+            run_pdu(c, it, i);
         break;
     case IT_FORWARD:
-        l2p_pipe_call(it->to, item_tvb(tvb, pinfo, pipe, it), pinfo, tree, it->fin);
+        l2p_pipe_call(it->to, item_tvb(tvb, pinfo, pipe, it), pinfo, c->tree, it->fin);
         break;
     case IT_UNDECODED: {
-        proto_item *ti = undecoded(item_tvb(tvb, pinfo, pipe, it), pinfo, tree, it->len, pipe->undecoded_reason);
+        proto_item *ti = undecoded(item_tvb(tvb, pinfo, pipe, it), pinfo, c->tree, it->len, pipe->undecoded_reason);
         if (pipe->depth > L2P_MAX_DEPTH)
             expert_add_info_format(pinfo, ti, &ei_depth, "%u bytes of a layer nested %u deep (p2pc "
                                    "decodes %u): counted as undecoded", it->len, pipe->depth, L2P_MAX_DEPTH);
         else
             expert_add_info_format(pinfo, ti, &ei_undecoded, "%u bytes p2pc cannot frame%s%s", it->len,
                                    *pipe->protocol ? " on " : "", pipe->protocol);
-        for (int c = 0; c < P2PC_SPEC_N; c++)
-            if (it->pdu.spec & P2PC_SPEC_BIT(c))
-                p2pc_spec(pinfo, ti, (p2pc_spec_t)c, NULL);
+        for (int k = 0; k < P2PC_SPEC_N; k++)
+            if (it->pdu.spec & P2PC_SPEC_BIT(k))
+                p2pc_spec(pinfo, ti, (p2pc_spec_t)k, NULL);
         break;
     }
     }
@@ -681,9 +738,9 @@ merge_into_run(packet_info *pinfo, wmem_allocator_t *scope, feed_t *f, item_t *p
 /* First pass, the first bytes after a hole: the PDU the hole cut is undecoded (counted, none
  * of it shown: it came in earlier frames), and the framing resynchronises or gives up. */
 static void
-after_hole(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, feed_t *f,
-           wmem_allocator_t *scope, l2p_pdu_fn pdu_fn)
+after_hole(const cut_t *c)
 {
+    l2p_pipe_t *pipe = c->pipe;
     guint held_len = pipe->buf ? pipe->buf->len : 0;
     gboolean resumes = !pipe->undecodable && pipe->gap_fn &&
                        pipe->gap_fn(pipe, held_len ? pipe->buf->data : NULL, held_len);
@@ -691,8 +748,7 @@ after_hole(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe
     pipe->gap = FALSE;
     pipe->gap_bytes = 0;
     if (held_len) {
-        run_item(tvb, pinfo, tree, pipe,
-                 add_item(pinfo, scope, f, IT_UNDECODED, NULL, 0, pipe->buf->data, held_len), pdu_fn);
+        run_item(c, add_item(c->pinfo, c->scope, c->f, IT_UNDECODED, NULL, 0, pipe->buf->data, held_len));
         buf_drop(pipe);
     }
     pipe->skip = 0;
@@ -702,184 +758,258 @@ after_hole(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe
         pipe->undecodable = TRUE;
 }
 
+/* The pipe handed off before this call: all of the call's bytes go to the next layer, with the
+ * framing that carried them and the hole before them. */
 static void
-dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
-             l2p_len_fn len_fn, l2p_pdu_fn pdu_fn)
+forward_call(const cut_t *c)
 {
-    gboolean replay = FALSE;
-    item_t spare;
-    /* Kept for no later pass: the feed, and the one item each PDU reuses, are this call's (a
-     * pool allocation per muxer frame would last as long as the frame). */
-    feed_t once = { NULL, NULL, &spare };
-    feed_t *f = PINFO_FD_VISITED(pinfo) || p2pc_keep_replay(pinfo) ?
-                (feed_t *)l2p_frame_slot(pinfo, pipe, sizeof(feed_t), &replay) : &once;
-    wmem_allocator_t *scope = p2pc_replay_scope(pinfo);
-    guint inlen = tvb_captured_length(tvb);
-    const guint8 *in = inlen ? tvb_get_ptr(tvb, 0, inlen) : NULL;
-    const guint8 *work;
-    guint worklen, pos = 0;
-    gboolean direct;        /* work is this frame's tvb itself (nothing was buffered) */
-    item_t *it, *prev;
+    l2p_pipe_t *pipe = c->pipe;
+    item_t *it;
 
-    if (replay) {
-        for (it = f ? f->first : NULL; it; it = it->next)
-            run_item(tvb, pinfo, tree, pipe, it, pdu_fn);
-        return;
-    }
-    if (pipe->next) {
-        pipe->next->overhead += pipe->overhead;     /* the framing that carried these bytes */
-        pipe->overhead = 0;
-        if (pipe->gap)                              /* and the hole before them */
-            l2p_pipe_gap(pipe->next, pipe->gap_bytes);
-        pipe->gap = FALSE;
-        pipe->gap_bytes = 0;
-        it = add_item(pinfo, scope, f, IT_FORWARD, in, inlen, in, inlen);
-        it->to = pipe->next;
-        it->fin = pipe->fin;
-        run_item(tvb, pinfo, tree, pipe, it, pdu_fn);
-        return;
-    }
-    if (pipe->closed)
-        return;
+    pipe->next->overhead += pipe->overhead;
+    pipe->overhead = 0;
     if (pipe->gap)
-        after_hole(tvb, pinfo, tree, pipe, f, scope, pdu_fn);
-    if (pipe->undecodable) {
-        if (inlen)
-            run_item(tvb, pinfo, tree, pipe,
-                     add_item(pinfo, scope, f, IT_UNDECODED, in, inlen, in, inlen), pdu_fn);
-        return;
-    }
-    direct = !pipe->buf;
-    if (direct) {
+        l2p_pipe_gap(pipe->next, pipe->gap_bytes);
+    pipe->gap = FALSE;
+    pipe->gap_bytes = 0;
+    it = add_item(c->pinfo, c->scope, c->f, IT_FORWARD, c->in, c->inlen, c->in, c->inlen);
+    it->to = pipe->next;
+    it->fin = pipe->fin;
+    run_item(c, it);
+}
+
+/* The bytes to cut: the call's own when the pipe held none, else the pipe's buffer with the
+ * call's appended. */
+static void
+begin_work(cut_t *c)
+{
+    l2p_pipe_t *pipe = c->pipe;
+
+    c->direct = !pipe->buf;
+    if (c->direct) {
         pipe->buf = g_byte_array_new();
         g_hash_table_insert(held_bufs, pipe->buf, pipe);
         if (pipe->conn)
             p2pc_conn_set_slot(pipe->conn, P2PC_SLOT_ENGINE, held_bufs);
-    }
-    if (direct) {
-        work = in;
-        worklen = inlen;
+        c->work = c->in;
+        c->worklen = c->inlen;
     } else {
-        if (inlen)
-            g_byte_array_append(pipe->buf, in, inlen);
-        work = pipe->buf->data;
-        worklen = pipe->buf->len;
+        if (c->inlen)
+            g_byte_array_append(pipe->buf, c->in, c->inlen);
+        c->work = pipe->buf->data;
+        c->worklen = pipe->buf->len;
     }
-    /* In `work`, the bytes from this frame start at fresh_at. */
-#define FRESH_AT (direct ? 0 : worklen - inlen)
-#define ADD(kind, p, l) add_item(pinfo, scope, f, kind, work + FRESH_AT, inlen, p, l)
-/* The calls whose bytes work[start, end) holds: those buf held before, and this one. */
-#define CALLS(start, end) (((start) < FRESH_AT ? pipe->held_calls : 0) + ((end) > FRESH_AT ? 1u : 0u))
-    while (pos < worklen) {
-        gint64 n = len_fn(pipe, work + pos, worklen - pos);
-        if (pipe->next)
+    c->fresh_at = c->worklen - c->inlen;
+    c->pos = 0;
+}
+
+/* Record work[pos, pos + len) as an item. */
+static item_t *
+add_work(const cut_t *c, item_kind_t kind, guint len)
+{
+    return add_item(c->pinfo, c->scope, c->f, kind, c->work + c->fresh_at, c->inlen, c->work + c->pos, len);
+}
+
+/* The pipe's calls whose bytes work[start, end) holds: those its buffer held before, and this one. */
+static guint32
+calls_of(const cut_t *c, guint start, guint end)
+{
+    return (start < c->fresh_at ? c->pipe->held_calls : 0) + (end > c->fresh_at ? 1u : 0u);
+}
+
+/* The next n bytes are a PDU (truncated: the rest, which the pipe closed on): its item, run. */
+static item_t *
+cut_pdu(cut_t *c, guint n, gboolean truncated)
+{
+    l2p_pipe_t *pipe = c->pipe;
+    guint start = c->pos;
+    item_t *it = add_work(c, IT_PDU, n);
+
+    it->end = truncated ? c->inlen : start + n > c->fresh_at ? start + n - c->fresh_at : 0;
+    it->pdu.index = pipe->pdus++;
+    it->pdu.overhead = pipe->overhead;
+    it->pdu.calls = calls_of(c, start, start + n);
+    it->pdu.truncated = truncated;
+    pipe->overhead = 0;
+    c->pos += n;
+    run_item(c, it);
+    return it;
+}
+
+/* The layer's framing broke at pos (its len_fn returned < 0): the bytes up to its next frame
+ * boundary (pipe->skip) are undecoded and cutting goes on after them (TRUE), or, with no
+ * boundary in reach, the rest of the pipe is undecoded (FALSE). */
+static gboolean
+cut_broken(cut_t *c)
+{
+    l2p_pipe_t *pipe = c->pipe;
+    guint rest = c->worklen - c->pos;
+    gboolean resumes = pipe->skip && pipe->skip <= rest;
+    guint n = resumes ? pipe->skip : rest;
+    item_t *it;
+
+    pipe->skip = 0;
+    if (!resumes)
+        pipe->undecodable = TRUE;
+    it = add_work(c, IT_UNDECODED, n);
+    it->pdu.spec = pipe->broke;
+    pipe->broke = 0;
+    c->pos += n;
+    run_item(c, it);
+    return resumes;
+}
+
+/* Cut the PDUs the layer's len_fn finds, until it needs more bytes or hands the pipe off. */
+static void
+cut_work(cut_t *c)
+{
+    l2p_pipe_t *pipe = c->pipe;
+
+    while (c->pos < c->worklen) {
+        gint64 n = c->len_fn(pipe, c->work + c->pos, c->worklen - c->pos);
+        item_t *prev;
+        if (pipe->next || n == 0)
             break;
-        if (n == 0)
-            break;
-        if (n < 0 || (guint64)n > worklen - pos) {
-            if (n > 0)  /* a len_fn asking for bytes it has not seen: wait for them */
+        if (n > 0 && (guint64)n > c->worklen - c->pos)
+            break;      /* a len_fn asking for bytes it has not seen: wait for them */
+        if (n < 0) {
+            if (!cut_broken(c))
                 break;
-            if (pipe->skip && pipe->skip <= worklen - pos) {
-                /* Undecodable bytes, and then the layer's next frame boundary. */
-                guint32 k = pipe->skip;
-                pipe->skip = 0;
-                it = ADD(IT_UNDECODED, work + pos, k);
-                it->pdu.spec = pipe->broke;
-                pipe->broke = 0;
-                pos += k;
-                run_item(tvb, pinfo, tree, pipe, it, pdu_fn);
-                continue;
-            }
-            pipe->skip = 0;
-            pipe->undecodable = TRUE;
-            it = ADD(IT_UNDECODED, work + pos, worklen - pos);
-            it->pdu.spec = pipe->broke;
-            pipe->broke = 0;
-            run_item(tvb, pinfo, tree, pipe, it, pdu_fn);
-            pos = worklen;
-            break;
+            continue;
         }
-        prev = f->last;
-        it = ADD(IT_PDU, work + pos, (guint)n);
-        it->end = pos + (guint)n > FRESH_AT ? pos + (guint)n - FRESH_AT : 0;
-        it->pdu.index = pipe->pdus++;
-        it->pdu.overhead = pipe->overhead;
-        it->pdu.calls = CALLS(pos, pos + (guint)n);
-        pipe->overhead = 0;
-        pos += (guint)n;
-        run_item(tvb, pinfo, tree, pipe, it, pdu_fn);
-        merge_into_run(pinfo, scope, f, prev, it);
+        prev = c->f->last;
+        merge_into_run(c->pinfo, c->scope, c->f, prev, cut_pdu(c, (guint)n, FALSE));
         if (pipe->next)
             break;
     }
+}
+
+/* What cutting left: the next layer's (a close too), a PDU the pipe closed inside (handed over
+ * truncated), or bytes waiting past the pipe's budget: no framing waits for more than that
+ * (framed Snappy padded without end, say), so they are undecodable, and counted. */
+static void
+end_work(cut_t *c)
+{
+    l2p_pipe_t *pipe = c->pipe;
+    item_t *it;
+
     if (pipe->next) {
-        /* The rest belongs to the next layer (and so does a close). */
-        if (pos < worklen || pipe->fin) {
+        if (c->pos < c->worklen || pipe->fin) {
             pipe->next->overhead += pipe->overhead;
             pipe->overhead = 0;
-            it = ADD(IT_FORWARD, work + pos, worklen - pos);
+            it = add_work(c, IT_FORWARD, c->worklen - c->pos);
             it->to = pipe->next;
             it->fin = pipe->fin;
-            pos = worklen;
-            run_item(tvb, pinfo, tree, pipe, it, pdu_fn);
+            c->pos = c->worklen;
+            run_item(c, it);
         }
-    } else if (pipe->fin && pos < worklen && !pipe->undecodable) {
-        /* Closed inside a PDU: hand over what there is, marked truncated. */
-        it = ADD(IT_PDU, work + pos, worklen - pos);
-        it->end = inlen;
-        it->pdu.index = pipe->pdus++;
-        it->pdu.overhead = pipe->overhead;
-        it->pdu.calls = CALLS(pos, worklen);
-        it->pdu.truncated = TRUE;
-        pipe->overhead = 0;
-        pos = worklen;
-        run_item(tvb, pinfo, tree, pipe, it, pdu_fn);
+    } else if (pipe->fin && c->pos < c->worklen && !pipe->undecodable) {
+        cut_pdu(c, c->worklen - c->pos, TRUE);
     }
-    /* Each pipe's buffer has a budget: no framing waits for more than that many bytes (framed
-     * Snappy padded without end, say); past it the bytes are undecodable, and counted. */
-    if (!pipe->next && !pipe->undecodable && worklen - pos > L2P_PIPE_BUDGET) {
+    if (!pipe->next && !pipe->undecodable && c->worklen - c->pos > L2P_PIPE_BUDGET) {
         pipe->undecodable = TRUE;
-        run_item(tvb, pinfo, tree, pipe, ADD(IT_UNDECODED, work + pos, worklen - pos), pdu_fn);
-        pos = worklen;
+        it = add_work(c, IT_UNDECODED, c->worklen - c->pos);
+        c->pos = c->worklen;
+        run_item(c, it);
     }
-    pipe->held_calls = pos < worklen ? CALLS(pos, worklen) : 0;
-#undef CALLS
-#undef ADD
-#undef FRESH_AT
+    pipe->held_calls = c->pos < c->worklen ? calls_of(c, c->pos, c->worklen) : 0;
     if (pipe->fin)
         pipe->closed = TRUE;
-    /* Keep what is left for the next frame. */
-    if (direct) {
-        if (pos < worklen)
-            g_byte_array_append(pipe->buf, work + pos, worklen - pos);
-    } else if (pos) {
-        g_byte_array_remove_range(pipe->buf, 0, pos);
+}
+
+/* Keep what is left for the next call.  An empty buffer goes too: it keeps the capacity of the
+ * largest PDU it ever held, and a capture has thousands of idle pipes. */
+static void
+keep_rest(const cut_t *c)
+{
+    l2p_pipe_t *pipe = c->pipe;
+
+    if (c->direct) {
+        if (c->pos < c->worklen)
+            g_byte_array_append(pipe->buf, c->work + c->pos, c->worklen - c->pos);
+    } else if (c->pos) {
+        g_byte_array_remove_range(pipe->buf, 0, c->pos);
     }
-    /* An empty buffer goes too: it keeps the capacity of the largest PDU it ever held, and
-     * a capture has thousands of idle pipes. */
     if (pipe->closed || pipe->next || pipe->buf->len == 0)
         buf_drop(pipe);
     else
         buf_charge(pipe);
 }
 
-/* The engine's one way in for cutting PDUs: d->tail, which may point at a source this call's
- * callers outside the engine remove once it returns, is given back as this call found it
- * (sources_tail()), exception or not. */
+/* The first pass of a call: its items made and run, in order. */
+static void
+dissect_pdus(cut_t *c)
+{
+    l2p_pipe_t *pipe = c->pipe;
+
+    if (pipe->next) {
+        forward_call(c);
+        return;
+    }
+    if (pipe->closed)
+        return;
+    if (pipe->gap)
+        after_hole(c);
+    if (pipe->undecodable) {
+        if (c->inlen)
+            run_item(c, add_item(c->pinfo, c->scope, c->f, IT_UNDECODED, c->in, c->inlen, c->in, c->inlen));
+        return;
+    }
+    begin_work(c);
+    cut_work(c);
+    end_work(c);
+    keep_rest(c);
+}
+
+/* A call's items made (first pass) or replayed.  c->drawn->tail, which may point at a source
+ * the call's callers outside the engine remove once it returns, is given back as the call
+ * found it (sources_tail()), exception or not.  (Its own function: the exception frame's
+ * setjmp stays away from the caller's locals.) */
+static void
+run_call(cut_t *c, gboolean replay)
+{
+    GSList *volatile tail = c->drawn->tail;
+
+    TRY {
+        if (!replay)
+            dissect_pdus(c);
+        else
+            for (item_t *it = c->f ? c->f->first : NULL; it; it = it->next)
+                run_item(c, it);
+    }
+    FINALLY {
+        c->drawn->tail = tail;
+    }
+    ENDTRY;
+}
+
+/* The engine's one way in for cutting PDUs: a later pass replays the items the first made. */
 void
 l2p_dissect_pdus(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
                  l2p_len_fn len_fn, l2p_pdu_fn pdu_fn)
 {
-    drawn_t *d = frame_drawn(pinfo);
-    GSList *volatile tail = d->tail;
+    gboolean replay = FALSE;
+    item_t spare;
+    /* Kept for no later pass: the feed, and the one item each PDU reuses, are this call's (a
+     * pool allocation per muxer frame would last as long as the frame). */
+    feed_t once = { NULL, NULL, &spare };
+    cut_t c;
 
-    TRY {
-        dissect_pdus(tvb, pinfo, tree, pipe, len_fn, pdu_fn);
-    }
-    FINALLY {
-        d->tail = tail;
-    }
-    ENDTRY;
+    memset(&c, 0, sizeof c);
+    c.tvb = tvb;
+    c.pinfo = pinfo;
+    c.tree = tree;
+    c.pipe = pipe;
+    c.len_fn = len_fn;
+    c.pdu_fn = pdu_fn;
+    c.drawn = frame_drawn(pinfo);
+    c.below = p2pc_unit_get(pinfo);
+    c.f = PINFO_FD_VISITED(pinfo) || p2pc_keep_replay(pinfo) ?
+          (feed_t *)l2p_frame_slot(pinfo, pipe, sizeof(feed_t), &replay) : &once;
+    c.scope = p2pc_replay_scope(pinfo);
+    c.inlen = tvb_captured_length(tvb);
+    c.in = c.inlen ? tvb_get_ptr(tvb, 0, c.inlen) : NULL;
+    run_call(&c, replay);
 }
 
 void

@@ -251,6 +251,13 @@ void l2p_pipe_call(l2p_pipe_t *pipe, tvbuff_t *tvb, packet_info *pinfo, proto_tr
 void l2p_pipe_call_held(l2p_pipe_t *pipe, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
                         gboolean fin, p2pc_record_adjust_fn adjust, void *ctx);
 
+/* l2p_pipe_call() (adjust NULL) or l2p_pipe_call_held() with `unit` as the attribution unit of
+ * the bytes handed up (core/record.h, p2pc_unit_t), the one before put back after: how a layer
+ * whose bytes are not those of the unit below (a TCP direction's start, a decrypted record, a
+ * decompressed stream) calls the layer above.  The engine narrows the unit to each PDU itself. */
+void l2p_pipe_call_unit(l2p_pipe_t *pipe, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
+                        gboolean fin, p2pc_unit_t unit, p2pc_record_adjust_fn adjust, void *ctx);
+
 /* The handle for a protocol ID: its "multistream.protocol" entry (exact, which Decode As and
  * Lua set, then the prefix entries such as "/noise"), else the generic application-data
  * dissector ("libp2p_app"). */

@@ -52,7 +52,6 @@
 #include "libp2p/engine.h"
 #include "core/record.h"
 
-#include <epan/exceptions.h>
 #include <epan/expert.h>
 #include <epan/prefs.h>
 #include <epan/proto_data.h>
@@ -354,6 +353,57 @@ feed_units(comp_dir_t *cd, const guint8 *in, guint len, size_t bound, packet_inf
     return st;
 }
 
+/* First pass: a hole in the capture before this frame's bytes.  Uncompressed, the pipe above
+ * gets the same hole; a stream that can resynchronise does so at its next sync-flush point;
+ * any other stops decoding here. */
+static void
+comp_gap(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, packet_info *pinfo)
+{
+    pipe->gap = FALSE;
+    if (cd->codec == P2PC_CODEC_NONE) {
+        l2p_pipe_gap(cd->inner, pipe->gap_bytes);   /* the same bytes, uncompressed */
+    } else if (cd->stopped_in) {
+        /* Stopped already. */
+    } else if (cd->dec && p2pc_stream_gap(cd->dec)) {
+        /* Resumes at the next sync-flush point; the hole cut what the pipe above held. */
+        cd->resyncing = TRUE;
+        cd->skipped = 0;
+        l2p_pipe_gap(cd->inner, 0);
+    } else {
+        fr->detail = cd->codec == P2PC_CODEC_BROTLI_STREAM ?
+            "bytes before this frame are missing from the capture, and a brotli stream cannot "
+            "resume after a hole" :
+            "bytes before this frame are missing from the capture";
+        cd->stopped_in = pinfo->num;
+    }
+}
+
+/* First pass, after a hole: the frame's compressed bytes fed while the decoder looks for its
+ * sync-flush point; what it skipped and could not place is counted, and the output's
+ * determined runs kept (choose_runs()). */
+static p2pc_dc_status_t
+feed_resyncing(comp_dir_t *cd, comp_frame_t *fr, const guint8 *in, guint len, size_t bound, packet_info *pinfo,
+               guint8 **out, size_t *out_len, const char **detail)
+{
+    p2pc_stream_gap_t gap;
+    p2pc_dc_status_t st = p2pc_stream_feed_gap(cd->dec, in, len, bound, p2pc_replay_scope(pinfo), out, out_len,
+                                               &gap, detail);
+    cd->skipped += gap.skipped;
+    fr->skipped = (guint32)gap.skipped;
+    if (gap.resumed)
+        fr->resumed_after = cd->skipped;
+    fr->withheld = (guint32)gap.undetermined;
+    if (gap.runs) {
+        choose_runs(fr, gap.runs, *out, out_len, p2pc_replay_scope(pinfo));
+        wmem_destroy_array(gap.runs);
+        *out = (guint8 *)wmem_realloc(p2pc_replay_scope(pinfo), *out, *out_len ? *out_len : 1);
+        p2pc_replay_charge(pinfo, wmem_array_get_count(fr->runs) * sizeof(guint32));
+    }
+    cd->out_total += gap.undetermined;
+    cd->resyncing = !gap.in_sync;
+    return st;
+}
+
 /* First pass: feed this frame's compressed bytes to the direction's decoder. */
 static void
 comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, packet_info *pinfo,
@@ -367,25 +417,8 @@ comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, pac
     p2pc_bound_t bound;
 
     fr->in_len = len;
-    if (pipe->gap) {
-        pipe->gap = FALSE;
-        if (cd->codec == P2PC_CODEC_NONE) {
-            l2p_pipe_gap(cd->inner, pipe->gap_bytes);   /* the same bytes, uncompressed */
-        } else if (cd->stopped_in) {
-            /* Stopped already. */
-        } else if (cd->dec && p2pc_stream_gap(cd->dec)) {
-            /* Resumes at the next sync-flush point; the hole cut what the pipe above held. */
-            cd->resyncing = TRUE;
-            cd->skipped = 0;
-            l2p_pipe_gap(cd->inner, 0);
-        } else {
-            fr->detail = cd->codec == P2PC_CODEC_BROTLI_STREAM ?
-                "bytes before this frame are missing from the capture, and a brotli stream cannot "
-                "resume after a hole" :
-                "bytes before this frame are missing from the capture";
-            cd->stopped_in = pinfo->num;
-        }
-    }
+    if (pipe->gap)
+        comp_gap(pipe, cd, fr, pinfo);
     if (cd->stopped_in) {
         fr->stopped_in = cd->stopped_in;
         fr->stopped_by = cd->stopped_by;
@@ -403,22 +436,7 @@ comp_feed(l2p_pipe_t *pipe, comp_dir_t *cd, comp_frame_t *fr, tvbuff_t *tvb, pac
             st = P2PC_DC_BOUND;
             detail = "the decompressed output reached its bound";
         } else if (cd->resyncing) {
-            p2pc_stream_gap_t gap;
-            st = p2pc_stream_feed_gap(cd->dec, tvb_get_ptr(tvb, 0, len), len, bound.bound, p2pc_replay_scope(pinfo),
-                                      &out, &out_len, &gap, &detail);
-            cd->skipped += gap.skipped;
-            fr->skipped = (guint32)gap.skipped;
-            if (gap.resumed)
-                fr->resumed_after = cd->skipped;
-            fr->withheld = (guint32)gap.undetermined;
-            if (gap.runs) {
-                choose_runs(fr, gap.runs, out, &out_len, p2pc_replay_scope(pinfo));
-                wmem_destroy_array(gap.runs);
-                out = (guint8 *)wmem_realloc(p2pc_replay_scope(pinfo), out, out_len ? out_len : 1);
-                p2pc_replay_charge(pinfo, wmem_array_get_count(fr->runs) * sizeof(guint32));
-            }
-            cd->out_total += gap.undetermined;
-            cd->resyncing = !gap.in_sync;
+            st = feed_resyncing(cd, fr, tvb_get_ptr(tvb, 0, len), len, bound.bound, pinfo, &out, &out_len, &detail);
         } else {
             st = feed_units(cd, tvb_get_ptr(tvb, 0, len), len, bound.bound, pinfo, units, &out, &out_len, &detail);
         }
@@ -507,8 +525,7 @@ comp_attribute(packet_info *pinfo, p2pc_record_t **recs, guint n, void *ctx)
             budget_out = cd->unattributed_out > out_after ? cd->unattributed_out - out_after : 0;
             cd->unattributed -= budget;
             cd->unattributed_out -= budget_out;
-            end = !a->below.set ? G_MAXUINT64 : !a->below.identity ? a->below.end :
-                  a->below.end - MIN(a->below.end, in_after);
+            end = a->below.set ? p2pc_unit_before(a->below, in_after).end : G_MAXUINT64;
             p2pc_record_shares_append(fr->attributed, recs + i, j - i, budget, P2PC_SHARE_BY_RAW);
             p2pc_record_shares_append(fr->attributed_out, recs + i, j - i, budget_out, P2PC_SHARE_BY_RAW);
             for (; i < j; i++)
@@ -623,31 +640,22 @@ typedef struct {
     packet_info *pinfo;
     proto_tree *tree;
     gboolean fin;
-    const attr_ctx_t *a;
-} runs_call_t;
+    attr_ctx_t *a;
+} above_call_t;
 
 static void
 runs_call(void *ctx)
 {
-    const runs_call_t *c = (const runs_call_t *)ctx;
+    const above_call_t *c = (const above_call_t *)ctx;
     call_runs(c->dtvb, c->pinfo, c->tree, c->fin, c->a);
 }
 
-/* The layers above, their records held for comp_attribute(); the unit below is put back after. */
+/* The output runs after a hole, their records held for comp_attribute(). */
 static void
-call_above(tvbuff_t *dtvb, packet_info *pinfo, proto_tree *tree, gboolean fin, attr_ctx_t *a)
+runs_call_held(void *ctx)
 {
-    TRY {
-        if (a->fr->runs) {
-            runs_call_t c = { dtvb, pinfo, tree, fin, a };
-            p2pc_record_call_held(pinfo, runs_call, &c, comp_attribute, a);
-        } else
-            l2p_pipe_call_held(a->cd->inner, dtvb, pinfo, tree, fin, comp_attribute, a);
-    }
-    FINALLY {
-        p2pc_unit_set(pinfo, a->below);
-    }
-    ENDTRY;
+    above_call_t *c = (above_call_t *)ctx;
+    p2pc_record_call_held(c->pinfo, runs_call, c, comp_attribute, c->a);
 }
 
 static int
@@ -702,12 +710,16 @@ dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, 
     actx.below = p2pc_unit_get(pinfo);
     /* Above, the unit is numbered in the decompressed bytes (the direction's, to the end of
      * this frame's); comp_attribute() maps each record's end back to its flush unit.  After a
-     * hole the output runs are not contiguous: all of it is the frame's last unit. */
+     * hole the output runs are not contiguous: all of it is the frame's last unit.  The records
+     * of the layers above are held for comp_attribute(). */
     inner.set = TRUE;
     inner.identity = !fr->runs;
     inner.end = fr->out_total;
-    p2pc_unit_set(pinfo, inner);
-    call_above(dtvb, pinfo, tree, pipe->fin, &actx);
+    if (fr->runs) {
+        above_call_t c = { dtvb, pinfo, tree, pipe->fin, &actx };
+        p2pc_unit_call(pinfo, inner, runs_call_held, &c);
+    } else
+        l2p_pipe_call_unit(cd->inner, dtvb, pinfo, tree, pipe->fin, inner, comp_attribute, &actx);
     return tvb_captured_length(tvb);
 }
 

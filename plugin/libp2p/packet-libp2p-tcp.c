@@ -251,15 +251,8 @@ static void
 call_at(l2p_pipe_t *root, tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, gboolean seq, gboolean identity,
         guint64 end)
 {
-    p2pc_unit_t was = p2pc_unit_get(pinfo), u = { seq, identity, end };
-    p2pc_unit_set(pinfo, u);
-    TRY {
-        l2p_pipe_call(root, tvb, pinfo, tree, FALSE);
-    }
-    FINALLY {
-        p2pc_unit_set(pinfo, was);
-    }
-    ENDTRY;
+    p2pc_unit_t u = { seq, identity, end };
+    l2p_pipe_call_unit(root, tvb, pinfo, tree, FALSE, u, NULL, NULL);
 }
 
 /* Feed a list of held segments (copies, back to back in sequence) to a direction's pipe in one

@@ -112,17 +112,7 @@ tls_attribute(packet_info *pinfo, p2pc_record_t **recs, guint n, void *ctx)
 {
     rec_ctx_t *r = (rec_ctx_t *)ctx;
     tls_conn_t *c = (tls_conn_t *)r->pipe->state;
-    if (n == 0)
-        return;
-    if (!r->replay && c) {
-        *r->shares = p2pc_record_shares(pinfo, recs, n, c->unattributed[r->pipe->dir], P2PC_SHARE_BY_WIRE);
-        c->unattributed[r->pipe->dir] = 0;
-    }
-    for (guint i = 0; i < n; i++) {
-        guint64 share = p2pc_record_share(*r->shares, i);
-        recs[i]->header_len += share;
-        recs[i]->wire_len += share;
-    }
+    p2pc_record_give_framing(pinfo, recs, n, !r->replay && c ? &c->unattributed[r->pipe->dir] : NULL, r->shares);
 }
 
 /* TLS on one record, the records of the messages it completes held until its framing is
@@ -237,16 +227,8 @@ dissect_alpn(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, size_t i)
     if (c->inner[pipe->dir]) {
         /* Wireshark's TLS hands over a record's plaintext, not where the record ends: its unit
          * is the end of the bytes TLS was given in this call (p2pc_unit_t). */
-        p2pc_unit_t was = p2pc_unit_get(pinfo), opaque = was;
-        opaque.identity = FALSE;
-        p2pc_unit_set(pinfo, opaque);
-        TRY {
-            l2p_pipe_call(c->inner[pipe->dir], tvb, pinfo, tree, FALSE);
-        }
-        FINALLY {
-            p2pc_unit_set(pinfo, was);
-        }
-        ENDTRY;
+        l2p_pipe_call_unit(c->inner[pipe->dir], tvb, pinfo, tree, FALSE, p2pc_unit_opaque(p2pc_unit_get(pinfo)),
+                           NULL, NULL);
     }
     return tvb_captured_length(tvb);
 }
