@@ -753,6 +753,67 @@ phase0_topic(const char *topic)
     return !strcmp(fork_name(digest), "phase0");
 }
 
+/* A Message's data: drawn, its Snappy block decompressed within the bounds (NULL when it does not
+ * decompress; *bounded when a bound stopped it), with the expert items and spec checks. */
+static tvbuff_t *
+message_data(tvbuff_t *tvb, packet_info *pinfo, proto_tree *mt, proto_item *mi, int data_off, int data_len,
+             gboolean *bounded)
+{
+    proto_item *di = proto_tree_add_item(mt, hf_gs_data, tvb, data_off, data_len, ENC_NA);
+    p2pc_dc_status_t st = P2PC_DC_CORRUPT;
+    const char *detail = NULL;
+    p2pc_bound_t bound;
+    guint64 declared;
+    tvbuff_t *ssz;
+
+    /* A Snappy block starts with its uncompressed length (format_description.txt 1). */
+    if (tvb_get_varint(tvb, data_off, MIN(FT_VARINT_MAX_LEN, data_len), &declared, ENC_VARINT_PROTOBUF) &&
+        declared > ETH2_MAX_PAYLOAD)
+        p2pc_spec(pinfo, di, P2PC_SPEC_GOSSIP_SIZE, "%" G_GUINT64_FORMAT " bytes uncompressed, over "
+                  "MAX_PAYLOAD_SIZE (%u)", declared, ETH2_MAX_PAYLOAD);
+    bound = p2pc_bound(pinfo, ETH2_MAX_PAYLOAD, data_len, 0);
+    ssz = p2pc_decompress_tvb(tvb, data_off, data_len, pinfo, P2PC_CODEC_SNAPPY, bound.bound,
+                              "Decompressed gossip SSZ", &st, &detail);
+    *bounded = p2pc_bound_charge(pinfo, &bound, ssz ? tvb_captured_length(ssz) : 0, st == P2PC_DC_BOUND);
+    if (*bounded)
+        p2pc_bound_expert(pinfo, mi, bound.by);
+    else if (!ssz)
+        expert_add_info_format(pinfo, mi, &ei_eth2_decompress, "Snappy block: %s", detail ? detail : p2pc_dc_status_name(st));
+    return ssz;
+}
+
+/* A Message's message-id (id, 20 bytes): valid snappy -> domain 0x01000000 and the uncompressed
+ * data (ssz), otherwise 0x00000000 and the raw data; from Altair on, the topic's length and the
+ * topic between (specs/altair/p2p-interface.md), not on a phase0 topic
+ * (specs/phase0/p2p-interface.md).  FALSE when libgcrypt gave no hash. */
+static gboolean
+message_id(tvbuff_t *tvb, tvbuff_t *ssz, const char *topic, int topic_off, int topic_len,
+           int data_off, int data_len, guint8 id[20])
+{
+    static const guint8 valid[4] = { 1, 0, 0, 0 }, invalid[4] = { 0, 0, 0, 0 };
+    guint8 tl[8];
+    guint64 tlen = (guint64)topic_len;
+    gcry_md_hd_t md;
+
+    if (gcry_md_open(&md, GCRY_MD_SHA256, 0) != 0)
+        return FALSE;
+    for (int i = 0; i < 8; i++)
+        tl[i] = (guint8)(tlen >> (8 * i));
+    gcry_md_write(md, ssz ? valid : invalid, 4);
+    if (!phase0_topic(topic)) {
+        gcry_md_write(md, tl, 8);
+        if (topic_len)
+            gcry_md_write(md, tvb_get_ptr(tvb, topic_off, topic_len), topic_len);
+    }
+    if (ssz)
+        gcry_md_write(md, tvb_get_ptr(ssz, 0, tvb_captured_length(ssz)), tvb_captured_length(ssz));
+    else if (data_len)
+        gcry_md_write(md, tvb_get_ptr(tvb, data_off, data_len), data_len);
+    memcpy(id, gcry_md_read(md, GCRY_MD_SHA256), 20);
+    gcry_md_close(md);
+    return TRUE;
+}
+
 static void
 gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, int len,
                guint rpc_overhead, guint nmsgs, const l2p_pipe_t *pipe, const l2p_pdu_t *pdu,
@@ -765,15 +826,10 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, i
     const char *topic = "", *name = "unknown", *msg_type;
     p2pc_record_t rec;
     tvbuff_t *ssz = NULL;
-    p2pc_dc_status_t st = P2PC_DC_CORRUPT;
-    const char *detail = NULL;
-    p2pc_bound_t bound;
     gboolean bounded = FALSE;
-    guint8 h[32], id[20];
-    gcry_md_hd_t md;
+    guint8 id[20];
     static const char *const signing_fields[] = { NULL, "from", NULL, "seqno", NULL, "signature", "key" };
     wmem_strbuf_t *signed_fields = wmem_strbuf_new(pinfo->pool, "");
-    guint64 declared;
 
     mt = proto_tree_add_subtree(tree, tvb, start, len, ett_gs_msg, &mi, "Message");
     while (p2pc_pb_next(tvb, &off, start + len, &f)) {
@@ -800,44 +856,9 @@ gossip_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, i
     if (g_str_has_prefix(topic, "/eth2/") && wmem_strbuf_get_len(signed_fields))
         p2pc_spec(pinfo, mi, P2PC_SPEC_GOSSIP_NO_SIGN, "%s on eth2 topic %s (StrictNoSign)",
                   wmem_strbuf_get_str(signed_fields), topic);
-    if (data_len) {
-        proto_item *di = proto_tree_add_item(mt, hf_gs_data, tvb, data_off, data_len, ENC_NA);
-        /* A Snappy block starts with its uncompressed length (format_description.txt 1). */
-        if (tvb_get_varint(tvb, data_off, MIN(FT_VARINT_MAX_LEN, data_len), &declared, ENC_VARINT_PROTOBUF) &&
-            declared > ETH2_MAX_PAYLOAD)
-            p2pc_spec(pinfo, di, P2PC_SPEC_GOSSIP_SIZE, "%" G_GUINT64_FORMAT " bytes uncompressed, over "
-                      "MAX_PAYLOAD_SIZE (%u)", declared, ETH2_MAX_PAYLOAD);
-        bound = p2pc_bound(pinfo, ETH2_MAX_PAYLOAD, data_len, 0);
-        ssz = p2pc_decompress_tvb(tvb, data_off, data_len, pinfo, P2PC_CODEC_SNAPPY, bound.bound,
-                                  "Decompressed gossip SSZ", &st, &detail);
-        bounded = p2pc_bound_charge(pinfo, &bound, ssz ? tvb_captured_length(ssz) : 0, st == P2PC_DC_BOUND);
-        if (bounded)
-            p2pc_bound_expert(pinfo, mi, bound.by);
-        else if (!ssz)
-            expert_add_info_format(pinfo, mi, &ei_eth2_decompress, "Snappy block: %s", detail ? detail : p2pc_dc_status_name(st));
-    }
-    /* message-id: valid snappy -> domain 0x01000000 and the uncompressed data, otherwise
-     * 0x00000000 and the raw data; from Altair on, the topic's length and the topic between
-     * (specs/altair/p2p-interface.md), not on a phase0 topic (specs/phase0/p2p-interface.md). */
-    if (gcry_md_open(&md, GCRY_MD_SHA256, 0) == 0) {
-        static const guint8 valid[4] = { 1, 0, 0, 0 }, invalid[4] = { 0, 0, 0, 0 };
-        guint8 tl[8];
-        guint64 tlen = topic_len;
-        for (int i = 0; i < 8; i++)
-            tl[i] = (guint8)(tlen >> (8 * i));
-        gcry_md_write(md, ssz ? valid : invalid, 4);
-        if (!phase0_topic(topic)) {
-            gcry_md_write(md, tl, 8);
-            if (topic_len)
-                gcry_md_write(md, tvb_get_ptr(tvb, topic_off, topic_len), topic_len);
-        }
-        if (ssz)
-            gcry_md_write(md, tvb_get_ptr(ssz, 0, tvb_captured_length(ssz)), tvb_captured_length(ssz));
-        else if (data_len)
-            gcry_md_write(md, tvb_get_ptr(tvb, data_off, data_len), data_len);
-        memcpy(h, gcry_md_read(md, GCRY_MD_SHA256), 32);
-        gcry_md_close(md);
-        memcpy(id, h, 20);
+    if (data_len)
+        ssz = message_data(tvb, pinfo, mt, mi, data_off, data_len, &bounded);
+    if (message_id(tvb, ssz, topic, topic_off, topic_len, data_off, data_len, id)) {
         proto_item_set_generated(proto_tree_add_bytes_with_length(mt, hf_gs_message_id, tvb, start, len, id, 20));
         /* The topic's rule for the gossip accounting's duplicates: eth2's on an eth2 topic. */
         if (g_str_has_prefix(topic, "/eth2/"))
@@ -924,13 +945,57 @@ gossipsub_partial(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start
     return name;
 }
 
+/* SubOpts { subscribe = 1; topicid = 2; requestsPartial = 3; supportsSendingPartial = 4 },
+ * drawn; *subs and *unsubs count its subscribe flags. */
+static void
+gossipsub_subopts(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int start, int len,
+                  guint *subs, guint *unsubs)
+{
+    int so = start;
+    p2pc_pb_field_t sub;
+    proto_tree *st = p2pc_tree_room(tree, pinfo, tvb, SUB_ITEMS);
+    while (p2pc_pb_next(tvb, &so, start + len, &sub)) {
+        if (sub.number == 1 && sub.wire_type == 0) {
+            proto_tree_add_boolean(st, hf_gs_subscribe, tvb, start, len, sub.value != 0);
+            if (sub.value)
+                (*subs)++;
+            else
+                (*unsubs)++;
+        } else if (sub.number == 2 && sub.wire_type == 2) {
+            proto_tree_add_item(st, hf_gs_topic, tvb, sub.start, sub.len, ENC_UTF_8);
+        } else if ((sub.number == 3 || sub.number == 4) && sub.wire_type == 0) {
+            proto_tree_add_boolean(st, sub.number == 3 ? hf_gs_requests_partial : hf_gs_supports_partial,
+                                   tvb, start, len, sub.value != 0);
+        }
+    }
+}
+
+/* A ControlMessage: how many entries of each kind (also in info), and its extensions. */
+static void
+gossipsub_control(tvbuff_t *tvb, proto_tree *tree, int start, int len, wmem_strbuf_t *info)
+{
+    static const char *const names[] = { "IHAVE", "IWANT", "GRAFT", "PRUNE", "IDONTWANT" };
+    static int *const counts[] = { &hf_gs_ihave, &hf_gs_iwant, &hf_gs_graft, &hf_gs_prune, &hf_gs_idontwant };
+    int co = start;
+    p2pc_pb_field_t sub;
+    for (guint i = 0; i < G_N_ELEMENTS(counts); i++) {
+        guint n = count_field(tvb, start, len, i + 1);
+        proto_tree_add_uint(tree, *counts[i], tvb, start, len, n);
+        if (n)
+            wmem_strbuf_append_printf(info, ", %s %u", names[i], n);
+    }
+    while (p2pc_pb_next(tvb, &co, start + len, &sub))
+        if (sub.number == 6 && sub.wire_type == 2)     /* ControlExtensions (v1.3) */
+            gossipsub_extensions(tvb, tree, sub.start, sub.len, info);
+}
+
 static void
 gossipsub_rpc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2p_pdu_t *pdu)
 {
     int len = (int)tvb_captured_length(tvb), off, end;
     guint used, nmsgs, msg_bytes = 0, subs = 0, unsubs = 0;
     guint64 rlen;
-    p2pc_pb_field_t f, sub;
+    p2pc_pb_field_t f;
     proto_item *ti;
     proto_tree *t;
     wmem_strbuf_t *info = wmem_strbuf_new(pinfo->pool, "");
@@ -957,40 +1022,13 @@ gossipsub_rpc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *p
     while (p2pc_pb_next(tvb, &off, end, &f)) {
         if (f.wire_type != 2)
             continue;
-        if (f.number == 1) {            /* SubOpts { subscribe = 1; topicid = 2; requestsPartial = 3;
-                                         * supportsSendingPartial = 4 } */
-            int so = f.start;
-            proto_tree *st = p2pc_tree_room(t, pinfo, tvb, SUB_ITEMS);
-            while (p2pc_pb_next(tvb, &so, f.start + f.len, &sub)) {
-                if (sub.number == 1 && sub.wire_type == 0) {
-                    proto_tree_add_boolean(st, hf_gs_subscribe, tvb, f.start, f.len, sub.value != 0);
-                    if (sub.value)
-                        subs++;
-                    else
-                        unsubs++;
-                } else if (sub.number == 2 && sub.wire_type == 2) {
-                    proto_tree_add_item(st, hf_gs_topic, tvb, sub.start, sub.len, ENC_UTF_8);
-                } else if ((sub.number == 3 || sub.number == 4) && sub.wire_type == 0) {
-                    proto_tree_add_boolean(st, sub.number == 3 ? hf_gs_requests_partial : hf_gs_supports_partial,
-                                           tvb, f.start, f.len, sub.value != 0);
-                }
-            }
+        if (f.number == 1) {
+            gossipsub_subopts(tvb, pinfo, t, f.start, f.len, &subs, &unsubs);
         } else if (f.number == 2) {     /* Message */
             gossip_message(tvb, pinfo, p2pc_tree_room(t, pinfo, tvb, MSG_ITEMS), f.start, f.len,
                            len - msg_bytes + pdu->overhead, nmsgs, pipe, pdu, parts);
-        } else if (f.number == 3) {     /* ControlMessage */
-            static const char *const names[] = { "IHAVE", "IWANT", "GRAFT", "PRUNE", "IDONTWANT" };
-            static int *const counts[] = { &hf_gs_ihave, &hf_gs_iwant, &hf_gs_graft, &hf_gs_prune, &hf_gs_idontwant };
-            int co = f.start;
-            for (guint i = 0; i < G_N_ELEMENTS(counts); i++) {
-                guint n = count_field(tvb, f.start, f.len, i + 1);
-                proto_tree_add_uint(t, *counts[i], tvb, f.start, f.len, n);
-                if (n)
-                    wmem_strbuf_append_printf(info, ", %s %u", names[i], n);
-            }
-            while (p2pc_pb_next(tvb, &co, f.start + f.len, &sub))
-                if (sub.number == 6 && sub.wire_type == 2)     /* ControlExtensions (v1.3) */
-                    gossipsub_extensions(tvb, t, sub.start, sub.len, info);
+        } else if (f.number == 3) {
+            gossipsub_control(tvb, t, f.start, f.len, info);
         } else if (f.number == GS_EXT_PARTIAL) {
             wmem_strbuf_append_printf(info, ", partial message %s", gossipsub_partial(tvb, pinfo, t, f.start, f.len));
         } else if (f.number == GS_EXT_TEST) {
