@@ -175,6 +175,23 @@ p2pc_tcp_start_seen(packet_info *pinfo)
     return tcpd && !nstime_is_zero(&tcpd->ts_mru_syn);
 }
 
+/* TCP keeps the port its SYN (or SYN-ACK) named as the server's; when both ports are alike
+ * (Prysm dials from the port it listens on), the conversation TCP made at the SYN is keyed from
+ * the SYN's sender. */
+int
+p2pc_tcp_sender_dialed(packet_info *pinfo)
+{
+    conversation_t *conv = find_or_create_conversation(pinfo);
+    struct tcp_analysis *tcpd = get_tcp_conversation_data(conv, pinfo);
+    if (!tcpd || !tcpd->server_port)
+        return -1;
+    if (pinfo->srcport != pinfo->destport)
+        return pinfo->destport == tcpd->server_port;
+    if (nstime_is_zero(&tcpd->ts_mru_syn) || !conv->key_ptr)
+        return -1;          /* a SYN-ACK alone: it does not say which address sent it */
+    return addresses_equal(conversation_key_addr1(conv->key_ptr), &pinfo->src);
+}
+
 gboolean
 p2pc_tcp_at_start(packet_info *pinfo, guint32 seq)
 {
