@@ -1,12 +1,13 @@
 /* holes.c
- * The bytes TCP never hands to a protocol framed with tcp_dissect_pdus() (holes.h): a
- * postdissector that follows each such direction's TCP sequence, finds where the capture missed
+ * The bytes TCP never hands to a protocol framed with tcp_dissect_pdus() (holes.h): a part of
+ * the TCP layer's postdissector (post.h) that follows each such direction's TCP sequence, finds where the capture missed
  * a segment, and counts what TCP then keeps back in "undecoded" records with the p2pc.hole item.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/holes.h"
 #include "core/frame-data.h"
+#include "core/post.h"
 #include "core/ledger.h"
 #include "core/record.h"
 #include "core/segment.h"
@@ -571,6 +572,6 @@ p2pc_holes_register(int proto)
 {
     proto_p2pc = proto;
     conns = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), g_direct_hash, g_direct_equal);
-    register_postdissector(create_dissector_handle(dissect_holes, proto));
+    p2pc_post_add(create_dissector_handle(dissect_holes, proto));
     p2pc_tail_register(holes_tails);
 }

@@ -9,8 +9,9 @@
  *   - a segment TCP hands to no subdissector gets here all the same: TCP keeps back the earlier
  *     of two swapped segments (4.0, as a retransmission) and, with tcp.reassemble_out_of_order,
  *     every segment after a hole the capture never fills (queued for the missing bytes to the
- *     end of the capture).  A postdissector finds the bytes in the frame (p2pc_frame_segment)
- *     and feeds them when the direction has not had them;
+ *     end of the capture).  Its part of the core TCP layer's postdissector (core/post.h) finds
+ *     the bytes in the frame (p2pc_frame_segment) and feeds them when the direction has not
+ *     had them;
  *   - a segment ahead of the bytes expected (reordered in the network, or after a hole) is held
  *     in the ledger, copied, until the bytes before it arrive; then it is fed, in the frame that
  *     completed the sequence (its bytes show there as a tab of their own);
@@ -35,6 +36,7 @@
  */
 #include "core/p2pc-compat.h"
 #include "core/ledger.h"
+#include "core/post.h"
 #include "core/prefs.h"
 #include "core/retrans.h"
 #include "core/segment.h"
@@ -428,9 +430,9 @@ find_withheld(packet_info *pinfo)
     return NULL;
 }
 
-/* The postdissector: a segment TCP kept from p2pc, fed to its direction as TCP would have
- * handed it over, or an acknowledgement that lets the other direction go on after a hole.  No
- * protocol tree needed. */
+/* Its part of the core TCP layer's postdissector (core/post.h): a segment TCP kept from p2pc,
+ * fed to its direction as TCP would have handed it over, or an acknowledgement that lets the
+ * other direction go on after a hole.  No protocol tree needed. */
 static int
 dissect_libp2p_withheld(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
 {
@@ -504,7 +506,7 @@ proto_register_libp2p_tcp(void)
                                                      "the security negotiation)", "libp2p (Noise)", "libp2p_noise_tcp");
     libp2p_tcp_noise_handle = register_dissector("libp2p_noise_tcp", dissect_libp2p_tcp_noise, proto_libp2p_noise_tcp);
     register_init_routine(reset_have_conns);
-    register_postdissector(create_dissector_handle(dissect_libp2p_withheld, proto_libp2p));
+    p2pc_post_add(create_dissector_handle(dissect_libp2p_withheld, proto_libp2p));
 }
 
 void
