@@ -10,7 +10,6 @@
 #include "core/post.h"
 #include "core/ledger.h"
 #include "core/record.h"
-#include "core/segment.h"
 
 #include <epan/exceptions.h>
 #include <epan/prefs.h>
@@ -486,7 +485,7 @@ dissect_holes(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U
     conn_t *c;
     const frame_t *f;
     int d;
-    p2pc_segment_t seg;
+    guint32 at, n, seq;
     event_t ev = { 0 };
 
     if (pinfo->ptype != PT_TCP || (!wmem_map_size(conns) && !p2pc_conn_carried_any(P2PC_SLOT_HOLES)))
@@ -511,9 +510,9 @@ dissect_holes(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U
     }
     /* A segment of a direction TCP holds back for good, or keeps for the message it
      * reassembles, which the protocol did not get. */
-    if (!(f && (f->seen & (1u << d))) && c->side[d].started && p2pc_frame_segment(pinfo, &seg) && seg.len) {
+    if (!(f && (f->seen & (1u << d))) && c->side[d].started && p2pc_ledger_frame_bytes(tcp, pinfo, &at, &n, &seq) && n) {
         if (p2pc_conn_carry_mode())
-            part_follow(c, d, tvb, seg.at, seg.seq - tcp->dir[d].base, seg.len);
+            part_follow(c, d, tvb, at, seq, n);
         ev.other = FALSE;
         ev.missing = p2pc_ledger_held_past(&tcp->dir[d]) ? confirm_holes(c, d, tcp->dir[d].cap_end) : 0;
         ev.undecoded = count_held_back(c, d);

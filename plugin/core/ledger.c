@@ -161,6 +161,19 @@ p2pc_ledger_find(packet_info *pinfo)
     return l;
 }
 
+gboolean
+p2pc_ledger_frame_bytes(const p2pc_tcp_t *l, packet_info *pinfo, guint32 *at, guint32 *len, guint32 *seq)
+{
+    p2pc_segment_t seg;
+
+    if (!p2pc_frame_segment(pinfo, &seg))
+        return FALSE;
+    *at = seg.at;
+    *len = seg.len;
+    *seq = seg.seq - l->dir[p2pc_ledger_dir(l, pinfo)].base;
+    return TRUE;
+}
+
 guint32
 p2pc_ledger_seq(const p2pc_tcp_dir_t *d, guint32 seq)
 {

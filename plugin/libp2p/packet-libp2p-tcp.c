@@ -10,7 +10,7 @@
  *     of two swapped segments (4.0, as a retransmission) and, with tcp.reassemble_out_of_order,
  *     every segment after a hole the capture never fills (queued for the missing bytes to the
  *     end of the capture).  Its part of the core TCP layer's postdissector (core/post.h) finds
- *     the bytes in the frame (p2pc_frame_segment) and feeds them when the direction has not
+ *     the bytes in the frame (p2pc_ledger_frame_bytes) and feeds them when the direction has not
  *     had them;
  *   - a segment ahead of the bytes expected (reordered in the network, or after a hole) is held
  *     in the ledger, copied, until the bytes before it arrive; then it is fed, in the frame that
@@ -29,7 +29,7 @@
  * in the middle of a segment as each negotiation ends; only one layer could ask TCP for more
  * bytes (desegment_len), and TCP's reassembly keeps every byte after a hole in the capture back
  * for good, where a muxer can resynchronise (a yamux header) and the direction go on.  What is
- * TCP's here is read through the core TCP layer only (core/ledger.h, core/segment.h): the
+ * TCP's here is read through the core TCP layer only (core/ledger.h): the
  * handshake, the sequence numbers in the headers, the holes and the acknowledgements.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -39,7 +39,6 @@
 #include "core/post.h"
 #include "core/prefs.h"
 #include "core/retrans.h"
-#include "core/segment.h"
 #include "libp2p/engine.h"
 
 #include <epan/conversation.h>
@@ -396,34 +395,33 @@ find_withheld(packet_info *pinfo)
 {
     p2pc_conn_t *pc = p2pc_conn_find(pinfo);
     conn_t *c = pc ? (conn_t *)p2pc_conn_slot(pc, P2PC_SLOT_LIBP2P) : NULL;
-    p2pc_segment_t seg;
+    guint32 at, n, seq;
     p2pc_tcp_dir_t *td, *to;
     dir_t *fd;
     const dir_t *fo;
     withheld_t *w;
     int d;
 
-    if (!c || !c->tcp || !p2pc_ledger_find(pinfo) || !p2pc_frame_segment(pinfo, &seg))
+    if (!c || !c->tcp || !p2pc_ledger_find(pinfo) || !p2pc_ledger_frame_bytes(c->tcp, pinfo, &at, &n, &seq))
         return NULL;
     d = (addresses_equal(&c->first_addr, &pinfo->src) && c->first_port == pinfo->srcport) ? 0 : 1;
     fd = &c->dir[d];
     fo = &c->dir[1 - d];
     td = ledger_dir(c, FALSE, pinfo);
     to = ledger_dir(c, TRUE, pinfo);
-    if (seg.len && td->started && fd->seq_known &&
-        P2PC_SEQ_GT(seg.seq - td->base + seg.len, fd->next_seq)) {
+    if (n && td->started && fd->seq_known && P2PC_SEQ_GT(seq + n, fd->next_seq)) {
         w = wmem_new0(wmem_file_scope(), withheld_t);
-        w->at = seg.at;
-        w->len = seg.len;
-        w->seq = seg.seq - td->base - td->shift;
+        w->at = at;
+        w->len = n;
+        w->seq = seq - td->shift;   /* TCP's number in this session (p2pc_ledger_seq()) */
         return w;
     }
-    fd->pos += seg.len;     /* bytes fed before (a retransmission): the T lines count them too */
+    fd->pos += n;     /* bytes fed before (a retransmission): the T lines count them too */
     if (to->ack_known && fo->seq_known) {
         p2pc_ledger_confirm(to, to->acked, NULL);
         if (p2pc_ledger_skip(to, fo->next_seq) != fo->next_seq) {
             w = wmem_new0(wmem_file_scope(), withheld_t);
-            w->at = seg.at;
+            w->at = at;
             return w;
         }
     }
