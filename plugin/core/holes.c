@@ -1,15 +1,15 @@
 /* holes.c
- * The bytes TCP never hands to a protocol framed with tcp_dissect_pdus() (holes.h): a
- * postdissector that follows each such direction's TCP sequence, finds where the capture missed
+ * The bytes TCP never hands to a protocol framed with tcp_dissect_pdus() (holes.h): a part of
+ * the TCP layer's postdissector (post.h) that follows each such direction's TCP sequence, finds where the capture missed
  * a segment, and counts what TCP then keeps back in "undecoded" records with the p2pc.hole item.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/holes.h"
 #include "core/frame-data.h"
+#include "core/post.h"
 #include "core/ledger.h"
 #include "core/record.h"
-#include "core/segment.h"
 
 #include <epan/exceptions.h>
 #include <epan/prefs.h>
@@ -485,7 +485,7 @@ dissect_holes(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U
     conn_t *c;
     const frame_t *f;
     int d;
-    p2pc_segment_t seg;
+    guint32 at, n, seq;
     event_t ev = { 0 };
 
     if (pinfo->ptype != PT_TCP || (!wmem_map_size(conns) && !p2pc_conn_carried_any(P2PC_SLOT_HOLES)))
@@ -510,9 +510,9 @@ dissect_holes(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U
     }
     /* A segment of a direction TCP holds back for good, or keeps for the message it
      * reassembles, which the protocol did not get. */
-    if (!(f && (f->seen & (1u << d))) && c->side[d].started && p2pc_frame_segment(pinfo, &seg) && seg.len) {
+    if (!(f && (f->seen & (1u << d))) && c->side[d].started && p2pc_ledger_frame_bytes(tcp, pinfo, &at, &n, &seq) && n) {
         if (p2pc_conn_carry_mode())
-            part_follow(c, d, tvb, seg.at, seg.seq - tcp->dir[d].base, seg.len);
+            part_follow(c, d, tvb, at, seq, n);
         ev.other = FALSE;
         ev.missing = p2pc_ledger_held_past(&tcp->dir[d]) ? confirm_holes(c, d, tcp->dir[d].cap_end) : 0;
         ev.undecoded = count_held_back(c, d);
@@ -571,6 +571,6 @@ p2pc_holes_register(int proto)
 {
     proto_p2pc = proto;
     conns = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), g_direct_hash, g_direct_equal);
-    register_postdissector(create_dissector_handle(dissect_holes, proto));
+    p2pc_post_add(create_dissector_handle(dissect_holes, proto));
     p2pc_tail_register(holes_tails);
 }

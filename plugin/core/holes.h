@@ -22,7 +22,8 @@ typedef struct {
     dissector_t dissect_pdu;
 } p2pc_framing_t;
 
-/* Registers the expert item and the postdissector under `proto` (record.c's "p2pc"). */
+/* Registers under `proto` (record.c's "p2pc") its part of the TCP layer's one postdissector
+ * (post.h). */
 void p2pc_holes_register(int proto);
 
 /* A protocol's TCP entry point brackets its framing with these (data: TCP's struct tcpinfo).

@@ -161,6 +161,19 @@ p2pc_ledger_find(packet_info *pinfo)
     return l;
 }
 
+gboolean
+p2pc_ledger_frame_bytes(const p2pc_tcp_t *l, packet_info *pinfo, guint32 *at, guint32 *len, guint32 *seq)
+{
+    p2pc_segment_t seg;
+
+    if (!p2pc_frame_segment(pinfo, &seg))
+        return FALSE;
+    *at = seg.at;
+    *len = seg.len;
+    *seq = seg.seq - l->dir[p2pc_ledger_dir(l, pinfo)].base;
+    return TRUE;
+}
+
 guint32
 p2pc_ledger_seq(const p2pc_tcp_dir_t *d, guint32 seq)
 {
@@ -173,6 +186,23 @@ p2pc_tcp_start_seen(packet_info *pinfo)
     conversation_t *conv = pinfo->ptype == PT_TCP ? find_conversation_pinfo(pinfo, 0) : NULL;
     struct tcp_analysis *tcpd = conv ? get_tcp_conversation_data(conv, pinfo) : NULL;
     return tcpd && !nstime_is_zero(&tcpd->ts_mru_syn);
+}
+
+/* TCP keeps the port its SYN (or SYN-ACK) named as the server's; when both ports are alike
+ * (Prysm dials from the port it listens on), the conversation TCP made at the SYN is keyed from
+ * the SYN's sender. */
+int
+p2pc_tcp_sender_dialed(packet_info *pinfo)
+{
+    conversation_t *conv = find_or_create_conversation(pinfo);
+    struct tcp_analysis *tcpd = get_tcp_conversation_data(conv, pinfo);
+    if (!tcpd || !tcpd->server_port)
+        return -1;
+    if (pinfo->srcport != pinfo->destport)
+        return pinfo->destport == tcpd->server_port;
+    if (nstime_is_zero(&tcpd->ts_mru_syn) || !conv->key_ptr)
+        return -1;          /* a SYN-ACK alone: it does not say which address sent it */
+    return addresses_equal(conversation_key_addr1(conv->key_ptr), &pinfo->src);
 }
 
 gboolean

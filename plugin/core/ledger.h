@@ -92,6 +92,16 @@ p2pc_tcp_t *p2pc_ledger_find(packet_info *pinfo);
  * port, Decode As or earlier state, never to a guess. */
 gboolean p2pc_tcp_start_seen(packet_info *pinfo);
 
+/* The bytes of this frame's own TCP segment (segment.h) from pinfo's sender on `l`, which TCP
+ * may have handed to no protocol: where they start in the frame, how many, and, once that
+ * direction started, the ledger's sequence number of the first.  FALSE: the frame carries no
+ * segment of it. */
+gboolean p2pc_ledger_frame_bytes(const p2pc_tcp_t *l, packet_info *pinfo, guint32 *at, guint32 *len, guint32 *seq);
+
+/* Whether this frame's sender dialed, from the TCP handshake: 1 yes, 0 no, -1 the handshake is
+ * not in the capture. */
+int p2pc_tcp_sender_dialed(packet_info *pinfo);
+
 /* TCP's sequence number `seq` (relative, TCP's default, or absolute) is the first byte the
  * frame's sender sent after its SYN (or SYN-ACK), and this session saw the connection start. */
 gboolean p2pc_tcp_at_start(packet_info *pinfo, guint32 seq);

@@ -1,7 +1,7 @@
 /* p2pc.c
  * The `p2pc` protocol: registered here, its id handed to each core part that hangs fields,
  * expert items, preferences or taps on it: the record (record.c), the shared preferences
- * (prefs.c), the retransmission check (retrans.c), the connections' state and what of it a
+ * (prefs.c), the one postdissector of its TCP layer (post.c), the retransmission check (retrans.c), the connections' state and what of it a
  * session reset keeps (conn.c), a frame's TCP segment read from its own
  * headers (segment.c), the TCP ledger and its p2pc.hole (ledger.c), the count of bytes lost
  * to holes in the capture (holes.c), the
@@ -18,6 +18,7 @@
 #include "core/ledger.h"
 #include "core/msgtype.h"
 #include "core/payload.h"
+#include "core/post.h"
 #include "core/prefs.h"
 #include "core/record.h"
 #include "core/retrans.h"
@@ -35,6 +36,7 @@ proto_register_p2pc(void)
 
     p2pc_record_register(proto);
     module = p2pc_prefs_register(proto);
+    p2pc_post_register(proto);
     p2pc_retrans_register(proto, module);
     p2pc_conn_register(module);
     p2pc_segment_register(proto);

@@ -4,7 +4,7 @@
  * (tcp.analysis.retransmission) whatever its bytes, and, while it analyses sequence numbers (its
  * default), hands it to no subdissector; a protocol using tcp_dissect_pdus() is not handed the
  * middle segments of a message that spans several either.  So the segments are read from the
- * frame itself, in a postdissector (p2pc.check_retransmissions, on by default): in a TCP frame of
+ * frame itself, in the TCP layer's postdissector (post.h; p2pc.check_retransmissions, on by default): in a TCP frame of
  * a watched connection it finds the IP and TCP headers that carry the frame's addresses and
  * ports, whatever the link layer and without a protocol tree.  Each direction keeps the
  * CRC-32C (ISA-L's crc32_iscsi) of its last SENT_KEPT segments of bytes not seen before, and a
@@ -16,6 +16,7 @@
  */
 #include "core/retrans.h"
 #include "core/frame-data.h"
+#include "core/post.h"
 #include "core/segment.h"
 
 #include <epan/conversation.h>
@@ -226,5 +227,5 @@ p2pc_retrans_register(int proto, module_t *module)
         "analyses sequence numbers: p2pc finds them in the frame, behind the IP and TCP headers",
         &pref_check_retransmissions);
     register_init_routine(retrans_reset);
-    register_postdissector(create_dissector_handle(dissect_retransmission, proto));
+    p2pc_post_add(create_dissector_handle(dissect_retransmission, proto));
 }

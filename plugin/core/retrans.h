@@ -12,8 +12,8 @@
 
 #include <epan/prefs.h>
 
-/* Registers the preference in `module` and the expert item and postdissector under `proto`
- * (record.c's "p2pc"). */
+/* Registers the preference in `module` and the expert item under `proto` (record.c's "p2pc"),
+ * and its part of the TCP layer's one postdissector (post.h). */
 void p2pc_retrans_register(int proto, module_t *module);
 
 /* Called by a protocol's TCP entry point: from this frame on, the segments of pinfo's TCP

@@ -9,8 +9,9 @@
  *   - a segment TCP hands to no subdissector gets here all the same: TCP keeps back the earlier
  *     of two swapped segments (4.0, as a retransmission) and, with tcp.reassemble_out_of_order,
  *     every segment after a hole the capture never fills (queued for the missing bytes to the
- *     end of the capture).  A postdissector finds the bytes in the frame (p2pc_frame_segment)
- *     and feeds them when the direction has not had them;
+ *     end of the capture).  Its part of the core TCP layer's postdissector (core/post.h) finds
+ *     the bytes in the frame (p2pc_ledger_frame_bytes) and feeds them when the direction has not
+ *     had them;
  *   - a segment ahead of the bytes expected (reordered in the network, or after a hole) is held
  *     in the ledger, copied, until the bytes before it arrive; then it is fed, in the frame that
  *     completed the sequence (its bytes show there as a tab of their own);
@@ -22,13 +23,22 @@
  *     direction as undecoded bytes, counted; the other direction is not touched.
  * Every decision is made on the first pass and kept per frame, so later passes feed the same.
  *
+ * Why an in-order feed of its own, where Bitcoin and FISCO use tcp_dissect_pdus(): libp2p's
+ * layers are stacked (multistream-select, then Noise or TLS, then yamux or mplex, then each
+ * stream's protocol), each cuts its own PDUs in its pipe (engine.h), and the framing changes
+ * in the middle of a segment as each negotiation ends; only one layer could ask TCP for more
+ * bytes (desegment_len), and TCP's reassembly keeps every byte after a hole in the capture back
+ * for good, where a muxer can resynchronise (a yamux header) and the direction go on.  What is
+ * TCP's here is read through the core TCP layer only (core/ledger.h): the
+ * handshake, the sequence numbers in the headers, the holes and the acknowledgements.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/p2pc-compat.h"
 #include "core/ledger.h"
+#include "core/post.h"
 #include "core/prefs.h"
 #include "core/retrans.h"
-#include "core/segment.h"
 #include "libp2p/engine.h"
 
 #include <epan/conversation.h>
@@ -85,10 +95,10 @@ typedef struct {
     guint32 gap;                /* bytes missing from the capture in a direction, found here */
     guint32 gap_before;         /* ... before this frame */
     gboolean gap_other;         /* ... the other direction's (its receiver acknowledged past the hole) */
-    /* Where what it fed ends in its direction's TCP payload bytes (p2pc_unit_t): its own bytes,
-     * the held segments after them, the other direction's. */
-    guint64 own_end;
-    guint64 held_end;
+    /* Where what it fed ends in its direction's TCP payload bytes (p2pc_unit_t): its own bytes
+     * and the held segments after them (counted where they were captured, so they end where the
+     * frame's own do), the other direction's. */
+    guint64 end;
     guint64 other_end;
 } frame_t;
 
@@ -99,23 +109,6 @@ typedef struct {
     guint32 seq;                /* its sequence number as TCP gives them */
 } withheld_t;
 
-/* Whether this frame's sender dialed, from the TCP handshake: 1 yes, 0 no, -1 the handshake is
- * not in the capture.  TCP keeps the port its SYN (or SYN-ACK) named as the server's; when both
- * ports are alike (Prysm dials from the port it listens on), the conversation TCP made at the
- * SYN is keyed from the SYN's sender. */
-static int
-sender_dialed(packet_info *pinfo, conversation_t *conv)
-{
-    struct tcp_analysis *tcpd = get_tcp_conversation_data(conv, pinfo);
-    if (!tcpd || !tcpd->server_port)
-        return -1;
-    if (pinfo->srcport != pinfo->destport)
-        return pinfo->destport == tcpd->server_port;
-    if (nstime_is_zero(&tcpd->ts_mru_syn) || !conv->key_ptr)
-        return -1;          /* a SYN-ACK alone: it does not say which address sent it */
-    return addresses_equal(conversation_key_addr1(conv->key_ptr), &pinfo->src);
-}
-
 /* root: where each direction starts (multistream-select; Noise for a connection captured
  * after its start, with Decode As "libp2p.tcp.noise"). */
 static conn_t *
@@ -124,7 +117,7 @@ get_conn(packet_info *pinfo, dissector_handle_t root)
     p2pc_conn_t *pc = p2pc_conn_get(pinfo);
     conn_t *c = (conn_t *)p2pc_conn_slot(pc, P2PC_SLOT_LIBP2P);
     if (!c) {
-        int dialed = sender_dialed(pinfo, find_or_create_conversation(pinfo));
+        int dialed = p2pc_tcp_sender_dialed(pinfo);
         c = wmem_new0(p2pc_conn_pool(pc), conn_t);
         copy_address_wmem(p2pc_conn_pool(pc), &c->first_addr, &pinfo->src);
         c->first_port = pinfo->srcport;
@@ -175,8 +168,6 @@ skip_holes(conn_t *c, int d, gboolean other, frame_t *fr, p2pc_held_t **tail, pa
     }
     if (other)
         fr->other_end = fd->pos;
-    else
-        fr->held_end = fd->pos;
 }
 
 /* First pass: decide what this frame feeds to direction d (the frame's sender's) and, when its
@@ -213,7 +204,7 @@ plan_frame(conn_t *c, int d, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t *
     if (!len)
         return;
     fd->pos += len;
-    fr->own_end = fr->held_end = fd->pos;
+    fr->end = fd->pos;
     seq = p2pc_ledger_seq(td, tcpi->seq);
     if (!fd->seq_known) {
         fd->seq_known = TRUE;
@@ -359,8 +350,8 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
     if (fr->fed_other)
         feed_other_direction(c->root[1 - d], fr->fed_other, tvb, pinfo, tree, tcpi != NULL, fr->other_end);
     if (fr->len)
-        call_at(c->root[d], tvb_new_subset_length(tvb, fr->skip, fr->len), pinfo, tree, tcpi != NULL, TRUE, fr->own_end);
-    feed_held(c->root[d], fr->fed_held, tvb, pinfo, tree, tcpi != NULL, fr->held_end);
+        call_at(c->root[d], tvb_new_subset_length(tvb, fr->skip, fr->len), pinfo, tree, tcpi != NULL, TRUE, fr->end);
+    feed_held(c->root[d], fr->fed_held, tvb, pinfo, tree, tcpi != NULL, fr->end);
     l2p_draw_roles(tvb, pinfo, tree);
     if (forget && c->tcp) {
         p2pc_ledger_free(c->tcp, fr->fed_other);
@@ -397,43 +388,42 @@ find_withheld(packet_info *pinfo)
 {
     p2pc_conn_t *pc = p2pc_conn_find(pinfo);
     conn_t *c = pc ? (conn_t *)p2pc_conn_slot(pc, P2PC_SLOT_LIBP2P) : NULL;
-    p2pc_segment_t seg;
+    guint32 at, n, seq;
     p2pc_tcp_dir_t *td, *to;
     dir_t *fd;
     const dir_t *fo;
     withheld_t *w;
     int d;
 
-    if (!c || !c->tcp || !p2pc_ledger_find(pinfo) || !p2pc_frame_segment(pinfo, &seg))
+    if (!c || !c->tcp || !p2pc_ledger_find(pinfo) || !p2pc_ledger_frame_bytes(c->tcp, pinfo, &at, &n, &seq))
         return NULL;
     d = (addresses_equal(&c->first_addr, &pinfo->src) && c->first_port == pinfo->srcport) ? 0 : 1;
     fd = &c->dir[d];
     fo = &c->dir[1 - d];
     td = ledger_dir(c, FALSE, pinfo);
     to = ledger_dir(c, TRUE, pinfo);
-    if (seg.len && td->started && fd->seq_known &&
-        P2PC_SEQ_GT(seg.seq - td->base + seg.len, fd->next_seq)) {
+    if (n && td->started && fd->seq_known && P2PC_SEQ_GT(seq + n, fd->next_seq)) {
         w = wmem_new0(wmem_file_scope(), withheld_t);
-        w->at = seg.at;
-        w->len = seg.len;
-        w->seq = seg.seq - td->base - td->shift;
+        w->at = at;
+        w->len = n;
+        w->seq = seq - td->shift;   /* TCP's number in this session (p2pc_ledger_seq()) */
         return w;
     }
-    fd->pos += seg.len;     /* bytes fed before (a retransmission): the T lines count them too */
+    fd->pos += n;     /* bytes fed before (a retransmission): the T lines count them too */
     if (to->ack_known && fo->seq_known) {
         p2pc_ledger_confirm(to, to->acked, NULL);
         if (p2pc_ledger_skip(to, fo->next_seq) != fo->next_seq) {
             w = wmem_new0(wmem_file_scope(), withheld_t);
-            w->at = seg.at;
+            w->at = at;
             return w;
         }
     }
     return NULL;
 }
 
-/* The postdissector: a segment TCP kept from p2pc, fed to its direction as TCP would have
- * handed it over, or an acknowledgement that lets the other direction go on after a hole.  No
- * protocol tree needed. */
+/* Its part of the core TCP layer's postdissector (core/post.h): a segment TCP kept from p2pc,
+ * fed to its direction as TCP would have handed it over, or an acknowledgement that lets the
+ * other direction go on after a hole.  No protocol tree needed. */
 static int
 dissect_libp2p_withheld(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
 {
@@ -507,7 +497,7 @@ proto_register_libp2p_tcp(void)
                                                      "the security negotiation)", "libp2p (Noise)", "libp2p_noise_tcp");
     libp2p_tcp_noise_handle = register_dissector("libp2p_noise_tcp", dissect_libp2p_tcp_noise, proto_libp2p_noise_tcp);
     register_init_routine(reset_have_conns);
-    register_postdissector(create_dissector_handle(dissect_libp2p_withheld, proto_libp2p));
+    p2pc_post_add(create_dissector_handle(dissect_libp2p_withheld, proto_libp2p));
 }
 
 void
