@@ -5,6 +5,8 @@
   module.  The modules' graph has no circle, and each protocol folder includes only the folders
   below it (LAYERS): core/ includes only core/, bitcoin/ and fisco/ add nothing, eth2/ and
   ipfs/ may include libp2p/ (they are libp2p protocols), and nothing includes eth2/ or ipfs/.
+- Every plugin function of more than LONG lines (about 80: README.dissector's models keep to
+  that) says why at its top, in a comment starting "Over 80 lines:".
 - The analyzer (analyzer/p2pc): the import graph import-linter's grimp builds (function-local
   imports included) has no circle, and import-linter's layers contract
   (analyzer/pyproject.toml, [tool.importlinter]) holds: the CLI on top, then the reports, the
@@ -33,6 +35,10 @@ LAYERS = {
     "ipfs": {"core", "libp2p"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z0-9_]+)/([^"]+)\.h"', re.M)
+LONG = 85
+# A function definition in Wireshark's style: its name at the start of a line, its return type on
+# the line before, its body ending at the first "}" at the start of a line.
+FUNCTION = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\(", re.M)
 
 
 def cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -66,6 +72,24 @@ def plugin_findings() -> tuple[list[str], int]:
     return found, len(graph)
 
 
+def long_functions() -> list[str]:
+    found = []
+    for f in sorted(PLUGIN.rglob("*.c")):
+        lines = f.read_text().splitlines()
+        for i, line in enumerate(lines):
+            m = FUNCTION.match(line)
+            if not m or m.group(1).isupper() or line.rstrip().endswith(";"):
+                continue
+            end = next((j for j in range(i, len(lines)) if lines[j] == "}"), i)
+            top = i - 1             # the return type's line, then the comment above it
+            while top > 0 and lines[top - 1].strip().startswith(("/*", "*")):
+                top -= 1
+            if end - i + 1 > LONG and "Over 80 lines:" not in "\n".join(lines[top:i]):
+                found.append(f"plugin: {f.relative_to(REPO)}:{i + 1}: {m.group(1)} is {end - i + 1} lines "
+                             "and says not why at its top (\"Over 80 lines: ...\")")
+    return found
+
+
 def analyzer_findings() -> tuple[list[str], int]:
     import grimp
     sys.path.insert(0, str(ANALYZER))
@@ -86,12 +110,14 @@ def analyzer_findings() -> tuple[list[str], int]:
 
 def main() -> int:
     plugin, nc = plugin_findings()
+    plugin += long_functions()
     analyzer, npy = analyzer_findings()
     for line in plugin + analyzer:
         print(line)
     if plugin or analyzer:
         return 1
-    print(f"house-check: {nc} plugin modules and {npy} analyzer modules: no circle, no arrow back up")
+    print(f"house-check: {nc} plugin modules and {npy} analyzer modules: no circle, no arrow back up, "
+          f"no plugin function over {LONG} lines without its reason")
     return 0
 
 

@@ -594,12 +594,25 @@ records_finish(void *tapdata)
     g_free(t);
 }
 
+/* Registers a listener of tap `tap` (`what` names it), or says why not and ends tshark, as its own
+ * taps do with a -z argument they cannot honour (the analyzer reads "Couldn't register p2pc"). */
+static void
+listen_or_exit(const char *tap, void *data, const char *filter, tap_packet_cb packet, tap_draw_cb draw,
+               tap_finish_cb finish, const char *what)
+{
+    GString *err = register_tap_listener(tap, data, filter, TL_REQUIRES_NOTHING, NULL, packet, draw, finish);
+    if (err) {
+        fprintf(stderr, "tshark: Couldn't register %s: %s\n", what, err->str);
+        g_string_free(err, TRUE);
+        exit(1);
+    }
+}
+
 static p2pc_tap_init_t
 records_init(const char *opt_arg, void *userdata)
 {
     records_tap_t *t = g_new0(records_tap_t, 1);
     const char *filter = NULL;
-    GString *err;
 
     if (!strcmp(opt_arg, "p2pc,records,stream") || !strncmp(opt_arg, "p2pc,records,stream,", 20)) {
         t->tcp.stream = TRUE;
@@ -628,58 +641,21 @@ records_init(const char *opt_arg, void *userdata)
         print_tcp_header();
         fflush(stdout);
     }
-    err = register_tap_listener("p2pc", t, filter, TL_REQUIRES_NOTHING, NULL,
-                                records_packet, records_draw, records_finish);
-    if (err) {
-        fprintf(stderr, "tshark: Couldn't register p2pc,records tap: %s\n", err->str);
-        g_string_free(err, TRUE);
-        g_free(t);
-        exit(1);
-    }
+    listen_or_exit("p2pc", t, filter, records_packet, records_draw, records_finish, "p2pc,records tap");
     /* The peer IDs handshakes state, whatever the filter: they name connections, not messages. */
     t->peers.tcp = &t->tcp;
     t->spec.tcp = &t->tcp;
-    err = register_tap_listener("p2pc_peer", &t->peers, NULL, TL_REQUIRES_NOTHING, NULL,
-                                records_peer_packet, NULL, NULL);
-    if (err) {
-        fprintf(stderr, "tshark: Couldn't register the p2pc,records peer listener: %s\n", err->str);
-        g_string_free(err, TRUE);
-        exit(1);
-    }
+    listen_or_exit("p2pc_peer", &t->peers, NULL, records_peer_packet, NULL, NULL, "the p2pc,records peer listener");
     /* The conformance checks that failed in the frames the filter matches: a muxer's check may
      * be in a frame that completes no message (a NewStream, a window update). */
-    err = register_tap_listener("p2pc_spec", &t->spec, filter, TL_REQUIRES_NOTHING, NULL,
-                                records_spec_packet, NULL, NULL);
-    if (err) {
-        fprintf(stderr, "tshark: Couldn't register the p2pc,records spec listener: %s\n", err->str);
-        g_string_free(err, TRUE);
-        exit(1);
-    }
+    listen_or_exit("p2pc_spec", &t->spec, filter, records_spec_packet, NULL, NULL, "the p2pc,records spec listener");
     /* The gossipsub RPCs' parts in the frames the filter matches (gossip control is no message). */
     t->gossip.tcp = &t->tcp;
-    err = register_tap_listener("p2pc_gossip", &t->gossip, filter, TL_REQUIRES_NOTHING, NULL,
-                                records_gossip_packet, NULL, NULL);
-    if (err) {
-        fprintf(stderr, "tshark: Couldn't register the p2pc,records gossip listener: %s\n", err->str);
-        g_string_free(err, TRUE);
-        exit(1);
-    }
+    listen_or_exit("p2pc_gossip", &t->gossip, filter, records_gossip_packet, NULL, NULL, "the p2pc,records gossip listener");
     /* The same counts for the packets of libp2p QUIC connections (stream -1). */
-    err = register_tap_listener("p2pc_quic", &t->tcp, NULL, TL_REQUIRES_NOTHING, NULL,
-                                records_quic_packet, NULL, NULL);
-    if (err) {
-        fprintf(stderr, "tshark: Couldn't register the p2pc,records QUIC listener: %s\n", err->str);
-        g_string_free(err, TRUE);
-        exit(1);
-    }
+    listen_or_exit("p2pc_quic", &t->tcp, NULL, records_quic_packet, NULL, NULL, "the p2pc,records QUIC listener");
     /* TCP segment and ACK counts per connection direction, for the header/ACK model. */
-    err = register_tap_listener("tcp", &t->tcp, NULL, TL_REQUIRES_NOTHING, NULL,
-                                records_tcp_packet, NULL, NULL);
-    if (err) {
-        fprintf(stderr, "tshark: Couldn't register the p2pc,records tcp listener: %s\n", err->str);
-        g_string_free(err, TRUE);
-        exit(1);
-    }
+    listen_or_exit("tcp", &t->tcp, NULL, records_tcp_packet, NULL, NULL, "the p2pc,records tcp listener");
     P2PC_TAP_INIT_STARTED;
 }
 
@@ -717,18 +693,11 @@ static p2pc_tap_init_t
 payloads_init(const char *opt_arg, void *userdata)
 {
     const char *filter = NULL;
-    GString *err;
     if (!strncmp(opt_arg, "p2pc,payloads,", 14))
         filter = opt_arg + 14;
     printf("#p2pc-payloads\t2\n#P\tframe\tstream\tsrc\tsrcport\tdst\tdstport\tproto\tmsg_type\tcodec\traw_hex\n");
     p2pc_record_want_raw();
-    err = register_tap_listener("p2pc", (void *)payloads_init, filter, TL_REQUIRES_NOTHING, NULL,
-                                payloads_packet, NULL, NULL);
-    if (err) {
-        fprintf(stderr, "tshark: Couldn't register p2pc,payloads tap: %s\n", err->str);
-        g_string_free(err, TRUE);
-        exit(1);
-    }
+    listen_or_exit("p2pc", (void *)payloads_init, filter, payloads_packet, NULL, NULL, "p2pc,payloads tap");
     P2PC_TAP_INIT_STARTED;
 }
 
