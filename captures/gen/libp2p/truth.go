@@ -20,6 +20,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/golang/snappy"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -140,6 +141,12 @@ func (pubsubTrace) ThrottlePeer(peer.ID)                  {}
 func (pubsubTrace) RecvRPC(*pubsub.RPC)                   {}
 func (pubsubTrace) DropRPC(*pubsub.RPC, peer.ID)          {}
 func (pubsubTrace) UndeliverableMessage(*pubsub.Message)  {}
+
+// go-libp2p-pubsub v0.19 (go.v0.51.mod's, the keys tests' builds) has these in place of AddPeer
+// and RemovePeer, and SendRPCCompleted: with them the tracer is a RawTracer of either version.
+func (pubsubTrace) OnNewOutboundStream(peer.ID, protocol.ID)             {}
+func (pubsubTrace) OnClosedOutboundStream(peer.ID)                       {}
+func (pubsubTrace) SendRPCCompleted(*pubsub.RPC, peer.ID, time.Duration) {}
 
 var truth = &truthLog{}
 
