@@ -106,19 +106,6 @@ add_message(rpc_parts_t *r, tvbuff_t *tvb, int start, int len, guint64 bytes)
     wmem_map_insert(r->messages, GINT_TO_POINTER(start), p);
 }
 
-/* How many length-delimited fields numbered `want` the message tvb[start, start + len) has. */
-static guint64
-count_ids(tvbuff_t *tvb, int start, int len, guint64 want)
-{
-    int off = start;
-    guint64 n = 0;
-    p2pc_pb_field_t f;
-    while (p2pc_pb_next(tvb, &off, start + len, &f))
-        if (f.number == want && f.wire_type == 2)
-            n++;
-    return n;
-}
-
 /* SubOpts: subscribe (the last subscribe field true) or unsubscribe (false, or none: proto2's
  * default, as go-libp2p-pubsub's GetSubscribe() reads it). */
 static const char *
@@ -133,28 +120,36 @@ sub_kind(tvbuff_t *tvb, int start, int len)
     return subscribe ? "subscribe" : "unsubscribe";
 }
 
+/* The next field of tvb[*off, end) and its whole encoding's bytes; FALSE at the end, after
+ * giving the bytes that do not parse (if any) to "other". */
+static gboolean
+next_part(rpc_parts_t *r, tvbuff_t *tvb, int *off, int end, p2pc_pb_field_t *f, guint64 *bytes)
+{
+    int at = *off;
+    if (!p2pc_pb_next(tvb, off, end, f)) {
+        if (at < end)
+            add(r, "other", "", 1, 0, (guint64)(end - at));
+        return FALSE;
+    }
+    *bytes = (guint64)(*off - at);
+    return TRUE;
+}
+
 /* The entries of a ControlMessage tvb[start, start + len). */
 static void
 control_parts(rpc_parts_t *r, tvbuff_t *tvb, int start, int len)
 {
     int off = start, end = start + len;
+    guint64 bytes;
     p2pc_pb_field_t f;
 
-    for (;;) {
-        int at = off;
-        guint64 bytes;
-        if (!p2pc_pb_next(tvb, &off, end, &f)) {
-            if (at < end)
-                add(r, "other", "", 1, 0, (guint64)(end - at));
-            return;
-        }
-        bytes = (guint64)(off - at);
+    while (next_part(r, tvb, &off, end, &f, &bytes)) {
         switch (f.wire_type == 2 ? f.number : 0) {
         case 1:
-            add(r, "ihave", last_string(tvb, r->pinfo, f.start, f.len, 1), 1, count_ids(tvb, f.start, f.len, 2), bytes);
+            add(r, "ihave", last_string(tvb, r->pinfo, f.start, f.len, 1), 1, p2pc_pb_count(tvb, f.start, f.len, 2, 2), bytes);
             break;
         case 2:
-            add(r, "iwant", "", 1, count_ids(tvb, f.start, f.len, 1), bytes);
+            add(r, "iwant", "", 1, p2pc_pb_count(tvb, f.start, f.len, 1, 2), bytes);
             break;
         case 3:
             add(r, "graft", last_string(tvb, r->pinfo, f.start, f.len, 1), 1, 0, bytes);
@@ -163,7 +158,7 @@ control_parts(rpc_parts_t *r, tvbuff_t *tvb, int start, int len)
             add(r, "prune", last_string(tvb, r->pinfo, f.start, f.len, 1), 1, 0, bytes);
             break;
         case 5:
-            add(r, "idontwant", "", 1, count_ids(tvb, f.start, f.len, 1), bytes);
+            add(r, "idontwant", "", 1, p2pc_pb_count(tvb, f.start, f.len, 1, 2), bytes);
             break;
         case 6:
             add(r, "extensions", "", 1, 0, bytes);
@@ -179,7 +174,7 @@ rpc_parts(rpc_parts_t *r, tvbuff_t *tvb, int len)
 {
     int off, end;
     guint used;
-    guint64 rlen;
+    guint64 rlen, bytes;
     p2pc_pb_field_t f;
 
     used = tvb_get_varint(tvb, 0, MIN(FT_VARINT_MAX_LEN, len), &rlen, ENC_VARINT_PROTOBUF);
@@ -192,15 +187,7 @@ rpc_parts(rpc_parts_t *r, tvbuff_t *tvb, int len)
     end = (int)used + (int)rlen;
     if (end < len)
         add(r, "other", "", 1, 0, (guint64)(len - end));
-    for (;;) {
-        int at = off;
-        guint64 bytes;
-        if (!p2pc_pb_next(tvb, &off, end, &f)) {
-            if (at < end)
-                add(r, "other", "", 1, 0, (guint64)(end - at));
-            return;
-        }
-        bytes = (guint64)(off - at);
+    while (next_part(r, tvb, &off, end, &f, &bytes)) {
         switch (f.wire_type == 2 ? f.number : 0) {
         case 1:
             add(r, sub_kind(tvb, f.start, f.len), last_string(tvb, r->pinfo, f.start, f.len, 2), 1, 0, bytes);
@@ -210,7 +197,7 @@ rpc_parts(rpc_parts_t *r, tvbuff_t *tvb, int len)
             break;
         case 3:
             /* The ControlMessage's own tag and length frame its entries. */
-            add(r, "rpc_framing", "", 0, 0, (guint64)(f.start - at));
+            add(r, "rpc_framing", "", 0, 0, bytes - (guint64)f.len);
             control_parts(r, tvb, f.start, f.len);
             break;
         case GS_EXT_PARTIAL:

@@ -78,3 +78,15 @@ p2pc_pb_next(tvbuff_t *tvb, int *off, int end, p2pc_pb_field_t *field)
         return FALSE;
     }
 }
+
+guint
+p2pc_pb_count(tvbuff_t *tvb, int start, int len, guint64 number, int wire_type)
+{
+    int off = start;
+    guint n = 0;
+    p2pc_pb_field_t f;
+    while (p2pc_pb_next(tvb, &off, start + len, &f))
+        if (f.number == number && (wire_type == P2PC_PB_ANY_WIRE_TYPE || f.wire_type == (guint)wire_type))
+            n++;
+    return n;
+}

@@ -33,4 +33,11 @@ typedef struct {
  * malformed field (it never reads past end, and never throws). */
 gboolean p2pc_pb_next(tvbuff_t *tvb, int *off, int end, p2pc_pb_field_t *field);
 
+/* Any wire type, for p2pc_pb_count(). */
+#define P2PC_PB_ANY_WIRE_TYPE (-1)
+
+/* How many fields numbered `number` of wire type `wire_type` (or P2PC_PB_ANY_WIRE_TYPE) the
+ * message tvb[start, start + len) has, up to its end or its first malformed field. */
+guint p2pc_pb_count(tvbuff_t *tvb, int start, int len, guint64 number, int wire_type);
+
 #endif

@@ -699,19 +699,6 @@ dissect_eth2_reqresp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *
 
 /* ---- gossipsub ---- */
 
-/* How many fields numbered `want` the protobuf message tvb[start, start + len) has. */
-static guint
-count_field(tvbuff_t *tvb, int start, int len, guint64 want)
-{
-    int off = start;
-    guint n = 0;
-    p2pc_pb_field_t f;
-    while (p2pc_pb_next(tvb, &off, start + len, &f))
-        if (f.number == want)
-            n++;
-    return n;
-}
-
 /* The gossip_topics key of a topic name: a subnet topic's name up to its "_<subnet_id>". */
 static const char *
 topic_key(const char *name, wmem_allocator_t *scope)
@@ -979,7 +966,7 @@ gossipsub_control(tvbuff_t *tvb, proto_tree *tree, int start, int len, wmem_strb
     int co = start;
     p2pc_pb_field_t sub;
     for (guint i = 0; i < G_N_ELEMENTS(counts); i++) {
-        guint n = count_field(tvb, start, len, i + 1);
+        guint n = p2pc_pb_count(tvb, start, len, i + 1, P2PC_PB_ANY_WIRE_TYPE);
         proto_tree_add_uint(tree, *counts[i], tvb, start, len, n);
         if (n)
             wmem_strbuf_append_printf(info, ", %s %u", names[i], n);
@@ -1013,7 +1000,7 @@ gossipsub_rpc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *p
         return;
     }
     end = (int)used + (int)rlen;
-    nmsgs = count_field(tvb, (int)used, (int)rlen, 2);
+    nmsgs = p2pc_pb_count(tvb, (int)used, (int)rlen, 2, P2PC_PB_ANY_WIRE_TYPE);
     off = (int)used;
     while (p2pc_pb_next(tvb, &off, end, &f))
         if (f.number == 2 && f.wire_type == 2)
