@@ -63,7 +63,7 @@ get_conn(packet_info *pinfo, int *dir)
         copy_address_wmem(p2pc_conn_pool(p2pc_conn_get(pinfo)), &c->addr0, &pinfo->src);
         c->port0 = pinfo->srcport;
     }
-    *dir = (addresses_equal(&c->addr0, &pinfo->src) && c->port0 == pinfo->srcport) ? 0 : 1;
+    *dir = p2pc_conn_dir(&c->addr0, c->port0, pinfo);
     return c;
 }
 

@@ -584,7 +584,7 @@ get_conv(packet_info *pinfo, int *dir)
         copy_address_wmem(pool, &bc->addr[1], &pinfo->dst);
         bc->port[1] = pinfo->destport;
     }
-    *dir = (addresses_equal(&bc->addr[0], &pinfo->src) && bc->port[0] == pinfo->srcport) ? 0 : 1;
+    *dir = p2pc_conn_dir(&bc->addr[0], bc->port[0], pinfo);
     return bc;
 }
 

@@ -116,12 +116,17 @@ conn_free(gpointer data)
     g_free(c);
 }
 
-/* The TCP connection of this frame started in this session (a new connection on the same
- * endpoints as a carried one). */
-static gboolean
-syn_seen(packet_info *pinfo, conversation_t *conv)
+int
+p2pc_conn_dir(const address *first, guint32 first_port, const packet_info *pinfo)
 {
-    struct tcp_analysis *tcpd = pinfo->ptype == PT_TCP ? get_tcp_conversation_data(conv, pinfo) : NULL;
+    return (addresses_equal(first, &pinfo->src) && first_port == pinfo->srcport) ? 0 : 1;
+}
+
+gboolean
+p2pc_conn_start_seen(packet_info *pinfo)
+{
+    conversation_t *conv = pinfo->ptype == PT_TCP ? find_conversation_pinfo(pinfo, 0) : NULL;
+    struct tcp_analysis *tcpd = conv ? get_tcp_conversation_data(conv, pinfo) : NULL;
     return tcpd && !nstime_is_zero(&tcpd->ts_mru_syn);
 }
 
@@ -135,7 +140,7 @@ conn_of(packet_info *pinfo, conversation_t *conv)
     if (!c && p2pc_conn_carry_mode() && g_hash_table_size(carried)) {
         conn_key(pinfo, &key);
         c = (p2pc_conn_t *)g_hash_table_lookup(carried, &key);
-        if (c && syn_seen(pinfo, conv)) {        /* the endpoints' earlier connection */
+        if (c && p2pc_conn_start_seen(pinfo)) {  /* a new connection: the endpoints' earlier one ends */
             g_hash_table_steal(carried, c);
             retired = g_slist_prepend(retired, c);
             c = NULL;

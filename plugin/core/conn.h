@@ -40,6 +40,16 @@ typedef enum {
     P2PC_SLOTS
 } p2pc_conn_slot_t;
 
+/* The direction pinfo's sender sends in a connection whose direction 0 is the one `first`
+ * (an address and port) sends: 0 or 1.  Every part numbers a connection's directions so. */
+int p2pc_conn_dir(const address *first, guint32 first_port, const packet_info *pinfo);
+
+/* This session saw the start (the SYN) of this frame's TCP connection (TCP's conversation
+ * data).  A heuristic that could match bytes in the middle of a stream claims only connections
+ * it sees start: one whose start this session did not see (a capture, or a live session reset,
+ * in its middle) is left to its port, Decode As or earlier state, never to a guess. */
+gboolean p2pc_conn_start_seen(packet_info *pinfo);
+
 /* Registers the preference under the p2pc module (p2pc.c). */
 void p2pc_conn_register(module_t *module);
 

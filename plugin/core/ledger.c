@@ -19,7 +19,7 @@ static expert_field ei_hole = EI_INIT;
 int
 p2pc_ledger_dir(const p2pc_tcp_t *l, const packet_info *pinfo)
 {
-    return (addresses_equal(&l->addr0, &pinfo->src) && l->port0 == pinfo->srcport) ? 0 : 1;
+    return p2pc_conn_dir(&l->addr0, l->port0, pinfo);
 }
 
 /* A hole of `d` from `start` to `end`, after the others. */
@@ -178,14 +178,6 @@ guint32
 p2pc_ledger_seq(const p2pc_tcp_dir_t *d, guint32 seq)
 {
     return seq + d->shift;
-}
-
-gboolean
-p2pc_tcp_start_seen(packet_info *pinfo)
-{
-    conversation_t *conv = pinfo->ptype == PT_TCP ? find_conversation_pinfo(pinfo, 0) : NULL;
-    struct tcp_analysis *tcpd = conv ? get_tcp_conversation_data(conv, pinfo) : NULL;
-    return tcpd && !nstime_is_zero(&tcpd->ts_mru_syn);
 }
 
 /* TCP keeps the port its SYN (or SYN-ACK) named as the server's; when both ports are alike

@@ -86,12 +86,6 @@ p2pc_tcp_t *p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq);
  * it, with this frame's segment and acknowledgement in it. */
 p2pc_tcp_t *p2pc_ledger_find(packet_info *pinfo);
 
-/* This session saw the start (the SYN) of this frame's TCP connection.  A heuristic that could
- * match bytes in the middle of a stream claims only connections it sees start: one whose start
- * this session did not see (a capture, or a live session reset, in its middle) is left to its
- * port, Decode As or earlier state, never to a guess. */
-gboolean p2pc_tcp_start_seen(packet_info *pinfo);
-
 /* The bytes of this frame's own TCP segment (segment.h) from pinfo's sender on `l`, which TCP
  * may have handed to no protocol: where they start in the frame, how many, and, once that
  * direction started, the ledger's sequence number of the first.  FALSE: the frame carries no

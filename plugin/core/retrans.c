@@ -15,6 +15,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/retrans.h"
+#include "core/conn.h"
 #include "core/frame-data.h"
 #include "core/post.h"
 #include "core/segment.h"
@@ -172,7 +173,7 @@ check_frame(tvbuff_t *frame, packet_info *pinfo)
     c = conv ? (conn_t *)conversation_get_proto_data(conv, proto_p2pc) : NULL;
     if (!c)
         return NULL;
-    at = check_segment(&c->dir[(addresses_equal(&c->addr0, &pinfo->src) && c->port0 == pinfo->srcport) ? 0 : 1],
+    at = check_segment(&c->dir[p2pc_conn_dir(&c->addr0, c->port0, pinfo)],
                        seg.seq, tvb_get_ptr(frame, seg.at, seg.len), seg.len, &dlen);
     if (at < 0)
         return NULL;

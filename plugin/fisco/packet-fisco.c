@@ -197,7 +197,7 @@ fisco_get_conv(packet_info *pinfo)
 static guint
 fisco_direction(const fisco_conv_t *fc, const packet_info *pinfo)
 {
-    return (addresses_equal(&fc->first_src, &pinfo->src) && fc->first_port == pinfo->srcport) ? 0 : 1;
+    return (guint)p2pc_conn_dir(&fc->first_src, fc->first_port, pinfo);
 }
 
 /* ---- the header: which variant, and is it plausible ---- */
@@ -980,7 +980,7 @@ static gboolean
 fisco_claimed(tvbuff_t *tvb, packet_info *pinfo, fisco_conv_t *fc)
 {
     if (!PINFO_FD_VISITED(pinfo) && !fc->claimed_at && !fc->let_go_at) {
-        if (!p2pc_tcp_start_seen(pinfo) || looks_like_tls(tvb) || plausible_on_port(tvb, 0) ||
+        if (!p2pc_conn_start_seen(pinfo) || looks_like_tls(tvb) || plausible_on_port(tvb, 0) ||
             fisco3_plausible(tvb, 0))
             fc->claimed_at = pinfo->num;
         else
@@ -1086,7 +1086,7 @@ dissect_fisco_heur_tcp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void
         /* A connection a live session reset carried over is FISCO's only if it was. */
         if (carried != &fisco_framing && g_strcmp0(carried->proto, "fisco3") != 0)
             return FALSE;
-    } else if (!p2pc_tcp_start_seen(pinfo) || !p2pc_heur_may_claim(pinfo, fisco_handle) ||
+    } else if (!p2pc_conn_start_seen(pinfo) || !p2pc_heur_may_claim(pinfo, fisco_handle) ||
                !(heur_segment(tvb, pinfo) || fisco3_handshake_at(tvb, 0))) {
         return FALSE;
     }

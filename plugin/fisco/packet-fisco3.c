@@ -514,7 +514,7 @@ fisco3_get_conv(packet_info *pinfo, guint *side)
         copy_address_wmem(pool, &fc->addr[1], &pinfo->dst);
         fc->port[1] = pinfo->destport;
     }
-    *side = (addresses_equal(&fc->addr[0], &pinfo->src) && fc->port[0] == pinfo->srcport) ? 0 : 1;
+    *side = (guint)p2pc_conn_dir(&fc->addr[0], fc->port[0], pinfo);
     return fc;
 }
 

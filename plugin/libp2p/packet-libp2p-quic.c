@@ -39,6 +39,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/p2pc-compat.h"
+#include "core/conn.h"
 #include "core/prefs.h"
 #include "core/record.h"
 #include "libp2p/engine.h"
@@ -391,8 +392,7 @@ dissect_quic_packet(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *d
             u->next = udp_conns;
             udp_conns = u;
         }
-        s = read_packet(pinfo, tree, u, addresses_equal(&u->first_addr, &pinfo->src) &&
-                                        u->first_port == pinfo->srcport ? 0 : 1);
+        s = read_packet(pinfo, tree, u, p2pc_conn_dir(&u->first_addr, u->first_port, pinfo));
     }
     if (!s)
         return 0;

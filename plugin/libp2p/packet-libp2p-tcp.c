@@ -314,7 +314,7 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
 {
     struct tcpinfo *tcpi = (struct tcpinfo *)data;
     conn_t *c = get_conn(pinfo, root);
-    int d = (addresses_equal(&c->first_addr, &pinfo->src) && c->first_port == pinfo->srcport) ? 0 : 1;
+    int d = p2pc_conn_dir(&c->first_addr, c->first_port, pinfo);
     guint len = tvb_captured_length(tvb);
     guint32 key = 100 + tvb_raw_offset(tvb);
     frame_t *fr = (frame_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_libp2p, key);
@@ -397,7 +397,7 @@ find_withheld(packet_info *pinfo)
 
     if (!c || !c->tcp || !p2pc_ledger_find(pinfo) || !p2pc_ledger_frame_bytes(c->tcp, pinfo, &at, &n, &seq))
         return NULL;
-    d = (addresses_equal(&c->first_addr, &pinfo->src) && c->first_port == pinfo->srcport) ? 0 : 1;
+    d = p2pc_conn_dir(&c->first_addr, c->first_port, pinfo);
     fd = &c->dir[d];
     fo = &c->dir[1 - d];
     td = ledger_dir(c, FALSE, pinfo);
