@@ -70,8 +70,8 @@ typedef struct event {
 /* This dissection of a frame (packet scope). */
 typedef struct {
     conn_t *conn;               /* the protocol's entry ran in this frame */
-    guint seen;                 /* bit d: the protocol was handed bytes of direction d */
-    guint resuming;             /* bit d: ... all of them for a message a reset cut */
+    guint resuming;             /* bit d: the bytes of direction d it was handed are all for a
+                                   message a reset cut */
 } frame_t;
 
 /* Whether TCP keeps every segment after a hole (packet-tcp.c: reassemble_ooo). */
@@ -356,7 +356,7 @@ p2pc_holes_enter(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
     s = &c->side[d];
     f = (frame_t *)p2pc_frame_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_HOLES_FRAME, sizeof(frame_t), NULL);
     f->conn = c;
-    f->seen |= 1u << d;
+    p2pc_post_handed(pinfo);
     if (!tcp->dir[d].started)
         return 0;
     seq = p2pc_ledger_seq(&tcp->dir[d], tcpi->seq);
@@ -479,11 +479,11 @@ p2pc_holes_carried(packet_info *pinfo)
 /* Every frame of a connection the protocol entered: its acknowledgement of the other
  * direction's bytes, and its segment when TCP handed it to nobody. */
 static int
-dissect_holes(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
+dissect_holes(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
+    const p2pc_post_frame_t *pf = (const p2pc_post_frame_t *)data;
     p2pc_tcp_t *tcp;
     conn_t *c;
-    const frame_t *f;
     int d;
     guint32 at, n, seq;
     event_t ev = { 0 };
@@ -497,7 +497,6 @@ dissect_holes(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U
     if (!(tcp = p2pc_ledger_find(pinfo)) || !(c = (conn_t *)p2pc_conn_slot(tcp->conn, P2PC_SLOT_HOLES)))
         return 0;
     conn_of(tcp);
-    f = (const frame_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_HOLES_FRAME);
     d = p2pc_ledger_dir(tcp, pinfo);
     ev.proto = c->fr->proto;
     /* The sender has the other direction's bytes up to its acknowledgement. */
@@ -510,7 +509,7 @@ dissect_holes(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U
     }
     /* A segment of a direction TCP holds back for good, or keeps for the message it
      * reassembles, which the protocol did not get. */
-    if (!(f && (f->seen & (1u << d))) && c->side[d].started && p2pc_ledger_frame_bytes(tcp, pinfo, &at, &n, &seq) && n) {
+    if (!pf->handed && c->side[d].started && p2pc_ledger_frame_bytes(tcp, pinfo, &at, &n, &seq) && n) {
         if (p2pc_conn_carry_mode())
             part_follow(c, d, tvb, at, seq, n);
         ev.other = FALSE;

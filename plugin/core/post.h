@@ -17,8 +17,18 @@
  * (p2pc.c, before the parts that add to it). */
 void p2pc_post_register(int proto);
 
-/* `part` is called, after those added before it, in every frame the postdissector sees (with no
- * data); its protocol, when enabled, is listed in the frame as a postdissector's would be. */
+/* What the postdissector tells each part about the frame (the part's `data`). */
+typedef struct {
+    gboolean handed;            /* TCP handed the frame's bytes to a p2pc protocol (p2pc_post_handed()) */
+} p2pc_post_frame_t;
+
+/* `part` is called, after those added before it, in every frame the postdissector sees (data:
+ * a p2pc_post_frame_t); its protocol, when enabled, is listed in the frame as a
+ * postdissector's would be. */
 void p2pc_post_add(dissector_handle_t part);
+
+/* A protocol's TCP entry (its first pass): TCP handed it this frame's bytes.  Recorded once,
+ * here, for every protocol: a part then knows the frame's segment reached its protocol. */
+void p2pc_post_handed(packet_info *pinfo);
 
 #endif /* P2PC_POST_H */

@@ -51,10 +51,8 @@
 void proto_register_libp2p_tcp(void);
 void proto_reg_handoff_libp2p_tcp(void);
 
-/* Per-frame data keys: a segment TCP withheld, fed by the postdissector (file scope), and
- * whether the libp2p TCP dissector ran in this dissection of the frame (packet scope). */
+/* Per-frame data key: a segment TCP withheld, fed by the postdissector (file scope). */
 #define KEY_WITHHELD 1
-#define KEY_SEEN     2
 
 static int proto_libp2p = -1;
 static int proto_libp2p_noise_tcp = -1;
@@ -322,7 +320,7 @@ dissect_libp2p_tcp_from(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "libp2p");
     col_clear(pinfo->cinfo, COL_INFO);
-    p_add_proto_data(pinfo->pool, pinfo, proto_libp2p, KEY_SEEN, GUINT_TO_POINTER(1));
+    p2pc_post_handed(pinfo);
     if (!fr && !PINFO_FD_VISITED(pinfo)) {
         fr = wmem_new0(p2pc_replay_scope(pinfo), frame_t);
         forget = !p2pc_keep_replay(pinfo);
@@ -425,8 +423,9 @@ find_withheld(packet_info *pinfo)
  * fed to its direction as TCP would have handed it over, or an acknowledgement that lets the
  * other direction go on after a hole.  No protocol tree needed. */
 static int
-dissect_libp2p_withheld(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
+dissect_libp2p_withheld(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
+    const p2pc_post_frame_t *pf = (const p2pc_post_frame_t *)data;
     withheld_t *w = NULL;
     struct tcpinfo tcpi = { 0 };
 
@@ -434,7 +433,7 @@ dissect_libp2p_withheld(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
         return 0;
     if (PINFO_FD_VISITED(pinfo))
         w = (withheld_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_libp2p, KEY_WITHHELD);
-    else if (!p_get_proto_data(pinfo->pool, pinfo, proto_libp2p, KEY_SEEN) && (w = find_withheld(pinfo)))
+    else if (!pf->handed && (w = find_withheld(pinfo)))
         p_add_proto_data(wmem_file_scope(), pinfo, proto_libp2p, KEY_WITHHELD, w);
     if (!w)
         return 0;
