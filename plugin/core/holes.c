@@ -27,15 +27,14 @@ static int proto_p2pc = -1;
 /* p2pc_tcp_t * -> conn_t, the connections a protocol entered in this session (first pass). */
 static wmem_map_t *conns;
 
-/* One direction (first pass only), in the ledger's sequence numbers (p2pc_ledger_seq()). */
+/* One direction (first pass only), in the ledger's sequence numbers (p2pc_ledger_seq()).  How
+ * far its bytes are in records is the ledger's cursor (p2pc_tcp_dir_t.handed, "handed" below). */
 typedef struct {
-    gboolean started;           /* the protocol was handed bytes of it */
-    guint32 done;               /* the bytes before it are in records */
-    guint32 pdu_end;            /* where the message TCP reassembles ends (done: none) */
-    gboolean dead;              /* a hole was confirmed: TCP never hands over [done, dead_end) */
+    guint32 pdu_end;            /* where the message TCP reassembles ends (handed: none) */
+    gboolean dead;              /* a hole was confirmed: TCP never hands over [handed, dead_end) */
     gboolean dead_all;          /* ... nor any byte after the hole (out-of-order reassembly) */
     guint32 dead_end;
-    /* Carry mode: the bytes TCP reassembles, [done, done + part_len), copied as they are
+    /* Carry mode: the bytes TCP reassembles, [handed, handed + part_len), copied as they are
      * captured, so that the message goes on after a session reset, which drops TCP's copy. */
     guint8 *part;
     guint32 part_len, part_size;
@@ -109,13 +108,13 @@ confirm_holes(conn_t *c, int d, guint32 upto)
 static guint32
 count_through(conn_t *c, int d, guint32 to)
 {
-    side_t *s = &c->side[d];
+    p2pc_tcp_dir_t *td = &c->tcp->dir[d];
     guint32 n;
-    if (!P2PC_SEQ_GT(to, s->done))
+    if (!P2PC_SEQ_GT(to, td->handed))
         return 0;
-    n = p2pc_ledger_captured(&c->tcp->dir[d], s->done, to);
-    s->done = to;
-    p2pc_ledger_skip(&c->tcp->dir[d], s->done);
+    n = p2pc_ledger_captured(td, td->handed, to);
+    td->handed = to;
+    p2pc_ledger_skip(td, td->handed);
     return n;
 }
 
@@ -275,8 +274,9 @@ static guint
 resume(conn_t *c, int d, tvbuff_t *tvb, guint32 seq, packet_info *pinfo, proto_tree *tree, void *data)
 {
     side_t *s = &c->side[d];
+    p2pc_tcp_dir_t *td = &c->tcp->dir[d];
     guint len = tvb_captured_length(tvb), off, whole, need;
-    guint32 next = s->done + s->part_len;
+    guint32 next = td->handed + s->part_len;
     resumed_t *r;
 
     if (P2PC_SEQ_GT(seq, next)) {       /* bytes between are missing: it cannot be finished */
@@ -311,8 +311,8 @@ resume(conn_t *c, int d, tvbuff_t *tvb, guint32 seq, packet_info *pinfo, proto_t
     r->took = off + need;
     r->len = whole;
     r->bytes = (guint8 *)wmem_memdup(wmem_file_scope(), s->part, whole);
-    s->done += whole;
-    s->pdu_end = s->done;
+    td->handed += whole;
+    s->pdu_end = td->handed;
     part_drop(c, d);
     dissect_whole(c->fr, tvb, r, pinfo, tree, data);
     return r->took;
@@ -335,6 +335,7 @@ p2pc_holes_enter(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
 {
     const struct tcpinfo *tcpi = (const struct tcpinfo *)data;
     p2pc_tcp_t *tcp;
+    p2pc_tcp_dir_t *td;
     conn_t *c;
     side_t *s;
     frame_t *f;
@@ -347,22 +348,23 @@ p2pc_holes_enter(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
         return 0;
     if (PINFO_FD_VISITED(pinfo))
         return resumed_again(tvb, pinfo, tree, data, fr);
-    if (!(tcp = p2pc_ledger_enter(tvb, pinfo, tcpi->seq)))
+    if (!(tcp = p2pc_ledger_enter(tvb, pinfo, tcpi->seq, P2PC_CLAIM_FRAMED)))
         return 0;
     p2pc_conn_carry(tcp->conn);
     c = conn_of(tcp);
     c->fr = fr;
     d = p2pc_ledger_dir(tcp, pinfo);
     s = &c->side[d];
+    td = &tcp->dir[d];
     f = (frame_t *)p2pc_frame_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_HOLES_FRAME, sizeof(frame_t), NULL);
     f->conn = c;
     p2pc_post_handed(pinfo);
-    if (!tcp->dir[d].started)
+    if (!td->started)
         return 0;
-    seq = p2pc_ledger_seq(&tcp->dir[d], tcpi->seq);
-    if (!s->started) {
-        s->started = TRUE;
-        s->done = s->pdu_end = seq;
+    seq = p2pc_ledger_seq(td, tcpi->seq);
+    if (!td->handing) {
+        td->handing = TRUE;
+        td->handed = s->pdu_end = seq;
         s->session = p2pc_conn_session();
     }
     if (s->session != p2pc_conn_session()) {    /* carried over a reset (holes_tails) */
@@ -376,7 +378,7 @@ p2pc_holes_enter(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
         if (took || s->resuming)
             return took;
     }
-    if (!P2PC_SEQ_GT(seq, s->done))
+    if (!P2PC_SEQ_GT(seq, td->handed))
         return 0;
     /* TCP went on after bytes it will not hand over: those captured are undecoded. */
     ev.proto = fr->proto;
@@ -405,6 +407,7 @@ p2pc_holes_leave(tvbuff_t *tvb, packet_info *pinfo, void *data)
     const frame_t *f;
     conn_t *c;
     side_t *s;
+    p2pc_tcp_dir_t *td;
     int d;
     guint32 seq, end, used;
 
@@ -415,21 +418,22 @@ p2pc_holes_leave(tvbuff_t *tvb, packet_info *pinfo, void *data)
         return;
     d = p2pc_ledger_dir(c->tcp, pinfo);
     s = &c->side[d];
-    if (!s->started || (f->resuming & (1u << d)))
+    td = &c->tcp->dir[d];
+    if (!td->handing || (f->resuming & (1u << d)))
         return;
-    seq = p2pc_ledger_seq(&c->tcp->dir[d], tcpi->seq);
+    seq = p2pc_ledger_seq(td, tcpi->seq);
     end = seq + tvb_captured_length(tvb);
     used = pinfo->desegment_len ? seq + (guint32)pinfo->desegment_offset : end;
-    if (P2PC_SEQ_GT(used, s->done))
-        s->done = used;
+    if (P2PC_SEQ_GT(used, td->handed))
+        td->handed = used;
     /* tcp_dissect_pdus asks for the rest of a message whose length it knows, or for one more
      * segment (TCP then ends the message with that segment). */
-    s->pdu_end = !pinfo->desegment_len ? s->done :
+    s->pdu_end = !pinfo->desegment_len ? td->handed :
                  pinfo->desegment_len == DESEGMENT_ONE_MORE_SEGMENT ? end : end + pinfo->desegment_len;
     /* Carry mode: the part is the message TCP reassembles now (its buffer reused), or nothing. */
-    if (p2pc_conn_carry_mode() && pinfo->desegment_len && s->done == used) {
+    if (p2pc_conn_carry_mode() && pinfo->desegment_len && td->handed == used) {
         /* Its whole length when TCP knows it: the buffer grows once. */
-        guint32 whole = s->pdu_end - s->done;
+        guint32 whole = s->pdu_end - td->handed;
         s->part_len = 0;
         if (pinfo->desegment_len != DESEGMENT_ONE_MORE_SEGMENT && whole <= PART_MAX && whole != s->part_size)
             part_size(c, d, whole);
@@ -445,9 +449,9 @@ static void
 part_follow(conn_t *c, int d, tvbuff_t *tvb, guint32 at, guint32 a, guint32 len)
 {
     side_t *s = &c->side[d];
-    guint32 next = s->done + s->part_len;
+    guint32 handed = c->tcp->dir[d].handed, next = handed + s->part_len;
 
-    if (s->pdu_end == s->done || !s->part_len)     /* none, or not carried */
+    if (s->pdu_end == handed || !s->part_len)      /* none, or not carried */
         return;
     if (P2PC_SEQ_GT(a, next))           /* a byte before it is missing: not carried */
         part_drop(c, d);
@@ -464,6 +468,7 @@ p2pc_holes_let_go(packet_info *pinfo)
         return;
     part_drop(c, 0);
     part_drop(c, 1);
+    p2pc_ledger_let_go(tcp);
     wmem_map_remove(conns, tcp);
     p2pc_conn_set_slot(tcp->conn, P2PC_SLOT_HOLES, NULL);
 }
@@ -500,7 +505,7 @@ dissect_holes(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
     d = p2pc_ledger_dir(tcp, pinfo);
     ev.proto = c->fr->proto;
     /* The sender has the other direction's bytes up to its acknowledgement. */
-    if (tcp->dir[1 - d].ack_known && c->side[1 - d].started) {
+    if (tcp->dir[1 - d].ack_known && tcp->dir[1 - d].handing) {
         ev.other = TRUE;
         ev.missing = confirm_holes(c, 1 - d, tcp->dir[1 - d].acked);
         if (ev.missing)
@@ -509,7 +514,7 @@ dissect_holes(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
     }
     /* A segment of a direction TCP holds back for good, or keeps for the message it
      * reassembles, which the protocol did not get. */
-    if (!pf->handed && c->side[d].started && p2pc_ledger_frame_bytes(tcp, pinfo, &at, &n, &seq) && n) {
+    if (!pf->handed && tcp->dir[d].handing && p2pc_ledger_frame_bytes(tcp, pinfo, &at, &n, &seq) && n) {
         if (p2pc_conn_carry_mode())
             part_follow(c, d, tvb, at, seq, n);
         ev.other = FALSE;
@@ -543,15 +548,15 @@ conn_tails(gpointer key _U_, gpointer value, gpointer ud)
 
     for (int d = 0; d < 2; d++) {
         side_t *s = &c->side[d];
-        const p2pc_tcp_dir_t *td = &c->tcp->dir[d];
-        if (!s->started || !P2PC_SEQ_GT(td->cap_end, s->done))
+        p2pc_tcp_dir_t *td = &c->tcp->dir[d];
+        if (!td->handing || !P2PC_SEQ_GT(td->cap_end, td->handed))
             continue;
-        if (goes_on && !s->dead && s->done + s->part_len == td->cap_end)
+        if (goes_on && !s->dead && td->handed + s->part_len == td->cap_end)
             continue;
         p2pc_tail_undecoded(t->emit, t->ud, &td->last, c->fr->proto, "none",
-                            p2pc_ledger_captured(td, s->done, td->cap_end), why);
+                            p2pc_ledger_captured(td, td->handed, td->cap_end), why);
         if (goes_on) {
-            s->done = s->pdu_end = td->cap_end;
+            td->handed = s->pdu_end = td->cap_end;
             s->dead = FALSE;
             part_drop(c, d);
         }

@@ -115,7 +115,7 @@ note_frame(p2pc_tcp_t *l, packet_info *pinfo)
 }
 
 p2pc_tcp_t *
-p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq)
+p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq, p2pc_claim_t who)
 {
     p2pc_conn_t *c;
     p2pc_tcp_t *l;
@@ -133,6 +133,10 @@ p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq)
         l->port0 = pinfo->srcport;
         p2pc_conn_set_slot(c, P2PC_SLOT_LEDGER, l);
     }
+    if (l->claim == P2PC_CLAIM_NONE)
+        l->claim = who;
+    else if (l->claim != who)
+        return NULL;
     d = &l->dir[p2pc_ledger_dir(l, pinfo)];
     if ((!d->started || d->session != p2pc_conn_session()) && p2pc_seq_base(tvb, pinfo, seq, &base)) {
         if (!d->started) {
@@ -148,6 +152,13 @@ p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq)
     if (d->started)
         note_frame(l, pinfo);
     return l;
+}
+
+void
+p2pc_ledger_let_go(p2pc_tcp_t *l)
+{
+    l->claim = P2PC_CLAIM_NONE;
+    l->dir[0].handing = l->dir[1].handing = FALSE;
 }
 
 p2pc_tcp_t *

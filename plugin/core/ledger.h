@@ -8,7 +8,15 @@
  *   - the receiver's highest acknowledgement (bytes it acknowledges that were never captured
  *     are a hole as well);
  *   - segments that a protocol feeding its bytes in order (libp2p: TCP hands them over as they
- *     come) holds, copied, until the bytes before them arrive.
+ *     come) holds, copied, until the bytes before them arrive;
+ *   - the cursor: how far the direction's bytes have been handed on, to the protocol or counted
+ *     as undecoded.  One protocol moves it: the connection's claimant (below).
+ * One claimant a connection: the protocol whose entry first brings bytes to the ledger, either
+ * framed by tcp_dissect_pdus() (holes.h: Bitcoin, BIP324, FISCO) or fed in order (libp2p).  A
+ * protocol of the other kind that TCP hands the same connection later (a second heuristic, Decode
+ * As) gets no ledger: it decodes what TCP hands it, and p2pc counts no hole, carry or
+ * retransmission check for it.  A claimant that lets go (a heuristic's wrong guess,
+ * p2pc_ledger_let_go()) clears the cursors, and the next protocol to enter claims it anew.
  * A hole is in the capture, not in the network, once it is confirmed: the receiver acknowledged
  * bytes past it, P2PC_HOLD_MAX bytes were captured past it (a capture of one direction has no
  * acknowledgements), or TCP went on after it.  Each protocol says what becomes of the bytes
@@ -64,23 +72,37 @@ typedef struct {
     p2pc_held_t *held;
     guint32 held_bytes;
     p2pc_record_t last;         /* where and when its last segment was captured */
+    gboolean handing;           /* the claimant was handed bytes of it: `handed` is set */
+    guint32 handed;             /* the cursor: the bytes before it were handed on */
 } p2pc_tcp_dir_t;
+
+/* Who moves a connection's cursors (above). */
+typedef enum {
+    P2PC_CLAIM_NONE,
+    P2PC_CLAIM_FRAMED,          /* a protocol framed by tcp_dissect_pdus() (holes.h) */
+    P2PC_CLAIM_FED              /* a protocol fed in order (libp2p) */
+} p2pc_claim_t;
 
 /* A TCP connection: direction 0 is that of the first bytes a protocol was handed. */
 typedef struct {
     p2pc_conn_t *conn;          /* what it is part of: its allocations are in its pool */
     address addr0;
     guint32 port0;
+    p2pc_claim_t claim;
     p2pc_tcp_dir_t dir[2];
 } p2pc_tcp_t;
 
 /* Registers the expert item under `proto` (p2pc.c). */
 void p2pc_ledger_register(int proto);
 
-/* First pass, a protocol's TCP entry: the ledger of this frame's connection (made at the first
- * call), the direction of `tvb` started when its bytes are the frame's own (TCP's sequence
- * number `seq`), and this frame's segment and acknowledgement in it.  NULL if not TCP. */
-p2pc_tcp_t *p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq);
+/* First pass, the TCP entry of a protocol of kind `who`: the ledger of this frame's connection
+ * (made at the first call), the direction of `tvb` started when its bytes are the frame's own
+ * (TCP's sequence number `seq`), and this frame's segment and acknowledgement in it.  NULL if
+ * not TCP, or when a protocol of the other kind claimed the connection. */
+p2pc_tcp_t *p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq, p2pc_claim_t who);
+
+/* The claimant lets go of the connection: no direction has been handed bytes. */
+void p2pc_ledger_let_go(p2pc_tcp_t *l);
 
 /* First pass, a postdissector: the ledger of this frame's connection, if a protocol entered
  * it, with this frame's segment and acknowledgement in it. */

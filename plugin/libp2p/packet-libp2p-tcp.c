@@ -62,10 +62,9 @@ static dissector_handle_t libp2p_tcp_noise_handle;
 /* A libp2p connection is in this capture: until one is, the postdissector returns at once. */
 static gboolean have_conns;
 
-/* Where a direction's feeding is (first pass only). */
+/* Where a direction's feeding is (first pass only).  The next byte to feed, in the ledger's
+ * numbers, is the ledger's cursor (p2pc_tcp_dir_t.handed). */
 typedef struct {
-    guint32 next_seq;           /* the next byte to feed, in the ledger's numbers */
-    gboolean seq_known;
     guint64 pos;                /* the direction's TCP payload bytes seen so far, each once where it was
                                    captured, repeats included, as the records' T lines count them (p2pc_unit_t) */
 } dir_t;
@@ -152,20 +151,19 @@ ledger_dir(const conn_t *c, gboolean other, const packet_info *pinfo)
 static void
 skip_holes(conn_t *c, int d, gboolean other, frame_t *fr, p2pc_held_t **tail, packet_info *pinfo)
 {
-    dir_t *fd = &c->dir[d ^ other];
     p2pc_tcp_dir_t *td = ledger_dir(c, other, pinfo);
     guint32 resume;
 
-    while (fd->seq_known && (resume = p2pc_ledger_skip(td, fd->next_seq)) != fd->next_seq) {
+    while (td->handing && (resume = p2pc_ledger_skip(td, td->handed)) != td->handed) {
         if (!fr->gap)
             fr->gap_before = td->held && td->held->seq == resume ? td->held->frame : pinfo->num;
-        fr->gap += resume - fd->next_seq;
+        fr->gap += resume - td->handed;
         fr->gap_other = other;
-        fd->next_seq = resume;
-        tail = p2pc_ledger_drain(c->tcp, td, &fd->next_seq, tail);
+        td->handed = resume;
+        tail = p2pc_ledger_drain(c->tcp, td, &td->handed, tail);
     }
     if (other)
-        fr->other_end = fd->pos;
+        fr->other_end = c->dir[d ^ other].pos;
 }
 
 /* First pass: decide what this frame feeds to direction d (the frame's sender's) and, when its
@@ -183,10 +181,13 @@ plan_frame(conn_t *c, int d, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t *
         fr->len = len;
         return;
     }
-    if (!c->tcp)
-        c->tcp = len ? p2pc_ledger_enter(tvb, pinfo, tcpi->seq) : p2pc_ledger_find(pinfo);
-    else if (len)
-        p2pc_ledger_enter(tvb, pinfo, tcpi->seq);
+    if (!c->tcp) {
+        /* A connection another kind of protocol claimed is not fed from its ledger (ledger.h). */
+        p2pc_tcp_t *l = len ? p2pc_ledger_enter(tvb, pinfo, tcpi->seq, P2PC_CLAIM_FED) : p2pc_ledger_find(pinfo);
+        c->tcp = l && l->claim == P2PC_CLAIM_FED ? l : NULL;
+    } else if (len) {
+        p2pc_ledger_enter(tvb, pinfo, tcpi->seq, P2PC_CLAIM_FED);
+    }
     if (!c->tcp) {
         fr->len = len;
         return;
@@ -204,32 +205,32 @@ plan_frame(conn_t *c, int d, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t *
     fd->pos += len;
     fr->end = fd->pos;
     seq = p2pc_ledger_seq(td, tcpi->seq);
-    if (!fd->seq_known) {
-        fd->seq_known = TRUE;
-        fd->next_seq = seq;
+    if (!td->handing) {
+        td->handing = TRUE;
+        td->handed = seq;
     }
-    if (P2PC_SEQ_GT(seq, fd->next_seq)) {
+    if (P2PC_SEQ_GT(seq, td->handed)) {
         /* Ahead of the bytes expected: hold it.  Enough captured past the hole confirms it: go
          * on after it with what is held (this segment among it). */
         p2pc_ledger_hold(c->tcp, td, seq, p, len, pinfo->num);
         if (!p2pc_ledger_held_past(td)) {
-            fr->held = seq - fd->next_seq;
+            fr->held = seq - td->handed;
         } else if (!fr->gap_other) {
             p2pc_ledger_confirm(td, td->cap_end, NULL);
             skip_holes(c, d, FALSE, fr, &fr->fed_held, pinfo);
         }
         return;
     }
-    if (P2PC_SEQ_LT(seq, fd->next_seq)) {
+    if (P2PC_SEQ_LT(seq, td->handed)) {
         /* Repeats bytes already fed: feed only what is new. */
-        guint32 back = fd->next_seq - seq;
+        guint32 back = td->handed - seq;
         if (back >= len)
             return;
         fr->skip = back;
     }
     fr->len = len - fr->skip;
-    fd->next_seq += fr->len;
-    p2pc_ledger_drain(c->tcp, td, &fd->next_seq, &fr->fed_held);   /* the held segments this completes, in order */
+    td->handed += fr->len;
+    p2pc_ledger_drain(c->tcp, td, &td->handed, &fr->fed_held);   /* the held segments this completes, in order */
 }
 
 /* Hand `tvb` to the direction's first pipe, its bytes ending at `end` of the direction's TCP
@@ -388,29 +389,24 @@ find_withheld(packet_info *pinfo)
     conn_t *c = pc ? (conn_t *)p2pc_conn_slot(pc, P2PC_SLOT_LIBP2P) : NULL;
     guint32 at, n, seq;
     p2pc_tcp_dir_t *td, *to;
-    dir_t *fd;
-    const dir_t *fo;
     withheld_t *w;
-    int d;
 
     if (!c || !c->tcp || !p2pc_ledger_find(pinfo) || !p2pc_ledger_frame_bytes(c->tcp, pinfo, &at, &n, &seq))
         return NULL;
-    d = p2pc_conn_dir(&c->first_addr, c->first_port, pinfo);
-    fd = &c->dir[d];
-    fo = &c->dir[1 - d];
     td = ledger_dir(c, FALSE, pinfo);
     to = ledger_dir(c, TRUE, pinfo);
-    if (n && td->started && fd->seq_known && P2PC_SEQ_GT(seq + n, fd->next_seq)) {
+    if (n && td->started && td->handing && P2PC_SEQ_GT(seq + n, td->handed)) {
         w = wmem_new0(wmem_file_scope(), withheld_t);
         w->at = at;
         w->len = n;
         w->seq = seq - td->shift;   /* TCP's number in this session (p2pc_ledger_seq()) */
         return w;
     }
-    fd->pos += n;     /* bytes fed before (a retransmission): the T lines count them too */
-    if (to->ack_known && fo->seq_known) {
+    /* bytes fed before (a retransmission): the T lines count them too */
+    c->dir[p2pc_conn_dir(&c->first_addr, c->first_port, pinfo)].pos += n;
+    if (to->ack_known && to->handing) {
         p2pc_ledger_confirm(to, to->acked, NULL);
-        if (p2pc_ledger_skip(to, fo->next_seq) != fo->next_seq) {
+        if (p2pc_ledger_skip(to, to->handed) != to->handed) {
             w = wmem_new0(wmem_file_scope(), withheld_t);
             w->at = at;
             return w;
