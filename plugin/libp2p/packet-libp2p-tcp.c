@@ -3,7 +3,8 @@
  * multistream-select header "/multistream/1.0.0"), or Decode As "libp2p" on a TCP port.  Each
  * direction is a pipe (engine.h) that starts in multistream-select; this file feeds it every
  * byte of the direction once and in order, by TCP sequence number, on the connection's TCP
- * ledger (core/ledger.h):
+ * ledger (core/ledger.h), whose cursor (`handed`) is the next byte to feed, libp2p being the
+ * connection's claimant (P2PC_CLAIM_FED):
  *   - a retransmission repeats bytes already fed: skipped (the connection is watched by
  *     core/retrans.c, which flags one whose bytes differ from those first sent);
  *   - a segment TCP hands to no subdissector gets here all the same: TCP keeps back the earlier
