@@ -15,8 +15,9 @@
  * framed by tcp_dissect_pdus() (holes.h: Bitcoin, BIP324, FISCO) or fed in order (libp2p).  A
  * protocol of the other kind that TCP hands the same connection later (a second heuristic, Decode
  * As) gets no ledger: it decodes what TCP hands it, and p2pc counts no hole and carries no
- * message for it (retrans.c checks its retransmissions all the same).  A claimant that lets go (a heuristic's wrong guess,
- * p2pc_ledger_let_go()) clears the cursors, and the next protocol to enter claims it anew.
+ * message for it (retrans.c checks its retransmissions all the same).  A claimant that lets go
+ * (a heuristic's wrong guess, p2pc_ledger_let_go()) clears the cursors, and the next protocol
+ * to enter claims it anew.
  * A hole is in the capture, not in the network, once it is confirmed: the receiver acknowledged
  * bytes past it, P2PC_HOLD_MAX bytes were captured past it (a capture of one direction has no
  * acknowledgements), or TCP went on after it.  Each protocol says what becomes of the bytes
