@@ -30,9 +30,15 @@
  * the retransmission skip and the holes, multistream-select and everything it selects run on
  * each stream (a small protocol of this harness's, on PORT_QUIC, does the handing).
  *
- * A target may also set a Noise key log (noise_keyed: the keys of captures/eth2/eth2-noise-yamux,
- * whose connection its seeds replay): then the transport messages decrypt, and a lost segment
- * makes the direction resynchronise on the next message that decrypts (packet-libp2p-noise.c).
+ * A target may also set a preference.  noise_keyed sets a Noise key log (the keys of
+ * captures/eth2/eth2-noise-yamux, whose connection its seeds replay): then the transport
+ * messages decrypt, and a lost segment makes the direction resynchronise on the next message
+ * that decrypts (packet-libp2p-noise.c).  items sets a small gui.max_tree_items, so that the
+ * lists of Bitcoin blocks, FISCO, gossipsub and Bitswap messages pass it: each list asks
+ * p2pc_tree_room() (core/tree-room.c) before it draws, the rest is counted and not drawn
+ * (p2pc.tree_cut), and an item past the limit (a list that did not ask) aborts, as
+ * WIRESHARK_ABORT_ON_TOO_MANY_ITEMS makes it.  Its byte 0 picks the port, and on PORT_OTHER
+ * the protocol: the multistream-select preamble is libp2p's, so it is sent on PORT_OTHER only.
  *
  * Every decoder call the plugin makes is checked (ld --wrap): no output over its bound, no
  * bytes in a NULL buffer, no failure without a detail.  WIRESHARK_ABORT_ON_DISSECTOR_BUG
@@ -100,12 +106,15 @@ typedef struct {
     guint16 ports[3];               /* more than one: input byte 0 picks */
     gboolean ms_header;             /* the client's "/multistream/1.0.0" (the heuristic's cue) */
     const char *protocols[MAX_CHOICES];  /* negotiated by both sides; more than one: byte 0 picks */
-    const char *keylog;             /* libp2p_noise.keylog_file, or NULL */
+    const char *pref;               /* a preference "name:value" (prefs_set_pref()), or NULL */
 } target_t;
 
 #ifndef FUZZ_KEYLOG
-#define FUZZ_KEYLOG NULL
+#define FUZZ_KEYLOG ""
 #endif
+/* items: small enough that a Bitcoin block of a few hundred transactions or a gossipsub RPC of
+ * a few dozen messages passes it (tree-room.h keeps half of it for what is drawn after a cut). */
+#define ITEMS_MAX "400"
 
 static const target_t targets[] = {
     /* The whole plugin, every entry point (the original harness). */
@@ -116,6 +125,9 @@ static const target_t targets[] = {
     { "fisco", { PORT_FISCO }, FALSE, { NULL } },
     /* multistream-select itself: proposals, na, ls, and whatever they select. */
     { "multistream", { PORT_OTHER }, TRUE, { NULL } },
+    /* The /plaintext/2.0.0 Exchange (its peer ID and public key; base58 never fed one longer
+     * than a peer ID can be), then the multistream-select that follows it. */
+    { "plaintext", { PORT_OTHER }, TRUE, { "/plaintext/2.0.0" } },
     { "yamux", { PORT_OTHER }, TRUE, { "/yamux/1.0.0" } },
     { "mplex", { PORT_OTHER }, TRUE, { "/mplex/6.7.0" } },
     /* eth2 req/resp chunks: byte 0 picks the method (the protocol IDs packet-eth2.c registers). */
@@ -136,11 +148,14 @@ static const target_t targets[] = {
         "/compression/gzip", "/compression/cbrotli", "/deflate/1.0.0", "/compression/none" } },
     { "noise", { PORT_OTHER }, TRUE, { "/noise" } },
     /* Noise with the keys of its seeds' connection: decryption, and resynchronisation after holes. */
-    { "noise_keyed", { PORT_OTHER }, TRUE, { "/noise" }, FUZZ_KEYLOG },
+    { "noise_keyed", { PORT_OTHER }, TRUE, { "/noise" }, "libp2p_noise.keylog_file:" FUZZ_KEYLOG },
     /* The certificate extension's SignedKey (DER), one per segment. */
     { "signed_key", { PORT_CERT }, FALSE, { NULL } },
     /* libp2p over QUIC: STREAM frames' data, each QUIC stream a libp2p stream. */
     { "quic", { PORT_QUIC }, FALSE, { NULL } },
+    /* gui.max_tree_items passed: Bitcoin, FISCO, gossipsub and Bitswap lists cut (p2pc.tree_cut). */
+    { "items", { PORT_BITCOIN, PORT_FISCO, PORT_OTHER }, TRUE, { "/meshsub/1.1.0", "/ipfs/bitswap/1.2.0" },
+      "gui.max_tree_items:" ITEMS_MAX },
 };
 
 static const target_t *target;
@@ -354,9 +369,9 @@ init_target(void)
               target->name, target->protocols[i]);
     }
     preamble = g_byte_array_new();
-    if (target->keylog) {
-        char *pref = g_strdup_printf("libp2p_noise.keylog_file:%s", target->keylog), *err = NULL;
-        CHECK(prefs_set_pref(pref, &err) == PREFS_SET_OK, "%s: %s", pref, err ? err : "not set");
+    if (target->pref) {
+        char *pref = g_strdup(target->pref), *err = NULL;     /* prefs_set_pref() writes in it */
+        CHECK(prefs_set_pref(pref, &err) == PREFS_SET_OK, "%s: %s", target->pref, err ? err : "not set");
         prefs_apply_all();
         g_free(pref);
     }
@@ -542,7 +557,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     add_frame(0, sport, dport, seq[0]++, 0, 0x02, NULL, 0);                 /* SYN */
     add_frame(1, dport, sport, seq[1]++, seq[0], 0x12, NULL, 0);            /* SYN-ACK */
     add_frame(0, sport, dport, seq[0], seq[1], 0x10, NULL, 0);              /* ACK */
-    if (target->ms_header) {
+    if (target->ms_header && dport == PORT_OTHER) {
         /* The client's header and proposal in one write (as go-libp2p sends them); the
          * server's header and echo: the connection now speaks the proposed protocol. */
         g_byte_array_set_size(preamble, 0);

@@ -192,7 +192,7 @@ def target_protocols(name: str) -> list[str]:
     byte 0 picks one by index when there are several)."""
     import re
     src = (REPO / "fuzz" / "fuzz_dissect.c").read_text()
-    row = re.search(r'\{ "%s", \{[^}]*\}, \w+, \{(.*?)\} \},' % name, src, re.S)
+    row = re.search(r'\{ "%s", \{[^}]*\}, \w+, \{(.*?)\}[^{}]*\},' % name, src, re.S)
     assert row, name
     return re.findall(r'"([^"]+)"', row.group(1))
 
@@ -252,6 +252,11 @@ LIBP2P_CAPTURES = ["eth2/eth2-yamux.pcapng", "eth2/eth2-mplex.pcapng", "eth2/eth
 # seeds are as long as the harness's -max_len, so that they reach the bulk transfer, where a
 # lost segment cuts a Noise message in the middle.
 KEYED_NOISE = "eth2/eth2-noise-yamux.pcapng"
+# dissect_plaintext's connections (the /plaintext/2.0.0 Exchange of go, js, py and rust-libp2p),
+# and with the Bitswap ones dissect_items' Bitswap streams (plaintext, then yamux).
+PLAINTEXT_CAPTURES = ["interop/interop-go-js-plaintext-yamux.pcapng", "interop/interop-js-go-plaintext-mplex.pcapng",
+                      "interop/interop-py-go-plaintext-yamux.pcapng", "interop/interop-rust-go-plaintext-yamux.pcapng",
+                      "bitswap/bitswap-1.0.0.pcapng", "bitswap/bitswap-1.1.0.pcapng", "bitswap/bitswap-1.2.0.pcapng"]
 KEYED_LEN = 65536
 
 
@@ -267,7 +272,7 @@ def dissect_seeds(per_target: int) -> dict[str, list[bytes]]:
             got.append(seed)
 
     conns = {cap: tcp_connections(cap) for cap in sorted(
-        set(DISSECT_CAPTURES) | set(LIBP2P_CAPTURES) | {KEYED_NOISE} |
+        set(DISSECT_CAPTURES) | set(LIBP2P_CAPTURES) | {KEYED_NOISE} | set(PLAINTEXT_CAPTURES) |
         {str(p.relative_to(REPO / "captures")) for p in (REPO / "captures").glob("bitcoin/*.pcapng")} |
         {str(p.relative_to(REPO / "captures")) for p in (REPO / "captures").glob("fisco/*.pcapng")
          if "tls" not in p.name})}
@@ -281,6 +286,10 @@ def dissect_seeds(per_target: int) -> dict[str, list[bytes]]:
                 if cap.startswith(target + "/"):
                     for part in [conn] + windows(conn, frame_len, 3):
                         add(target, records(part))
+                    # dissect_items: each capture's first connection, byte 0 picking the port
+                    # (0: 8333, 1: 30300), leaving room for the gossipsub and Bitswap streams.
+                    if conn is conns[cap][0]:
+                        add("items", records(conn, bytes([target == "fisco"])))
     for cap in LIBP2P_CAPTURES:
         for conn in conns[cap]:
             after_header = cut_after(conn, {0: ms_line("/multistream/1.0.0")})
@@ -314,6 +323,27 @@ def dissect_seeds(per_target: int) -> dict[str, list[bytes]]:
                         body = cut_after(stream, {0: mark, 1: mark})
                         if body:
                             add(app, records(body, bytes([j]) if app == "eth2_reqresp" else b""))
+                            if app == "gossipsub":      # dissect_items: byte 2, PORT_OTHER and meshsub
+                                add("items", records(body, bytes([2])))
+    # dissect_plaintext: each connection from just after its /plaintext/2.0.0 (the Exchange
+    # on), and a crafted Exchange whose peer ID is longer than any peer ID can be.
+    plaintext = ms_line("/plaintext/2.0.0")
+    bitswap = [p for p in target_protocols("items") if "bitswap" in p] + ["/ipfs/bitswap/1.1.0", "/ipfs/bitswap/1.0.0"]
+    for cap in PLAINTEXT_CAPTURES:
+        for conn in conns[cap]:
+            body = cut_after(conn, {0: plaintext, 1: plaintext})
+            if not body:
+                continue
+            add("plaintext", records(body))
+            # dissect_items: the Bitswap streams (byte 5: PORT_OTHER, the second protocol ID).
+            layer = cut_after(body, {0: ms_line("/yamux/1.0.0"), 1: ms_line("/yamux/1.0.0")})
+            for stream in yamux_streams(layer) if cap.startswith("bitswap/") and layer else []:
+                j = agreed(stream, bitswap)
+                if j >= 0:
+                    msgs = cut_after(stream, {0: ms_line(bitswap[j]), 1: ms_line(bitswap[j])})
+                    if msgs:
+                        add("items", records(msgs, bytes([5])))
+    add("plaintext", records(long_peer_id_exchange()))
     # dissect_noise_keyed: the keyed connection from its handshake on, whole, and with one
     # segment lost at seven places (the holes Noise resynchronises after).
     for conn in conns[KEYED_NOISE]:
@@ -333,6 +363,20 @@ def dissect_seeds(per_target: int) -> dict[str, list[bytes]]:
         print(f"make_seeds: {name}: {len(items)} connections "
               f"({', '.join(f'{n} x {k}' for k, n in Counter(len(s) // 4096 * 4 for s in items).most_common(3))} KiB)")
     return seeds
+
+
+def long_peer_id_exchange() -> Conn:
+    """Two /plaintext/2.0.0 Exchanges (libp2p specs plaintext.md: uvarint length, then protobuf
+    id = 1 and pubkey = 2, an Ed25519 key): one whose peer ID is 2,000 bytes (a peer ID is at most
+    a multihash of 64 bytes), one whose peer ID claims 2^64-1 bytes."""
+    sys.path.insert(0, str(REPO / "tools"))
+    from craft import pb_field, uvarint
+
+    def exchange(peer_id: bytes, claim: int | None = None) -> bytes:
+        pid = uvarint(len(peer_id) if claim is None else claim) + peer_id
+        pb = b"\x0a" + pid + pb_field(2, 2, pb_field(1, 0, 1) + pb_field(2, 2, bytes(32)))
+        return uvarint(len(pb)) + pb
+    return [(0, exchange(b"\x00\x80" + bytes(2000))), (1, exchange(b"", claim=2**64 - 1))]
 
 
 CODEC_CORPORA = ("lzo1x", "zlib", "deflate", "gzip", "snappy", "snappy_framed", "brotli", "zstd",

@@ -17,6 +17,8 @@ record count must be exactly N times one copy's.  Built captures are kept in bui
     tools/bench.py --quic         # only: one QUIC connection of 20,000 libp2p streams
                                   # (tools/quic_churn.py), CPU time of p2pc's records pass vs
                                   # stock tshark drawing a tree of the same stream ids
+    tools/bench.py --quic --quic-streams 50000   # the same with 50,000 streams (both grow with
+                                  # the square of the streams: Wireshark's QUIC stream list)
 
 Needs tcprewrite (Debian: tcpreplay), editcap/mergecap/capinfos, GNU time (/usr/bin/time), and
 the analyzer's dpkt (the QUIC case: aioquic and python-snappy, the analyzer's test extras).  Targets are printed with PASS/FAIL; they never fail the run.  The machine
@@ -259,6 +261,8 @@ def main() -> None:
                          "quarter of the mix's size)")
     ap.add_argument("--quic", action="store_true",
                     help=f"only the QUIC case: {QUIC_STREAMS} streams on one connection, CPU time vs stock")
+    ap.add_argument("--quic-streams", type=int, default=QUIC_STREAMS, metavar="N",
+                    help=f"streams of the QUIC case (default {QUIC_STREAMS}, the target's)")
     ap.add_argument("--one-pass", action="store_true",
                     help="only tshark's one pass, stock vs p2pc (the mix, each protocol, js-libp2p plaintext)")
     args = ap.parse_args()
@@ -329,7 +333,7 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
 
     if args.quic:
-        quic_streams(r, stock, ws, QUIC_STREAMS, repeat)
+        quic_streams(r, stock, ws, args.quic_streams, repeat)
         finish()
         return
 
@@ -484,7 +488,7 @@ def main() -> None:
     table(["zeros: stock -2", "zeros: p2pc -2"], "zeros: stock -2")
     within_budget("zeros: p2pc -2", "zeros: stock -2")
 
-    quic_streams(r, stock, ws, QUIC_STREAMS, repeat)
+    quic_streams(r, stock, ws, args.quic_streams, repeat)
 
     finish()
 

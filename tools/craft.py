@@ -17,7 +17,9 @@ framing of its family up to the point the case attacks.  Kinds:
   cardinality  random commands, modules, topics, protocol IDs
 
 Every case is seeded (the same bytes on every run) and small (under 400 KB on disk; `scale`
-shrinks the counts).  Nothing is committed: `tools/fuzz.py --hostile` makes them in its temp
+shrinks the counts), but one: `flood-quic` is a real QUIC connection (libp2p over QUIC, UDP)
+of aioquic's client and server (tools/quic_churn.py), whose keys and connection IDs are
+aioquic's own random ones.  Nothing is committed: `tools/fuzz.py --hostile` makes them in its temp
 folder, `tests/test_craft.py` checks them.
 
     PYTHONPATH=analyzer python3 tools/craft.py OUTDIR [--family F] [--kind K]
@@ -230,11 +232,14 @@ class Case:
     family: str
     kind: str
     what: str
-    build: Callable[[], list[tuple[str, bytes]]]
+    build: Callable[[], list[tuple[str, bytes]]] | None
     ports: tuple[int, int]
     path: Path | None = None
     payload_bytes: int = 0
     segment: int = 0            # its own segment size, else by kind
+    # A case that is no TCP connection writes its capture itself (`build` unused): the
+    # payload bytes it wrote (UDP's, for QUIC).
+    write: Callable[[Path], int] | None = None
 
     @property
     def mss(self) -> int:
@@ -574,6 +579,22 @@ def libp2p_varint_plaintext() -> list[tuple[str, bytes]]:
             ("b", exchange(bytes(64), claim=1 << 20) + exchange(b"", claim=2**64 - 1))]
 
 
+QUIC_STREAMS = 1500
+
+
+def libp2p_quic_churn(path: Path) -> int:
+    """libp2p over QUIC: one connection of QUIC_STREAMS streams, 50 open at a time, each ended
+    by a FIN both ways (each freed), then a late copy of the packet of the first one's request
+    (a stream that ended opens no new one).  Real QUIC: tools/quic_churn.py's aioquic client and
+    server, each stream an eth2 ping; the TLS secrets are in the pcapng, so every consumer
+    decrypts it."""
+    sys.path.insert(0, str(REPO / "tools"))
+    import quic_churn
+    link, received = quic_churn.run(QUIC_STREAMS, late_copy=True)
+    assert received == QUIC_STREAMS
+    return link.write(path)
+
+
 def libp2p_cardinality() -> list[tuple[str, bytes]]:
     rng = random.Random(5005)
     a, b = bytearray(), bytearray()
@@ -842,6 +863,8 @@ def cases() -> list[Case]:
              eth2_cardinality, LIBP2P_PORTS),
         Case("flood-yamux", "libp2p", "flood", "3,000 yamux streams (a third never used)", libp2p_flood, LIBP2P_PORTS),
         Case("flood-mplex", "libp2p", "flood", "3,000 mplex streams", libp2p_flood_mplex, LIBP2P_PORTS),
+        Case("flood-quic", "libp2p", "flood", f"{QUIC_STREAMS:,} QUIC streams ended both ways, then a late copy of "
+             "the first", None, (40001, 4001), write=libp2p_quic_churn),
         Case("nest-yamux", "libp2p", "nest", "yamux in yamux, 2,000 levels", libp2p_nest, LIBP2P_PORTS),
         Case("nest-mixed", "libp2p", "nest", "yamux and mplex in turn, 600 levels", libp2p_nest_mixed, LIBP2P_PORTS),
         Case("varint-yamux", "libp2p", "varint", "multistream and mplex uvarints, yamux lengths and ids at 2^32-1",
@@ -877,8 +900,12 @@ def generate(outdir: Path, families: list[str] | None = None, kinds: list[str] |
     for case in cases():
         if (families and case.family not in families) or (kinds and case.kind not in kinds):
             continue
-        case.path = outdir / f"{case.name}.pcap"
-        case.payload_bytes = tcp_pcap(case.path, case.build(), case.ports, syn="a", mss=case.mss)
+        if case.write:
+            case.path = outdir / f"{case.name}.pcapng"
+            case.payload_bytes = case.write(case.path)
+        else:
+            case.path = outdir / f"{case.name}.pcap"
+            case.payload_bytes = tcp_pcap(case.path, case.build(), case.ports, syn="a", mss=case.mss)
         made.append(case)
     return made
 

@@ -531,7 +531,7 @@ def hostile(env: Env, case, work: Path, timeout: float) -> HostileResult:
 def keep_hostile(r: HostileResult, work: Path, keep: Path) -> Path:
     keep.mkdir(parents=True, exist_ok=True)
     case = r.case
-    dst = keep / f"hostile-{case.name}.pcap"
+    dst = keep / f"hostile-{case.path.name}"
     shutil.copyfile(case.path, dst)
     for extra in (work / f"hostile-{case.name}").glob("*.[au][sb]san*"):
         shutil.copyfile(extra, keep / f"hostile-{case.name}.{extra.name}")

@@ -135,8 +135,9 @@ class Link:
             if self.server is not None:
                 self.server.handle_timer(now=self.now)
 
-    def write(self, path: Path) -> None:
-        """pcapng of the frames with the client's key log embedded (editcap --inject-secrets)."""
+    def write(self, path: Path) -> int:
+        """pcapng of the frames with the client's key log embedded (editcap --inject-secrets);
+        the UDP payload bytes it holds."""
         out = bytearray(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
         for ts, f in self.frames:
             sec = int(ts)
@@ -146,10 +147,18 @@ class Link:
             raw.write_bytes(bytes(out))
             keys.write_text(self.keys.getvalue())
             subprocess.run(["editcap", "--inject-secrets", f"tls,{keys}", str(raw), str(path)], check=True)
+        return sum(len(f) - 42 for _, f in self.frames)     # Ethernet, IPv4 and UDP headers
 
 
 def generate(path: Path, streams: int, kind: str = "churn", batch: int = 50, late_copy: bool = False) -> int:
-    """Write the capture; returns the number of streams the server received data on.  Stream
+    """Write the capture; returns the number of streams the server received data on."""
+    link, received = run(streams, kind, batch, late_copy)
+    link.write(path)
+    return received
+
+
+def run(streams: int, kind: str = "churn", batch: int = 50, late_copy: bool = False) -> tuple[Link, int]:
+    """The connection's packets, and the number of streams the server received data on.  Stream
     index i is QUIC stream id 4 * i (the client's bidirectional streams, RFC 9000 2.1).  With
     late_copy, the packet that carried the first stream's request is sent again at the end (a
     retransmission that comes after every stream ended)."""
@@ -172,8 +181,7 @@ def generate(path: Path, streams: int, kind: str = "churn", batch: int = 50, lat
         link.pump()
     if late_copy:
         link.frames.append((link.now + 1.0, link.frames[first][1]))
-    link.write(path)
-    return len(seen)
+    return link, len(seen)
 
 
 def main() -> int:
