@@ -576,6 +576,33 @@ def test_quic_streams_that_end_are_freed(tshark, tmp_path):
     assert recs == tshark.records(cap, two_pass=True)
 
 
+def test_quic_streams_that_are_reset_are_freed_with_their_held_bytes(tshark, tmp_path):
+    """More streams than L2P_MAX_STREAMS on one QUIC connection, 50 open at a time, none ended
+    by a FIN: the client sends its request short of its last quic_churn.CUT bytes, the server
+    answers in full, then the client resets its direction (RESET_STREAM) and stops the server's
+    (STOP_SENDING), which aioquic's server answers with RESET_STREAM.  Each reset ends its
+    direction as a FIN would: the request's bytes its pipe held are one truncated request
+    counted at the client's RESET_STREAM, every byte the client sent of it; and the stream
+    leaves the table when both directions are reset, so the bound is never reached: every
+    response decodes, nothing is undecoded, no frame has libp2p.streams, two passes agree."""
+    import quic_churn
+    n = L2P_MAX_STREAMS + 600
+    cap = tmp_path / "reset.pcapng"
+    assert quic_churn.generate(cap, n, kind="reset") == n
+    recs = tshark.records(cap)
+    assert streams_of(recs, "ping/1 response") == [4 * i for i in range(n)]
+    requests = {int(r["mux_stream"]): r for r in recs if r["msg_type"] == "ping/1 request"}
+    assert sorted(requests) == [4 * i for i in range(n)]
+    assert {int(r["wire_len"]) for r in requests.values()} == {len(quic_churn.ping(0, False)) - quic_churn.CUT}
+    resets = {int(f): {int(s) for s in ids.split("|")} for f, src, ids in
+              tshark.fields(cap, ["frame.number", "ip.src", "quic.rsts.stream_id"],
+                            dfilter="quic.rsts.stream_id") if src == quic_churn.CLIENT[0]}
+    assert all(int(r["mux_stream"]) in resets.get(int(r["frame"]), ()) for r in requests.values())
+    assert len(recs) == 2 * n
+    assert not tshark.fields(cap, ["frame.number"], dfilter="libp2p.streams")
+    assert recs == tshark.records(cap, two_pass=True)
+
+
 @pytest.mark.once
 def test_quic_streams_past_the_cap_are_undecoded_with_their_bytes(tshark, tmp_path):
     """L2P_MAX_STREAMS + 16 streams opened and never ended (no FIN, no answer): the connection

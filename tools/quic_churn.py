@@ -14,6 +14,10 @@ response (result 0, then the same encoding); the uint64 is the stream's index.  
           streams, `batch` open at once (what a busy peer does over a long connection)
   open    `streams` streams, none ever ended: the client's first message only, no FIN, no
           answer (a peer that opens streams and never closes them)
+  reset   as churn, but the client sends its request short of its last CUT bytes, the server
+          answers in full, and then the client resets the stream (RESET_STREAM) and asks the
+          server to stop sending (STOP_SENDING), which aioquic answers with RESET_STREAM
+          (RFC 9000 3.5): both directions end with no FIN
 
 aioquic has no setting for the number of streams it lets its peer open (RFC 9000
 initial_max_streams_bidi, 128): the "open" kind raises the server's limit before the handshake.
@@ -51,6 +55,7 @@ def ms(text: str) -> bytes:
 
 
 HELLO = ms("/multistream/1.0.0") + ms(PING)
+CUT = 2     # bytes of its request the client never sends on a stream it resets
 
 
 def ping(index: int, response: bool) -> bytes:
@@ -169,15 +174,24 @@ def run(streams: int, kind: str = "churn", batch: int = 50, late_copy: bool = Fa
     done = 0
     while done < streams:
         ids = []
-        for _ in range(min(batch if kind == "churn" else 1000, streams - done)):
+        for _ in range(min(batch if kind != "open" else 1000, streams - done)):
             sid = link.client.get_next_available_stream_id()
-            link.client.send_stream_data(sid, HELLO + ping(sid // 4, False), end_stream=kind == "churn")
+            request = HELLO + ping(sid // 4, False)
+            link.client.send_stream_data(sid, request[:-CUT] if kind == "reset" else request,
+                                         end_stream=kind == "churn")
             ids.append(sid)
         done += len(ids)
         for ev in link.pump():
             seen.add(ev.stream_id)
             if kind == "churn" and ev.end_stream:
                 link.server.send_stream_data(ev.stream_id, HELLO + ping(ev.stream_id // 4, True), end_stream=True)
+        if kind == "reset":
+            for sid in ids:
+                link.server.send_stream_data(sid, HELLO + ping(sid // 4, True))
+            link.pump()
+            for sid in ids:
+                link.client.reset_stream(sid, 0)
+                link.client.stop_stream(sid, 0)
         link.pump()
     if late_copy:
         link.frames.append((link.now + 1.0, link.frames[first][1]))
@@ -188,7 +202,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--streams", type=int, default=20000)
-    ap.add_argument("--kind", choices=("churn", "open"), default="churn")
+    ap.add_argument("--kind", choices=("churn", "open", "reset"), default="churn")
     ap.add_argument("--batch", type=int, default=50)
     ap.add_argument("--late-copy", action="store_true", help="the first stream's request packet again at the end")
     args = ap.parse_args()

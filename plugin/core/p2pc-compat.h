@@ -55,6 +55,14 @@
 #define p2pc_format_text(scope, s) format_text((scope), (const guchar *)(s), strlen(s))
 #endif
 
+/* An unsigned integer field's value (another dissector's, read from the tree): a field_info holds
+ * its fvalue_t in 4.0 and a pointer to one from 4.2. */
+#if P2PC_WS_AT_LEAST(4, 2)
+#define p2pc_field_uint(fi) fvalue_get_uinteger((fi)->value)
+#else
+#define p2pc_field_uint(fi) fvalue_get_uinteger(&(fi)->value)
+#endif
+
 /* Wireshark 4.4 parses segwit transactions in its own bitcoin `tx` handler; 4.0 does not
  * (a segwit tx ends in "Malformed Packet"), so there we show our own walker's view instead. */
 #define P2PC_STOCK_BITCOIN_SEGWIT P2PC_WS_AT_LEAST(4, 4)

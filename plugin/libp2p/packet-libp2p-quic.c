@@ -17,8 +17,13 @@
  * Streams are bounded and freed as a muxer's are (engine.h L2P_MAX_STREAMS, l2p_stream_free):
  * a direction ends with the STREAM frame whose FIN bit is set (RFC 9000 19.8; quic_stream_info
  * carries no FIN in any version up to 4.6, so it is read from the frame's own quic.stream.fin
- * item, which QUIC adds just before it calls this dissector), and a stream whose two directions
- * ended leaves the connection's table.  A frame of a stream that ended (a retransmission that
+ * item, which QUIC adds just before it calls this dissector), or abruptly with a RESET_STREAM
+ * frame from its sender (RFC 9000 19.4; also its answer to the other side's STOP_SENDING, 3.5),
+ * and a stream whose two directions ended leaves the connection's table.  QUIC hands no
+ * RESET_STREAM to a dissector: the postdissector reads its quic.rsts.stream_id items, finds the
+ * connection by the packet's quic.connection.number (the same fields in 4.0, 4.4 and 4.6) and
+ * ends the direction as a FIN does (bytes it held are one truncated message, as after a yamux
+ * RST), remembering which pipes it ended in the frame for later passes.  A frame of a stream that ended (a retransmission that
  * came late) opens no new one: its bytes were all fed before.  A frame that would open a stream
  * while L2P_MAX_STREAMS are open is counted as undecoded (l2p_stream_refused()).
  *
@@ -71,6 +76,8 @@ static int hf_ws_stream_data = -1;
 static int hf_ws_undecrypted = -1;
 static int hf_ws_alpn = -1;
 static int hf_ws_stream_fin = -1;
+static int hf_ws_conn_number = -1;
+static int hf_ws_reset_stream = -1;
 
 /* One QUIC connection, by the quic_info of Wireshark's QUIC dissector (file scope). */
 typedef struct {
@@ -115,12 +122,14 @@ typedef struct quic_udp {
 } quic_udp_t;
 
 static wmem_map_t *conns;       /* quic_info -> quic_conn_t */
+static wmem_map_t *numbered;    /* quic.connection.number -> quic_conn_t, for the postdissector */
 static quic_udp_t *udp_conns;   /* every libp2p one of the file, for the tails */
 
 static void
 quic_init(void)
 {
     conns = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
+    numbered = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
     udp_conns = NULL;
 }
 
@@ -161,6 +170,30 @@ frame_fin(proto_tree *tree)
     return (tvb_get_uint8(fi->ds_tvb, fi->start) & 0x01) != 0;
 }
 
+/* The QUIC connection of the datagram (the number QUIC gives it, which it adds before the
+ * datagram's frames); FALSE without one (no tree). */
+static gboolean
+conn_number(proto_tree *tree, guint32 *number)
+{
+    GPtrArray *a = tree ? proto_get_finfo_ptr_array(tree, hf_ws_conn_number) : NULL;
+    if (!a || !a->len)
+        return FALSE;
+    *number = p2pc_field_uint((field_info *)g_ptr_array_index(a, a->len - 1));
+    return TRUE;
+}
+
+/* First pass: direction d of st ended (FIN or RESET_STREAM, after its pipe was called with
+ * fin); a stream both directions have ended leaves the table. */
+static void
+end_direction(quic_conn_t *c, quic_stream_t *st, int d)
+{
+    if (!l2p_stream_close(&st->s, d))
+        return;
+    wmem_map_remove(c->streams, &st->id);
+    mark_ended(c, st->id);
+    l2p_stream_free(&st->s);
+}
+
 /* First pass: the stream a STREAM frame belongs to, opened when new; NULL for one that ended
  * (f says nothing is fed) or would open one past L2P_MAX_STREAMS (f->refused). */
 static quic_stream_t *
@@ -189,8 +222,8 @@ plan_feed(quic_stream_t *st, int d, guint64 off, guint len, quic_feed_t *f)
 {
     guint64 next = st->next[d];
     f->to = st->s.pipe[d];
-    if (off + len <= next) {
-        f->skip = len;          /* all of it fed before */
+    if (off + len <= next || st->s.fin[d]) {
+        f->skip = len;          /* all of it fed before, or the direction was reset before it */
         return;
     }
     if (off > next) {
@@ -217,6 +250,7 @@ dissect_l2p_quic(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
     /* RFC 9000 2.1: the client opens the stream ids with bit 0 clear. */
     gboolean from_opener;
     int d;                      /* the stream direction: 0 from its opener */
+    guint32 n;
 
     if (!si)        /* not from QUIC: one stream's bytes, from the start */
         return call_dissector_with_data(l2p_multistream_handle(), tvb, pinfo, tree, NULL);
@@ -232,6 +266,8 @@ dissect_l2p_quic(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
         c->streams = wmem_map_new(l2p_pipe_pool(c->conn), g_int64_hash, g_int64_equal);
         c->ended = wmem_map_new(l2p_pipe_pool(c->conn), g_int64_hash, g_int64_equal);
         wmem_map_insert(conns, si->quic_info, c);
+        if (conn_number(tree, &n))
+            wmem_map_insert(numbered, GUINT_TO_POINTER(n), c);
     }
     if (!c)
         return len;
@@ -269,12 +305,8 @@ dissect_l2p_quic(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
         l2p_stream_refused(tvb, pinfo, tree);
     if (f->to && (f->len || f->fin))
         l2p_pipe_call(f->to, tvb_new_subset_length(tvb, f->skip, f->len), pinfo, tree, f->fin);
-    /* A stream both directions have ended leaves the table (first pass). */
-    if (st && f->fin && l2p_stream_close(&st->s, d)) {
-        wmem_map_remove(c->streams, &st->id);
-        mark_ended(c, st->id);
-        l2p_stream_free(&st->s);
-    }
+    if (st && f->fin)
+        end_direction(c, st, d);
     return len;
 }
 
@@ -325,7 +357,44 @@ offers_libp2p(proto_tree *tree)
 typedef struct {
     p2pc_quic_packet_t pkt;
     guint64 undecrypted;        /* UDP payload bytes of the frame, when not decrypted */
+    l2p_pipe_t **reset;         /* the stream directions its RESET_STREAM frames ended */
+    guint n_reset;
 } quic_pkt_slot_t;
+
+/* First pass: the stream directions the packet's RESET_STREAM frames end, sent by the client
+ * (d 0) or the server, each called with fin as a FIN would (what its pipe held is one truncated
+ * message) and kept in s for later passes.  A stream not open (it ended, or the frame resets one
+ * that sent nothing yet) or a direction already ended is left alone. */
+static void
+read_resets(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int d, quic_pkt_slot_t *s)
+{
+    GPtrArray *a = proto_get_finfo_ptr_array(tree, hf_ws_reset_stream);
+    quic_conn_t *c;
+    guint32 n;
+
+    if (!a || !a->len || !conn_number(tree, &n) || !(c = (quic_conn_t *)wmem_map_lookup(numbered, GUINT_TO_POINTER(n))))
+        return;
+    s->reset = wmem_alloc_array(p2pc_replay_scope(pinfo), l2p_pipe_t *, a->len);
+    for (guint i = 0; i < a->len; i++) {
+        field_info *fi = (field_info *)g_ptr_array_index(a, i);
+        guint64 id;
+        quic_stream_t *st;
+        int sd;
+        if (!tvb_get_varint(fi->ds_tvb, fi->start, fi->length, &id, ENC_VARINT_QUIC) ||
+            !(st = (quic_stream_t *)wmem_map_lookup(c->streams, &id)))
+            continue;
+        sd = (d == 1) == ((id & 1) == 1) ? 0 : 1;      /* from the opener, as dissect_l2p_quic() */
+        if (st->s.fin[sd])
+            continue;
+        s->reset[s->n_reset++] = st->s.pipe[sd];
+        if (p2pc_keep_replay(pinfo))
+            st->s.kept = TRUE;
+        l2p_pipe_call(st->s.pipe[sd], tvb_new_subset_length(tvb, 0, 0), pinfo, tree, TRUE);
+        end_direction(c, st, sd);
+    }
+    if (p2pc_keep_replay(pinfo))
+        p2pc_replay_charge(pinfo, a->len * sizeof(l2p_pipe_t *));
+}
 
 /* First pass: the frame's QUIC packets, read from the tree. */
 static quic_pkt_slot_t *
@@ -361,6 +430,7 @@ dissect_quic_packet(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *d
     conversation_t *conv;
     quic_udp_t *u;
     quic_pkt_slot_t *s;
+    int d;
 
     if (pinfo->ptype != PT_UDP || !proto_is_frame_protocol(pinfo->layers, "quic"))
         return 0;
@@ -373,6 +443,8 @@ dissect_quic_packet(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *d
     u = (quic_udp_t *)conversation_get_proto_data(conv, proto_l2p_quic);
     if (PINFO_FD_VISITED(pinfo)) {
         s = (quic_pkt_slot_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_l2p_quic, 0);
+        for (guint i = 0; s && i < s->n_reset; i++)      /* as read_resets() did */
+            l2p_pipe_call(s->reset[i], tvb_new_subset_length(tvb, 0, 0), pinfo, tree, TRUE);
     } else {
         if (!tree)
             return 0;
@@ -392,7 +464,9 @@ dissect_quic_packet(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *d
             u->next = udp_conns;
             udp_conns = u;
         }
-        s = read_packet(pinfo, tree, u, p2pc_conn_dir(&u->first_addr, u->first_port, pinfo));
+        d = p2pc_conn_dir(&u->first_addr, u->first_port, pinfo);
+        s = read_packet(pinfo, tree, u, d);
+        read_resets(tvb, pinfo, tree, d, s);
     }
     if (!s)
         return 0;
@@ -457,12 +531,16 @@ proto_reg_handoff_libp2p_quic(void)
     hf_ws_undecrypted = proto_registrar_get_id_byname("quic.remaining_payload");
     hf_ws_alpn = proto_registrar_get_id_byname("tls.handshake.extensions_alpn_str");
     hf_ws_stream_fin = proto_registrar_get_id_byname("quic.stream.fin");
+    hf_ws_conn_number = proto_registrar_get_id_byname("quic.connection.number");
+    hf_ws_reset_stream = proto_registrar_get_id_byname("quic.rsts.stream_id");
     g_array_append_val(wanted, hf_ws_udp_payload);
     g_array_append_val(wanted, hf_ws_frame_type);
     g_array_append_val(wanted, hf_ws_stream_data);
     g_array_append_val(wanted, hf_ws_undecrypted);
     g_array_append_val(wanted, hf_ws_alpn);
     g_array_append_val(wanted, hf_ws_stream_fin);
+    g_array_append_val(wanted, hf_ws_conn_number);
+    g_array_append_val(wanted, hf_ws_reset_stream);
     register_postdissector(post);
     set_postdissector_wanted_hfids(post, wanted);
 }
