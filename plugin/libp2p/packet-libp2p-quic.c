@@ -357,24 +357,44 @@ offers_libp2p(proto_tree *tree)
 typedef struct {
     p2pc_quic_packet_t pkt;
     guint64 undecrypted;        /* UDP payload bytes of the frame, when not decrypted */
-    l2p_pipe_t **reset;         /* the stream directions its RESET_STREAM frames ended */
-    guint n_reset;
 } quic_pkt_slot_t;
 
-/* First pass: the stream directions the packet's RESET_STREAM frames end, sent by the client
- * (d 0) or the server, each called with fin as a FIN would (what its pipe held is one truncated
- * message) and kept in s for later passes.  A stream not open (it ended, or the frame resets one
- * that sent nothing yet) or a direction already ended is left alone. */
+/* The per-frame data keys under proto_l2p_quic (file scope). */
+enum { QUIC_KEY_PACKET, QUIC_KEY_RESETS };
+
+/* The stream directions a frame's RESET_STREAM frames ended (first pass; kept for later passes
+ * of the frames that have some). */
+typedef struct {
+    guint n;
+    l2p_pipe_t *pipe[];
+} quic_resets_t;
+
+/* Every pass: each stream direction r names is called with fin, as a FIN would be (what its
+ * pipe held is one truncated message). */
 static void
-read_resets(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int d, quic_pkt_slot_t *s)
+call_resets(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const quic_resets_t *r)
+{
+    for (guint i = 0; r && i < r->n; i++)
+        l2p_pipe_call(r->pipe[i], tvb_new_subset_length(tvb, 0, 0), pinfo, tree, TRUE);
+}
+
+/* First pass: the stream directions the packet's RESET_STREAM frames end, sent by the client
+ * (d 0) or the server: called as call_resets() does, ended, and kept for later passes.  A stream not
+ * open (it ended, or the frame resets one that sent nothing yet) or a direction already ended
+ * is left alone. */
+static void
+read_resets(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int d)
 {
     GPtrArray *a = proto_get_finfo_ptr_array(tree, hf_ws_reset_stream);
     quic_conn_t *c;
+    quic_resets_t *r;
+    size_t size;
     guint32 n;
 
     if (!a || !a->len || !conn_number(tree, &n) || !(c = (quic_conn_t *)wmem_map_lookup(numbered, GUINT_TO_POINTER(n))))
         return;
-    s->reset = wmem_alloc_array(p2pc_replay_scope(pinfo), l2p_pipe_t *, a->len);
+    size = sizeof(quic_resets_t) + a->len * sizeof(l2p_pipe_t *);
+    r = (quic_resets_t *)wmem_alloc0(p2pc_replay_scope(pinfo), size);
     for (guint i = 0; i < a->len; i++) {
         field_info *fi = (field_info *)g_ptr_array_index(a, i);
         guint64 id;
@@ -386,14 +406,16 @@ read_resets(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int d, quic_pkt
         sd = (d == 1) == ((id & 1) == 1) ? 0 : 1;      /* from the opener, as dissect_l2p_quic() */
         if (st->s.fin[sd])
             continue;
-        s->reset[s->n_reset++] = st->s.pipe[sd];
+        r->pipe[r->n++] = st->s.pipe[sd];
         if (p2pc_keep_replay(pinfo))
             st->s.kept = TRUE;
         l2p_pipe_call(st->s.pipe[sd], tvb_new_subset_length(tvb, 0, 0), pinfo, tree, TRUE);
         end_direction(c, st, sd);
     }
-    if (p2pc_keep_replay(pinfo))
-        p2pc_replay_charge(pinfo, a->len * sizeof(l2p_pipe_t *));
+    if (r->n && p2pc_keep_replay(pinfo)) {
+        p_add_proto_data(wmem_file_scope(), pinfo, proto_l2p_quic, QUIC_KEY_RESETS, r);
+        p2pc_replay_charge(pinfo, size);
+    }
 }
 
 /* First pass: the frame's QUIC packets, read from the tree. */
@@ -418,7 +440,7 @@ read_packet(packet_info *pinfo, proto_tree *tree, quic_udp_t *u, int d)
     s->pkt.stream_bytes = (guint32)field_bytes(tree, hf_ws_stream_data, &n);
     s->pkt.ack_only = !s->pkt.stream_bytes && ack_only(tree);
     if (p2pc_keep_replay(pinfo)) {
-        p_add_proto_data(wmem_file_scope(), pinfo, proto_l2p_quic, 0, s);
+        p_add_proto_data(wmem_file_scope(), pinfo, proto_l2p_quic, QUIC_KEY_PACKET, s);
         p2pc_replay_charge(pinfo, sizeof(*s));
     }
     return s;
@@ -442,9 +464,9 @@ dissect_quic_packet(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *d
         return 0;
     u = (quic_udp_t *)conversation_get_proto_data(conv, proto_l2p_quic);
     if (PINFO_FD_VISITED(pinfo)) {
-        s = (quic_pkt_slot_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_l2p_quic, 0);
-        for (guint i = 0; s && i < s->n_reset; i++)      /* as read_resets() did */
-            l2p_pipe_call(s->reset[i], tvb_new_subset_length(tvb, 0, 0), pinfo, tree, TRUE);
+        s = (quic_pkt_slot_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_l2p_quic, QUIC_KEY_PACKET);
+        call_resets(tvb, pinfo, tree,
+                    (const quic_resets_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_l2p_quic, QUIC_KEY_RESETS));
     } else {
         if (!tree)
             return 0;
@@ -466,7 +488,7 @@ dissect_quic_packet(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *d
         }
         d = p2pc_conn_dir(&u->first_addr, u->first_port, pinfo);
         s = read_packet(pinfo, tree, u, d);
-        read_resets(tvb, pinfo, tree, d, s);
+        read_resets(tvb, pinfo, tree, d);
     }
     if (!s)
         return 0;
