@@ -23,8 +23,9 @@
  * RESET_STREAM to a dissector: the postdissector reads its quic.rsts.stream_id items, finds the
  * connection by the packet's quic.connection.number (the same fields in 4.0, 4.4 and 4.6) and
  * ends the direction as a FIN does (bytes it held are one truncated message, as after a yamux
- * RST), remembering which pipes it ended in the frame for later passes.  A frame of a stream that ended (a retransmission that
- * came late) opens no new one: its bytes were all fed before.  A frame that would open a stream
+ * RST), remembering in the frame which pipes it ended, for later passes.  A frame of a stream
+ * that ended (a retransmission that came late), or of a direction that ended, feeds nothing:
+ * its bytes were all fed before, or come after the end.  A frame that would open a stream
  * while L2P_MAX_STREAMS are open is counted as undecoded (l2p_stream_refused()).
  *
  * The peer ID comes from the certificate's libp2p extension, which Wireshark's TLS handshake
@@ -223,7 +224,7 @@ plan_feed(quic_stream_t *st, int d, guint64 off, guint len, quic_feed_t *f)
     guint64 next = st->next[d];
     f->to = st->s.pipe[d];
     if (off + len <= next || st->s.fin[d]) {
-        f->skip = len;          /* all of it fed before, or the direction was reset before it */
+        f->skip = len;          /* all of it fed before, or after the direction's end */
         return;
     }
     if (off > next) {
@@ -379,9 +380,9 @@ call_resets(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const quic_rese
 }
 
 /* First pass: the stream directions the packet's RESET_STREAM frames end, sent by the client
- * (d 0) or the server: called as call_resets() does, ended, and kept for later passes.  A stream not
- * open (it ended, or the frame resets one that sent nothing yet) or a direction already ended
- * is left alone. */
+ * (d 0) or the server: called as call_resets() does, ended, and kept for later passes.  A
+ * stream not open (it ended, or the frame resets one that sent nothing yet) or a direction
+ * already ended is left alone. */
 static void
 read_resets(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int d)
 {
@@ -391,10 +392,12 @@ read_resets(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int d)
     size_t size;
     guint32 n;
 
-    if (!a || !a->len || !conn_number(tree, &n) || !(c = (quic_conn_t *)wmem_map_lookup(numbered, GUINT_TO_POINTER(n))))
+    if (!a || !a->len || !conn_number(tree, &n))
         return;
-    size = sizeof(quic_resets_t) + a->len * sizeof(l2p_pipe_t *);
-    r = (quic_resets_t *)wmem_alloc0(p2pc_replay_scope(pinfo), size);
+    c = (quic_conn_t *)wmem_map_lookup(numbered, GUINT_TO_POINTER(n));
+    if (!c)
+        return;
+    r = (quic_resets_t *)wmem_alloc0(pinfo->pool, sizeof(quic_resets_t) + a->len * sizeof(l2p_pipe_t *));
     for (guint i = 0; i < a->len; i++) {
         field_info *fi = (field_info *)g_ptr_array_index(a, i);
         guint64 id;
@@ -412,8 +415,10 @@ read_resets(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int d)
         l2p_pipe_call(st->s.pipe[sd], tvb_new_subset_length(tvb, 0, 0), pinfo, tree, TRUE);
         end_direction(c, st, sd);
     }
+    size = sizeof(quic_resets_t) + r->n * sizeof(l2p_pipe_t *);
     if (r->n && p2pc_keep_replay(pinfo)) {
-        p_add_proto_data(wmem_file_scope(), pinfo, proto_l2p_quic, QUIC_KEY_RESETS, r);
+        p_add_proto_data(wmem_file_scope(), pinfo, proto_l2p_quic, QUIC_KEY_RESETS,
+                         wmem_memdup(wmem_file_scope(), r, size));
         p2pc_replay_charge(pinfo, size);
     }
 }
@@ -465,8 +470,8 @@ dissect_quic_packet(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *d
     u = (quic_udp_t *)conversation_get_proto_data(conv, proto_l2p_quic);
     if (PINFO_FD_VISITED(pinfo)) {
         s = (quic_pkt_slot_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_l2p_quic, QUIC_KEY_PACKET);
-        call_resets(tvb, pinfo, tree,
-                    (const quic_resets_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_l2p_quic, QUIC_KEY_RESETS));
+        call_resets(tvb, pinfo, tree, (const quic_resets_t *)p_get_proto_data(wmem_file_scope(), pinfo,
+                                                                              proto_l2p_quic, QUIC_KEY_RESETS));
     } else {
         if (!tree)
             return 0;
