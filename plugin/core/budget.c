@@ -6,6 +6,7 @@
  */
 #include "core/budget.h"
 
+#include <epan/exceptions.h>
 #include <epan/proto_data.h>
 
 static int budget_tap = -1;
@@ -39,8 +40,25 @@ item_of(packet_info *pinfo, const char *proto, const char *layer, const char *ki
 void
 p2pc_budget_add(packet_info *pinfo, const char *proto, const char *layer, const char *kind, gint64 bytes)
 {
-    if (bytes)
+    if (bytes && !p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_BUDGET_MUTED))
         item_of(pinfo, proto, layer, kind)->bytes += bytes;
+}
+
+void
+p2pc_budget_call_muted(packet_info *pinfo, p2pc_record_call_fn call, void *ctx)
+{
+    /* Muted calls nest: the outermost unmutes. */
+    gboolean outer = !p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_BUDGET_MUTED);
+    if (outer)
+        p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_BUDGET_MUTED, GINT_TO_POINTER(1));
+    TRY {
+        call(ctx);
+    }
+    FINALLY {
+        if (outer)
+            p_remove_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_BUDGET_MUTED);
+    }
+    ENDTRY;
 }
 
 void

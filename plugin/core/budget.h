@@ -42,6 +42,11 @@ typedef struct {
 void p2pc_budget_add(packet_info *pinfo, const char *proto, const char *layer, const char *kind,
                      gint64 bytes);
 
+/* call(ctx) with nothing reported by what it calls, also when it throws: a transport that
+ * re-encodes every byte above it and shares them all out over the messages (the libp2p
+ * compression transport) calls the layers above so, their own bytes not being wire bytes. */
+void p2pc_budget_call_muted(packet_info *pinfo, p2pc_record_call_fn call, void *ctx);
+
 /* Registers the "p2pc_budget" tap (p2pc.c). */
 void p2pc_budget_register(int proto);
 

@@ -17,6 +17,7 @@ typedef enum {
     P2PC_KEY_BATCH_SPEC,        /* spec.c: ... for the p2pc_spec tap */
     P2PC_KEY_BATCH_GOSSIP,      /* gossip.c: ... for the p2pc_gossip tap */
     P2PC_KEY_BATCH_BUDGET,      /* budget.c: ... for the p2pc_budget tap */
+    P2PC_KEY_BUDGET_MUTED,      /* budget.c: inside p2pc_budget_call_muted() */
     P2PC_KEY_HOLES_FRAME,       /* holes.c: the connection its entry ran for, the directions */
     P2PC_KEY_SEGMENT,           /* segment.c: the frame's TCP segment */
     P2PC_KEY_BUDGET_SPENT,      /* prefs.c: decompressed bytes charged to the capture's budget */
