@@ -29,8 +29,9 @@ CUT_SHORT = {"eth2-badcrc.pcapng", "eth2-truncated.pcapng"}
 
 
 def key_options(ws, capture: Path, work: Path) -> list[str]:
-    """tshark's options for every key file the capture's truth names (as tools/records-same.py)."""
-    truth = capture.with_name(capture.name.split(".")[0] + ".truth.json")
+    """tshark's options for every key file the capture's truth names (as tools/records-same.py
+    does, but for a name with dots of its own: bitswap-1.2.0-quic)."""
+    truth = capture.with_suffix(".truth.json")
     keys = json.loads(truth.read_text()).get("keys") if truth.is_file() else None
     names = keys.values() if isinstance(keys, dict) else keys if isinstance(keys, list) else [keys] if keys else []
     files = sorted({capture.with_name(v) for v in names if isinstance(v, str) and capture.with_name(v).is_file()})
@@ -69,20 +70,45 @@ def tcp_stream_bytes(tshark, capture: Path, opts: list[str]) -> Counter:
     return want
 
 
+def first(x, key: str):
+    """The first value of `key` in tshark's JSON tree x, depth first (None: none)."""
+    if isinstance(x, dict):
+        if key in x:
+            return x[key]
+        x = list(x.values())
+    if isinstance(x, list):
+        for v in x:
+            found = first(v, key)
+            if found is not None:
+                return found
+    return None
+
+
+def stream_frames(x):
+    """The STREAM frames (their trees) in tshark's JSON tree x."""
+    if isinstance(x, dict):
+        if "quic.stream.stream_id" in x:
+            yield x
+        x = list(x.values())
+    if isinstance(x, list):
+        for v in x:
+            yield from stream_frames(v)
+
+
 def quic_stream_bytes(tshark, capture: Path, opts: list[str]) -> Counter:
-    """Per sender address and port: the STREAM bytes of each QUIC stream, each offset once
-    (a frame without the OFF bit starts at 0)."""
-    rows = tshark.run(["-n", "-r", tshark.ws.readable(capture), *opts, "-T", "fields", "-E", "occurrence=a",
-                       "-E", "aggregator=;", "-e", "ip.src", "-e", "udp.srcport", "-e", "quic.connection.number",
-                       "-e", "quic.stream.stream_id", "-e", "quic.stream.off", "-e", "quic.stream.offset",
-                       "-e", "quic.stream_data", "-Y", "quic.stream.stream_id"]).stdout
+    """Per sender address and port: the STREAM bytes of each QUIC stream of each connection,
+    each offset once (a retransmission repeats offsets; a frame without an offset starts at 0)."""
+    out = tshark.run(["-n", "-r", tshark.ws.readable(capture), *opts, "-T", "json", "--no-duplicate-keys",
+                      "-J", "ip ipv6 udp quic", "-Y", "quic.stream.stream_id && !icmp && !icmpv6"]).stdout
     have = defaultdict(set)
-    for line in rows.splitlines():
-        src, port, conn, ids, off_bits, offsets, datas = line.split("\t")
-        offs = iter(offsets.split(";") if offsets else [])
-        for sid, bit, data in zip(ids.split(";"), off_bits.split(";"), datas.split(";")):
-            start = int(next(offs)) if bit in ("1", "True") else 0
-            have[(src, int(port), conn.split(";")[0], sid)].update(range(start, start + len(data.replace(":", "")) // 2))
+    for pkt in json.loads(out or "[]"):
+        layers = pkt["_source"]["layers"]
+        src = first(layers.get("ip") or layers.get("ipv6"), "ip.src") or first(layers.get("ipv6"), "ipv6.src")
+        port, conn = first(layers["udp"], "udp.srcport"), first(layers["quic"], "quic.connection.number")
+        for f in stream_frames(layers["quic"]):
+            start = int(f.get("quic.stream.offset", 0))
+            have[(src, int(port), conn, f["quic.stream.stream_id"])].update(
+                range(start, start + len(f.get("quic.stream_data", "").replace(":", "")) // 2))
     want = Counter()
     for (src, port, _, _), offsets in have.items():
         want[(-1, src, port)] += len(offsets)
