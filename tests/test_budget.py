@@ -127,6 +127,17 @@ def test_layers_add_up_to_the_stream_bytes(tshark, tmp_path, capture):
     assert {d: got[d] for d in got} == {d: want[d] for d in got}
 
 
+@pytest.mark.parametrize("name", ["eth2/eth2-noise-yamux.pcapng", "eth2/eth2-tls-yamux.pcapng",
+                                  "interop/interop-go-rust-tls-yamux.pcapng", "prysm/prysm-tcp.pcapng"])
+def test_layers_add_up_without_keys(tshark, name):
+    """Without keys the Noise and TLS handshakes are still negotiation and every record not
+    decrypted an undecoded record: the directions close all the same."""
+    capture = CAPTURES / name
+    got = layer_sums(records(tshark, capture, []))
+    want = tcp_stream_bytes(tshark, capture, [])
+    assert got and {d: got[d] for d in got} == {d: want[d] for d in got}
+
+
 @pytest.mark.parametrize("name", ["eth2/eth2-noise-yamux.pcapng", "interop/interop-go-rust-tls-yamux.pcapng",
                                   "libp2p-compression/comp-gzip.pcapng", "eth2/eth2-quic.pcapng"])
 def test_two_passes_give_the_same_budget(tshark, tmp_path, name):
