@@ -26,6 +26,35 @@ REAL_HOME = os.environ.get("HOME")
 os.environ.update(HOME=str(TEST_HOME), XDG_CACHE_HOME=str(TEST_HOME / ".cache"),
                   XDG_CONFIG_HOME=str(TEST_HOME / ".config"), XDG_DATA_HOME=str(TEST_HOME / ".local/share"))
 os.environ.pop("SUDO_USER", None)       # else wsenv copies SUDO_USER's Wireshark preferences
+
+
+def remember_tshark_reads() -> None:
+    """`tshark` on PATH is tests/tshark_memo.py for this session and every process it starts (the
+    analyzer's runs too): a run that only reads a capture file runs once per set of inputs, and
+    the same inputs again get its output (tshark_memo.py says what the inputs are).  The session's
+    memory is a folder of its own, gone with it.  P2PC_TSHARK_MEMO=off runs tshark every time."""
+    real = shutil.which("tshark")
+    if real is None or os.environ.get("P2PC_TSHARK_MEMO") == "off" or "P2PC_TSHARK_REAL" in os.environ:
+        return
+    bin_ = Path(tempfile.mkdtemp(prefix="p2pc-tshark-memo-"))
+    atexit.register(shutil.rmtree, bin_, True)
+    memo = bin_ / "memo"
+    memo.mkdir()
+    # tshark runs as nobody when the suite runs as root (wsenv): the folder is everyone's to read
+    # and the memory everyone's to add to, as a temporary folder is.
+    bin_.chmod(0o755)
+    memo.chmod(0o1777)
+    python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+    shim = bin_ / "tshark"
+    shim.write_text(f"#!{python}\n# tshark with a memory: tests/tshark_memo.py\n"
+                    f"import runpy, sys\nsys.argv[0] = {str(REPO / 'tests' / 'tshark_memo.py')!r}\n"
+                    "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+    shim.chmod(0o755)
+    os.environ.update(P2PC_TSHARK_REAL=real, P2PC_TSHARK_MEMO=str(memo),
+                      PATH=f"{bin_}{os.pathsep}{os.environ['PATH']}")
+
+
+remember_tshark_reads()
 # This checkout's analyzer, whatever another checkout installed (pip install -e) for the user.
 sys.path.insert(0, str(REPO / "analyzer"))
 
@@ -108,7 +137,6 @@ class Tshark:
     def __init__(self, ws: Wireshark):
         self.ws = ws
         self._booleans: set[str] | None = None
-        self._read: dict[tuple, subprocess.CompletedProcess] = {}
 
     def boolean_fields(self) -> set[str]:
         """The FT_BOOLEAN fields this tshark knows (`-G fields`), read once."""
@@ -125,26 +153,12 @@ class Tshark:
         return res
 
     def read(self, args: list[str]):
-        """run() for a tshark that only reads a capture and prints (no -w): the same command on
-        the same files gives the same output, so within this session it runs once.  Many tests
-        read one capture the same way (records, then their own check on them); each still
-        asserts on real tshark output.  The key is the whole command (tshark as found on PATH,
-        the private HOME with its plugin and preferences), the environment (but pytest's name of
-        the running test) and the identity (inode, size, mtime) of every file the arguments name,
-        key logs in -o included."""
+        """run() for a tshark that only reads a capture and prints (no -w): within this session
+        the same inputs run once (remember_tshark_reads above).  Many tests read one capture the
+        same way (records, then their own check on them); each still asserts on real tshark
+        output."""
         assert "-w" not in args, args
-        cmd = self.ws.command("tshark", args)
-        files = []
-        for arg in cmd:
-            for part in {arg, arg.partition(":")[2]}:
-                if part.startswith("/") and os.path.isfile(part):
-                    st = os.stat(part)
-                    files.append((part, st.st_ino, st.st_size, st.st_mtime_ns))
-        env = tuple(sorted((k, v) for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"))
-        key = (tuple(cmd), tuple(files), env)
-        if key not in self._read:
-            self._read[key] = self.run(args)
-        return self._read[key]
+        return self.run(args)
 
     def read_whole(self, capture, protocol: str) -> list[str]:
         """`tshark -n -r CAPTURE` as a user runs it, which bad input must never break: exit 0,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CAPTURES
+from conftest import CAPTURES, p2pc_report
 from p2pc.model import size_range, size_range_label, SIZE_RANGES
 from p2pc.output.html import CDF_MIN_MESSAGES, distinct_colors
 from test_analyzer import BTC, p2pc, source_raw_len, truth
@@ -151,6 +151,21 @@ def test_analyze_figures(tmp_path):
     assert few and {rng: listed[rng] for rng in few} == few
     assert sum(listed.values()) == sum(few.values()) + 2               # + comp-deflate's two
     legend_colours_distinct(cdf)
+
+
+def test_budget_figure_stacks_every_layers_bytes(tmp_path):
+    """The budget figure: per protocol, one bar segment per layer, their bytes the budget
+    section's (go-libp2p's eth2 workload over yamux); every legend's colours are distinct."""
+    args = (str(CAPTURES / "eth2" / "eth2-yamux.pcapng"),)
+    figs, _ = drawn(tmp_path, "analyze", *args)
+    rows = next(s for s in p2pc_report("analyze", *args)["sections"] if s["name"] == "budget")["rows"]
+    want = defaultdict(int)
+    for r in rows:
+        want[(r["proto"], r["layer"])] += r["bytes"]
+    fig = figs["Bytes by layer"]
+    got = {(y, t["name"]): x for t in fig["traces"] for x, y in zip(t["x"], t["y"]) if x}
+    assert got == dict(want) and {"gossip", "negotiation", "muxer"} <= {t["name"] for t in fig["traces"]}
+    legend_colours_distinct(fig)
 
 
 def test_compare_figures_and_all_rows(tmp_path):

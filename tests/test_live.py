@@ -149,6 +149,9 @@ def test_live_equals_offline_analysis_and_serves_metrics(netns, tmp_path):
         assert metric_sum(text, "p2pc_payload_bytes_total") == want["payload_bytes"]
         assert metric_sum(text, "p2pc_raw_bytes_total") == want["raw_bytes"]
         assert metric_sum(text, "p2pc_saved_bytes", kind="payload") == want["payload_saved"]
+        # The byte budget: Bitcoin's bytes are its messages'.
+        assert metric_sum(text, "p2pc_bytes_total", layer="messages") == want["wire_bytes"]
+        assert metric_sum(text, "p2pc_bytes_total") == want["wire_bytes"]
         # Header and ACK savings: the model's figure, which the report rounds.
         for kind in ("header", "ack"):
             assert abs(metric_sum(text, "p2pc_saved_bytes", kind=kind) - want[f"{kind}_saved"]) <= 0.5, kind

@@ -67,7 +67,7 @@ def test_csv_section_and_long_format():
     res = p2pc("analyze", COMPRESSED, "--format", "csv", "--section", "all")
     long = list(csv.DictReader(io.StringIO(res.stdout)))
     assert list(long[0]) == ["section", "row", "column", "value"]
-    assert {r["section"] for r in long} == {"main", "size_ranges"}
+    assert {r["section"] for r in long} == {"main", "size_ranges", "budget"}     # the sections with rows
     row = next(r["row"] for r in long if r["section"] == "main" and r["column"] == "msg_type" and r["value"] == "cblock")
     saved = next(r["value"] for r in long if r["section"] == "main" and r["row"] == row and r["column"] == "payload_saved")
     assert int(saved) == expected_payload_saved("cblock")

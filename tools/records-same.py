@@ -32,7 +32,7 @@ CAPTURES = REPO / "captures"
 
 def key_files(capture: Path) -> list[Path]:
     """The key files the capture's truth file names (every side's), those that exist."""
-    truth = capture.with_name(capture.name.split(".")[0] + ".truth.json")
+    truth = capture.with_suffix(".truth.json")    # bitswap-1.2.0-noise.pcapng: the last suffix only
     if not truth.is_file():
         return []
     keys = json.loads(truth.read_text()).get("keys") or {}

@@ -31,6 +31,7 @@ def analyze_file(capture: str, plugin: str | None, opts: TsharkOptions | None = 
                                    _both(on_peer, attribution.on_peer))
         res = read_records(proc, capture, on_message, lambda t: agg.add_tcp(capture, t), on_peer=on_peer,
                            on_violation=lambda v: agg.add_violation(capture, v), on_gossip=agg.add_gossip,
+                           on_budget=agg.add_budget,
                            on_progress=attribution.on_progress if attribution is not None else None)
         if res.truncated:
             agg.warnings.append(res.warning)

@@ -26,11 +26,12 @@ import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from . import private
 from .errors import (CaptureEnded, CaptureFilterError, CapturePermission, InterfaceError, OutputError,
                      P2pcError, PluginMissing, WriteFailed)
-from .records import ONE_PASS_PREFS, check_version, parse_record, tshark_refusal
+from .records import ONE_PASS_PREFS, check_version, dispatch, tshark_refusal
 from .series import SeriesAggregate
 from .wsenv import Wireshark
 
@@ -161,39 +162,46 @@ class LiveTotals:
     # The aggregate's file: one, whatever the resets.
     source = "live"
 
+    @cached_property
+    def _handlers(self) -> dict:
+        """What each record line is handed to (records.dispatch, the one dispatch of the dump)."""
+        return {"M": self._message, "T": self._tcp, "B": self._budget,
+                "I": lambda p: self._locked(self.agg.add_peer, self.source, p),
+                "S": lambda v: self._locked(self.agg.add_violation, self.source, v),
+                "G": lambda g: self._locked(self.agg.add_gossip, g)}
+
+    def _locked(self, f, *args) -> None:
+        with self.lock:
+            f(*args)
+
+    def _message(self, m) -> None:
+        with self.lock:
+            self.agg.add_message(self.source, m)
+            self.p2p_dirs.setdefault(m.key, (m.proto, (m.src, m.srcport, m.dst, m.dstport)))
+            self.wire[m.key] += m.wire_len
+            self.messages += 1
+            self.wire_bytes += m.wire_len
+            if self.metrics:
+                self.metrics.message(m)
+
+    def _tcp(self, t) -> None:
+        with self.lock:
+            self.agg.add_tcp(self.source, t)
+            span = self.epochs.setdefault(t.key, [self.epoch, self.epoch])
+            span[1] = self.epoch
+            if self.metrics:
+                self.metrics.tcp(t)
+
+    def _budget(self, b) -> None:
+        with self.lock:
+            self.agg.add_budget(b)
+            if self.metrics:
+                self.metrics.budget(b)
+
     def line(self, line: str) -> None:
-        tag = line[:2]
-        if tag == "M\t":
-            m = parse_record(line)
-            with self.lock:
-                self.agg.add_message(self.source, m)
-                self.p2p_dirs.setdefault(m.key, (m.proto, (m.src, m.srcport, m.dst, m.dstport)))
-                self.wire[m.key] += m.wire_len
-                self.messages += 1
-                self.wire_bytes += m.wire_len
-                if self.metrics:
-                    self.metrics.message(m)
-        elif tag == "T\t":
-            t = parse_record(line)
-            with self.lock:
-                self.agg.add_tcp(self.source, t)
-                span = self.epochs.setdefault(t.key, [self.epoch, self.epoch])
-                span[1] = self.epoch
-                if self.metrics:
-                    self.metrics.tcp(t)
-        elif tag == "I\t":
-            p = parse_record(line)
-            with self.lock:
-                self.agg.add_peer(self.source, p)
-        elif tag == "S\t":
-            v = parse_record(line)
-            with self.lock:
-                self.agg.add_violation(self.source, v)
-        elif tag == "G\t":
-            g = parse_record(line)
-            with self.lock:
-                self.agg.add_gossip(g)
-        elif line.startswith("#CARRIED"):
+        if dispatch(line, self._handlers):
+            return
+        if line.startswith("#CARRIED"):
             _, a, pa, b, pb = line.rstrip("\n").split("\t")
             with self.lock:
                 self.carried[(a, int(pa), b, int(pb))].add(self.epoch)

@@ -130,6 +130,9 @@ _SHAPES = {
     "conformance": ("map", _tuple(_text, _text), _list(_count, (2,))),  # (file, check): [failures, frame]
     # (src, kind, topic): [count, message IDs, bytes, duplicates, duplicate bytes]
     "gossip": ("map", _tuple(_text, _text, _text), _list(_count, (5,))),
+    # (proto, layer, kind): bytes (a part of a capture may hold a message's take of bytes an
+    # earlier part reported: negative)
+    "budget": ("map", _tuple(_text, _text, _text), lambda v: type(v) is int and abs(v) <= MAX_COUNT),
     "files": _list(_text),
     "warnings": _list(_text),
     "size_ratios": ("map", _tuple(_size_range, _count), _count),

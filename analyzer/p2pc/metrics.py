@@ -18,8 +18,8 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from prometheus_client import CollectorRegistry, Counter, Gauge, make_wsgi_app
 
 from .live import LiveTotals
-from .model import LinkParams, direction_savings
-from .records import Message, TcpDirection
+from .model import LinkParams, direction_savings, record_layer
+from .records import BudgetPart, Message, TcpDirection
 
 LABELS = ("proto", "msg_type", "codec", "direction")
 
@@ -116,6 +116,12 @@ class Metrics:
                             "--state-mib 0), bound (a decompression bound), undecodable (a hole in "
                             "the capture, bytes that do not decode)", ("proto", "reason"))
         self.cut = Highest(self.undecoded)
+        self.layers = mk("p2pc_bytes", "Bytes the P2P protocols were handed, by layer (docs/savings-model.md, "
+                         "the byte budget): messages, libp2p (identify, ping, ...), undecoded (their "
+                         "records' wire bytes); negotiation, security, muxer, gossip (each layer's own "
+                         "bytes no message carries)", ("proto", "layer"))
+        self.layer_own = Highest(self.layers)
+        self.layer_net: dict = {}
         self.drops = mk("p2pc_capture_dropped_packets", "Packets the capture dropped (dumpcap's own "
                         "counter, which dumpcap gives when the capture stops)", ())
         self.server = serve(listen, self.registry)
@@ -131,7 +137,15 @@ class Metrics:
             self.undecoded.labels(m.proto, reason)
         if m.msg_type == "undecoded":   # the plugin's records of bytes it could not decode
             self.undecoded.labels(m.proto, m.reason or "undecodable").inc(m.wire_len)
+        self.layers.labels(m.proto, record_layer(m.proto, m.msg_type)).inc(m.wire_len)
         self._savings((self.totals.source, *m.key), m.dst)
+
+    def budget(self, b: BudgetPart) -> None:
+        """A layer's own bytes: a B line may be negative (a message took bytes an earlier one
+        reported), the counter follows the highest sum."""
+        key = (b.proto, b.layer)
+        self.layer_net[key] = self.layer_net.get(key, 0) + b.bytes
+        self.layer_own.raise_to(key, key, self.layer_net[key])
 
     def tcp(self, t: TcpDirection) -> None:
         """A direction's segments changed: its savings, and its reverse's (the ACKs it sends)."""

@@ -16,7 +16,7 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .records import GossipPart, Message, PeerIdentity, TcpDirection, Violation
+from .records import BudgetPart, GossipPart, Message, PeerIdentity, TcpDirection, Violation
 
 # Per-message P2P header bytes that batching avoids for each item merged into a batch.
 PROTOCOL_HEADER = {"bitcoin": 24, "fisco": 16, "eth2": 0, "libp2p": 0}
@@ -187,6 +187,8 @@ class Aggregate:
     # (sender address, gossipsub part kind, topic) -> [count, message IDs, bytes, duplicates,
     # duplicate bytes]
     gossip: dict = field(default_factory=dict)
+    # (proto, layer, kind) -> bytes of the B lines: each layer's own bytes no message carries
+    budget: dict = field(default_factory=lambda: defaultdict(int))
     files: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
 
@@ -250,6 +252,10 @@ class Aggregate:
         dup = self._delivered_again(g) if g.kind == "publish" and g.message_id else False
         self._add_gossip((g.src, g.kind, g.topic), (g.count, g.message_ids, g.bytes, int(dup), g.bytes * dup))
 
+    def add_budget(self, b: BudgetPart) -> None:
+        """A layer's own bytes in one frame (a B line; negative: taken by a message since)."""
+        self.budget[(b.proto, b.layer, b.kind)] += b.bytes
+
     def _delivered_again(self, g: GossipPart) -> bool:
         seen = vars(self).get("_gossip_seen")
         if seen is None:
@@ -289,6 +295,8 @@ class Aggregate:
             c[1] = min(c[1], first)
         for k, sums in o.gossip.items():
             self._add_gossip(k, sums)
+        for k, n in o.budget.items():
+            self.budget[k] += n
         for k, v in o.sizes.items():
             mine = self.sizes[k]
             for i in range(3):
@@ -562,6 +570,36 @@ def conformance_rows(agg: Aggregate) -> list[dict]:
     the first frame (Wireshark's filter for the check finds them all)."""
     return [{"file": f, "check": check, "count": n, "first_frame": first}
             for (f, check), (n, first) in sorted(agg.conformance.items())]
+
+
+def record_layer(proto: str, msg_type: str) -> str:
+    """The budget's layer of a message record (docs/savings-model.md, the byte budget): bytes
+    p2pc could not decode or decrypt, a libp2p protocol of its own (identify, ping, a protocol
+    no dissector names: the record's proto is libp2p), or the messages themselves."""
+    if msg_type == "undecoded" or msg_type.endswith("(encrypted)"):
+        return "undecoded"
+    return "libp2p" if proto == "libp2p" else "messages"
+
+
+def budget_rows(agg: Aggregate) -> list[dict]:
+    """The budget section: per protocol, layer and kind, the bytes the connections' directions
+    sent.  The records' wire bytes (the main table's, by layer: their header and payload bytes)
+    and each layer's own bytes that no record carries (the B lines) add up to the bytes the
+    protocols were handed (docs/savings-model.md)."""
+    sums: dict = defaultdict(int)
+    for types in agg.by_dir.values():
+        for (proto, mtype, _codec), s in types.items():
+            layer = record_layer(proto, mtype)
+            if layer == "undecoded":
+                sums[(proto, layer, mtype)] += s.wire
+            else:
+                sums[(proto, layer, "header")] += s.header
+                sums[(proto, layer, "payload")] += s.payload
+    for k, n in agg.budget.items():
+        sums[k] += n
+    total = sum(sums.values())
+    return [{"proto": proto, "layer": layer, "kind": kind, "bytes": n, "pct": pct(n, total)}
+            for (proto, layer, kind), n in sorted(sums.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0])) if n]
 
 
 def gossip_rows(agg: Aggregate) -> list[dict]:

@@ -148,6 +148,23 @@ class GossipPart(Directed):
 
 
 @dataclass(frozen=True)
+class BudgetPart(Directed):
+    """A layer's own bytes that src:srcport sent in `frame` and that no message record carries
+    (plugin/core/budget.h): `bytes` of the part `kind` of `layer` (negative: bytes reported in
+    an earlier frame that this frame's messages took into their wire_len)."""
+    frame: int
+    stream: int
+    src: str
+    srcport: int
+    dst: str
+    dstport: int
+    proto: Text
+    layer: str
+    kind: str
+    bytes: int
+
+
+@dataclass(frozen=True)
 class Payload(Directed):
     """A record's uncompressed payload (`-z p2pc,payloads`), with its frame and direction."""
     frame: int
@@ -300,18 +317,32 @@ def record_parser(cls, kind: str):
 
 # The dump's line tags: the record each is, parsed by PARSERS[tag](line split at its tabs).
 RECORD_TYPES = {"M": (Message, "message"), "T": (TcpDirection, "TCP"), "I": (PeerIdentity, "peer ID"),
-                "S": (Violation, "conformance"), "G": (GossipPart, "gossip"), "P": (Payload, "payload")}
+                "S": (Violation, "conformance"), "G": (GossipPart, "gossip"), "B": (BudgetPart, "budget"),
+                "P": (Payload, "payload")}
 PARSERS = {tag: record_parser(cls, kind) for tag, (cls, kind) in RECORD_TYPES.items()}
 M_FIELDS = tuple(f.name for f in dataclasses.fields(Message))
 
 
 def parse_record(line: str):
-    """One record line of the dump (an M, T, I, S, G or P line, with or without its newline) as
-    its record."""
+    """One record line of the dump (an M, T, I, S, G, B or P line, with or without its newline)
+    as its record."""
     parse = PARSERS.get(line[:1])
     if parse is None or line[1:2] != "\t":
         raise MalformedRecord(f"not a record line: {line[:40]!r}")
     return parse(line.rstrip("\n").split("\t"))
+
+
+def dispatch(line: str, handlers: dict) -> bool:
+    """The one dispatch of the dump's record lines: a record line (RECORD_TYPES) is parsed (a
+    malformed one raises) and handed to handlers[its tag], if any; False for any other line."""
+    parse = PARSERS.get(line[:1])
+    if parse is None or line[1:2] != "\t":
+        return False
+    record = parse(line.rstrip("\n").split("\t"))
+    handler = handlers.get(line[:1])
+    if handler is not None:
+        handler(record)
+    return True
 
 
 def check_version(line: str) -> None:
@@ -457,11 +488,11 @@ class _StderrTail:
 
 def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message, on_tcp,
                  on_peer=None, on_violation=None, on_payload=None, on_progress=None,
-                 on_gossip=None) -> ReadResult:
+                 on_gossip=None, on_budget=None) -> ReadResult:
     """Stream the records of a tshark pass start_capture started: on_message(Message) per M
     line, on_tcp(TcpDirection) per T line, on_peer(PeerIdentity) per I line,
-    on_violation(Violation) per S line, on_gossip(GossipPart) per G line, on_payload(Payload)
-    per P line (when the pass also runs
+    on_violation(Violation) per S line, on_gossip(GossipPart) per G line, on_budget(BudgetPart)
+    per B line, on_payload(Payload) per P line (when the pass also runs
     `-z p2pc,payloads`).  on_progress(key, data_bytes), for a stream-mode pass of a file
     (start_capture(stream=True), no session reset): per T line, the direction's key and its TCP
     payload bytes so far; on_tcp then gets each direction's last T line only, once the dump
@@ -473,7 +504,8 @@ def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message,
     last_t: dict = {}           # on_progress: direction key -> its last T line
     assert proc.stdout is not None
     err = _StderrTail(proc)
-    parse_m, parse_t, parse_p, parse_i, parse_s, parse_g = (PARSERS[tag] for tag in "MTPISG")
+    parse_m, parse_t = PARSERS["M"], PARSERS["T"]
+    others = {"P": on_payload, "I": on_peer, "S": on_violation, "G": on_gossip, "B": on_budget}
     try:
         for line in proc.stdout:
             tag = line[:2]
@@ -488,21 +520,8 @@ def read_records(proc: subprocess.Popen, capture: str | os.PathLike, on_message,
                     key = (int(f[1]), f[2], int(f[3]))
                     last_t[key] = line
                     on_progress(key, int(f[9]))
-            elif tag == "P\t":
-                if on_payload:
-                    on_payload(parse_p(line.rstrip("\n").split("\t")))
-            elif tag == "I\t":
-                peer = parse_i(line.rstrip("\n").split("\t"))
-                if on_peer:
-                    on_peer(peer)
-            elif tag == "S\t":
-                hit = parse_s(line.rstrip("\n").split("\t"))
-                if on_violation:
-                    on_violation(hit)
-            elif tag == "G\t":
-                part = parse_g(line.rstrip("\n").split("\t"))
-                if on_gossip:
-                    on_gossip(part)
+            elif dispatch(line, others):
+                pass
             elif line.startswith("#p2pc-records"):
                 check_version(line)
                 header_seen = True

@@ -6,8 +6,8 @@ from collections import defaultdict
 
 from .encrypted import warnings as encrypted_warnings
 from .errors import NoP2PTraffic
-from .model import (BANDWIDTH_CELLS, RATIO_BIN, Aggregate, Row, Sums, bandwidth_table, compute_rows,
-                    conformance_rows, family, gossip_rows, family_measured, measured_tcp, pct, size_table, totals)
+from .model import (BANDWIDTH_CELLS, RATIO_BIN, Aggregate, Row, Sums, bandwidth_table, budget_rows,
+                    compute_rows, conformance_rows, family, gossip_rows, family_measured, measured_tcp, pct, size_table, totals)
 from .merge import capture_of
 from .peers import peer_rows
 from .series import ratio_cdf_by_size, ratio_counts_by_size
@@ -67,6 +67,10 @@ def bandwidth_warning(agg: Aggregate) -> list[str]:
 CONFORMANCE_SECTION = {"name": "conformance", "title": "Conformance checks that failed (p2pc.spec.*)",
                        "columns": ["file", "check", "count", "first_frame"]}
 
+# Where every byte the protocols were handed went, by layer (docs/savings-model.md, the byte budget).
+BUDGET_SECTION = {"name": "budget", "title": "Bytes by protocol, layer and kind",
+                  "columns": ["proto", "layer", "kind", "bytes", "pct"]}
+
 # Where the gossipsub streams' bytes went (docs/analyzer.md, gossip).
 GOSSIP_SECTION = {"name": "gossip", "title": "Gossipsub bytes by sender, kind and topic",
                   "columns": ["src", "kind", "topic", "count", "message_ids", "bytes", "duplicates",
@@ -105,7 +109,8 @@ def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool
                       "columns": ["proto", "msg_type", "range", "messages", "avg_raw", "avg_sent",
                                   "compression_pct"], "rows": sizes},
                      CONFORMANCE_SECTION | {"rows": conformance_rows(agg)},
-                     GOSSIP_SECTION | {"rows": gossip_rows(agg)}],
+                     GOSSIP_SECTION | {"rows": gossip_rows(agg)},
+                     BUDGET_SECTION | {"rows": budget_rows(agg)}],
         "series": {"size_ranges": [s for s in sizes if s["compression_pct"]],
                    "ratio_cdf": ratio_cdf(agg), "ratio_cdf_by_size": ratio_cdf_by_size(agg),
                    "ratio_counts_by_size": ratio_counts_by_size(agg), "bandwidth": bandwidth_series(agg)},

@@ -16,6 +16,8 @@ typedef enum {
     P2PC_KEY_BATCH_RECORDS,     /* record.c: the frame's batch for the p2pc tap */
     P2PC_KEY_BATCH_SPEC,        /* spec.c: ... for the p2pc_spec tap */
     P2PC_KEY_BATCH_GOSSIP,      /* gossip.c: ... for the p2pc_gossip tap */
+    P2PC_KEY_BATCH_BUDGET,      /* budget.c: ... for the p2pc_budget tap */
+    P2PC_KEY_BUDGET_MUTED,      /* budget.c: inside p2pc_budget_call_muted() */
     P2PC_KEY_HOLES_FRAME,       /* holes.c: the connection its entry ran for, resuming directions */
     P2PC_KEY_HANDED,            /* post.c: TCP handed the frame's bytes to a p2pc protocol */
     P2PC_KEY_SEGMENT,           /* segment.c: the frame's TCP segment */

@@ -12,6 +12,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "core/budget.h"
 #include "core/conn.h"
 #include "core/gossip.h"
 #include "core/holes.h"
@@ -44,6 +45,7 @@ proto_register_p2pc(void)
     p2pc_holes_register(proto);
     p2pc_spec_register(proto);
     p2pc_gossip_register();
+    p2pc_budget_register(proto);
     p2pc_msg_type_register(proto);
     p2pc_payload_register(proto);
     p2pc_tree_room_register(proto);

@@ -3,7 +3,8 @@
  *   tshark -q -z p2pc,records[,FILTER]   one line per message, one per peer ID a handshake
  *                                        states (the "p2pc_peer" tap), per failed check (the
  *                                        "p2pc_spec" tap) and per gossipsub RPC part (the
- *                                        "p2pc_gossip" tap), then TCP segment/ACK
+ *                                        "p2pc_gossip" tap), per layer's own bytes (the
+ *                                        "p2pc_budget" tap), then TCP segment/ACK
  *                                        counts per connection direction
  *   tshark -q -z p2pc,records,stream[,FILTER]   the same lines, each flushed as its packet is
  *                                        dissected (p2pc live): a direction's T line, its
@@ -17,6 +18,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "core/budget.h"
 #include "core/conn.h"
 #include "core/gossip.h"
 #include "core/prefs.h"
@@ -119,7 +121,7 @@ typedef struct {
     tcp_dirs_t *tcp;
 } peers_tap_t;
 
-/* The "p2pc_spec" listener's (the same), and the "p2pc_gossip" listener's. */
+/* The "p2pc_spec" listener's (the same), and the "p2pc_gossip" and "p2pc_budget" listeners'. */
 typedef struct {
     tcp_dirs_t *tcp;
 } spec_tap_t;
@@ -132,6 +134,7 @@ typedef struct {
     peers_tap_t peers;
     spec_tap_t spec;
     spec_tap_t gossip;
+    spec_tap_t budget;
 } records_tap_t;
 
 /* The stream-mode records tap, for its session's tails at a session reset. */
@@ -437,6 +440,26 @@ records_gossip_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, co
     return TAP_PACKET_DONT_REDRAW;
 }
 
+static tap_packet_status
+records_budget_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
+                      tap_flags_t flags)
+{
+    spec_tap_t *t = (spec_tap_t *)tapdata;
+
+    for (guint i = 0; i < P2PC_BATCH_COUNT(p); i++) {
+        const p2pc_budget_t *b = (const p2pc_budget_t *)P2PC_BATCH_ITEM(p, i);
+        if (!b->bytes)
+            continue;   /* what a frame gave and took back (a header its own message took) */
+        if (t->tcp->stream)
+            stream_check_reset(t->tcp, b->at.frame);
+        print_where('B', &b->at);
+        printf("%s\t%s\t%s\t%" G_GINT64_FORMAT "\n", b->proto, b->layer, b->kind, b->bytes);
+    }
+    if (t->tcp->stream)
+        fflush(stdout);
+    return TAP_PACKET_DONT_REDRAW;
+}
+
 /* The direction of `stream` (G_MAXUINT32: a libp2p QUIC connection over UDP) from src:sport,
  * counted with one more frame: `seglen` bytes of payload (TCP) or STREAM data (QUIC), else a
  * pure ACK (QUIC: a packet of ACK and PADDING frames only) or a control frame; and with
@@ -637,6 +660,7 @@ records_init(const char *opt_arg, void *userdata)
     printf("#I\tframe\tstream\tsrc\tsrcport\tdst\tdstport\tvia\tpeer_id\n");
     printf("#S\tframe\tcheck\n");
     printf("#G\tframe\tstream\tsrc\tsrcport\tdst\tdstport\tkind\ttopic\tcount\tmessage_ids\tbytes\tmessage_id\n");
+    printf("#B\tframe\tstream\tsrc\tsrcport\tdst\tdstport\tproto\tlayer\tkind\tbytes\n");
     if (t->tcp.stream) {
         print_tcp_header();
         fflush(stdout);
@@ -652,6 +676,9 @@ records_init(const char *opt_arg, void *userdata)
     /* The gossipsub RPCs' parts in the frames the filter matches (gossip control is no message). */
     t->gossip.tcp = &t->tcp;
     listen_or_exit("p2pc_gossip", &t->gossip, filter, records_gossip_packet, NULL, NULL, "the p2pc,records gossip listener");
+    /* Each layer's own bytes no record carries, in the frames the filter matches. */
+    t->budget.tcp = &t->tcp;
+    listen_or_exit("p2pc_budget", &t->budget, filter, records_budget_packet, NULL, NULL, "the p2pc,records budget listener");
     /* The same counts for the packets of libp2p QUIC connections (stream -1). */
     listen_or_exit("p2pc_quic", &t->tcp, NULL, records_quic_packet, NULL, NULL, "the p2pc,records QUIC listener");
     /* TCP segment and ACK counts per connection direction, for the header/ACK model. */

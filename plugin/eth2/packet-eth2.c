@@ -996,6 +996,7 @@ gossipsub_rpc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *p
     parts = p2pc_gossip_rpc(tvb, len, pinfo);
     used = tvb_get_varint(tvb, 0, MIN(FT_VARINT_MAX_LEN, len), &rlen, ENC_VARINT_PROTOBUF);
     if (!used || rlen > (guint64)(len - (int)used)) {
+        p2pc_budget_add(pinfo, "libp2p", P2PC_LAYER_GOSSIP, "rpc_without_message", (gint64)len + pdu->overhead);
         p2pc_gossip_queue(parts);
         return;
     }
@@ -1024,6 +1025,10 @@ gossipsub_rpc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *p
         }
     }
     p2pc_gossip_queue(parts);
+    /* The budget (core/budget.h): the RPC's bytes no message record took, with the muxer
+     * framing that carried them (a message's share of the RPC's own bytes is rounded down). */
+    p2pc_budget_add(pinfo, "libp2p", P2PC_LAYER_GOSSIP, nmsgs ? "rpc_share_remainder" : "rpc_without_message",
+                    nmsgs ? (len - msg_bytes + pdu->overhead) % nmsgs : (guint)len + pdu->overhead);
     /* An RPC without published messages is named by what it carries instead. */
     if (!nmsgs) {
         wmem_strbuf_t *all = wmem_strbuf_new(pinfo->pool, "");

@@ -639,6 +639,10 @@ run_pdu(const cut_t *c, item_t *it, guint32 i)
         }
     }
     ENDTRY;
+    /* The muxer framing the PDU got is in its messages' header bytes (what a layer must call,
+     * plugin/README.md), or was handed on (multistream's, zeroed): taken back from the muxer's. */
+    if (call.pdu->overhead)
+        p2pc_budget_add(c->pinfo, "libp2p", P2PC_LAYER_MUXER, L2P_KIND_DATA_HEADER, -(gint64)call.pdu->overhead);
 }
 
 static void

@@ -26,6 +26,7 @@
 #define P2PC_LIBP2P_ENGINE_H
 
 #include "core/p2pc-compat.h"
+#include "core/budget.h"
 #include "core/conn.h"
 #include "core/protobuf.h"
 #include "core/record.h"
@@ -46,6 +47,11 @@
 #define L2P_PDUS_DRAWN 10000
 
 typedef struct l2p_pipe l2p_pipe_t;
+
+/* The budget's kind (core/budget.h, layer muxer) of the muxer framing a muxer hands the stream's
+ * next PDU as its overhead: the muxer reports it when it cuts the frame, the engine takes it
+ * back when the PDU's messages have it in their wire_len. */
+#define L2P_KIND_DATA_HEADER "data_header"
 
 /* The keys of the per-frame data (p_add_proto_data) under the engine's protocol, which is
  * multistream's (l2p_register_engine()): one list, so that no two parts take the same key. */

@@ -641,6 +641,7 @@ typedef struct {
     proto_tree *tree;
     gboolean fin;
     attr_ctx_t *a;
+    p2pc_unit_t inner;          /* the unit above: the decompressed bytes */
 } above_call_t;
 
 static void
@@ -656,6 +657,17 @@ runs_call_held(void *ctx)
 {
     above_call_t *c = (above_call_t *)ctx;
     p2pc_record_call_held(c->pinfo, runs_call, c, comp_attribute, c->a);
+}
+
+/* The layers above, on the decompressed bytes, their records held for comp_attribute(). */
+static void
+above_call(void *ctx)
+{
+    above_call_t *c = (above_call_t *)ctx;
+    if (c->a->fr->runs)
+        p2pc_unit_call(c->pinfo, c->inner, runs_call_held, c);
+    else
+        l2p_pipe_call_unit(c->a->cd->inner, c->dtvb, c->pinfo, c->tree, c->fin, c->inner, comp_attribute, c->a);
 }
 
 static int
@@ -715,11 +727,12 @@ dissect_libp2p_compression(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, 
     inner.set = TRUE;
     inner.identity = !fr->runs;
     inner.end = fr->out_total;
-    if (fr->runs) {
-        above_call_t c = { dtvb, pinfo, tree, pipe->fin, &actx };
-        p2pc_unit_call(pinfo, inner, runs_call_held, &c);
-    } else
-        l2p_pipe_call_unit(cd->inner, dtvb, pinfo, tree, pipe->fin, inner, comp_attribute, &actx);
+    {
+        above_call_t c = { dtvb, pinfo, tree, pipe->fin, &actx, inner };
+        /* Every compressed byte is in a message's share or a tail: what the layers above count
+         * of their own is decompressed bytes, in no wire budget (core/budget.h). */
+        p2pc_budget_call_muted(pinfo, above_call, &c);
+    }
     return tvb_captured_length(tvb);
 }
 

@@ -751,6 +751,16 @@ given_item(tvbuff_t *tvb, proto_tree *t, const noise_msg_t *m)
 
 /* c and out: the connection and the plaintext on the first pass; NULL on a later pass (the
  * message is decrypted again from the frame's bytes with its key and nonce). */
+/* Every pass: a decrypted transport message's framing in the budget (core/budget.h), less what
+ * its messages took of the framing not yet given (this one's and that of earlier messages that
+ * completed none). */
+static void
+budget_framing(packet_info *pinfo, const noise_msg_t *m)
+{
+    p2pc_budget_add(pinfo, "libp2p", P2PC_LAYER_SECURITY, "noise_framing",
+                    NOISE_FRAMING - (gint64)p2pc_record_shares_sum(m->shares));
+}
+
 static void
 draw_transport(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_tree *t, proto_item *ti,
                noise_conn_t *c, noise_msg_t *m, guint8 *out)
@@ -794,6 +804,7 @@ draw_transport(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_tree *
         c->unattributed[m->role] += NOISE_FRAMING;
     if (len == NOISE_FRAMING) {
         given_item(tvb, t, m);
+        budget_framing(pinfo, m);
         return;
     }
     dtvb = tvb_new_child_real_data(tvb, out, (guint)(len - NOISE_FRAMING), len - NOISE_FRAMING);
@@ -804,6 +815,7 @@ draw_transport(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, proto_tree *
     l2p_pipe_call_unit(m->inner, dtvb, pinfo, tree, FALSE, p2pc_unit_opaque(p2pc_unit_get(pinfo)),
                        noise_attribute, &actx);
     given_item(tvb, t, m);
+    budget_framing(pinfo, m);
 }
 
 static void
@@ -958,10 +970,14 @@ noise_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
         pdu->info = process(c, pipe, pinfo, tvb_get_ptr(tvb, 0, len), len, &plain);
     }
     m = (noise_msg_t *)pdu->info;
-    if (!m)
+    if (!m) {
+        p2pc_budget_add(pinfo, "libp2p", P2PC_LAYER_SECURITY, "unread", tvb_captured_length(tvb));
         return;
-    if (m->msg)
+    }
+    if (m->msg) {
+        p2pc_budget_add(pinfo, "libp2p", P2PC_LAYER_NEGOTIATION, "noise_handshake", tvb_captured_length(tvb));
         draw_handshake(tvb, pinfo, t, ti, m);
+    }
     else
         draw_transport(tvb, pinfo, tree, t, ti, c, m, plain);
 }

@@ -96,6 +96,7 @@ pt_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2
     if (!PINFO_FD_VISITED(pinfo))
         l2p_handoff(pipe, "", l2p_multistream_handle());
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "libp2p");
+    p2pc_budget_add(pinfo, "libp2p", P2PC_LAYER_NEGOTIATION, "plaintext_exchange", tvb_captured_length(tvb));
     ti = draw_plaintext(tvb, pinfo, tree);
     if (pdu->truncated)
         expert_add_info(pinfo, ti, &ei_pt_truncated);

@@ -137,6 +137,21 @@ call_tls_attributed(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, rec_ctx
     p2pc_record_release(pinfo, tls_attribute, r);
 }
 
+/* Every pass: a record TLS decrypted or that needs no keys, in the budget (core/budget.h).  One
+ * that carried application data: its framing, less what the messages it completed took of the
+ * framing not yet given; any other (handshake, change_cipher_spec, an alert, a session ticket):
+ * the handshake's, all its bytes. */
+static void
+budget_record(tvbuff_t *tvb, packet_info *pinfo, const rec_ctx_t *r)
+{
+    guint len = tvb_captured_length(tvb);
+    if (r->delivered)
+        p2pc_budget_add(pinfo, "libp2p", P2PC_LAYER_SECURITY, "tls_framing",
+                        (gint64)(len - r->delivered) - (gint64)p2pc_record_shares_sum(*r->shares));
+    else
+        p2pc_budget_add(pinfo, "libp2p", P2PC_LAYER_NEGOTIATION, "tls_handshake", len);
+}
+
 static void
 tls_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2p_pdu_t *pdu)
 {
@@ -146,6 +161,7 @@ tls_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l
 
     if (pdu->truncated) {
         proto_tree_add_item(tree, hf_tls_record_len, tvb, 0, 0, ENC_NA);
+        p2pc_budget_add(pinfo, "libp2p", P2PC_LAYER_SECURITY, "truncated", tvb_captured_length(tvb));
         return;
     }
     if (!PINFO_FD_VISITED(pinfo) && tvb_captured_length(tvb) > 5 &&
@@ -156,8 +172,10 @@ tls_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l
         p2pc_replay_charge(pinfo, sizeof(wmem_array_t *));
     }
     shares = (wmem_array_t **)pdu->info;
-    if (!shares)
+    if (!shares) {
+        p2pc_budget_add(pinfo, "libp2p", P2PC_LAYER_SECURITY, "unread", tvb_captured_length(tvb));
         return;
+    }
     r.pipe = pipe;
     r.delivered = 0;
     r.replay = PINFO_FD_VISITED(pinfo);
@@ -171,6 +189,7 @@ tls_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l
                                                       TLS_AEAD_FRAMING));
         return;
     }
+    budget_record(tvb, pinfo, &r);
     if (r.delivered) {
         proto_item *ti = proto_tree_add_item(tree, proto_l2p_tls, tvb, 0, -1, ENC_NA);
         proto_item *pi;

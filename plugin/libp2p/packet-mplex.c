@@ -156,8 +156,10 @@ mplex_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "mplex");
     ti = draw_mplex(tvb, pinfo, tree);
-    if (pdu->truncated || !read_header(tvb, &hdr, &dlen, &u1, &u2))
+    if (pdu->truncated || !read_header(tvb, &hdr, &dlen, &u1, &u2)) {
+        p2pc_budget_add(pinfo, "libp2p", P2PC_LAYER_MUXER, "truncated", tvb_captured_length(tvb));
         return;
+    }
     flag = (guint)(hdr & 7);
     id = hdr >> 3;
     /* Even flags come from the stream's initiator, odd ones from its receiver. */
@@ -179,6 +181,12 @@ mplex_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
     s = l2p_stream_of(pdu, &refused);
     if (refused)
         l2p_stream_refused(tvb, pinfo, tree);
+    /* The budget (core/budget.h): a Message's header goes with its data to the stream (its
+     * overhead); any other frame is the muxer's own, all its bytes. */
+    if (!refused)
+        p2pc_budget_add(pinfo, "libp2p", P2PC_LAYER_MUXER,
+                        s && flag <= 2 ? L2P_KIND_DATA_HEADER : flag == 0 ? "open" : flag <= 2 ? "no_stream" : "close",
+                        s && flag <= 2 ? u1 + u2 : tvb_captured_length(tvb));
     if (!s)
         return;     /* NewStream (the data is the stream's name), or an empty message */
     switch (flag) {

@@ -166,6 +166,7 @@ ms_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2
     const char *text;
     proto_item *ti = draw_ms(tvb, pinfo, tree, pipe->muxer != NULL, pipe->stream_id, &text);
 
+    p2pc_budget_add(pinfo, "libp2p", P2PC_LAYER_NEGOTIATION, "multistream", tvb_captured_length(tvb));
     if (!PINFO_FD_VISITED(pinfo) && text) {
         ms_state_t *st = (ms_state_t *)pipe->state;
         ms_state_t *other = pipe->peer ? (ms_state_t *)pipe->peer->state : NULL;

@@ -332,6 +332,44 @@ raise_checks(tvbuff_t *tvb, packet_info *pinfo, proto_item *ti, guint64 broke)
                   "FIN", len, id);
 }
 
+/* The budget's kind of a frame that carries no stream data (core/budget.h): what it does. */
+static const char *
+frame_kind(guint8 type, guint16 flags)
+{
+    if (flags & YAMUX_FLAG_SYN)
+        return "open";
+    if (flags & (YAMUX_FLAG_FIN | YAMUX_FLAG_RST))
+        return "close";
+    switch (type) {
+    case YAMUX_TYPE_DATA: return "empty_data";
+    case YAMUX_TYPE_WINDOW: return "window_update";
+    case YAMUX_TYPE_GO_AWAY: return "go_away";
+    default: return "ping";
+    }
+}
+
+/* Every pass: the frame's bytes in the budget.  A data frame's header goes with its data to
+ * the stream (its overhead, L2P_KIND_DATA_HEADER); a frame of a stream refused is an undecoded
+ * record; any other frame is the muxer's own, all its bytes (data of a stream no table holds). */
+static void
+budget_frame(tvbuff_t *tvb, packet_info *pinfo, const l2p_pdu_t *pdu, guint8 type, guint16 flags, guint32 id)
+{
+    gboolean refused, carried = id != 0 && type == YAMUX_TYPE_DATA && tvb_captured_length(tvb) > 12;
+    const char *kind = frame_kind(type, flags);
+
+    if (id != 0 && (type == YAMUX_TYPE_DATA || type == YAMUX_TYPE_WINDOW)) {
+        if (!l2p_stream_of(pdu, &refused)) {
+            if (refused)
+                return;
+            if (carried)
+                kind = "no_stream";
+            carried = FALSE;
+        }
+    }
+    p2pc_budget_add(pinfo, "libp2p", P2PC_LAYER_MUXER, carried ? L2P_KIND_DATA_HEADER : kind,
+                    carried ? 12 : tvb_captured_length(tvb));
+}
+
 static void
 yamux_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe, l2p_pdu_t *pdu)
 {
@@ -346,8 +384,10 @@ yamux_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "yamux");
     ti = draw_yamux(tvb, pinfo, tree);
-    if (pdu->truncated || tvb_captured_length(tvb) < 12)
+    if (pdu->truncated || tvb_captured_length(tvb) < 12) {
+        p2pc_budget_add(pinfo, "libp2p", P2PC_LAYER_MUXER, "truncated", tvb_captured_length(tvb));
         return;
+    }
     type = tvb_get_uint8(tvb, 1);
     flags = tvb_get_ntohs(tvb, 2);
     id = tvb_get_ntohl(tvb, 4);
@@ -355,10 +395,11 @@ yamux_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, l2p_pipe_t *pipe,
     if (!PINFO_FD_VISITED(pinfo))
         pdu->spec = frame_checks(pipe, yc, type, flags, id, tvb_get_ntohl(tvb, 8));
     raise_checks(tvb, pinfo, ti, pdu->spec);
+    if (!PINFO_FD_VISITED(pinfo) && id != 0 && (type == YAMUX_TYPE_DATA || type == YAMUX_TYPE_WINDOW))
+        find_pdu_stream(pipe, pinfo, yc, pdu, type, flags, id, tvb_get_ntohl(tvb, 8));
+    budget_frame(tvb, pinfo, pdu, type, flags, id);
     if (id == 0 || (type != YAMUX_TYPE_DATA && type != YAMUX_TYPE_WINDOW))
         return;     /* session pings and go-away */
-    if (!PINFO_FD_VISITED(pinfo))
-        find_pdu_stream(pipe, pinfo, yc, pdu, type, flags, id, tvb_get_ntohl(tvb, 8));
     s = l2p_stream_of(pdu, &refused);
     if (refused)
         l2p_stream_refused(tvb, pinfo, tree);

@@ -98,6 +98,24 @@ def savings_by_type(report: dict):
     return ("Savings per message type", "message types that save bytes; stacked: payload, header, ACK", fig)
 
 
+def budget_by_layer(report: dict):
+    """Where every byte went (the budget section): one bar per protocol, stacked by layer."""
+    rows = next((s["rows"] for s in report.get("sections", []) if s["name"] == "budget"), [])
+    if not rows:
+        return None
+    protos = sorted({r["proto"] for r in rows})
+    layers = list(dict.fromkeys(r["layer"] for r in sorted(rows, key=lambda r: -r["bytes"])))
+    colours = distinct_colors(len(layers))
+    fig = go.Figure()
+    for layer, colour in zip(layers, colours):
+        x = [sum(r["bytes"] for r in rows if r["proto"] == p and r["layer"] == layer) for p in protos]
+        fig.add_bar(y=protos, x=x, name=layer, orientation="h", marker_color=colour,
+                    hovertemplate="%{y} " + layer + ": %{x:,} B<extra></extra>")
+    _layout(fig, 120 + 40 * len(protos), barmode="stack", xaxis_title="bytes", yaxis=dict(autorange="reversed"))
+    return ("Bytes by layer", "where every byte the protocols were handed went (the budget section); "
+            "stacked: messages, negotiation, security framing, muxer, gossip control, undecoded", fig)
+
+
 def compression_by_size(report: dict):
     sizes = report.get("series", {}).get("size_ranges") or []
     if not sizes:
@@ -312,7 +330,7 @@ def figures(report: dict) -> list[tuple]:
     elif cmd == "diff":
         found = [size_difference(report)]
     else:
-        found = [savings_by_type(report), compression_by_size(report), ratio_cdf(report),
+        found = [savings_by_type(report), budget_by_layer(report), compression_by_size(report), ratio_cdf(report),
                  bandwidth({os.path.basename(f) or "captured": bw
                             for f, bw in (series.get("bandwidth") or {}).items()}, "Bandwidth over time")]
     return [tuple(f) + (None,) * (4 - len(f)) for f in found if f]
