@@ -55,6 +55,14 @@ def remember_tshark_reads() -> None:
 
 
 remember_tshark_reads()
+
+
+def unremembered(cmd: list[str]) -> list[str]:
+    """A command (Wireshark.command's) with the real tshark in place of the session's memory: for
+    a run whose own cost (memory, CPU) is what a test measures."""
+    memo = shutil.which("tshark")
+    real = os.environ.get("P2PC_TSHARK_REAL", memo)
+    return [real if c == memo else c for c in cmd]
 # This checkout's analyzer, whatever another checkout installed (pip install -e) for the user.
 sys.path.insert(0, str(REPO / "analyzer"))
 

@@ -18,15 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CAPTURES, REPO, p2pc_report, tcp_pcap
-from p2pc.records import parse_record
-from p2pc.wsenv import built_plugin
-from test_spec import hits as spec_hits
-
-
-from conftest import CAPTURES, REPO, p2pc_report
-from p2pc.wsenv import Wireshark, built_plugin
+from conftest import CAPTURES, REPO, p2pc_report, tcp_pcap, unremembered
 from conftest import run_p2pc as p2pc
+from p2pc.records import parse_record
+from p2pc.wsenv import Wireshark, built_plugin
+from test_spec import hits as spec_hits
 
 REPRO = REPO / "tests" / "data" / "repro"
 OOO = ["-o", "tcp.reassemble_out_of_order:TRUE"]
@@ -782,7 +778,8 @@ ONE_PASS = ["-o", "p2pc.keep_replay:FALSE", "-z", "p2pc,records"]
 
 def peak(ws_, args: list[str]) -> tuple[float, float]:
     """Peak RSS (MiB) and CPU seconds (user + system) of one tshark run, by /usr/bin/time -v."""
-    res = subprocess.run(["/usr/bin/time", "-v", *ws_.command("tshark", args)], capture_output=True, text=True)
+    res = subprocess.run(["/usr/bin/time", "-v", *unremembered(ws_.command("tshark", args))],
+                         capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
     num = lambda label: float(re.search(label + r": ([\d.]+)", res.stderr).group(1))  # noqa: E731
     return (num(r"Maximum resident set size \(kbytes\)") / 1024,
