@@ -364,7 +364,7 @@ def console_messages(stderr: str, page: Path) -> list[str]:
 
 
 FIGURES = {
-    "analyze": ["Savings per message type", "Compression by message size range",
+    "analyze": ["Savings per message type", "Bytes by layer", "Compression by message size range",
                 "Compression ratio CDF per message size range", "Bandwidth over time"],
     "compare": ["Bandwidth over time: compression off vs on"],
     "whatif": ["What-if strategies side by side", "What-if strategies: CPU time per MB",
