@@ -24,7 +24,8 @@
  * Real nodes speak it inside TLS 1.2 with mutual certificates; the TLS dissector hands
  * decrypted data back here (tls.port and a tls heuristic), so a capture with a key log
  * decodes the same as plaintext.  Without one, each application_data record is counted as
- * `tls (encrypted)`.
+ * `tls (encrypted)`.  3.x gateways run TLS 1.2 the same way: their decrypted data is handed to
+ * the 3.x dissector (dissect_fisco3_tls()) when its first message is 3.x's.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -159,6 +160,7 @@ typedef struct {
     guint header_len;               /* 0 until the first header is seen, then 16 or 12 */
     gboolean plaintext;             /* FISCO headers seen directly on TCP: never hand it to TLS */
     gboolean tls;                   /* TLS on the connection: each record goes to TLS */
+    gboolean tls_v3;                /* its decrypted data is 3.x's: handed to fisco3 */
     /* Whose the connection is, by frame number (so every pass agrees): FISCO's from claimed_at
      * (0: not yet) until let_go_at (0: never).  One the heuristic claimed is let go at the first
      * message that does not parse; one a FISCO port gave, when its first bytes are not FISCO. */
@@ -1066,10 +1068,19 @@ dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
     return tvb_captured_length(tvb);
 }
 
+/* Decrypted TLS data.  As on TCP, a connection whose first decrypted message is a 3.x
+ * handshake, or a 3.x gateway header that no 2.x header reading fits, is 3.x's for good. */
 static int
 dissect_fisco_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
+    fisco_conv_t *fc = fisco_get_conv(pinfo);
+
     p2pc_retrans_watch(pinfo);
+    if (!fc->header_len && !fc->tls_v3 && !PINFO_FD_VISITED(pinfo) && fisco3_handle &&
+        (fisco3_handshake_at(tvb, 0) || (!plausible_on_port(tvb, 0) && fisco3_plausible(tvb, 0))))
+        fc->tls_v3 = TRUE;
+    if (fc->tls_v3)
+        return dissect_fisco3_tls(tvb, pinfo, tree, data);
     fisco_columns(pinfo);
     tcp_dissect_pdus(tvb, pinfo, tree, TRUE, fisco_framing.fixed_len, get_fisco_pdu_len, dissect_fisco_pdu, data);
     return tvb_captured_length(tvb);
@@ -1103,7 +1114,8 @@ dissect_fisco_heur_tcp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void
 }
 
 /* Decrypted TLS data on another port.  TLS asks its heuristics again for every record, so the
- * connection's first records decide (whole messages that parse, as on TCP), and from the frame
+ * connection's first records decide (whole 2.x messages that parse or a whole 3.x handshake, as
+ * on TCP), and from the frame
  * where they did, every record is FISCO's: a record may hold a lone header-only message, or
  * the middle of a long one. */
 static p2pc_bool_t
@@ -1113,7 +1125,8 @@ dissect_fisco_heur_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void
     const fisco_conv_t *known = pc ? (const fisco_conv_t *)p2pc_conn_slot(pc, P2PC_SLOT_FISCO) : NULL;
     fisco_conv_t *fc;
 
-    if (!(known && known->claimed_at && pinfo->num >= known->claimed_at) && !heur_segment(tvb, pinfo))
+    if (!(known && known->claimed_at && pinfo->num >= known->claimed_at) &&
+        !(heur_segment(tvb, pinfo) || fisco3_handshake_at(tvb, 0)))
         return FALSE;
     fc = fisco_get_conv(pinfo);
     if (!PINFO_FD_VISITED(pinfo) && !fc->claimed_at)
