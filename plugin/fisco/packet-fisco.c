@@ -991,6 +991,15 @@ fisco_claimed(tvbuff_t *tvb, packet_info *pinfo, fisco_conv_t *fc)
     return fc->claimed_at && pinfo->num >= fc->claimed_at && !(fc->let_go_at && pinfo->num >= fc->let_go_at);
 }
 
+/* A connection whose first message is a 3.x handshake, or a 3.x gateway header that no 2.x header
+ * reading fits (a Version of V1 to V3), is 3.x's for good: in plaintext and decrypted alike. */
+static gboolean
+first_message_is_3x(tvbuff_t *tvb)
+{
+    return fisco3_handle &&
+           (fisco3_handshake_at(tvb, 0) || (!plausible_on_port(tvb, 0) && fisco3_plausible(tvb, 0)));
+}
+
 /* A TLS record on the P2P port: Wireshark's TLS decrypts it and brings the data back through
  * fisco_tls_handle.  An application_data record it does not decrypt (no key: TLS adds a tab
  * for every record it decrypts) is counted as it is, its 5-byte header as header bytes, with
@@ -1050,10 +1059,7 @@ dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
                          dissect_fisco_tls_record, data);
         return tvb_captured_length(tvb);
     }
-    /* A connection whose first message is a 3.x handshake, or a 3.x gateway header that no
-     * 2.x header reading fits (a Version of V1 to V3), is 3.x's for good. */
-    if (!fc->header_len && !fc->plaintext && !PINFO_FD_VISITED(pinfo) && fisco3_handle &&
-        (fisco3_handshake_at(tvb, 0) || (!plausible_on_port(tvb, 0) && fisco3_plausible(tvb, 0)))) {
+    if (!fc->header_len && !fc->plaintext && !PINFO_FD_VISITED(pinfo) && first_message_is_3x(tvb)) {
         conversation_set_dissector(find_or_create_conversation(pinfo), fisco3_handle);
         return dissect_fisco3(tvb, pinfo, tree, data);
     }
@@ -1068,16 +1074,14 @@ dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
     return tvb_captured_length(tvb);
 }
 
-/* Decrypted TLS data.  As on TCP, a connection whose first decrypted message is a 3.x
- * handshake, or a 3.x gateway header that no 2.x header reading fits, is 3.x's for good. */
+/* Decrypted TLS data: 3.x's when its first message is (first_message_is_3x()), as on TCP. */
 static int
 dissect_fisco_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
     fisco_conv_t *fc = fisco_get_conv(pinfo);
 
     p2pc_retrans_watch(pinfo);
-    if (!fc->header_len && !fc->tls_v3 && !PINFO_FD_VISITED(pinfo) && fisco3_handle &&
-        (fisco3_handshake_at(tvb, 0) || (!plausible_on_port(tvb, 0) && fisco3_plausible(tvb, 0))))
+    if (!fc->header_len && !fc->tls_v3 && !PINFO_FD_VISITED(pinfo) && first_message_is_3x(tvb))
         fc->tls_v3 = TRUE;
     if (fc->tls_v3)
         return dissect_fisco3_tls(tvb, pinfo, tree, data);
@@ -1115,9 +1119,8 @@ dissect_fisco_heur_tcp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void
 
 /* Decrypted TLS data on another port.  TLS asks its heuristics again for every record, so the
  * connection's first records decide (whole 2.x messages that parse or a whole 3.x handshake, as
- * on TCP), and from the frame
- * where they did, every record is FISCO's: a record may hold a lone header-only message, or
- * the middle of a long one. */
+ * on TCP), and from the frame where they did, every record is FISCO's: a record may hold a lone
+ * header-only message, or the middle of a long one. */
 static p2pc_bool_t
 dissect_fisco_heur_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
