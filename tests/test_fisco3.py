@@ -534,7 +534,7 @@ MAX_RECORD = 16384      # TLS plaintext per record (RFC 5246 6.2.1): OpenSSL cut
 
 
 def _keyed(tshark) -> list[str]:
-    return ["-o", f"tls.keylog_file:{tshark.ws.readable(CAPTURES / 'fisco' / truth(TLS)['tls']['keylog'])}"]
+    return ["-o", f"tls.keylog_file:{tshark.ws.readable(CAPTURES / 'fisco' / truth(TLS)['keys'])}"]
 
 
 def _app_records(tshark, capture, extra=None) -> list[tuple[str, int]]:

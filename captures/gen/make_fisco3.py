@@ -90,7 +90,8 @@ def make(name: str, spec: dict) -> None:
              "compress": spec["compress"], "threshold": fisco3.THRESHOLD,
              "max_version": dict(zip("ab", spec["max"])), "negotiated_version": negotiated, "messages": out}
     if tls:
-        truth["tls"] = {"version": "TLS 1.2", "keylog": f"{name}.keys", "keylog_by": "a (the listener)",
+        truth["keys"] = f"{name}.keys"      # node a's (the listener's) key log, as OpenSSL wrote it
+        truth["tls"] = {"version": "TLS 1.2",
                         "writes": {s: [{"ends_with": i, "sizes": [len(w) for w in ws]}
                                        for i, ws in fisco3.write_plan(fisco3.wire_messages(name), s)]
                                    for s in "ab"}}
