@@ -17,10 +17,10 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 )
 
-// programs is one flavour of the two probes (keys.bpf.c defines each twice).
+// programs is one flavour of the three probes (keys.bpf.c defines each twice).
 type programs struct {
-	tls, noise *ebpf.Program
-	multi      bool
+	tls, noise, openssl *ebpf.Program
+	multi               bool
 }
 
 type probes struct {
@@ -43,7 +43,7 @@ func load(single bool) (*probes, error) {
 		// A kernel before 6.6 refuses the multi-uprobe programs: load the per-probe ones only.
 		return p, p.loadSingle(err)
 	}
-	p.progs = programs{p.objs.MultiTlsKeyLog, p.objs.MultiNoiseKeys, true}
+	p.progs = programs{p.objs.MultiTlsKeyLog, p.objs.MultiNoiseKeys, p.objs.MultiOpensslKeys, true}
 	return p, nil
 }
 
@@ -56,11 +56,14 @@ func (p *probes) loadSingle(refused error) error {
 	}
 	delete(spec.Programs, "multi_tls_key_log")
 	delete(spec.Programs, "multi_noise_keys")
+	delete(spec.Programs, "multi_openssl_keys")
 	var single struct {
-		SingleTlsKeyLog *ebpf.Program `ebpf:"single_tls_key_log"`
-		SingleNoiseKeys *ebpf.Program `ebpf:"single_noise_keys"`
-		Events          *ebpf.Map     `ebpf:"events"`
-		Lost            *ebpf.Map     `ebpf:"lost"`
+		SingleTlsKeyLog   *ebpf.Program `ebpf:"single_tls_key_log"`
+		SingleNoiseKeys   *ebpf.Program `ebpf:"single_noise_keys"`
+		SingleOpensslKeys *ebpf.Program `ebpf:"single_openssl_keys"`
+		Events            *ebpf.Map     `ebpf:"events"`
+		Lost              *ebpf.Map     `ebpf:"lost"`
+		OpensslSent       *ebpf.Map     `ebpf:"openssl_sent"`
 	}
 	if err := spec.LoadAndAssign(&single, nil); err != nil {
 		if refused != nil {
@@ -68,9 +71,10 @@ func (p *probes) loadSingle(refused error) error {
 		}
 		return permission(err)
 	}
-	p.objs.Events, p.objs.Lost = single.Events, single.Lost
+	p.objs.Events, p.objs.Lost, p.objs.OpensslSent = single.Events, single.Lost, single.OpensslSent
 	p.objs.SingleTlsKeyLog, p.objs.SingleNoiseKeys = single.SingleTlsKeyLog, single.SingleNoiseKeys
-	p.progs = programs{single.SingleTlsKeyLog, single.SingleNoiseKeys, false}
+	p.objs.SingleOpensslKeys = single.SingleOpensslKeys
+	p.progs = programs{single.SingleTlsKeyLog, single.SingleNoiseKeys, single.SingleOpensslKeys, false}
 	return nil
 }
 
@@ -93,7 +97,7 @@ func (p *probes) attach(t *target) error {
 		l, err := p.attachOne(ex, t.pid, pt)
 		if errors.Is(err, link.ErrNotSupported) && p.progs.multi {
 			// The programs loaded but the kernel has no multi-uprobe link: per-probe ones.
-			p.progs = programs{p.objs.SingleTlsKeyLog, p.objs.SingleNoiseKeys, false}
+			p.progs = programs{p.objs.SingleTlsKeyLog, p.objs.SingleNoiseKeys, p.objs.SingleOpensslKeys, false}
 			l, err = p.attachOne(ex, t.pid, pt)
 		}
 		if err != nil {
@@ -111,8 +115,11 @@ func (p *probes) attach(t *target) error {
 // attachOne sets pt's probe with the program of its kind, in the flavour loaded.
 func (p *probes) attachOne(ex *link.Executable, pid int, pt probePoint) (link.Link, error) {
 	prog := p.progs.tls
-	if pt.noise {
+	switch pt.kind {
+	case pointNoise:
 		prog = p.progs.noise
+	case pointOpenSSL:
+		prog = p.progs.openssl
 	}
 	if p.progs.multi {
 		return ex.UprobeMulti(nil, prog, &link.UprobeMultiOptions{

@@ -49,21 +49,31 @@ type noiseLayout struct{ static, ephemeral uint64 }
 // cookie packs the layout for the BPF program (keys.bpf.c, noise_read_message).
 func (l noiseLayout) cookie() uint64 { return l.static<<32 | l.ephemeral }
 
-// probePoint is one function to probe: its file offset, for the uprobe.
+// probePoint is one function to probe: its file offset, for the uprobe, and which program reads it.
 type probePoint struct {
 	function string
 	offset   uint64
 	cookie   uint64
-	noise    bool
+	kind     pointKind
 }
+
+type pointKind int
+
+const (
+	pointTLS     pointKind = iota // crypto/tls's writeKeyLog
+	pointNoise                    // flynn/noise's handshake state
+	pointOpenSSL                  // libssl's SSL_read/SSL_write (openssl.go)
+)
 
 type target struct {
 	pid       int
-	exe       string // /proc/PID/exe: the uprobes are set on its inode
+	exe       string // /proc/PID/exe (OpenSSL: its libssl): the uprobes are set on its inode
 	path      string // the program's path, for messages
 	goVersion string
 	libp2p    string // go-libp2p's version (and its replacement, if any)
 	noise     string // flynn/noise's version, "" without one
+	openssl   string // OpenSSL: the libssl build (openssl.go), "" for a Go program
+	lib       string // OpenSSL: the libssl path the process mapped
 	points    []probePoint
 	warnings  []string // what will not be read, one line each
 }
@@ -85,7 +95,14 @@ func inspect(pid int) (*target, error) {
 
 	bi, err := buildinfo.Read(f)
 	if err != nil {
-		return nil, fmt.Errorf("pid %d (%s) is not a Go program: %v", pid, t.path, err)
+		// A program that links OpenSSL's libssl dynamically (openssl.go).
+		if lib, lerr := libsslMapped(pid); lerr == nil && lib != "" {
+			if err := inspectOpenSSL(t, lib); err != nil {
+				return nil, err
+			}
+			return t, nil
+		}
+		return nil, fmt.Errorf("pid %d (%s) is not a Go program (%v), nor one that maps a libssl.so (a statically linked OpenSSL or TASSL is not probed)", pid, t.path, err)
 	}
 	t.goVersion = bi.GoVersion
 	if err := registerABI(bi); err != nil {
@@ -120,7 +137,7 @@ func inspect(pid int) (*target, error) {
 			if p, warn := locate(ef, funcs, fn, "Noise"); warn != "" {
 				missing = append(missing, warn)
 			} else {
-				p.cookie, p.noise = layout.cookie(), true
+				p.cookie, p.kind = layout.cookie(), pointNoise
 				t.points = append(t.points, p)
 			}
 		}
@@ -311,7 +328,11 @@ func structFields(d *dwarf.Data, name string) map[string]int64 {
 // describe is the line `p2pc keys` prints when it attaches.
 func (t *target) describe() string {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "pid %d (%s): %s, go-libp2p %s", t.pid, t.path, t.goVersion, t.libp2p)
+	if t.openssl != "" {
+		fmt.Fprintf(&b, "pid %d (%s): %s, %s", t.pid, t.path, t.openssl, t.lib)
+	} else {
+		fmt.Fprintf(&b, "pid %d (%s): %s, go-libp2p %s", t.pid, t.path, t.goVersion, t.libp2p)
+	}
 	if t.noise != "" {
 		fmt.Fprintf(&b, ", flynn/noise %s", t.noise)
 	}

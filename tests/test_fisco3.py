@@ -524,3 +524,92 @@ def test_a_max_version_fisco_does_not_know_is_flagged_and_negotiates_the_lower(t
     assert [x for x in tshark.expert(capture) if "ProtocolInfo" in x] == \
         [f"ProtocolInfo maxVersion {shown} is no version FISCO knows (V0 to V3; it keeps it as the uint32 {kept}): "
          "a FISCO node negotiates the lower of it and its own maxVersion"]
+
+
+# ---- over TLS (fisco3-tls: fisco3-v3's session inside TLS 1.2, node a's key log beside it) ----
+
+TLS = "fisco3-tls"
+GCM_OVERHEAD = 8 + 16   # TLS 1.2 AES-GCM: the explicit nonce and the tag (RFC 5288)
+MAX_RECORD = 16384      # TLS plaintext per record (RFC 5246 6.2.1): OpenSSL cuts longer writes
+
+
+def _keyed(tshark) -> list[str]:
+    return ["-o", f"tls.keylog_file:{tshark.ws.readable(CAPTURES / 'fisco' / truth(TLS)['keys'])}"]
+
+
+def _app_records(tshark, capture, extra=None) -> list[tuple[str, int]]:
+    """(sender's side, plaintext bytes) of each TLS application_data record, as tshark's TLS reads them."""
+    t = truth(TLS)
+    side = {t["link"]["addr_a"]: "a", t["link"]["addr_b"]: "b"}
+    out = []
+    for src, types, lengths in tshark.fields(capture, ["ip.src", "tls.record.content_type", "tls.record.length"],
+                                             dfilter="tls", extra=extra):
+        out += [(side[src], int(n) - GCM_OVERHEAD) for ty, n in zip(types.split("|"), lengths.split("|"))
+                if ty == "23"]
+    return out
+
+
+def test_tls_session_is_the_v3_one():
+    """fisco3-tls is fisco3-v3's session (every message the same), node a listening on 30300."""
+    t = truth(TLS)
+    assert t["messages"] == truth("fisco3-v3")["messages"]
+    assert t["link"]["port_a"] == 30300 and t["negotiated_version"] == 3
+
+
+def test_tls_records_are_the_writes(tshark):
+    """Each application_data record is a write of the generator's plan (cut at 16 KiB by OpenSSL):
+    several messages in one record, a header cut across records, a message over several."""
+    t = truth(TLS)
+    plan = {s: [n for w in t["tls"]["writes"][s] for size in w["sizes"]
+                for n in [MAX_RECORD] * (size // MAX_RECORD) + ([size % MAX_RECORD] if size % MAX_RECORD else [])]
+            for s in "ab"}
+    got = _app_records(tshark, cap(TLS))
+    assert {s: [n for who, n in got if who == s] for s in "ab"} == plan
+    assert 7 in plan["a"] and MAX_RECORD in plan["a"]
+    assert any(len(w["sizes"]) == 1 and w["sizes"][0] > 20000 for w in t["tls"]["writes"]["a"])
+
+
+@pytest.mark.parametrize("two_pass", [False, True])
+def test_tls_with_the_key_log_decodes_every_message(tshark, two_pass):
+    """With node a's key log (`tls.keylog_file`, nothing embedded): every 3.x message is the
+    generator's, payloads byte-exact, the negotiation read from the decrypted handshakes, and
+    nothing left encrypted, in one pass and in two."""
+    t = truth(TLS)
+    side = {t["link"]["addr_a"]: "a", t["link"]["addr_b"]: "b"}
+    recs = tshark.records(cap(TLS), two_pass=two_pass, extra=_keyed(tshark))
+    assert len(recs) == len(t["messages"])
+    for rec, m in zip(recs, t["messages"]):
+        assert rec["proto"] == "fisco3" and side[rec["src"]] == m["side"]
+        assert {k: rec[k] for k in RECORD_FIELDS} == {k: str(m[k]) for k in RECORD_FIELDS}, m["index"]
+    got = tshark.payloads(cap(TLS), extra=_keyed(tshark))
+    assert [(mt, hashlib.sha256(raw).hexdigest()) for _, mt, raw in got] == \
+        [(m["msg_type"], m["raw_sha256"]) for m in t["messages"]]
+    rows = tshark.fields(cap(TLS), ["fisco3.negotiated_version", "fisco3.src_p2p_id_short", "p2pc.tls_no_keys"],
+                         dfilter="fisco3", two_pass=two_pass, extra=_keyed(tshark))
+    assert _occurrences(rows, 0) == ["3"] * (len(t["messages"]) - 2)
+    assert [s.replace(":", "") for s in _occurrences(rows, 1)] == \
+        [m["src_p2p_id"] for m in t["messages"] if m["version"] >= 1]
+    assert not tshark.fields(cap(TLS), ["frame.number"], dfilter="p2pc.tls_no_keys || fisco", extra=_keyed(tshark))
+
+
+def test_tls_without_the_key_log_every_record_is_encrypted(tshark):
+    """No key log: each application_data record is one `fisco` `tls (encrypted)` record of its
+    size, with the note naming `tls.keylog_file`; no 3.x message is guessed."""
+    records = [(s, n + GCM_OVERHEAD + 5) for s, n in _app_records(tshark, cap(TLS))]
+    t = truth(TLS)
+    side = {t["link"]["addr_a"]: "a", t["link"]["addr_b"]: "b"}
+    recs = tshark.records(cap(TLS))
+    assert {(r["proto"], r["msg_type"], r["header_len"]) for r in recs} == {("fisco", "tls (encrypted)", "5")}
+    assert [(side[r["src"]], int(r["wire_len"])) for r in recs] == records
+    notes = [m for row in tshark.fields(cap(TLS), ["_ws.expert.message"], dfilter="p2pc.tls_no_keys")
+             for m in row[0].split("|") if "tls.keylog_file" in m]
+    assert len(notes) == len(records) > 40
+
+
+def test_tls_on_another_port_through_the_tls_heuristic(tshark, tmp_path):
+    """TLS on a port FISCO does not own (Decode As TLS): the decrypted 3.x handshake is found by
+    the `fisco_tls` heuristic and every message decodes; with the heuristic off, none."""
+    moved = ports_rewritten(cap(TLS), tmp_path / "moved.pcap", {30300: 40002})
+    how = [*_keyed(tshark), "-d", "tcp.port==40002,tls"]
+    assert [r["msg_type"] for r in tshark.records(moved, extra=how)] == [m["msg_type"] for m in truth(TLS)["messages"]]
+    assert tshark.records(moved, extra=[*how, "--disable-heuristic", "fisco_tls"]) == []

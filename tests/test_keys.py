@@ -62,8 +62,12 @@ def peers(helper):
     return get
 
 
+# This checkout's analyzer, which finds this checkout's helper (the venv's p2pc may be another's).
+ENV = dict(os.environ, PYTHONPATH=str(REPO / "analyzer"))
+
+
 def p2pc(*args: str, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "p2pc", *args], stderr=subprocess.PIPE, text=True, **kw)
+    return subprocess.Popen([sys.executable, "-m", "p2pc", *args], stderr=subprocess.PIPE, text=True, env=ENV, **kw)
 
 
 def attached(proc: subprocess.Popen, pid: int) -> list[str]:
@@ -192,7 +196,8 @@ def test_it_says_what_it_probed_and_why_it_stopped(cell):
 
 # ---- what it cannot do, in one line ----
 def keys_error(*args: str) -> tuple[int, list[str]]:
-    res = subprocess.run([sys.executable, "-m", "p2pc", "keys", *args], capture_output=True, text=True, timeout=60)
+    res = subprocess.run([sys.executable, "-m", "p2pc", "keys", *args], capture_output=True, text=True, timeout=60,
+                         env=ENV)
     return res.returncode, res.stderr.splitlines()
 
 
@@ -349,3 +354,68 @@ def test_a_user_with_cap_bpf_and_cap_perfmon_reads_its_own_node(helper, peers):
         assert "not permitted" in res.stderr and "CAP_BPF and CAP_PERFMON" in res.stderr, res.stderr
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest.mark.parametrize("uprobes", ["auto", "single"])
+def test_an_unmodified_openssl_node_decodes_fisco3_over_tls(helper, tshark, tmp_path, uprobes):
+    """FISCO 3.x over TLS 1.2 between two unmodified Python ssl peers (captures/gen/fisco3.py's
+    `fisco3-tls` session: OpenSSL, Debian 12's libssl3 linked dynamically, no key log on the
+    listener): p2pc keys attached to the running listener reads the connection's master secret at
+    SSL_read/SSL_write, the same line the dialer's own OpenSSL writes to its key log, and with it
+    every 3.x message of the capture decodes to the generator's truth, nothing left encrypted."""
+    from make_fisco import make_certs
+    from test_fisco3 import RECORD_FIELDS, truth
+    certs, cap = tmp_path / "certs", tmp_path / "fisco3-tls.pcapng"
+    certs.mkdir()
+    make_certs(certs)
+    keys, own = tmp_path / "listener.keys", tmp_path / "dialer-own.keys"
+    peer = [sys.executable, str(CAPTURES / "gen" / "fisco3.py"), "fisco3-tls"]
+    with EmulatedLink(delay_ms=5, rate_kbit=None, capture=cap) as link:
+        lp = link.popen("a", [*peer, "a", "0", "30300", "tls", str(certs), "-"], stdout=subprocess.PIPE, text=True)
+        assert lp.stdout.readline().strip() == "listening"
+        k = p2pc("keys", "--pid", str(lp.pid), "--output", str(keys), "--uprobes", uprobes)
+        lines = attached(k, lp.pid)
+        link.run("b", [*peer, "b", link.addr_a, "30300", "tls", str(certs), str(own)], timeout=120, check=True)
+        assert lp.wait(60) == 0
+        rest = k.stderr.read()
+        assert k.wait(10) == 0, rest
+    lines += rest.splitlines()
+    assert "OpenSSL 3.0.19" in lines[-3] and lines[-3].endswith(
+        f": probing SSL_read, SSL_read_ex, SSL_write, SSL_write_ex ({'one uprobe each' if uprobes == 'single' else 'multi-uprobe links'})"), lines
+    assert lines[-1] == f"p2pc keys: stopped (every process ended): 1 TLS and 0 Noise key lines written to {keys}"
+    got = keys.read_text().splitlines()
+    assert got == [l for l in own.read_text().splitlines() if l.startswith("CLIENT_RANDOM ")] and len(got) == 1
+    t = truth("fisco3-tls")
+    side = {t["link"]["addr_a"]: "a", t["link"]["addr_b"]: "b"}
+    keyed = ["-o", f"tls.keylog_file:{tshark.ws.readable(keys)}"]
+    recs = tshark.records(cap, extra=keyed)
+    assert [(side[r["src"]], r["proto"], *(r[f] for f in RECORD_FIELDS)) for r in recs] == \
+        [(m["side"], "fisco3", *(str(m[f]) for f in RECORD_FIELDS)) for m in t["messages"]]
+    assert not tshark.fields(cap, ["frame.number"], dfilter="p2pc.tls_no_keys", extra=keyed)
+
+
+def test_a_libssl_build_without_known_offsets_is_refused(helper, tmp_path):
+    """A process whose libssl is a build p2pc keys has no offsets for (here Debian's, its GNU
+    build ID changed, loaded through LD_LIBRARY_PATH) is refused in one line naming the library
+    and its build ID: nothing is read at a guessed offset."""
+    import ssl  # noqa: F401  (maps this interpreter's libssl, to copy it)
+    lib = next(Path(line.split()[-1]) for line in Path("/proc/self/maps").read_text().splitlines()
+               if line.split()[-1].rsplit("/", 1)[-1].startswith("libssl.so"))
+    data = bytearray(lib.read_bytes())
+    note = bytes.fromhex("04000000" "14000000" "03000000") + b"GNU\0"   # the GNU build ID note, 20 bytes
+    at = data.find(note) + len(note)
+    assert data.count(note) == 1
+    data[at] ^= 0xFF
+    (tmp_path / lib.name).write_bytes(data)
+    with subprocess.Popen([sys.executable, "-c", "import ssl, time; print('up', flush=True); time.sleep(60)"],
+                          env=dict(os.environ, LD_LIBRARY_PATH=str(tmp_path)), stdout=subprocess.PIPE, text=True) as p:
+        try:
+            assert p.stdout.readline() == "up\n"
+            code, lines = keys_error("--pid", str(p.pid), "--output", str(tmp_path / "k"))
+        finally:
+            p.kill()
+    assert code == 16 and lines == [
+        f"p2pc keys: pid {p.pid} ({os.path.realpath(sys.executable)}): its libssl {tmp_path / lib.name} (build ID "
+        f"{data[at:at + 20].hex()}) is not a build whose struct offsets p2pc keys knows: none is read at a guessed "
+        "offset (docs/libp2p-decryption.md, \"FISCO BCOS\")"], lines
+    assert not (tmp_path / "k").exists()

@@ -410,15 +410,21 @@ def sessions() -> dict:
 
 
 # ---- the peer ----
-def tls_context(side: str, certdir: Path, keylog: Path | None) -> ssl.SSLContext:
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT if side == "a" else ssl.PROTOCOL_TLS_SERVER)
+def tls_context(side: str, server: bool, certdir: Path, keylog: Path | None, fisco2: bool = True) -> ssl.SSLContext:
+    """Node `side`'s TLS 1.2 context with mutual certificates on secp256k1, as FISCO nodes run it.
+    2.x also pins ECDHE-ECDSA AES-GCM; 3.x's gateway keeps OpenSSL's cipher list (bcos-boostssl
+    context/ContextBuilder.cpp: a boost `context::tlsv12`, verify_peer | verify_fail_if_no_peer_cert,
+    no cipher list).  The group is secp256k1 for both: stock OpenSSL 3 offers no group an ECDSA
+    certificate on secp256k1 can sign with (no shared cipher)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER if server else ssl.PROTOCOL_TLS_CLIENT)
     ctx.minimum_version = ctx.maximum_version = ssl.TLSVersion.TLSv1_2
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_REQUIRED   # mutual certificates, as FISCO nodes use
     ctx.load_verify_locations(certdir / "ca.crt")
     ctx.load_cert_chain(certdir / f"node{side}.crt", certdir / f"node{side}.key")
-    ctx.set_ciphers("ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384")
-    ctx.set_ecdh_curve("secp256k1")       # FISCO 2.x's non-SM curve
+    if fisco2:
+        ctx.set_ciphers("ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384")
+    ctx.set_ecdh_curve("secp256k1")       # FISCO's non-SM curve
     if keylog:
         ctx.keylog_filename = str(keylog)
     return ctx
@@ -435,7 +441,7 @@ def peer(name: str, side: str, host: str, port: int, certdir: str | None, keylog
     else:
         sock = connect_retry(host, port)
     if certdir:
-        ctx = tls_context(side, Path(certdir), Path(keylog) if keylog and side == "a" else None)
+        ctx = tls_context(side, side == "b", Path(certdir), Path(keylog) if keylog and side == "a" else None)
         sock = ctx.wrap_socket(sock, server_side=(side == "b"))
     hlen = 12 if rc1 else 16
     for m in msgs:

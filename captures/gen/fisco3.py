@@ -29,7 +29,15 @@ Wire format (FISCO-BCOS v3.16.4; docs/fisco.md), all big-endian:
   coroutine path: a fresh V0 message, Ext = the node type, never compressed, sent through
   Session::fastSendMessage).
 
+Over TLS (`fisco3-tls`), as production gateways run (bcos-boostssl ContextBuilder.cpp: TLS 1.2,
+mutual certificates, OpenSSL's defaults otherwise; the SM variant, TASSL/Tongsuo's NTLS, is not
+made here: docs/libp2p-decryption.md), with Python's ssl (OpenSSL) writing the NSS key log
+(`SSLContext.keylog_filename`).  There node a listens and speaks first, and the writes vary in
+size (`write_plan`): several messages in one write, one message cut into three writes (its
+header split), and messages over TLS's 16 KiB record, which OpenSSL cuts.
+
     python3 fisco3.py SESSION a|b HOST PORT [hold]   (hold: a connects, then waits for a line on stdin)
+    python3 fisco3.py SESSION a|b HOST PORT tls CERTDIR KEYLOG|-   (a listens, b dials)
 """
 from __future__ import annotations
 
@@ -39,10 +47,12 @@ import socket
 import struct
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import zstandard
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+from fisco import tls_context
 from peerio import connect_retry, recv_exact
 
 HEADER = struct.Struct(">IHHIH")
@@ -265,7 +275,12 @@ def sessions() -> dict[str, dict]:
                           "desc": "a v3.16.4 gateway and one that stops at V1: negotiated V1, raw P2P IDs "
                                   "(128 hex characters), no compression"},
             "fisco3-v3": {"compress": True, "max": (3, 3), "pbft": True,
-                          "desc": "two v3.16.4 gateways: negotiated V3, short P2P IDs (32-byte SM3), zstd"}}
+                          "desc": "two v3.16.4 gateways: negotiated V3, short P2P IDs (32-byte SM3), zstd"},
+            "fisco3-tls": {"compress": True, "max": (3, 3), "pbft": True, "tls": True,
+                           "desc": "fisco3-v3's session inside TLS 1.2 (mutual secp256k1 certificates, OpenSSL's "
+                                   "defaults as the gateway's boost tlsv12 context), node a listening and speaking "
+                                   "first, writes of varied size; key log fisco3-tls.keys (Python ssl's "
+                                   "keylog_filename)"}}
 
 
 # ---- a multi-node layout: four nodes on one host, as build_chain.sh lays them out ----
@@ -321,17 +336,67 @@ def wire_messages(name: str) -> list[tuple[Msg, bytes, int, bytes]]:
             for m in msgs]
 
 
+def write_plan(msgs: list[tuple[Msg, bytes, int, bytes]], side: str) -> list[tuple[int, list[bytes]]]:
+    """The writes of side's messages, each after the peer's messages before it are read: (index of
+    the message the write ends with, the writes).  Past the handshakes (each sent whole: the
+    connection's first bytes say its version), every third message of a run goes out with the
+    next one in one write and every third after that in three writes, its header cut after 7
+    bytes."""
+    plan, pending = [], b""
+    for i, (m, wire, _, _) in enumerate(msgs):
+        if m.side != side:
+            continue
+        pending += wire
+        joined = i + 1 < len(msgs) and msgs[i + 1][0].side == side and m.ptype != HANDSHAKE
+        if joined and i % 3 == 2:
+            continue
+        if m.ptype != HANDSHAKE and i % 3 == 1 and len(pending) > 14:
+            plan.append((i, [pending[:7], pending[7:len(pending) // 2], pending[len(pending) // 2:]]))
+        else:
+            plan.append((i, [pending]))
+        pending = b""
+    return plan
+
+
+def accept_one(port: int) -> socket.socket:
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("0.0.0.0", port))
+    srv.listen(1)
+    print("listening", flush=True)     # a layout's dialer starts now: no refused SYN first
+    sock, (_, peer_port) = srv.accept()
+    # The port is free for the next session a layout node accepts; say whose this one is.
+    srv.close()
+    print(f"accepted {peer_port}", flush=True)
+    return sock
+
+
+def peer_tls(name: str, side: str, host: str, port: int, certdir: Path, keylog: Path | None) -> None:
+    """A TLS session: a listens (the TLS server), b dials; both read until the other has closed."""
+    sock = accept_one(port) if side == "a" else connect_retry(host, port)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock = tls_context(side, side == "a", certdir, keylog, fisco2=False).wrap_socket(sock, server_side=side == "a")
+    msgs = wire_messages(name)
+    read = 0
+    for upto, writes in write_plan(msgs, side):
+        for m, wire, _, _ in msgs[read:upto]:
+            if m.side != side:
+                length = HEADER.unpack(recv_exact(sock, HEADER.size))[0]
+                recv_exact(sock, length - HEADER.size)
+        read = upto + 1
+        for w in writes:
+            sock.sendall(w)
+    for m, _, _, _ in msgs[read:]:
+        if m.side != side:
+            length = HEADER.unpack(recv_exact(sock, HEADER.size))[0]
+            recv_exact(sock, length - HEADER.size)
+    sock = sock.unwrap()                # close_notify both ways, then FIN
+    sock.close()
+
+
 def peer(name: str, side: str, host: str, port: int, hold: bool = False) -> None:
     if side == "b":
-        srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        srv.bind(("0.0.0.0", port))
-        srv.listen(1)
-        print("listening", flush=True)     # a layout's dialer starts now: no refused SYN first
-        sock, (_, peer_port) = srv.accept()
-        # The port is free for the next session a layout node accepts; say whose this one is.
-        srv.close()
-        print(f"accepted {peer_port}", flush=True)
+        sock = accept_one(port)
     else:
         sock = connect_retry(host, port)
         if hold:    # a layout's sessions start together, once every node has connected
@@ -350,4 +415,8 @@ def peer(name: str, side: str, host: str, port: int, hold: bool = False) -> None
 
 
 if __name__ == "__main__":
-    peer(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:] == ["hold"])
+    if sys.argv[5:6] == ["tls"]:
+        peer_tls(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), Path(sys.argv[6]),
+                 None if sys.argv[7] == "-" else Path(sys.argv[7]))
+    else:
+        peer(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:] == ["hold"])

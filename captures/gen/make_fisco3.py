@@ -6,19 +6,25 @@ way, 20 Mbit/s), port 30300 (3.x's default P2P port, as 2.x's): at V2 with enabl
 and off, and a session negotiated at each other version (V0, V1, V3) with compression on.
 `fisco3-layout`: four nodes on one host, on the ports build_chain.sh gives them (30300-30303),
 their six sessions at once over the same link (fisco3.py, "a multi-node layout").
+`fisco3-tls`: fisco3-v3's session inside TLS 1.2 with mutual certificates (made with openssl as
+make_fisco.py makes them), node a listening; the listener's key log beside the capture as
+fisco3-tls.keys (not embedded: p2pc reads it as an operator's key log, `tls.keylog_file`).
 Needs root:  sudo python3 captures/gen/make_fisco3.py [SESSION|fisco3-layout ...]
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import fisco3  # noqa: E402
+from make_fisco import make_certs  # noqa: E402
 from netem import EmulatedLink  # noqa: E402
 
 OUT = HERE.parent / "fisco"
@@ -45,20 +51,50 @@ def truth_messages(name: str) -> list[dict]:
     return out
 
 
+def run_pair(name: str, link: EmulatedLink) -> None:
+    """Plaintext: B listens, A dials."""
+    b = link.popen("b", [sys.executable, str(HERE / "fisco3.py"), name, "b", "0", str(PORT)],
+                   stdout=subprocess.DEVNULL)
+    link.run("a", [sys.executable, str(HERE / "fisco3.py"), name, "a", link.addr_b, str(PORT)], timeout=120)
+    if b.wait(60) != 0:
+        raise RuntimeError(f"{name}: peer B exited {b.returncode}")
+
+
+def run_tls_pair(name: str, link: EmulatedLink, certdir: Path, keylog: Path) -> None:
+    """TLS: A listens and writes the key log (the node an operator audits), B dials."""
+    a = link.popen("a", [sys.executable, str(HERE / "fisco3.py"), name, "a", "0", str(PORT), "tls", str(certdir),
+                         str(keylog)], stdout=subprocess.DEVNULL)
+    link.run("b", [sys.executable, str(HERE / "fisco3.py"), name, "b", link.addr_a, str(PORT), "tls", str(certdir),
+                   "-"], timeout=120)
+    if a.wait(60) != 0:
+        raise RuntimeError(f"{name}: peer A exited {a.returncode}")
+
+
 def make(name: str, spec: dict) -> None:
     cap = OUT / f"{name}.pcapng"
-    with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
-        b = link.popen("b", [sys.executable, str(HERE / "fisco3.py"), name, "b", "0", str(PORT)],
-                       stdout=subprocess.DEVNULL)
-        link.run("a", [sys.executable, str(HERE / "fisco3.py"), name, "a", link.addr_b, str(PORT)], timeout=120)
-        if b.wait(60) != 0:
-            raise RuntimeError(f"{name}: peer B exited {b.returncode}")
+    tls = spec.get("tls", False)
+    with tempfile.TemporaryDirectory() as tmp, \
+            EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
+        if tls:
+            make_certs(Path(tmp))
+            run_tls_pair(name, link, Path(tmp), Path(tmp) / "keys.txt")
+            shutil.copyfile(Path(tmp) / "keys.txt", OUT / f"{name}.keys")
+        else:
+            run_pair(name, link)
     out = truth_messages(name)
+    negotiated = min(spec["max"])
+    listener = {"port_a": PORT} if tls else {"port_b": PORT}
     truth = {"capture": cap.name, "description": spec["desc"],
              "link": {"delay_ms_each_way": DELAY_MS, "rate_kbit": RATE_KBIT, "mtu": 1500,
-                      "addr_a": EmulatedLink.addr_a, "addr_b": EmulatedLink.addr_b, "port_b": PORT},
+                      "addr_a": EmulatedLink.addr_a, "addr_b": EmulatedLink.addr_b, **listener},
              "compress": spec["compress"], "threshold": fisco3.THRESHOLD,
              "max_version": dict(zip("ab", spec["max"])), "negotiated_version": negotiated, "messages": out}
+    if tls:
+        truth["keys"] = f"{name}.keys"      # node a's (the listener's) key log, as OpenSSL wrote it
+        truth["tls"] = {"version": "TLS 1.2",
+                        "writes": {s: [{"ends_with": i, "sizes": [len(w) for w in ws]}
+                                       for i, ws in fisco3.write_plan(fisco3.wire_messages(name), s)]
+                                   for s in "ab"}}
     (OUT / f"{name}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
     print(f"{cap.name}: {cap.stat().st_size} bytes")
 

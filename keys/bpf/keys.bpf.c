@@ -2,6 +2,9 @@
  * Entry uprobes on an unmodified Go program that read the session keys its libp2p connections
  * make, as they are made (docs/libp2p-decryption.md, "Keys from a running node").
  *
+ * Also OpenSSL's libssl, dynamically linked into any program (openssl_keys below): C passes its
+ * first argument in a register too (rdi on amd64, x0 on arm64).
+ *
  * Go passes arguments in registers (the internal ABI, Go 1.17+ on amd64 and arm64: AX, BX, CX,
  * DI, SI, R8, R9, R10, R11 on amd64; R0-R15 on arm64), a string as (pointer, length) and a slice
  * as (pointer, length, capacity).  Only entry probes: a return probe rewrites the return address
@@ -22,6 +25,7 @@
 #define GO_ARG5(r) ((r)->rsi)
 #define GO_ARG7(r) ((r)->r9)
 #define GO_ARG8(r) ((r)->r10)
+#define C_ARG1(r) ((r)->rdi)
 #elif defined(__TARGET_ARCH_arm64)
 #define GO_REG(r, n) (((const struct user_pt_regs *)(r))->regs[n])
 #define GO_ARG1(r) GO_REG(r, 0)
@@ -31,6 +35,7 @@
 #define GO_ARG5(r) GO_REG(r, 4)
 #define GO_ARG7(r) GO_REG(r, 6)
 #define GO_ARG8(r) GO_REG(r, 7)
+#define C_ARG1(r) GO_REG(r, 0)
 #else
 #error "Go's register ABI is mapped for amd64 and arm64 only"
 #endif
@@ -41,6 +46,9 @@
 #define RANDOM_LEN 32  /* a TLS client random */
 #define SECRET_MAX 64  /* TLS 1.3 secrets: 32 (SHA-256) or 48 (SHA-384) bytes, TLS 1.2's 48 */
 #define NOISE_KEY_LEN 32 /* an X25519 private key */
+#define MASTER_KEY_LEN 48 /* a TLS 1.0-1.2 master secret (RFC 5246 8.1) */
+#define TLS1_VERSION 0x0301
+#define TLS1_2_VERSION 0x0303
 
 enum key_kind { KIND_TLS = 1, KIND_NOISE = 2 };
 
@@ -152,6 +160,57 @@ static __always_inline int noise_keys(struct pt_regs *ctx)
 			bpf_probe_read_user(ev->second, NOISE_KEY_LEN, (void *)e.ptr));
 }
 
+/* The OpenSSL sessions already sent, by SSL object, its session and the head of its client random:
+ * a connection's every SSL_read and SSL_write would send its key again. */
+struct openssl_seen {
+	__u64 ssl;
+	__u64 session;
+	__u64 random_head;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct openssl_seen);
+	__type(value, __u8);
+} openssl_sent SEC(".maps");
+
+/* OpenSSL's SSL_read, SSL_read_ex, SSL_write and SSL_write_ex (libssl's exported functions; the
+ * SSL object is argument 1), called on a connection once its handshake is done: a TLS 1.0-1.2
+ * connection's client random (SSL.s3.client_random) and master secret (SSL.session->master_key,
+ * master_key_length 48) make an NSS CLIENT_RANDOM line.  TLS 1.3 connections (SSL.version
+ * 0x0304) send nothing: their traffic secrets have no accessor to read their offsets from.  The
+ * attach cookie gives the library's offsets (keys/openssl.go, read from its own accessors): bits
+ * 48-63 SSL.version, 32-47 SSL.s3.client_random, 16-31 SSL.session, 8-15
+ * SSL_SESSION.master_key_length, 0-7 SSL_SESSION.master_key. */
+static __always_inline int openssl_keys(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u64 ssl = C_ARG1(ctx), mk_len = 0;
+	struct openssl_seen seen = { .ssl = ssl };
+	__s32 version = 0;
+	__u8 one = 1;
+
+	if (bpf_probe_read_user(&version, sizeof(version), (void *)(ssl + (cookie >> 48))) ||
+	    version < TLS1_VERSION || version > TLS1_2_VERSION ||
+	    bpf_probe_read_user(&seen.session, sizeof(seen.session), (void *)(ssl + ((cookie >> 16) & 0xffff))) ||
+	    !seen.session ||
+	    bpf_probe_read_user(&mk_len, sizeof(mk_len), (void *)(seen.session + ((cookie >> 8) & 0xff))) ||
+	    mk_len != MASTER_KEY_LEN ||
+	    bpf_probe_read_user(&seen.random_head, sizeof(seen.random_head), (void *)(ssl + ((cookie >> 32) & 0xffff))) ||
+	    bpf_map_lookup_elem(&openssl_sent, &seen))
+		return 0;
+	struct key_event *e = reserve(KIND_TLS, RANDOM_LEN, MASTER_KEY_LEN);
+	if (!e)
+		return 0;
+	e->label_len = sizeof("CLIENT_RANDOM") - 1;
+	__builtin_memcpy(e->label, "CLIENT_RANDOM", sizeof("CLIENT_RANDOM") - 1);
+	if (bpf_probe_read_user(e->first, RANDOM_LEN, (void *)(ssl + ((cookie >> 32) & 0xffff))) ||
+	    bpf_probe_read_user(e->second, MASTER_KEY_LEN, (void *)(seen.session + (cookie & 0xff))))
+		return send(e, 1);
+	bpf_map_update_elem(&openssl_sent, &seen, &one, BPF_ANY);
+	return send(e, 0);
+}
+
 /* Each probe twice: a multi-uprobe link (Linux 6.6+, CAP_BPF and CAP_PERFMON are enough) and a
  * per-probe perf event (older kernels, CAP_SYS_ADMIN).  p2pc keys loads one of the two. */
 SEC("uprobe.multi")
@@ -162,5 +221,10 @@ SEC("uprobe.multi")
 int multi_noise_keys(struct pt_regs *ctx) { return noise_keys(ctx); }
 SEC("uprobe")
 int single_noise_keys(struct pt_regs *ctx) { return noise_keys(ctx); }
+
+SEC("uprobe.multi")
+int multi_openssl_keys(struct pt_regs *ctx) { return openssl_keys(ctx); }
+SEC("uprobe")
+int single_openssl_keys(struct pt_regs *ctx) { return openssl_keys(ctx); }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -21,4 +21,8 @@ gboolean fisco3_handshake_at(tvbuff_t *tvb, guint offset);
  * TCP's own level: call_dissector() would take away TCP's reassembly for that frame. */
 int dissect_fisco3(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data);
 
+/* Data Wireshark's TLS decrypted on a connection whose first message is 3.x's (the 2.x TLS
+ * entry decides, as on TCP): whole messages reassembled across TLS records. */
+int dissect_fisco3_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data);
+
 #endif /* P2PC_FISCO3_H */

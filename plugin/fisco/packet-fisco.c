@@ -24,7 +24,8 @@
  * Real nodes speak it inside TLS 1.2 with mutual certificates; the TLS dissector hands
  * decrypted data back here (tls.port and a tls heuristic), so a capture with a key log
  * decodes the same as plaintext.  Without one, each application_data record is counted as
- * `tls (encrypted)`.
+ * `tls (encrypted)`.  3.x gateways run TLS 1.2 the same way: their decrypted data is handed to
+ * the 3.x dissector (dissect_fisco3_tls()) when its first message is 3.x's.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -159,6 +160,7 @@ typedef struct {
     guint header_len;               /* 0 until the first header is seen, then 16 or 12 */
     gboolean plaintext;             /* FISCO headers seen directly on TCP: never hand it to TLS */
     gboolean tls;                   /* TLS on the connection: each record goes to TLS */
+    gboolean tls_v3;                /* its decrypted data is 3.x's: handed to fisco3 */
     /* Whose the connection is, by frame number (so every pass agrees): FISCO's from claimed_at
      * (0: not yet) until let_go_at (0: never).  One the heuristic claimed is let go at the first
      * message that does not parse; one a FISCO port gave, when its first bytes are not FISCO. */
@@ -989,6 +991,15 @@ fisco_claimed(tvbuff_t *tvb, packet_info *pinfo, fisco_conv_t *fc)
     return fc->claimed_at && pinfo->num >= fc->claimed_at && !(fc->let_go_at && pinfo->num >= fc->let_go_at);
 }
 
+/* A connection whose first message is a 3.x handshake, or a 3.x gateway header that no 2.x header
+ * reading fits (a Version of V1 to V3), is 3.x's for good: in plaintext and decrypted alike. */
+static gboolean
+first_message_is_3x(tvbuff_t *tvb)
+{
+    return fisco3_handle &&
+           (fisco3_handshake_at(tvb, 0) || (!plausible_on_port(tvb, 0) && fisco3_plausible(tvb, 0)));
+}
+
 /* A TLS record on the P2P port: Wireshark's TLS decrypts it and brings the data back through
  * fisco_tls_handle.  An application_data record it does not decrypt (no key: TLS adds a tab
  * for every record it decrypts) is counted as it is, its 5-byte header as header bytes, with
@@ -1048,10 +1059,7 @@ dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
                          dissect_fisco_tls_record, data);
         return tvb_captured_length(tvb);
     }
-    /* A connection whose first message is a 3.x handshake, or a 3.x gateway header that no
-     * 2.x header reading fits (a Version of V1 to V3), is 3.x's for good. */
-    if (!fc->header_len && !fc->plaintext && !PINFO_FD_VISITED(pinfo) && fisco3_handle &&
-        (fisco3_handshake_at(tvb, 0) || (!plausible_on_port(tvb, 0) && fisco3_plausible(tvb, 0)))) {
+    if (!fc->header_len && !fc->plaintext && !PINFO_FD_VISITED(pinfo) && first_message_is_3x(tvb)) {
         conversation_set_dissector(find_or_create_conversation(pinfo), fisco3_handle);
         return dissect_fisco3(tvb, pinfo, tree, data);
     }
@@ -1066,10 +1074,17 @@ dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
     return tvb_captured_length(tvb);
 }
 
+/* Decrypted TLS data: 3.x's when its first message is (first_message_is_3x()), as on TCP. */
 static int
 dissect_fisco_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
+    fisco_conv_t *fc = fisco_get_conv(pinfo);
+
     p2pc_retrans_watch(pinfo);
+    if (!fc->header_len && !fc->tls_v3 && !PINFO_FD_VISITED(pinfo) && first_message_is_3x(tvb))
+        fc->tls_v3 = TRUE;
+    if (fc->tls_v3)
+        return dissect_fisco3_tls(tvb, pinfo, tree, data);
     fisco_columns(pinfo);
     tcp_dissect_pdus(tvb, pinfo, tree, TRUE, fisco_framing.fixed_len, get_fisco_pdu_len, dissect_fisco_pdu, data);
     return tvb_captured_length(tvb);
@@ -1103,9 +1118,9 @@ dissect_fisco_heur_tcp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void
 }
 
 /* Decrypted TLS data on another port.  TLS asks its heuristics again for every record, so the
- * connection's first records decide (whole messages that parse, as on TCP), and from the frame
- * where they did, every record is FISCO's: a record may hold a lone header-only message, or
- * the middle of a long one. */
+ * connection's first records decide (whole 2.x messages that parse or a whole 3.x handshake, as
+ * on TCP), and from the frame where they did, every record is FISCO's: a record may hold a lone
+ * header-only message, or the middle of a long one. */
 static p2pc_bool_t
 dissect_fisco_heur_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
@@ -1113,7 +1128,8 @@ dissect_fisco_heur_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void
     const fisco_conv_t *known = pc ? (const fisco_conv_t *)p2pc_conn_slot(pc, P2PC_SLOT_FISCO) : NULL;
     fisco_conv_t *fc;
 
-    if (!(known && known->claimed_at && pinfo->num >= known->claimed_at) && !heur_segment(tvb, pinfo))
+    if (!(known && known->claimed_at && pinfo->num >= known->claimed_at) &&
+        !(heur_segment(tvb, pinfo) || fisco3_handshake_at(tvb, 0)))
         return FALSE;
     fc = fisco_get_conv(pinfo);
     if (!PINFO_FD_VISITED(pinfo) && !fc->claimed_at)

@@ -31,7 +31,8 @@
  * P2PMessageV2::decodeHeader does): heartbeats and PBFT broadcasts (Gateway::broadcastMessage)
  * stay at V0 on any session.
  * Both generations use port 30300: packet-fisco.c hands a connection whose first message is a
- * 3.x header here (fisco3_plausible()).
+ * 3.x header here (fisco3_plausible()), in plaintext and, decrypted by Wireshark's TLS, over TLS
+ * (dissect_fisco3_tls()).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -763,6 +764,16 @@ dissect_fisco3(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
     at = p2pc_holes_enter(tvb, pinfo, tree, data, &fisco3_framing);
     p2pc_holes_dissect_pdus(tvb, at, pinfo, tree, data, &fisco3_framing);
     p2pc_holes_leave(tvb, pinfo, data);
+    return tvb_captured_length(tvb);
+}
+
+int
+dissect_fisco3_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    col_set_str(pinfo->cinfo, COL_PROTOCOL, "FISCO3");
+    col_clear(pinfo->cinfo, COL_INFO);
+    /* TLS reassembles its decrypted data as TCP does: whole messages, several per record. */
+    tcp_dissect_pdus(tvb, pinfo, tree, TRUE, FISCO3_HEADER_LEN, get_fisco3_pdu_len, dissect_fisco3_pdu, data);
     return tvb_captured_length(tvb);
 }
 
