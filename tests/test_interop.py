@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 
 import pytest
 
@@ -86,6 +85,24 @@ def test_one_pass_equals_two(tshark, name):
     assert tshark.records(cap, extra=extra) == tshark.records(cap, two_pass=True, extra=extra)
 
 
+# The fields the tests below read frame by frame, read once a cell: one tshark run, which the
+# session's memory answers for every test after the first (a display filter a test needs is
+# applied here in Python: a layer's presence is its name in frame.protocols).
+FRAME_FIELDS = ["ip.src", "tcp.len", "frame.protocols", "yamux.flags.syn", "mplex.flag", "multistream.message",
+                "libp2p_noise.early_muxer", "tls.handshake.type", "tls.handshake.extensions_alpn_str"]
+
+
+def cell_frames(tshark, name: str) -> list[dict]:
+    """Every frame of the cell (keys given, if it has them), as FRAME_FIELDS; a field that
+    occurs more than once in a frame has its values joined with '|'."""
+    rows = tshark.fields(INTEROP / f"{name}.pcapng", FRAME_FIELDS, extra=keys(tshark, name))
+    return [dict(zip(FRAME_FIELDS, r)) for r in rows]
+
+
+def has(frame: dict, proto: str) -> bool:
+    return proto in frame["frame.protocols"].split(":")
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_no_role_unknown_nor_undecoded(tshark, name):
     rows = tshark.fields(INTEROP / f"{name}.pcapng", ["frame.number"],
@@ -116,7 +133,7 @@ def test_who_speaks_first(tshark, name):
     same either way (test_every_message_decodes_to_its_truth: requests are the dialer's)."""
     t = truth(name)
     dialer, listener = dialer_listener(t)
-    first = tshark.fields(INTEROP / f"{name}.pcapng", ["ip.src"], dfilter="tcp.len > 0")[0][0]
+    first = next(f["ip.src"] for f in cell_frames(tshark, name) if int(f["tcp.len"] or 0) > 0)
     assert first == {"dialer": dialer, "listener": listener}[first_speaker(t)]
 
 
@@ -125,9 +142,9 @@ def test_both_sides_open_streams(tshark, name):
     """In every TCP cell each peer opens muxed streams of its own (identify, and gossip where the
     cell gossips): a yamux SYN or an mplex NewStream from the dialer and from the listener."""
     t = truth(name)
-    rows = tshark.fields(INTEROP / f"{name}.pcapng", ["ip.src"], dfilter="yamux.flags.syn == 1 || mplex.flag == 0",
-                         extra=keys(tshark, name))
-    assert {src for src, in rows} == set(dialer_listener(t))
+    opening = [f["ip.src"] for f in cell_frames(tshark, name)
+               if "1" in f["yamux.flags.syn"].split("|") or "0" in f["mplex.flag"].split("|")]
+    assert set(opening) == set(dialer_listener(t))
 
 
 def test_every_pair_is_captured_in_each_order_its_listener_allows():
@@ -154,8 +171,6 @@ def test_the_muxer_is_the_one_the_peers_used(tshark, name):
     multistream-select never names it (Noise: libp2p_noise.early_muxer names it; TLS: the ALPN
     the server chose), otherwise multistream-select negotiates it and nothing is agreed early."""
     t = truth(name)
-    extra = keys(tshark, name)
-    cap = INTEROP / f"{name}.pcapng"
     conns = [c for p in t["peers"].values() for c in p.get("connections", [])]
     reports = len([p for p in t["peers"].values() if "connections" in p])
     assert [(c["security"], c["muxer"]) for c in conns] == [(t["security"], t["muxer"])] * reports
@@ -164,18 +179,13 @@ def test_the_muxer_is_the_one_the_peers_used(tshark, name):
     # plaintext, whose exchange has no room for muxers.
     assert len(early) == 1 or t["security"] == "/plaintext/2.0.0"
     early = early.pop() if early else False
+    every = cell_frames(tshark, name)
     for muxer, proto in MUXERS.items():
-        frames = tshark.fields(cap, ["frame.number"], dfilter=proto, extra=extra)
-        assert bool(frames) == (muxer == t["muxer"])
-    # One run for three filters: each list keeps the frames its own filter matches (a frame with
-    # no multistream message adds an empty one, which names no muxer).
-    rows = tshark.fields(cap, ["multistream.message", "libp2p_noise.early_muxer", "tls.handshake.type",
-                               "tls.handshake.extensions_alpn_str"],
-                         dfilter="multistream || libp2p_noise.early_muxer || tls.handshake.type == 8", extra=extra)
-    ms = [m for r in rows for m in r[0].split("|")]
-    noise = [r[1] for r in rows if r[1]]
+        assert any(has(f, proto) for f in every) == (muxer == t["muxer"])
+    ms = [m for f in every for m in f["multistream.message"].split("|")]
+    noise = [f["libp2p_noise.early_muxer"] for f in every if f["libp2p_noise.early_muxer"]]
     # The ALPN the server chose, in its EncryptedExtensions (handshake type 8).
-    alpn = [r[3] for r in rows if "8" in r[2].split("|")]
+    alpn = [f["tls.handshake.extensions_alpn_str"] for f in every if "8" in f["tls.handshake.type"].split("|")]
     assert (t["muxer"] in ms) == (not early)
     if t["security"] == "/noise":
         assert noise == ([t["muxer"]] if early else [])
@@ -195,9 +205,7 @@ def test_quic_connections_say_so(tshark, name):
              for p in t["peers"].values() if "connections" in p}
     want = {"go-libp2p": [("quic-v1", "", "")], "js-libp2p": [("quic-v1", "native", "quic")]}
     assert conns == {stack: want[stack] for stack in conns}
-    cap = INTEROP / f"{name}.pcapng"
-    for proto in MUXERS.values():
-        assert tshark.fields(cap, ["frame.number"], dfilter=proto, extra=keys(tshark, name)) == []
+    assert not any(has(f, proto) for f in cell_frames(tshark, name) for proto in MUXERS.values())
 
 
 # Whether each pair agrees the muxer inside the security handshake, from the stacks' sources:

@@ -1,9 +1,9 @@
 """`p2pc diff A B`: two implementations' messages side by side, to debug interop (issue #28).
 
 A side is a capture, optionally narrowed by a display filter (`--a`, `--b`): two captures of
-one workload, or two peers or connections of one capture.  Each side is read twice by tshark,
-the records tap (`-z p2pc,records`: lengths, codec, frame time) and the payloads tap (`-z
-p2pc,payloads`: the uncompressed payload, hashed here and not kept).  Messages are aligned by
+one workload, or two peers or connections of one capture.  Each side's messages come from one
+tshark pass running two taps: the records tap (`-z p2pc,records`: lengths, codec, frame time)
+and the payloads tap (`-z p2pc,payloads`: the uncompressed payload, hashed here and not kept).  Messages are aligned by
 protocol, message type and the SHA-256 of their uncompressed payload, in order of appearance
 when a side sends the same content more than once; a message without a payload (undecoded
 bytes) aligns by order within its type.  What is left over on either side is unmatched.
@@ -15,7 +15,7 @@ eth2), the time from the request to its first and last response chunk on that co
 
 For each TCP connection that carries a side's messages, the negotiation section reports how it
 was set up (negotiation.py: offers and answers, muxer, lazy multistream, early muxer, who spoke
-first, gossipsub version, signing), from a third tshark pass per side over the plugin's fields.
+first, gossipsub version, signing), from a second tshark pass per side over the plugin's fields.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 from . import negotiation
 from .errors import NoP2PTraffic
-from .records import Message, ReadResult, Violation, read_capture, read_payloads
+from .records import Message, ReadResult, Violation, read_records, start_capture
 from .report import SCHEMA
 from .tsharkopts import TsharkOptions
 from .wsenv import Wireshark
@@ -77,10 +77,12 @@ def read_side(ws: Wireshark, side: Side, opts: TsharkOptions) -> tuple[list[Sent
     side_opts = side.options(opts)
     msgs: list[Message] = []
     hits: list[Violation] = []
-    res = read_capture(ws, side.capture, msgs.append, lambda t: None, opts=side_opts,
-                       on_violation=hits.append)
-    digests = ((p.frame, p.proto, p.msg_type, hashlib.sha256(p.raw).hexdigest())
-               for p in read_payloads(ws, side.capture, side_opts, ReadResult()))
+    payloads: list[tuple] = []
+    res = read_records(start_capture(ws, side.capture, ["-z", side_opts.tap("payloads")], side_opts),
+                       side.capture, msgs.append, lambda t: None, on_violation=hits.append,
+                       on_payload=lambda p: payloads.append(
+                           (p.frame, p.proto, p.msg_type, hashlib.sha256(p.raw).hexdigest())))
+    digests = iter(payloads)
     nxt = next(digests, None)
     out = []
     for m in msgs:

@@ -575,16 +575,6 @@ def _tshark_lines(ws: Wireshark, capture: str | os.PathLike, args: list[str],
         raise _classify_failure(str(capture), stderr)
 
 
-def read_payloads(ws: Wireshark, capture: str | os.PathLike, opts: TsharkOptions | None = None,
-                  result: ReadResult | None = None) -> Iterator[Payload]:
-    """The Payload of every record that has one; `result` says whether the capture was cut
-    short (what was read is yielded)."""
-    opts = opts or TsharkOptions()
-    for line in _tshark_lines(ws, capture, ["-q", *opts.args, "-z", opts.tap("payloads")], result):
-        if line.startswith("P\t"):
-            yield parse_record(line)
-
-
 # Separates a field's occurrences in a frame (read_fields): no protocol ID or address has it.
 FIELD_AGGREGATOR = "\x1f"
 
