@@ -13,11 +13,17 @@ user and groups, and the real tshark's identity.  Anything else runs tshark itse
 standard input or a live capture, `-w`, Lua scripts given with -X (they may write), a file that
 changes while it is read, a run that ends by a signal or whose reader stops early.
 
+With P2PC_TSHARK_LOG=FILE each run also appends one JSON line to FILE: the test that ran it
+(pytest's PYTEST_CURRENT_TEST), how it was answered ("ran": remembered for next time, "memo":
+from the memory, "unremembered"), tshark's own CPU seconds and the arguments: where the suite's
+tshark time goes (tools/tshark-log.py sums it).
+
     P2PC_TSHARK_REAL=/usr/bin/tshark P2PC_TSHARK_MEMO=DIR tests/tshark_memo.py ARGS...
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import selectors
@@ -132,14 +138,31 @@ def run_and_remember(args: list[str], entry: Path) -> int:
     return rc if rc >= 0 else 128 - rc
 
 
+def log(args: list[str], how: str) -> None:
+    """One line to P2PC_TSHARK_LOG, if set (the module's docstring)."""
+    path = os.environ.get("P2PC_TSHARK_LOG")
+    if path:
+        usage = os.times()
+        line = json.dumps({"test": os.environ.get("PYTEST_CURRENT_TEST", ""), "how": how,
+                           "cpu": round(usage.children_user + usage.children_system, 3), "args": args})
+        with open(path, "a") as f:
+            f.write(line + "\n")
+
+
 def main(args: list[str]) -> int:
     if not remembered(args):
-        os.execv(REAL, [REAL, *args])
+        if not os.environ.get("P2PC_TSHARK_LOG"):
+            os.execv(REAL, [REAL, *args])
+        rc = subprocess.call([REAL, *args])
+        log(args, "unremembered")
+        return rc
     before = key(args)
     entry = MEMO / before
     if (entry / "rc").is_file():
+        log(args, "memo")
         return replay(entry)
     rc = run_and_remember(args, entry)
+    log(args, "ran")
     if entry.is_dir() and key(args) != before:      # an input changed while tshark read it
         for p in entry.iterdir():
             p.unlink()
