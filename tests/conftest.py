@@ -206,17 +206,23 @@ class Tshark:
                 row[i] = "|".join({"True": "1", "False": "0"}.get(v, v) for v in row[i].split("|"))
         return rows
 
+    def taps(self, capture, two_pass: bool = False, extra: list[str] | None = None) -> list[str]:
+        """The lines of the plugin's records and payloads taps (`-z p2pc,records -z p2pc,payloads`)
+        over the capture: one tshark run serves records() and payloads() alike (the session's
+        memory answers the second)."""
+        args = ["-n", "-q", "-r", self.ws.readable(capture), "-z", "p2pc,records", "-z", "p2pc,payloads",
+                *(extra or [])]
+        if two_pass:
+            args.append("-2")
+        return self.read(args).stdout.splitlines()
+
     def records(self, capture, two_pass: bool = False, extra: list[str] | None = None) -> list[dict]:
         """The plugin's `-z p2pc,records` message lines, read by the analyzer's own parser
         (p2pc.records.parse_record: its column count, numbers and unescaping), as dicts of the
         record's fields: the strings unescaped, the numbers as the dump prints them (the tests
         compare them as text)."""
-        args = ["-n", "-q", "-r", self.ws.readable(capture), "-z", "p2pc,records", *(extra or [])]
-        if two_pass:
-            args.append("-2")
-        out = self.read(args).stdout
         rows = []
-        for line in out.splitlines():
+        for line in self.taps(capture, two_pass, extra):
             if line.startswith("M\t"):
                 m = parse_record(line)
                 rows.append({f: v if isinstance(v, str) else col for f, v, col in
@@ -225,9 +231,7 @@ class Tshark:
 
     def payloads(self, capture, extra: list[str] | None = None) -> list[tuple[int, str, bytes]]:
         """(frame, msg_type, uncompressed payload) per record, from `-z p2pc,payloads`."""
-        out = self.read(["-n", "-q", "-r", self.ws.readable(capture), "-z", "p2pc,payloads",
-                         *(extra or [])]).stdout
-        payloads = [parse_record(line) for line in out.splitlines() if line.startswith("P\t")]
+        payloads = [parse_record(line) for line in self.taps(capture, extra=extra) if line.startswith("P\t")]
         return [(p.frame, p.msg_type, p.raw) for p in payloads]
 
     def expert(self, capture) -> list[str]:
