@@ -78,13 +78,14 @@ def keys_attached(proc: subprocess.Popen, pid: int) -> list[str]:
 
 
 def daemon_up(link: EmulatedLink, exe: Path, side: str, proc: subprocess.Popen) -> dict:
+    """The node's identity, once its daemon serves its API (it writes $IPFS_PATH/api then: an
+    ipfs command before that would run offline and take the repo's lock from the daemon)."""
     for _ in range(300):
         if proc.poll() is not None:
             raise SystemExit(f"node {side}'s daemon ended ({proc.returncode}): see {WORK / f'{side}.log'}")
-        try:
+        if (WORK / side / "api").exists():
             return ipfs_json(link, exe, side, "id")
-        except subprocess.CalledProcessError:
-            time.sleep(0.2)
+        time.sleep(0.2)
     raise SystemExit(f"node {side}'s daemon did not come up: see {WORK / f'{side}.log'}")
 
 
@@ -93,6 +94,7 @@ def run(exe: Path, name: str) -> None:
     cap = OUT / f"kubo-{name}.pcapng"
     keys = {"a": OUT / f"kubo-{name}.keys", "b": OUT / f"kubo-{name}.provider.keys"}
     shutil.rmtree(WORK, ignore_errors=True)
+    WORK.mkdir(parents=True)
     data = FILE.read_bytes()
     env = {side: dict(os.environ, IPFS_PATH=str(WORK / side)) for side in ("a", "b")}
     for side in ("a", "b"):
