@@ -37,11 +37,11 @@ def test_every_block_is_the_providers_and_every_one_crossed(tshark, run, side):
     """With one node's keys alone, every Bitswap block p2pc shows is one the provider holds: its
     data has the size and sha256 `ipfs block get` gave, its CID is its data hashed; the blocks
     B sent A are the DAG's blocks, as many as B's and A's `ipfs stats bitswap` count, with as
-    many data bytes."""
+    many data bytes; and as many Bitswap messages each way as each node's Bitswap received."""
     t = TRUTHS[run]
     truth = {b["cid"]: b for b in t["blocks"]}
-    shown = [(m["src"], data, cid) for m in decoded(tshark, cap(run), extra=keys(tshark, run, side))
-             for _, data, cid in m["block_data"]]
+    msgs = decoded(tshark, cap(run), extra=keys(tshark, run, side))
+    shown = [(m["src"], data, cid) for m in msgs for _, data, cid in m["block_data"]]
     for _, data, cid in shown:
         assert (len(data), hashlib.sha256(data).hexdigest()) == (truth[cid]["size"], truth[cid]["sha256"]), cid
         assert cid_string(0, 0x70, data) == cid       # kubo's default add: CIDv0 dag-pb
@@ -50,6 +50,9 @@ def test_every_block_is_the_providers_and_every_one_crossed(tshark, run, side):
     a, b = t["nodes"]["a"]["stats_bitswap"], t["nodes"]["b"]["stats_bitswap"]
     assert len(to_a) == a["BlocksReceived"] == b["BlocksSent"]
     assert sum(truth[c]["size"] for c in to_a) == a["DataReceived"] == b["DataSent"]
+    # Every Bitswap message each node's Bitswap received, each way.
+    assert sum(m["src"] == t["link"]["addr_b"] for m in msgs) == a["MessagesReceived"]
+    assert sum(m["src"] == t["link"]["addr_a"] for m in msgs) == b["MessagesReceived"]
     assert t["dag_stat"]["TotalSize"] == sum(b["size"] for b in t["blocks"])
 
 
