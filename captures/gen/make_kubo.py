@@ -31,7 +31,6 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -144,6 +143,7 @@ def run(exe: Path, name: str) -> None:
             said[side] += rest.splitlines()
     for path in keys.values():
         os.chmod(path, 0o644)
+    said = {side: [line.replace(f"{ROOT}/", "") for line in lines] for side, lines in said.items()}
     truth = {
         "capture": cap.name, "client": "kubo", "version": VERSION, "transport": name,
         "keys": {"fetcher": keys["a"].name, "provider": keys["b"].name},
