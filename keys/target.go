@@ -205,11 +205,50 @@ func functions(ef *elf.File) (*gosym.Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading .gopclntab: %v", err)
 	}
-	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text.Addr))
+	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, textStart(ef, pcln.Addr, text)))
 	if err != nil {
 		return nil, fmt.Errorf("reading .gopclntab: %v", err)
 	}
 	return tab, nil
+}
+
+// textStart is the address .gopclntab's function entries are offsets from: the symbol
+// runtime.text.  Go's linker puts it at the start of .text, but an external link (cgo: kubo,
+// Prysm) puts the C toolchain's code first, and Go 1.26's pcHeader no longer holds it.  Without
+// a symbol table (-s) it is the runtime's firstmoduledata.text: the word that points at
+// .gopclntab (moduledata.pcHeader) starts that struct, in .go.module since Go 1.26 and in
+// .noptrdata before, and its text field follows six slices, findfunctab, minpc and maxpc
+// (runtime/symtab.go, the same since Go 1.16).
+func textStart(ef *elf.File, pclntab uint64, text *elf.Section) uint64 {
+	if syms, err := ef.Symbols(); err == nil {
+		for _, s := range syms {
+			if s.Name == "runtime.text" {
+				return s.Value
+			}
+		}
+	}
+	const ptr = 8 // 64-bit targets only (amd64, arm64)
+	for _, name := range []string{".go.module", ".noptrdata"} {
+		sect := ef.Section(name)
+		if sect == nil {
+			continue
+		}
+		data, err := sect.Data()
+		if err != nil {
+			continue
+		}
+		word := func(i int) uint64 { return ef.ByteOrder.Uint64(data[i:]) }
+		for i := 0; i+24*ptr <= len(data); i += ptr {
+			if word(i) != pclntab {
+				continue
+			}
+			minpc, maxpc, start := word(i+20*ptr), word(i+21*ptr), word(i+22*ptr)
+			if start >= text.Addr && start <= minpc && minpc < maxpc && maxpc <= text.Addr+text.Size {
+				return start
+			}
+		}
+	}
+	return text.Addr
 }
 
 // locate finds function's entry and its file offset, and checks that something calls it: a

@@ -6,7 +6,8 @@ DWARF; release builds often add -trimpath too, which changes only the file names
 and would cost a second compile of everything here).
 
   v0.39.1          go.mod, the machine's Go (1.26); Noise and TLS (its quic-go v0.49.0 panics as
-                   a QUIC server under Go 1.26: captures/gen/make_eth2.py)
+                   a QUIC server under Go 1.26: captures/gen/make_eth2.py); also stripped and
+                   linked externally (-linkmode=external, gcc), as cgo programs are
   v0.51.0-go1.27   go.v0.51.mod (-tags nomplex: libp2p/nomplex.go), Go 1.27.3 from the module
                    proxy (GOTOOLCHAIN); Noise, TLS and QUIC
 
@@ -22,11 +23,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from golib import go_build  # noqa: E402
 
 STRIP = ("-ldflags=-s -w",)
+# Linked by the C toolchain, as a cgo program is (kubo, Prysm): C code comes before runtime.text,
+# which a stripped program names only in the runtime's module data (keys/target.go, textStart).
+CGO_STRIP = ("-ldflags=-s -w -linkmode=external",)
 V051 = dict(modfile="go.v0.51.mod", toolchain="go1.27.3")
 # name: (go_build's arguments, the securities its cells run)
 BUILDS = {
     "v0.39.1": (dict(), ("noise", "tls")),
     "v0.39.1-stripped": (dict(flags=STRIP), ("noise", "tls")),
+    "v0.39.1-cgo-stripped": (dict(flags=CGO_STRIP), ("noise", "tls")),
     "v0.51.0-go1.27": (dict(flags=("-tags=nomplex",), **V051), ("noise", "tls", "quic")),
     "v0.51.0-go1.27-stripped": (dict(flags=("-tags=nomplex", *STRIP), **V051), ("noise", "tls", "quic")),
 }
