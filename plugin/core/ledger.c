@@ -115,7 +115,7 @@ note_frame(p2pc_tcp_t *l, packet_info *pinfo)
 }
 
 p2pc_tcp_t *
-p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq, p2pc_claim_t who)
+p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq, p2pc_claim_t who, const char *proto)
 {
     p2pc_conn_t *c;
     p2pc_tcp_t *l;
@@ -135,6 +135,8 @@ p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq, p2pc_claim_t w
     }
     if (l->claim == P2PC_CLAIM_NONE)
         l->claim = who;
+    if (!l->proto)
+        l->proto = proto;
     else if (l->claim != who)
         return NULL;
     d = &l->dir[p2pc_ledger_dir(l, pinfo)];
@@ -170,6 +172,15 @@ p2pc_ledger_find(packet_info *pinfo)
     if (l)
         note_frame(l, pinfo);
     return l;
+}
+
+const char *
+p2pc_ledger_claimant(packet_info *pinfo)
+{
+    p2pc_conn_t *c = pinfo->ptype == PT_TCP ? p2pc_conn_find(pinfo) : NULL;
+    const p2pc_tcp_t *l = c ? (const p2pc_tcp_t *)p2pc_conn_slot(c, P2PC_SLOT_LEDGER) : NULL;
+
+    return l ? l->proto : NULL;
 }
 
 gboolean

@@ -25,6 +25,7 @@
 #include "core/retrans.h"
 #include "core/segment.h"
 #include "core/spec.h"
+#include "core/transport.h"
 #include "core/tree-room.h"
 
 void proto_register_p2pc(void);
@@ -43,6 +44,7 @@ proto_register_p2pc(void)
     p2pc_segment_register(proto);
     p2pc_ledger_register(proto);
     p2pc_holes_register(proto);
+    p2pc_transport_register(proto);
     p2pc_spec_register(proto);
     p2pc_gossip_register();
     p2pc_budget_register(proto);
