@@ -59,7 +59,7 @@ retransmitted(packet_info *pinfo)
 
 /* This frame's bytes by part, from its own headers; FALSE when they are not in it whole. */
 static gboolean
-frame_parts(packet_info *pinfo, guint64 *n)
+frame_parts(packet_info *pinfo, gboolean handed, guint64 *n)
 {
     p2pc_segment_t seg;
     guint32 len = pinfo->fd->pkt_len;
@@ -74,13 +74,13 @@ frame_parts(packet_info *pinfo, guint64 *n)
     n[LINK_IP] = len - seg.hdr_len - seg.len;
     n[TCP_FIXED] = TCP_FIXED_LEN;
     n[TCP_OPTIONS] = seg.hdr_len - TCP_FIXED_LEN;
-    if (retransmitted(pinfo))
+    if (!handed && retransmitted(pinfo))
         n[RETRANSMITTED] = seg.len;
     return TRUE;
 }
 
 static int
-dissect_transport(tvbuff_t *tvb _U_, packet_info *pinfo, proto_tree *tree _U_, void *data _U_)
+dissect_transport(tvbuff_t *tvb _U_, packet_info *pinfo, proto_tree *tree _U_, void *data)
 {
     conversation_t *conv = pinfo->ptype == PT_TCP ? find_conversation_pinfo(pinfo, 0) : NULL;
     conn_t *c = conv ? (conn_t *)conversation_get_proto_data(conv, proto_transport) : NULL;
@@ -99,7 +99,7 @@ dissect_transport(tvbuff_t *tvb _U_, packet_info *pinfo, proto_tree *tree _U_, v
         if (!c->proto && (c->proto = p2pc_ledger_claimant(pinfo)) != NULL)
             c->claimed_at = pinfo->num;
     }
-    if (!c || (PINFO_FD_VISITED(pinfo) && (!c->proto || pinfo->num < c->claimed_at)) || !frame_parts(pinfo, n))
+    if (!c || (PINFO_FD_VISITED(pinfo) && (!c->proto || pinfo->num < c->claimed_at)) || !frame_parts(pinfo, ((const p2pc_post_frame_t *)data)->handed, n))
         return 0;
     d = p2pc_conn_dir(&c->addr0, c->port0, pinfo);
     if (!c->proto) {
