@@ -117,6 +117,12 @@ p2pc_tcp_t *p2pc_ledger_find(packet_info *pinfo);
  * `proto`), NULL when none did; the frame is not noted in the ledger. */
 const char *p2pc_ledger_claimant(packet_info *pinfo);
 
+/* First pass, after a ledger noted this frame: the bytes of its segment the capture did not
+ * hold before (past the highest captured, or filling a hole not confirmed) and that the cursor
+ * has not passed: those the claimant accounts, whatever TCP's analysis calls the segment.  0
+ * if no ledger noted it. */
+guint32 p2pc_ledger_frame_fresh(packet_info *pinfo);
+
 /* The bytes of this frame's own TCP segment (segment.h) from pinfo's sender on `l`, which TCP
  * may have handed to no protocol: where they start in the frame, how many, and, once that
  * direction started, the ledger's sequence number of the first.  FALSE: the frame carries no

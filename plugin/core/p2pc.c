@@ -29,6 +29,7 @@
 #include "core/tree-room.h"
 
 void proto_register_p2pc(void);
+void proto_reg_handoff_p2pc(void);
 
 void
 proto_register_p2pc(void)
@@ -51,4 +52,11 @@ proto_register_p2pc(void)
     p2pc_msg_type_register(proto);
     p2pc_payload_register(proto);
     p2pc_tree_room_register(proto);
+}
+
+void
+proto_reg_handoff_p2pc(void)
+{
+    /* After every protocol registered its parts of the TCP layer's postdissector. */
+    p2pc_transport_handoff();
 }

@@ -11,11 +11,13 @@
 #include "core/transport.h"
 #include "core/budget.h"
 #include "core/conn.h"
+#include "core/frame-data.h"
 #include "core/ledger.h"
 #include "core/post.h"
 #include "core/segment.h"
 
 #include <epan/conversation.h>
+#include <epan/proto_data.h>
 #include <epan/dissectors/packet-tcp.h>
 
 #define TCP_FIXED_LEN   20
@@ -37,6 +39,7 @@ static const struct {
     [ACK] = { P2PC_LAYER_ACK, "ack" },
 };
 
+static int proto_p2pc = -1;
 static int proto_transport = -1;
 
 /* A TCP connection (file scope, in TCP's conversation): its frames before the claim. */
@@ -51,10 +54,31 @@ typedef struct {
 /* TCP's sequence analysis calls this frame's segment a retransmission of some kind (its
  * per-frame verdict, `ta`, as its own tree items read it). */
 static gboolean
-retransmitted(packet_info *pinfo)
+tcp_says_retransmission(packet_info *pinfo)
 {
     const struct tcp_analysis *tcpd = get_tcp_conversation_data(NULL, pinfo);
     return tcpd && tcpd->ta && (tcpd->ta->flags & P2PC_TCP_A_RETRANSMITTED);
+}
+
+/* The retransmitted bytes of this frame's segment of `len` bytes (first pass; kept by the frame
+ * for the others): none unless TCP calls it a retransmission and hands it to no protocol, and
+ * not those the capture did not hold before (a retransmission that fills a hole is the only
+ * copy the capture has: the claimant accounts it, ledger.h). */
+static guint32
+retransmitted(packet_info *pinfo, gboolean handed, guint32 len)
+{
+    guint32 *kept;
+
+    if (PINFO_FD_VISITED(pinfo)) {
+        kept = (guint32 *)p_get_proto_data(wmem_file_scope(), pinfo, proto_p2pc, P2PC_KEY_RETRANSMITTED);
+        return kept ? *kept : 0;
+    }
+    if (handed || !tcp_says_retransmission(pinfo))
+        return 0;
+    kept = (guint32 *)p2pc_frame_data(wmem_file_scope(), pinfo, proto_p2pc, P2PC_KEY_RETRANSMITTED,
+                                      sizeof(guint32), NULL);
+    *kept = len - MIN(len, p2pc_ledger_frame_fresh(pinfo));
+    return *kept;
 }
 
 /* This frame's bytes by part, from its own headers; FALSE when they are not in it whole. */
@@ -74,8 +98,7 @@ frame_parts(packet_info *pinfo, gboolean handed, guint64 *n)
     n[LINK_IP] = len - seg.hdr_len - seg.len;
     n[TCP_FIXED] = TCP_FIXED_LEN;
     n[TCP_OPTIONS] = seg.hdr_len - TCP_FIXED_LEN;
-    if (!handed && retransmitted(pinfo))
-        n[RETRANSMITTED] = seg.len;
+    n[RETRANSMITTED] = retransmitted(pinfo, handed, seg.len);
     return TRUE;
 }
 
@@ -99,7 +122,8 @@ dissect_transport(tvbuff_t *tvb _U_, packet_info *pinfo, proto_tree *tree _U_, v
         if (!c->proto && (c->proto = p2pc_ledger_claimant(pinfo)) != NULL)
             c->claimed_at = pinfo->num;
     }
-    if (!c || (PINFO_FD_VISITED(pinfo) && (!c->proto || pinfo->num < c->claimed_at)) || !frame_parts(pinfo, ((const p2pc_post_frame_t *)data)->handed, n))
+    if (!c || (PINFO_FD_VISITED(pinfo) && (!c->proto || pinfo->num < c->claimed_at)) ||
+        !frame_parts(pinfo, ((const p2pc_post_frame_t *)data)->handed, n))
         return 0;
     d = p2pc_conn_dir(&c->addr0, c->port0, pinfo);
     if (!c->proto) {
@@ -120,7 +144,13 @@ dissect_transport(tvbuff_t *tvb _U_, packet_info *pinfo, proto_tree *tree _U_, v
 void
 p2pc_transport_register(int proto)
 {
+    proto_p2pc = proto;
     proto_transport = proto_register_protocol_in_name_only("P2PC transport bytes", "P2PC transport",
                                                            "p2pc.transport", proto, FT_PROTOCOL);
+}
+
+void
+p2pc_transport_handoff(void)
+{
     p2pc_post_add(create_dissector_handle(dissect_transport, proto_transport));
 }

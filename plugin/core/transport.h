@@ -20,7 +20,10 @@
 
 #include "core/p2pc-compat.h"
 
-/* Registers its part of the TCP layer's one postdissector (post.h) under `proto` (p2pc.c). */
+/* Registers its protocol (a name, under `proto`, p2pc.c's) and, at the handoff, its part of
+ * the TCP layer's one postdissector (post.h): the last, after every part that may note a
+ * frame in the ledger. */
 void p2pc_transport_register(int proto);
+void p2pc_transport_handoff(void);
 
 #endif /* P2PC_TRANSPORT_H */
