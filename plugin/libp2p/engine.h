@@ -101,6 +101,8 @@ struct l2p_pipe {
                                    it grows and shrinks; freed when emptied, or with the
                                    connection) */
     guint buf_charged;          /* what of it is charged to the connection (p2pc_conn_charge) */
+    p2pc_record_t *held_at;     /* where buf last kept bytes (made the first time it does): a
+                                   tail record's place for what it holds at the end */
     guint32 pdus;               /* PDUs cut so far: the index of the next */
     guint32 overhead;           /* lower-layer framing bytes not yet attributed to a PDU */
     guint32 held_calls;         /* the calls (a muxer's frames) whose bytes buf holds */
