@@ -121,6 +121,7 @@ l2p_pipe_inside(dissector_handle_t handle, int dir, const l2p_pipe_t *below)
 {
     l2p_pipe_t *p = l2p_pipe_new(below->conn, handle, dir);
     p->depth = below->depth + 1;
+    p->reencoded = below->reencoded;
     p->undecodable = p->depth > L2P_MAX_DEPTH;
     return p;
 }
@@ -244,6 +245,7 @@ l2p_handoff(l2p_pipe_t *pipe, const char *protocol, dissector_handle_t handle)
     l2p_pipe_t *n = l2p_pipe_new(pipe->conn, handle ? handle : l2p_handle_for(protocol), pipe->dir);
     n->role = pipe->role;
     n->depth = pipe->depth;
+    n->reencoded = pipe->reencoded;
     n->protocol = wmem_strdup(l2p_pipe_pool(pipe), protocol);
     n->muxer = pipe->muxer;
     n->stream_id = pipe->stream_id;
@@ -465,7 +467,8 @@ by_pipe_id(gconstpointer a, gconstpointer b)
 /* At the end of the capture, or of a session whose reset drops the connection: the bytes each
  * pipe holds, the start of a PDU the capture (or the reset) cut short, one undecoded record
  * each (in the order the pipes were made), where they were last kept.  Every layer below
- * reported its own framing of them. */
+ * reported its own framing of them; above a layer that re-encodes them, that layer's own tail
+ * counts them. */
 static void
 engine_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
 {
@@ -478,7 +481,7 @@ engine_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
         const char *why = at_reset ? "reset" : NULL;
         if (at_reset && pipe->conn && !(why = p2pc_conn_cut(pipe->conn)) && p2pc_conn_goes_on(pipe->conn))
             continue;
-        if (pipe->held_at && pipe->buf)
+        if (pipe->held_at && pipe->buf && !pipe->reencoded)
             p2pc_tail_undecoded(emit, ud, pipe->held_at, "libp2p", "none", pipe->buf->len, why);
     }
     g_ptr_array_free(pipes, TRUE);
