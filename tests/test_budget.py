@@ -31,7 +31,8 @@ TRANSPORT = {"link_ip", "tcp_header", "ack", "retransmission"}
 # FISCO over TLS is reached from Wireshark's TLS, not from TCP: no TCP claim, no transport lines.
 FRAMED = sorted([*(CAPTURES / "bitcoin").glob("*.pcapng"),
                  *(p for p in (CAPTURES / "fisco").glob("*.pcapng") if p.name != "fisco-tls.pcapng")])
-QUIC_ONLY = {"bitswap-1.2.0-quic.pcapng", "eth2-quic.pcapng"}
+# libp2p over QUIC only (eth2-tcp-quic has a TCP connection too).
+QUIC_ONLY = {p.name for p in LIBP2P if "quic" in p.name and "tcp" not in p.name}
 
 
 def key_options(ws, capture: Path, work: Path) -> list[str]:
