@@ -28,9 +28,11 @@ FAMILIES = ("eth2", "interop", "lodestar", "prysm", "bitswap", "libp2p-compressi
 LIBP2P = sorted(p for f in FAMILIES for p in (CAPTURES / f).glob("*.pcap*"))
 # The layers below the stream (plugin/core/transport.h).
 TRANSPORT = {"link_ip", "tcp_header", "ack", "retransmission"}
-# FISCO over TLS is reached from Wireshark's TLS, not from TCP: no TCP claim, no transport lines.
+# FISCO over TLS is reached from Wireshark's TLS, not from TCP: no TCP claim, no transport lines;
+# fisco-truncated ends inside its last packet, where tshark stops with exit code 2.
 FRAMED = sorted([*(CAPTURES / "bitcoin").glob("*.pcapng"),
-                 *(p for p in (CAPTURES / "fisco").glob("*.pcapng") if p.name != "fisco-tls.pcapng")])
+                 *(p for p in (CAPTURES / "fisco").glob("*.pcapng")
+                   if p.name not in ("fisco-tls.pcapng", "fisco-truncated.pcapng"))])
 # libp2p over QUIC only (eth2-tcp-quic has a TCP connection too).
 QUIC_ONLY = {p.name for p in LIBP2P if "quic" in p.name and "tcp" not in p.name}
 
@@ -227,7 +229,8 @@ def test_messages_layers_are_the_main_tables_bytes_and_all_add_up(tshark, tmp_pa
     capture = CAPTURES / "prysm" / "prysm-tcp.pcapng"
     rep = p2pc_report("analyze", str(capture), "--keylog", str(capture.with_suffix(".keys")))
     rows = next(s for s in rep["sections"] if s["name"] == "budget")["rows"]
-    assert {r["layer"] for r in rows} >= {"messages", "negotiation", "muxer", "security", "gossip"} | TRANSPORT
+    assert {r["layer"] for r in rows} >= {"messages", "negotiation", "muxer", "security", "gossip", "link_ip",
+                                          "tcp_header", "ack"}     # no retransmission in this capture
     assert sum(r["bytes"] for r in rows if r["layer"] in ("messages", "libp2p", "undecoded")) == \
         rep["totals"]["wire_bytes"]
     frames, layers = tcp_transport(tshark, capture, key_options(tshark.ws, capture, tmp_path))
