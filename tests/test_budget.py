@@ -26,6 +26,9 @@ from p2pc import keylog
 
 FAMILIES = ("eth2", "interop", "lodestar", "prysm", "bitswap", "libp2p-compression")
 LIBP2P = sorted(p for f in FAMILIES for p in (CAPTURES / f).glob("*.pcap*"))
+# Cut inside a message (editcap): the engine keeps the PDU the capture cut in its pipe and
+# emits no tail record for it (plugin/README.md: tails), so those bytes are in no line.
+CUT_SHORT = {"eth2-badcrc.pcapng", "eth2-truncated.pcapng"}
 # The layers below the stream (plugin/core/transport.h).
 TRANSPORT = {"link_ip", "tcp_header", "ack", "retransmission"}
 # FISCO over TLS is reached from Wireshark's TLS, not from TCP: no TCP claim, no transport lines;
@@ -167,6 +170,8 @@ def test_layers_add_up_to_the_stream_and_frames_bytes(tshark, tmp_path, capture)
     """Each libp2p direction's records and B lines, but the transport's, sum exactly to the bytes
     TCP or QUIC handed over; each TCP direction's, the transport's included, to the bytes of its
     frames (frame.len), both directions of every TCP connection with a record."""
+    if capture.name in CUT_SHORT:
+        pytest.xfail("cut inside a message: the engine emits no tail for the PDU its pipe holds")
     opts = key_options(tshark.ws, capture, tmp_path)
     recs = records(tshark, capture, opts)
     if capture in LIBP2P:

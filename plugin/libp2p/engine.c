@@ -121,7 +121,6 @@ l2p_pipe_inside(dissector_handle_t handle, int dir, const l2p_pipe_t *below)
 {
     l2p_pipe_t *p = l2p_pipe_new(below->conn, handle, dir);
     p->depth = below->depth + 1;
-    p->reencoded = below->reencoded;
     p->undecodable = p->depth > L2P_MAX_DEPTH;
     return p;
 }
@@ -245,7 +244,6 @@ l2p_handoff(l2p_pipe_t *pipe, const char *protocol, dissector_handle_t handle)
     l2p_pipe_t *n = l2p_pipe_new(pipe->conn, handle ? handle : l2p_handle_for(protocol), pipe->dir);
     n->role = pipe->role;
     n->depth = pipe->depth;
-    n->reencoded = pipe->reencoded;
     n->protocol = wmem_strdup(l2p_pipe_pool(pipe), protocol);
     n->muxer = pipe->muxer;
     n->stream_id = pipe->stream_id;
@@ -449,42 +447,6 @@ static gboolean
 in_file_scope(gpointer buf, gpointer pipe, gpointer unused)
 {
     return l2p_pipe_pool((l2p_pipe_t *)pipe) == wmem_file_scope() || !((l2p_pipe_t *)pipe)->conn;
-}
-
-static void
-add_pipe(gpointer buf _U_, gpointer pipe, gpointer pipes)
-{
-    g_ptr_array_add((GPtrArray *)pipes, pipe);
-}
-
-static gint
-by_pipe_id(gconstpointer a, gconstpointer b)
-{
-    guint32 x = (*(const l2p_pipe_t * const *)a)->id, y = (*(const l2p_pipe_t * const *)b)->id;
-    return x < y ? -1 : x > y;
-}
-
-/* At the end of the capture, or of a session whose reset drops the connection: the bytes each
- * pipe holds, the start of a PDU the capture (or the reset) cut short, one undecoded record
- * each (in the order the pipes were made), where they were last kept.  Every layer below
- * reported its own framing of them; above a layer that re-encodes them, that layer's own tail
- * counts them. */
-static void
-engine_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
-{
-    GPtrArray *pipes = g_ptr_array_new();
-
-    g_hash_table_foreach(held_bufs, add_pipe, pipes);
-    g_ptr_array_sort(pipes, by_pipe_id);
-    for (guint i = 0; i < pipes->len; i++) {
-        const l2p_pipe_t *pipe = (const l2p_pipe_t *)g_ptr_array_index(pipes, i);
-        const char *why = at_reset ? "reset" : NULL;
-        if (at_reset && pipe->conn && !(why = p2pc_conn_cut(pipe->conn)) && p2pc_conn_goes_on(pipe->conn))
-            continue;
-        if (pipe->held_at && pipe->buf && !pipe->reencoded)
-            p2pc_tail_undecoded(emit, ud, pipe->held_at, "libp2p", "none", pipe->buf->len, why);
-    }
-    g_ptr_array_free(pipes, TRUE);
 }
 
 static void
@@ -972,14 +934,10 @@ keep_rest(const cut_t *c)
     } else if (c->pos) {
         g_byte_array_remove_range(pipe->buf, 0, c->pos);
     }
-    if (pipe->closed || pipe->next || pipe->buf->len == 0) {
+    if (pipe->closed || pipe->next || pipe->buf->len == 0)
         buf_drop(pipe);
-        return;
-    }
-    buf_charge(pipe);
-    if (!pipe->held_at)
-        pipe->held_at = wmem_new0(l2p_pipe_pool(pipe), p2pc_record_t);
-    p2pc_where_keep(l2p_pipe_pool(pipe), c->pinfo, pipe->held_at);
+    else
+        buf_charge(pipe);
 }
 
 /* The first pass of a call: its items made and run, in order. */
@@ -1104,5 +1062,4 @@ l2p_register_engine(int proto)
     register_init_routine(pool_init);
     register_cleanup_routine(bufs_cleanup);
     p2pc_conn_on_free(drop_conn_bufs);
-    p2pc_tail_register(engine_tails);
 }
