@@ -1,14 +1,17 @@
 """The byte budget (docs/savings-model.md): per connection direction, the message records' wire
 bytes and each layer's own bytes (the B lines, plugin/core/budget.h) add up to the stream bytes
 the libp2p engine was handed, on every committed libp2p capture (plaintext, Noise, TLS, QUIC,
-with their key files).
+with their key files); with the transport's layers (plugin/core/transport.h: link and IP
+headers, TCP headers, frames without payload, retransmitted payload) to the bytes of the
+direction's frames, on every committed Bitcoin, FISCO and libp2p TCP capture.
 
 The stream bytes come from Wireshark's own reading, not p2pc's: a TCP direction's tcp.len of
 the segments TCP does not call retransmissions, a QUIC direction's STREAM frame bytes (each
 offset of each stream once).  The expected layer values of the plaintext yamux captures come
 from the stream itself as Wireshark reassembles it (`-z follow,tcp,raw`), walked by the specs'
 framing (multistream-select lines, the /plaintext/2.0.0 Exchange, yamux's 12-byte headers),
-never from p2pc's output."""
+never from p2pc's output.  The transport's layers are Wireshark's own fields of each frame
+(frame.len, tcp.hdr_len, tcp.len, the TCP flags, tcp.analysis.*retransmission)."""
 from __future__ import annotations
 
 import json
@@ -26,6 +29,15 @@ LIBP2P = sorted(p for f in FAMILIES for p in (CAPTURES / f).glob("*.pcap*"))
 # Cut inside a message (editcap): the engine keeps the PDU the capture cut in its pipe and
 # emits no tail record for it (plugin/README.md: tails), so those bytes are in no line.
 CUT_SHORT = {"eth2-badcrc.pcapng", "eth2-truncated.pcapng"}
+# The layers below the stream (plugin/core/transport.h).
+TRANSPORT = {"link_ip", "tcp_header", "ack", "retransmission"}
+# FISCO over TLS is reached from Wireshark's TLS, not from TCP: no TCP claim, no transport lines;
+# fisco-truncated ends inside its last packet, where tshark stops with exit code 2.
+FRAMED = sorted([*(CAPTURES / "bitcoin").glob("*.pcapng"),
+                 *(p for p in (CAPTURES / "fisco").glob("*.pcapng")
+                   if p.name not in ("fisco-tls.pcapng", "fisco-truncated.pcapng"))])
+# libp2p over QUIC only (eth2-tcp-quic has a TCP connection too).
+QUIC_ONLY = {p.name for p in LIBP2P if "quic" in p.name and "tcp" not in p.name}
 
 
 def key_options(ws, capture: Path, work: Path) -> list[str]:
@@ -50,12 +62,50 @@ def records(tshark, capture: Path, opts: list[str], two_pass: bool = False) -> l
     return [parse_record(l) for l in out.splitlines() if l[:2] in ("M\t", "B\t")]
 
 
-def layer_sums(recs) -> Counter:
-    """Per direction (stream, src, srcport): the records' wire bytes and the B lines' bytes."""
+def layer_sums(recs, transport: bool = False) -> Counter:
+    """Per direction (stream, src, srcport): the records' wire bytes and the B lines' bytes, those
+    of the transport's layers only if `transport`."""
     got = Counter()
     for r in recs:
-        got[r.key] += r.wire_len if hasattr(r, "wire_len") else r.bytes
+        if hasattr(r, "wire_len"):
+            got[r.key] += r.wire_len
+        elif transport or r.layer not in TRANSPORT:
+            got[r.key] += r.bytes
     return got
+
+
+def flag(v: str) -> bool:
+    """A boolean field as -T fields prints it (1/0 in 4.0, True/False from 4.2)."""
+    return v in ("1", "True")
+
+
+def tcp_transport(tshark, capture: Path, opts: list[str]) -> tuple[Counter, dict]:
+    """From Wireshark's own fields of each TCP frame: per direction (stream, src, srcport) the
+    frames' bytes, and per direction the transport's layers by (layer, kind): a frame with
+    payload has link_ip headers (frame.len - tcp.hdr_len - tcp.len), a 20-byte fixed TCP header
+    and tcp.hdr_len - 20 bytes of options, and its payload is retransmission when TCP's analysis
+    says so; a frame without is ack, syn, fin or rst (its flags, in that order), whole."""
+    cap = tshark.ws.readable(capture)
+    retrans = set(tshark.run(["-n", "-r", cap, *opts, "-T", "fields", "-e", "frame.number", "-Y",
+                              "tcp.analysis.retransmission || tcp.analysis.fast_retransmission"
+                              " || tcp.analysis.spurious_retransmission"]).stdout.split())
+    rows = tshark.run(["-n", "-r", cap, *opts, "-T", "fields", "-E", "occurrence=f", "-e", "frame.number",
+                       "-e", "tcp.stream", "-e", "ip.src", "-e", "ipv6.src", "-e", "tcp.srcport", "-e", "frame.len",
+                       "-e", "tcp.hdr_len", "-e", "tcp.len", "-e", "tcp.flags.syn", "-e", "tcp.flags.fin",
+                       "-e", "tcp.flags.reset", "-Y", "tcp && !icmp && !icmpv6"]).stdout
+    frames, layers = Counter(), defaultdict(Counter)
+    for line in rows.splitlines():
+        num, stream, a4, a6, port, flen, hlen, tlen, syn, fin, rst = line.split("\t")
+        d, flen, hlen, tlen = (int(stream), a4 or a6, int(port)), int(flen), int(hlen), int(tlen)
+        frames[d] += flen
+        if tlen:
+            layers[d]["link_ip", "headers"] += flen - hlen - tlen
+            layers[d]["tcp_header", "fixed"] += 20
+            layers[d]["tcp_header", "options"] += hlen - 20
+            layers[d]["retransmission", "payload"] += tlen if num in retrans else 0
+        else:
+            layers[d]["ack", "syn" if flag(syn) else "fin" if flag(fin) else "rst" if flag(rst) else "ack"] += flen
+    return frames, {d: +c for d, c in layers.items()}
 
 
 def tcp_stream_bytes(tshark, capture: Path, opts: list[str]) -> Counter:
@@ -115,16 +165,44 @@ def quic_stream_bytes(tshark, capture: Path, opts: list[str]) -> Counter:
     return want
 
 
-@pytest.mark.parametrize("capture", LIBP2P, ids=lambda p: p.name)
-def test_layers_add_up_to_the_stream_bytes(tshark, tmp_path, capture):
-    """Each direction's records and B lines sum exactly to the bytes TCP or QUIC handed over."""
+@pytest.mark.parametrize("capture", LIBP2P + FRAMED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_layers_add_up_to_the_stream_and_frames_bytes(tshark, tmp_path, capture):
+    """Each libp2p direction's records and B lines, but the transport's, sum exactly to the bytes
+    TCP or QUIC handed over; each TCP direction's, the transport's included, to the bytes of its
+    frames (frame.len), both directions of every TCP connection with a record."""
     if capture.name in CUT_SHORT:
         pytest.xfail("cut inside a message: the engine emits no tail for the PDU its pipe holds")
     opts = key_options(tshark.ws, capture, tmp_path)
-    got = layer_sums(records(tshark, capture, opts))
-    assert got, "no libp2p record or B line"
-    want = tcp_stream_bytes(tshark, capture, opts) + quic_stream_bytes(tshark, capture, opts)
-    assert {d: got[d] for d in got} == {d: want[d] for d in got}
+    recs = records(tshark, capture, opts)
+    if capture in LIBP2P:
+        got = layer_sums(recs)
+        assert got, "no libp2p record or B line"
+        want = tcp_stream_bytes(tshark, capture, opts) + quic_stream_bytes(tshark, capture, opts)
+        assert {d: got[d] for d in got} == {d: want[d] for d in got}
+    got = layer_sums(recs, transport=True)
+    tcp = {d for d in got if d[0] >= 0}
+    assert bool(tcp) != (capture.name in QUIC_ONLY), "records over TCP"
+    frames, _ = tcp_transport(tshark, capture, opts)
+    assert {d: got[d] for d in tcp} == {d: frames[d] for d in tcp}
+    assert {d for d in frames if d[0] in {s for s, _, _ in tcp}} == tcp
+
+
+@pytest.mark.parametrize("name, keyed", [("bitcoin/btc-small.pcapng", False), ("bitcoin/btc-bip324-v2.pcapng", False),
+                                         ("fisco/fisco-serial-on.pcapng", False), ("fisco/fisco3-v3.pcapng", False),
+                                         ("prysm/prysm-tcp.pcapng", True), ("lodestar/lodestar.pcapng", False)])
+def test_transport_layers_are_wiresharks_fields(tshark, tmp_path, name, keyed):
+    """Each transport layer and kind, per direction, as Wireshark's fields of the frames give it
+    (lodestar: TCP retransmissions)."""
+    capture = CAPTURES / name
+    opts = key_options(tshark.ws, capture, tmp_path) if keyed else []
+    got = defaultdict(Counter)
+    for r in records(tshark, capture, opts):
+        if not hasattr(r, "wire_len") and r.layer in TRANSPORT:
+            got[r.key][r.layer, r.kind] += r.bytes
+    _, want = tcp_transport(tshark, capture, opts)
+    got = {d: +c for d, c in got.items()}
+    assert got and got == {d: want[d] for d in got}
+    assert {s for s, _, _ in want} == {s for s, _, _ in got}
 
 
 @pytest.mark.parametrize("name", ["eth2/eth2-noise-yamux.pcapng", "eth2/eth2-tls-yamux.pcapng",
@@ -149,15 +227,26 @@ def test_two_passes_give_the_same_budget(tshark, tmp_path, name):
     assert one and one == two
 
 
-def test_messages_layers_are_the_main_tables_bytes_and_all_add_up():
-    """analyze's budget: its message layers are the main table's wire bytes, and all its rows
-    the libp2p stream bytes of the Prysm capture (Noise, keys given)."""
+def test_messages_layers_are_the_main_tables_bytes_and_all_add_up(tshark, tmp_path):
+    """analyze's budget: its message layers are the main table's wire bytes, its transport
+    layers Wireshark's fields, and all its rows the bytes of the Prysm capture's TCP frames
+    (Noise, keys given; its two TCP connections are libp2p's)."""
     capture = CAPTURES / "prysm" / "prysm-tcp.pcapng"
     rep = p2pc_report("analyze", str(capture), "--keylog", str(capture.with_suffix(".keys")))
     rows = next(s for s in rep["sections"] if s["name"] == "budget")["rows"]
-    assert {r["layer"] for r in rows} >= {"messages", "negotiation", "muxer", "security", "gossip"}
+    assert {r["layer"] for r in rows} >= {"messages", "negotiation", "muxer", "security", "gossip", "link_ip",
+                                          "tcp_header", "ack"}     # no retransmission in this capture
     assert sum(r["bytes"] for r in rows if r["layer"] in ("messages", "libp2p", "undecoded")) == \
         rep["totals"]["wire_bytes"]
+    frames, layers = tcp_transport(tshark, capture, key_options(tshark.ws, capture, tmp_path))
+    want = sum(layers.values(), Counter())
+    assert {(r["layer"], r["kind"]): r["bytes"] for r in rows if r["layer"] in TRANSPORT} == want
+    assert sum(r["bytes"] for r in rows) == sum(frames.values())
+    # The figures docs/savings-model.md states (the byte budget), Wireshark's as computed above.
+    assert sum(frames.values()) == 309_776 and sum(frames.values()) - sum(want.values()) == 251_664
+    assert want == {("link_ip", "headers"): 17_714, ("tcp_header", "fixed"): 10_420,
+                    ("tcp_header", "options"): 6_252, ("ack", "ack"): 23_232, ("ack", "syn"): 296,
+                    ("ack", "fin"): 66, ("ack", "rst"): 132}
 
 
 # ---- expected values from the stream itself (plaintext, yamux) ----

@@ -116,10 +116,11 @@ class Metrics:
                             "--state-mib 0), bound (a decompression bound), undecodable (a hole in "
                             "the capture, bytes that do not decode)", ("proto", "reason"))
         self.cut = Highest(self.undecoded)
-        self.layers = mk("p2pc_bytes", "Bytes the P2P protocols were handed, by layer (docs/savings-model.md, "
+        self.layers = mk("p2pc_bytes", "Bytes of the P2P connections' frames, by layer (docs/savings-model.md, "
                          "the byte budget): messages, libp2p (identify, ping, ...), undecoded (their "
                          "records' wire bytes); negotiation, security, muxer, gossip (each layer's own "
-                         "bytes no message carries)", ("proto", "layer"))
+                         "bytes no message carries); link_ip, tcp_header, ack, retransmission (the "
+                         "transport's bytes of each TCP frame)", ("proto", "layer"))
         self.layer_own = Highest(self.layers)
         self.layer_net: dict = {}
         self.drops = mk("p2pc_capture_dropped_packets", "Packets the capture dropped (dumpcap's own "

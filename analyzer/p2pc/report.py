@@ -67,7 +67,7 @@ def bandwidth_warning(agg: Aggregate) -> list[str]:
 CONFORMANCE_SECTION = {"name": "conformance", "title": "Conformance checks that failed (p2pc.spec.*)",
                        "columns": ["file", "check", "count", "first_frame"]}
 
-# Where every byte the protocols were handed went, by layer (docs/savings-model.md, the byte budget).
+# Where every byte of the P2P connections went, by layer (docs/savings-model.md, the byte budget).
 BUDGET_SECTION = {"name": "budget", "title": "Bytes by protocol, layer and kind",
                   "columns": ["proto", "layer", "kind", "bytes", "pct"]}
 

@@ -12,9 +12,10 @@
 static int budget_tap = -1;
 static int proto_p2pc = -1;
 
-/* The frame's item of this direction, layer and kind (a frame adds few: a linear look-up). */
+/* The frame's item of this direction (pinfo's sender's, or its receiver's if `reverse`), layer
+ * and kind (a frame adds few: a linear look-up). */
 static p2pc_budget_t *
-item_of(packet_info *pinfo, const char *proto, const char *layer, const char *kind)
+item_of(packet_info *pinfo, gboolean reverse, const char *proto, const char *layer, const char *kind)
 {
     /* The frame's batch, once p2pc_batch_queue() made it. */
     const p2pc_batch_t *b = (const p2pc_batch_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_BATCH_BUDGET);
@@ -22,6 +23,14 @@ item_of(packet_info *pinfo, const char *proto, const char *layer, const char *ki
     p2pc_budget_t *it;
 
     p2pc_where_of(pinfo, &at);
+    if (reverse) {
+        address a = at.src;
+        guint32 port = at.srcport;
+        at.src = at.dst;
+        at.srcport = at.dstport;
+        at.dst = a;
+        at.dstport = port;
+    }
     for (guint i = 0; b && i < P2PC_BATCH_COUNT(b); i++) {
         it = (p2pc_budget_t *)P2PC_BATCH_ITEM(b, i);
         if (!strcmp(it->layer, layer) && !strcmp(it->kind, kind) && !strcmp(it->proto, proto) &&
@@ -41,7 +50,14 @@ void
 p2pc_budget_add(packet_info *pinfo, const char *proto, const char *layer, const char *kind, gint64 bytes)
 {
     if (bytes && !p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_BUDGET_MUTED))
-        item_of(pinfo, proto, layer, kind)->bytes += bytes;
+        item_of(pinfo, FALSE, proto, layer, kind)->bytes += bytes;
+}
+
+void
+p2pc_budget_add_reverse(packet_info *pinfo, const char *proto, const char *layer, const char *kind, gint64 bytes)
+{
+    if (bytes && !p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_BUDGET_MUTED))
+        item_of(pinfo, TRUE, proto, layer, kind)->bytes += bytes;
 }
 
 void

@@ -7,8 +7,11 @@
  * record's wire_len already counts (the muxer header and the security framing its header model
  * gives it) are not reported again: a direction's records and B lines add up to what it sent.
  *
- * One seam for every layer, the TCP ones (headers, pure ACKs, retransmissions) to come: a
- * layer is a name of the fixed list below, a kind is the layer's own word for the part.
+ * Below the stream, the transport's own bytes of each frame of a P2P TCP connection (link, IP
+ * and TCP headers, frames without payload, retransmitted payload) are reported the same way by
+ * core/transport.c, so that a connection's records and B lines add up to its frames' bytes.
+ * One seam for every layer: a layer is a name of the fixed list below, a kind is the layer's
+ * own word for the part.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -22,6 +25,11 @@
 #define P2PC_LAYER_SECURITY "security"          /* security framing no message carries */
 #define P2PC_LAYER_MUXER "muxer"                /* muxer frames that carry no message bytes */
 #define P2PC_LAYER_GOSSIP "gossip"              /* gossipsub RPCs that publish no message */
+#define P2PC_LAYER_LINK_IP "link_ip"           /* a frame's bytes before its TCP header and after
+                                                   its payload: link and IP headers, trailers */
+#define P2PC_LAYER_TCP_HEADER "tcp_header"      /* TCP headers of frames with payload */
+#define P2PC_LAYER_ACK "ack"                    /* whole frames without payload */
+#define P2PC_LAYER_RETRANSMISSION "retransmission"  /* payload TCP calls a retransmission */
 
 /* What the "p2pc_budget" tap carries: one layer and kind of one direction in one frame. */
 typedef struct {
@@ -41,6 +49,11 @@ typedef struct {
  * negative: the sum over a direction is what no message carried. */
 void p2pc_budget_add(packet_info *pinfo, const char *proto, const char *layer, const char *kind,
                      gint64 bytes);
+
+/* The same for the bytes the other side of pinfo's connection sent, told in this frame (the
+ * transport's bytes of frames before the connection was known to be P2P). */
+void p2pc_budget_add_reverse(packet_info *pinfo, const char *proto, const char *layer, const char *kind,
+                             gint64 bytes);
 
 /* call(ctx) with nothing reported by what it calls, also when it throws: a transport that
  * re-encodes every byte above it and shares them all out over the messages (the libp2p

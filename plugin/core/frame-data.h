@@ -27,7 +27,8 @@ typedef enum {
     /* Every dissection of the frame (file scope). */
     P2PC_KEY_DIFFERS,           /* retrans.c: a retransmission that differs */
     P2PC_KEY_EVENTS,            /* holes.c: undecoded bytes and holes shown in the frame */
-    P2PC_KEY_RESUMED            /* holes.c: a message a session reset cut, finished here */
+    P2PC_KEY_RESUMED,           /* holes.c: a message a session reset cut, finished here */
+    P2PC_KEY_RETRANSMITTED      /* transport.c: the retransmitted bytes of the frame's segment */
 } p2pc_key_t;
 
 /* The frame's data `key` of protocol `proto` in `scope`: `size` zeroed bytes made at the first

@@ -348,7 +348,7 @@ p2pc_holes_enter(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
         return 0;
     if (PINFO_FD_VISITED(pinfo))
         return resumed_again(tvb, pinfo, tree, data, fr);
-    if (!(tcp = p2pc_ledger_enter(tvb, pinfo, tcpi->seq, P2PC_CLAIM_FRAMED)))
+    if (!(tcp = p2pc_ledger_enter(tvb, pinfo, tcpi->seq, P2PC_CLAIM_FRAMED, fr->proto)))
         return 0;
     p2pc_conn_carry(tcp->conn);
     c = conn_of(tcp);

@@ -34,21 +34,37 @@ add_hole(wmem_allocator_t *pool, p2pc_tcp_dir_t *d, guint32 start, guint32 end)
     *at = h;
 }
 
-/* A segment of `d`, [a, b): a hole before it, or bytes that fill one (reordered). */
-static void
+/* The bytes of [a, b) in [start, end) that are at or past `from`. */
+static guint32
+overlap(guint32 a, guint32 b, guint32 start, guint32 end, guint32 from)
+{
+    guint32 lo = P2PC_SEQ_GT(a, start) ? a : start, hi = P2PC_SEQ_LT(b, end) ? b : end;
+    if (P2PC_SEQ_GT(from, lo))
+        lo = from;
+    return P2PC_SEQ_GT(hi, lo) ? hi - lo : 0;
+}
+
+/* A segment of `d`, [a, b): a hole before it, or bytes that fill one (reordered).  Its bytes
+ * the claimant has still to account: the capture did not hold them before (past the highest
+ * captured, or in a hole not confirmed) and the cursor is not past them. */
+static guint32
 note_segment(wmem_allocator_t *pool, p2pc_tcp_dir_t *d, guint32 a, guint32 b)
 {
     p2pc_hole_t **at = &d->holes;
+    guint32 from = d->handing ? d->handed : a;
+    guint32 fresh = overlap(a, b, d->cap_end, b, from);
 
     if (P2PC_SEQ_GT(a, d->cap_end)) {
         add_hole(pool, d, d->cap_end, a);
         d->cap_end = b;
-        return;
+        return fresh;
     }
     if (P2PC_SEQ_GT(b, d->cap_end))
         d->cap_end = b;
     while (*at) {
         p2pc_hole_t *h = *at;
+        if (!h->confirmed)
+            fresh += overlap(a, b, h->start, h->end, from);
         if (h->confirmed || !P2PC_SEQ_LT(a, h->end) || !P2PC_SEQ_GT(b, h->start)) {
             at = &h->next;
         } else if (!P2PC_SEQ_GT(a, h->start) && !P2PC_SEQ_LT(b, h->end)) {
@@ -67,6 +83,7 @@ note_segment(wmem_allocator_t *pool, p2pc_tcp_dir_t *d, guint32 a, guint32 b)
             at = &t->next;
         }
     }
+    return fresh;
 }
 
 /* The receiver acknowledges `d` up to `ack`: bytes past the highest captured are a hole. */
@@ -85,6 +102,12 @@ note_ack(wmem_allocator_t *pool, p2pc_tcp_dir_t *d, guint32 ack)
     }
 }
 
+/* The ledger that noted this dissection's frame, and the bytes its segment brought. */
+typedef struct {
+    const p2pc_tcp_t *l;
+    guint32 fresh;
+} noted_t;
+
 /* The frame's segment and acknowledgement go into the ledger, once per dissection of a frame. */
 static void
 note_frame(p2pc_tcp_t *l, packet_info *pinfo)
@@ -92,16 +115,17 @@ note_frame(p2pc_tcp_t *l, packet_info *pinfo)
     p2pc_segment_t seg;
     p2pc_tcp_dir_t *d, *o;
     wmem_allocator_t *pool = p2pc_conn_pool(l->conn);
+    noted_t *n = (noted_t *)p2pc_frame_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_NOTED, sizeof(noted_t), NULL);
 
-    if (p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_NOTED) == l)
+    if (n->l == l)
         return;
-    p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_NOTED, l);
+    n->l = l;
     if (!p2pc_frame_segment(pinfo, &seg))
         return;
     d = &l->dir[p2pc_ledger_dir(l, pinfo)];
     o = &l->dir[1 - p2pc_ledger_dir(l, pinfo)];
     if (seg.len && d->started) {
-        note_segment(pool, d, seg.seq - d->base, seg.seq - d->base + seg.len);
+        n->fresh = note_segment(pool, d, seg.seq - d->base, seg.seq - d->base + seg.len);
         p2pc_where_keep(pool, pinfo, &d->last);
     }
     if ((seg.flags & TH_FIN) && d->started) {
@@ -115,7 +139,7 @@ note_frame(p2pc_tcp_t *l, packet_info *pinfo)
 }
 
 p2pc_tcp_t *
-p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq, p2pc_claim_t who)
+p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq, p2pc_claim_t who, const char *proto)
 {
     p2pc_conn_t *c;
     p2pc_tcp_t *l;
@@ -135,6 +159,8 @@ p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq, p2pc_claim_t w
     }
     if (l->claim == P2PC_CLAIM_NONE)
         l->claim = who;
+    if (!l->proto)
+        l->proto = proto;
     else if (l->claim != who)
         return NULL;
     d = &l->dir[p2pc_ledger_dir(l, pinfo)];
@@ -170,6 +196,22 @@ p2pc_ledger_find(packet_info *pinfo)
     if (l)
         note_frame(l, pinfo);
     return l;
+}
+
+const char *
+p2pc_ledger_claimant(packet_info *pinfo)
+{
+    p2pc_conn_t *c = pinfo->ptype == PT_TCP ? p2pc_conn_find(pinfo) : NULL;
+    const p2pc_tcp_t *l = c ? (const p2pc_tcp_t *)p2pc_conn_slot(c, P2PC_SLOT_LEDGER) : NULL;
+
+    return l ? l->proto : NULL;
+}
+
+guint32
+p2pc_ledger_frame_fresh(packet_info *pinfo)
+{
+    const noted_t *n = (const noted_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_NOTED);
+    return n ? n->fresh : 0;
 }
 
 gboolean

@@ -90,17 +90,21 @@ typedef struct {
     address addr0;
     guint32 port0;
     p2pc_claim_t claim;
+    const char *proto;          /* the proto of the first claimant's records ("libp2p",
+                                   "bitcoin", ...): that of the connection's transport bytes */
     p2pc_tcp_dir_t dir[2];
 } p2pc_tcp_t;
 
 /* Registers the expert item under `proto` (p2pc.c). */
 void p2pc_ledger_register(int proto);
 
-/* First pass, the TCP entry of a protocol of kind `who`: the ledger of this frame's connection
- * (made at the first call), the direction of `tvb` started when its bytes are the frame's own
- * (TCP's sequence number `seq`), and this frame's segment and acknowledgement in it.  NULL if
- * not TCP, or when a protocol of the other kind claimed the connection. */
-p2pc_tcp_t *p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq, p2pc_claim_t who);
+/* First pass, the TCP entry of a protocol of kind `who`, whose records' proto is `proto`
+ * (static): the ledger of this frame's connection (made at the first call), the direction of
+ * `tvb` started when its bytes are the frame's own (TCP's sequence number `seq`), and this
+ * frame's segment and acknowledgement in it.  NULL if not TCP, or when a protocol of the other
+ * kind claimed the connection. */
+p2pc_tcp_t *p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq, p2pc_claim_t who,
+                              const char *proto);
 
 /* The claimant lets go of the connection: no direction has been handed bytes. */
 void p2pc_ledger_let_go(p2pc_tcp_t *l);
@@ -108,6 +112,16 @@ void p2pc_ledger_let_go(p2pc_tcp_t *l);
 /* First pass, a postdissector: the ledger of this frame's connection, if a protocol entered
  * it, with this frame's segment and acknowledgement in it. */
 p2pc_tcp_t *p2pc_ledger_find(packet_info *pinfo);
+
+/* First pass: the proto of the first protocol that claimed this frame's connection (ledger.h's
+ * `proto`), NULL when none did; the frame is not noted in the ledger. */
+const char *p2pc_ledger_claimant(packet_info *pinfo);
+
+/* First pass, after a ledger noted this frame: the bytes of its segment the capture did not
+ * hold before (past the highest captured, or filling a hole not confirmed) and that the cursor
+ * has not passed: those the claimant accounts, whatever TCP's analysis calls the segment.  0
+ * if no ledger noted it. */
+guint32 p2pc_ledger_frame_fresh(packet_info *pinfo);
 
 /* The bytes of this frame's own TCP segment (segment.h) from pinfo's sender on `l`, which TCP
  * may have handed to no protocol: where they start in the frame, how many, and, once that

@@ -129,6 +129,11 @@ p2pc_session_has_frame(const struct epan_session *epan, guint32 num)
     return order < 0;
 }
 
+/* TCP's per-frame analysis flags (struct tcp_acked's `flags`) that its retransmission items
+ * read: packet-tcp.c's TCP_A_RETRANSMISSION, TCP_A_FAST_RETRANSMISSION and
+ * TCP_A_SPURIOUS_RETRANSMISSION, which no header exports (the same values 4.0 to 4.6). */
+#define P2PC_TCP_A_RETRANSMITTED (0x0001 | 0x0400 | 0x4000)
+
 /* Which Wireshark major.minor the plugin was built for, as a string `p2pc doctor` finds in the
  * file: a plugin loads only into the version it was built for. */
 #define P2PC_BUILT_FOR_MARKER                                                   \

@@ -25,9 +25,11 @@
 #include "core/retrans.h"
 #include "core/segment.h"
 #include "core/spec.h"
+#include "core/transport.h"
 #include "core/tree-room.h"
 
 void proto_register_p2pc(void);
+void proto_reg_handoff_p2pc(void);
 
 void
 proto_register_p2pc(void)
@@ -43,10 +45,18 @@ proto_register_p2pc(void)
     p2pc_segment_register(proto);
     p2pc_ledger_register(proto);
     p2pc_holes_register(proto);
+    p2pc_transport_register(proto);
     p2pc_spec_register(proto);
     p2pc_gossip_register();
     p2pc_budget_register(proto);
     p2pc_msg_type_register(proto);
     p2pc_payload_register(proto);
     p2pc_tree_room_register(proto);
+}
+
+void
+proto_reg_handoff_p2pc(void)
+{
+    /* After every protocol registered its parts of the TCP layer's postdissector. */
+    p2pc_transport_handoff();
 }

@@ -4,7 +4,8 @@
  * reassembles, what it keeps behind a hole), and a frame with no bytes may acknowledge past a
  * hole: each TCP frame is looked at once more after every dissector, in one fixed order: the
  * retransmission check (retrans.c), the bytes a hole costs a tcp_dissect_pdus protocol
- * (holes.c), then each in-order feed (libp2p's) for the segments TCP kept from it.
+ * (holes.c), then each in-order feed (libp2p's) for the segments TCP kept from it, and last
+ * the transport's bytes of the frame (transport.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

@@ -60,6 +60,7 @@ find_segment(tvbuff_t *frame, const packet_info *pinfo, p2pc_segment_t *seg)
         seg->seq = pntohu32(p + tcp + 4);
         seg->ack = pntohu32(p + tcp + 8);
         seg->flags = p[tcp + 13];
+        seg->hdr_len = hlen;
         seg->at = tcp + hlen;
         seg->len = end - seg->at;
         return TRUE;

@@ -17,6 +17,7 @@ typedef struct {
     guint32 at;                 /* its payload's offset in the frame */
     guint32 len;                /* ... and length (from the IP header's) */
     guint32 ack;                /* the acknowledgement number (absolute) */
+    guint32 hdr_len;            /* the TCP header's length, options included */
     guint8 flags;               /* the TCP flags' low byte (TH_ACK 0x10) */
 } p2pc_segment_t;
 

@@ -184,10 +184,10 @@ plan_frame(conn_t *c, int d, frame_t *fr, const struct tcpinfo *tcpi, tvbuff_t *
     }
     if (!c->tcp) {
         /* A connection another kind of protocol claimed is not fed from its ledger (ledger.h). */
-        p2pc_tcp_t *l = len ? p2pc_ledger_enter(tvb, pinfo, tcpi->seq, P2PC_CLAIM_FED) : p2pc_ledger_find(pinfo);
+        p2pc_tcp_t *l = len ? p2pc_ledger_enter(tvb, pinfo, tcpi->seq, P2PC_CLAIM_FED, "libp2p") : p2pc_ledger_find(pinfo);
         c->tcp = l && l->claim == P2PC_CLAIM_FED ? l : NULL;
     } else if (len) {
-        p2pc_ledger_enter(tvb, pinfo, tcpi->seq, P2PC_CLAIM_FED);
+        p2pc_ledger_enter(tvb, pinfo, tcpi->seq, P2PC_CLAIM_FED, "libp2p");
     }
     if (!c->tcp) {
         fr->len = len;

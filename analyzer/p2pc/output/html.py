@@ -112,8 +112,9 @@ def budget_by_layer(report: dict):
         fig.add_bar(y=protos, x=x, name=layer, orientation="h", marker_color=colour,
                     hovertemplate="%{y} " + layer + ": %{x:,} B<extra></extra>")
     _layout(fig, 120 + 40 * len(protos), barmode="stack", xaxis_title="bytes", yaxis=dict(autorange="reversed"))
-    return ("Bytes by layer", "where every byte the protocols were handed went (the budget section); "
-            "stacked: messages, negotiation, security framing, muxer, gossip control, undecoded", fig)
+    return ("Bytes by layer", "where every byte of the P2P connections' frames went (the budget section); "
+            "stacked: messages, negotiation, security framing, muxer, gossip control, undecoded, link and IP "
+            "headers, TCP headers, frames without payload (ack), retransmissions", fig)
 
 
 def compression_by_size(report: dict):
