@@ -24,7 +24,7 @@ import pytest
 from conftest import CAPTURES, p2pc_report, parse_record
 from p2pc import keylog
 
-FAMILIES = ("eth2", "interop", "lodestar", "prysm", "bitswap", "libp2p-compression")
+FAMILIES = ("eth2", "interop", "lodestar", "prysm", "bitswap", "libp2p-compression", "kubo")
 LIBP2P = sorted(p for f in FAMILIES for p in (CAPTURES / f).glob("*.pcap*"))
 # Cut inside a message (editcap): the engine keeps the PDU the capture cut in its pipe and
 # emits no tail record for it (plugin/README.md: tails), so those bytes are in no line.
