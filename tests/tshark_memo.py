@@ -98,11 +98,18 @@ def replay(entry: Path) -> int:
     return rc
 
 
-def run_and_remember(args: list[str], entry: Path) -> int:
-    """tshark itself, its output passed on as it comes (a reader may stream it) and kept."""
-    child = subprocess.Popen([REAL, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def spawn(args: list[str], **kw) -> subprocess.Popen:
+    """The real tshark as a child, which gets the signals this process gets (a reader stopping
+    a live tshark signals the process it started: this one)."""
+    child = subprocess.Popen([REAL, *args], **kw)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda s, _f: child.send_signal(s))
+    return child
+
+
+def run_and_remember(args: list[str], entry: Path) -> int:
+    """tshark itself, its output passed on as it comes (a reader may stream it) and kept."""
+    child = spawn(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     kept = {child.stdout: bytearray(), child.stderr: bytearray()}
     sink = {child.stdout: sys.stdout.buffer, child.stderr: sys.stderr.buffer}
     whole = True
@@ -153,9 +160,9 @@ def main(args: list[str]) -> int:
     if not remembered(args):
         if not os.environ.get("P2PC_TSHARK_LOG"):
             os.execv(REAL, [REAL, *args])
-        rc = subprocess.call([REAL, *args])
+        rc = spawn(args).wait()
         log(args, "unremembered")
-        return rc
+        return rc if rc >= 0 else 128 - rc
     before = key(args)
     entry = MEMO / before
     if (entry / "rc").is_file():
