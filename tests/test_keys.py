@@ -458,9 +458,9 @@ def debian_libssl3_builds(work: Path) -> dict[str, Path]:
 
 
 def test_other_debian_libssl_builds_give_the_line_their_own_openssl_logs(helper, tmp_path):
-    """The other libssl3 builds Debian's archive offers (on Debian 12 today 3.0.20-1~deb12u2 and
-    3.0.22-1~deb12u2: other build IDs, other code addresses), downloaded and unpacked, not
-    installed: both peers of `fisco3-tls` run on one through LD_LIBRARY_PATH, the listener with a
+    """The other libssl3 builds Debian's archive offers (on Debian 12 today 3.0.17-1~deb12u2,
+    3.0.20-1~deb12u2 and 3.0.22-1~deb12u2: other build IDs, other code addresses), downloaded and
+    unpacked, not installed: both peers of `fisco3-tls` run on one through LD_LIBRARY_PATH, the listener with a
     key log of its own (the library's keylog callback); p2pc keys attached to it reads the offsets
     from that build's accessors and writes exactly the CLIENT_RANDOM line that OpenSSL logged."""
     from make_fisco import make_certs
