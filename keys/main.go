@@ -1,5 +1,5 @@
 // p2pc-keys: append the session keys of running, unmodified go-libp2p programs (and of programs
-// that link a known build of OpenSSL's libssl dynamically: openssl.go) to a key log as they are
+// that link OpenSSL's libssl dynamically, on amd64: openssl.go) to a key log as they are
 // made, read with entry uprobes (keys.bpf.c).  `p2pc keys` runs it; so does
 // `p2pc live --keys-from` (docs/libp2p-decryption.md, "Keys from a running node").
 //

@@ -380,7 +380,7 @@ def test_an_unmodified_openssl_node_decodes_fisco3_over_tls(helper, tshark, tmp_
         rest = k.stderr.read()
         assert k.wait(10) == 0, rest
     lines += rest.splitlines()
-    assert "OpenSSL 3.0.19" in lines[-3] and lines[-3].endswith(
+    assert "OpenSSL libssl build ID " in lines[-3] and lines[-3].endswith(
         f": probing SSL_read, SSL_read_ex, SSL_write, SSL_write_ex ({'one uprobe each' if uprobes == 'single' else 'multi-uprobe links'})"), lines
     assert lines[-1] == f"p2pc keys: stopped (every process ended): 1 TLS and 0 Noise key lines written to {keys}"
     got = keys.read_text().splitlines()
@@ -394,28 +394,125 @@ def test_an_unmodified_openssl_node_decodes_fisco3_over_tls(helper, tshark, tmp_
     assert not tshark.fields(cap, ["frame.number"], dfilter="p2pc.tls_no_keys", extra=keyed)
 
 
-def test_a_libssl_build_without_known_offsets_is_refused(helper, tmp_path):
-    """A process whose libssl is a build p2pc keys has no offsets for (here Debian's, its GNU
-    build ID changed, loaded through LD_LIBRARY_PATH) is refused in one line naming the library
-    and its build ID: nothing is read at a guessed offset."""
-    import ssl  # noqa: F401  (maps this interpreter's libssl, to copy it)
-    lib = next(Path(line.split()[-1]) for line in Path("/proc/self/maps").read_text().splitlines()
-               if line.split()[-1].rsplit("/", 1)[-1].startswith("libssl.so"))
-    data = bytearray(lib.read_bytes())
-    note = bytes.fromhex("04000000" "14000000" "03000000") + b"GNU\0"   # the GNU build ID note, 20 bytes
-    at = data.find(note) + len(note)
-    assert data.count(note) == 1
-    data[at] ^= 0xFF
-    (tmp_path / lib.name).write_bytes(data)
-    with subprocess.Popen([sys.executable, "-c", "import ssl, time; print('up', flush=True); time.sleep(60)"],
-                          env=dict(os.environ, LD_LIBRARY_PATH=str(tmp_path)), stdout=subprocess.PIPE, text=True) as p:
+def ssl_sleeper(**kw) -> subprocess.Popen:
+    """A Python that has loaded its ssl module (so maps a libssl) and sleeps, after saying so."""
+    p = subprocess.Popen([sys.executable, "-c", "import ssl, time; print('up', flush=True); time.sleep(60)"],
+                         stdout=subprocess.PIPE, text=True, **kw)
+    assert p.stdout.readline() == "up\n"
+    return p
+
+
+def mapped_libssl(pid: int) -> Path:
+    return next(Path(line.split()[-1]) for line in Path(f"/proc/{pid}/maps").read_text().splitlines()
+                if line.split()[-1].rsplit("/", 1)[-1].startswith("libssl.so"))
+
+
+def build_id(lib: Path) -> str:
+    """The GNU build ID, as binutils' readelf reads it."""
+    out = subprocess.run(["readelf", "-n", lib], capture_output=True, text=True, check=True).stdout
+    return out.split("Build ID: ", 1)[1].split()[0]
+
+
+# Debian 12's libssl3 3.0.19-1~deb12u2, amd64: the offsets read by hand from `objdump -d` of its
+# accessors (SSL_version `mov (%rdi),%eax`, SSL_get_client_random `lea 0x160(%rdi),%rsi`,
+# SSL_get_session `mov 0x918(%rdi),%rax`, SSL_SESSION_get_master_key `mov 0x8(%rdi),%rbx` and
+# `lea 0x50(%rax),%rsi`), the table p2pc keys kept before it read them itself.
+HAND_READ = {"c0b9959017cf64b03131964573944fc72958bb2b": (0, 0x160, 0x918, 0x8, 0x50)}
+
+
+def test_the_offsets_read_from_the_installed_libssl_are_the_hand_read_ones(helper, tmp_path):
+    """p2pc keys reads struct ssl_st's offsets from the accessors' machine code; on the build whose
+    offsets were read by hand (HAND_READ), it reads the same."""
+    with ssl_sleeper() as p:
         try:
-            assert p.stdout.readline() == "up\n"
+            lib = mapped_libssl(p.pid)
+            bid = build_id(lib)
+            if bid not in HAND_READ:
+                pytest.skip(f"the installed libssl {lib} is build {bid}, not one whose offsets were read by hand")
+            k = p2pc("keys", "--pid", str(p.pid), "--output", str(tmp_path / "k"), "--duration", "1")
+            lines = attached(k, p.pid)
+            assert k.wait(30) == 0
+        finally:
+            p.kill()
+    v, cr, sess, mkl, mk = HAND_READ[bid]
+    assert f"OpenSSL libssl build ID {bid} (SSL.version at {v:#x}, SSL.s3.client_random at {cr:#x}, SSL.session at " \
+        f"{sess:#x}, SSL_SESSION.master_key_length at {mkl:#x}, master_key at {mk:#x}), {lib}: probing " in lines[-1], lines
+
+
+def debian_libssl3_builds(work: Path) -> dict[str, Path]:
+    """Every libssl3 version Debian's archive offers this machine besides the installed one, each
+    downloaded with apt (signed indexes) and unpacked, not installed: version -> its library folder."""
+    arch = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True, check=True).stdout.strip()
+    installed = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "libssl3"],
+                               capture_output=True, text=True, check=True).stdout
+    madison = subprocess.run(["apt-cache", "madison", "libssl3"], capture_output=True, text=True, check=True).stdout
+    versions = sorted({f[1] for f in (line.split(" | ") for line in madison.splitlines())
+                       if len(f) == 3 and f[2].strip().endswith(f" {arch} Packages") and f[1].strip() != installed})
+    builds = {}
+    for v in (v.strip() for v in versions):
+        subprocess.run(["apt-get", "download", "-q", f"libssl3={v}"], cwd=work, capture_output=True, check=True)
+        deb = next(work.glob(f"libssl3_{v.replace(':', '%3a')}_{arch}.deb"))
+        subprocess.run(["dpkg-deb", "-x", deb, work / v], check=True)
+        builds[v] = next((work / v).glob("usr/lib/*/libssl.so.3")).parent
+    return builds
+
+
+def test_other_debian_libssl_builds_give_the_line_their_own_openssl_logs(helper, tmp_path):
+    """The other libssl3 builds Debian's archive offers (on Debian 12 today 3.0.17-1~deb12u2,
+    3.0.20-1~deb12u2 and 3.0.22-1~deb12u2: other build IDs, other code addresses), downloaded and
+    unpacked, not installed: both peers of `fisco3-tls` run on one through LD_LIBRARY_PATH, the listener with a
+    key log of its own (the library's keylog callback); p2pc keys attached to it reads the offsets
+    from that build's accessors and writes exactly the CLIENT_RANDOM line that OpenSSL logged."""
+    from make_fisco import make_certs
+    builds = debian_libssl3_builds(tmp_path)
+    if not builds:
+        pytest.skip("Debian's archive offers no libssl3 build but the installed one (apt-get update?)")
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    make_certs(certs)
+    for version, libdir in builds.items():
+        env = dict(os.environ, LD_LIBRARY_PATH=str(libdir))
+        keys, own = tmp_path / f"{version}.keys", tmp_path / f"{version}-own.keys"
+        peer = [sys.executable, str(CAPTURES / "gen" / "fisco3.py"), "fisco3-tls"]
+        with EmulatedLink(delay_ms=5, rate_kbit=None) as link:
+            lp = link.popen("a", [*peer, "a", "0", "30300", "tls", str(certs), str(own)], stdout=subprocess.PIPE,
+                            text=True, env=env)
+            assert lp.stdout.readline().strip() == "listening"
+            assert mapped_libssl(lp.pid) == libdir / "libssl.so.3", version
+            k = p2pc("keys", "--pid", str(lp.pid), "--output", str(keys))
+            lines = attached(k, lp.pid)
+            link.run("b", [*peer, "b", link.addr_a, "30300", "tls", str(certs), "-"], timeout=120, check=True, env=env)
+            assert lp.wait(60) == 0
+            rest = k.stderr.read()
+            assert k.wait(10) == 0, rest
+        assert f"OpenSSL libssl build ID {build_id(libdir / 'libssl.so.3')} (" in lines[-1], (version, lines)
+        got, logged = keys.read_text().splitlines(), own.read_text().splitlines()
+        assert got == [l for l in logged if l.startswith("CLIENT_RANDOM ")] and len(got) == 1, (version, got, logged)
+
+
+def test_a_libssl_whose_accessor_is_not_a_known_shape_is_refused(helper, tmp_path):
+    """A libssl whose SSL_get_session does not begin with a load from its argument (here the
+    system's, copied, with `test %rdi,%rdi` written over its entry; loaded through
+    LD_LIBRARY_PATH) is refused in one line naming the library and the accessor: nothing is read
+    at a guessed offset."""
+    with ssl_sleeper() as p:
+        lib = mapped_libssl(p.pid)
+        p.kill()
+    copy = tmp_path / lib.name
+    shutil.copy(lib, copy)
+    dump = subprocess.run(["objdump", "-d", "-F", "--disassemble=SSL_get_session", copy],
+                          capture_output=True, text=True, check=True).stdout
+    at = int(dump.split("<SSL_get_session@@", 1)[1].split("(File Offset: ", 1)[1].split(")", 1)[0], 16)
+    with open(copy, "r+b") as f:
+        f.seek(at)
+        f.write(bytes.fromhex("4885ff"))   # test %rdi,%rdi
+    with ssl_sleeper(env=dict(os.environ, LD_LIBRARY_PATH=str(tmp_path))) as p:
+        try:
             code, lines = keys_error("--pid", str(p.pid), "--output", str(tmp_path / "k"))
         finally:
             p.kill()
     assert code == 16 and lines == [
-        f"p2pc keys: pid {p.pid} ({os.path.realpath(sys.executable)}): its libssl {tmp_path / lib.name} (build ID "
-        f"{data[at:at + 20].hex()}) is not a build whose struct offsets p2pc keys knows: none is read at a guessed "
-        "offset (docs/libp2p-decryption.md, \"FISCO BCOS\")"], lines
+        f"p2pc keys: pid {p.pid} ({os.path.realpath(sys.executable)}): its libssl {copy} (build ID {build_id(copy)}): "
+        "SSL_get_session's code is not one p2pc keys reads an offset from (+0x0: TEST RDI, RDI): none is read at a "
+        "guessed offset (docs/libp2p-decryption.md, \"FISCO BCOS\")"], lines
     assert not (tmp_path / "k").exists()

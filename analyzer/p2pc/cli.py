@@ -648,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
                 "Append the session keys of running, unmodified go-libp2p processes to a key log "
                 "as their connections make them: TLS 1.3 and QUIC secrets as NSS key log lines, "
                 "Noise keys as p2pc's lines (--keylog of analyze and live reads both); of a process "
-                "that links a known libssl build dynamically (a FISCO BCOS node built so), its TLS "
+                "that links OpenSSL's libssl dynamically (amd64; a FISCO BCOS node built so), its TLS "
                 "1.0-1.2 master secrets as CLIENT_RANDOM lines. Runs until "
                 "^C, SIGTERM, --duration, or until every process has ended; then writes the keys "
                 "still in flight and exits.")

@@ -1,5 +1,5 @@
 """`p2pc keys` and `p2pc live --keys-from`: session keys read from running, unmodified go-libp2p
-processes (and processes linking a known libssl build dynamically) by the p2pc-keys helper (keys/, built by `make keys`; docs/libp2p-decryption.md, "Keys
+processes (and processes linking OpenSSL's libssl dynamically) by the p2pc-keys helper (keys/, built by `make keys`; docs/libp2p-decryption.md, "Keys
 from a running node").
 
 The helper attaches entry uprobes, appends each key to a key log as it is made (NSS lines for TLS
