@@ -40,6 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from kubo_build import VERSION, build  # noqa: E402
 from netem import EmulatedLink  # noqa: E402
+from pidkeys import Tracer  # noqa: E402
 
 ROOT = HERE.parent.parent
 OUT = ROOT / "captures" / "kubo"
@@ -66,16 +67,6 @@ def ipfs_json(link: EmulatedLink, exe: Path, side: str, *args: str):
     return json.loads(ipfs(link, exe, side, *args, "--enc=json"))
 
 
-def keys_attached(proc: subprocess.Popen, pid: int) -> list[str]:
-    """p2pc keys' lines up to the one saying pid is probed."""
-    lines = []
-    for line in proc.stderr:
-        lines.append(line.strip())
-        if line.startswith(f"p2pc keys: pid {pid} (") and ": probing " in line:
-            return lines
-    raise SystemExit(f"p2pc keys ended before probing pid {pid}: {lines}")
-
-
 def daemon_up(link: EmulatedLink, exe: Path, side: str, proc: subprocess.Popen) -> dict:
     """The node's identity, once its daemon serves its API (it writes $IPFS_PATH/api then: an
     ipfs command before that would run offline and take the repo's lock from the daemon)."""
@@ -97,26 +88,21 @@ def run(exe: Path, name: str) -> None:
     data = FILE.read_bytes()
     env = {side: dict(os.environ, IPFS_PATH=str(WORK / side)) for side in ("a", "b")}
     for side in ("a", "b"):
-        keys[side].unlink(missing_ok=True)
         subprocess.run([str(exe), "init", "--profile=test"], env=env[side], check=True, capture_output=True)
         for key, val in {**CONFIG, "Addresses.Swarm": [swarm], **transports}.items():
             subprocess.run([str(exe), "config", "--json", key, json.dumps(val)], env=env[side], check=True)
     # Offline, before the daemon: the blocks are in B's repo when A asks.
     root = subprocess.run([str(exe), "add", "-Q", str(FILE)], env=env["b"], check=True, capture_output=True,
                           text=True).stdout.strip()
-    p2pc_env = dict(os.environ, PYTHONPATH=str(ROOT / "analyzer"))
     with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
         logs = {side: open(WORK / f"{side}.log", "w") for side in ("a", "b")}
-        nodes, tracers, said, ident = {}, {}, {}, {}
+        nodes, tracers, ident = {}, {}, {}
         for side in ("b", "a"):
             nodes[side] = link.popen(side, [str(exe), "daemon"], env=env[side], stdout=logs[side],
                                      stderr=subprocess.STDOUT)
             ident[side] = daemon_up(link, exe, side, nodes[side])
             # The running, unmodified daemon: ip netns exec has exec'd ipfs by now (it answers).
-            tracers[side] = subprocess.Popen([sys.executable, "-m", "p2pc", "keys", "--pid", str(nodes[side].pid),
-                                              "--output", str(keys[side])], stderr=subprocess.PIPE, text=True,
-                                             env=p2pc_env)
-            said[side] = keys_attached(tracers[side], nodes[side].pid)
+            tracers[side] = Tracer(nodes[side].pid, keys[side])
         where = swarm.replace("/ip4/0.0.0.0/", f"/ip4/{link.addr_b}/")
         ipfs(link, exe, "a", "swarm", "connect", f"{where}/p2p/{ident['b']['ID']}")
         got = ipfs(link, exe, "a", "cat", root, text=False)
@@ -136,14 +122,8 @@ def run(exe: Path, name: str) -> None:
             ipfs(link, exe, side, "shutdown")
             nodes[side].wait(30)
             logs[side].close()
-        for side in ("a", "b"):     # every probed process ended: p2pc keys writes the rest and exits
-            rest = tracers[side].stderr.read()
-            if tracers[side].wait(30) != 0:
-                raise SystemExit(f"p2pc keys on node {side}: {rest}")
-            said[side] += rest.splitlines()
-    for path in keys.values():
-        os.chmod(path, 0o644)
-    said = {side: [line.replace(f"{ROOT}/", "") for line in lines] for side, lines in said.items()}
+        # Every probed process ended: p2pc keys writes the rest and exits.
+        said = {side: tracers[side].finish() for side in ("a", "b")}
     truth = {
         "capture": cap.name, "client": "kubo", "version": VERSION, "transport": name,
         "keys": {"fetcher": keys["a"].name, "provider": keys["b"].name},

@@ -18,6 +18,13 @@ Either way each node listens on, and dials from, port 9000 (TCP and UDP alike). 
 keys to prysm-tcp.keys ($LIBP2P_NOISE_KEYLOG), QUIC's TLS its secrets to prysm-quic.keys
 ($SSLKEYLOGFILE).
 
+--unpatched runs the same chain with go-libp2p as Prysm pins it, unchanged (build(keylog=False):
+only quic-go's Go 1.26 fix, which is not key handling), and reads each node's keys with
+`p2pc keys --pid` (pidkeys.py) while it runs: A's from before genesis, B's from before it dials
+(as soon as `ip netns exec` has exec'd its beacon-chain; it dials A once it has started, seconds
+later).  prysm-unpatched-<transport>.listener.keys are A's, .dialer.keys B's; either alone
+decrypts the capture.
+
 The truth is the nodes' own (prysm-<transport>.truth.json): every block each node holds, as its
 REST API serves it in SSZ (/eth/v2/beacon/blocks/{slot}, Accept: application/octet-stream), by
 sha256; and each node's Prometheus metrics (--monitoring-port) lines for its p2p counters, as
@@ -25,8 +32,9 @@ it printed them, read at metrics_time (wall clock, as the capture's timestamps) 
 validators stopped: p2p_message_received_total per req/resp protocol counts the requests it was
 sent, p2p_pubsub_rpc_sent_pub_total per gossip topic the messages it sent.
 
-Regenerate (root, Go 1.26, gcc; about 4 minutes a capture, after the first build):
-sudo python3 captures/gen/make_prysm.py [tcp|quic]
+Regenerate (root, Go 1.26, gcc; about 4 minutes a capture, after the first build; --unpatched:
+eBPF uprobes too, and `make keys`):
+sudo python3 captures/gen/make_prysm.py [--unpatched] [tcp|quic]
 """
 from __future__ import annotations
 
@@ -44,6 +52,7 @@ sys.path.insert(0, str(HERE / "prysm"))
 from netem import EmulatedLink  # noqa: E402
 from beacon import http, read_nodes, stop  # noqa: E402
 from build import VERSION, build  # noqa: E402
+from pidkeys import Tracer  # noqa: E402
 
 ROOT = HERE.parent.parent
 OUT = ROOT / "captures" / "prysm"
@@ -159,14 +168,32 @@ def genesis_state(bins: dict) -> int:
     return genesis
 
 
-def run(bins: dict, transport: str) -> None:
+def exec_done(proc: subprocess.Popen, exe: Path) -> None:
+    """Once `ip netns exec` has exec'd exe (the process p2pc keys must probe)."""
+    for _ in range(100):
+        try:
+            if Path(f"/proc/{proc.pid}/exe").resolve() == exe.resolve():
+                return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise SystemExit(f"pid {proc.pid} did not become {exe}")
+
+
+def run(bins: dict, transport: str, unpatched: bool) -> None:
     for side in ("a", "b"):
         subprocess.run(["rm", "-rf", str(WORK / side)], check=True)
         (WORK / side).mkdir(parents=True)
-    name = f"prysm-{transport}"
-    keys = OUT / f"{name}.keys"
-    keys.unlink(missing_ok=True)
-    env = dict(os.environ, LIBP2P_NOISE_KEYLOG=str(keys), SSLKEYLOGFILE=str(keys))
+    if unpatched:
+        name = f"prysm-unpatched-{transport}"
+        keys = {"a": OUT / f"{name}.listener.keys", "b": OUT / f"{name}.dialer.keys"}
+        env = dict(os.environ)
+    else:
+        name = f"prysm-{transport}"
+        keys = OUT / f"{name}.keys"
+        keys.unlink(missing_ok=True)
+        env = dict(os.environ, LIBP2P_NOISE_KEYLOG=str(keys), SSLKEYLOGFILE=str(keys))
+    tracers = {}
     cap = OUT / f"{name}.pcapng"
     genesis = genesis_state(bins)
     with EmulatedLink(delay_ms=DELAY_MS, rate_kbit=RATE_KBIT, capture=cap) as link:
@@ -182,11 +209,16 @@ def run(bins: dict, transport: str) -> None:
             time.sleep(1)
         if ident is None:
             raise SystemExit(f"node A gave no identity before genesis: see {WORK / f'{transport}-a.log'}")
+        if unpatched:
+            tracers["a"] = Tracer(nodes["a"].pid, keys["a"])
         where = f"/udp/{PORT}/quic-v1" if transport == "quic" else f"/tcp/{PORT}"
         peer = f"/ip4/{EmulatedLink.addr_a}{where}/p2p/{ident['peer_id']}"
         time.sleep(max(0.0, genesis + B_AFTER_S - time.time()))
         nodes["b"] = link.popen("b", argv(bins, "b", transport, peer), cwd=WORK / "b", env=env,
                                 stdout=logs["b"], stderr=subprocess.STDOUT, start_new_session=True)
+        if unpatched:
+            exec_done(nodes["b"], bins["beacon-chain"])
+            tracers["b"] = Tracer(nodes["b"].pid, keys["b"])
         nodes["vb"] = link.popen("b", validator_argv(bins, "b"), cwd=WORK / "b", stdout=logs["vb"],
                                  stderr=subprocess.STDOUT, start_new_session=True)
         time.sleep(max(0.0, genesis + RUN_S - time.time()))
@@ -199,11 +231,13 @@ def run(bins: dict, transport: str) -> None:
             stop(nodes[side])
         for f in logs.values():
             f.close()
-    if keys.exists():
+        for side, tracer in tracers.items():   # its node ended: p2pc keys writes the rest and exits
+            truth_nodes[side]["p2pc_keys"] = tracer.finish()
+    if not unpatched and keys.exists():
         os.chmod(keys, 0o644)
     truth = {
-        "capture": cap.name, "keys": keys.name, "client": "prysm", "version": VERSION,
-        "transport": transport,
+        "capture": cap.name, "client": "prysm", "version": VERSION, "transport": transport,
+        "keys": {"listener": keys["a"].name, "dialer": keys["b"].name} if unpatched else keys.name,
         "chain": {"preset": "mainnet", "seconds_per_slot": SECONDS_PER_SLOT,
                   "genesis_validators": GENESIS_VALIDATORS, "altair_fork_epoch": ALTAIR_EPOCH,
                   "genesis_time": genesis, "run_s": RUN_S, "b_after_s": B_AFTER_S},
@@ -218,11 +252,16 @@ def run(bins: dict, transport: str) -> None:
 
 
 def main() -> None:
-    bins = build()
+    args = sys.argv[1:]
+    unpatched = "--unpatched" in args
+    transports = [a for a in args if a != "--unpatched"] or ["tcp", "quic"]
+    bins = build(keylog=not unpatched)
     OUT.mkdir(parents=True, exist_ok=True)
     WORK.mkdir(parents=True, exist_ok=True)
-    for transport in sys.argv[1:] or ("tcp", "quic"):
-        run(bins, transport)
+    if unpatched:
+        subprocess.run(["make", "-s", "keys"], cwd=ROOT, check=True)
+    for transport in transports:
+        run(bins, transport, unpatched)
 
 
 if __name__ == "__main__":
