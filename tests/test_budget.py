@@ -301,6 +301,24 @@ def test_messages_layers_are_the_main_tables_bytes_and_all_add_up(tshark, tmp_pa
                     ("ack", "fin"): 66, ("ack", "rst"): 132}
 
 
+def test_analyze_budget_adds_up_to_the_quic_datagrams(tshark, tmp_path):
+    """analyze's budget over QUIC: all its rows are the bytes of the Prysm QUIC capture's
+    datagrams (keys given), its QUIC kinds below the streams Wireshark's items."""
+    capture = CAPTURES / "prysm" / "prysm-quic.pcapng"
+    rep = p2pc_report("analyze", str(capture), "--keylog", str(capture.with_suffix(".keys")))
+    rows = next(s for s in rep["sections"] if s["name"] == "budget")["rows"]
+    frames, layers, _ = quic_view(tshark, capture, key_options(tshark.ws, capture, tmp_path))
+    assert sum(r["bytes"] for r in rows) == sum(frames.values())
+    below = {(r["layer"], r["kind"]): r["bytes"] for r in rows if r["layer"] in TRANSPORT or r["kind"].startswith("quic_")}
+    assert below == sum(layers.values(), Counter())
+    # The figures docs/savings-model.md states (the byte budget), Wireshark's as computed above.
+    by_layer = Counter()
+    for (layer, _), n in below.items():
+        by_layer[layer] += n
+    assert sum(frames.values()) == 322_659 and by_layer == {"link_ip": 31_416, "udp_header": 7_392, "security": 50_155,
+                                                            "negotiation": 8_060, "muxer": 3_206, "retransmission": 390}
+
+
 # ---- expected values from the stream itself (plaintext, yamux) ----
 
 def follow_tcp(tshark, capture: Path, stream: int) -> dict[int, bytes]:
