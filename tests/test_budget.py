@@ -2,8 +2,10 @@
 bytes and each layer's own bytes (the B lines, plugin/core/budget.h) add up to the stream bytes
 the libp2p engine was handed, on every committed libp2p capture (plaintext, Noise, TLS, QUIC,
 with their key files); with the transport's layers (plugin/core/transport.h: link and IP
-headers, TCP headers, frames without payload, retransmitted payload) to the bytes of the
-direction's frames, on every committed Bitcoin, FISCO and libp2p TCP capture.
+headers, TCP headers, frames without payload, retransmitted payload) and QUIC's below its
+streams (plugin/libp2p/quic-bytes.h: UDP, packet headers and tags, non-stream frames, STREAM
+frame headers, STREAM data sent again) to the bytes of the direction's frames, on every
+committed Bitcoin, FISCO and libp2p capture, TCP and QUIC.
 
 The stream bytes come from Wireshark's own reading, not p2pc's: a TCP direction's tcp.len of
 the segments TCP does not call retransmissions, a QUIC direction's STREAM frame bytes (each
@@ -11,13 +13,15 @@ offset of each stream once).  The expected layer values of the plaintext yamux c
 from the stream itself as Wireshark reassembles it (`-z follow,tcp,raw`), walked by the specs'
 framing (multistream-select lines, the /plaintext/2.0.0 Exchange, yamux's 12-byte headers),
 never from p2pc's output.  The transport's layers are Wireshark's own fields of each frame
-(frame.len, tcp.hdr_len, tcp.len, the TCP flags, tcp.analysis.*retransmission)."""
+(frame.len, tcp.hdr_len, tcp.len, the TCP flags, tcp.analysis.*retransmission; udp.length and
+the lengths of QUIC's items)."""
 from __future__ import annotations
 
 import json
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -29,8 +33,8 @@ LIBP2P = sorted(p for f in FAMILIES for p in (CAPTURES / f).glob("*.pcap*"))
 # Cut inside a message (editcap): the engine keeps the PDU the capture cut in its pipe and
 # emits no tail record for it (plugin/README.md: tails), so those bytes are in no line.
 CUT_SHORT = {"eth2-badcrc.pcapng", "eth2-truncated.pcapng"}
-# The layers below the stream (plugin/core/transport.h).
-TRANSPORT = {"link_ip", "tcp_header", "ack", "retransmission"}
+# The layers below the stream (plugin/core/transport.h, plugin/libp2p/quic-bytes.h).
+TRANSPORT = {"link_ip", "tcp_header", "udp_header", "ack", "retransmission"}
 # FISCO over TLS (2.x and 3.x) is reached from Wireshark's TLS, not from TCP: no TCP claim, no
 # transport lines (issue #41, left);
 # fisco-truncated ends inside its last packet, where tshark stops with exit code 2.
@@ -65,12 +69,12 @@ def records(tshark, capture: Path, opts: list[str], two_pass: bool = False) -> l
 
 def layer_sums(recs, transport: bool = False) -> Counter:
     """Per direction (stream, src, srcport): the records' wire bytes and the B lines' bytes, those
-    of the transport's layers only if `transport`."""
+    of the transport's layers and QUIC's below its streams only if `transport`."""
     got = Counter()
     for r in recs:
         if hasattr(r, "wire_len"):
             got[r.key] += r.wire_len
-        elif transport or r.layer not in TRANSPORT:
+        elif transport or not (r.layer in TRANSPORT or below_quic_streams(r)):
             got[r.key] += r.bytes
     return got
 
@@ -112,73 +116,105 @@ def tcp_transport(tshark, capture: Path, opts: list[str]) -> tuple[Counter, dict
     return frames, {d: +c for d, c in layers.items()}, +handed
 
 
-def first(x, key: str):
-    """The first value of `key` in tshark's JSON tree x, depth first (None: none)."""
-    if isinstance(x, dict):
-        if key in x:
-            return x[key]
-        x = list(x.values())
-    if isinstance(x, list):
-        for v in x:
-            found = first(v, key)
-            if found is not None:
-                return found
-    return None
+# RFC 9000 19 (table 3): each QUIC frame type's kind (quic-bytes.h), STREAM's (0x08-0x0f) apart.
+QUIC_FRAME_KINDS = {0x00: ("security", "quic_padding"), 0x01: ("security", "quic_ping"),
+                    0x02: ("security", "quic_ack"), 0x03: ("security", "quic_ack"),
+                    0x04: ("muxer", "quic_reset_stream"), 0x05: ("muxer", "quic_stop_sending"),
+                    0x06: ("negotiation", "quic_crypto"), 0x07: ("security", "quic_new_token"),
+                    0x10: ("muxer", "quic_max_data"), 0x11: ("muxer", "quic_max_stream_data"),
+                    0x12: ("muxer", "quic_max_streams"), 0x13: ("muxer", "quic_max_streams"),
+                    0x14: ("muxer", "quic_data_blocked"), 0x15: ("muxer", "quic_stream_data_blocked"),
+                    0x16: ("muxer", "quic_streams_blocked"), 0x17: ("muxer", "quic_streams_blocked"),
+                    0x18: ("security", "quic_new_connection_id"), 0x19: ("security", "quic_retire_connection_id"),
+                    0x1a: ("security", "quic_path_challenge"), 0x1b: ("security", "quic_path_response"),
+                    0x1c: ("security", "quic_connection_close"), 0x1d: ("security", "quic_connection_close"),
+                    0x1e: ("security", "quic_handshake_done")}
 
 
-def stream_frames(x):
-    """The STREAM frames (their trees) in tshark's JSON tree x."""
-    if isinstance(x, dict):
-        if "quic.stream.stream_id" in x:
-            yield x
-        x = list(x.values())
-    if isinstance(x, list):
-        for v in x:
-            yield from stream_frames(v)
+def below_quic_streams(r) -> bool:
+    """A B line of QUIC's own bytes, below its streams' (plugin/libp2p/quic-bytes.h)."""
+    return r.kind.startswith("quic_") or r.kind == "quic (encrypted)" and r.layer == "undecoded"
 
 
-def quic_stream_bytes(tshark, capture: Path, opts: list[str]) -> Counter:
-    """Per sender address and port: the STREAM bytes of each QUIC stream of each connection,
-    each offset once (a retransmission repeats offsets; a frame without an offset starts at 0)."""
-    out = tshark.run(["-n", "-r", tshark.ws.readable(capture), *opts, "-T", "json", "--no-duplicate-keys",
-                      "-J", "ip ipv6 udp quic", "-Y", "quic.stream.stream_id && !icmp && !icmpv6"]).stdout
-    have = defaultdict(set)
-    for pkt in json.loads(out or "[]"):
-        layers = pkt["_source"]["layers"]
-        src = first(layers.get("ip") or layers.get("ipv6"), "ip.src") or first(layers.get("ipv6"), "ipv6.src")
-        port, conn = first(layers["udp"], "udp.srcport"), first(layers["quic"], "quic.connection.number")
-        for f in stream_frames(layers["quic"]):
-            start = int(f.get("quic.stream.offset", 0))
-            have[(src, int(port), conn, f["quic.stream.stream_id"])].update(
-                range(start, start + len(f.get("quic.stream_data", "").replace(":", "")) // 2))
-    want = Counter()
-    for (src, port, _, _), offsets in have.items():
-        want[(-1, src, port)] += len(offsets)
-    return want
+def quic_view(tshark, capture: Path, opts: list[str]) -> tuple[Counter, dict, Counter]:
+    """From Wireshark's own items of each QUIC datagram (-T pdml: each item's length): per
+    direction (-1, src, srcport) the frames' bytes; per direction QUIC's layers by (layer,
+    kind): link_ip headers (frame.len - udp.length), the 8-byte UDP header, and, in a datagram
+    whose packets were all decrypted, each packet's header (quic.packet_length less its
+    quic.payload or quic.protected_payload, by quic.header_form), tag (the payload less its
+    quic.frame items), its frames by quic.frame_type (a STREAM frame's header: the frame less
+    its quic.stream_data), the bytes after its last packet, and the STREAM data repeated
+    (retransmission); and per direction the STREAM bytes, each offset of each stream of each
+    connection once (a frame without an offset starts at 0)."""
+    out = tshark.run(["-n", "-r", tshark.ws.readable(capture), *opts, "-T", "pdml", "-J", "frame ip ipv6 udp quic",
+                      "-Y", "quic && !icmp && !icmpv6"]).stdout
+    frames, layers, data, have = Counter(), defaultdict(Counter), Counter(), defaultdict(set)
+    for pkt in ElementTree.fromstring(out).iter("packet"):
+        protos = {p.get("name"): p for p in pkt.iter("proto")}
+        ip = protos.get("ip") or protos.get("ipv6")
+        field = lambda name, under=pkt: next(under.iterfind(f".//field[@name='{name}']")).get("show")     # noqa: E731
+        d = (-1, field("ip.src" if "ip" in protos else "ipv6.src", ip), int(field("udp.srcport")))
+        flen, ulen = int(field("frame.len")), int(field("udp.length"))
+        frames[d] += flen
+        layers[d]["link_ip", "headers"] += flen - ulen
+        layers[d]["udp_header", "fixed"] += 8
+        quic = [p for p in pkt.iter("proto") if p.get("name") == "quic"]
+        if any(True for p in quic for _ in p.iterfind(".//field[@name='quic.remaining_payload']")):
+            continue        # not decrypted: the quic (encrypted) record's
+        conn = next((f.get("show") for f in pkt.iterfind(".//field[@name='quic.connection.number']")), None)
+        rest = ulen - 8
+        for p in quic:
+            size = lambda name: sum(int(f.get("size")) for f in p.iterfind(f".//field[@name='{name}']"))    # noqa: E731
+            plen, payload = int(field("quic.packet_length", p)), size("quic.payload") + size("quic.protected_payload")
+            form = "quic_long_header" if field("quic.header_form", p) == "1" else "quic_short_header"
+            layers[d]["security", form] += plen - payload
+            layers[d]["security", "quic_tag"] += payload - size("quic.frame")
+            rest -= plen
+            for f in p.iterfind(".//field[@name='quic.frame']"):
+                ftype, fsize = int(field("quic.frame_type", f)), int(f.get("size"))
+                if 0x08 <= ftype <= 0x0f:
+                    sdata = next(f.iterfind(".//field[@name='quic.stream_data']"), None)
+                    n = int(sdata.get("size")) if sdata is not None else 0
+                    layers[d]["muxer", "quic_stream_header"] += fsize - n
+                    start = int(next((x.get("show") for x in f.iterfind(".//field[@name='quic.stream.offset']")), 0))
+                    data[d] += n
+                    have[(d, conn, field("quic.stream.stream_id", f))].update(range(start, start + n))
+                else:
+                    layers[d][QUIC_FRAME_KINDS.get(ftype, ("security", "quic_other"))] += fsize
+        layers[d]["security", "quic_coalesced_padding"] += rest
+    stream = Counter()
+    for (d, _, _), offsets in have.items():
+        stream[d] += len(offsets)
+    for d in layers:
+        layers[d]["retransmission", "quic_stream_data"] += data[d] - stream[d]
+    return frames, {d: +c for d, c in layers.items()}, +stream
 
 
 @pytest.mark.parametrize("capture", LIBP2P + FRAMED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_layers_add_up_to_the_stream_and_frames_bytes(tshark, tmp_path, capture):
-    """Each libp2p direction's records and B lines, but the transport's, sum exactly to the bytes
-    TCP or QUIC handed over; each TCP direction's, the transport's included, to the bytes of its
-    frames (frame.len), both directions of every TCP connection with a record."""
+    """Each libp2p direction's records and B lines, but the transport's and QUIC's below its
+    streams, sum exactly to the bytes TCP or QUIC handed over; each direction's, those included,
+    to the bytes of its frames (frame.len): both directions of every TCP connection with a
+    record, and every QUIC direction."""
     if capture.name in CUT_SHORT:
         pytest.xfail("cut inside a message: the engine emits no tail for the PDU its pipe holds")
     opts = key_options(tshark.ws, capture, tmp_path)
     recs = records(tshark, capture, opts)
     frames, _, stream = tcp_transport(tshark, capture, opts)
+    # QUIC's view (a -T pdml read) only where p2pc reports a QUIC direction.
+    if any(r.key[0] < 0 for r in recs):
+        quic_frames, _, quic_stream = quic_view(tshark, capture, opts)
+        frames, stream = frames + quic_frames, stream + quic_stream
     if capture in LIBP2P:
         got = layer_sums(recs)
         assert got, "no libp2p record or B line"
-        # QUIC's STREAM bytes (a -T json read) only where p2pc reports a QUIC direction: only the
-        # directions it reports are compared.
-        want = stream + (quic_stream_bytes(tshark, capture, opts) if any(d[0] < 0 for d in got) else Counter())
-        assert {d: got[d] for d in got} == {d: want[d] for d in got}
+        assert {d: got[d] for d in got} == {d: stream[d] for d in got}
     got = layer_sums(recs, transport=True)
     tcp = {d for d in got if d[0] >= 0}
     assert bool(tcp) != (capture.name in QUIC_ONLY), "records over TCP"
-    assert {d: got[d] for d in tcp} == {d: frames[d] for d in tcp}
+    assert {d: got[d] for d in got} == {d: frames[d] for d in got}
     assert {d for d in frames if d[0] in {s for s, _, _ in tcp}} == tcp
+    assert {d for d in frames if d[0] < 0} == {d for d in got if d[0] < 0}
 
 
 @pytest.mark.parametrize("name, keyed", [("bitcoin/btc-small.pcapng", False), ("bitcoin/btc-bip324-v2.pcapng", False),
@@ -197,6 +233,28 @@ def test_transport_layers_are_wiresharks_fields(tshark, tmp_path, name, keyed):
     got = {d: +c for d, c in got.items()}
     assert got and got == {d: want[d] for d in got}
     assert {s for s, _, _ in want} == {s for s, _, _ in got}
+
+
+@pytest.mark.parametrize("name, keyed", [("eth2/eth2-quic.pcapng", True), ("eth2/eth2-quic.pcapng", False),
+                                         ("prysm/prysm-quic.pcapng", True), ("kubo/kubo-quic.pcapng", True),
+                                         ("interop/interop-go-rust-quic.pcapng", True)])
+def test_quic_layers_are_wiresharks_fields(tshark, tmp_path, name, keyed):
+    """Each of QUIC's layers and kinds below its streams, per direction, as Wireshark's items of
+    the datagrams give it (prysm: STREAM data sent again; kubo: a ClientHello over two Initial
+    packets, ICMP errors quoting datagrams; without keys the Initial packets only, every other
+    datagram's UDP payload is the quic (encrypted) records')."""
+    capture = CAPTURES / name
+    opts = key_options(tshark.ws, capture, tmp_path) if keyed else []
+    got = defaultdict(Counter)
+    for r in records(tshark, capture, opts):
+        if not hasattr(r, "wire_len") and r.key[0] < 0 and (r.layer in TRANSPORT or below_quic_streams(r)):
+            got[r.key][r.layer, r.kind] += r.bytes
+    _, want, _ = quic_view(tshark, capture, opts)
+    got = {d: +c for d, c in got.items()}
+    assert got and got == want
+    kinds = {k for c in got.values() for k in c}
+    assert {("link_ip", "headers"), ("udp_header", "fixed")} <= kinds
+    assert (("security", "quic_short_header") in kinds) == keyed     # 1-RTT packets need the keys
 
 
 @pytest.mark.parametrize("name", ["eth2/eth2-noise-yamux.pcapng", "eth2/eth2-tls-yamux.pcapng",
@@ -241,6 +299,24 @@ def test_messages_layers_are_the_main_tables_bytes_and_all_add_up(tshark, tmp_pa
     assert want == {("link_ip", "headers"): 17_714, ("tcp_header", "fixed"): 10_420,
                     ("tcp_header", "options"): 6_252, ("ack", "ack"): 23_232, ("ack", "syn"): 296,
                     ("ack", "fin"): 66, ("ack", "rst"): 132}
+
+
+def test_analyze_budget_adds_up_to_the_quic_datagrams(tshark, tmp_path):
+    """analyze's budget over QUIC: all its rows are the bytes of the Prysm QUIC capture's
+    datagrams (keys given), its QUIC kinds below the streams Wireshark's items."""
+    capture = CAPTURES / "prysm" / "prysm-quic.pcapng"
+    rep = p2pc_report("analyze", str(capture), "--keylog", str(capture.with_suffix(".keys")))
+    rows = next(s for s in rep["sections"] if s["name"] == "budget")["rows"]
+    frames, layers, _ = quic_view(tshark, capture, key_options(tshark.ws, capture, tmp_path))
+    assert sum(r["bytes"] for r in rows) == sum(frames.values())
+    below = {(r["layer"], r["kind"]): r["bytes"] for r in rows if r["layer"] in TRANSPORT or r["kind"].startswith("quic_")}
+    assert below == sum(layers.values(), Counter())
+    # The figures docs/savings-model.md states (the byte budget), Wireshark's as computed above.
+    by_layer = Counter()
+    for (layer, _), n in below.items():
+        by_layer[layer] += n
+    assert sum(frames.values()) == 322_659 and by_layer == {"link_ip": 31_416, "udp_header": 7_392, "security": 50_155,
+                                                            "negotiation": 8_060, "muxer": 3_206, "retransmission": 390}
 
 
 # ---- expected values from the stream itself (plaintext, yamux) ----

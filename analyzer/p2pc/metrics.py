@@ -119,8 +119,8 @@ class Metrics:
         self.layers = mk("p2pc_bytes", "Bytes of the P2P connections' frames, by layer (docs/savings-model.md, "
                          "the byte budget): messages, libp2p (identify, ping, ...), undecoded (their "
                          "records' wire bytes); negotiation, security, muxer, gossip (each layer's own "
-                         "bytes no message carries); link_ip, tcp_header, ack, retransmission (the "
-                         "transport's bytes of each TCP frame)", ("proto", "layer"))
+                         "bytes no message carries); link_ip, tcp_header, udp_header, ack, retransmission "
+                         "(the transport's bytes of each TCP frame or QUIC datagram)", ("proto", "layer"))
         self.layer_own = Highest(self.layers)
         self.layer_net: dict = {}
         self.drops = mk("p2pc_capture_dropped_packets", "Packets the capture dropped (dumpcap's own "

@@ -9,7 +9,9 @@
  *
  * Below the stream, the transport's own bytes of each frame of a P2P TCP connection (link, IP
  * and TCP headers, frames without payload, retransmitted payload) are reported the same way by
- * core/transport.c, so that a connection's records and B lines add up to its frames' bytes.
+ * core/transport.c, and those of a libp2p QUIC datagram (UDP, QUIC's packets and frames but the
+ * STREAM data) by libp2p/quic-bytes.c, so that a connection's records and B lines add up to its
+ * frames' bytes.
  * One seam for every layer: a layer is a name of the fixed list below, a kind is the layer's
  * own word for the part.
  *
@@ -25,11 +27,14 @@
 #define P2PC_LAYER_SECURITY "security"          /* security framing no message carries */
 #define P2PC_LAYER_MUXER "muxer"                /* muxer frames that carry no message bytes */
 #define P2PC_LAYER_GOSSIP "gossip"              /* gossipsub RPCs that publish no message */
-#define P2PC_LAYER_LINK_IP "link_ip"           /* a frame's bytes before its TCP header and after
-                                                   its payload: link and IP headers, trailers */
+#define P2PC_LAYER_LINK_IP "link_ip"           /* a frame's bytes before its TCP or UDP header and
+                                                   after its payload: link and IP headers, trailers */
 #define P2PC_LAYER_TCP_HEADER "tcp_header"      /* TCP headers of frames with payload */
+#define P2PC_LAYER_UDP_HEADER "udp_header"      /* UDP headers (libp2p over QUIC) */
 #define P2PC_LAYER_ACK "ack"                    /* whole frames without payload */
-#define P2PC_LAYER_RETRANSMISSION "retransmission"  /* payload TCP calls a retransmission */
+#define P2PC_LAYER_RETRANSMISSION "retransmission"  /* payload TCP calls a retransmission, STREAM
+                                                       data a QUIC stream had already */
+#define P2PC_LAYER_UNDECODED "undecoded"        /* as the records p2pc could not decode or decrypt */
 
 /* What the "p2pc_budget" tap carries: one layer and kind of one direction in one frame. */
 typedef struct {

@@ -59,8 +59,10 @@
  * its fvalue_t in 4.0 and a pointer to one from 4.2. */
 #if P2PC_WS_AT_LEAST(4, 2)
 #define p2pc_field_uint(fi) fvalue_get_uinteger((fi)->value)
+#define p2pc_field_uint64(fi) fvalue_get_uinteger64((fi)->value)
 #else
 #define p2pc_field_uint(fi) fvalue_get_uinteger(&(fi)->value)
+#define p2pc_field_uint64(fi) fvalue_get_uinteger64(&(fi)->value)
 #endif
 
 /* Wireshark 4.4 parses segwit transactions in its own bitcoin `tx` handler; 4.0 does not

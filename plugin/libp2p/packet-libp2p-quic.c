@@ -38,7 +38,10 @@
  * decrypt: with no key, every packet after the Initial ones.  Those bytes are one record per
  * direction at the end of the capture, msg_type `quic (encrypted)` (a tail, record.h), and each
  * such packet gets the expert note naming the key log preference (p2pc.tls_no_keys, as libp2p
- * TLS and FISCO over TLS).  The fields it asks for make
+ * TLS and FISCO over TLS).  It also reports each datagram's bytes but the STREAM data the
+ * streams took to the byte budget (quic-bytes.h; STREAM data they did not take, which
+ * dissect_l2p_quic() counts, as retransmitted), those of the datagrams before the ALPN told
+ * in the one that showed it.  The fields it asks for make
  * tshark build a (hidden) tree for every frame, QUIC or not: tshark decides that once per file,
  * so it cannot wait for the first QUIC frame.
  *
@@ -49,6 +52,7 @@
 #include "core/prefs.h"
 #include "core/record.h"
 #include "libp2p/engine.h"
+#include "libp2p/quic-bytes.h"
 
 #include <epan/conversation.h>
 #include <epan/proto_data.h>
@@ -98,6 +102,10 @@ typedef struct {
     guint64 next[2];            /* the stream offset each direction expects next */
 } quic_stream_t;
 
+/* The per-frame data keys under proto_l2p_quic: kept for later passes (file scope), and this
+ * pass's STREAM bytes the streams took (pinfo's pool). */
+enum { QUIC_KEY_PACKET, QUIC_KEY_RESETS, QUIC_KEY_TAKEN };
+
 /* What one STREAM frame fed (file scope, per frame: replayed on later passes). */
 typedef struct {
     l2p_pipe_t *to;             /* NULL: nothing fed (a retransmission, or refused) */
@@ -112,9 +120,12 @@ typedef struct {
 typedef struct quic_udp {
     gboolean libp2p;            /* the client offered the ALPN "libp2p" */
     /* Packets before the one whose ClientHello showed the ALPN (a ClientHello may span
-     * several Initial packets): counted with it. */
+     * several Initial packets): counted with it, and their bytes by budget part and direction
+     * told in it (quic-bytes.h). */
     guint32 before_frames;
     guint64 before_bytes;
+    gint64 before[2][QB_PARTS];
+    guint32 claimed_at;         /* that packet's frame */
     address first_addr;         /* the sender of the first packet: direction 0 */
     guint32 first_port;
     guint64 hidden[2];          /* bytes of packets not decrypted, by direction */
@@ -237,6 +248,19 @@ plan_feed(quic_stream_t *st, int d, guint64 off, guint len, quic_feed_t *f)
     st->next[d] = off + len;
 }
 
+/* Every pass: `n` more bytes of this frame's STREAM data the streams took (fed, or counted as
+ * undecoded): the postdissector counts the rest as retransmitted (quic-bytes.h). */
+static void
+add_taken(packet_info *pinfo, guint n)
+{
+    guint64 *taken = (guint64 *)p_get_proto_data(pinfo->pool, pinfo, proto_l2p_quic, QUIC_KEY_TAKEN);
+    if (!taken) {
+        taken = wmem_new0(pinfo->pool, guint64);
+        p_add_proto_data(pinfo->pool, pinfo, proto_l2p_quic, QUIC_KEY_TAKEN, taken);
+    }
+    *taken += n;
+}
+
 static int
 dissect_l2p_quic(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
@@ -304,6 +328,7 @@ dissect_l2p_quic(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
             "it goes on after them where its framing allows", f->gap);
     if (f->refused)
         l2p_stream_refused(tvb, pinfo, tree);
+    add_taken(pinfo, f->refused ? len : f->len);
     if (f->to && (f->len || f->fin))
         l2p_pipe_call(f->to, tvb_new_subset_length(tvb, f->skip, f->len), pinfo, tree, f->fin);
     if (st && f->fin)
@@ -358,10 +383,9 @@ offers_libp2p(proto_tree *tree)
 typedef struct {
     p2pc_quic_packet_t pkt;
     guint64 undecrypted;        /* UDP payload bytes of the frame, when not decrypted */
+    l2p_quic_bytes_t *bytes;    /* its bytes by budget part, but the STREAM data; NULL: none
+                                   (an ICMP error quoting a datagram: not the connection's) */
 } quic_pkt_slot_t;
-
-/* The per-frame data keys under proto_l2p_quic (file scope). */
-enum { QUIC_KEY_PACKET, QUIC_KEY_RESETS };
 
 /* The stream directions a frame's RESET_STREAM frames ended (first pass; kept for later passes
  * of the frames that have some). */
@@ -423,6 +447,22 @@ read_resets(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, int d)
     }
 }
 
+/* Whether the frame is an ICMP error quoting a datagram of the connection (sent by a router or
+ * the other host, not by the connection's sender). */
+static gboolean
+quoted(packet_info *pinfo)
+{
+    return proto_is_frame_protocol(pinfo->layers, "icmp") || proto_is_frame_protocol(pinfo->layers, "icmpv6");
+}
+
+/* Whether a packet of the datagram was not decrypted. */
+static gboolean
+undecrypted(proto_tree *tree)
+{
+    GPtrArray *a = proto_get_finfo_ptr_array(tree, hf_ws_undecrypted);
+    return a && a->len;
+}
+
 /* First pass: the frame's QUIC packets, read from the tree. */
 static quic_pkt_slot_t *
 read_packet(packet_info *pinfo, proto_tree *tree, quic_udp_t *u, int d)
@@ -430,9 +470,9 @@ read_packet(packet_info *pinfo, proto_tree *tree, quic_udp_t *u, int d)
     quic_pkt_slot_t *s = wmem_new0(p2pc_replay_scope(pinfo), quic_pkt_slot_t);
     guint n;
     guint64 udp_payload = field_bytes(tree, hf_ws_udp_payload, &n);
+    gint64 parts[QB_PARTS] = { 0 };
 
-    field_bytes(tree, hf_ws_undecrypted, &n);
-    if (n) {
+    if (undecrypted(tree)) {
         s->undecrypted = udp_payload;
         u->hidden[d] += udp_payload;
         p2pc_where_keep(wmem_file_scope(), pinfo, &u->last[d]);
@@ -444,11 +484,34 @@ read_packet(packet_info *pinfo, proto_tree *tree, quic_udp_t *u, int d)
     u->before_bytes = 0;
     s->pkt.stream_bytes = (guint32)field_bytes(tree, hf_ws_stream_data, &n);
     s->pkt.ack_only = !s->pkt.stream_bytes && ack_only(tree);
+    if (!quoted(pinfo)) {
+        l2p_quic_bytes_read(pinfo, tree, !s->undecrypted, FALSE, parts);
+        s->bytes = l2p_quic_bytes_keep(p2pc_replay_scope(pinfo), parts);
+    }
     if (p2pc_keep_replay(pinfo)) {
         p_add_proto_data(wmem_file_scope(), pinfo, proto_l2p_quic, QUIC_KEY_PACKET, s);
-        p2pc_replay_charge(pinfo, sizeof(*s));
+        p2pc_replay_charge(pinfo, sizeof(*s) + (s->bytes ? sizeof(*s->bytes) + s->bytes->n * sizeof(s->bytes->item[0]) : 0));
     }
     return s;
+}
+
+/* Every pass: the frame's bytes but the STREAM data the streams took, to the budget (those of
+ * the packets before it too, in the packet that showed the ALPN); STREAM data they did not
+ * take, retransmitted. */
+static void
+report_bytes(packet_info *pinfo, const quic_udp_t *u, const quic_pkt_slot_t *s, int d)
+{
+    const guint64 *taken = (const guint64 *)p_get_proto_data(pinfo->pool, pinfo, proto_l2p_quic, QUIC_KEY_TAKEN);
+
+    if (!s->bytes)
+        return;
+    l2p_quic_bytes_report_kept(pinfo, s->bytes);
+    if (pinfo->num == u->claimed_at) {
+        l2p_quic_bytes_report(pinfo, u->before[d], FALSE);
+        l2p_quic_bytes_report(pinfo, u->before[1 - d], TRUE);
+    }
+    if (!s->undecrypted)
+        l2p_quic_bytes_report_retransmitted(pinfo, (gint64)s->pkt.stream_bytes - (gint64)(taken ? *taken : 0));
 }
 
 static int
@@ -481,22 +544,26 @@ dissect_quic_packet(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *d
             u->first_port = pinfo->srcport;
             conversation_add_proto_data(conv, proto_l2p_quic, u);
         }
+        d = p2pc_conn_dir(&u->first_addr, u->first_port, pinfo);
         if (!u->libp2p && !offers_libp2p(tree)) {
             u->before_frames++;
             u->before_bytes += pinfo->fd->pkt_len;
+            if (!quoted(pinfo))
+                l2p_quic_bytes_read(pinfo, tree, !undecrypted(tree), TRUE, u->before[d]);
             return 0;
         }
         if (!u->libp2p) {
             u->libp2p = TRUE;
+            u->claimed_at = pinfo->num;
             u->next = udp_conns;
             udp_conns = u;
         }
-        d = p2pc_conn_dir(&u->first_addr, u->first_port, pinfo);
         s = read_packet(pinfo, tree, u, d);
         read_resets(tvb, pinfo, tree, d);
     }
     if (!s)
         return 0;
+    report_bytes(pinfo, u, s, p2pc_conn_dir(&u->first_addr, u->first_port, pinfo));
     if (s->undecrypted) {
         proto_item *ti = proto_tree_add_item(tree, proto_l2p_quic, tvb, 0, 0, ENC_NA);
         proto_item_append_text(ti, ": not decrypted, %" G_GUINT64_FORMAT " bytes", s->undecrypted);
@@ -568,6 +635,7 @@ proto_reg_handoff_libp2p_quic(void)
     g_array_append_val(wanted, hf_ws_stream_fin);
     g_array_append_val(wanted, hf_ws_conn_number);
     g_array_append_val(wanted, hf_ws_reset_stream);
+    l2p_quic_bytes_handoff(wanted);
     register_postdissector(post);
     set_postdissector_wanted_hfids(post, wanted);
 }
