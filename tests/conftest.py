@@ -294,12 +294,45 @@ def pytest_collection_modifyitems(config, items):
 def once_beyond_first(values, kind=lambda v: None) -> list:
     """A parametrize list for a test whose Wireshark-dependent part depends only on kind(value):
     the first value of each kind runs on every version, the others are `once` (their other
-    parts are the analyzer's own work).  Test IDs stay the values'."""
+    parts are the analyzer's own work).  A tuple is the values of several arguments.  Test IDs
+    stay the values'."""
     seen, out = set(), []
     for v in values:
-        out.append(pytest.param(v, marks=pytest.mark.once) if kind(v) in seen else v)
-        seen.add(kind(v))
+        k = kind(v)
+        out.append(pytest.param(*v if isinstance(v, tuple) else (v,), marks=pytest.mark.once)
+                   if k in seen else v)
+        seen.add(k)
     return out
+
+
+# The words of a capture's name that say which of Wireshark's paths reading it takes: the
+# security below p2pc (Wireshark's TLS and QUIC, or p2pc's own Noise and BIP324 over Wireshark's
+# TCP), the muxer whose frames p2pc's engine reassembles through Wireshark, and the conditions
+# that take other paths through Wireshark's TCP reassembly and analysis (a gap, loss and
+# reordering, one side only, a cut, bytes no peer could parse, both transports, negotiation
+# written in other segments).  The rest of a
+# name (implementations, codecs, message mixes, versions of the P2P protocol) changes only
+# p2pc's own work, the same on every Wireshark version.
+SECURITY_WORDS = ("quic", "tls", "noise", "bip324")
+MUXER_WORDS = ("yamux", "mplex")
+CONDITION_WORDS = frozenset({"gap", "lf", "oneside", "truncated", "badcrc", "broken", "malformed",
+                             "corrupt", "embedded", "tcp", "v1fallback", "ms"})
+
+
+def capture_kind(capture) -> tuple:
+    """What a capture (a path or a name) asks of Wireshark: its protocol (the name's first
+    word: btc, fisco, fisco3, eth2, interop, ...), its security, muxer and conditions."""
+    words = Path(str(capture)).name.removesuffix(".pcapng").removesuffix(".pcap").split("-")
+    security = next((w for w in SECURITY_WORDS if w in words), "none")
+    muxer = next((w for w in MUXER_WORDS if w in words), "none")
+    return words[0], security, muxer, tuple(sorted(CONDITION_WORDS.intersection(words)))
+
+
+def per_capture_kind(values, capture=lambda v: v) -> list:
+    """once_beyond_first by capture_kind: a parametrize list over captures (or values holding
+    one, capture(value) gives it) whose test checks p2pc's work on each, run on every version
+    for one capture of each kind and on 4.0 for all (.ci/README.md)."""
+    return once_beyond_first(values, lambda v: capture_kind(capture(v)))
 
 
 def configured_tshark(config: Path, profile: str, files: dict[str, str]):

@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 
 from btcdata import block_hash, block_txs
-from conftest import CAPTURES, DATA, REPO, tcp_pcap
+from conftest import CAPTURES, DATA, REPO, per_capture_kind, tcp_pcap
 
 BTC = CAPTURES / "bitcoin"
 ALL = sorted(p.name for p in BTC.glob("*.pcapng"))
@@ -199,7 +199,7 @@ def test_stock_framing_still_gives_records(tshark):
     assert [(r["msg_type"], r["raw_len"]) for r in ours] == [(s[9], s[14]) for s in stock]
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", per_capture_kind(ALL))
 def test_one_pass_equals_two_pass(tshark, name):
     fields = ["frame.number", "bitcoin.command", "p2pc.msg_type", "p2pc.codec", "p2pc.raw_len",
               "p2pc.batch_count", "btcc.negotiated", "btcc.block.hash", "btcc.tx.txid",

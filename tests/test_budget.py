@@ -25,7 +25,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from conftest import CAPTURES, p2pc_report, parse_record
+from conftest import CAPTURES, p2pc_report, parse_record, per_capture_kind
 from p2pc import keylog
 
 FAMILIES = ("eth2", "interop", "lodestar", "prysm", "bitswap", "libp2p-compression", "kubo")
@@ -190,7 +190,7 @@ def quic_view(tshark, capture: Path, opts: list[str]) -> tuple[Counter, dict, Co
     return frames, {d: +c for d, c in layers.items()}, +stream
 
 
-@pytest.mark.parametrize("capture", LIBP2P + FRAMED, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("capture", per_capture_kind(LIBP2P + FRAMED), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_layers_add_up_to_the_stream_and_frames_bytes(tshark, tmp_path, capture):
     """Each libp2p direction's records and B lines, but the transport's and QUIC's below its
     streams, sum exactly to the bytes TCP or QUIC handed over; each direction's, those included,

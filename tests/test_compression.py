@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from conftest import CAPTURES, REPO, p2pc_report, run_p2pc
+from conftest import CAPTURES, REPO, p2pc_report, per_capture_kind, run_p2pc
 
 COMP = CAPTURES / "libp2p-compression"
 NAMES = ["comp-gzip", "comp-cbrotli", "comp-none", "comp-fallback"]
@@ -54,7 +54,7 @@ def app_bytes(tshark, name: str) -> dict[tuple[str, str], bytes]:
     return out
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", per_capture_kind(NAMES))
 def test_decompressed_application_bytes_equal_what_the_peers_sent(tshark, name):
     t = truth(name)
     a, b = t["link"]["addr_a"], t["link"]["addr_b"]
@@ -96,7 +96,7 @@ def layers(tshark, name: str):
     return dict(msgs), streams, raw
 
 
-@pytest.mark.parametrize("name", COMPRESSED)
+@pytest.mark.parametrize("name", per_capture_kind(COMPRESSED))
 def test_inner_layers_decode_as_in_the_uncompressed_twin(tshark, name):
     msgs, streams, raw = layers(tshark, name)
     msgs_none, streams_none, raw_none = layers(tshark, "comp-none")
@@ -109,7 +109,7 @@ def test_inner_layers_decode_as_in_the_uncompressed_twin(tshark, name):
     assert truth(name)["compression"] in proposed
 
 
-@pytest.mark.parametrize("name", COMPRESSED)
+@pytest.mark.parametrize("name", per_capture_kind(COMPRESSED))
 def test_records_carry_the_stream_codec_and_add_up_to_the_wire(tshark, name):
     t = truth(name)
     recs = tshark.records(cap(name), extra=NAMED)
@@ -164,7 +164,7 @@ def test_records_carry_the_stream_codec_and_add_up_to_the_wire(tshark, name):
     assert sum(int(r["payload_len"]) for r in files) < sum(int(r["raw_len"]) for r in files)
 
 
-@pytest.mark.parametrize("name", COMPRESSED)
+@pytest.mark.parametrize("name", per_capture_kind(COMPRESSED))
 def test_decompressed_stream_has_its_own_tab(tshark, name):
     tab = {"comp-gzip": "Decompressed gzip stream", "comp-cbrotli": "Decompressed brotli stream"}[name]
     first = tshark.fields(cap(name), ["frame.number"], dfilter="libp2p_compression.out > 0")[0][0]
@@ -172,7 +172,7 @@ def test_decompressed_stream_has_its_own_tab(tshark, name):
     assert tab in out
 
 
-@pytest.mark.parametrize("name", NAMES + ["comp-gzip-gap", "comp-gzip-corrupt", "comp-deflate"])
+@pytest.mark.parametrize("name", per_capture_kind(NAMES + ["comp-gzip-gap", "comp-gzip-corrupt", "comp-deflate"]))
 def test_one_pass_equals_two_pass(tshark, name):
     fields = ["frame.number", "multistream.message", "yamux.stream", "libp2p_compression.in",
               "libp2p_compression.out", "libp2p_compression.in_total", "libp2p_app.protocol",

@@ -21,7 +21,7 @@ from collections import Counter, defaultdict, deque
 import dpkt
 import pytest
 
-from conftest import CAPTURES, DATA, REPO, dialer_listener, once_beyond_first, tcp_pcap
+from conftest import CAPTURES, DATA, REPO, dialer_listener, per_capture_kind, tcp_pcap
 from conftest import run_p2pc as p2pc
 from p2pc.records import unescape
 from test_interop import INTEROP, NAMES as INTEROP_NAMES, keys as interop_keys, sent, truth as interop_truth
@@ -516,7 +516,7 @@ def test_two_stacks_differ_where_their_truth_says(a, b):
 
 # What Wireshark gives diff here (the negotiation's fields, the records) differs only by the cell's
 # security, muxer and variant (the stacks' names first): one cell of each runs on every version.
-@pytest.mark.parametrize("name", once_beyond_first(INTEROP_NAMES, lambda n: n.split("-", 3)[3]))
+@pytest.mark.parametrize("name", per_capture_kind(INTEROP_NAMES))
 def test_an_interop_cell_against_itself_is_equivalent(tshark, name):
     res = p2pc("diff", str(INTEROP / f"{name}.pcapng"), str(INTEROP / f"{name}.pcapng"),
                *interop_keys(tshark, name), "--format", "json")

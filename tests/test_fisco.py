@@ -12,7 +12,7 @@ import struct
 
 import pytest
 
-from conftest import CAPTURES, ports_rewritten, tcp_pcap
+from conftest import CAPTURES, per_capture_kind, ports_rewritten, tcp_pcap
 
 FISCO = CAPTURES / "fisco"
 WORKLOADS = ["serial", "parallel", "sync", "topic"]
@@ -53,7 +53,7 @@ def flat(tshark, name: str, field: str, extra: list[str] | None = None) -> list[
 
 # ---- every message, as sent ----
 
-@pytest.mark.parametrize("name", GOOD)
+@pytest.mark.parametrize("name", per_capture_kind(GOOD))
 def test_every_message_decodes_as_sent(tshark, name):
     t = truth(name)
     recs = fisco_records(tshark, name)
@@ -71,7 +71,7 @@ def test_every_message_decodes_as_sent(tshark, name):
         assert int(r["batch_count"]) == m["batch_count"], m
 
 
-@pytest.mark.parametrize("name", GOOD)
+@pytest.mark.parametrize("name", per_capture_kind(GOOD))
 def test_decompressed_bytes_equal_what_was_sent(tshark, name):
     got = [hashlib.sha256(raw).hexdigest() for _, mtype, raw in tshark.payloads(cap(name))
            if "." in mtype]
@@ -86,7 +86,7 @@ def test_uncompressed_data_field_is_the_payload(tshark, name):
     assert got == want
 
 
-@pytest.mark.parametrize("name", GOOD)
+@pytest.mark.parametrize("name", per_capture_kind(GOOD))
 def test_header_fields(tshark, name):
     t = truth(name)
     msgs = t["messages"]
@@ -279,7 +279,7 @@ def test_request_response_links(tshark, name):
 
 # ---- stateless across passes ----
 
-@pytest.mark.parametrize("name", GOOD + ["fisco-malformed"])
+@pytest.mark.parametrize("name", per_capture_kind(GOOD + ["fisco-malformed"]))
 def test_one_pass_equals_two_pass(tshark, name):
     # fisco.response_in points forward, so only a second pass can fill it in: left out here.
     fields = ["frame.number", "fisco.msg_type", "fisco.seq", "fisco.uncompressed_len", "fisco.sync.items",

@@ -13,7 +13,7 @@ import struct
 
 import pytest
 
-from conftest import CAPTURES, Tshark, configured_tshark, p2pc_report, ports_rewritten, tcp_pcap
+from conftest import CAPTURES, Tshark, configured_tshark, p2pc_report, per_capture_kind, ports_rewritten, tcp_pcap
 from p2pc.wsenv import Wireshark
 
 CAPS = ["fisco3-on", "fisco3-off", "fisco3-v0", "fisco3-v1", "fisco3-v3"]
@@ -30,7 +30,7 @@ def cap(name: str):
     return CAPTURES / "fisco" / f"{name}.pcapng"
 
 
-@pytest.mark.parametrize("name", CAPS)
+@pytest.mark.parametrize("name", per_capture_kind(CAPS))
 def test_records_are_the_generator_s_messages(tshark, name):
     t = truth(name)
     side = {t["link"]["addr_a"]: "a", t["link"]["addr_b"]: "b"}
@@ -41,7 +41,7 @@ def test_records_are_the_generator_s_messages(tshark, name):
         assert {k: rec[k] for k in RECORD_FIELDS} == {k: str(m[k]) for k in RECORD_FIELDS}, m["index"]
 
 
-@pytest.mark.parametrize("name", CAPS)
+@pytest.mark.parametrize("name", per_capture_kind(CAPS))
 def test_decompressed_payloads_are_the_generator_s(tshark, name):
     got = tshark.payloads(cap(name))
     msgs = truth(name)["messages"]
@@ -49,7 +49,7 @@ def test_decompressed_payloads_are_the_generator_s(tshark, name):
         [(m["msg_type"], m["raw_sha256"]) for m in msgs]
 
 
-@pytest.mark.parametrize("name", CAPS)
+@pytest.mark.parametrize("name", per_capture_kind(CAPS))
 def test_compression_follows_fisco_s_rule(name):
     """With compression on, exactly the payloads over 1024 bytes of messages at V2 or later are
     zstd (so none on a V0 or V1 session, nor in the V0 PBFT broadcasts); off: none."""
@@ -74,7 +74,7 @@ def test_every_version_has_its_capture():
         {"Handshake", "Heartbeat", "PBFT"}
 
 
-@pytest.mark.parametrize("name", CAPS)
+@pytest.mark.parametrize("name", per_capture_kind(CAPS))
 def test_one_pass_equals_two(tshark, name):
     """The negotiation is per connection state: tshark's one pass and -2's second agree."""
     fields = ["fisco3.version", "fisco3.negotiated_version", "fisco3.src_p2p_id", "fisco3.src_p2p_id_short",
@@ -88,7 +88,7 @@ def _occurrences(rows, i):
     return [v for r in rows for v in r[i].split("|") if v]
 
 
-@pytest.mark.parametrize("name", CAPS)
+@pytest.mark.parametrize("name", per_capture_kind(CAPS))
 def test_negotiated_version(tshark, name):
     """Both handshakes' ProtocolInfo, and every message after them knows the session's version
     (the lower maxVersion); no message is flagged."""
@@ -118,7 +118,7 @@ def _p2p_ids(tshark, capture):
     return out
 
 
-@pytest.mark.parametrize("name", CAPS)
+@pytest.mark.parametrize("name", per_capture_kind(CAPS))
 def test_p2p_ids(tshark, name):
     """Below V3 the V1 fields carry raw P2P IDs (128 hex characters of the public key), from V3
     the 32-byte short ones: each message's, as the generator wrote them."""
@@ -157,7 +157,7 @@ def test_without_the_handshakes(tshark, tmp_path, version):
     assert tshark.records(cut) == tshark.records(cut, two_pass=True)
 
 
-@pytest.mark.parametrize("name", CAPS)
+@pytest.mark.parametrize("name", per_capture_kind(CAPS))
 def test_header_fields(tshark, name):
     """Packet type, Ext flags, module IDs and the front message's response flag, per message."""
     rows = tshark.fields(cap(name), ["fisco3.version", "fisco3.packet_type", "fisco3.seq", "fisco3.ext.compress",
@@ -171,7 +171,7 @@ def test_header_fields(tshark, name):
     assert [tuple(x for x in g if x != "") for g in flat] == want
 
 
-@pytest.mark.parametrize("name", CAPS)
+@pytest.mark.parametrize("name", per_capture_kind(CAPS))
 def test_module_payloads(tshark, name):
     """TxsSync: the transactions in txsData's tars Block, the hashes of a status packet;
     BlockSync: the blocks of a response."""
@@ -439,7 +439,7 @@ def test_decode_as_on_other_ports(tshark, off_range, dissector):
     _assert_layout_decodes(tshark, off_range, OFF_RANGE, NO_HEURISTIC + _decode_as(OFF_RANGE, dissector))
 
 
-@pytest.mark.parametrize("name", CAPS)
+@pytest.mark.parametrize("name", per_capture_kind(CAPS))
 def test_a_session_on_30301_decodes_as_on_30300(tshark, tmp_path, name):
     """Issue #39: a 3.x session on 30301 (node 1 of a host) was read as 2.x (31 of fisco3-v1's
     36 messages right).  Each 3.x capture moved to 30301 gives the records and fields it gives

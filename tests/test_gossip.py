@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, unknown_fields
 
-from conftest import CAPTURES, p2pc_report, parse_record, run_p2pc
+from conftest import CAPTURES, p2pc_report, parse_record, per_capture_kind, run_p2pc
 
 ANALYZE_GOSSIP_COLUMNS = ["src", "kind", "topic", "count", "message_ids", "bytes", "duplicates", "duplicate_bytes"]
 
@@ -200,7 +200,7 @@ def summed(parts) -> dict:
     return dict(out)
 
 
-@pytest.mark.parametrize("name", GOSSIP_CAPTURES)
+@pytest.mark.parametrize("name", per_capture_kind(GOSSIP_CAPTURES))
 def test_gossip_rows_are_what_the_rpcs_carry_and_add_up_to_the_streams(tshark, tmp_path, name):
     """Each frame's gossip parts (sender, kind, topic) have the entries, message IDs and protobuf
     bytes the RPCs' own decoding gives; analyze's gossip section sums them; and its rows add up

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from conftest import CAPTURES, dialer_listener, truth_sent as sent
+from conftest import CAPTURES, dialer_listener, per_capture_kind, truth_sent as sent
 from craft import uvarint
 
 INTEROP = CAPTURES / "interop"
@@ -39,7 +39,7 @@ def received(peer: dict) -> list[tuple]:
     return [(m["protocol"], m["kind"], m["ssz_sha256"]) for m in peer["messages"] if m["dir"] == "received"]
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", per_capture_kind(NAMES))
 def test_the_peers_agree(name):
     """What one peer says it sent, the other says it received (the truth is the stacks' own)."""
     t = truth(name)
@@ -55,7 +55,7 @@ def test_the_peers_agree(name):
     assert shas == [block]
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", per_capture_kind(NAMES))
 def test_every_message_decodes_to_its_truth(tshark, name):
     """Each eth2 message p2pc reports is one its sender says it sent, in the sender's order, with
     its SSZ length, its Snappy bytes and the sha256 of its SSZ: requests from the dialer,
@@ -78,7 +78,7 @@ def test_every_message_decodes_to_its_truth(tshark, name):
     assert all(m.endswith(" response") or m.startswith("gossip") for m, *_ in got[listener])
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", per_capture_kind(NAMES))
 def test_one_pass_equals_two(tshark, name):
     extra = keys(tshark, name)
     cap = INTEROP / f"{name}.pcapng"
@@ -103,7 +103,7 @@ def has(frame: dict, proto: str) -> bool:
     return proto in frame["frame.protocols"].split(":")
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", per_capture_kind(NAMES))
 def test_no_role_unknown_nor_undecoded(tshark, name):
     rows = tshark.fields(INTEROP / f"{name}.pcapng", ["frame.number"],
                          dfilter="libp2p.role.unknown || libp2p.role.conflict || multistream.undecoded",
@@ -127,7 +127,7 @@ def first_speaker(t: dict) -> str:
     return "listener" if eager else "dialer"
 
 
-@pytest.mark.parametrize("name", TCP_NAMES)
+@pytest.mark.parametrize("name", per_capture_kind(TCP_NAMES))
 def test_who_speaks_first(tshark, name):
     """The first TCP payload byte is the side first_speaker() says, and p2pc's roles are the
     same either way (test_every_message_decodes_to_its_truth: requests are the dialer's)."""
@@ -137,7 +137,7 @@ def test_who_speaks_first(tshark, name):
     assert first == {"dialer": dialer, "listener": listener}[first_speaker(t)]
 
 
-@pytest.mark.parametrize("name", TCP_NAMES)
+@pytest.mark.parametrize("name", per_capture_kind(TCP_NAMES))
 def test_both_sides_open_streams(tshark, name):
     """In every TCP cell each peer opens muxed streams of its own (identify, and gossip where the
     cell gossips): a yamux SYN or an mplex NewStream from the dialer and from the listener."""

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CAPTURES, DATA, REPO, p2pc_report
+from conftest import CAPTURES, DATA, REPO, p2pc_report, per_capture_kind
 from test_libp2p import OURS, base58btc, ed25519_public, peer_id
 from test_live import Live, needs_netns, netns  # noqa: F401  (netns: the fixture live runs in)
 
@@ -125,7 +125,7 @@ def test_quic_streams_are_opened_by_the_side_their_id_names(tshark):
     assert sorted(ident) == sorted([(dialer, 0, "1"), (listener, 1, "1"), (listener, 0, "0"), (dialer, 1, "0")])
 
 
-@pytest.mark.parametrize("name", sorted(ONE_CONN))
+@pytest.mark.parametrize("name", per_capture_kind(sorted(ONE_CONN)))
 def test_quic_certificates_name_both_peers(tshark, name):
     """The libp2p certificate extension, inside QUIC's CRYPTO frames: each host's peer ID, from
     its seed, in the tree and on the records' I lines (go-libp2p's certificates and
@@ -138,7 +138,7 @@ def test_quic_certificates_name_both_peers(tshark, name):
     assert ids == want
 
 
-@pytest.mark.parametrize("name", sorted(ONE_CONN))
+@pytest.mark.parametrize("name", per_capture_kind(sorted(ONE_CONN)))
 def test_quic_one_pass_equals_two_pass(tshark, name):
     """Records, trees and bytes tabs: a second pass (-2) shows what one pass does."""
     cap = capture(name)
@@ -168,7 +168,7 @@ def quic_packets(tshark, extra: list[str], cap: Path = CAP) -> list[dict]:
     return out
 
 
-@pytest.mark.parametrize("name", sorted(ONE_CONN))
+@pytest.mark.parametrize("name", per_capture_kind(sorted(ONE_CONN)))
 def test_quic_packets_counted_as_the_model_needs(tshark, name):
     """Each direction of the QUIC connection is a T line of stream -1: packets carrying STREAM
     data are its data segments (their STREAM data bytes, the largest as its MSS), packets of ACK
@@ -189,7 +189,7 @@ def test_quic_packets_counted_as_the_model_needs(tshark, name):
             max(p["stream"] for p in data)]
 
 
-@pytest.mark.parametrize("name", sorted(ONE_CONN))
+@pytest.mark.parametrize("name", per_capture_kind(sorted(ONE_CONN)))
 def test_quic_without_keys_is_one_encrypted_record_per_direction(tshark, name):
     """No key: each direction is one `quic (encrypted)` record holding the UDP payload bytes of
     its packets Wireshark could not decrypt (all but the Initial packets, whose keys come from

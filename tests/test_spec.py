@@ -13,7 +13,7 @@ from collections import Counter
 import dpkt
 import pytest
 
-from conftest import CAPTURES, REPO, run_p2pc, spec_checks, tcp_pcap
+from conftest import CAPTURES, REPO, per_capture_kind, run_p2pc, spec_checks, tcp_pcap
 from craft import ACK, FIN, MPLEX_ID, RST, SYN, YAMUX_ID, mplex
 from test_interop import INTEROP
 from test_interop import keys as interop_keys
@@ -341,7 +341,7 @@ def _real_captures() -> list[tuple[str, list]]:
     return out
 
 
-@pytest.mark.parametrize("path,keys", _real_captures(), ids=lambda v: v.name if hasattr(v, "name") else "")
+@pytest.mark.parametrize("path,keys", per_capture_kind(_real_captures(), lambda v: v[0]), ids=lambda v: v.name if hasattr(v, "name") else "")
 def test_real_muxers_break_no_rule(tshark, path, keys):
     """go-libp2p's, js-libp2p's and rust-libp2p's yamux and mplex, decrypted where their keys
     were logged: no conformance check fires (nor any other: these peers conform)."""
