@@ -389,8 +389,14 @@ def test_duplicates_are_the_copies_each_peers_tracer_called_duplicate(tshark):
     apart = [(r, m, s) for r, m, s, gap in again if gap >= 0.001]
     assert apart
     assert not Counter(apart) - Counter(traced)
-    flood = len(addrs) * truth["gossip"]["messages_per_peer"] * (len(addrs) - 1) * (len(addrs) - 1)
-    assert sum(r["count"] for r in rows) < flood
+    # A flood sends each message (peers - 1)^2 times: the publisher to each other peer, each of
+    # them to the rest.  Below the IDONTWANT threshold every message is flooded; above it the
+    # IDONTWANTs kept copies off the wire.
+    flood = (len(addrs) - 1) ** 2
+    sends = Counter(g.message_id for g in lines)
+    large = {m for m, n in data_len.items() if n >= truth["gossip"]["idontwant_threshold"]}
+    assert all(n == flood for m, n in sends.items() if m not in large)
+    assert sum(sends[m] for m in large) < flood * len(large)
 
 
 def _uvarint(n: int) -> bytes:
