@@ -6,7 +6,9 @@ package main
 // length and sha256, and the length of its Snappy frames; per gossip message its topic, message
 // id, data length and the SSZ's sha256; for each, the transport of the connection it went over
 // ("tcp" or "quic-v1").  With -trace-pubsub, what go-libp2p-pubsub's tracer says the peer sent
-// (SendRPC), per kind and topic: "pubsub_sent".
+// (SendRPC), per kind and topic: "pubsub_sent"; and each message it says came again
+// (DuplicateMessage), with the peer it came from: "pubsub_duplicates".  The mesh session's
+// truth also names the peer ("peer_id").
 
 import (
 	"bytes"
