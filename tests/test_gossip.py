@@ -7,7 +7,7 @@ with the message types of the pubsub spec's rpc.proto, never from p2pc's own cou
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
@@ -184,7 +184,7 @@ def key_log(capture: Path) -> Path | None:
 GOSSIP_CAPTURES = [
     "eth2/eth2-yamux", "eth2/eth2-mplex", "eth2/eth2-broken", "eth2/eth2-yamux-lf", "eth2/eth2-yamux-gap",
     "eth2/eth2-noise-yamux", "eth2/eth2-noise-mplex", "eth2/eth2-noise-secp256k1", "eth2/eth2-tls-yamux",
-    "eth2/eth2-tls-embedded", "eth2/eth2-quic", "eth2/eth2-tcp-quic", "eth2/eth2-pubsub-trace",
+    "eth2/eth2-tls-embedded", "eth2/eth2-quic", "eth2/eth2-tcp-quic", "eth2/eth2-pubsub-trace", "eth2/eth2-gossip-mesh",
     "lodestar/lodestar", "prysm/prysm-tcp", "prysm/prysm-quic",
     "interop/interop-go-js-plaintext-yamux", "interop/interop-js-go-noise-yamux", "interop/interop-go-rust-quic", "interop/interop-py-go-plaintext-yamux",
 ]
@@ -270,7 +270,8 @@ def _truth_gossip_captures() -> list[str]:
     and its twins: `peers.{dialer,listener}.messages`, kind gossip, dir sent)."""
     out = []
     for truth in sorted(CAPTURES.glob("*/*.truth.json")):
-        peers = json.loads(truth.read_text()).get("peers")
+        doc = json.loads(truth.read_text())
+        peers = doc.get("peers") if "link" in doc else None     # two peers, dialer and listener
         if isinstance(peers, dict) and any(m.get("kind") == "gossip" for p in peers.values() if isinstance(p, dict)
                                            for m in p.get("messages", [])):
             out.append(f"{truth.parent.name}/{truth.name.removesuffix('.truth.json')}")
@@ -312,27 +313,90 @@ def _traced_captures() -> list[str]:
             if all("pubsub_sent" in p for p in (json.loads(t.read_text()).get("peers") or {"": {}}).values())]
 
 
+def peer_addrs(truth: dict) -> dict[str, str]:
+    """Each peer of a generator's truth (its key in `peers`) and its address: a pair's dialer
+    and listener (`link`), or a mesh's peers (`addrs`, make_gossip_mesh.py)."""
+    return {role: truth["link"][role] for role in ("dialer", "listener")} if "link" in truth else truth["addrs"]
+
+
 @pytest.mark.parametrize("name", _traced_captures())
 def test_rows_are_what_the_peers_tracer_saw_them_send(name):
     """Per sender, kind and topic, the entries and message IDs are what go-libp2p-pubsub's own
     tracer (a RawTracer's SendRPC) counted for that peer, but for the hello: the RPC of the
-    peer's subscriptions it writes first on each new pubsub stream, which pubsub.go
-    (handleNewPeer: q.Push(helloPacket)) queues past the tracer, one SubOpts per topic it joined
-    (the generator joins the truth's gossip topic)."""
+    peer's subscriptions it writes first on each new pubsub stream (one per other peer), which
+    pubsub.go (handleNewPeer: q.Push(helloPacket)) queues past the tracer, one SubOpts per topic
+    it joined (the generator joins the truth's gossip topic).  On eth2-gossip-mesh, three peers
+    in a triangle, that is every publish each peer forwarded and every IDONTWANT it sent."""
     cap = CAPTURES / f"{name}.pcapng"
     truth = json.loads(cap.with_name(cap.stem + ".truth.json").read_text())
     rows = gossip_section(p2pc_report("analyze", str(cap)))
     got = {(r["src"], r["kind"], r["topic"]): (r["count"], r["message_ids"])
            for r in rows if r["kind"] not in ("rpc_framing", "other")}
     want = {}
-    for role in ("dialer", "listener"):
-        src = truth["link"][role]
+    addrs = peer_addrs(truth)
+    for role, src in addrs.items():
         for c in truth["peers"][role]["pubsub_sent"]:
             want[(src, c["kind"], c["topic"])] = (c["count"], c["message_ids"])
         hello = want.get((src, "subscribe", truth["gossip"]["topic"]), (0, 0))
-        want[(src, "subscribe", truth["gossip"]["topic"])] = (hello[0] + 1, 0)
+        want[(src, "subscribe", truth["gossip"]["topic"])] = (hello[0] + len(addrs) - 1, 0)
     assert got == want
     assert any(k[1] in ("graft", "idontwant") for k in want)
+
+
+def _message_bytes(topic: str, data_len: int) -> int:
+    """The bytes of RPC.publish holding one Message of data_len bytes of data on topic (no from,
+    seqno or signature: the eth2 peers sign nothing), as the protobuf library encodes it."""
+    return field_bytes("RPC", publish=[PB["Message"](data=b"\0" * data_len, topic=topic)])
+
+
+def test_duplicates_are_the_copies_each_peers_tracer_called_duplicate(tshark):
+    """eth2-gossip-mesh: three go-libp2p-pubsub v0.15 peers in a triangle, each message reaching
+    each peer over two paths.  What each peer's tracer called a DuplicateMessage (pubsub.go,
+    validation.go: a message whose ID it had already marked seen) is what p2pc counts: per
+    receiving peer and message ID the same copies, in all the same number and bytes.  Which of
+    two copies is the duplicate, p2pc says by the order on the wire; the node by the order its
+    validation workers reached them (markSeen runs in the worker, validation.go), which for
+    copies that came within a millisecond of each other is not always the wire's: per sender the
+    two agree wherever the duplicate came a millisecond or more after the first copy.  Duplicates
+    happen (the small messages, below the 1024-byte IDONTWANT threshold, always cross) and
+    IDONTWANT saved sends (fewer publishes than a flood of every message on every link)."""
+    cap = CAPTURES / "eth2/eth2-gossip-mesh.pcapng"
+    truth = json.loads(cap.with_name(cap.stem + ".truth.json").read_text())
+    addrs = peer_addrs(truth)
+    of_id = {p["peer_id"]: addrs[role] for role, p in truth["peers"].items()}
+    data_len = {m["msg_id"]: m["data_len"] for p in truth["peers"].values() for m in p["messages"]}
+    topic = truth["gossip"]["topic"]
+    traced = [(addrs[role], d["msg_id"], of_id[d["from"]]) for role, p in truth["peers"].items()
+              for d in p["pubsub_duplicates"]]
+    rows = [r for r in gossip_section(p2pc_report("analyze", str(cap))) if r["kind"] == "publish"]
+    assert sum(r["duplicates"] for r in rows) == len(traced) > 0
+    assert sum(r["duplicate_bytes"] for r in rows) == sum(_message_bytes(topic, data_len[m]) for _, m, _ in traced)
+    # Per receiving peer and message ID: the copies that came, on the wire, after the peer had
+    # sent or received one.
+    lines = [g for g in gossip_lines(tshark, cap, []) if g.kind == "publish"]
+    times = {int(n): float(t) for n, t in tshark.fields(cap, ["frame.number", "frame.time_epoch"])}
+    had: dict = {}
+    again = []      # (receiver, message ID, sender, seconds since the receiver had it)
+    for g in lines:
+        if g.message_id in had.get(g.dst, {}):
+            again.append((g.dst, g.message_id, g.src, times[g.frame] - had[g.dst][g.message_id]))
+        for node in (g.dst, g.src):
+            had.setdefault(node, {}).setdefault(g.message_id, times[g.frame])
+    assert Counter((r, m) for r, m, _, _ in again) == Counter((r, m) for r, m, _ in traced)
+    # Per sender: p2pc's are those copies' senders; where the copy came a millisecond or more
+    # after the peer had the message (8 of the 16), the tracer names the same sender.
+    assert {r["src"]: r["duplicates"] for r in rows} == {a: sum(s == a for _, _, s, _ in again) for a in addrs.values()}
+    apart = [(r, m, s) for r, m, s, gap in again if gap >= 0.001]
+    assert apart
+    assert not Counter(apart) - Counter(traced)
+    # A flood sends each message (peers - 1)^2 times: the publisher to each other peer, each of
+    # them to the rest.  Below the IDONTWANT threshold every message is flooded; above it the
+    # IDONTWANTs kept copies off the wire.
+    flood = (len(addrs) - 1) ** 2
+    sends = Counter(g.message_id for g in lines)
+    large = {m for m, n in data_len.items() if n >= truth["gossip"]["idontwant_threshold"]}
+    assert all(n == flood for m, n in sends.items() if m not in large)
+    assert sum(sends[m] for m in large) < flood * len(large)
 
 
 def _uvarint(n: int) -> bytes:

@@ -259,10 +259,10 @@ func messageID(m *pb.Message) string {
 }
 
 func main() {
-	role := flag.String("role", "listen", "listen or dial")
+	role := flag.String("role", "listen", "listen, dial or mesh (mesh.go)")
 	muxer := flag.String("muxer", "yamux", "yamux or mplex")
 	listen := flag.String("listen", "/ip4/0.0.0.0/tcp/9000", "listen address")
-	peerAddr := flag.String("peer", "", "listener's multiaddr (dial)")
+	peerAddr := flag.String("peer", "", "listener's multiaddr (dial); mesh: the peers to dial, comma-separated")
 	blocksDir := flag.String("blocks", "", "folder of SignedBeaconBlock .ssz files")
 	idFile := flag.String("idfile", "", "listen: write the peer multiaddr here")
 	seed := flag.Int64("seed", 1, "identity key seed")
@@ -279,6 +279,11 @@ func main() {
 	waitStdin := flag.Bool("wait-stdin", false, "dial: read a line from stdin before dialing (tests/test_keys.py "+
 		"attaches p2pc keys to the running process first)")
 	planFile := flag.String("gossip-plan", "", "full session: the eth2 gossip both peers publish (JSON, plan.go)")
+	index := flag.Int("index", 1, "mesh: this peer's place, from 1 (mesh.go)")
+	peersN := flag.Int("peers", 3, "mesh: how many peers the mesh has")
+	small := flag.Int("small", 600, "mesh: bytes of a small message's data before Snappy")
+	large := flag.Int("large", 2000, "mesh: bytes of a large message's data before Snappy")
+	validateMs := flag.Int("validate-ms", 0, "mesh: milliseconds the topic's validator takes per message (0: none)")
 	flag.Parse()
 	truth.path = *truthFile
 	defer truth.write(*role)
@@ -320,7 +325,7 @@ func main() {
 	} else {
 		opts = append(opts, libp2p.Muxer(yamux.ID, yamux.DefaultTransport))
 	}
-	if *role == "listen" {
+	if *role == "listen" || *role == "mesh" {
 		opts = append(opts, libp2p.ListenAddrStrings(strings.Split(*listen, ",")...))
 	} else {
 		opts = append(opts, libp2p.NoListenAddrs)
@@ -347,6 +352,13 @@ func main() {
 		log.Fatal(err)
 	}
 	sub, _ := t.Subscribe()
+	if *role == "mesh" {
+		slowValidator(ps, topic, *validateMs)
+		truth.peerID = h.ID().String()
+		os.WriteFile(*idFile, []byte(fmt.Sprintf("%s/p2p/%s", h.Addrs()[0], h.ID())), 0o644)
+		mesh(ctx, h, t, sub, topic, splitPeers(*peerAddr), *index, *peersN, *gossipN, *small, *large)
+		return
+	}
 	var plan *gossipPlan
 	if *planFile != "" {
 		plan = loadPlan(*planFile)

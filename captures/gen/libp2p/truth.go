@@ -6,7 +6,9 @@ package main
 // length and sha256, and the length of its Snappy frames; per gossip message its topic, message
 // id, data length and the SSZ's sha256; for each, the transport of the connection it went over
 // ("tcp" or "quic-v1").  With -trace-pubsub, what go-libp2p-pubsub's tracer says the peer sent
-// (SendRPC), per kind and topic: "pubsub_sent".
+// (SendRPC), per kind and topic: "pubsub_sent"; and each message it says came again
+// (DuplicateMessage), with the peer it came from: "pubsub_duplicates".  The mesh session's
+// truth also names the peer ("peer_id").
 
 import (
 	"bytes"
@@ -64,6 +66,16 @@ type truthLog struct {
 	Msgs   []truthMsg  `json:"messages"`
 	sent   map[[2]string]*pubsubCount
 	sentAt [][2]string // sent's keys, in the order first seen
+	dups   []pubsubDup
+	peerID string // the mesh session's: the host's peer ID
+}
+
+// pubsubDup is a message the tracer says came again (DuplicateMessage: pubsub.go's
+// shouldPush found its ID among those seen), and the peer it came from.
+type pubsubDup struct {
+	From  string `json:"from"`
+	Topic string `json:"topic"`
+	MsgID string `json:"msg_id"`
 }
 
 // pubsubCount is what go-libp2p-pubsub's tracer says the peer sent of one kind and topic: the
@@ -78,7 +90,8 @@ type pubsubCount struct {
 }
 
 // pubsubTrace is the pubsub.RawTracer that keeps SendRPC's counts (the truth's "pubsub_sent"):
-// every RPC the router queued for a peer.  The other events are not kept.
+// every RPC the router queued for a peer; and DuplicateMessage's messages ("pubsub_duplicates").
+// The other events are not kept.
 type pubsubTrace struct{ t *truthLog }
 
 func (p pubsubTrace) SendRPC(rpc *pubsub.RPC, _ peer.ID) {
@@ -127,6 +140,13 @@ func (p pubsubTrace) SendRPC(rpc *pubsub.RPC, _ peer.ID) {
 	}
 }
 
+func (p pubsubTrace) DuplicateMessage(m *pubsub.Message) {
+	p.t.mu.Lock()
+	p.t.dups = append(p.t.dups, pubsubDup{From: m.ReceivedFrom.String(), Topic: m.GetTopic(),
+		MsgID: hex.EncodeToString([]byte(messageID(m.Message)))})
+	p.t.mu.Unlock()
+}
+
 func (pubsubTrace) AddPeer(peer.ID, protocol.ID)          {}
 func (pubsubTrace) RemovePeer(peer.ID)                    {}
 func (pubsubTrace) Join(string)                           {}
@@ -136,7 +156,6 @@ func (pubsubTrace) Prune(peer.ID, string)                 {}
 func (pubsubTrace) ValidateMessage(*pubsub.Message)       {}
 func (pubsubTrace) DeliverMessage(*pubsub.Message)        {}
 func (pubsubTrace) RejectMessage(*pubsub.Message, string) {}
-func (pubsubTrace) DuplicateMessage(*pubsub.Message)      {}
 func (pubsubTrace) ThrottlePeer(peer.ID)                  {}
 func (pubsubTrace) RecvRPC(*pubsub.RPC)                   {}
 func (pubsubTrace) DropRPC(*pubsub.RPC, peer.ID)          {}
@@ -181,6 +200,10 @@ func (t *truthLog) write(role string) {
 			sent = append(sent, t.sent[k])
 		}
 		doc["pubsub_sent"] = sent
+		doc["pubsub_duplicates"] = append([]pubsubDup{}, t.dups...)
+	}
+	if t.peerID != "" {
+		doc["peer_id"] = t.peerID
 	}
 	out, _ := json.MarshalIndent(doc, "", " ")
 	os.WriteFile(t.path, out, 0o644)
