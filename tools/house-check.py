@@ -35,7 +35,7 @@ LAYERS = {
     "ipfs": {"core", "libp2p"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z0-9_]+)/([^"]+)\.h"', re.M)
-LONG = 85
+LONG = 80
 # A function definition in Wireshark's style: its name at the start of a line, its return type on
 # the line before, its body ending at the first "}" at the start of a line.
 FUNCTION = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\(", re.M)

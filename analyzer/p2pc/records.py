@@ -60,13 +60,19 @@ class Directed:
 
 
 @dataclass(frozen=True)
-class Message(Directed):
+class Where(Directed):
+    """The where columns the M, I, G, B and P lines begin with (docs/tap-format.md): the frame
+    and its direction.  Their records' own fields follow these, in their columns' order."""
     frame: int
     stream: int
     src: str
     srcport: int
     dst: str
     dstport: int
+
+
+@dataclass(frozen=True)
+class Message(Where):
     time: float
     proto: Text
     msg_type: Text
@@ -107,15 +113,9 @@ class TcpDirection(Directed):
 
 
 @dataclass(frozen=True)
-class PeerIdentity(Directed):
+class PeerIdentity(Where):
     """A security handshake's word on who sent it: the endpoint src:srcport of TCP connection
     `stream` is the libp2p peer `peer_id`, learnt `via` noise, tls or plaintext."""
-    frame: int
-    stream: int
-    src: str
-    srcport: int
-    dst: str
-    dstport: int
     via: Text
     peer_id: Text
 
@@ -128,17 +128,11 @@ class Violation:
 
 
 @dataclass(frozen=True)
-class GossipPart(Directed):
+class GossipPart(Where):
     """The parts of one kind and topic of a gossipsub RPC that src:srcport sent: `count` entries
     (control entries, SubOpts, Messages; RPCs for rpc_framing) carrying `message_ids` message
     IDs, `bytes` protobuf bytes (each field's tag, length and body).  A publish part is one
     Message, `message_id` its message ID in hex by its topic's rule ("" when it has none)."""
-    frame: int
-    stream: int
-    src: str
-    srcport: int
-    dst: str
-    dstport: int
     kind: str
     topic: Text
     count: int
@@ -148,16 +142,10 @@ class GossipPart(Directed):
 
 
 @dataclass(frozen=True)
-class BudgetPart(Directed):
+class BudgetPart(Where):
     """A layer's own bytes that src:srcport sent in `frame` and that no message record carries
     (plugin/core/budget.h): `bytes` of the part `kind` of `layer` (negative: bytes reported in
     an earlier frame that this frame's messages took into their wire_len)."""
-    frame: int
-    stream: int
-    src: str
-    srcport: int
-    dst: str
-    dstport: int
     proto: Text
     layer: str
     kind: str
@@ -165,14 +153,8 @@ class BudgetPart(Directed):
 
 
 @dataclass(frozen=True)
-class Payload(Directed):
+class Payload(Where):
     """A record's uncompressed payload (`-z p2pc,payloads`), with its frame and direction."""
-    frame: int
-    stream: int
-    src: str
-    srcport: int
-    dst: str
-    dstport: int
     proto: Text
     msg_type: Text
     codec: Text

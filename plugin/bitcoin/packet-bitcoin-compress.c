@@ -689,6 +689,18 @@ decompress_payload(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const ch
     return out;
 }
 
+/* The first version message of direction `dir` (first pass): its protocol version and services,
+ * and whether its header was the v0 one. */
+static void
+note_version(tvbuff_t *tvb, packet_info *pinfo, btcc_conv_t *bc, int dir, gboolean v0_header)
+{
+    bc->nversion[dir] = (gint32)tvb_get_letohl(tvb, 0);
+    bc->services[dir] = tvb_get_letoh64(tvb, 4);
+    bc->version_frame[dir] = pinfo->num;
+    bc->version_session[dir] = p2pc_conn_session();
+    bc->v0_header[dir] = v0_header;
+}
+
 /* The handler every command in bitcoin.command goes through (ours and the wrapped stock ones).
  * `data` is the record of the message when our framing (dissect_btcc_pdu) calls: the handler
  * fills it in and the framing emits it.  The stock framing passes NULL: the handler then emits
@@ -732,13 +744,8 @@ dissect_btcc_command(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *
     if (body) {
         switch (cmd->kind) {
         case CMD_VERSION:
-            if (len >= 12 && !PINFO_FD_VISITED(pinfo) && !version_seen(bc, dir, pinfo->num)) {
-                bc->nversion[dir] = (gint32)tvb_get_letohl(tvb, 0);
-                bc->services[dir] = tvb_get_letoh64(tvb, 4);
-                bc->version_frame[dir] = pinfo->num;
-                bc->version_session[dir] = p2pc_conn_session();
-                bc->v0_header[dir] = own_framing && rec->header_len == BTC_HEADER_LEN_V0;
-            }
+            if (len >= 12 && !PINFO_FD_VISITED(pinfo) && !version_seen(bc, dir, pinfo->num))
+                note_version(tvb, pinfo, bc, dir, own_framing && rec->header_len == BTC_HEADER_LEN_V0);
             call_stock(cmd->stock, tvb, pinfo, tree);
             break;
         case CMD_BLOCK:     /* a block is one item: its transactions were never separate messages */

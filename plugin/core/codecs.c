@@ -762,6 +762,31 @@ keep_determined(p2pc_stream_t *s, outbuf_t *ob, const guint8 *alt, p2pc_stream_g
     ob->len = w;
 }
 
+/* A marker that was no sync-flush point: the stream seeks the next one, as after the gap. */
+static void
+seek_again(p2pc_stream_t *s)
+{
+    stream_release(s);
+    s->ended = FALSE;
+    s->resync = RESYNC_SEEK;
+    s->marker = 0;
+    s->trailer = s->codec == P2PC_CODEC_GZIP_STREAM ? 8 : 0;
+}
+
+/* The last 32 KiB of output are known (or the stream ended): so is the window, and one inflater
+ * goes on alone.  TRUE. */
+static gboolean
+back_in_sync(p2pc_stream_t *s)
+{
+    if (s->alt) {
+        inflateEnd(s->alt);
+        g_free(s->alt);
+        s->alt = NULL;
+    }
+    s->resync = RESYNC_NONE;
+    return TRUE;
+}
+
 p2pc_dc_status_t
 p2pc_stream_feed_gap(p2pc_stream_t *s, const guint8 *in, size_t in_len, size_t bound,
                      wmem_allocator_t *scope, guint8 **out, size_t *out_len, p2pc_stream_gap_t *gap,
@@ -815,11 +840,7 @@ p2pc_stream_feed_gap(p2pc_stream_t *s, const guint8 *in, size_t in_len, size_t b
         /* 00 00 ff ff inside compressed data, not a sync-flush point: what it decoded in this
          * input is dropped, and the search goes on after it (the bytes it read count as
          * skipped as the search passes over them again). */
-        stream_release(s);
-        s->ended = FALSE;
-        s->resync = RESYNC_SEEK;
-        s->marker = 0;
-        s->trailer = s->codec == P2PC_CODEC_GZIP_STREAM ? 8 : 0;
+        seek_again(s);
         ob.len = 0;
         gap->resumed = FALSE;
         pos = retry;
@@ -827,16 +848,8 @@ p2pc_stream_feed_gap(p2pc_stream_t *s, const guint8 *in, size_t in_len, size_t b
     }
     if (st != P2PC_DC_OK)
         s->failed = TRUE;
-    else if (s->ended || (s->resync == RESYNC_DUAL && s->known >= 32768)) {
-        /* The last 32 KiB of output are known: so is the window. */
-        if (s->alt) {
-            inflateEnd(s->alt);
-            g_free(s->alt);
-            s->alt = NULL;
-        }
-        s->resync = RESYNC_NONE;
-        gap->in_sync = TRUE;
-    }
+    else if (s->ended || (s->resync == RESYNC_DUAL && s->known >= 32768))
+        gap->in_sync = back_in_sync(s);
     if (s->failed || s->ended)
         stream_release(s);
     outbuf_fit(&ob);

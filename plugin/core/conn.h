@@ -33,6 +33,7 @@ typedef enum {
     P2PC_SLOT_LIBP2P,           /* libp2p/packet-libp2p-tcp.c: the connection's root pipes */
     P2PC_SLOT_ENGINE,           /* libp2p/engine.c: the pipes' buffers holding bytes */
     P2PC_SLOT_HOLES,            /* core/holes.c: the framing of a tcp_dissect_pdus protocol */
+    P2PC_SLOT_TRANSPORT,        /* core/transport.c: the frames' bytes before the claim */
     P2PC_SLOT_BITCOIN,          /* bitcoin/: the version messages' services */
     P2PC_SLOT_BIP324,           /* bitcoin/packet-bip324.c: which directions are BIP324 */
     P2PC_SLOT_FISCO,            /* fisco/packet-fisco.c: the header variant, who spoke first */

@@ -113,8 +113,8 @@ void p2pc_ledger_let_go(p2pc_tcp_t *l);
  * it, with this frame's segment and acknowledgement in it. */
 p2pc_tcp_t *p2pc_ledger_find(packet_info *pinfo);
 
-/* First pass: the proto of the first protocol that claimed this frame's connection (ledger.h's
- * `proto`), NULL when none did; the frame is not noted in the ledger. */
+/* The proto of the first protocol that claimed this frame's connection (ledger.h's `proto`), NULL
+ * when none did (in a later pass: none did in the first); the frame is not noted in the ledger. */
 const char *p2pc_ledger_claimant(packet_info *pinfo);
 
 /* First pass, after a ledger noted this frame: the bytes of its segment the capture did not

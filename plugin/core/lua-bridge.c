@@ -266,6 +266,27 @@ report_status(tvbuff_t *tvb, packet_info *pinfo, proto_item *ti, proto_tree *st,
                                detail ? ": " : "", detail ? detail : "");
 }
 
+/* The decompressed bytes `out`: their length and output number answered to the Lua caller, then
+ * handed to the p2pc.payload dissector the caller named, if any. */
+static void
+hand_on(tvbuff_t *out, packet_info *pinfo, proto_tree *tree, proto_tree *st, proto_item *ti,
+        const char *payload, void *data)
+{
+    dissector_handle_t h;
+
+    proto_tree_add_uint(st, hf_lua_raw_len, out, 0, tvb_captured_length(out), tvb_reported_length(out));
+    answer(pinfo, "p2pc.dc.raw_len", wmem_strdup_printf(pinfo->pool, "%u", tvb_reported_length(out)));
+    answer(pinfo, "p2pc.dc.output", wmem_strdup_printf(pinfo->pool, "%u", output_add(pinfo, out)));
+    if (!payload)
+        return;
+    h = dissector_get_string_handle(payload_table, payload);
+    if (h)
+        call_dissector_only(h, out, pinfo, tree, data);
+    else
+        expert_add_info_format(pinfo, ti, &ei_lua_payload, "No dissector in \"p2pc.payload\" "
+                               "for \"%s\"", p2pc_format_text(pinfo->pool, payload));
+}
+
 static int
 dissect_decompress(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data, void *cb_data)
 {
@@ -335,18 +356,8 @@ dissect_decompress(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     if (!out)
         return (int)in_len;
 
-    proto_tree_add_uint(st, hf_lua_raw_len, out, 0, tvb_captured_length(out), tvb_reported_length(out));
-    answer(pinfo, "p2pc.dc.raw_len", wmem_strdup_printf(pinfo->pool, "%u", tvb_reported_length(out)));
-    answer(pinfo, "p2pc.dc.output", wmem_strdup_printf(pinfo->pool, "%u", output_add(pinfo, out)));
     proto_item_append_text(ti, ", %u -> %u bytes", in_len, tvb_reported_length(out));
-    if (payload) {
-        dissector_handle_t h = dissector_get_string_handle(payload_table, payload);
-        if (h)
-            call_dissector_only(h, out, pinfo, tree, data);
-        else
-            expert_add_info_format(pinfo, ti, &ei_lua_payload, "No dissector in \"p2pc.payload\" "
-                                   "for \"%s\"", p2pc_format_text(pinfo->pool, payload));
-    }
+    hand_on(out, pinfo, tree, st, ti, payload, data);
     return (int)in_len;
 }
 

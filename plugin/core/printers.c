@@ -208,12 +208,14 @@ stream_forget_ended(tcp_dirs_t *t)
     t->conn_list = conns;
 }
 
-/* Stream mode: tshark's session reset (-M) numbers frames from 1 again and restarts tcp.stream:
- * #RESET tells the reader, and this session's tcp.stream numbers are mapped afresh
- * (stream_conn()); the counts go on. */
+/* Stream mode (else nothing): tshark's session reset (-M) numbers frames from 1 again and
+ * restarts tcp.stream: #RESET tells the reader, and this session's tcp.stream numbers are mapped
+ * afresh (stream_conn()); the counts go on. */
 static void
 stream_check_reset(tcp_dirs_t *t, guint32 frame)
 {
+    if (!t->stream)
+        return;
     if (frame < t->last_frame) {
         printf("#RESET\tframe=%u\n", t->last_frame);
         t->sessions++;
@@ -323,21 +325,34 @@ print_record(records_tap_t *t, const p2pc_record_t *r)
     putchar('\n');
 }
 
+/* A tap's batch (record.h): `line` prints each item's line (stream mode: after
+ * stream_check_reset() at its frame), flushed at the end in stream mode. */
+static tap_packet_status
+print_batch(tcp_dirs_t *tcp, const void *batch, void (*line)(tcp_dirs_t *tcp, const void *item, void *ud),
+            void *ud)
+{
+    for (guint i = 0; i < P2PC_BATCH_COUNT(batch); i++)
+        line(tcp, P2PC_BATCH_ITEM(batch, i), ud);
+    if (tcp->stream)
+        fflush(stdout);
+    return TAP_PACKET_DONT_REDRAW;
+}
+
+static void
+record_line(tcp_dirs_t *tcp, const void *item, void *ud)
+{
+    const p2pc_record_t *r = (const p2pc_record_t *)item;
+
+    stream_check_reset(tcp, r->at.frame);
+    print_record((records_tap_t *)ud, r);
+}
+
 static tap_packet_status
 records_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
                tap_flags_t flags)
 {
     records_tap_t *t = (records_tap_t *)tapdata;
-
-    for (guint i = 0; i < P2PC_BATCH_COUNT(p); i++) {
-        const p2pc_record_t *r = (const p2pc_record_t *)P2PC_BATCH_ITEM(p, i);
-        if (t->tcp.stream)
-            stream_check_reset(&t->tcp, r->at.frame);
-        print_record(t, r);
-    }
-    if (t->tcp.stream)
-        fflush(stdout);
-    return TAP_PACKET_DONT_REDRAW;
+    return print_batch(&t->tcp, p, record_line, t);
 }
 
 static void
@@ -389,8 +404,7 @@ records_peer_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, cons
     peers_tap_t *t = (peers_tap_t *)tapdata;
     const p2pc_peer_t *r = (const p2pc_peer_t *)p;
 
-    if (t->tcp->stream)
-        stream_check_reset(t->tcp, r->at.frame);
+    stream_check_reset(t->tcp, r->at.frame);
     print_where('I', &r->at);
     print_field(stdout, r->via);
     putchar('\t');
@@ -401,63 +415,60 @@ records_peer_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, cons
     return TAP_PACKET_DONT_REDRAW;
 }
 
+static void
+spec_line(tcp_dirs_t *tcp, const void *item, void *ud)
+{
+    const p2pc_spec_hit_t *hit = (const p2pc_spec_hit_t *)item;
+
+    stream_check_reset(tcp, hit->frame);
+    printf("S\t%u\t%s\n", hit->frame, hit->check);
+}
+
 static tap_packet_status
 records_spec_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
                     tap_flags_t flags)
 {
-    spec_tap_t *t = (spec_tap_t *)tapdata;
+    return print_batch(((spec_tap_t *)tapdata)->tcp, p, spec_line, NULL);
+}
 
-    for (guint i = 0; i < P2PC_BATCH_COUNT(p); i++) {
-        const p2pc_spec_hit_t *hit = (const p2pc_spec_hit_t *)P2PC_BATCH_ITEM(p, i);
-        if (t->tcp->stream)
-            stream_check_reset(t->tcp, hit->frame);
-        printf("S\t%u\t%s\n", hit->frame, hit->check);
-    }
-    if (t->tcp->stream)
-        fflush(stdout);
-    return TAP_PACKET_DONT_REDRAW;
+static void
+gossip_line(tcp_dirs_t *tcp, const void *item, void *ud)
+{
+    const p2pc_gossip_part_t *g = (const p2pc_gossip_part_t *)item;
+
+    stream_check_reset(tcp, g->at.frame);
+    print_where('G', &g->at);
+    fputs(g->kind, stdout);
+    putchar('\t');
+    print_field(stdout, g->topic);
+    printf("\t%u\t%" G_GUINT64_FORMAT "\t%" G_GUINT64_FORMAT "\t%s\n", g->count, g->message_ids, g->bytes,
+           g->message_id);
 }
 
 static tap_packet_status
 records_gossip_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
                       tap_flags_t flags)
 {
-    spec_tap_t *t = (spec_tap_t *)tapdata;
+    return print_batch(((spec_tap_t *)tapdata)->tcp, p, gossip_line, NULL);
+}
 
-    for (guint i = 0; i < P2PC_BATCH_COUNT(p); i++) {
-        const p2pc_gossip_part_t *g = (const p2pc_gossip_part_t *)P2PC_BATCH_ITEM(p, i);
-        if (t->tcp->stream)
-            stream_check_reset(t->tcp, g->at.frame);
-        print_where('G', &g->at);
-        fputs(g->kind, stdout);
-        putchar('\t');
-        print_field(stdout, g->topic);
-        printf("\t%u\t%" G_GUINT64_FORMAT "\t%" G_GUINT64_FORMAT "\t%s\n", g->count, g->message_ids, g->bytes,
-               g->message_id);
-    }
-    if (t->tcp->stream)
-        fflush(stdout);
-    return TAP_PACKET_DONT_REDRAW;
+static void
+budget_line(tcp_dirs_t *tcp, const void *item, void *ud)
+{
+    const p2pc_budget_t *b = (const p2pc_budget_t *)item;
+
+    if (!b->bytes)
+        return;     /* what a frame gave and took back (a header its own message took) */
+    stream_check_reset(tcp, b->at.frame);
+    print_where('B', &b->at);
+    printf("%s\t%s\t%s\t%" G_GINT64_FORMAT "\n", b->proto, b->layer, b->kind, b->bytes);
 }
 
 static tap_packet_status
 records_budget_packet(void *tapdata, packet_info *pinfo, epan_dissect_t *edt, const void *p,
                       tap_flags_t flags)
 {
-    spec_tap_t *t = (spec_tap_t *)tapdata;
-
-    for (guint i = 0; i < P2PC_BATCH_COUNT(p); i++) {
-        const p2pc_budget_t *b = (const p2pc_budget_t *)P2PC_BATCH_ITEM(p, i);
-        if (!b->bytes)
-            continue;   /* what a frame gave and took back (a header its own message took) */
-        if (t->tcp->stream)
-            stream_check_reset(t->tcp, b->at.frame);
-        print_where('B', &b->at);
-        printf("%s\t%s\t%s\t%" G_GINT64_FORMAT "\n", b->proto, b->layer, b->kind, b->bytes);
-    }
-    if (t->tcp->stream)
-        fflush(stdout);
-    return TAP_PACKET_DONT_REDRAW;
+    return print_batch(((spec_tap_t *)tapdata)->tcp, p, budget_line, NULL);
 }
 
 /* The direction of `stream` (G_MAXUINT32: a libp2p QUIC connection over UDP) from src:sport,
@@ -473,8 +484,7 @@ count_frame(tcp_dirs_t *t, packet_info *pinfo, guint32 stream, stream_conn_t *co
     tcp_dir_stats_t *d;
     guint32 frame_len = pinfo->fd->pkt_len;
 
-    if (t->stream)
-        stream_check_reset(t, pinfo->num);
+    stream_check_reset(t, pinfo->num);
     src = address_to_str(NULL, ip_src);
     key = g_strdup_printf("%u\t%s\t%u", stream, src, sport);
     d = (tcp_dir_stats_t *)g_hash_table_lookup(t->dirs, key);

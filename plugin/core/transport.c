@@ -2,9 +2,8 @@
  * The transport's bytes of each frame of a claimed TCP connection, in the byte budget
  * (transport.h).  A part of the TCP layer's one postdissector (post.h): it sees every TCP
  * frame, TCP's analysis and the protocols' entries done.  Until a protocol claims the
- * connection (p2pc_ledger_claimant()), its frames are summed in the connection's own data
- * (TCP's conversation), and told in the frame that claimed it; from there each frame tells its
- * own.  The frame's headers are read by segment.c, the retransmission verdict is TCP's own.
+ * connection (p2pc_ledger_claimant()), its frames are summed in the connection's slot
+ * (conn.h), and told in the frame that claimed it; from there each frame tells its own.  The frame's headers are read by segment.c, the retransmission verdict is TCP's own.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -16,7 +15,6 @@
 #include "core/post.h"
 #include "core/segment.h"
 
-#include <epan/conversation.h>
 #include <epan/proto_data.h>
 #include <epan/dissectors/packet-tcp.h>
 
@@ -42,14 +40,15 @@ static const struct {
 static int proto_p2pc = -1;
 static int proto_transport = -1;
 
-/* A TCP connection (file scope, in TCP's conversation): its frames before the claim. */
+/* A TCP connection's frames before a protocol claimed it (its slot, conn.h); the claimant is
+ * the ledger's (p2pc_ledger_claimant()). */
 typedef struct {
-    const char *proto;          /* the claimant's; NULL: not claimed (yet) */
-    guint32 claimed_at;         /* the frame whose protocol entry claimed it */
+    guint32 claimed_at;         /* the frame whose protocol entry claimed it; 0: not (yet) */
+    guint claimed_in;           /* that frame's session: a session reset numbers frames anew */
     address addr0;              /* direction 0: the sender of the first frame seen */
     guint32 port0;
     guint64 before[2][PARTS];   /* per direction, the frames' bytes before claimed_at */
-} conn_t;
+} before_t;
 
 /* TCP's sequence analysis calls this frame's segment a retransmission of some kind (its
  * per-frame verdict, `ta`, as its own tree items read it). */
@@ -102,41 +101,58 @@ frame_parts(packet_info *pinfo, gboolean handed, guint64 *n)
     return TRUE;
 }
 
+/* This frame's connection's frames before the claim: made at its first frame (first pass), NULL
+ * in a later pass when no protocol claimed it by this frame. */
+static before_t *
+before_claim(packet_info *pinfo)
+{
+    p2pc_conn_t *pc;
+    before_t *b;
+    gboolean made;
+
+    if (PINFO_FD_VISITED(pinfo)) {
+        pc = p2pc_conn_find(pinfo);
+        b = pc ? (before_t *)p2pc_conn_slot(pc, P2PC_SLOT_TRANSPORT) : NULL;
+        return b && b->claimed_at && pinfo->num >= b->claimed_at ? b : NULL;
+    }
+    b = (before_t *)p2pc_conn_state(pinfo, P2PC_SLOT_TRANSPORT, sizeof *b, &made);
+    if (made) {
+        pc = p2pc_conn_find(pinfo);
+        copy_address_wmem(p2pc_conn_pool(pc), &b->addr0, &pinfo->src);
+        b->port0 = pinfo->srcport;
+    }
+    if (!b->claimed_at && p2pc_ledger_claimant(pinfo)) {
+        b->claimed_at = pinfo->num;
+        b->claimed_in = p2pc_conn_session();
+    }
+    return b;
+}
+
 static int
 dissect_transport(tvbuff_t *tvb _U_, packet_info *pinfo, proto_tree *tree _U_, void *data)
 {
-    conversation_t *conv = pinfo->ptype == PT_TCP ? find_conversation_pinfo(pinfo, 0) : NULL;
-    conn_t *c = conv ? (conn_t *)conversation_get_proto_data(conv, proto_transport) : NULL;
+    before_t *b = pinfo->ptype == PT_TCP ? before_claim(pinfo) : NULL;
+    const char *proto;
+    gboolean claiming;
     guint64 n[PARTS];
     int d;
 
-    if (!conv)
+    if (!b || !frame_parts(pinfo, ((const p2pc_post_frame_t *)data)->handed, n))
         return 0;
-    if (!PINFO_FD_VISITED(pinfo)) {
-        if (!c) {
-            c = wmem_new0(wmem_file_scope(), conn_t);
-            copy_address_wmem(wmem_file_scope(), &c->addr0, &pinfo->src);
-            c->port0 = pinfo->srcport;
-            conversation_add_proto_data(conv, proto_transport, c);
-        }
-        if (!c->proto && (c->proto = p2pc_ledger_claimant(pinfo)) != NULL)
-            c->claimed_at = pinfo->num;
-    }
-    if (!c || (PINFO_FD_VISITED(pinfo) && (!c->proto || pinfo->num < c->claimed_at)) ||
-        !frame_parts(pinfo, ((const p2pc_post_frame_t *)data)->handed, n))
-        return 0;
-    d = p2pc_conn_dir(&c->addr0, c->port0, pinfo);
-    if (!c->proto) {
+    d = p2pc_conn_dir(&b->addr0, b->port0, pinfo);
+    if (!b->claimed_at) {
         for (int i = 0; i < PARTS; i++)
-            c->before[d][i] += n[i];
+            b->before[d][i] += n[i];
         return 0;
     }
+    proto = p2pc_ledger_claimant(pinfo);
+    claiming = pinfo->num == b->claimed_at && p2pc_conn_session() == b->claimed_in;
     for (int i = 0; i < PARTS; i++) {
-        if (pinfo->num == c->claimed_at) {
-            n[i] += c->before[d][i];
-            p2pc_budget_add_reverse(pinfo, c->proto, parts[i].layer, parts[i].kind, (gint64)c->before[1 - d][i]);
+        if (claiming) {
+            n[i] += b->before[d][i];
+            p2pc_budget_add_reverse(pinfo, proto, parts[i].layer, parts[i].kind, (gint64)b->before[1 - d][i]);
         }
-        p2pc_budget_add(pinfo, c->proto, parts[i].layer, parts[i].kind, (gint64)n[i]);
+        p2pc_budget_add(pinfo, proto, parts[i].layer, parts[i].kind, (gint64)n[i]);
     }
     return 0;
 }

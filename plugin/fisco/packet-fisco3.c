@@ -667,6 +667,21 @@ msg_type_of(packet_info *pinfo, proto_item *ti, gint module, const char *packet_
     return msg_type ? msg_type : p2pc_msg_type_unknown(pinfo, ti, "Packet type %u", type);
 }
 
+/* A handshake's ProtocolInfo; the first of each side (first pass) is the connection's. */
+static void
+dissect_handshake(tvbuff_t *raw, packet_info *pinfo, proto_tree *ft, proto_item *ti, fisco3_conv_t *fc,
+                  guint side)
+{
+    guint32 max;
+
+    if (dissect_protocol_info(raw, pinfo, ft, ti, &max) && !PINFO_FD_VISITED(pinfo) && !fc->seen[side]) {
+        fc->seen[side] = TRUE;
+        fc->frame[side] = pinfo->num;
+        fc->session[side] = p2pc_conn_session();
+        fc->max[side] = max;
+    }
+}
+
 static int
 dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
 {
@@ -727,15 +742,8 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
         proto_tree_add_item(ft, hf_data, tvb, off, length - off, ENC_NA);
     raw = read_payload(payload, pinfo, ft, ti, version, ext, &rec, &bounded);
     rec.raw_tvb = raw;
-    if (raw && type == GW_HANDSHAKE) {
-        guint32 max;
-        if (dissect_protocol_info(raw, pinfo, ft, ti, &max) && !PINFO_FD_VISITED(pinfo) && !fc->seen[side]) {
-            fc->seen[side] = TRUE;
-            fc->frame[side] = pinfo->num;
-            fc->session[side] = p2pc_conn_session();
-            fc->max[side] = max;
-        }
-    }
+    if (raw && type == GW_HANDSHAKE)
+        dissect_handshake(raw, pinfo, ft, ti, fc, side);
     if (raw && module >= 0) {
         tvbuff_t *mp = dissect_front(raw, pinfo, ft, ti, module);
         if (mp)
