@@ -3,7 +3,8 @@
  * (transport.h).  A part of the TCP layer's one postdissector (post.h): it sees every TCP
  * frame, TCP's analysis and the protocols' entries done.  Until a protocol claims the
  * connection (p2pc_ledger_claimant()), its frames are summed in the connection's slot
- * (conn.h), and told in the frame that claimed it; from there each frame tells its own.  The frame's headers are read by segment.c, the retransmission verdict is TCP's own.
+ * (conn.h), and told in the frame that claimed it; from there each frame tells its own.  The
+ * frame's headers are read by segment.c, the retransmission verdict is TCP's own.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
