@@ -151,7 +151,7 @@ def quic_view(tshark, capture: Path, opts: list[str]) -> tuple[Counter, dict, Co
     frames, layers, data, have = Counter(), defaultdict(Counter), Counter(), defaultdict(set)
     for pkt in ElementTree.fromstring(out).iter("packet"):
         protos = {p.get("name"): p for p in pkt.iter("proto")}
-        ip = protos.get("ip") or protos.get("ipv6")
+        ip = protos["ip"] if "ip" in protos else protos.get("ipv6")
         field = lambda name, under=pkt: next(under.iterfind(f".//field[@name='{name}']")).get("show")     # noqa: E731
         d = (-1, field("ip.src" if "ip" in protos else "ipv6.src", ip), int(field("udp.srcport")))
         flen, ulen = int(field("frame.len")), int(field("udp.length"))
@@ -166,17 +166,19 @@ def quic_view(tshark, capture: Path, opts: list[str]) -> tuple[Counter, dict, Co
         for p in quic:
             size = lambda name: sum(int(f.get("size")) for f in p.iterfind(f".//field[@name='{name}']"))    # noqa: E731
             plen, payload = int(field("quic.packet_length", p)), size("quic.payload") + size("quic.protected_payload")
-            form = "quic_long_header" if field("quic.header_form", p) == "1" else "quic_short_header"
+            # A boolean shows as 1/0 up to 4.0 and as True/False from 4.2.
+            form = "quic_long_header" if field("quic.header_form", p) in ("1", "True") else "quic_short_header"
             layers[d]["security", form] += plen - payload
             layers[d]["security", "quic_tag"] += payload - size("quic.frame")
             rest -= plen
             for f in p.iterfind(".//field[@name='quic.frame']"):
-                ftype, fsize = int(field("quic.frame_type", f)), int(f.get("size"))
+                # A frame type shows in decimal up to 4.0 and in hex from 4.2.
+                ftype, fsize = int(field("quic.frame_type", f), 0), int(f.get("size"))
                 if 0x08 <= ftype <= 0x0f:
                     sdata = next(f.iterfind(".//field[@name='quic.stream_data']"), None)
                     n = int(sdata.get("size")) if sdata is not None else 0
                     layers[d]["muxer", "quic_stream_header"] += fsize - n
-                    start = int(next((x.get("show") for x in f.iterfind(".//field[@name='quic.stream.offset']")), 0))
+                    start = int(next((x.get("show") for x in f.iterfind(".//field[@name='quic.stream.offset']")), "0"), 0)
                     data[d] += n
                     have[(d, conn, field("quic.stream.stream_id", f))].update(range(start, start + n))
                 else:
