@@ -30,6 +30,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/p2pc-compat.h"
+#include "core/budget.h"
 #include "core/codecs.h"
 #include "core/conn.h"
 #include "core/heur.h"
@@ -37,6 +38,7 @@
 #include "core/ledger.h"
 #include "core/msgtype.h"
 #include "core/payload.h"
+#include "core/post.h"
 #include "core/prefs.h"
 #include "core/record.h"
 #include "core/retrans.h"
@@ -1003,16 +1005,30 @@ first_message_is_3x(tvbuff_t *tvb)
 /* A TLS record on the P2P port: Wireshark's TLS decrypts it and brings the data back through
  * fisco_tls_handle.  An application_data record it does not decrypt (no key: TLS adds a tab
  * for every record it decrypts) is counted as it is, its 5-byte header as header bytes, with
- * the note naming the key log that would open it (as libp2p TLS's records). */
+ * the note naming the key log that would open it (as libp2p TLS's records).
+ * In the byte budget (core/budget.h), with the kinds of libp2p TLS's: an application_data
+ * record TLS decrypted is framing (header, explicit nonce, tag: its bytes less those of the
+ * tab TLS added first, the record's plaintext, which FISCO's messages count), every other
+ * record (handshake, change_cipher_spec, an alert) the handshake's, all its bytes.  Every
+ * pass, as the records. */
 static int
 dissect_fisco_tls_record(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
 {
     guint sources = g_slist_length(pinfo->data_src);
+    guint len = tvb_captured_length(tvb);
+    const struct data_source *plain;
+
     call_dissector(tls_handle, tvb, pinfo, tree);
-    if (tvb_get_uint8(tvb, 0) == TLS_APPLICATION_DATA && g_slist_length(pinfo->data_src) == sources)
+    plain = (const struct data_source *)g_slist_nth_data(pinfo->data_src, sources);
+    if (tvb_get_uint8(tvb, 0) != TLS_APPLICATION_DATA)
+        p2pc_budget_add(pinfo, "fisco", P2PC_LAYER_NEGOTIATION, "tls_handshake", len);
+    else if (plain)
+        p2pc_budget_add(pinfo, "fisco", P2PC_LAYER_SECURITY, "tls_framing",
+                        len - tvb_captured_length(get_data_source_tvb(plain)));
+    else
         p2pc_tls_no_keys(pinfo, p2pc_record_encrypted(tvb, pinfo, tree, "fisco", "tls (encrypted)",
                                                       TLS_RECORD_HEADER));
-    return tvb_captured_length(tvb);
+    return (int)len;
 }
 
 static guint
@@ -1030,6 +1046,7 @@ dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
     const p2pc_framing_t *carried = p2pc_holes_carried(pinfo);
     p2pc_conn_t *pc = p2pc_conn_find(pinfo);
     const char *dropped = p2pc_conn_had(pc, P2PC_SLOT_FISCO) ? p2pc_conn_dropped(pc) : NULL;
+    const struct tcpinfo *tcpi = (const struct tcpinfo *)data;
     guint at;
 
     /* TLS too: its retransmissions are TCP's, below it. */
@@ -1053,8 +1070,13 @@ dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
     if (!fc->plaintext && tls_handle && (fc->tls || looks_like_tls(tvb))) {
         p2pc_conn_carry(pc);
         p2pc_conn_stay(pc);
-        if (!PINFO_FD_VISITED(pinfo))
+        if (!PINFO_FD_VISITED(pinfo)) {
             fc->tls = TRUE;
+            /* The connection is FISCO's in the ledger, framed by TLS records: its transport
+             * bytes are in the budget (core/transport.h), as those of plaintext FISCO. */
+            if (tcpi && p2pc_ledger_enter(tvb, pinfo, tcpi->seq, P2PC_CLAIM_FRAMED, "fisco"))
+                p2pc_post_handed(pinfo);
+        }
         tcp_dissect_pdus(tvb, pinfo, tree, TRUE, TLS_RECORD_HEADER, get_tls_record_len,
                          dissect_fisco_tls_record, data);
         return tvb_captured_length(tvb);
