@@ -280,10 +280,12 @@ def tls_view(tshark, capture: Path, opts: list[str]) -> dict:
 def test_fisco_tls_layers_are_wiresharks_fields(tshark, tmp_path, name, keyed):
     """FISCO over TLS: the TLS layers per direction as Wireshark's TLS gives them, the transport
     layers its TCP fields (fisco-tls: its secrets embedded; fisco3-tls without its key log: the
-    handshake only, every application_data record a tls (encrypted) record)."""
+    handshake only, every application_data record a tls (encrypted) record), all under the proto
+    of the connection's records (3.x's once decrypted)."""
     capture = CAPTURES / name
     opts = key_options(tshark.ws, capture, tmp_path) if keyed else []
     recs = records(tshark, capture, opts)
+    assert {r.proto for r in recs} == {"fisco3" if keyed else "fisco"}
     tls, transport = defaultdict(Counter), defaultdict(Counter)
     for r in recs:
         if not hasattr(r, "wire_len"):
