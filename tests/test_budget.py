@@ -35,12 +35,7 @@ LIBP2P = sorted(p for f in FAMILIES for p in (CAPTURES / f).glob("*.pcap*"))
 CUT_SHORT = {"eth2-badcrc.pcapng", "eth2-truncated.pcapng"}
 # The layers below the stream (plugin/core/transport.h, plugin/libp2p/quic-bytes.h).
 TRANSPORT = {"link_ip", "tcp_header", "udp_header", "ack", "retransmission"}
-# FISCO over TLS (2.x and 3.x) is reached from Wireshark's TLS, not from TCP: no TCP claim, no
-# transport lines (issue #41, left);
-# fisco-truncated ends inside its last packet, where tshark stops with exit code 2.
-FRAMED = sorted([*(CAPTURES / "bitcoin").glob("*.pcapng"),
-                 *(p for p in (CAPTURES / "fisco").glob("*.pcapng")
-                   if p.name not in ("fisco-tls.pcapng", "fisco3-tls.pcapng", "fisco-truncated.pcapng"))])
+FRAMED = sorted([*(CAPTURES / "bitcoin").glob("*.pcapng"), *(CAPTURES / "fisco").glob("*.pcapng")])
 # libp2p over QUIC only (eth2-tcp-quic has a TCP connection too).
 QUIC_ONLY = {p.name for p in LIBP2P if "quic" in p.name and "tcp" not in p.name}
 
@@ -61,9 +56,18 @@ def key_options(ws, capture: Path, work: Path) -> list[str]:
     return keylog.split(joined, folder).options(ws.readable)
 
 
+def read(tshark, args: list[str]) -> str:
+    """tshark's output reading a capture, up to the packet it is cut short in (fisco-truncated:
+    tshark says so and exits 2) when it is."""
+    res = tshark.run(args, check=False)
+    assert res.returncode == 0 or res.returncode == 2 and "cut short in the middle of a packet" in res.stderr, \
+        f"tshark {args} exited {res.returncode}: {res.stderr}"
+    return res.stdout
+
+
 def records(tshark, capture: Path, opts: list[str], two_pass: bool = False) -> list:
-    out = tshark.run(["-n", "-q", "-r", tshark.ws.readable(capture), "-z", "p2pc,records", *opts]
-                     + (["-2"] if two_pass else [])).stdout
+    out = read(tshark, ["-n", "-q", "-r", tshark.ws.readable(capture), "-z", "p2pc,records", *opts]
+               + (["-2"] if two_pass else []))
     return [parse_record(l) for l in out.splitlines() if l[:2] in ("M\t", "B\t")]
 
 
@@ -93,13 +97,13 @@ def tcp_transport(tshark, capture: Path, opts: list[str]) -> tuple[Counter, dict
     direction the stream's bytes TCP handed over: the payload of the frames that are not
     retransmissions."""
     cap = tshark.ws.readable(capture)
-    retrans = set(tshark.run(["-n", "-r", cap, *opts, "-T", "fields", "-e", "frame.number", "-Y",
-                              "tcp.analysis.retransmission || tcp.analysis.fast_retransmission"
-                              " || tcp.analysis.spurious_retransmission"]).stdout.split())
-    rows = tshark.run(["-n", "-r", cap, *opts, "-T", "fields", "-E", "occurrence=f", "-e", "frame.number",
-                       "-e", "tcp.stream", "-e", "ip.src", "-e", "ipv6.src", "-e", "tcp.srcport", "-e", "frame.len",
-                       "-e", "tcp.hdr_len", "-e", "tcp.len", "-e", "tcp.flags.syn", "-e", "tcp.flags.fin",
-                       "-e", "tcp.flags.reset", "-Y", "tcp && !icmp && !icmpv6"]).stdout
+    retrans = set(read(tshark, ["-n", "-r", cap, *opts, "-T", "fields", "-e", "frame.number", "-Y",
+                                "tcp.analysis.retransmission || tcp.analysis.fast_retransmission"
+                                " || tcp.analysis.spurious_retransmission"]).split())
+    rows = read(tshark, ["-n", "-r", cap, *opts, "-T", "fields", "-E", "occurrence=f", "-e", "frame.number",
+                         "-e", "tcp.stream", "-e", "ip.src", "-e", "ipv6.src", "-e", "tcp.srcport", "-e", "frame.len",
+                         "-e", "tcp.hdr_len", "-e", "tcp.len", "-e", "tcp.flags.syn", "-e", "tcp.flags.fin",
+                         "-e", "tcp.flags.reset", "-Y", "tcp && !icmp && !icmpv6"])
     frames, layers, handed = Counter(), defaultdict(Counter), Counter()
     for line in rows.splitlines():
         num, stream, a4, a6, port, flen, hlen, tlen, syn, fin, rst = line.split("\t")
@@ -235,6 +239,67 @@ def test_transport_layers_are_wiresharks_fields(tshark, tmp_path, name, keyed):
     got = {d: +c for d, c in got.items()}
     assert got and got == {d: want[d] for d in got}
     assert {s for s, _, _ in want} == {s for s, _, _ in got}
+
+
+def tls_view(tshark, capture: Path, opts: list[str]) -> dict:
+    """From Wireshark's own TLS of each frame: per direction (stream, src, srcport) the TLS layers
+    by (layer, kind): every record but application_data (tls.record.content_type 23) the
+    handshake's, all its bytes (5 + tls.record.length); an application_data record TLS decrypted
+    its framing, its bytes less those of its plaintext, the "Decrypted TLS" tab TLS adds for it
+    (tshark -x).  TLS 1.2 (RFC 5246 7.1) protects every record a direction sends after its
+    change_cipher_spec: those records are the ones with a tab, in order, when there are keys."""
+    cap = tshark.ws.readable(capture)
+    rows = read(tshark, ["-n", "-r", cap, *opts, "-T", "fields", "-E", "occurrence=a", "-e", "tcp.stream",
+                         "-e", "ip.src", "-e", "tcp.srcport", "-e", "tls.record.content_type",
+                         "-e", "tls.record.length", "-Y", "tls"]).splitlines()
+    # Each frame's summary line its number alone, then its tabs (-x names them when there are several).
+    dump = read(tshark, ["-n", "-r", cap, *opts, "-o", 'gui.column.format:"No.","%m"', "-P", "-x", "-Y", "tls"])
+    tabs = [[int(n) for n in re.findall(r"^Decrypted TLS \((\d+) bytes\):", frame, re.M)]
+            for frame in re.split(r"^ *\d+$", dump, flags=re.M)[1:]]
+    assert len(tabs) == len(rows)
+    layers, protected = defaultdict(Counter), set()
+    for row, plain in zip(rows, tabs):
+        stream, src, port, types, lengths = row.split("\t")
+        d = (int(stream), src, int(port))
+        records = list(zip(map(int, types.split(",")), map(int, lengths.split(","))))
+        after = [d in protected or any(t == 20 for t, _ in records[:i]) for i in range(len(records))]
+        assert len(plain) in (0, sum(after)), (row, plain)
+        plain = iter(plain)
+        for (ctype, length), sealed in zip(records, after):
+            size = 5 + length
+            text = next(plain, None) if sealed else None
+            if ctype != 23:
+                layers[d]["negotiation", "tls_handshake"] += size
+            elif text is not None:
+                layers[d]["security", "tls_framing"] += size - text
+        if any(t == 20 for t, _ in records):
+            protected.add(d)
+    return {d: +c for d, c in layers.items()}
+
+
+@pytest.mark.parametrize("name, keyed", [("fisco/fisco-tls.pcapng", False), ("fisco/fisco3-tls.pcapng", True),
+                                         ("fisco/fisco3-tls.pcapng", False)])
+def test_fisco_tls_layers_are_wiresharks_fields(tshark, tmp_path, name, keyed):
+    """FISCO over TLS: the TLS layers per direction as Wireshark's TLS gives them, the transport
+    layers its TCP fields (fisco-tls: its secrets embedded; fisco3-tls without its key log: the
+    handshake only, every application_data record a tls (encrypted) record), all under the proto
+    of the connection's records (3.x's once decrypted)."""
+    capture = CAPTURES / name
+    opts = key_options(tshark.ws, capture, tmp_path) if keyed else []
+    recs = records(tshark, capture, opts)
+    assert {r.proto for r in recs} == {"fisco3" if keyed else "fisco"}
+    tls, transport = defaultdict(Counter), defaultdict(Counter)
+    for r in recs:
+        if not hasattr(r, "wire_len"):
+            (transport if r.layer in TRANSPORT else tls)[r.key][r.layer, r.kind] += r.bytes
+    want = tls_view(tshark, capture, opts)
+    assert {d: +c for d, c in tls.items()} == want
+    assert all(("security", "tls_framing") in c for c in want.values()) != (name == "fisco/fisco3-tls.pcapng"
+                                                                             and not keyed)
+    assert any(r.msg_type == "tls (encrypted)" for r in recs if hasattr(r, "wire_len")) == \
+        (name == "fisco/fisco3-tls.pcapng" and not keyed)
+    below = tcp_transport(tshark, capture, opts)[1]
+    assert {d: +c for d, c in transport.items()} == {d: c for d, c in below.items() if d[0] in {s for s, _, _ in want}}
 
 
 @pytest.mark.parametrize("name, keyed", [("eth2/eth2-quic.pcapng", True), ("eth2/eth2-quic.pcapng", False),

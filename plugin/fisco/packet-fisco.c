@@ -30,6 +30,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/p2pc-compat.h"
+#include "core/budget.h"
 #include "core/codecs.h"
 #include "core/conn.h"
 #include "core/heur.h"
@@ -37,6 +38,7 @@
 #include "core/ledger.h"
 #include "core/msgtype.h"
 #include "core/payload.h"
+#include "core/post.h"
 #include "core/prefs.h"
 #include "core/record.h"
 #include "core/retrans.h"
@@ -47,6 +49,7 @@
 #include <epan/conversation.h>
 #include <epan/expert.h>
 #include <epan/prefs.h>
+#include <epan/proto_data.h>
 #include <epan/dissectors/packet-tcp.h>
 
 void proto_register_fisco(void);
@@ -61,6 +64,7 @@ void proto_reg_handoff_fisco(void);
 #define FISCO_AMOP_HEADER_LEN    42
 #define TLS_RECORD_HEADER        5       /* content type, version, length (RFC 5246 6.2.1) */
 #define TLS_APPLICATION_DATA     23
+#define FISCO_KEY_TLS_KNOWN      0       /* packet-scope proto data: the TLS budget's proto told in this frame */
 
 enum { MOD_AMOP = 1, MOD_TOPIC = 2, MOD_PBFT = 8, MOD_BLOCKSYNC = 9, MOD_TXPOOL = 10, MOD_RAFT = 11 };
 enum { SYNC_STATUS = 1, SYNC_TRANSACTIONS = 2, SYNC_BLOCKS = 3, SYNC_REQ_BLOCKS = 4,
@@ -161,6 +165,12 @@ typedef struct {
     gboolean plaintext;             /* FISCO headers seen directly on TCP: never hand it to TLS */
     gboolean tls;                   /* TLS on the connection: each record goes to TLS */
     gboolean tls_v3;                /* its decrypted data is 3.x's: handed to fisco3 */
+    /* Over TLS, the byte budget's (dissect_fisco_tls_record()): the proto of the connection's
+     * rows, known at its first application_data record, in frame tls_known_at (0: not yet), and
+     * the bytes of the handshake records before it, by direction (first_src's 0). */
+    const char *tls_proto;
+    guint32 tls_known_at;
+    guint64 tls_handshake[2];
     /* Whose the connection is, by frame number (so every pass agrees): FISCO's from claimed_at
      * (0: not yet) until let_go_at (0: never).  One the heuristic claimed is let go at the first
      * message that does not parse; one a FISCO port gave, when its first bytes are not FISCO. */
@@ -189,6 +199,7 @@ fisco_get_conv(packet_info *pinfo)
         /* Frames are numbered anew in a new session: what was decided holds from its start. */
         fc->claimed_at = fc->claimed_at ? 1 : 0;
         fc->let_go_at = fc->let_go_at ? 1 : 0;
+        fc->tls_known_at = fc->tls_known_at ? 1 : 0;
         fc->session = p2pc_conn_session();
         fc->requests[0] = wmem_multimap_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
         fc->requests[1] = wmem_multimap_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
@@ -1000,19 +1011,61 @@ first_message_is_3x(tvbuff_t *tvb)
            (fisco3_handshake_at(tvb, 0) || (!plausible_on_port(tvb, 0) && fisco3_plausible(tvb, 0)));
 }
 
+/* The connection's budget proto is known from here (this frame, after the record that told it):
+ * the handshake's bytes before it go to the budget. */
+static void
+tls_proto_known(packet_info *pinfo, fisco_conv_t *fc)
+{
+    int d = p2pc_conn_dir(&fc->first_src, fc->first_port, pinfo);
+    p_add_proto_data(pinfo->pool, pinfo, proto_fisco, FISCO_KEY_TLS_KNOWN, GUINT_TO_POINTER(1));
+    p2pc_budget_add(pinfo, fc->tls_proto, P2PC_LAYER_NEGOTIATION, "tls_handshake", (gint64)fc->tls_handshake[d]);
+    p2pc_budget_add_reverse(pinfo, fc->tls_proto, P2PC_LAYER_NEGOTIATION, "tls_handshake",
+                            (gint64)fc->tls_handshake[1 - d]);
+}
+
 /* A TLS record on the P2P port: Wireshark's TLS decrypts it and brings the data back through
  * fisco_tls_handle.  An application_data record it does not decrypt (no key: TLS adds a tab
  * for every record it decrypts) is counted as it is, its 5-byte header as header bytes, with
- * the note naming the key log that would open it (as libp2p TLS's records). */
+ * the note naming the key log that would open it (as libp2p TLS's records).
+ * In the byte budget (core/budget.h), with the kinds of libp2p TLS's: an application_data
+ * record TLS decrypted is framing (header, explicit nonce, tag: its bytes less those of the
+ * tab TLS added first, the record's plaintext, which FISCO's messages count), every other
+ * record (handshake, change_cipher_spec, an alert) the handshake's, all its bytes.  Every
+ * pass, as the records, under the proto of the connection's messages: that of its first
+ * application_data record's ("fisco3" when TLS decrypted a 3.x message, else "fisco"), the
+ * handshake records before it told with it; from its frame the connection is FISCO's in the
+ * ledger (dissect_fisco()), so its transport bytes are in the budget under that proto. */
 static int
 dissect_fisco_tls_record(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
 {
+    fisco_conv_t *fc = fisco_get_conv(pinfo);
+    gboolean app = tvb_get_uint8(tvb, 0) == TLS_APPLICATION_DATA;
     guint sources = g_slist_length(pinfo->data_src);
+    guint len = tvb_captured_length(tvb);
+    const struct data_source *plain;
+
     call_dissector(tls_handle, tvb, pinfo, tree);
-    if (tvb_get_uint8(tvb, 0) == TLS_APPLICATION_DATA && g_slist_length(pinfo->data_src) == sources)
+    plain = (const struct data_source *)g_slist_nth_data(pinfo->data_src, sources);
+    if (app && !PINFO_FD_VISITED(pinfo) && !fc->tls_known_at) {
+        fc->tls_proto = plain && fc->tls_v3 ? "fisco3" : "fisco";
+        fc->tls_known_at = pinfo->num;
+    }
+    if (app && pinfo->num == fc->tls_known_at && !p_get_proto_data(pinfo->pool, pinfo, proto_fisco, FISCO_KEY_TLS_KNOWN))
+        tls_proto_known(pinfo, fc);
+    if (!app) {
+        if (fc->tls_known_at && (pinfo->num > fc->tls_known_at ||
+                                 p_get_proto_data(pinfo->pool, pinfo, proto_fisco, FISCO_KEY_TLS_KNOWN)))
+            p2pc_budget_add(pinfo, fc->tls_proto, P2PC_LAYER_NEGOTIATION, "tls_handshake", len);
+        else if (!PINFO_FD_VISITED(pinfo))
+            fc->tls_handshake[p2pc_conn_dir(&fc->first_src, fc->first_port, pinfo)] += len;
+    } else if (plain) {
+        p2pc_budget_add(pinfo, fc->tls_proto, P2PC_LAYER_SECURITY, "tls_framing",
+                        len - tvb_captured_length(get_data_source_tvb(plain)));
+    } else {
         p2pc_tls_no_keys(pinfo, p2pc_record_encrypted(tvb, pinfo, tree, "fisco", "tls (encrypted)",
                                                       TLS_RECORD_HEADER));
-    return tvb_captured_length(tvb);
+    }
+    return (int)len;
 }
 
 static guint
@@ -1030,6 +1083,7 @@ dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
     const p2pc_framing_t *carried = p2pc_holes_carried(pinfo);
     p2pc_conn_t *pc = p2pc_conn_find(pinfo);
     const char *dropped = p2pc_conn_had(pc, P2PC_SLOT_FISCO) ? p2pc_conn_dropped(pc) : NULL;
+    const struct tcpinfo *tcpi = (const struct tcpinfo *)data;
     guint at;
 
     /* TLS too: its retransmissions are TCP's, below it. */
@@ -1057,6 +1111,12 @@ dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
             fc->tls = TRUE;
         tcp_dissect_pdus(tvb, pinfo, tree, TRUE, TLS_RECORD_HEADER, get_tls_record_len,
                          dissect_fisco_tls_record, data);
+        /* From the frame whose record told the budget's proto (dissect_fisco_tls_record()) the
+         * connection is FISCO's in the ledger, framed by TLS records: its transport bytes are
+         * in the budget (core/transport.h: those of the frames before told in that frame). */
+        if (!PINFO_FD_VISITED(pinfo) && fc->tls_known_at && tcpi &&
+            p2pc_ledger_enter(tvb, pinfo, tcpi->seq, P2PC_CLAIM_FRAMED, fc->tls_proto))
+            p2pc_post_handed(pinfo);
         return tvb_captured_length(tvb);
     }
     if (!fc->header_len && !fc->plaintext && !PINFO_FD_VISITED(pinfo) && first_message_is_3x(tvb)) {
