@@ -584,6 +584,19 @@ def test_idontwant_is_paired_with_the_publishes_it_names(tshark, tmp_path):
         "192.0.2.1": (0, 0, 0, 0), "192.0.2.2": (0, 0, 1, mb), "192.0.2.3": (1, mb, 0, 0)}
 
 
+def test_a_dump_whose_idontwants_carry_no_ids_says_it_counts_no_pairing():
+    """A dump of a plugin before the IDONTWANT IDs: its idontwant line counts its entries and
+    IDs, pairs nothing, and a warning says after_idontwant and idontwant_saved are not counted."""
+    from p2pc.model import Aggregate, gossip_rows
+    agg = Aggregate()
+    for line in ("G\t5\t0\t192.0.2.2\t9000\t192.0.2.1\t40001\tidontwant\t\t1\t1\t24\t",
+                 "G\t6\t0\t192.0.2.1\t40001\t192.0.2.2\t9000\tpublish\tt\t1\t0\t119\t" + "ab" * 20):
+        agg.add_gossip(parse_record(line))
+    assert [(r["kind"], r["count"], r["message_ids"], r["after_idontwant"], r["idontwant_saved"])
+            for r in gossip_rows(agg)] == [("publish", 1, 0, 0, 0), ("idontwant", 1, 1, 0, 0)]
+    assert [w for w in agg.warnings if "IDONTWANTs carry no message IDs" in w]
+
+
 def test_a_topic_with_control_characters_keeps_its_line_whole(tmp_path):
     """A topic a peer made up, holding TAB and LF: its G line keeps its columns (the dump's
     escapes) and the row names the topic as sent; the terminal table shows it escaped."""
