@@ -15,7 +15,8 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, un
 
 from conftest import CAPTURES, p2pc_report, parse_record, per_capture_kind, run_p2pc
 
-ANALYZE_GOSSIP_COLUMNS = ["src", "kind", "topic", "count", "message_ids", "bytes", "duplicates", "duplicate_bytes"]
+ANALYZE_GOSSIP_COLUMNS = ["src", "kind", "topic", "count", "message_ids", "bytes", "duplicates", "duplicate_bytes",
+                          "after_idontwant", "after_idontwant_bytes", "idontwant_saved", "idontwant_saved_bytes"]
 
 # libp2p/specs pubsub/README.md and gossipsub-v1.1/v1.2 (rpc.proto), gossipsub-v1.3
 # extensions.proto, go-libp2p-pubsub pb/rpc.proto (RPC.partial): proto2, field numbers as there.
@@ -259,7 +260,7 @@ def test_the_terminal_shows_the_top_ten_rows_and_says_how_many_more():
     table = out[out.index("Gossipsub bytes by sender, kind and topic"):]
     assert f"({len(rows) - 10:,} more rows: --section gossip shows them all)" in table
     shown = [l.split() for l in table.splitlines()[3:13]]
-    assert [(l[0], l[1], int(l[-3].replace(",", ""))) for l in shown] == \
+    assert [(l[0], l[1], int(l[-7].replace(",", ""))) for l in shown] == \
         [(r["src"], r["kind"], r["bytes"]) for r in rows[:10]]
     whole = run_p2pc("analyze", *keys, cap, "--section", "gossip", env_extra={"COLUMNS": "400"}).stdout
     assert len([l for l in whole.splitlines() if l.startswith("192.0.2.")]) == len(rows)
@@ -399,6 +400,36 @@ def test_duplicates_are_the_copies_each_peers_tracer_called_duplicate(tshark):
     assert sum(sends[m] for m in large) < flood * len(large)
 
 
+def test_idontwant_saved_the_sends_each_peers_tracer_did_not_make(tshark):
+    """eth2-gossip-mesh: in a triangle every peer is in every other's mesh (D = 6 > 2), so a
+    flood sends each message (peers - 1)^2 times, and each peer (peers - 1) times each message
+    it published and (peers - 2) times each it got; a peer sends fewer only where an IDONTWANT
+    kept it from forwarding (gossipsub v1.2: go-libp2p-pubsub checks its peers' IDONTWANTs
+    before each forward).  So per sender the sends IDONTWANT saved are that flood less what the
+    peer's tracer saw it send (SendRPC, `pubsub_sent`), all of them messages above the 1024-byte
+    threshold (every smaller one is flooded), each of its publish bytes; and no peer sent a
+    message after the receiver's IDONTWANT for it (the peers check before sending)."""
+    cap = CAPTURES / "eth2/eth2-gossip-mesh.pcapng"
+    truth = json.loads(cap.with_name(cap.stem + ".truth.json").read_text())
+    addrs = peer_addrs(truth)
+    topic = truth["gossip"]["topic"]
+    published = {role: [m for m in p["messages"] if m["dir"] == "sent"] for role, p in truth["peers"].items()}
+    total = sum(map(len, published.values()))
+    large = {m["data_len"] for ms in published.values() for m in ms
+             if m["data_len"] >= truth["gossip"]["idontwant_threshold"]}
+    assert len(large) == 1          # one size of large message: its bytes are each saved send's
+    want = {}
+    for role, p in truth["peers"].items():
+        sent = sum(c["count"] for c in p["pubsub_sent"] if c["kind"] == "publish")
+        mine = len(published[role])
+        flood = (len(addrs) - 1) * mine + (len(addrs) - 2) * (total - mine)
+        want[addrs[role]] = (0, 0, flood - sent, (flood - sent) * _message_bytes(topic, *large))
+    rows = {r["src"]: r for r in gossip_section(p2pc_report("analyze", str(cap))) if r["kind"] == "publish"}
+    idw = ("after_idontwant", "after_idontwant_bytes", "idontwant_saved", "idontwant_saved_bytes")
+    assert {a: tuple(r[k] for k in idw) for a, r in rows.items()} == want
+    assert sum(w[2] for w in want.values()) > 0
+
+
 def _uvarint(n: int) -> bytes:
     """uvarint(n), n > 0, as the protobuf library encodes a length: a string field of n bytes
     without its tag and body."""
@@ -507,6 +538,63 @@ def test_a_message_a_node_already_had_is_a_duplicate_on_any_connection(tshark, t
     assert (b["count"], b["bytes"], b["duplicates"], b["duplicate_bytes"]) == (2, mb + ob, 1, mb)
     ids = [g.message_id for g in gossip_lines(tshark, cap, []) if g.kind == "publish"]
     assert ids == [(b"peer-a" + b"\x00\x01").hex()] * 3 + [(b"peer-b" + b"\x00\x01").hex()]
+
+
+def test_idontwant_is_paired_with_the_publishes_it_names(tshark, tmp_path):
+    """Crafted, three nodes: A publishes m to B and to C; on B-C, C sends B an IDONTWANT for m
+    and for an ID no node has, B one for m to C, then C sends m to B anyway; on a second A-B
+    connection, B sends A an IDONTWANT for m after A sent it on the first.  By docs/savings-model.md: B's IDONTWANT from C saved m
+    (B has it from A, neither C nor its first sender, and never sent it to C); C's send is after
+    B's IDONTWANT (not saved); A's IDONTWANT from B came after A sent m (not saved); the unknown
+    ID saved nothing.  Each IDONTWANT line carries its IDs in hex, as the entries hold them."""
+    import subprocess
+    from craft import ACK, MESHSUB, MS, SYN, YAMUX_ID, ms, tcp_pcap, yamux
+
+    m = PB["Message"](**{"from": b"peer-a", "seqno": b"\x00\x01", "topic": "t", "data": b"x" * 100})
+    mid, nobody = b"peer-a\x00\x01", b"z" * 20
+
+    def rpc(*msgs, dont=()) -> bytes:
+        control = PB["ControlMessage"](idontwant=[PB["ControlIDontWant"](messageIDs=list(dont))]) if dont else None
+        body = PB["RPC"](publish=list(msgs), control=control).SerializeToString()
+        return _uvarint(len(body)) + body
+
+    stream = MS + ms(MESHSUB)
+    opening = [("a", MS + ms(YAMUX_ID)), ("b", MS + ms(YAMUX_ID)),
+               ("a", yamux(SYN, 1, stream)), ("b", yamux(ACK, 1, stream))]
+    conns = [((1, 2), 40001, [("a", rpc(m))]),                      # A -> B: m
+             ((1, 3), 40003, [("a", rpc(m))]),                      # A -> C: m
+             ((2, 3), 40005, [("b", rpc(dont=[mid, nobody])),       # C -> B: IDONTWANT m, unknown
+                              ("a", rpc(dont=[mid])),               # B -> C: IDONTWANT m
+                              ("b", rpc(m))]),                      # C -> B: m, after B's IDONTWANT
+             ((1, 2), 40007, [("b", rpc(dont=[mid]))])]             # B -> A: IDONTWANT m, A sent it
+    parts = []
+    for hosts, port, segments in conns:
+        parts.append(tmp_path / f"{port}.pcap")
+        tcp_pcap(parts[-1], [*opening, *((side, yamux(0, 1, p)) for side, p in segments)],
+                 ports=(port, 9000), syn="a", hosts=hosts)
+    cap = tmp_path / "idontwant.pcap"
+    subprocess.run(["mergecap", "-a", "-F", "pcap", "-w", str(cap), *map(str, parts)], check=True)
+    lines = [(g.src, g.message_id) for g in gossip_lines(tshark, cap, []) if g.kind == "idontwant"]
+    assert lines == [("192.0.2.3", f"{mid.hex()},{nobody.hex()}"), ("192.0.2.2", mid.hex()),
+                     ("192.0.2.2", mid.hex())]
+    mb = field_bytes("RPC", publish=[m])
+    rows = {r["src"]: r for r in gossip_section(p2pc_report("analyze", str(cap))) if r["kind"] == "publish"}
+    idw = ("after_idontwant", "after_idontwant_bytes", "idontwant_saved", "idontwant_saved_bytes")
+    assert {a: tuple(r[k] for k in idw) for a, r in rows.items()} == {
+        "192.0.2.1": (0, 0, 0, 0), "192.0.2.2": (0, 0, 1, mb), "192.0.2.3": (1, mb, 0, 0)}
+
+
+def test_a_dump_whose_idontwants_carry_no_ids_says_it_counts_no_pairing():
+    """A dump of a plugin before the IDONTWANT IDs: its idontwant line counts its entries and
+    IDs, pairs nothing, and a warning says after_idontwant and idontwant_saved are not counted."""
+    from p2pc.model import Aggregate, gossip_rows
+    agg = Aggregate()
+    for line in ("G\t5\t0\t192.0.2.2\t9000\t192.0.2.1\t40001\tidontwant\t\t1\t1\t24\t",
+                 "G\t6\t0\t192.0.2.1\t40001\t192.0.2.2\t9000\tpublish\tt\t1\t0\t119\t" + "ab" * 20):
+        agg.add_gossip(parse_record(line))
+    assert [(r["kind"], r["count"], r["message_ids"], r["after_idontwant"], r["idontwant_saved"])
+            for r in gossip_rows(agg)] == [("publish", 1, 0, 0, 0), ("idontwant", 1, 1, 0, 0)]
+    assert [w for w in agg.warnings if "IDONTWANTs carry no message IDs" in w]
 
 
 def test_a_topic_with_control_characters_keeps_its_line_whole(tmp_path):

@@ -4,6 +4,8 @@ Expectations come from the captures themselves through tshark's own fields (TCP 
 counts, Bitswap's block counts) and the payloads tap's lengths, never from p2pc's report."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conftest import CAPTURES, p2pc_report
@@ -146,3 +148,28 @@ def test_figures_depend_only_on_the_capture_the_codec_and_the_strategy(tshark):
             c = zstandard.ZstdCompressor(level=3).compressobj()
             sent += sum(len(c.compress(p) + c.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)) for p in payloads)
     assert row(together, "stream", "zstd")["sent_bytes"] == sent
+
+
+def test_idontwant_whatif_stops_the_duplicates_each_peers_tracer_saw(tshark):
+    """eth2-gossip-mesh: IDONTWANT sent on first receipt (gossipsub v1.2's basic scenario) of
+    each message of N bytes or more stops, at most, every copy a peer got of one it already had:
+    the copies each go-libp2p-pubsub peer's tracer called DuplicateMessage, of those messages,
+    with their bytes.  It costs, per message, an IDONTWANT from each peer that has it to each
+    other peer but its source: in a triangle, the publisher's to both others and each
+    receiver's to the third, each entry the protobuf library's encoding of one message ID."""
+    from test_gossip import PB, _message_bytes, field_bytes
+    cap = CAPTURES / "eth2/eth2-gossip-mesh.pcapng"
+    truth = json.loads(cap.with_name(cap.stem + ".truth.json").read_text())
+    topic, peers = truth["gossip"]["topic"], len(truth["peers"])
+    size = {m["msg_id"]: _message_bytes(topic, m["data_len"]) for p in truth["peers"].values() for m in p["messages"]}
+    dups = [size[d["msg_id"]] for p in truth["peers"].values() for d in p["pubsub_duplicates"]]
+    entry = field_bytes("ControlMessage", idontwant=[PB["ControlIDontWant"](messageIDs=[bytes.fromhex(next(iter(size)))])])
+    rep = p2pc_report("whatif", str(cap), "--idontwant-threshold", "0,1024,100000")
+    rows = {r["threshold"]: r for r in next(s for s in rep["sections"] if s["name"] == "idontwant")["rows"]}
+    assert set(rows) == {0, 1024, 100000}
+    for n, r in rows.items():
+        stopped = [b for b in dups if b >= n]
+        sent = sum(b >= n for b in size.values()) * ((peers - 1) + (peers - 1) * (peers - 2))
+        assert (r["stopped"], r["stopped_bytes"], r["idontwant_sent"], r["idontwant_bytes"], r["net_saved_bytes"]) == \
+            (len(stopped), sum(stopped), sent, sent * entry, sum(stopped) - sent * entry)
+    assert rows[1024]["stopped"] < rows[0]["stopped"] and rows[100000]["stopped"] == 0

@@ -56,13 +56,14 @@ MIB = 1 << 20
 
 
 def tcp_pcap(path, segments: list[tuple[str, bytes]], ports: tuple[int, int] = (40001, 40002),
-             syn: str | None = None, mss: int | None = None) -> int:
-    """A pcap of one TCP connection between 192.0.2.1 (A) and 192.0.2.2 (B) on `ports` carrying
-    `segments`, (sender "a" or "b", payload) in order; with `syn`, that side's SYN opens it, else
-    it is captured after its handshake (the protocols' heuristics and ports pick it up, and no
-    TCP fact says who dialed).  With `mss`, a payload longer than it goes in several segments
-    (an IPv4 packet holds at most 65,495 payload bytes).  Returns the TCP payload bytes written."""
-    addr = {"a": (bytes([192, 0, 2, 1]), ports[0]), "b": (bytes([192, 0, 2, 2]), ports[1])}
+             syn: str | None = None, mss: int | None = None, hosts: tuple[int, int] = (1, 2)) -> int:
+    """A pcap of one TCP connection between 192.0.2.1 (A) and 192.0.2.2 (B) (192.0.2.N, N of
+    `hosts`) on `ports` carrying `segments`, (sender "a" or "b", payload) in order; with `syn`,
+    that side's SYN opens it, else it is captured after its handshake (the protocols' heuristics
+    and ports pick it up, and no TCP fact says who dialed).  With `mss`, a payload longer than
+    it goes in several segments (an IPv4 packet holds at most 65,495 payload bytes).  Returns
+    the TCP payload bytes written."""
+    addr = {"a": (bytes([192, 0, 2, hosts[0]]), ports[0]), "b": (bytes([192, 0, 2, hosts[1]]), ports[1])}
     seq = {"a": 1000, "b": 5000}
     frames = []
 

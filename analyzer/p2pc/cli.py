@@ -19,6 +19,7 @@ from .errors import (EXIT_CODES, CaptureUnreadable, Exit, InterfaceError, NoP2PT
                      UsageError)
 from .records import open_wireshark, read_capture
 from . import doctor, keys as keysource, private, tsharkopts
+from .idontwant import DEFAULT_THRESHOLDS as IDONTWANT_THRESHOLDS
 from .whatif import CODEC_FIX, CODEC_NAMES, DEFAULT_THRESHOLDS, STRATEGIES
 
 # The accounting and report modules (model, report, series, gather, progress) are imported where
@@ -172,10 +173,12 @@ def cmd_whatif(args) -> int:
     from .progress import CaptureProgress
     from .records import start_capture, read_records
     from .report import SCHEMA
+    from .idontwant import COLUMNS as IDONTWANT_COLUMNS, IDontWantWhatIf
     from .whatif import WhatIf, report
     refuse_repeats(args.captures)
     ws = open_wireshark(args.plugin)
     w = WhatIf(args.strategy, args.codecs, args.threshold)
+    iw = IDontWantWhatIf(args.idontwant_threshold)
     n = 0
     cut = []
 
@@ -187,22 +190,28 @@ def cmd_whatif(args) -> int:
     try:
         with CaptureProgress(args.captures, "recompressing") as bar:
             for cap in args.captures:
+                iw.next_capture()
                 proc = start_capture(ws, cap, ["-z", args.tshark.tap("payloads")], args.tshark)
                 res = read_records(proc, cap, lambda m: None, lambda t, c=cap: w.add_tcp(c, t),
-                                   on_payload=lambda p, c=cap: payload(c, p))
+                                   on_payload=lambda p, c=cap: payload(c, p), on_gossip=iw.add)
                 if res.truncated:
                     cut.append(res.warning)
                 bar.done(cap)
     finally:
         ws.cleanup()
-    if not n:
+    if not n and not iw.firsts:
         for warning in cut:         # no report follows to carry them
             print(f"p2pc: warning: {warning}", file=sys.stderr)
-        raise NoP2PTraffic("no uncompressed P2P payloads found (use --all to recompress "
-                           "already-compressed traffic's decompressed payloads)")
+        raise NoP2PTraffic("no uncompressed P2P payloads nor gossip messages found (use --all to "
+                           "recompress already-compressed traffic's decompressed payloads)")
     missing = [f"codec not available: {m} ({CODEC_FIX[m]})" for m in w.missing
                if not args.codecs or m in args.codecs]
-    emit(report(w, SCHEMA, list(args.captures), cut + missing), args)
+    out = report(w, SCHEMA, list(args.captures), cut + missing + iw.warnings())
+    if iw.firsts:
+        out["sections"].append({"name": "idontwant", "title": "IDONTWANT on first receipt of messages of N bytes "
+                                "or more (an upper bound: each duplicate stopped)", "columns": IDONTWANT_COLUMNS,
+                                "rows": iw.rows()})
+    emit(out, args)
     return Exit.TRUNCATED if cut else 0
 
 
@@ -388,9 +397,10 @@ docs/interop.md walks through an interop problem.""",
   p2pc whatif --strategy message,block --threshold 512,1024,4096 fisco.pcapng
   p2pc whatif --codecs zlib-1,lzo1x-1,zstd --format html --output whatif.html btc-baseline.pcapng
   p2pc whatif --all btc-compressed.pcapng    # recompress what was sent compressed, too
+  p2pc whatif --idontwant-threshold 0,1024 eth2-gossip-mesh.pcapng --section idontwant
 
 sections (--section): main (strategies side by side), by_type, thresholds, whatif (message
-strategy by size range), batching""",
+strategy by size range), batching, idontwant (on gossipsub traffic)""",
     "records": """examples:
   p2pc records btc-compressed.pcapng --output records.parquet
   python3 -c "import pyarrow.parquet as pq; t = pq.read_table('records.parquet'); print(t.group_by(['proto', 'msg_type']).aggregate([('wire_len', 'sum'), ('raw_len', 'sum')]))"
@@ -585,7 +595,8 @@ def main(argv: list[str] | None = None) -> int:
                 "stream: each connection direction as one stream, flushed after each message; "
                 "block: only the messages carrying blocks) and codec: bytes saved with the header "
                 "and ACK bytes fewer segments save (analyze's model), CPU time per MB, per message "
-                "type; a compress-above-N sweep; what batching small messages would save.")
+                "type; a compress-above-N sweep; what batching small messages would save; on gossipsub "
+                "traffic, what IDONTWANT above N bytes would save.")
     captures(p, "pcap/pcapng files")
     p.add_argument("--strategy", type=name_list("strategy", STRATEGIES), default=list(STRATEGIES),
                    metavar="LIST", help="comma-separated subset of " + ",".join(STRATEGIES) +
@@ -596,6 +607,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="compress only payloads over N bytes, for each N (message and block "
                         "strategies; default: " + ",".join(map(str, DEFAULT_THRESHOLDS)) + ")")
     p.add_argument("--all", action="store_true", help="also recompress already-compressed messages' payloads")
+    p.add_argument("--idontwant-threshold", type=size_list, default=list(IDONTWANT_THRESHOLDS), metavar="N[,N...]",
+                   help="on gossipsub traffic, what gossipsub v1.2's IDONTWANT, sent on first receipt of each "
+                        "message of N bytes or more, would have saved, for each N (section idontwant; default: "
+                        + ",".join(map(str, IDONTWANT_THRESHOLDS)) + ")")
     common(p)
     p.set_defaults(func=cmd_whatif)
 

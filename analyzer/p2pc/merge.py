@@ -128,8 +128,9 @@ _SHAPES = {
     "span": _list(_count, (0, 2)),
     "peers": ("map", _DIRECTION, _text),
     "conformance": ("map", _tuple(_text, _text), _list(_count, (2,))),  # (file, check): [failures, frame]
-    # (src, kind, topic): [count, message IDs, bytes, duplicates, duplicate bytes]
-    "gossip": ("map", _tuple(_text, _text, _text), _list(_count, (5,))),
+    # (src, kind, topic): [count, message IDs, bytes, duplicates, duplicate bytes, sent after
+    # IDONTWANT, their bytes, IDONTWANT saved, its bytes]
+    "gossip": ("map", _tuple(_text, _text, _text), _list(_count, (9,))),
     # (proto, layer, kind): bytes (a part of a capture may hold a message's take of bytes an
     # earlier part reported: negative)
     "budget": ("map", _tuple(_text, _text, _text), lambda v: type(v) is int and abs(v) <= MAX_COUNT),

@@ -127,7 +127,8 @@ BANDWIDTH_CELLS = 200_000
 GOSSIP_ROWS = 4096
 OTHER_TOPICS = "(other topics)"
 # Message IDs remembered per capture to tell duplicates (a node given a message it already sent
-# or received): past this many, later messages are not checked (a warning says so).
+# or received) and what IDONTWANT did (GossipSeen): past this many, later messages are not
+# checked (a warning says so).
 GOSSIP_SEEN_IDS = 1_000_000
 
 
@@ -141,28 +142,84 @@ def _zero3() -> list:
 
 
 class GossipSeen:
-    """The gossip message IDs each node (an address) sent or received so far in a capture, to
-    tell a delivery of one it already had; at most GOSSIP_SEEN_IDS (then `full`)."""
+    """The gossip message IDs of a capture so far, to tell duplicates and what IDONTWANT did:
+    which node (an address) had each message and from whom (its source: the first sender to it;
+    "" when the node sent it before it got it), each message's first sender in the capture, its
+    topic and bytes, which node sent it to which, and the IDONTWANTs each node was sent (by
+    connection direction, and by node: whether counted as saved now).  At most GOSSIP_SEEN_IDS
+    entries in all (then `full`)."""
 
     def __init__(self) -> None:
-        self.ids: dict[str, set[str]] = {}
+        self.source: dict[str, dict[str, str]] = {}     # node -> message ID -> its source
+        self.first: dict[str, tuple] = {}               # message ID -> (first sender, topic, bytes)
+        self.sent: set[tuple] = set()                   # (sender, receiver, message ID)
+        self.ways: dict[str, set] = {}                  # message ID -> connection directions asked not to
+        self.wanted: dict[str, dict[tuple, bool]] = {}  # message ID -> (asked, asker) -> counted saved
         self.n = 0
         self.full = False
         self.warned = False
 
-    def delivered_again(self, src: str, dst: str, message_id: str) -> bool:
-        """Whether dst already had message_id; both nodes have it after."""
-        had = self.ids.setdefault(dst, set())
-        if message_id in had:
-            return True
-        for ids in (had, self.ids.setdefault(src, set())):
-            if message_id not in ids:
-                if self.n >= GOSSIP_SEEN_IDS:
-                    self.full = True
-                    return False
-                ids.add(message_id)
-                self.n += 1
-        return False
+    def _room(self) -> bool:
+        if self.n >= GOSSIP_SEEN_IDS:
+            self.full = True
+            return False
+        self.n += 1
+        return True
+
+    def published(self, g: GossipPart) -> tuple[bool, list]:
+        """A publish part, in capture order: whether its receiver already had the message (a
+        duplicate), and the changes it makes to the IDONTWANT sums, as (sender, topic, sent
+        after an IDONTWANT and its bytes, saved and its bytes): sent on a connection after the
+        receiver's IDONTWANT for it there, no longer saved once sent to the asker, and saved
+        where the receiver now has the message and IDONTWANTs it was sent keep it from sending."""
+        m = g.message_id
+        changes = []
+        if (g.stream, g.src, g.srcport, g.dst, g.dstport) in self.ways.get(m, ()):
+            changes.append((g.src, g.topic, 1, g.bytes, 0, 0))
+        wanted = self.wanted.get(m, {})
+        if wanted.get((g.src, g.dst)):
+            wanted[(g.src, g.dst)] = False
+            changes.append((g.src, self.first[m][1], 0, 0, -1, -self.first[m][2]))
+        if (g.src, g.dst, m) not in self.sent and self._room():
+            self.sent.add((g.src, g.dst, m))
+        if m not in self.first and self._room():
+            self.first[m] = (g.src, g.topic, g.bytes)
+        again = m in self.source.get(g.dst, {})
+        for node, source in ((g.src, ""), (g.dst, g.src)):
+            had = self.source.setdefault(node, {})
+            if m not in had and self._room():
+                had[m] = source
+                changes += self._saved(node, m)
+        return again, changes
+
+    def dont_want(self, g: GossipPart) -> list:
+        """An IDONTWANT part: g.src asks g.dst not to send the message IDs it carries; the
+        changes to the sums, as published() gives them."""
+        changes = []
+        for m in filter(None, g.message_id.split(",")):
+            ways = self.ways.setdefault(m, set())
+            if (way := (g.stream, g.dst, g.dstport, g.src, g.srcport)) not in ways and self._room():
+                ways.add(way)
+            wanted = self.wanted.setdefault(m, {})
+            if (g.dst, g.src) not in wanted and self._room():
+                wanted[(g.dst, g.src)] = False
+                changes += self._saved(g.dst, m)
+        return changes
+
+    def _saved(self, node: str, m: str) -> list:
+        """The IDONTWANTs for m that node was sent and that now count as saved: node has m, got
+        it from someone else than the IDONTWANT's sender, who is not m's first sender either
+        (gossipsub forwards to neither), and has not sent m to it."""
+        source = self.source.get(node, {}).get(m)
+        if source is None or m not in self.first:
+            return []
+        first, topic, size = self.first[m]
+        out = []
+        for (x, y), counted in (wanted := self.wanted.get(m, {})).items():
+            if x == node and not counted and y not in (source, first) and (x, y, m) not in self.sent:
+                wanted[(x, y)] = True
+                out.append((node, topic, 0, 0, 1, size))
+        return out
 
 
 @dataclass
@@ -185,7 +242,7 @@ class Aggregate:
     # (file, p2pc.spec.* check) -> [failures, first frame]
     conformance: dict = field(default_factory=dict)
     # (sender address, gossipsub part kind, topic) -> [count, message IDs, bytes, duplicates,
-    # duplicate bytes]
+    # duplicate bytes, sent after IDONTWANT, their bytes, IDONTWANT saved, its bytes]
     gossip: dict = field(default_factory=dict)
     # (proto, layer, kind) -> bytes of the B lines: each layer's own bytes no message carries
     budget: dict = field(default_factory=lambda: defaultdict(int))
@@ -248,24 +305,38 @@ class Aggregate:
     def add_gossip(self, g: GossipPart) -> None:
         """A gossip part, in the capture's order: a publish part delivered to a node (its dst
         address) that already sent or received its message ID, on any connection of this
-        capture, is a duplicate."""
-        dup = self._delivered_again(g) if g.kind == "publish" and g.message_id else False
-        self._add_gossip((g.src, g.kind, g.topic), (g.count, g.message_ids, g.bytes, int(dup), g.bytes * dup))
+        capture, is a duplicate; one sent to a node on a connection where that node had sent an
+        IDONTWANT for it is sent after IDONTWANT; an IDONTWANT a node was sent for a message it
+        has and did not send back is saved (docs/savings-model.md, IDONTWANT)."""
+        dup, changes = False, []
+        if g.kind == "publish" and g.message_id:
+            dup, changes = self._seen().published(g)
+        elif g.kind == "idontwant" and g.message_id:
+            changes = self._seen().dont_want(g)
+        elif g.kind == "idontwant" and g.message_ids and "_idontwant_ids_missing" not in vars(self):
+            self._idontwant_ids_missing = True
+            self.warnings.append("the dump's IDONTWANTs carry no message IDs (a plugin before them): "
+                                 "after_idontwant and idontwant_saved are not counted")
+        self._add_gossip((g.src, g.kind, g.topic), (g.count, g.message_ids, g.bytes, int(dup), g.bytes * dup,
+                                                    0, 0, 0, 0))
+        for src, topic, after, after_bytes, saved, saved_bytes in changes:
+            self._add_gossip((src, "publish", topic), (0, 0, 0, 0, 0, after, after_bytes, saved, saved_bytes))
+        seen = vars(self).get("_gossip_seen")
+        if seen is not None and seen.full and not seen.warned:
+            seen.warned = True
+            self.warnings.append(f"gossip duplicates and IDONTWANTs are counted over the first "
+                                 f"{GOSSIP_SEEN_IDS:,} message IDs the nodes sent, received or were sent "
+                                 "IDONTWANTs for")
 
     def add_budget(self, b: BudgetPart) -> None:
         """A layer's own bytes in one frame (a B line; negative: taken by a message since)."""
         self.budget[(b.proto, b.layer, b.kind)] += b.bytes
 
-    def _delivered_again(self, g: GossipPart) -> bool:
+    def _seen(self) -> GossipSeen:
         seen = vars(self).get("_gossip_seen")
         if seen is None:
             seen = self._gossip_seen = GossipSeen()
-        again = seen.delivered_again(g.src, g.dst, g.message_id)
-        if seen.full and not seen.warned:
-            seen.warned = True
-            self.warnings.append(f"gossip duplicates are counted over the first {GOSSIP_SEEN_IDS:,} "
-                                 "message IDs the nodes sent or received")
-        return again
+        return seen
 
     def __getstate__(self) -> dict:
         """What crosses to another process (a worker's aggregate): not the message IDs seen,
@@ -279,8 +350,8 @@ class Aggregate:
         if row is None:
             if len(self.gossip) >= GOSSIP_ROWS:
                 key = (*key[:2], OTHER_TOPICS)
-            row = self.gossip.setdefault(key, [0, 0, 0, 0, 0])
-        for i in range(5):
+            row = self.gossip.setdefault(key, [0] * 9)
+        for i in range(9):
             row[i] += sums[i]
 
     def merge(self, o: "Aggregate") -> None:
@@ -606,7 +677,10 @@ def gossip_rows(agg: Aggregate) -> list[dict]:
     """The gossip section: per sender address, gossipsub part kind and topic, the entries
     (counted as go-libp2p-pubsub's tracer counts them), the message IDs they carry and their
     protobuf bytes, and of the published messages those delivered to a node that already had
-    them; the most bytes first."""
+    them, those sent after the receiver's IDONTWANT for them and those IDONTWANT kept from being
+    sent; the most bytes first."""
     return [{"src": src, "kind": kind, "topic": topic, "count": n, "message_ids": ids, "bytes": b,
-             "duplicates": d, "duplicate_bytes": db}
-            for (src, kind, topic), (n, ids, b, d, db) in sorted(agg.gossip.items(), key=lambda kv: (-kv[1][2], kv[0]))]
+             "duplicates": d, "duplicate_bytes": db, "after_idontwant": a, "after_idontwant_bytes": ab,
+             "idontwant_saved": sv, "idontwant_saved_bytes": svb}
+            for (src, kind, topic), (n, ids, b, d, db, a, ab, sv, svb)
+            in sorted(agg.gossip.items(), key=lambda kv: (-kv[1][2], kv[0]))]

@@ -74,7 +74,8 @@ BUDGET_SECTION = {"name": "budget", "title": "Bytes by protocol, layer and kind"
 # Where the gossipsub streams' bytes went (docs/analyzer.md, gossip).
 GOSSIP_SECTION = {"name": "gossip", "title": "Gossipsub bytes by sender, kind and topic",
                   "columns": ["src", "kind", "topic", "count", "message_ids", "bytes", "duplicates",
-                              "duplicate_bytes"]}
+                              "duplicate_bytes", "after_idontwant", "after_idontwant_bytes", "idontwant_saved",
+                              "idontwant_saved_bytes"]}
 
 
 def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool,

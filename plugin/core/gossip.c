@@ -8,6 +8,7 @@
  *   RPC.control = 3        ControlMessage (its tag and length)         -> rpc_framing
  *     ihave = 1 { topicID = 1; messageIDs = 2 }  iwant = 2 { messageIDs = 1 }
  *     graft = 3 { topicID = 1 }  prune = 4 { topicID = 1; ... }  idontwant = 5 { messageIDs = 1 }
+ *                                                                 (idontwant: its IDs, as publish's)
  *     extensions = 6                                                     -> extensions
  *   RPC.partial = 10       PartialMessagesExtension { topicID = 1 }    -> partial
  *   RPC.testExtension = 6492434                                          -> extensions
@@ -49,7 +50,7 @@ struct p2pc_gossip_rpc {
 };
 typedef struct p2pc_gossip_rpc rpc_parts_t;
 
-static void
+static p2pc_gossip_part_t *
 add(rpc_parts_t *r, const char *kind, const char *topic, guint32 count, guint64 ids, guint64 bytes)
 {
     char *key = wmem_strdup_printf(r->pinfo->pool, "%s\t%s", kind, topic);
@@ -65,6 +66,7 @@ add(rpc_parts_t *r, const char *kind, const char *topic, guint32 count, guint64 
     p->count += count;
     p->message_ids += ids;
     p->bytes += bytes;
+    return p;
 }
 
 /* `len` bytes at p in hex, lower case (pinfo->pool). */
@@ -74,6 +76,23 @@ hex_of(packet_info *pinfo, const guint8 *p, guint len)
     char *out = (char *)wmem_alloc(pinfo->pool, (gsize)len * 2 + 1);
     *(len ? bytes_to_hexstr(out, p, len) : out) = '\0';
     return out;
+}
+
+/* An IDONTWANT entry tvb[start, start + len): its messageIDs (field 1) in hex, appended to the
+ * part's IDs (its message_id when queued), comma-separated. */
+static void
+add_ids(rpc_parts_t *r, p2pc_gossip_part_t *p, tvbuff_t *tvb, int start, int len)
+{
+    int off = start;
+    p2pc_pb_field_t f;
+    if (!p->ids)
+        p->ids = wmem_strbuf_new(r->pinfo->pool, "");
+    while (p2pc_pb_next(tvb, &off, start + len, &f))
+        if (f.number == 1 && f.wire_type == 2) {
+            if (wmem_strbuf_get_len(p->ids))
+                wmem_strbuf_append_c(p->ids, ',');
+            wmem_strbuf_append(p->ids, hex_of(r->pinfo, tvb_get_ptr(tvb, f.start, f.len), (guint)f.len));
+        }
 }
 
 /* A published Message, a part of its own: go-libp2p's default message ID (DefaultMsgIdFn:
@@ -158,7 +177,8 @@ control_parts(rpc_parts_t *r, tvbuff_t *tvb, int start, int len)
             add(r, "prune", last_string(tvb, r->pinfo, f.start, f.len, 1), 1, 0, bytes);
             break;
         case 5:
-            add(r, "idontwant", "", 1, p2pc_pb_count(tvb, f.start, f.len, 1, 2), bytes);
+            add_ids(r, add(r, "idontwant", "", 1, p2pc_pb_count(tvb, f.start, f.len, 1, 2), bytes),
+                    tvb, f.start, f.len);
             break;
         case 6:
             add(r, "extensions", "", 1, 0, bytes);
@@ -238,6 +258,8 @@ p2pc_gossip_queue(p2pc_gossip_rpc_t *r)
 {
     for (guint i = 0; i < wmem_array_get_count(r->order); i++) {
         p2pc_gossip_part_t *p = *(p2pc_gossip_part_t **)wmem_array_index(r->order, i);
+        if (p->ids)
+            p->message_id = wmem_strbuf_get_str(p->ids);
         p2pc_where_of(r->pinfo, &p->at);
         p2pc_batch_queue(gossip_tap, P2PC_KEY_BATCH_GOSSIP, r->pinfo, p);
     }

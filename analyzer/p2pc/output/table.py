@@ -51,6 +51,8 @@ HEAD = {"proto": "proto", "msg_type": "message type", "direction": "direction", 
         "protocols_accepted": "protocols accepted", "lazy_streams": "lazy streams",
         # analyze's gossip section
         "src": "sender", "message_ids": "message IDs", "duplicate_bytes": "duplicate B",
+        "after_idontwant": "after IDONTWANT", "after_idontwant_bytes": "after IDONTWANT B",
+        "idontwant_saved": "IDONTWANT saved", "idontwant_saved_bytes": "saved B",
         # whatif
         "strategy": "strategy", "codec": "codec", "sent_bytes": "compressed B", "threshold": "over N B",
         "compress_ms_per_mb": "compress CPU ms/MB", "decompress_ms_per_mb": "decompress CPU ms/MB"}
