@@ -7,7 +7,7 @@
 # call sites reach it and how many slots (GOT or vtable) hold its address, the code of
 # Keypair::privkey (where Keypair keeps its private key); with DWARF, where HandshakeState keeps
 # the local static and ephemeral keys (gdb's ptype/o).
-# Not run in CI: three builds from crates.io, about 3, 8 and 4 minutes on 2 cores.
+# Not run in CI: three builds from crates.io, about 3, 4 and 3 minutes on 2 busy cores.
 # Needs cargo, binutils and gdb.  CARGO_TARGET_DIR defaults to /tmp/p2pc-keys-map-rust.
 set -eu
 crate=$(cd "$(dirname "$0")" && pwd)/keys-map-rust
