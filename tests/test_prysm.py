@@ -16,7 +16,7 @@ from collections import Counter
 import pytest
 
 from beacon import assert_blocks_served, assert_workload, counted, decode, metric
-from conftest import CAPTURES
+from conftest import CAPTURES, parse_record
 
 DIR = CAPTURES / "prysm"
 TRANSPORTS = ("tcp", "quic")
@@ -25,6 +25,7 @@ TRUTHS = {c: json.loads((DIR / f"prysm-{c}.truth.json").read_text()) for c in TR
 # (capture, whose keys): the patched builds' one key log, or one node's p2pc keys log alone.
 CASES = [(t, None) for t in TRANSPORTS] + [(c, side) for c in UNPATCHED for side in ("listener", "dialer")]
 OTHER = {"a": "b", "b": "a"}
+CONTROL_KINDS = ("ihave", "iwant", "graft", "prune", "idontwant")
 
 
 def cap(t: str):
@@ -136,6 +137,26 @@ def test_gossip_counts_are_the_nodes(run, side):
     for topic, n in metric(node["metrics"], "p2p_pubsub_rpc_sent_pub_total").items():
         want[topic_name(topic)] += n
     assert {tp: n for (s, tp), n in gossip.items() if s == side} == {tp: n for tp, n in want.items() if n}
+
+
+@pytest.mark.parametrize("side", "ab")
+def test_control_entries_are_the_nodes(tshark, run, side):
+    """Per control kind, the entries a node says it sent (p2p_pubsub_rpc_sent_total, by its
+    control_message label: Prysm's tracer adds each sent RPC's IHAVE, IWANT, GRAFT, PRUNE and
+    IDONTWANT entries) are the entries of the gossip section's rows p2pc reads from it, up to
+    when it printed its metrics (issue #41: gossip control counted as the clients count it)."""
+    t, _, extra = run
+    node = TRUTHS[t]["nodes"][side]
+    times = {int(n): float(s) for n, s in tshark.fields(cap(t), ["frame.number", "frame.time_epoch"])}
+    got = Counter()
+    for line in tshark.taps(cap(t), extra=extra):
+        if line.startswith("G\t"):
+            part = parse_record(line)
+            if (part.src == addr(t)[side] and part.kind in CONTROL_KINDS
+                    and times[part.frame] <= node["metrics_time"]):
+                got[part.kind] += part.count
+    want = metric(node["metrics"], "p2p_pubsub_rpc_sent_total")
+    assert got == {kind: n for kind, n in want.items() if n}
 
 
 def test_one_pass_equals_two(tshark, run):
