@@ -58,9 +58,9 @@ def key_options(ws, capture: Path, work: Path) -> list[str]:
 
 def read(tshark, args: list[str]) -> str:
     """tshark's output reading a capture, up to the packet it is cut short in (fisco-truncated:
-    tshark says so and exits 2) when it is."""
+    tshark says so and exits 2, 14 from 4.6 on) when it is."""
     res = tshark.run(args, check=False)
-    assert res.returncode == 0 or res.returncode == 2 and "cut short in the middle of a packet" in res.stderr, \
+    assert res.returncode == 0 or res.returncode in (2, 14) and "cut short in the middle of a packet" in res.stderr, \
         f"tshark {args} exited {res.returncode}: {res.stderr}"
     return res.stdout
 
