@@ -386,6 +386,17 @@ def test_analyze_budget_adds_up_to_the_quic_datagrams(tshark, tmp_path):
                                                             "negotiation": 8_060, "muxer": 3_206, "retransmission": 390}
 
 
+def test_analyze_budget_of_a_real_lossy_connection_adds_up_to_its_frames(tshark):
+    """nDPI's capture of a real 2011 mainnet Bitcoin connection (captures/noharm), with segments
+    the capture lost, retransmitted and out of order: analyze's budget rows (analyze reassembles
+    out-of-order segments) add up to the bytes of its TCP frames."""
+    capture = CAPTURES / "noharm" / "ndpi-bitcoin.pcap"
+    rows = next(s for s in p2pc_report("analyze", str(capture))["sections"] if s["name"] == "budget")["rows"]
+    assert {r["proto"] for r in rows} == {"bitcoin"}
+    assert {r["layer"] for r in rows} >= {"messages", "undecoded", "retransmission"}
+    assert sum(r["bytes"] for r in rows) == sum(int(n) for (n,) in tshark.fields(capture, ["frame.len"], dfilter="tcp"))
+
+
 # ---- expected values from the stream itself (plaintext, yamux) ----
 
 def follow_tcp(tshark, capture: Path, stream: int) -> dict[int, bytes]:
