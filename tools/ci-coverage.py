@@ -28,8 +28,12 @@ def collected() -> list[str]:
     """The suite's test ids, as JUnit names them (tests.test_x::name[param])."""
     env = dict(os.environ, P2PC_TESTS="all")
     env.pop("PYTEST_ADDOPTS", None)
-    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                          "tests"], cwd=REPO, env=env, capture_output=True, text=True, check=True).stdout
+    # The interpreter `make test` runs the suite with (its .venv holds the tests' imports: dpkt,
+    # protobuf, ...), not whichever python3 runs this script.
+    python = REPO / ".venv" / "bin" / "python"
+    out = subprocess.run([str(python) if python.exists() else sys.executable, "-m", "pytest", "--collect-only", "-q",
+                          "-p", "no:cacheprovider", "tests"], cwd=REPO, env=env, capture_output=True, text=True,
+                         check=True).stdout
     ids = []
     for line in out.splitlines():
         if "::" in line:
