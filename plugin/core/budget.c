@@ -5,6 +5,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/budget.h"
+#include "core/taps.h"
 
 #include <epan/exceptions.h>
 #include <epan/proto_data.h>
@@ -61,7 +62,7 @@ p2pc_budget_add_reverse(packet_info *pinfo, const char *proto, const char *layer
 }
 
 void
-p2pc_budget_call_muted(packet_info *pinfo, p2pc_record_call_fn call, void *ctx)
+p2pc_budget_call_muted(packet_info *pinfo, p2pc_call_fn call, void *ctx)
 {
     /* Muted calls nest: the outermost unmutes. */
     gboolean outer = !p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_BUDGET_MUTED);

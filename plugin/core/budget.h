@@ -21,6 +21,7 @@
 #define P2PC_CORE_BUDGET_H
 
 #include "core/record.h"
+#include "core/unit.h"
 
 /* The layers (a bounded set: the metrics' `layer` label). */
 #define P2PC_LAYER_NEGOTIATION "negotiation"    /* multistream lines, security handshakes */
@@ -63,7 +64,7 @@ void p2pc_budget_add_reverse(packet_info *pinfo, const char *proto, const char *
 /* call(ctx) with nothing reported by what it calls, also when it throws: a transport that
  * re-encodes every byte above it and shares them all out over the messages (the libp2p
  * compression transport) calls the layers above so, their own bytes not being wire bytes. */
-void p2pc_budget_call_muted(packet_info *pinfo, p2pc_record_call_fn call, void *ctx);
+void p2pc_budget_call_muted(packet_info *pinfo, p2pc_call_fn call, void *ctx);
 
 /* Registers the "p2pc_budget" tap (p2pc.c). */
 void p2pc_budget_register(int proto);

@@ -12,7 +12,7 @@
 typedef enum {
     /* This dissection of the frame (pinfo->pool). */
     P2PC_KEY_HOLD,              /* record.c: the records p2pc_record_hold() holds */
-    P2PC_KEY_UNIT,              /* record.c: the unit being handed up (p2pc_unit_t) */
+    P2PC_KEY_UNIT,              /* unit.c: the unit being handed up (p2pc_unit_t) */
     P2PC_KEY_BATCH_RECORDS,     /* record.c: the frame's batch for the p2pc tap */
     P2PC_KEY_BATCH_SPEC,        /* spec.c: ... for the p2pc_spec tap */
     P2PC_KEY_BATCH_GOSSIP,      /* gossip.c: ... for the p2pc_gossip tap */

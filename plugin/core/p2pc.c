@@ -25,8 +25,10 @@
 #include "core/retrans.h"
 #include "core/segment.h"
 #include "core/spec.h"
+#include "core/taps.h"
 #include "core/transport.h"
 #include "core/tree-room.h"
+#include "core/unit.h"
 
 void proto_register_p2pc(void);
 void proto_reg_handoff_p2pc(void);
@@ -38,6 +40,8 @@ proto_register_p2pc(void)
     module_t *module;
 
     p2pc_record_register(proto);
+    p2pc_taps_register(proto);
+    p2pc_unit_register(proto);
     module = p2pc_prefs_register(proto);
     p2pc_post_register(proto);
     p2pc_retrans_register(proto, module);

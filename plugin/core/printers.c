@@ -24,6 +24,7 @@
 #include "core/prefs.h"
 #include "core/record.h"
 #include "core/spec.h"
+#include "core/taps.h"
 
 #include <stdio.h>
 #include <epan/stat_tap_ui.h>

@@ -1,9 +1,9 @@
 /* record.c
  * The common accounting record every p2pc dissector emits (its fields in the packet tree under
  * the `p2pc` protocol, p2pc.c, and its "p2pc" tap), the hold/release bracket of transports that
- * learn their messages' wire cost late, and the "p2pc_peer" tap of the peer IDs security
- * handshakes state.  Who reads the taps: stats-tree.c (-z p2pc,tree) and printers.c (-z
- * p2pc,records and -z p2pc,payloads, the analyzer's input).
+ * learn their messages' wire cost late, and the tails of what dissectors hold at the end.  Who
+ * reads the tap: stats-tree.c (-z p2pc,tree) and printers.c (-z p2pc,records and -z
+ * p2pc,payloads, the analyzer's input).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -18,8 +18,6 @@
 
 static int proto_p2pc = -1;
 static int p2pc_tap = -1;
-static int p2pc_peer_tap = -1;
-static int p2pc_quic_tap = -1;
 
 static int hf_p2pc_proto = -1;
 static int hf_p2pc_msg_type = -1;
@@ -164,7 +162,7 @@ p2pc_record_release(packet_info *pinfo, p2pc_record_adjust_fn adjust, void *ctx)
 }
 
 void
-p2pc_record_call_held(packet_info *pinfo, p2pc_record_call_fn call, void *call_ctx,
+p2pc_record_call_held(packet_info *pinfo, p2pc_call_fn call, void *call_ctx,
                       p2pc_record_adjust_fn adjust, void *ctx)
 {
     p2pc_record_hold(pinfo);
@@ -177,79 +175,6 @@ p2pc_record_call_held(packet_info *pinfo, p2pc_record_call_fn call, void *call_c
     }
     ENDTRY;
     p2pc_record_release(pinfo, adjust, ctx);
-}
-
-void
-p2pc_record_shares_append(wmem_array_t *shares, p2pc_record_t **recs, guint n, guint64 bytes,
-                          p2pc_share_by_t by)
-{
-    guint64 total = 0, given = 0;
-
-    for (guint i = 0; i < n; i++)
-        total += by == P2PC_SHARE_BY_RAW ? recs[i]->raw_len : recs[i]->wire_len;
-    for (guint i = 0; i < n; i++) {
-        guint64 weight = by == P2PC_SHARE_BY_RAW ? recs[i]->raw_len : recs[i]->wire_len;
-        /* bytes < 2^33 and a record's lengths < 2^25 (L2P_MAX_PDU): no overflow */
-        guint64 share = i == n - 1 ? bytes - given : total ? bytes * weight / total : 0;
-        given += share;
-        wmem_array_append_one(shares, share);
-    }
-}
-
-wmem_array_t *
-p2pc_record_shares(packet_info *pinfo, p2pc_record_t **recs, guint n, guint64 bytes, p2pc_share_by_t by)
-{
-    wmem_array_t *shares = wmem_array_sized_new(p2pc_replay_scope(pinfo), sizeof(guint64), n);
-
-    p2pc_replay_charge(pinfo, n * sizeof(guint64));
-    p2pc_record_shares_append(shares, recs, n, bytes, by);
-    return shares;
-}
-
-guint64
-p2pc_record_share(wmem_array_t *shares, guint i)
-{
-    return shares && i < wmem_array_get_count(shares) ? *(guint64 *)wmem_array_index(shares, i) : 0;
-}
-
-guint64
-p2pc_record_shares_sum(wmem_array_t *shares)
-{
-    guint64 sum = 0;
-    for (guint i = 0; shares && i < wmem_array_get_count(shares); i++)
-        sum += *(guint64 *)wmem_array_index(shares, i);
-    return sum;
-}
-
-void
-p2pc_record_give_framing(packet_info *pinfo, p2pc_record_t **recs, guint n, guint64 *unattributed,
-                         wmem_array_t **shares)
-{
-    if (n == 0)
-        return;
-    if (unattributed) {
-        *shares = p2pc_record_shares(pinfo, recs, n, *unattributed, P2PC_SHARE_BY_WIRE);
-        *unattributed = 0;
-    }
-    for (guint i = 0; i < n; i++) {
-        guint64 share = p2pc_record_share(*shares, i);
-        recs[i]->header_len += share;
-        recs[i]->wire_len += share;
-    }
-}
-
-void
-p2pc_where_of(packet_info *pinfo, p2pc_where_t *at)
-{
-    struct tcp_analysis *tcpd = NULL;
-    if (pinfo->ptype == PT_TCP)
-        tcpd = get_tcp_conversation_data(NULL, pinfo);
-    at->frame = pinfo->num;
-    at->stream = tcpd ? tcpd->stream : G_MAXUINT32;
-    copy_address_shallow(&at->src, &pinfo->src);
-    copy_address_shallow(&at->dst, &pinfo->dst);
-    at->srcport = pinfo->srcport;
-    at->dstport = pinfo->destport;
 }
 
 void
@@ -308,50 +233,6 @@ p2pc_tail_record(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *last,
     rec.at = last->at;
     rec.abs_ts = last->abs_ts;
     emit(&rec, ud);
-}
-
-p2pc_unit_t
-p2pc_unit_get(packet_info *pinfo)
-{
-    const p2pc_unit_t *u = (const p2pc_unit_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_UNIT);
-    p2pc_unit_t none = { FALSE, FALSE, 0 };
-    return u ? *u : none;
-}
-
-void
-p2pc_unit_call(packet_info *pinfo, p2pc_unit_t u, p2pc_record_call_fn call, void *ctx)
-{
-    p2pc_unit_t *cur = (p2pc_unit_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_UNIT);
-    p2pc_unit_t was = { FALSE, FALSE, 0 };
-
-    if (!cur) {
-        cur = wmem_new(pinfo->pool, p2pc_unit_t);
-        p_add_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_UNIT, cur);
-    } else
-        was = *cur;
-    *cur = u;
-    TRY {
-        call(ctx);
-    }
-    FINALLY {
-        *cur = was;
-    }
-    ENDTRY;
-}
-
-p2pc_unit_t
-p2pc_unit_before(p2pc_unit_t u, guint64 k)
-{
-    if (u.set && u.identity)
-        u.end -= MIN(u.end, k);
-    return u;
-}
-
-p2pc_unit_t
-p2pc_unit_opaque(p2pc_unit_t u)
-{
-    u.identity = FALSE;
-    return u;
 }
 
 /* A record the dissector gave no unit end takes the one being handed up. */
@@ -434,36 +315,6 @@ p2pc_record_add(tvbuff_t *tvb, int offset, int len, packet_info *pinfo, proto_tr
 }
 
 void
-p2pc_batch_queue(int tap, p2pc_key_t key, packet_info *pinfo, const void *item)
-{
-    gboolean made;
-    p2pc_batch_t *b = (p2pc_batch_t *)p2pc_frame_data(pinfo->pool, pinfo, proto_p2pc, key, sizeof(p2pc_batch_t), &made);
-    if (made) {
-        b->items = wmem_array_new(pinfo->pool, sizeof(const void *));
-        tap_queue_packet(tap, pinfo, b);    /* the listeners run when the frame ends */
-    }
-    wmem_array_append_one(b->items, item);
-}
-
-void
-p2pc_peer_add(packet_info *pinfo, const char *via, const char *peer_id)
-{
-    p2pc_peer_t *q = wmem_new0(pinfo->pool, p2pc_peer_t);
-    q->via = via;
-    q->peer_id = peer_id;
-    p2pc_where_of(pinfo, &q->at);
-    tap_queue_packet(p2pc_peer_tap, pinfo, q);
-}
-
-void
-p2pc_quic_packet_add(packet_info *pinfo, const p2pc_quic_packet_t *pkt)
-{
-    p2pc_quic_packet_t *q = wmem_new(pinfo->pool, p2pc_quic_packet_t);
-    *q = *pkt;
-    tap_queue_packet(p2pc_quic_tap, pinfo, q);
-}
-
-void
 p2pc_record_register(int proto)
 {
     static hf_register_info hf[] = {
@@ -509,8 +360,6 @@ p2pc_record_register(int proto)
     proto_register_subtree_array(ett, array_length(ett));
     expert_register_field_array(expert_register_protocol(proto_p2pc), ei, array_length(ei));
     p2pc_tap = register_tap("p2pc");
-    p2pc_peer_tap = register_tap("p2pc_peer");
-    p2pc_quic_tap = register_tap("p2pc_quic");
 }
 
 void

@@ -12,6 +12,7 @@
  */
 #include "core/spec.h"
 #include "core/record.h"
+#include "core/taps.h"
 
 #include <epan/expert.h>
 

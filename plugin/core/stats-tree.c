@@ -6,6 +6,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/record.h"
+#include "core/taps.h"
 
 #include <epan/stats_tree.h>
 

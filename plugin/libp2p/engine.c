@@ -16,6 +16,7 @@
 #include "core/prefs.h"
 #include "core/record.h"
 #include "core/tree-room.h"
+#include "core/unit.h"
 
 #include <epan/exceptions.h>
 #include <epan/expert.h>

@@ -51,6 +51,8 @@
 #include "core/prefs.h"
 #include "libp2p/engine.h"
 #include "core/record.h"
+#include "core/shares.h"
+#include "core/unit.h"
 
 #include <epan/expert.h>
 #include <epan/prefs.h>

@@ -13,6 +13,7 @@
 #include "core/base58.h"
 #include "core/record.h"
 #include "core/spec.h"
+#include "core/taps.h"
 #include "libp2p/engine.h"
 
 #include <epan/expert.h>

@@ -51,6 +51,7 @@
 #include "core/conn.h"
 #include "core/prefs.h"
 #include "core/record.h"
+#include "core/taps.h"
 #include "libp2p/engine.h"
 #include "libp2p/quic-bytes.h"
 

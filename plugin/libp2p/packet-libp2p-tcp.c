@@ -40,6 +40,7 @@
 #include "core/post.h"
 #include "core/prefs.h"
 #include "core/retrans.h"
+#include "core/unit.h"
 #include "libp2p/engine.h"
 
 #include <epan/conversation.h>

@@ -33,6 +33,9 @@
 #include "core/peer-id.h"
 #include "core/prefs.h"
 #include "core/record.h"
+#include "core/shares.h"
+#include "core/taps.h"
+#include "core/unit.h"
 #include "libp2p/engine.h"
 
 #include <epan/exceptions.h>
