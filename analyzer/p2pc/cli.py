@@ -17,13 +17,25 @@ from . import __version__
 from .output import ALL, FORMATS, SECTION_FORMATS, UnknownSection, escape, render
 from .errors import (EXIT_CODES, CaptureUnreadable, Exit, InterfaceError, NoP2PTraffic, OutputError, P2pcError,
                      UsageError)
-from .records import open_wireshark, read_capture
+from .records import open_wireshark, read_capture, read_records, start_capture
 from . import doctor, keys as keysource, private, tsharkopts
-from .idontwant import DEFAULT_THRESHOLDS as IDONTWANT_THRESHOLDS
-from .whatif import CODEC_FIX, CODEC_NAMES, DEFAULT_THRESHOLDS, STRATEGIES
+from .diff import Side, run_diff
+from .export import ParquetRecords
+from .gather import gather, gather_attributed
+from .idontwant import COLUMNS as IDONTWANT_COLUMNS, DEFAULT_THRESHOLDS as IDONTWANT_THRESHOLDS, IDontWantWhatIf
+from .keylog import follow
+from .live import LiveCapture, LiveTotals
+from .livestatus import LiveStatus
+from .merge import AggregateJSON, merge_reports
+from .model import not_comparable
+from .progress import CaptureProgress
+from .report import SCHEMA, analyze_report, compare_report, live_report as build_live_report
+from .shard import AUTO_SHARD_BYTES, analyze_sharded, default_shards, split
+from .whatif import CODEC_FIX, CODEC_NAMES, DEFAULT_THRESHOLDS, STRATEGIES, WhatIf, report as whatif_report
 
-# The accounting and report modules (model, report, series, gather, progress) are imported where
-# they are used: `p2pc analyze` of one capture imports them while its tshark starts up.
+# Imported where they are used, as heavy dependencies only some runs need: a format's renderer
+# (output/: rich for the terminal's table, jinja2 and plotly for HTML) and metrics.py
+# (prometheus_client and a WSGI server, for live's --metrics and --by-peer).
 
 
 # A capture named "-" is standard input, as for tshark -r -; an --output named "-" is stdout.
@@ -82,8 +94,6 @@ def refuse_repeats(paths: list[str], why: str = "its counts would be added twice
 
 
 def cmd_analyze(args) -> int:
-    from .gather import gather
-    from .shard import AUTO_SHARD_BYTES, analyze_sharded, default_shards
     refuse_repeats(args.captures)
     if STDIN in args.captures and (args.shards > 1 or args.scheduler):
         raise UsageError("standard input (-) cannot be split into shards: save it to a file first")
@@ -102,18 +112,15 @@ def cmd_analyze(args) -> int:
         raise NoP2PTraffic("no P2P messages found in " + ", ".join(args.captures) +
                            ": check the capture holds Bitcoin/FISCO/libp2p traffic (`p2pc doctor` checks the plugin)")
     agg.files = list(args.captures)
-    from .report import analyze_report
     report = analyze_report(agg, args.model, args.by_direction, args.explain, args.by_peer,
                             keylog=(args.keylog, args.tshark.keylog))
     if args.format == "json":   # the sums behind every figure: `p2pc merge` adds reports up exactly
-        from .merge import AggregateJSON
         report["aggregate"] = AggregateJSON(agg)
     emit(report, args)
     return Exit.TRUNCATED if agg.warnings else 0
 
 
 def cmd_shard(args) -> int:
-    from .shard import split
     if args.capture == STDIN:
         raise UsageError("shard reads a file: standard input (-) cannot be split; save it first")
     res = split(args.capture, args.out, args.shards)
@@ -125,35 +132,28 @@ def cmd_shard(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    from .merge import merge_reports
     agg, reports = merge_reports(args.reports)
     model = args.model or reports[0].get("model", "capture")
-    from .report import analyze_report
     report = analyze_report(agg, model, args.by_direction, args.explain)
     if args.format == "json":
-        from .merge import AggregateJSON
         report["aggregate"] = AggregateJSON(agg)
     emit(report, args)
     return Exit.TRUNCATED if agg.warnings else 0
 
 
 def cmd_compare(args) -> int:
-    from .gather import gather_attributed
     refuse_repeats([args.baseline, args.compressed], "compare needs the workload captured with "
                    "compression off (BASELINE) and on (COMPRESSED)")
     base, base_bytes = gather_attributed(args.baseline, args.plugin, args.tshark)
     comp, comp_bytes = gather_attributed(args.compressed, args.plugin, args.tshark)
-    from .model import not_comparable
     why = not_comparable(base, comp, args.baseline, args.compressed)
     if why:
         raise UsageError(why)
-    from .report import compare_report
     emit(compare_report(base, comp, base_bytes, comp_bytes), args)
     return Exit.TRUNCATED if base.warnings or comp.warnings else 0
 
 
 def cmd_diff(args) -> int:
-    from .diff import Side, run_diff
     if args.capture_b is None and not (args.filter_a and args.filter_b):
         raise UsageError("diff of one capture needs both sides' filters: --a FILTER --b FILTER")
     if STDIN in (args.capture_a, args.capture_b):      # records, payloads, negotiation: three passes
@@ -170,11 +170,6 @@ def cmd_diff(args) -> int:
 
 
 def cmd_whatif(args) -> int:
-    from .progress import CaptureProgress
-    from .records import start_capture, read_records
-    from .report import SCHEMA
-    from .idontwant import COLUMNS as IDONTWANT_COLUMNS, IDontWantWhatIf
-    from .whatif import WhatIf, report
     refuse_repeats(args.captures)
     ws = open_wireshark(args.plugin)
     w = WhatIf(args.strategy, args.codecs, args.threshold)
@@ -206,7 +201,7 @@ def cmd_whatif(args) -> int:
                            "recompress already-compressed traffic's decompressed payloads)")
     missing = [f"codec not available: {m} ({CODEC_FIX[m]})" for m in w.missing
                if not args.codecs or m in args.codecs]
-    out = report(w, SCHEMA, list(args.captures), cut + missing + iw.warnings())
+    out = whatif_report(w, SCHEMA, list(args.captures), cut + missing + iw.warnings())
     if iw.firsts:
         out["sections"].append({"name": "idontwant", "title": "IDONTWANT on first receipt of messages of N bytes "
                                 "or more (an upper bound: each duplicate stopped)", "columns": IDONTWANT_COLUMNS,
@@ -216,8 +211,6 @@ def cmd_whatif(args) -> int:
 
 
 def cmd_records(args) -> int:
-    from .export import ParquetRecords
-    from .progress import CaptureProgress
     ws = open_wireshark(args.plugin)
     try:
         target = output_path(args.output) if args.output else sys.stdout.buffer    # --output -: stdout
@@ -242,8 +235,6 @@ def cmd_live(args) -> int:
     """One continuous capture; the analyze report of everything captured so far every
     --interval seconds (to --output, or to a terminal) and at the end (--duration, or ^C); how
     the capture is doing on stderr (livestatus)."""
-    from .live import LiveCapture, LiveTotals
-    from .livestatus import LiveStatus
     if not shutil.which("dumpcap"):
         raise InterfaceError("dumpcap not found: sudo apt-get install wireshark-common")
     stopping = threading.Event()
@@ -283,7 +274,6 @@ def cmd_live(args) -> int:
                                       lambda w: print(f"p2pc live: keys: {escape.text(w)}", file=sys.stderr))
             tracer.start()
         if args.tshark.keylog and args.tshark.keylog.source:    # --keylog: its parts follow it
-            from .keylog import follow
             threading.Thread(target=follow, args=(args.tshark.keylog, keys_done,
                                                   lambda w: print(f"p2pc live: {w}", file=sys.stderr)),
                              daemon=True).start()
@@ -329,8 +319,7 @@ def cmd_live(args) -> int:
 
 def live_report(args, totals_, local: set[str] | None, final: bool) -> None:
     """live's report of everything captured so far (final: at the end), printed."""
-    from .report import live_report as build
-    rep = build(totals_, args.interface, args.model, args.by_direction, args.by_peer, local, final)
+    rep = build_live_report(totals_, args.interface, args.model, args.by_direction, args.by_peer, local, final)
     if rep is None:             # the status line says so (0 messages)
         return
     if sys.stdout.isatty() and args.format == "table" and not args.output and not final:
