@@ -8,7 +8,7 @@ namespace, peer i on 192.0.2.i:9000 behind a veth pair whose other end is on a b
 fourth namespace: real TCP over Ethernet (MTU 1500) between three addresses, plaintext and
 yamux; peer i dials the peers before it.  Each publishes four messages on the mainnet beacon_block topic, by turns 600 bytes
 of data (below go-libp2p-pubsub's IDONTWANT threshold of 1024 bytes) and 2000 (above), eth2's
-message IDs.  Peers 1 and 2 take 100 ms to validate a message, peer 3 none (VALIDATE_MS).
+message IDs.  Peers 1 and 2 take 100 ms to validate a message, peer 3 none (validate_ms).
 dumpcap captures on the bridge, which
 sees every frame.  Each peer's -truth -trace-pubsub is
 what its go-libp2p-pubsub tracer saw: SendRPC's entries per kind and topic, with the message IDs
@@ -16,13 +16,13 @@ they carry (`pubsub_sent`), and each DuplicateMessage with the peer it came from
 (`pubsub_duplicates`).  Needs root and Go.
 
 --lazy makes captures/eth2/eth2-gossip-lazy instead, where the mesh is smaller than the peers, so
-that gossip is lazy: six peers (each dialling the peers before it, so all connected) with
+that gossip is lazy: five peers (each dialling the peers before it, so all connected) with
 gossipsub's D = 2, Dlo = 1, Dhi = 3, Dlazy = 2 and a 100 ms heartbeat.  Each peer is in the mesh
-of two or three of its five, and the others hear of each message by IHAVE at the heartbeats;
+of two or three of its four, and the others hear of each message by IHAVE at the heartbeats;
 every peer takes 300 ms to validate, so a mesh's second hop is 300 ms behind the first, and a
 peer that hears an IHAVE before its mesh brings the message asks for it (IWANT) and gets it from
 the IHAVE's sender.  The peers GRAFT each other at the first heartbeats, each peer with more than
-Dhi in its mesh PRUNEs the extra ones, and at the end each leaves the topic (-leave): an
+Dhi in its mesh PRUNEs the ones above D, and at the end each leaves the topic (-leave): an
 unsubscribe to every peer and a PRUNE to each of its mesh.  Each publishes two messages, of 300
 and 1,200 bytes of data (IDONTWANT above 1,024).
 """
@@ -95,7 +95,8 @@ def gossipsub_flags(params: dict) -> list[str]:
     if not params:
         return []
     degrees = ",".join(str(params[k]) for k in ("D", "Dlo", "Dhi", "Dlazy"))
-    return ["-mesh-degree", degrees, "-heartbeat-ms", str(params["heartbeat_ms"]), *(["-leave"] if params["leave"] else [])]
+    return ["-mesh-degree", degrees, "-heartbeat-ms", str(params["heartbeat_ms"]),
+            *(["-leave"] if params["leave"] else [])]
 
 
 def main() -> None:
