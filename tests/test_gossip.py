@@ -328,7 +328,9 @@ def test_rows_are_what_the_peers_tracer_saw_them_send(name):
     peer's subscriptions it writes first on each new pubsub stream (one per other peer), which
     pubsub.go (handleNewPeer: q.Push(helloPacket)) queues past the tracer, one SubOpts per topic
     it joined (the generator joins the truth's gossip topic).  On eth2-gossip-mesh, three peers
-    in a triangle, that is every publish each peer forwarded and every IDONTWANT it sent."""
+    in a triangle, that is every publish each peer forwarded and every IDONTWANT it sent; on
+    eth2-gossip-lazy, five in meshes of two or three, also every IHAVE, IWANT and PRUNE, and the
+    unsubscribes of leaving the topic."""
     cap = CAPTURES / f"{name}.pcapng"
     truth = json.loads(cap.with_name(cap.stem + ".truth.json").read_text())
     rows = gossip_section(p2pc_report("analyze", str(cap)))
