@@ -383,7 +383,7 @@ def test_message_ids_are_the_ones_each_peers_tracer_saw_it_send(tshark, name):
                 want.setdefault((src, c["kind"]), Counter()).update(c["ids"])
     got = sent_ids(gossip_lines(tshark, cap, []))
     assert got == want
-    assert {k for _, k in want} == set(ID_KINDS)
+    assert any(k == "publish" for _, k in want)
 
 
 def test_lazy_gossip_is_ihave_answered_by_iwant_and_the_message(tshark):
@@ -402,6 +402,7 @@ def test_lazy_gossip_is_ihave_answered_by_iwant_and_the_message(tshark):
             traced[c["kind"]] += c["count"]
             traced_ids[c["kind"]] += c["message_ids"]
     assert all(traced[k] for k in ("ihave", "iwant", "prune", "graft", "idontwant", "unsubscribe"))
+    assert all(traced_ids[k] for k in ("ihave", "iwant", "idontwant"))
     # A mesh of D = 2 among five: fewer publishes than a flood's (each message from each of the
     # five peers to the four others, and from each of those to the three left), IWANT answers
     # included.
