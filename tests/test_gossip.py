@@ -186,6 +186,7 @@ GOSSIP_CAPTURES = [
     "eth2/eth2-yamux", "eth2/eth2-mplex", "eth2/eth2-broken", "eth2/eth2-yamux-lf", "eth2/eth2-yamux-gap",
     "eth2/eth2-noise-yamux", "eth2/eth2-noise-mplex", "eth2/eth2-noise-secp256k1", "eth2/eth2-tls-yamux",
     "eth2/eth2-tls-embedded", "eth2/eth2-quic", "eth2/eth2-tcp-quic", "eth2/eth2-pubsub-trace", "eth2/eth2-gossip-mesh",
+    "eth2/eth2-gossip-lazy",
     "lodestar/lodestar", "prysm/prysm-tcp", "prysm/prysm-quic",
     "interop/interop-go-js-plaintext-yamux", "interop/interop-js-go-noise-yamux", "interop/interop-go-rust-quic", "interop/interop-py-go-plaintext-yamux",
 ]
@@ -327,7 +328,9 @@ def test_rows_are_what_the_peers_tracer_saw_them_send(name):
     peer's subscriptions it writes first on each new pubsub stream (one per other peer), which
     pubsub.go (handleNewPeer: q.Push(helloPacket)) queues past the tracer, one SubOpts per topic
     it joined (the generator joins the truth's gossip topic).  On eth2-gossip-mesh, three peers
-    in a triangle, that is every publish each peer forwarded and every IDONTWANT it sent."""
+    in a triangle, that is every publish each peer forwarded and every IDONTWANT it sent; on
+    eth2-gossip-lazy, five in meshes of two or three, also every IHAVE, IWANT and PRUNE, and the
+    unsubscribes of leaving the topic."""
     cap = CAPTURES / f"{name}.pcapng"
     truth = json.loads(cap.with_name(cap.stem + ".truth.json").read_text())
     rows = gossip_section(p2pc_report("analyze", str(cap)))
@@ -344,24 +347,101 @@ def test_rows_are_what_the_peers_tracer_saw_them_send(name):
     assert any(k[1] in ("graft", "idontwant") for k in want)
 
 
+def _id_traced_captures() -> list[str]:
+    """The traced captures whose tracer also kept the message IDs each kind carried
+    (`pubsub_sent[].ids`, truth.go: on the captures made since)."""
+    return [n for n in _traced_captures()
+            if any("ids" in c for p in json.loads((CAPTURES / f"{n}.truth.json").read_text())["peers"].values()
+                   for c in p["pubsub_sent"])]
+
+
+ID_KINDS = ("publish", "ihave", "iwant", "idontwant")
+
+
+def sent_ids(lines) -> dict:
+    """Per sender and kind, the message IDs the dump's G lines give (publish: each Message's,
+    by its topic's rule; ihave, iwant, idontwant: the IDs their entries carry), as a multiset."""
+    out: dict = defaultdict(Counter)
+    for g in lines:
+        if g.kind in ID_KINDS:
+            out[(g.src, g.kind)].update(filter(None, g.message_id.split(",")))
+    return dict(out)
+
+
+@pytest.mark.parametrize("name", _id_traced_captures())
+def test_message_ids_are_the_ones_each_peers_tracer_saw_it_send(tshark, name):
+    """Per sender and kind, the message IDs are the ones go-libp2p-pubsub's tracer saw that peer
+    send (SendRPC; publish: each Message's ID by eth2's rule, ihave, iwant and idontwant: the IDs
+    their entries carry), each as many times: the IHAVE a peer sent at each heartbeat, the IWANTs
+    it asked with, the IDONTWANTs and every Message it published or forwarded."""
+    cap = CAPTURES / f"{name}.pcapng"
+    truth = json.loads(cap.with_name(cap.stem + ".truth.json").read_text())
+    want = {}
+    for role, src in peer_addrs(truth).items():
+        for c in truth["peers"][role]["pubsub_sent"]:
+            if c["kind"] in ID_KINDS:
+                want.setdefault((src, c["kind"]), Counter()).update(c["ids"])
+    got = sent_ids(gossip_lines(tshark, cap, []))
+    assert got == want
+    assert any(k == "publish" for _, k in want)
+
+
+def test_lazy_gossip_is_ihave_answered_by_iwant_and_the_message(tshark):
+    """eth2-gossip-lazy: five go-libp2p-pubsub v0.15 peers, all connected, with a mesh of D = 2
+    (Dhi = 3) and a 100 ms heartbeat, each taking 300 ms to validate.  Every peer's tracer saw
+    it send IHAVE, IWANT and PRUNE (the PRUNEs of a mesh above Dhi, and of leaving the topic)
+    and p2pc counts each as the tracer does (test_rows_are_what_the_peers_tracer_saw_them_send).
+    On the wire, as gossipsub v1.1 has it: each ID a peer asks for with IWANT was in an IHAVE the
+    asked peer had sent it before, and the asked peer then sends the asker that message (from
+    its message cache: go-libp2p-pubsub's handleIWant), once per IWANT."""
+    cap = CAPTURES / "eth2/eth2-gossip-lazy.pcapng"
+    truth = json.loads(cap.with_name(cap.stem + ".truth.json").read_text())
+    traced, traced_ids = Counter(), Counter()
+    for p in truth["peers"].values():
+        for c in p["pubsub_sent"]:
+            traced[c["kind"]] += c["count"]
+            traced_ids[c["kind"]] += c["message_ids"]
+    assert all(traced[k] for k in ("ihave", "iwant", "prune", "graft", "idontwant", "unsubscribe"))
+    assert all(traced_ids[k] for k in ("ihave", "iwant", "idontwant"))
+    # A mesh of D = 2 among five: fewer publishes than a flood's (each message from each of the
+    # five peers to the four others, and from each of those to the three left), IWANT answers
+    # included.
+    published = sum(m["dir"] == "sent" for p in truth["peers"].values() for m in p["messages"])
+    assert traced["publish"] < published * (4 + 4 * 3)
+    advertised, asked = set(), Counter()
+    answered = Counter()
+    for g in gossip_lines(tshark, cap, []):
+        ids = filter(None, g.message_id.split(","))
+        if g.kind == "ihave":
+            advertised.update((g.src, g.dst, m) for m in ids)
+        elif g.kind == "iwant":
+            for m in ids:
+                assert (g.dst, g.src, m) in advertised
+                asked[(g.dst, g.src, m)] += 1
+        elif g.kind == "publish" and asked[(g.src, g.dst, g.message_id)] > answered[(g.src, g.dst, g.message_id)]:
+            answered[(g.src, g.dst, g.message_id)] += 1
+    assert sum(asked.values()) == traced_ids["iwant"]
+    assert answered == asked
+
+
 def _message_bytes(topic: str, data_len: int) -> int:
     """The bytes of RPC.publish holding one Message of data_len bytes of data on topic (no from,
     seqno or signature: the eth2 peers sign nothing), as the protobuf library encodes it."""
     return field_bytes("RPC", publish=[PB["Message"](data=b"\0" * data_len, topic=topic)])
 
 
-def test_duplicates_are_the_copies_each_peers_tracer_called_duplicate(tshark):
+@pytest.mark.parametrize("name", ["eth2/eth2-gossip-mesh", "eth2/eth2-gossip-lazy"])
+def test_duplicates_are_the_copies_each_peers_tracer_called_duplicate(tshark, name):
     """eth2-gossip-mesh: three go-libp2p-pubsub v0.15 peers in a triangle, each message reaching
-    each peer over two paths.  What each peer's tracer called a DuplicateMessage (pubsub.go,
+    each peer over two paths; eth2-gossip-lazy: five, in meshes of two or three, a message
+    also coming by IWANT.  What each peer's tracer called a DuplicateMessage (pubsub.go,
     validation.go: a message whose ID it had already marked seen) is what p2pc counts: per
     receiving peer and message ID the same copies, in all the same number and bytes.  Which of
     two copies is the duplicate, p2pc says by the order on the wire; the node by the order its
     validation workers reached them (markSeen runs in the worker, validation.go), which for
     copies that came within a millisecond of each other is not always the wire's: per sender the
-    two agree wherever the duplicate came a millisecond or more after the first copy.  Duplicates
-    happen (the small messages, below the 1024-byte IDONTWANT threshold, always cross) and
-    IDONTWANT saved sends (fewer publishes than a flood of every message on every link)."""
-    cap = CAPTURES / "eth2/eth2-gossip-mesh.pcapng"
+    two agree wherever the duplicate came a millisecond or more after the first copy."""
+    cap = CAPTURES / f"{name}.pcapng"
     truth = json.loads(cap.with_name(cap.stem + ".truth.json").read_text())
     addrs = peer_addrs(truth)
     of_id = {p["peer_id"]: addrs[role] for role, p in truth["peers"].items()}
@@ -390,14 +470,6 @@ def test_duplicates_are_the_copies_each_peers_tracer_called_duplicate(tshark):
     apart = [(r, m, s) for r, m, s, gap in again if gap >= 0.001]
     assert apart
     assert not Counter(apart) - Counter(traced)
-    # A flood sends each message (peers - 1)^2 times: the publisher to each other peer, each of
-    # them to the rest.  Below the IDONTWANT threshold every message is flooded; above it the
-    # IDONTWANTs kept copies off the wire.
-    flood = (len(addrs) - 1) ** 2
-    sends = Counter(g.message_id for g in lines)
-    large = {m for m, n in data_len.items() if n >= truth["gossip"]["idontwant_threshold"]}
-    assert all(n == flood for m, n in sends.items() if m not in large)
-    assert sum(sends[m] for m in large) < flood * len(large)
 
 
 def test_idontwant_saved_the_sends_each_peers_tracer_did_not_make(tshark):
@@ -408,7 +480,9 @@ def test_idontwant_saved_the_sends_each_peers_tracer_did_not_make(tshark):
     before each forward).  So per sender the sends IDONTWANT saved are that flood less what the
     peer's tracer saw it send (SendRPC, `pubsub_sent`), all of them messages above the 1024-byte
     threshold (every smaller one is flooded), each of its publish bytes; and no peer sent a
-    message after the receiver's IDONTWANT for it (the peers check before sending)."""
+    message after the receiver's IDONTWANT for it (the peers check before sending).  Per
+    message, every one below the threshold was flooded, its copies crossing; those above were
+    sent fewer times."""
     cap = CAPTURES / "eth2/eth2-gossip-mesh.pcapng"
     truth = json.loads(cap.with_name(cap.stem + ".truth.json").read_text())
     addrs = peer_addrs(truth)
@@ -428,6 +502,16 @@ def test_idontwant_saved_the_sends_each_peers_tracer_did_not_make(tshark):
     idw = ("after_idontwant", "after_idontwant_bytes", "idontwant_saved", "idontwant_saved_bytes")
     assert {a: tuple(r[k] for k in idw) for a, r in rows.items()} == want
     assert sum(w[2] for w in want.values()) > 0
+    # Per message: below the IDONTWANT threshold every message is flooded, (peers - 1)^2 sends
+    # (the publisher to each other peer, each of them to the rest); above it the IDONTWANTs kept
+    # copies off the wire.
+    sends = Counter(g.message_id for g in gossip_lines(tshark, cap, []) if g.kind == "publish")
+    flood = (len(addrs) - 1) ** 2
+    threshold = truth["gossip"]["idontwant_threshold"]
+    below = [m["msg_id"] for ms in published.values() for m in ms if m["data_len"] < threshold]
+    above = [m["msg_id"] for ms in published.values() for m in ms if m["data_len"] >= threshold]
+    assert below and all(sends[m] == flood for m in below)
+    assert sum(sends[m] for m in above) < flood * len(above)
 
 
 def _uvarint(n: int) -> bytes:

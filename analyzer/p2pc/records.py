@@ -132,7 +132,9 @@ class GossipPart(Where):
     """The parts of one kind and topic of a gossipsub RPC that src:srcport sent: `count` entries
     (control entries, SubOpts, Messages; RPCs for rpc_framing) carrying `message_ids` message
     IDs, `bytes` protobuf bytes (each field's tag, length and body).  A publish part is one
-    Message, `message_id` its message ID in hex by its topic's rule ("" when it has none)."""
+    Message, `message_id` its message ID in hex by its topic's rule ("" when it has none); an
+    ihave, iwant or idontwant part's `message_id` is the IDs its entries carry, in hex,
+    comma-separated."""
     kind: str
     topic: Text
     count: int

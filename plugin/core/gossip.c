@@ -8,7 +8,7 @@
  *   RPC.control = 3        ControlMessage (its tag and length)         -> rpc_framing
  *     ihave = 1 { topicID = 1; messageIDs = 2 }  iwant = 2 { messageIDs = 1 }
  *     graft = 3 { topicID = 1 }  prune = 4 { topicID = 1; ... }  idontwant = 5 { messageIDs = 1 }
- *                                                                 (idontwant: its IDs, as publish's)
+ *                                                 (ihave, iwant, idontwant: their IDs, as publish's)
  *     extensions = 6                                                     -> extensions
  *   RPC.partial = 10       PartialMessagesExtension { topicID = 1 }    -> partial
  *   RPC.testExtension = 6492434                                          -> extensions
@@ -78,17 +78,17 @@ hex_of(packet_info *pinfo, const guint8 *p, guint len)
     return out;
 }
 
-/* An IDONTWANT entry tvb[start, start + len): its messageIDs (field 1) in hex, appended to the
- * part's IDs (its message_id when queued), comma-separated. */
+/* An IHAVE, IWANT or IDONTWANT entry tvb[start, start + len): its messageIDs (field `number`)
+ * in hex, appended to the part's IDs (its message_id when queued), comma-separated. */
 static void
-add_ids(rpc_parts_t *r, p2pc_gossip_part_t *p, tvbuff_t *tvb, int start, int len)
+add_ids(rpc_parts_t *r, p2pc_gossip_part_t *p, tvbuff_t *tvb, int start, int len, guint64 number)
 {
     int off = start;
     p2pc_pb_field_t f;
     if (!p->ids)
         p->ids = wmem_strbuf_new(r->pinfo->pool, "");
     while (p2pc_pb_next(tvb, &off, start + len, &f))
-        if (f.number == 1 && f.wire_type == 2) {
+        if (f.number == number && f.wire_type == 2) {
             if (wmem_strbuf_get_len(p->ids))
                 wmem_strbuf_append_c(p->ids, ',');
             wmem_strbuf_append(p->ids, hex_of(r->pinfo, tvb_get_ptr(tvb, f.start, f.len), (guint)f.len));
@@ -165,10 +165,11 @@ control_parts(rpc_parts_t *r, tvbuff_t *tvb, int start, int len)
     while (next_part(r, tvb, &off, end, &f, &bytes)) {
         switch (f.wire_type == 2 ? f.number : 0) {
         case 1:
-            add(r, "ihave", last_string(tvb, r->pinfo, f.start, f.len, 1), 1, p2pc_pb_count(tvb, f.start, f.len, 2, 2), bytes);
+            add_ids(r, add(r, "ihave", last_string(tvb, r->pinfo, f.start, f.len, 1), 1,
+                           p2pc_pb_count(tvb, f.start, f.len, 2, 2), bytes), tvb, f.start, f.len, 2);
             break;
         case 2:
-            add(r, "iwant", "", 1, p2pc_pb_count(tvb, f.start, f.len, 1, 2), bytes);
+            add_ids(r, add(r, "iwant", "", 1, p2pc_pb_count(tvb, f.start, f.len, 1, 2), bytes), tvb, f.start, f.len, 1);
             break;
         case 3:
             add(r, "graft", last_string(tvb, r->pinfo, f.start, f.len, 1), 1, 0, bytes);
@@ -178,7 +179,7 @@ control_parts(rpc_parts_t *r, tvbuff_t *tvb, int start, int len)
             break;
         case 5:
             add_ids(r, add(r, "idontwant", "", 1, p2pc_pb_count(tvb, f.start, f.len, 1, 2), bytes),
-                    tvb, f.start, f.len);
+                    tvb, f.start, f.len, 1);
             break;
         case 6:
             add(r, "extensions", "", 1, 0, bytes);

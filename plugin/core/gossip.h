@@ -34,10 +34,10 @@ typedef struct {
     guint64 bytes;              /* protobuf bytes: each field's tag, length and body */
     /* publish: one part per Message, its message ID in hex (the topic's rule: the dissector's,
      * p2pc_gossip_message_id(); else go-libp2p's default, from || seqno); "" when it has none.
-     * idontwant: the message IDs its entries carry, each in hex, comma-separated (so a peer's
-     * IDONTWANT pairs with the publishes it names) */
+     * ihave, iwant, idontwant: the message IDs its entries carry, each in hex, comma-separated
+     * (so a peer's IDONTWANT pairs with the publishes it names) */
     const char *message_id;
-    wmem_strbuf_t *ids;         /* idontwant: its message_id while the RPC is read (gossip.c) */
+    wmem_strbuf_t *ids;         /* ihave, iwant, idontwant: its message_id while the RPC is read */
     int msg_start;              /* publish: where the Message's bytes start in the RPC's tvb */
     p2pc_where_t at;
 } p2pc_gossip_part_t;

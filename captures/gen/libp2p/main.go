@@ -284,6 +284,9 @@ func main() {
 	small := flag.Int("small", 600, "mesh: bytes of a small message's data before Snappy")
 	large := flag.Int("large", 2000, "mesh: bytes of a large message's data before Snappy")
 	validateMs := flag.Int("validate-ms", 0, "mesh: milliseconds the topic's validator takes per message (0: none)")
+	meshD := flag.String("mesh-degree", "", "mesh: gossipsub's D,Dlo,Dhi,Dlazy (mesh.go, lazyParams; empty: the defaults)")
+	heartbeatMs := flag.Int("heartbeat-ms", 0, "mesh: gossipsub's heartbeat interval (0: the default, 1 s)")
+	leave := flag.Bool("leave", false, "mesh: leave the topic before closing (mesh.go)")
 	flag.Parse()
 	truth.path = *truthFile
 	defer truth.write(*role)
@@ -343,6 +346,9 @@ func main() {
 	if *traceSent {
 		psOpts = append(psOpts, pubsub.WithRawTracer(pubsubTrace{truth}))
 	}
+	if *meshD != "" || *heartbeatMs != 0 {
+		psOpts = append(psOpts, pubsub.WithGossipSubParams(lazyParams(*meshD, *heartbeatMs)))
+	}
 	ps, err := pubsub.NewGossipSub(ctx, h, psOpts...)
 	if err != nil {
 		log.Fatal(err)
@@ -356,7 +362,7 @@ func main() {
 		slowValidator(ps, topic, *validateMs)
 		truth.peerID = h.ID().String()
 		os.WriteFile(*idFile, []byte(fmt.Sprintf("%s/p2p/%s", h.Addrs()[0], h.ID())), 0o644)
-		mesh(ctx, h, t, sub, topic, splitPeers(*peerAddr), *index, *peersN, *gossipN, *small, *large)
+		mesh(ctx, h, t, sub, topic, splitPeers(*peerAddr), *index, *peersN, *gossipN, *small, *large, *leave)
 		return
 	}
 	var plan *gossipPlan

@@ -13,12 +13,19 @@ package main
 // sends on receipt (go-libp2p-pubsub's Preprocess, before validation) then reaches the other
 // receivers before they forward the message (after validation), and they leave it out; without
 // it the copies cross on the wire with the IDONTWANTs.  The peer leaves once it has received
-// every other peer's messages and two heartbeats more.
+// every other peer's messages and two seconds more; with -leave it first leaves the topic
+// (unsubscribe, and a PRUNE to each peer of its mesh: gossipsub's Leave) and waits three seconds,
+// so that every peer's PRUNEs are sent before any peer closes.
+//
+// The lazy variant (-mesh-degree, -heartbeat-ms: lazyParams) gives gossipsub a mesh smaller than
+// the peers: the peers outside a peer's mesh get IHAVE at its heartbeats, and ask with IWANT for
+// the messages they have not had yet; more GRAFTs than Dhi make it PRUNE.
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -45,7 +52,7 @@ func meshData(index, j, n int) []byte {
 }
 
 func mesh(ctx context.Context, h host.Host, t *pubsub.Topic, sub *pubsub.Subscription, topic string,
-	peers []string, index, peersN, count, small, large int) {
+	peers []string, index, peersN, count, small, large int, leave bool) {
 	var received atomic.Int32
 	go receiveGossip(ctx, h, sub, func() { received.Add(1) })
 	for _, addr := range peers {
@@ -73,7 +80,31 @@ func mesh(ctx context.Context, h host.Host, t *pubsub.Topic, sub *pubsub.Subscri
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(2 * time.Second)
+	if leave {
+		sub.Cancel()
+		time.Sleep(3 * time.Second)
+	}
 	h.Close()
+}
+
+// lazyParams is gossipsub's defaults but for D, Dlo, Dhi and Dlazy (degrees "D,Dlo,Dhi,Dlazy",
+// if given) and the heartbeat interval (heartbeatMs, if not 0).  Dout and Dscore are made to fit
+// a small D (GossipSubParams.validate: Dout < Dlo, Dout < D/2, Dscore <= Dhi).
+func lazyParams(degrees string, heartbeatMs int) pubsub.GossipSubParams {
+	p := pubsub.DefaultGossipSubParams()
+	if degrees != "" {
+		var d [4]int
+		for i, f := range strings.Split(degrees, ",") {
+			d[i], _ = strconv.Atoi(f)
+		}
+		p.D, p.Dlo, p.Dhi, p.Dlazy = d[0], d[1], d[2], d[3]
+		p.Dout = min(p.Dout, p.Dlo-1, (p.D-1)/2)
+		p.Dscore = min(p.Dscore, p.Dhi)
+	}
+	if heartbeatMs != 0 {
+		p.HeartbeatInterval = time.Duration(heartbeatMs) * time.Millisecond
+	}
+	return p
 }
 
 // slowValidator makes the topic's validation take ms milliseconds per message (none if 0).

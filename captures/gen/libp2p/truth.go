@@ -81,12 +81,14 @@ type pubsubDup struct {
 // pubsubCount is what go-libp2p-pubsub's tracer says the peer sent of one kind and topic: the
 // entries of its RPCs, counted as its traceRPCMeta counts them (one per SubOpts, Message,
 // ControlIHave, ControlIWant, ControlGraft, ControlPrune, ControlIDontWant), and the message
-// IDs those carry.
+// IDs those carry; IDs, in hex and in the order sent, are those IDs (ihave, iwant, idontwant)
+// or each Message's own (publish, eth2's rule: messageID).
 type pubsubCount struct {
-	Kind       string `json:"kind"`
-	Topic      string `json:"topic"`
-	Count      int    `json:"count"`
-	MessageIDs int    `json:"message_ids"`
+	Kind       string   `json:"kind"`
+	Topic      string   `json:"topic"`
+	Count      int      `json:"count"`
+	MessageIDs int      `json:"message_ids"`
+	IDs        []string `json:"ids,omitempty"`
 }
 
 // pubsubTrace is the pubsub.RawTracer that keeps SendRPC's counts (the truth's "pubsub_sent"):
@@ -98,7 +100,7 @@ func (p pubsubTrace) SendRPC(rpc *pubsub.RPC, _ peer.ID) {
 	t := p.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	add := func(kind, topic string, ids int) {
+	add := func(kind, topic string, ids ...string) {
 		k := [2]string{kind, topic}
 		if t.sent == nil {
 			t.sent = map[[2]string]*pubsubCount{}
@@ -110,33 +112,38 @@ func (p pubsubTrace) SendRPC(rpc *pubsub.RPC, _ peer.ID) {
 			t.sentAt = append(t.sentAt, k)
 		}
 		c.Count++
-		c.MessageIDs += ids
+		c.MessageIDs += len(ids)
+		for _, id := range ids {
+			c.IDs = append(c.IDs, hex.EncodeToString([]byte(id)))
+		}
 	}
 	for _, s := range rpc.GetSubscriptions() {
 		if s.GetSubscribe() {
-			add("subscribe", s.GetTopicid(), 0)
+			add("subscribe", s.GetTopicid())
 		} else {
-			add("unsubscribe", s.GetTopicid(), 0)
+			add("unsubscribe", s.GetTopicid())
 		}
 	}
 	for _, m := range rpc.GetPublish() {
-		add("publish", m.GetTopic(), 0)
+		add("publish", m.GetTopic())
+		c := t.sent[[2]string{"publish", m.GetTopic()}]
+		c.IDs = append(c.IDs, hex.EncodeToString([]byte(messageID(m))))
 	}
 	c := rpc.GetControl()
 	for _, e := range c.GetIhave() {
-		add("ihave", e.GetTopicID(), len(e.GetMessageIDs()))
+		add("ihave", e.GetTopicID(), e.GetMessageIDs()...)
 	}
 	for _, e := range c.GetIwant() {
-		add("iwant", "", len(e.GetMessageIDs()))
+		add("iwant", "", e.GetMessageIDs()...)
 	}
 	for _, e := range c.GetGraft() {
-		add("graft", e.GetTopicID(), 0)
+		add("graft", e.GetTopicID())
 	}
 	for _, e := range c.GetPrune() {
-		add("prune", e.GetTopicID(), 0)
+		add("prune", e.GetTopicID())
 	}
 	for _, e := range c.GetIdontwant() {
-		add("idontwant", "", len(e.GetMessageIDs()))
+		add("idontwant", "", e.GetMessageIDs()...)
 	}
 }
 
