@@ -31,6 +31,7 @@ sys.path.insert(0, str(CAPTURES / "gen"))
 from golib import listener_addr  # noqa: E402
 from keypeers import BUILDS, build  # noqa: E402
 from netem import EmulatedLink  # noqa: E402
+from pidkeys import running  # noqa: E402
 
 pytestmark = pytest.mark.host
 BLOCKS = CAPTURES / "data" / "ethereum"
@@ -79,19 +80,6 @@ def attached(proc: subprocess.Popen, pid: int) -> list[str]:
         lines.append(line.strip())
         if line.startswith(f"p2pc keys: pid {pid} (") and ": probing " in line:
             return lines
-
-
-def running(pid: int, exe: Path, timeout: float = 10) -> None:
-    """Waits until pid runs exe (ip netns exec has exec'd it)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if os.readlink(f"/proc/{pid}/exe") == str(exe):
-                return
-        except OSError:
-            pass
-        time.sleep(0.02)
-    raise AssertionError(f"pid {pid} never ran {exe}")
 
 
 def run_cell(tmp: Path, exe: Path, security: str) -> dict:

@@ -11,31 +11,18 @@ import signal
 import sys
 import textwrap
 import threading
-from pathlib import Path
 
-from . import __version__
-from .output import ALL, FORMATS, SECTION_FORMATS, UnknownSection, escape, render
-from .errors import (EXIT_CODES, CaptureUnreadable, Exit, InterfaceError, NoP2PTraffic, OutputError, P2pcError,
-                     UsageError)
-from .records import open_wireshark, read_capture, read_records, start_capture
-from . import doctor, keys as keysource, private, tsharkopts
+from . import __version__, doctor, export, keys as keysource, live, private, tsharkopts, whatif
 from .diff import Side, run_diff
-from .export import ParquetRecords
-from .gather import gather, gather_attributed
-from .idontwant import COLUMNS as IDONTWANT_COLUMNS, DEFAULT_THRESHOLDS as IDONTWANT_THRESHOLDS, IDontWantWhatIf
-from .keylog import follow
-from .live import LiveCapture, LiveTotals
-from .livestatus import LiveStatus
-from .merge import AggregateJSON, merge_reports
+from .errors import EXIT_CODES, CaptureUnreadable, Exit, P2pcError, UsageError
+from .gather import gather_attributed
+from .idontwant import DEFAULT_THRESHOLDS as IDONTWANT_THRESHOLDS
+from .merge import merge_reports
 from .model import not_comparable
-from .progress import CaptureProgress
-from .report import SCHEMA, analyze_report, compare_report, live_report as build_live_report
-from .shard import AUTO_SHARD_BYTES, analyze_sharded, default_shards, split
-from .whatif import CODEC_FIX, CODEC_NAMES, DEFAULT_THRESHOLDS, STRATEGIES, WhatIf, report as whatif_report
-
-# Imported where they are used, as heavy dependencies only some runs need: a format's renderer
-# (output/: rich for the terminal's table, jinja2 and plotly for HTML) and metrics.py
-# (prometheus_client and a WSGI server, for live's --metrics and --by-peer).
+from .output import ALL, FORMATS, SECTION_FORMATS
+from .output.emit import emit
+from .report import analyze_report, compare_report
+from .shard import analyze_captures, split
 
 
 # A capture named "-" is standard input, as for tshark -r -; an --output named "-" is stdout.
@@ -43,44 +30,6 @@ STDIN = "-"
 
 
 # ---- commands ----
-def emit(report: dict, args, warn: bool = True) -> None:
-    """The report on stdout (or --output), and its warnings on stderr whatever the format, so a
-    script reading CSV or a piped table sees them and its data holds none (JSON, HTML and Markdown
-    keep them in the report too).  warn=False: the caller says them itself (live, between reports)."""
-    section = getattr(args, "section", None)
-    if warn:
-        for w in report.get("warnings", []):
-            print(f"p2pc: warning: {escape.text(w)}", file=sys.stderr)
-    try:
-        if args.format == "table" and not args.output and sys.stdout.isatty():
-            from .output.table import console_for, print_report
-            print_report(console_for(sys.stdout), report, section)   # the terminal's width, colours
-            return
-        if args.format == "json":   # written as it is encoded: its aggregate can be large
-            from .output.jsonout import chunks
-            pieces = chunks(report)
-        else:
-            pieces = iter([render(report, args.format, section)])
-    except UnknownSection as e:
-        raise UsageError(str(e)) from None
-    if args.output:
-        try:
-            with open(output_path(args.output), "w") as out:
-                out.writelines(pieces)
-        except OSError as e:
-            raise OutputError(f"cannot write {args.output}: {e.strerror}") from None
-    else:
-        sys.stdout.writelines(pieces)
-
-
-def output_path(path: str) -> str:
-    """`path`, its folder made first if missing (a service's --output /var/log/p2pc/x.json)."""
-    folder = os.path.dirname(path)
-    if folder:
-        os.makedirs(folder, exist_ok=True)
-    return path
-
-
 def refuse_repeats(paths: list[str], why: str = "its counts would be added twice; give each capture once") -> None:
     """CaptureUnreadable naming the first capture given again (the same file by another name
     too), and `why` that is wrong."""
@@ -97,26 +46,11 @@ def cmd_analyze(args) -> int:
     refuse_repeats(args.captures)
     if STDIN in args.captures and (args.shards > 1 or args.scheduler):
         raise UsageError("standard input (-) cannot be split into shards: save it to a file first")
-    sharded = [c for c in args.captures if args.shards > 1 or args.scheduler or (
-        args.shards == 0 and os.path.isfile(c) and os.path.getsize(c) > AUTO_SHARD_BYTES)]
-    whole = [c for c in args.captures if c not in sharded]
-    agg = gather(whole, args.plugin, args.jobs, args.tshark) if whole else None
-    for c in sharded:       # split by connection, shards read in parallel, merged exactly
-        part = analyze_sharded(c, args.shards if args.shards > 1 else default_shards(c, args.jobs),
-                               args.jobs, args.plugin, args.shard_dir, args.scheduler, opts=args.tshark)
-        if agg is None:
-            agg = part
-        else:
-            agg.merge(part)
-    if not agg.has_p2p():
-        raise NoP2PTraffic("no P2P messages found in " + ", ".join(args.captures) +
-                           ": check the capture holds Bitcoin/FISCO/libp2p traffic (`p2pc doctor` checks the plugin)")
-    agg.files = list(args.captures)
-    report = analyze_report(agg, args.model, args.by_direction, args.explain, args.by_peer,
-                            keylog=(args.keylog, args.tshark.keylog))
-    if args.format == "json":   # the sums behind every figure: `p2pc merge` adds reports up exactly
-        report["aggregate"] = AggregateJSON(agg)
-    emit(report, args)
+    agg = analyze_captures(args.captures, args.plugin, args.jobs, args.tshark, args.shards, args.shard_dir,
+                           args.scheduler)
+    emit(analyze_report(agg, args.model, args.by_direction, args.explain, args.by_peer,
+                        keylog=(args.keylog, args.tshark.keylog), sums=args.format == "json"),
+         args.format, args.section, args.output)
     return Exit.TRUNCATED if agg.warnings else 0
 
 
@@ -134,10 +68,8 @@ def cmd_shard(args) -> int:
 def cmd_merge(args) -> int:
     agg, reports = merge_reports(args.reports)
     model = args.model or reports[0].get("model", "capture")
-    report = analyze_report(agg, model, args.by_direction, args.explain)
-    if args.format == "json":
-        report["aggregate"] = AggregateJSON(agg)
-    emit(report, args)
+    emit(analyze_report(agg, model, args.by_direction, args.explain, sums=args.format == "json"),
+         args.format, args.section, args.output)
     return Exit.TRUNCATED if agg.warnings else 0
 
 
@@ -149,7 +81,7 @@ def cmd_compare(args) -> int:
     why = not_comparable(base, comp, args.baseline, args.compressed)
     if why:
         raise UsageError(why)
-    emit(compare_report(base, comp, base_bytes, comp_bytes), args)
+    emit(compare_report(base, comp, base_bytes, comp_bytes), args.format, args.section, args.output)
     return Exit.TRUNCATED if base.warnings or comp.warnings else 0
 
 
@@ -160,180 +92,21 @@ def cmd_diff(args) -> int:
         raise UsageError("diff reads each capture more than once: standard input (-) cannot be "
                          "diffed; save it to a file first")
     sides = (Side("A", args.capture_a, args.filter_a), Side("B", args.capture_b or args.capture_a, args.filter_b))
-    ws = open_wireshark(args.plugin)
-    try:
-        report = run_diff(ws, sides, args.tshark)
-    finally:
-        ws.cleanup()
-    emit(report, args)
+    report = run_diff(args.plugin, sides, args.tshark)
+    emit(report, args.format, args.section, args.output)
     return Exit.TRUNCATED if report["warnings"] else 0 if report["equivalent"] else Exit.DIFFER
 
 
 def cmd_whatif(args) -> int:
     refuse_repeats(args.captures)
-    ws = open_wireshark(args.plugin)
-    w = WhatIf(args.strategy, args.codecs, args.threshold)
-    iw = IDontWantWhatIf(args.idontwant_threshold)
-    n = 0
-    cut = []
-
-    def payload(cap: str, p) -> None:
-        nonlocal n
-        if args.all or p.codec == "none":
-            w.add(cap, p)
-            n += 1
-    try:
-        with CaptureProgress(args.captures, "recompressing") as bar:
-            for cap in args.captures:
-                iw.next_capture()
-                proc = start_capture(ws, cap, ["-z", args.tshark.tap("payloads")], args.tshark)
-                res = read_records(proc, cap, lambda m: None, lambda t, c=cap: w.add_tcp(c, t),
-                                   on_payload=lambda p, c=cap: payload(c, p), on_gossip=iw.add)
-                if res.truncated:
-                    cut.append(res.warning)
-                bar.done(cap)
-    finally:
-        ws.cleanup()
-    if not n and not iw.firsts:
-        for warning in cut:         # no report follows to carry them
-            print(f"p2pc: warning: {warning}", file=sys.stderr)
-        raise NoP2PTraffic("no uncompressed P2P payloads nor gossip messages found (use --all to "
-                           "recompress already-compressed traffic's decompressed payloads)")
-    missing = [f"codec not available: {m} ({CODEC_FIX[m]})" for m in w.missing
-               if not args.codecs or m in args.codecs]
-    out = whatif_report(w, SCHEMA, list(args.captures), cut + missing + iw.warnings())
-    if iw.firsts:
-        out["sections"].append({"name": "idontwant", "title": "IDONTWANT on first receipt of messages of N bytes "
-                                "or more (an upper bound: each duplicate stopped)", "columns": IDONTWANT_COLUMNS,
-                                "rows": iw.rows()})
-    emit(out, args)
+    report, cut = whatif.run(args.captures, args.plugin, args.tshark, args.strategy, args.codecs, args.threshold,
+                             args.idontwant_threshold, args.all)
+    emit(report, args.format, args.section, args.output)
     return Exit.TRUNCATED if cut else 0
 
 
 def cmd_records(args) -> int:
-    ws = open_wireshark(args.plugin)
-    try:
-        target = output_path(args.output) if args.output else sys.stdout.buffer    # --output -: stdout
-        with CaptureProgress([args.capture]) as bar, ParquetRecords(target) as out:
-            res = read_capture(ws, args.capture, out.add, lambda t: None, opts=args.tshark)
-            bar.done(args.capture)
-    except OSError as e:
-        raise UsageError(f"cannot write {args.output}: {e.strerror or e}") from None
-    finally:
-        ws.cleanup()
-    if not res.messages:
-        if args.output:
-            Path(args.output).unlink(missing_ok=True)
-        raise NoP2PTraffic(f"no P2P messages found in {args.capture}")
-    if res.truncated:
-        print(f"p2pc: warning: {res.warning}", file=sys.stderr)
-        return Exit.TRUNCATED
-    return 0
-
-
-def cmd_live(args) -> int:
-    """One continuous capture; the analyze report of everything captured so far every
-    --interval seconds (to --output, or to a terminal) and at the end (--duration, or ^C); how
-    the capture is doing on stderr (livestatus)."""
-    if not shutil.which("dumpcap"):
-        raise InterfaceError("dumpcap not found: sudo apt-get install wireshark-common")
-    stopping = threading.Event()
-    cap = None
-
-    def on_signal(*_) -> None:      # ^C, SIGTERM or SIGHUP, at any moment: the capture ends, not p2pc
-        stopping.set()
-        if cap:
-            cap.stop()
-
-    # SIGHUP too (the terminal or the SSH session gone): by default it killed p2pc with no report
-    # and left dumpcap, in a session of its own, capturing.
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    totals_ = LiveTotals()
-    metrics = ws = None
-    keys_done = threading.Event()       # ends the --keylog follower
-    tracer = None                       # --keys-from's p2pc-keys
-    try:
-        if args.metrics:
-            from .metrics import Metrics
-            try:
-                metrics = Metrics(args.metrics, totals_, args.interface, args.model)
-            except OSError as e:
-                raise UsageError("--metrics {}:{}: {}".format(*args.metrics, e.strerror or e)) from None
-        local = None
-        if args.by_peer:
-            from .metrics import interface_addresses
-            local = interface_addresses(args.interface) or None
-        if args.output:     # found now, not at the first report with the capture running
-            try:
-                open(output_path(args.output), "a").close()
-            except OSError as e:
-                raise OutputError(f"cannot write {args.output}: {e.strerror}") from None
-        ws = open_wireshark(args.plugin)
-        if args.keys_from:      # probed before the capture starts: no connection's keys are missed
-            tracer = keysource.Tracer(args.keys_from, args.tshark.keylog.noise,
-                                      lambda w: print(f"p2pc live: keys: {escape.text(w)}", file=sys.stderr))
-            tracer.start()
-        if args.tshark.keylog and args.tshark.keylog.source:    # --keylog: its parts follow it
-            threading.Thread(target=follow, args=(args.tshark.keylog, keys_done,
-                                                  lambda w: print(f"p2pc live: {w}", file=sys.stderr)),
-                             daemon=True).start()
-        cap = LiveCapture(ws, args.interface, args.capture_filter, args.write, args.duration,
-                          args.session_reset, args.state_mib, list(args.tshark.args), args.tshark.display_filter,
-                          totals_, args.buffer_size, stopping=stopping)
-        cap.start()
-        url = None
-        if args.metrics:
-            host, port = args.metrics
-            url = f"http://{f'[{host}]' if ':' in host else host}:{port}/metrics"
-        with LiveStatus(cap, totals_, url) as status:
-            def tick() -> None:
-                # Between reports, one goes to --output or a terminal; a pipe or a file on stdout
-                # gets the final one only (a log would hold a whole report every --interval).
-                if args.output:
-                    live_report(args, totals_, local, False)
-                elif sys.stdout.isatty() and args.format == "table" and totals_.messages:
-                    with status.aside():        # the screen is cleared for the table
-                        live_report(args, totals_, local, False)
-                status.tick()
-            cap.records(args.interval, tick)
-            status.final(totals_.dropped)
-        # The report of what was decoded, then what ended the capture early (if it did).
-        if cap.fault is None or any(totals_.agg.by_dir.values()):
-            live_report(args, totals_, local, True)
-        if cap.fault:
-            raise cap.fault
-    finally:
-        if tracer:
-            tracer.stop()
-        keys_done.set()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if cap:
-            cap.close()
-        if ws:
-            ws.cleanup()
-        if metrics:
-            metrics.close()
-    return 0
-
-
-def live_report(args, totals_, local: set[str] | None, final: bool) -> None:
-    """live's report of everything captured so far (final: at the end), printed."""
-    rep = build_live_report(totals_, args.interface, args.model, args.by_direction, args.by_peer, local, final)
-    if rep is None:             # the status line says so (0 messages)
-        return
-    if sys.stdout.isatty() and args.format == "table" and not args.output and not final:
-        sys.stdout.write("\x1b[2J\x1b[H")
-    # Warnings on stderr at the end, and at each refresh of a terminal's table (the screen is
-    # cleared for it); between reports written elsewhere they would repeat every --interval.
-    try:
-        emit(rep, args, warn=final or (sys.stdout.isatty() and args.format == "table" and not args.output))
-    except OutputError as e:
-        if final:
-            raise
-        # A full disk for --output: the capture and its -w file go on; the next report may fit.
-        print(f"p2pc live: warning: {e}: the capture goes on", file=sys.stderr)
-    sys.stdout.flush()
+    return Exit.TRUNCATED if export.write(args.capture, args.plugin, args.tshark, args.output) else 0
 
 
 # ---- the command line ----
@@ -587,14 +360,14 @@ def main(argv: list[str] | None = None) -> int:
                 "type; a compress-above-N sweep; what batching small messages would save; on gossipsub "
                 "traffic, what IDONTWANT above N bytes would save.")
     captures(p, "pcap/pcapng files")
-    p.add_argument("--strategy", type=name_list("strategy", STRATEGIES), default=list(STRATEGIES),
-                   metavar="LIST", help="comma-separated subset of " + ",".join(STRATEGIES) +
+    p.add_argument("--strategy", type=name_list("strategy", whatif.STRATEGIES), default=list(whatif.STRATEGIES),
+                   metavar="LIST", help="comma-separated subset of " + ",".join(whatif.STRATEGIES) +
                    " (default: all three, side by side)")
-    p.add_argument("--codecs", type=name_list("codec", CODEC_NAMES), metavar="LIST",
-                   help="comma-separated subset of " + ",".join(CODEC_NAMES) + " (default: all available)")
-    p.add_argument("--threshold", type=size_list, default=list(DEFAULT_THRESHOLDS), metavar="N[,N...]",
+    p.add_argument("--codecs", type=name_list("codec", whatif.CODEC_NAMES), metavar="LIST",
+                   help="comma-separated subset of " + ",".join(whatif.CODEC_NAMES) + " (default: all available)")
+    p.add_argument("--threshold", type=size_list, default=list(whatif.DEFAULT_THRESHOLDS), metavar="N[,N...]",
                    help="compress only payloads over N bytes, for each N (message and block "
-                        "strategies; default: " + ",".join(map(str, DEFAULT_THRESHOLDS)) + ")")
+                        "strategies; default: " + ",".join(map(str, whatif.DEFAULT_THRESHOLDS)) + ")")
     p.add_argument("--all", action="store_true", help="also recompress already-compressed messages' payloads")
     p.add_argument("--idontwant-threshold", type=size_list, default=list(IDONTWANT_THRESHOLDS), metavar="N[,N...]",
                    help="on gossipsub traffic, what gossipsub v1.2's IDONTWANT, sent on first receipt of each "
@@ -646,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
                         "the keys p2pc keys reads from it as they are made (repeat for several; not "
                         "with --keylog)")
     common(p)
-    p.set_defaults(func=cmd_live)
+    p.set_defaults(func=live.run)
 
     p = command("keys", "read session keys from running go-libp2p or OpenSSL processes (eBPF)",
                 "Append the session keys of running, unmodified go-libp2p processes to a key log "

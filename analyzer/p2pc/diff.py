@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 from . import negotiation
 from .errors import NoP2PTraffic
-from .records import Message, ReadResult, Violation, read_records, start_capture
+from .records import Message, ReadResult, Violation, open_wireshark, read_records, start_capture
 from .report import SCHEMA
 from .tsharkopts import TsharkOptions
 from .wsenv import Wireshark
@@ -283,10 +283,14 @@ def diff_report(a: list[Sent], b: list[Sent], sides: tuple[Side, Side], warnings
     }
 
 
-def run_diff(ws: Wireshark, sides: tuple[Side, Side], opts: TsharkOptions) -> dict:
-    """Read both sides and build the diff report."""
-    read = [read_side(ws, s, opts) for s in sides]
+def run_diff(plugin: str | None, sides: tuple[Side, Side], opts: TsharkOptions) -> dict:
+    """`p2pc diff`: read both sides with the plugin and build the diff report."""
+    ws = open_wireshark(plugin)
+    try:
+        read = [read_side(ws, s, opts) for s in sides]
+        negotiated = [row for s, (msgs, _, _) in zip(sides, read) for row in negotiation.read_negotiation(
+            ws, s.capture, s.label, s.side_filter, opts, {x.m.stream for x in msgs if x.m.stream >= 0})]
+    finally:
+        ws.cleanup()
     warnings = [res.warning for _, res, _ in read if res.truncated]
-    negotiated = [row for s, (msgs, _, _) in zip(sides, read) for row in negotiation.read_negotiation(
-        ws, s.capture, s.label, s.side_filter, opts, {x.m.stream for x in msgs if x.m.stream >= 0})]
     return diff_report(read[0][0], read[1][0], sides, warnings, read[0][2], read[1][2], negotiated)

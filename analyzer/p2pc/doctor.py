@@ -4,12 +4,16 @@ prints each missing part with the command that fixes it.
 """
 from __future__ import annotations
 
+import ctypes.util
+import grp
+import importlib.util
 import os
 import shutil
 import subprocess
 from pathlib import Path
 
 from .errors import Exit, P2pcError
+from .keys import helper
 from .records import open_wireshark, personal_plugin, plugin_error, tshark_has_plugin
 from .whatif import CODEC_FIX
 from .wsenv import Wireshark, built_plugin, ws_version
@@ -84,8 +88,6 @@ def plugin_check(line, plugin: str | None) -> str | Path | None:
 
 def optional(line) -> None:
     """What only some commands need: dumpcap (live), the what-if codecs, the report libraries."""
-    import ctypes.util
-    import importlib.util
     dumpcap = shutil.which("dumpcap")
     line(bool(dumpcap), f"dumpcap (p2pc live): {dumpcap or 'not found'}",
          "sudo apt-get install wireshark-common", optional=True)
@@ -112,7 +114,6 @@ def optional(line) -> None:
 
 def keys(line) -> None:
     """p2pc keys and live --keys-from: the helper built, and a kernel with uprobes."""
-    from .keys import helper
     try:
         line(True, f"p2pc keys (eBPF helper): {helper()}", optional=True)
     except P2pcError as e:
@@ -126,7 +127,6 @@ def keys(line) -> None:
 def capture(line, dumpcap: str) -> None:
     """Whether this user may capture (p2pc live): root, or dumpcap with the capture
     capabilities that this user may run (Debian: the wireshark group)."""
-    import grp
     if os.geteuid() == 0:
         eff = next((int(l.split()[1], 16) for l in Path("/proc/self/status").read_text().splitlines()
                     if l.startswith("CapEff:")), 0)

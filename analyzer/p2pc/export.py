@@ -5,7 +5,14 @@ null for a message not carried in a muxed stream; reason is empty but for undeco
 cause is known."""
 from __future__ import annotations
 
-from .records import Message
+import sys
+from pathlib import Path
+
+from .errors import NoP2PTraffic, UsageError
+from .output.emit import output_path
+from .progress import CaptureProgress
+from .records import Message, open_wireshark, read_capture
+from .tsharkopts import TsharkOptions
 
 # The record's fields in the order the file holds them, with their Arrow types.
 COLUMNS = [("proto", "string"), ("msg_type", "string"), ("codec", "string"),
@@ -47,3 +54,25 @@ class ParquetRecords:
     def __exit__(self, *exc) -> None:
         self.flush()
         self.writer.close()
+
+
+def write(capture: str, plugin: str | None, opts: TsharkOptions, path: str | None) -> bool:
+    """`p2pc records`: the capture's records as a Parquet file at `path` (None: stdout); whether
+    the capture was cut short (said on stderr).  With no P2P message, no file is left."""
+    ws = open_wireshark(plugin)
+    try:
+        target = output_path(path) if path else sys.stdout.buffer
+        with CaptureProgress([capture]) as bar, ParquetRecords(target) as out:
+            res = read_capture(ws, capture, out.add, lambda t: None, opts=opts)
+            bar.done(capture)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror or e}") from None
+    finally:
+        ws.cleanup()
+    if not res.messages:
+        if path:
+            Path(path).unlink(missing_ok=True)
+        raise NoP2PTraffic(f"no P2P messages found in {capture}")
+    if res.truncated:
+        print(f"p2pc: warning: {res.warning}", file=sys.stderr)
+    return res.truncated

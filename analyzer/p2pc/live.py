@@ -12,6 +12,11 @@ forgets its connections. The plugin marks a reset with `#RESET`. With a state bu
 reset and says which with `#CARRIED`: they go on decoding where they stopped. Bytes that the
 other connections open across a reset carry afterwards without a decoded message are counted
 as undecoded (a row of the report, a metric), never dropped silently.
+
+run() is the command: the capture with its status line (livestatus.py), its reports (report.py's
+live_report, written by output's emit), and what the options add: the metrics endpoint
+(metrics.py, imported only then: prometheus_client), --keys-from's key tracer (keys.py) and
+--keylog's follower (keylog.py).
 """
 from __future__ import annotations
 
@@ -22,16 +27,22 @@ import shutil
 import signal
 import struct
 import subprocess
+import sys
 import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from . import private
+from . import keys, private
 from .errors import (CaptureEnded, CaptureFilterError, CapturePermission, InterfaceError, OutputError,
-                     P2pcError, PluginMissing, WriteFailed)
-from .records import ONE_PASS_PREFS, check_version, dispatch, tshark_refusal
+                     P2pcError, PluginMissing, UsageError, WriteFailed)
+from .keylog import follow
+from .livestatus import LiveStatus
+from .output import escape
+from .output.emit import emit, output_path
+from .records import ONE_PASS_PREFS, check_version, dispatch, open_wireshark, tshark_refusal
+from .report import live_report
 from .series import SeriesAggregate
 from .wsenv import Wireshark
 
@@ -483,3 +494,109 @@ class LiveCapture:
             self.fault = CaptureEnded(f"tshark ended while capturing ({ended_how(trc)}"
                                       + (f": {lines[0]}" if lines else "") + "): the report covers "
                                       "what it decoded" + saved)
+
+
+def run(args) -> int:
+    """`p2pc live` (args: its parsed command line, cli.py): one continuous capture; the analyze
+    report of everything captured so far every --interval seconds (to --output, or to a terminal)
+    and at the end (--duration, or ^C); how the capture is doing on stderr (livestatus)."""
+    if not shutil.which("dumpcap"):
+        raise InterfaceError("dumpcap not found: sudo apt-get install wireshark-common")
+    stopping = threading.Event()
+    cap = None
+
+    def on_signal(*_) -> None:      # ^C, SIGTERM or SIGHUP, at any moment: the capture ends, not p2pc
+        stopping.set()
+        if cap:
+            cap.stop()
+
+    # SIGHUP too (the terminal or the SSH session gone): by default it killed p2pc with no report
+    # and left dumpcap, in a session of its own, capturing.
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    totals_ = LiveTotals()
+    metrics = ws = None
+    keys_done = threading.Event()       # ends the --keylog follower
+    tracer = None                       # --keys-from's p2pc-keys
+    try:
+        if args.metrics:
+            from .metrics import Metrics
+            try:
+                metrics = Metrics(args.metrics, totals_, args.interface, args.model)
+            except OSError as e:
+                raise UsageError("--metrics {}:{}: {}".format(*args.metrics, e.strerror or e)) from None
+        local = None
+        if args.by_peer:
+            from .metrics import interface_addresses
+            local = interface_addresses(args.interface) or None
+        if args.output:     # found now, not at the first report with the capture running
+            try:
+                open(output_path(args.output), "a").close()
+            except OSError as e:
+                raise OutputError(f"cannot write {args.output}: {e.strerror}") from None
+        ws = open_wireshark(args.plugin)
+        if args.keys_from:      # probed before the capture starts: no connection's keys are missed
+            tracer = keys.Tracer(args.keys_from, args.tshark.keylog.noise,
+                                 lambda w: print(f"p2pc live: keys: {escape.text(w)}", file=sys.stderr))
+            tracer.start()
+        if args.tshark.keylog and args.tshark.keylog.source:    # --keylog: its parts follow it
+            threading.Thread(target=follow, args=(args.tshark.keylog, keys_done,
+                                                  lambda w: print(f"p2pc live: {w}", file=sys.stderr)),
+                             daemon=True).start()
+        cap = LiveCapture(ws, args.interface, args.capture_filter, args.write, args.duration,
+                          args.session_reset, args.state_mib, list(args.tshark.args), args.tshark.display_filter,
+                          totals_, args.buffer_size, stopping=stopping)
+        cap.start()
+        url = None
+        if args.metrics:
+            host, port = args.metrics
+            url = f"http://{f'[{host}]' if ':' in host else host}:{port}/metrics"
+        with LiveStatus(cap, totals_, url) as status:
+            def tick() -> None:
+                # Between reports, one goes to --output or a terminal; a pipe or a file on stdout
+                # gets the final one only (a log would hold a whole report every --interval).
+                if args.output:
+                    show(args, totals_, local, False)
+                elif sys.stdout.isatty() and args.format == "table" and totals_.messages:
+                    with status.aside():        # the screen is cleared for the table
+                        show(args, totals_, local, False)
+                status.tick()
+            cap.records(args.interval, tick)
+            status.final(totals_.dropped)
+        # The report of what was decoded, then what ended the capture early (if it did).
+        if cap.fault is None or any(totals_.agg.by_dir.values()):
+            show(args, totals_, local, True)
+        if cap.fault:
+            raise cap.fault
+    finally:
+        if tracer:
+            tracer.stop()
+        keys_done.set()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if cap:
+            cap.close()
+        if ws:
+            ws.cleanup()
+        if metrics:
+            metrics.close()
+    return 0
+
+
+def show(args, totals_: LiveTotals, local: set[str] | None, final: bool) -> None:
+    """live's report of everything captured so far (final: at the end), printed."""
+    rep = live_report(totals_, args.interface, args.model, args.by_direction, args.by_peer, local, final)
+    if rep is None:             # the status line says so (0 messages)
+        return
+    if sys.stdout.isatty() and args.format == "table" and not args.output and not final:
+        sys.stdout.write("\x1b[2J\x1b[H")
+    # Warnings on stderr at the end, and at each refresh of a terminal's table (the screen is
+    # cleared for it); between reports written elsewhere they would repeat every --interval.
+    try:
+        emit(rep, args.format, args.section, args.output,
+             warn=final or (sys.stdout.isatty() and args.format == "table" and not args.output))
+    except OutputError as e:
+        if final:
+            raise
+        # A full disk for --output: the capture and its -w file go on; the next report may fit.
+        print(f"p2pc live: warning: {e}: the capture goes on", file=sys.stderr)
+    sys.stdout.flush()

@@ -18,6 +18,7 @@ from typing import Iterator
 from .errors import ReportUnmergeable
 from .model import SIZE_RANGES, Aggregate, Sums
 from .records import TcpDirection
+from .series import SeriesAggregate
 
 AGGREGATE_SCHEMA = "p2pc-aggregate/2"
 # /1 keyed a direction's sums by (proto, msg_type); /2 by (proto, msg_type, codec).  A /1
@@ -27,14 +28,9 @@ UNKNOWN_CODEC = "unknown"
 _RECORDS = {"Sums": Sums, "TcpDirection": TcpDirection}
 
 
-def _aggregate_classes() -> dict:
-    classes = {"Aggregate": Aggregate}
-    try:    # the report's extra series, when this version of the analyzer has them
-        from .series import SeriesAggregate
-        classes["SeriesAggregate"] = SeriesAggregate
-    except ImportError:
-        pass
-    return classes
+# The aggregate classes a saved aggregate may name (SeriesAggregate: analyze's, with the report's
+# extra series).
+_AGGREGATES = {"Aggregate": Aggregate, "SeriesAggregate": SeriesAggregate}
 
 
 def _enc(v):
@@ -207,8 +203,7 @@ def aggregate_from_json(d: dict) -> Aggregate:
         raise ReportUnmergeable("not a p2pc aggregate")
     if not isinstance(d.get("fields"), dict):
         raise ReportUnmergeable("the aggregate has no fields")
-    classes = _aggregate_classes()
-    cls = classes.get(d.get("class"), Aggregate)
+    cls = _AGGREGATES.get(d.get("class"), Aggregate)
     agg = cls()
     names = {f.name for f in dataclasses.fields(agg)}
     for name, v in d["fields"].items():
@@ -257,8 +252,7 @@ def merge_reports(paths: list[str]) -> tuple[Aggregate, list[dict]]:
                     else f"as {paths[j]} (the same captures' sums)"
                 raise ReportUnmergeable(f"{paths[i]}: the same report {again}: its counts would be added "
                                         "twice; give each report once")
-    classes = list(_aggregate_classes().values())
-    cls = classes[-1] if any(type(a) is classes[-1] for a, _ in parts) else Aggregate
+    cls = SeriesAggregate if any(type(a) is SeriesAggregate for a, _ in parts) else Aggregate
     total = cls()
     seen: set = set()
     for path, (a, _) in zip(paths, parts):

@@ -17,7 +17,6 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, make_wsgi_app
 
-from .live import LiveTotals
 from .model import LinkParams, direction_savings, record_layer
 from .records import BudgetPart, Message, TcpDirection
 
@@ -95,9 +94,10 @@ def serve(listen: tuple[str, int], registry: CollectorRegistry) -> WSGIServer:
 
 class Metrics:
     """The counters of docs/metrics.md, each a prometheus_client Counter that the records
-    raise as they come (LiveTotals calls them under its lock)."""
+    raise as they come (`totals`, live's LiveTotals, calls them under its lock: live.py imports
+    this module, not this module live.py)."""
 
-    def __init__(self, listen: tuple[str, int], totals: LiveTotals, iface: str, model: str):
+    def __init__(self, listen: tuple[str, int], totals, iface: str, model: str):
         self.totals, self.model = totals, model
         self.registry = CollectorRegistry()
         self.local = interface_addresses(iface)

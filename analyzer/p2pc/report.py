@@ -8,7 +8,7 @@ from .encrypted import warnings as encrypted_warnings
 from .errors import NoP2PTraffic
 from .model import (BANDWIDTH_CELLS, RATIO_BIN, Aggregate, Row, Sums, bandwidth_table, budget_rows,
                     compute_rows, conformance_rows, family, gossip_rows, family_measured, measured_tcp, pct, size_table, totals)
-from .merge import capture_of
+from .merge import AggregateJSON, capture_of
 from .peers import peer_rows
 from .series import ratio_cdf_by_size, ratio_counts_by_size
 
@@ -80,11 +80,12 @@ GOSSIP_SECTION = {"name": "gossip", "title": "Gossipsub bytes by sender, kind an
 
 def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool,
                    by_peer: bool = False, local: set[str] | None = None, extra_rows: tuple = (),
-                   keylog: tuple | None = None) -> dict:
+                   keylog: tuple | None = None, sums: bool = False) -> dict:
     """The analyze report; by_peer: rows per remote address and peer ID (`local`: the node's
     own addresses, else guessed); extra_rows: rows the records do not hold (live's undecoded
     bytes); keylog: (the --keylog file or None, its KeylogFiles) of the run that read the
-    captures, to say what stayed encrypted (encrypted.py), or None to say nothing of it."""
+    captures, to say what stayed encrypted (encrypted.py), or None to say nothing of it; sums:
+    the aggregate's sums behind every figure too (JSON's: `p2pc merge` adds reports up exactly)."""
     rows = compute_rows(agg, model=model, by_direction=by_direction, explain=explain)
     for extra in extra_rows:                # into the records' own row of that kind, if any
         same = next((r for r in rows if (r.proto, r.msg_type, r.direction) ==
@@ -124,6 +125,8 @@ def analyze_report(agg: Aggregate, model: str, by_direction: bool, explain: bool
             "columns": ["proto", "msg_type", "direction", "delta_bytes", "batched_headers", "mss",
                         "seg_overhead", "ack_ratio", "ack_frame_bytes", "segments_saved"],
             "rows": [{"proto": r.proto, "msg_type": r.msg_type, **e} for r in rows for e in r.explain]})
+    if sums:
+        report["aggregate"] = AggregateJSON(agg)
     return report
 
 

@@ -13,7 +13,8 @@ Block, interface statistics) goes to every shard, packet blocks to their connect
 connkey.py names each frame's connection (dpkt decodes it).
 
 `analyze_sharded()` splits, hands the shards to worker processes (or to a Dask cluster with
-`scheduler=`), each running the usual single tshark pass, and merges the Aggregates.
+`scheduler=`), each running the usual single tshark pass, and merges the Aggregates;
+`analyze_captures()`, `p2pc analyze`'s, picks which captures to split.
 """
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ from typing import TYPE_CHECKING, Iterator
 
 from . import private
 from .connkey import frame_key
-from .errors import CaptureUnreadable, P2pcError, UsageError
-from .gather import analyze_file, submit_largest_first
+from .errors import CaptureUnreadable, NoP2PTraffic, P2pcError, UsageError
+from .gather import analyze_file, gather, submit_largest_first
 from .merge import rename_files, shard_key
 from .records import open_wireshark
 from .tsharkopts import TsharkOptions
@@ -300,4 +301,27 @@ def analyze_sharded(capture: str, shards: int, jobs: int, plugin: str | None = N
             shutil.rmtree(tmp, ignore_errors=True)
     agg.files = [capture]
     agg.warnings = warnings
+    return agg
+
+
+def analyze_captures(captures: list[str], plugin: str | None, jobs: int, opts: TsharkOptions,
+                     shards: int = 0, workdir: str | None = None, scheduler: str | None = None) -> Aggregate:
+    """`p2pc analyze`'s aggregate of `captures`: the ones to split (every one with shards > 1 or
+    a scheduler; with shards 0, those over AUTO_SHARD_BYTES) by analyze_sharded(), the others
+    read whole in parallel (gather), all merged exactly."""
+    sharded = [c for c in captures if shards > 1 or scheduler or (
+        shards == 0 and os.path.isfile(c) and os.path.getsize(c) > AUTO_SHARD_BYTES)]
+    whole = [c for c in captures if c not in sharded]
+    agg = gather(whole, plugin, jobs, opts) if whole else None
+    for c in sharded:       # split by connection, shards read in parallel, merged exactly
+        part = analyze_sharded(c, shards if shards > 1 else default_shards(c, jobs), jobs, plugin,
+                               workdir, scheduler, opts=opts)
+        if agg is None:
+            agg = part
+        else:
+            agg.merge(part)
+    if not agg.has_p2p():
+        raise NoP2PTraffic("no P2P messages found in " + ", ".join(captures) +
+                           ": check the capture holds Bitcoin/FISCO/libp2p traffic (`p2pc doctor` checks the plugin)")
+    agg.files = list(captures)
     return agg

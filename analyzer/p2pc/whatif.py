@@ -27,15 +27,21 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import sys
 import time
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from .errors import NoP2PTraffic
+from .idontwant import COLUMNS as IDONTWANT_COLUMNS, IDontWantWhatIf
 from .model import (BATCHABLE, BIP_ACK_BYTES, PROTOCOL_HEADER, SIZE_RANGES, LinkParams, Sums,
                     direction_savings, is_block, pct, size_range, size_range_label)
-from .records import Payload, TcpDirection
+from .progress import CaptureProgress
+from .records import Payload, TcpDirection, open_wireshark, read_records, start_capture
+from .report import SCHEMA
+from .tsharkopts import TsharkOptions
 
 STRATEGIES = ("message", "stream", "block")
 CODEC_NAMES = ("zlib-1", "zlib-6", "gzip", "deflate", "lzo1x-1", "lzo1x-999", "snappy", "zstd",
@@ -350,13 +356,13 @@ MEASURES = ["messages", "raw_bytes", "sent_bytes", "payload_saved", "header_save
 TIMES = ["compress_ms_per_mb", "decompress_ms_per_mb"]
 
 
-def report(w: WhatIf, schema: str, files: list[str], warnings: list[str]) -> dict:
+def report(w: WhatIf, files: list[str], warnings: list[str]) -> dict:
     """The whatif report: the strategies side by side (the main table), per message type, the
     threshold sweep, the message strategy by size range, and batching the small messages."""
     main = w.strategy_rows(by_type=False)
     thresholds = w.threshold_rows()
     return {
-        "schema": schema, "command": "whatif", "title": "p2pc: what compression would save, by strategy",
+        "schema": SCHEMA, "command": "whatif", "title": "p2pc: what compression would save, by strategy",
         "files": files, "model": "capture", "warnings": warnings,
         "strategies": w.strategies, "thresholds": w.thresholds,
         "columns": ["strategy", "codec"] + MEASURES + TIMES, "rows": main,
@@ -375,3 +381,45 @@ def report(w: WhatIf, schema: str, files: list[str], warnings: list[str]) -> dic
         ],
         "series": {"strategies": main, "thresholds": thresholds, "codecs": w.codec_series()},
     }
+
+
+def run(captures: list[str], plugin: str | None, opts: TsharkOptions, strategies, only: list[str] | None,
+        thresholds, idontwant_thresholds, recompress_all: bool) -> tuple[dict, bool]:
+    """`p2pc whatif`: every capture's uncompressed payloads (with recompress_all, the
+    decompressed payloads of compressed messages too) through each strategy and codec, its
+    gossip through IDONTWANT; the report, and whether a capture was cut short."""
+    ws = open_wireshark(plugin)
+    w = WhatIf(strategies, only, thresholds)
+    iw = IDontWantWhatIf(idontwant_thresholds)
+    n = 0
+    cut = []
+
+    def payload(cap: str, p) -> None:
+        nonlocal n
+        if recompress_all or p.codec == "none":
+            w.add(cap, p)
+            n += 1
+    try:
+        with CaptureProgress(captures, "recompressing") as bar:
+            for cap in captures:
+                iw.next_capture()
+                proc = start_capture(ws, cap, ["-z", opts.tap("payloads")], opts)
+                res = read_records(proc, cap, lambda m: None, lambda t, c=cap: w.add_tcp(c, t),
+                                   on_payload=lambda p, c=cap: payload(c, p), on_gossip=iw.add)
+                if res.truncated:
+                    cut.append(res.warning)
+                bar.done(cap)
+    finally:
+        ws.cleanup()
+    if not n and not iw.firsts:
+        for warning in cut:         # no report follows to carry them
+            print(f"p2pc: warning: {warning}", file=sys.stderr)
+        raise NoP2PTraffic("no uncompressed P2P payloads nor gossip messages found (use --all to "
+                           "recompress already-compressed traffic's decompressed payloads)")
+    missing = [f"codec not available: {m} ({CODEC_FIX[m]})" for m in w.missing if not only or m in only]
+    out = report(w, list(captures), cut + missing + iw.warnings())
+    if iw.firsts:
+        out["sections"].append({"name": "idontwant", "title": "IDONTWANT on first receipt of messages of N bytes "
+                                "or more (an upper bound: each duplicate stopped)", "columns": IDONTWANT_COLUMNS,
+                                "rows": iw.rows()})
+    return out, bool(cut)

@@ -52,7 +52,7 @@ sys.path.insert(0, str(HERE / "prysm"))
 from netem import EmulatedLink  # noqa: E402
 from beacon import http, read_nodes, stop  # noqa: E402
 from build import VERSION, build  # noqa: E402
-from pidkeys import Tracer  # noqa: E402
+from pidkeys import Tracer, running  # noqa: E402
 
 ROOT = HERE.parent.parent
 OUT = ROOT / "captures" / "prysm"
@@ -168,18 +168,6 @@ def genesis_state(bins: dict) -> int:
     return genesis
 
 
-def exec_done(proc: subprocess.Popen, exe: Path) -> None:
-    """Once `ip netns exec` has exec'd exe (the process p2pc keys must probe)."""
-    for _ in range(100):
-        try:
-            if Path(f"/proc/{proc.pid}/exe").resolve() == exe.resolve():
-                return
-        except OSError:
-            pass
-        time.sleep(0.05)
-    raise SystemExit(f"pid {proc.pid} did not become {exe}")
-
-
 def run(bins: dict, transport: str, unpatched: bool) -> None:
     for side in ("a", "b"):
         subprocess.run(["rm", "-rf", str(WORK / side)], check=True)
@@ -217,7 +205,7 @@ def run(bins: dict, transport: str, unpatched: bool) -> None:
         nodes["b"] = link.popen("b", argv(bins, "b", transport, peer), cwd=WORK / "b", env=env,
                                 stdout=logs["b"], stderr=subprocess.STDOUT, start_new_session=True)
         if unpatched:
-            exec_done(nodes["b"], bins["beacon-chain"])
+            running(nodes["b"].pid, bins["beacon-chain"])
             tracers["b"] = Tracer(nodes["b"].pid, keys["b"])
         nodes["vb"] = link.popen("b", validator_argv(bins, "b"), cwd=WORK / "b", stdout=logs["vb"],
                                  stderr=subprocess.STDOUT, start_new_session=True)

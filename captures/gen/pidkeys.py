@@ -1,15 +1,31 @@
 """`p2pc keys --pid` on one running, unmodified node, as make_kubo.py and make_prysm.py run it:
 attached before the node makes the connection the capture holds, stopped by the node's end
 (p2pc keys stops when every process it probes has ended), what it said kept for the truth.
-Needs root, eBPF uprobes and the helper `make keys` builds (build/p2pc-keys)."""
+Needs root, eBPF uprobes and the helper `make keys` builds (build/p2pc-keys).  running() waits
+for the process to probe, as make_prysm.py and tests/test_keys.py start it."""
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def running(pid: int, exe: Path, timeout: float = 10) -> None:
+    """Once pid runs exe: `ip netns exec` (or a shell) has exec'd it, so p2pc keys probes exe and
+    not the launcher.  TimeoutError if it does not within timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/exe").resolve() == exe.resolve():
+                return
+        except OSError:
+            pass
+        time.sleep(0.02)
+    raise TimeoutError(f"pid {pid} never ran {exe}")
 
 
 class Tracer:

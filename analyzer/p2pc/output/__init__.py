@@ -7,7 +7,8 @@
      "series": {...}}                         # data for plots (HTML only)
 
 Each output format is one module with render(report, section=None) -> str.  `section` names
-one table ("main" is the rows plus totals, the others are the sections' names).
+one table ("main" is the rows plus totals, the others are the sections' names).  emit.py writes
+a report where the command line asks.
 """
 from __future__ import annotations
 
