@@ -41,7 +41,7 @@ from .keylog import follow
 from .livestatus import LiveStatus
 from .output import escape
 from .output.emit import emit, output_path
-from .records import ONE_PASS_PREFS, check_version, dispatch, open_wireshark, tshark_refusal
+from .records import ONE_PASS_PREFS, carried_connection, check_version, dispatch, open_wireshark, tshark_refusal
 from .report import live_report
 from .series import SeriesAggregate
 from .wsenv import Wireshark
@@ -212,11 +212,11 @@ class LiveTotals:
     def line(self, line: str) -> None:
         if dispatch(line, self._handlers):
             return
-        if line.startswith("#CARRIED"):
-            _, a, pa, b, pb = line.rstrip("\n").split("\t")
+        if (conn := carried_connection(line)) is not None:
+            a, pa, b, pb = conn
             with self.lock:
-                self.carried[(a, int(pa), b, int(pb))].add(self.epoch)
-                self.carried[(b, int(pb), a, int(pa))].add(self.epoch)
+                self.carried[(a, pa, b, pb)].add(self.epoch)
+                self.carried[(b, pb, a, pa)].add(self.epoch)
         elif line.startswith("#RESET"):
             with self.lock:
                 if self.metrics:

@@ -329,6 +329,16 @@ def dispatch(line: str, handlers: dict) -> bool:
     return True
 
 
+def carried_connection(line: str) -> tuple[str, int, str, int] | None:
+    """A `#CARRIED src srcport dst dstport` line (live's session resets, docs/tap-format.md): the
+    connection the plugin carried over the reset, as (address, port, address, port); None for
+    any other line."""
+    if not line.startswith("#CARRIED\t"):
+        return None
+    _, a, pa, b, pb = line.rstrip("\n").split("\t")
+    return a, int(pa), b, int(pb)
+
+
 def check_version(line: str) -> None:
     """The dump's `#p2pc-records VERSION` line: a version this parser does not read is an error
     that says so (a plugin of another p2pc version), not a column count that fails later."""
