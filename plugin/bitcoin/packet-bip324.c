@@ -28,7 +28,6 @@
 #include "core/holes.h"
 #include "core/ledger.h"
 #include "core/record.h"
-#include "core/retrans.h"
 #include "bitcoin/bip324.h"
 
 #include <epan/expert.h>
@@ -145,7 +144,6 @@ btc_bip324_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
 {
     guint at;
 
-    p2pc_retrans_watch(pinfo);
     col_clear(pinfo->cinfo, COL_INFO);
     at = p2pc_holes_enter(tvb, pinfo, tree, data, &bip324_framing);
     p2pc_holes_dissect_pdus(tvb, at, pinfo, tree, data, &bip324_framing);

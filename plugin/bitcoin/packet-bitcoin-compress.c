@@ -42,7 +42,6 @@
 #include "core/payload.h"
 #include "core/prefs.h"
 #include "core/record.h"
-#include "core/retrans.h"
 #include "core/spec.h"
 #include "core/tree-room.h"
 #include "bitcoin/bip324.h"
@@ -983,7 +982,6 @@ dissect_btcc(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 
     if (btc_bip324_direction(pinfo, data, btc_header_at(tvb, 0, TRUE)))
         return btc_bip324_dissect(tvb, pinfo, tree, data);
-    p2pc_retrans_watch(pinfo);
     col_clear(pinfo->cinfo, COL_INFO);
     at = from = (gint)p2pc_holes_enter(tvb, pinfo, tree, data, &btcc_framing);
     if (at < len && !btc_header_at(tvb, at, FALSE)) {

@@ -30,6 +30,7 @@ typedef struct p2pc_conn p2pc_conn_t;
 /* What each part keeps in a connection. */
 typedef enum {
     P2PC_SLOT_LEDGER,           /* core/ledger.c: p2pc_tcp_t */
+    P2PC_SLOT_RETRANS,          /* core/retrans.c: each direction's segments first sent */
     P2PC_SLOT_LIBP2P,           /* libp2p/packet-libp2p-tcp.c: the connection's root pipes */
     P2PC_SLOT_ENGINE,           /* libp2p/engine.c: the pipes' buffers holding bytes */
     P2PC_SLOT_HOLES,            /* core/holes.c: the framing of a tcp_dissect_pdus protocol */

@@ -359,7 +359,7 @@ p2pc_holes_enter(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
     f = (frame_t *)p2pc_frame_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_HOLES_FRAME, sizeof(frame_t), NULL);
     f->conn = c;
     p2pc_post_handed(pinfo);
-    if (!td->started)
+    if (!td->shifted)
         return 0;
     seq = p2pc_ledger_seq(td, tcpi->seq);
     if (!td->handing) {

@@ -15,6 +15,9 @@
 
 static int proto_p2pc = -1;
 static expert_field ei_hole = EI_INIT;
+/* A ledger was made in this session: until one is (or one is carried into it), finding one
+ * costs a frame a test (a capture without p2pc's TCP protocols). */
+static gboolean made;
 
 int
 p2pc_ledger_dir(const p2pc_tcp_t *l, const packet_info *pinfo)
@@ -102,11 +105,23 @@ note_ack(wmem_allocator_t *pool, p2pc_tcp_dir_t *d, guint32 ack)
     }
 }
 
-/* The ledger that noted this dissection's frame, and the bytes its segment brought. */
+/* The ledger that noted this dissection's frame, the bytes its segment brought, and where its
+ * direction's captured bytes ended before it. */
 typedef struct {
     const p2pc_tcp_t *l;
     guint32 fresh;
+    gboolean seg;               /* a segment with bytes was noted: `seen` is set */
+    guint32 seen;
 } noted_t;
+
+/* Direction `d` starts at `from` (the ledger's number), `base` below the headers' numbers. */
+static void
+start_dir(p2pc_tcp_dir_t *d, guint32 base, guint32 from)
+{
+    d->started = TRUE;
+    d->base = base;
+    d->cap_end = from;
+}
 
 /* The frame's segment and acknowledgement go into the ledger, once per dissection of a frame. */
 static void
@@ -124,7 +139,11 @@ note_frame(p2pc_tcp_t *l, packet_info *pinfo)
         return;
     d = &l->dir[p2pc_ledger_dir(l, pinfo)];
     o = &l->dir[1 - p2pc_ledger_dir(l, pinfo)];
+    if (seg.len && !d->started && l->watched)
+        start_dir(d, 0, seg.seq);
     if (seg.len && d->started) {
+        n->seg = TRUE;
+        n->seen = d->cap_end;
         n->fresh = note_segment(pool, d, seg.seq - d->base, seg.seq - d->base + seg.len);
         p2pc_where_keep(pool, pinfo, &d->last);
     }
@@ -138,46 +157,60 @@ note_frame(p2pc_tcp_t *l, packet_info *pinfo)
         p2pc_conn_ended(l->conn);
 }
 
-p2pc_tcp_t *
-p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq, p2pc_claim_t who, const char *proto)
+/* This frame's connection's ledger, made at the first call. */
+static p2pc_tcp_t *
+ledger_get(packet_info *pinfo)
 {
-    p2pc_conn_t *c;
-    p2pc_tcp_t *l;
-    p2pc_tcp_dir_t *d;
-    guint32 base;
+    p2pc_conn_t *c = p2pc_conn_get(pinfo);
+    p2pc_tcp_t *l = (p2pc_tcp_t *)p2pc_conn_slot(c, P2PC_SLOT_LEDGER);
 
-    if (pinfo->ptype != PT_TCP)
-        return NULL;
-    c = p2pc_conn_get(pinfo);
-    l = (p2pc_tcp_t *)p2pc_conn_slot(c, P2PC_SLOT_LEDGER);
     if (!l) {
         l = wmem_new0(p2pc_conn_pool(c), p2pc_tcp_t);
         l->conn = c;
         copy_address_wmem(p2pc_conn_pool(c), &l->addr0, &pinfo->src);
         l->port0 = pinfo->srcport;
         p2pc_conn_set_slot(c, P2PC_SLOT_LEDGER, l);
+        made = TRUE;
     }
+    return l;
+}
+
+p2pc_tcp_t *
+p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq, p2pc_claim_t who, const char *proto)
+{
+    p2pc_tcp_t *l;
+    p2pc_tcp_dir_t *d;
+    guint32 base;
+
+    if (pinfo->ptype != PT_TCP)
+        return NULL;
+    l = ledger_get(pinfo);
     if (l->claim == P2PC_CLAIM_NONE)
         l->claim = who;
     if (!l->proto)
         l->proto = proto;
-    else if (l->claim != who)
-        return NULL;
+    /* A protocol of the other kind starts a direction too: the capture holds its bytes. */
     d = &l->dir[p2pc_ledger_dir(l, pinfo)];
-    if ((!d->started || d->session != p2pc_conn_session()) && p2pc_seq_base(tvb, pinfo, seq, &base)) {
-        if (!d->started) {
-            d->started = TRUE;
-            d->base = base;
-            d->cap_end = seq;
-        }
+    if ((!d->shifted || d->session != p2pc_conn_session()) && p2pc_seq_base(tvb, pinfo, seq, &base)) {
+        if (!d->started)
+            start_dir(d, base, seq);
         /* TCP's numbers of this session: hdr = seq + base (TCP's) = ledger's + d->base. */
         d->shift = base - d->base;
         d->session = p2pc_conn_session();
+        d->shifted = TRUE;
     }
     /* Bytes TCP reassembled come before the frame's own (a later call in the frame). */
     if (d->started)
         note_frame(l, pinfo);
-    return l;
+    return l->claim == who ? l : NULL;
+}
+
+void
+p2pc_ledger_watch(packet_info *pinfo)
+{
+    if (pinfo->ptype != PT_TCP || PINFO_FD_VISITED(pinfo))
+        return;
+    ledger_get(pinfo)->watched = TRUE;
 }
 
 void
@@ -190,7 +223,8 @@ p2pc_ledger_let_go(p2pc_tcp_t *l)
 p2pc_tcp_t *
 p2pc_ledger_find(packet_info *pinfo)
 {
-    p2pc_conn_t *c = pinfo->ptype == PT_TCP ? p2pc_conn_find(pinfo) : NULL;
+    p2pc_conn_t *c = pinfo->ptype == PT_TCP && (made || p2pc_conn_carried_any(P2PC_SLOT_LEDGER)) ?
+                     p2pc_conn_find(pinfo) : NULL;
     p2pc_tcp_t *l = c ? (p2pc_tcp_t *)p2pc_conn_slot(c, P2PC_SLOT_LEDGER) : NULL;
 
     if (l)
@@ -212,6 +246,16 @@ p2pc_ledger_frame_fresh(packet_info *pinfo)
 {
     const noted_t *n = (const noted_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_NOTED);
     return n ? n->fresh : 0;
+}
+
+gboolean
+p2pc_ledger_frame_seen(packet_info *pinfo, guint32 *seen)
+{
+    const noted_t *n = (const noted_t *)p_get_proto_data(pinfo->pool, pinfo, proto_p2pc, P2PC_KEY_NOTED);
+    if (!n || !n->seg)
+        return FALSE;
+    *seen = n->seen;
+    return TRUE;
 }
 
 gboolean
@@ -370,6 +414,12 @@ p2pc_ledger_show_hole(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const
     proto_tree_add_expert_format(tree, pinfo, &ei_hole, tvb, 0, 0, "%s", text);
 }
 
+static void
+ledger_init(void)
+{
+    made = FALSE;
+}
+
 void
 p2pc_ledger_register(int proto)
 {
@@ -380,4 +430,5 @@ p2pc_ledger_register(int proto)
 
     proto_p2pc = proto;
     expert_register_field_array(expert_register_protocol(proto), ei, array_length(ei));
+    register_init_routine(ledger_init);
 }

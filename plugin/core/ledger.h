@@ -11,13 +11,19 @@
  *     come) holds, copied, until the bytes before them arrive;
  *   - the cursor: how far the direction's bytes have been handed on, to the protocol or counted
  *     as undecoded.  One protocol moves it: the connection's claimant (below).
+ * Each frame keeps, for the parts of the TCP layer's postdissector (post.h), what its segment
+ * brought (p2pc_ledger_frame_fresh()) and where its direction's captured bytes ended before it
+ * (p2pc_ledger_frame_seen(): retrans.c compares the bytes before that mark with the segments
+ * first sent, and keeps those past it).
  * One claimant a connection: the protocol whose entry first brings bytes to the ledger, either
  * framed by tcp_dissect_pdus() (holes.h: Bitcoin, BIP324, FISCO) or fed in order (libp2p).  A
  * protocol of the other kind that TCP hands the same connection later (a second heuristic, Decode
  * As) gets no ledger: it decodes what TCP hands it, and p2pc counts no hole and carries no
- * message for it (retrans.c checks its retransmissions all the same).  A claimant that lets go
- * (a heuristic's wrong guess, p2pc_ledger_let_go()) clears the cursors, and the next protocol
- * to enter claims it anew.
+ * message for it; the directions it is handed start in the ledger all the same, so that their
+ * retransmissions are checked.  A claimant that lets go (a heuristic's wrong guess,
+ * p2pc_ledger_let_go()) clears the cursors, and the next protocol to enter claims it anew.
+ * A protocol that TCP's sequence numbers never reach (FISCO inside TLS) watches the connection
+ * (p2pc_ledger_watch()): each direction starts at its first segment, in the headers' numbers.
  * A hole is in the capture, not in the network, once it is confirmed: the receiver acknowledged
  * bytes past it, P2PC_HOLD_MAX bytes were captured past it (a capture of one direction has no
  * acknowledgements), or TCP went on after it.  Each protocol says what becomes of the bytes
@@ -60,9 +66,11 @@ typedef struct p2pc_held {
  * (a connection carried over, conn.h) TCP numbers the bytes anew, and `shift` turns them into
  * the ledger's (p2pc_ledger_seq()). */
 typedef struct {
-    gboolean started;           /* a protocol was handed bytes of it: `base` is known */
+    gboolean started;           /* a protocol was handed bytes of it, or its connection is
+                                   watched: `base` is known */
     guint32 base;               /* a sequence number in the TCP header less the ledger's */
-    guint session;              /* the session `shift` was learnt in */
+    gboolean shifted;           /* `shift` was learnt, in session `session` */
+    guint session;
     guint32 shift;              /* the ledger's sequence number less TCP's in that session */
     guint32 cap_end;            /* one past the highest byte captured */
     gboolean ack_known;
@@ -90,6 +98,7 @@ typedef struct {
     address addr0;
     guint32 port0;
     p2pc_claim_t claim;
+    gboolean watched;           /* p2pc_ledger_watch() */
     const char *proto;          /* the proto of the first claimant's records ("libp2p",
                                    "bitcoin", ...): that of the connection's transport bytes */
     p2pc_tcp_dir_t dir[2];
@@ -102,15 +111,20 @@ void p2pc_ledger_register(int proto);
  * (static): the ledger of this frame's connection (made at the first call), the direction of
  * `tvb` started when its bytes are the frame's own (TCP's sequence number `seq`), and this
  * frame's segment and acknowledgement in it.  NULL if not TCP, or when a protocol of the other
- * kind claimed the connection. */
+ * kind claimed the connection (its directions start all the same). */
 p2pc_tcp_t *p2pc_ledger_enter(tvbuff_t *tvb, packet_info *pinfo, guint32 seq, p2pc_claim_t who,
                               const char *proto);
+
+/* First pass, a protocol that TCP's sequence numbers do not reach (it is handed TLS's decrypted
+ * bytes): this frame's connection gets a ledger, unclaimed, whose directions each start at
+ * their first segment. */
+void p2pc_ledger_watch(packet_info *pinfo);
 
 /* The claimant lets go of the connection: no direction has been handed bytes. */
 void p2pc_ledger_let_go(p2pc_tcp_t *l);
 
 /* First pass, a postdissector: the ledger of this frame's connection, if a protocol entered
- * it, with this frame's segment and acknowledgement in it. */
+ * or watched it, with this frame's segment and acknowledgement in it. */
 p2pc_tcp_t *p2pc_ledger_find(packet_info *pinfo);
 
 /* The proto of the first protocol that claimed this frame's connection (ledger.h's `proto`), NULL
@@ -122,6 +136,11 @@ const char *p2pc_ledger_claimant(packet_info *pinfo);
  * has not passed: those the claimant accounts, whatever TCP's analysis calls the segment.  0
  * if no ledger noted it. */
 guint32 p2pc_ledger_frame_fresh(packet_info *pinfo);
+
+/* First pass, after a ledger noted this frame's segment (with bytes, of a started direction):
+ * one past the highest byte of its direction captured before it, in the ledger's numbers
+ * (those of p2pc_ledger_frame_bytes()).  FALSE if no ledger noted one. */
+gboolean p2pc_ledger_frame_seen(packet_info *pinfo, guint32 *seen);
 
 /* The bytes of this frame's own TCP segment (segment.h) from pinfo's sender on `l`, which TCP
  * may have handed to no protocol: where they start in the frame, how many, and, once that
@@ -138,7 +157,7 @@ int p2pc_tcp_sender_dialed(packet_info *pinfo);
 gboolean p2pc_tcp_at_start(packet_info *pinfo, guint32 seq);
 
 /* TCP's sequence number `seq` of this session in the ledger's numbers (known once a protocol
- * entered the ledger with the direction's bytes in this session). */
+ * entered the ledger with the direction's bytes in this session: `shifted`). */
 guint32 p2pc_ledger_seq(const p2pc_tcp_dir_t *d, guint32 seq);
 
 /* The direction pinfo's sender sends. */

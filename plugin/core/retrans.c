@@ -1,26 +1,26 @@
 /* retrans.c
- * Retransmissions whose bytes differ from those first sent, in the TCP connections p2pc
- * protocols watch (p2pc_retrans_watch()).  Stock TCP flags a retransmission
- * (tcp.analysis.retransmission) whatever its bytes, and, while it analyses sequence numbers (its
- * default), hands it to no subdissector; a protocol using tcp_dissect_pdus() is not handed the
- * middle segments of a message that spans several either.  So the segments are read from the
- * frame itself, in the TCP layer's postdissector (post.h; p2pc.check_retransmissions, on by default): in a TCP frame of
- * a watched connection it finds the IP and TCP headers that carry the frame's addresses and
- * ports, whatever the link layer and without a protocol tree.  Each direction keeps the
- * CRC-32C (ISA-L's crc32_iscsi) of its last SENT_KEPT segments of bytes not seen before, and a
- * segment that covers one of them whole and whose bytes there differ gets
- * p2pc.retransmission_differs over those bytes (docs/libp2p-eth2.md, "Retransmissions").  The
- * first pass decides; each frame keeps what it found for later passes.
+ * Retransmissions whose bytes differ from those first sent, in every TCP connection the ledger
+ * holds (ledger.h: a p2pc protocol was handed its bytes, or watches it).  Stock TCP flags a
+ * retransmission (tcp.analysis.retransmission) whatever its bytes, and, while it analyses
+ * sequence numbers (its default), hands it to no subdissector; a protocol using
+ * tcp_dissect_pdus() is not handed the middle segments of a message that spans several either.
+ * So each segment is taken from the frame itself, by the ledger (segment.h), in this part of the
+ * TCP layer's postdissector (post.h; p2pc.check_retransmissions, on by default).  Each direction
+ * keeps, in its connection's slot (conn.h) and the ledger's numbers, the CRC-32C (ISA-L's
+ * crc32_iscsi) of its last SENT_KEPT segments of bytes not seen before: those past the highest
+ * byte the ledger had captured before the segment (p2pc_ledger_frame_seen()), or all of one that
+ * fills a hole.  A segment that starts before that mark, covers one of them whole and whose
+ * bytes there differ gets p2pc.retransmission_differs over those bytes (docs/libp2p-eth2.md,
+ * "Retransmissions").  The first pass decides; each frame keeps what it found for later passes.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "core/retrans.h"
 #include "core/conn.h"
 #include "core/frame-data.h"
+#include "core/ledger.h"
 #include "core/post.h"
-#include "core/segment.h"
 
-#include <epan/conversation.h>
 #include <epan/expert.h>
 #include <epan/proto_data.h>
 #include <isa-l/crc.h>
@@ -31,32 +31,24 @@
 static int proto_p2pc = -1;
 static expert_field ei_retrans_differs = EI_INIT;
 static p2pc_bool_t pref_check_retransmissions = TRUE;
-/* A connection of this capture is watched: until one is, the postdissector returns at once (a
- * capture without p2pc's TCP protocols pays a call and a test a frame). */
-static gboolean watching;
 
-/* A segment of bytes not seen before: its sequence number (as in the TCP header), length and
- * CRC-32C. */
+/* A segment of bytes not seen before: its sequence number (the ledger's), length and CRC-32C. */
 typedef struct {
     guint32 seq;
     guint32 len;
     guint32 crc;
 } sent_t;
 
-/* One direction (first pass only).  The segments kept are disjoint. */
+/* One direction's segments kept, disjoint (first pass only). */
 typedef struct {
-    guint32 next_seq;           /* one past the highest byte seen */
-    gboolean seq_known;
-    guint sent_next;            /* where the next goes in the ring */
+    guint next;                 /* where the next goes in the ring */
     sent_t sent[SENT_KEPT];
-} dir_t;
+} ring_t;
 
-/* A watched TCP connection: direction 0 is from the side whose segment was watched first. */
+/* A connection's, its directions numbered as its ledger's (P2PC_SLOT_RETRANS). */
 typedef struct {
-    address addr0;
-    guint32 port0;
-    dir_t dir[2];
-} conn_t;
+    ring_t dir[2];
+} rings_t;
 
 /* The bytes of a frame that differ from those first sent (file scope, per frame). */
 typedef struct {
@@ -70,33 +62,15 @@ crc(const guint8 *p, guint32 len)
     return crc32_iscsi((unsigned char *)p, (int)len, 0xffffffffU);
 }
 
-void
-p2pc_retrans_watch(packet_info *pinfo)
-{
-    conversation_t *conv;
-    conn_t *c;
-
-    if (!pref_check_retransmissions || PINFO_FD_VISITED(pinfo) || pinfo->ptype != PT_TCP)
-        return;
-    conv = find_or_create_conversation(pinfo);
-    if (conversation_get_proto_data(conv, proto_p2pc))
-        return;
-    c = wmem_new0(wmem_file_scope(), conn_t);
-    copy_address_wmem(wmem_file_scope(), &c->addr0, &pinfo->src);
-    c->port0 = pinfo->srcport;
-    conversation_add_proto_data(conv, proto_p2pc, c);
-    watching = TRUE;
-}
-
 /* The first segment kept that p[0, len) (at sequence number seq) covers whole and whose bytes
  * differ there: its offset in p (*dlen its length), or -1.  The segments kept are disjoint, so
  * the CRCs computed cover at most len bytes. */
 static gint32
-first_difference(const dir_t *d, guint32 seq, const guint8 *p, guint32 len, guint32 *dlen)
+first_difference(const ring_t *r, guint32 seq, const guint8 *p, guint32 len, guint32 *dlen)
 {
     gint32 at = -1;
     for (guint i = 0; i < SENT_KEPT; i++) {
-        const sent_t *s = &d->sent[i];
+        const sent_t *s = &r->sent[i];
         gint32 rel = (gint32)(s->seq - seq);
         if (!s->len || rel < 0 || (guint32)rel + s->len > len || (at >= 0 && rel > at))
             continue;
@@ -109,76 +83,72 @@ first_difference(const dir_t *d, guint32 seq, const guint8 *p, guint32 len, guin
 }
 
 static gboolean
-overlaps_kept(const dir_t *d, guint32 seq, guint32 len)
+overlaps_kept(const ring_t *r, guint32 seq, guint32 len)
 {
     for (guint i = 0; i < SENT_KEPT; i++) {
-        const sent_t *s = &d->sent[i];
-        if (s->len && (gint32)(seq - (s->seq + s->len)) < 0 && (gint32)(s->seq - (seq + len)) < 0)
+        const sent_t *s = &r->sent[i];
+        if (s->len && P2PC_SEQ_LT(seq, s->seq + s->len) && P2PC_SEQ_LT(s->seq, seq + len))
             return TRUE;
     }
     return FALSE;
 }
 
 static void
-keep(dir_t *d, guint32 seq, const guint8 *p, guint32 len)
+keep(ring_t *r, guint32 seq, const guint8 *p, guint32 len)
 {
-    sent_t *s = &d->sent[d->sent_next++ % SENT_KEPT];
+    sent_t *s = &r->sent[r->next++ % SENT_KEPT];
     s->seq = seq;
     s->len = len;
     s->crc = crc(p, len);
 }
 
-/* A segment of direction d: compared with the segments kept when it starts before the highest
- * byte seen (the offset of the bytes that differ, or -1), and kept: the bytes past the highest
- * seen, or all of it when it fills a hole (it overlaps nothing kept). */
+/* A segment of a direction whose captured bytes ended at `seen` before it: compared with the
+ * segments kept when it starts before `seen` (the offset of the bytes that differ, or -1), and
+ * kept: the bytes past `seen`, or all of it when it fills a hole (it overlaps nothing kept). */
 static gint32
-check_segment(dir_t *d, guint32 seq, const guint8 *p, guint32 len, guint32 *dlen)
+check_segment(ring_t *r, guint32 seen, guint32 seq, const guint8 *p, guint32 len, guint32 *dlen)
 {
     gint32 at = -1;
     guint32 skip = 0;
 
-    if (!d->seq_known) {
-        d->next_seq = seq;
-        d->seq_known = TRUE;
-    }
-    if ((gint32)(seq - d->next_seq) < 0) {
-        at = first_difference(d, seq, p, len, dlen);
-        if ((gint32)(seq + len - d->next_seq) <= 0) {
-            if (!overlaps_kept(d, seq, len))
-                keep(d, seq, p, len);
+    if (P2PC_SEQ_LT(seq, seen)) {
+        at = first_difference(r, seq, p, len, dlen);
+        if (!P2PC_SEQ_GT(seq + len, seen)) {
+            if (!overlaps_kept(r, seq, len))
+                keep(r, seq, p, len);
             return at;
         }
-        skip = d->next_seq - seq;
+        skip = seen - seq;
     }
-    keep(d, seq + skip, p + skip, len - skip);
-    d->next_seq = seq + len;
+    keep(r, seq + skip, p + skip, len - skip);
     return at;
 }
 
-/* First pass: this frame's segment, if it belongs to a watched connection. */
+/* First pass: this frame's segment, if the ledger noted one. */
 static differs_t *
 check_frame(tvbuff_t *frame, packet_info *pinfo)
 {
-    conversation_t *conv;
-    conn_t *c;
-    p2pc_segment_t seg;
+    /* The ledger notes the frame whatever the preference: what it holds is the same. */
+    p2pc_tcp_t *l = p2pc_ledger_find(pinfo);
+    rings_t *rings;
     differs_t *r;
-    guint32 dlen = 0;
-    gint32 at;
+    guint32 seen, at, len, seq, dlen = 0;
+    gint32 diff;
 
-    /* Most frames carry no bytes (acknowledgements): the cheaper test first. */
-    if (!p2pc_frame_segment(pinfo, &seg) || !seg.len)
+    if (!l || !pref_check_retransmissions || !p2pc_ledger_frame_seen(pinfo, &seen) ||
+        !p2pc_ledger_frame_bytes(l, pinfo, &at, &len, &seq))
         return NULL;
-    conv = find_conversation_pinfo(pinfo, 0);
-    c = conv ? (conn_t *)conversation_get_proto_data(conv, proto_p2pc) : NULL;
-    if (!c)
-        return NULL;
-    at = check_segment(&c->dir[p2pc_conn_dir(&c->addr0, c->port0, pinfo)],
-                       seg.seq, tvb_get_ptr(frame, seg.at, seg.len), seg.len, &dlen);
-    if (at < 0)
+    rings = (rings_t *)p2pc_conn_slot(l->conn, P2PC_SLOT_RETRANS);
+    if (!rings) {
+        rings = wmem_new0(p2pc_conn_pool(l->conn), rings_t);
+        p2pc_conn_set_slot(l->conn, P2PC_SLOT_RETRANS, rings);
+    }
+    diff = check_segment(&rings->dir[p2pc_ledger_dir(l, pinfo)], seen, seq, tvb_get_ptr(frame, at, len), len,
+                         &dlen);
+    if (diff < 0)
         return NULL;
     r = wmem_new(wmem_file_scope(), differs_t);
-    r->at = seg.at + (guint32)at;
+    r->at = at + (guint32)diff;
     r->len = dlen;
     p_add_proto_data(wmem_file_scope(), pinfo, proto_p2pc, P2PC_KEY_DIFFERS, r);
     return r;
@@ -190,7 +160,7 @@ dissect_retransmission(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void
     differs_t *r;
     proto_item *ti;
 
-    if (!watching || pinfo->ptype != PT_TCP)
+    if (pinfo->ptype != PT_TCP)
         return 0;
     if (PINFO_FD_VISITED(pinfo))
         r = (differs_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_p2pc, P2PC_KEY_DIFFERS);
@@ -203,12 +173,6 @@ dissect_retransmission(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void
     expert_add_info_format(pinfo, ti, &ei_retrans_differs,
         "This retransmission carries bytes that differ from those first sent: the first copy is decoded");
     return tvb_captured_length(tvb);
-}
-
-static void
-retrans_reset(void)
-{
-    watching = FALSE;
 }
 
 void
@@ -227,6 +191,5 @@ p2pc_retrans_register(int proto, module_t *module)
         "(p2pc.retransmission_differs). TCP hands retransmissions to no subdissector while it "
         "analyses sequence numbers: p2pc finds them in the frame, behind the IP and TCP headers",
         &pref_check_retransmissions);
-    register_init_routine(retrans_reset);
     p2pc_post_add(create_dissector_handle(dissect_retransmission, proto));
 }

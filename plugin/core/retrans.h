@@ -1,6 +1,6 @@
 /* retrans.h
- * Retransmissions whose bytes differ from those first sent, in the TCP connections of every p2pc
- * protocol: the p2pc.check_retransmissions preference and the p2pc.retransmission_differs
+ * Retransmissions whose bytes differ from those first sent, in every TCP connection the ledger
+ * holds (ledger.h): the p2pc.check_retransmissions preference and the p2pc.retransmission_differs
  * expert item.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -15,9 +15,5 @@
 /* Registers the preference in `module` and the expert item under `proto` (record.c's "p2pc"),
  * and its part of the TCP layer's one postdissector (post.h). */
 void p2pc_retrans_register(int proto, module_t *module);
-
-/* Called by a protocol's TCP entry point: from this frame on, the segments of pinfo's TCP
- * connection are checked (nothing on a later pass, or with the preference off). */
-void p2pc_retrans_watch(packet_info *pinfo);
 
 #endif /* P2PC_RETRANS_H */

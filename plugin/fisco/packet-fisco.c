@@ -41,7 +41,6 @@
 #include "core/post.h"
 #include "core/prefs.h"
 #include "core/record.h"
-#include "core/retrans.h"
 #include "core/spec.h"
 #include "core/tree-room.h"
 #include "fisco/fisco3.h"
@@ -1086,8 +1085,6 @@ dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
     const struct tcpinfo *tcpi = (const struct tcpinfo *)data;
     guint at;
 
-    /* TLS too: its retransmissions are TCP's, below it. */
-    p2pc_retrans_watch(pinfo);
     /* A live session reset dropped the connection's state (TLS's, which Wireshark cannot be
      * given again, or over the budget): its bytes are undecoded, for that reason. */
     if (dropped) {
@@ -1107,6 +1104,9 @@ dissect_fisco(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
     if (!fc->plaintext && tls_handle && (fc->tls || looks_like_tls(tvb))) {
         p2pc_conn_carry(pc);
         p2pc_conn_stay(pc);
+        /* TLS's records reach FISCO without TCP's sequence numbers: the ledger watches the
+         * connection until FISCO claims it (below), so that its retransmissions are checked. */
+        p2pc_ledger_watch(pinfo);
         if (!PINFO_FD_VISITED(pinfo))
             fc->tls = TRUE;
         tcp_dissect_pdus(tvb, pinfo, tree, TRUE, TLS_RECORD_HEADER, get_tls_record_len,
@@ -1140,7 +1140,8 @@ dissect_fisco_tls(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
 {
     fisco_conv_t *fc = fisco_get_conv(pinfo);
 
-    p2pc_retrans_watch(pinfo);
+    /* TLS on a port FISCO does not know (its heuristic, Decode As): only this entry runs. */
+    p2pc_ledger_watch(pinfo);
     if (!fc->header_len && !fc->tls_v3 && !PINFO_FD_VISITED(pinfo) && first_message_is_3x(tvb))
         fc->tls_v3 = TRUE;
     if (fc->tls_v3)

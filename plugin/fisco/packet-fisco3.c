@@ -46,7 +46,6 @@
 #include "core/protobuf.h"
 #include "core/record.h"
 #include "core/spec.h"
-#include "core/retrans.h"
 #include "fisco/fisco3.h"
 
 #include <epan/conversation.h>
@@ -766,7 +765,6 @@ dissect_fisco3(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
     guint at;
 
-    p2pc_retrans_watch(pinfo);
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "FISCO3");
     col_clear(pinfo->cinfo, COL_INFO);
     at = p2pc_holes_enter(tvb, pinfo, tree, data, &fisco3_framing);

@@ -39,7 +39,6 @@
 #include "core/ledger.h"
 #include "core/post.h"
 #include "core/prefs.h"
-#include "core/retrans.h"
 #include "core/unit.h"
 #include "libp2p/engine.h"
 
@@ -135,7 +134,6 @@ get_conn(packet_info *pinfo, dissector_handle_t root)
             l2p_learn_role(c->root[0], pinfo, dialed, L2P_ROLE_SYN);
         p2pc_conn_set_slot(pc, P2PC_SLOT_LIBP2P, c);
         p2pc_conn_carry(pc);
-        p2pc_retrans_watch(pinfo);
     }
     have_conns = TRUE;
     return c;
