@@ -105,6 +105,13 @@ const char *p2pc_conn_cut(const p2pc_conn_t *c);
  * session.  The budget's choice is made at the first call of a reset. */
 gboolean p2pc_conn_goes_on(const p2pc_conn_t *c);
 
+/* Carry mode: a new connection on its endpoints (its SYN) took the connection's place in this
+ * session.  It does not go on, and no reset cuts it: its state is freed at the end of this
+ * session, and what it holds then is a tail of the capture, as it is when read without a reset,
+ * where the old connection's bytes wait for the capture's end: a part keeps that tail
+ * (p2pc_conn_on_free(), which sees the connection still retired) and emits it then. */
+gboolean p2pc_conn_retired(const p2pc_conn_t *c);
+
 /* Some connection carried into this session had `slot` filled at the reset: a part whose
  * connections would otherwise all enter it anew in this session cannot skip a frame unseen. */
 gboolean p2pc_conn_carried_any(p2pc_conn_slot_t slot);

@@ -36,6 +36,19 @@ static wmem_allocator_t *file_pool;
  * when removed): those of a connection go with it (drop_conn_bufs()), the ones of file-scope
  * pipes when the session ends (bufs_cleanup()). */
 static GHashTable *held_bufs;
+/* A tail: the bytes a pipe holds, where it last kept them, and why they are cut (NULL: the
+ * capture ends). */
+typedef struct {
+    guint32 pipe_id;
+    p2pc_record_t last;
+    guint64 bytes;
+    const char *why;
+} tail_t;
+/* Carry mode: the tails of connections a new one on their endpoints retired (core/conn.h),
+ * each freed with its connection before the capture ends: kept until then (tail_t, their
+ * `last` addresses copies of their own), and printed among the others, in pipe order, as the
+ * capture read without a reset has them. */
+static GArray *kept_tails;
 
 dissector_handle_t
 l2p_multistream_handle(void)
@@ -122,6 +135,7 @@ l2p_pipe_inside(dissector_handle_t handle, int dir, const l2p_pipe_t *below)
 {
     l2p_pipe_t *p = l2p_pipe_new(below->conn, handle, dir);
     p->depth = below->depth + 1;
+    p->reencoded = below->reencoded;
     p->undecodable = p->depth > L2P_MAX_DEPTH;
     return p;
 }
@@ -245,6 +259,7 @@ l2p_handoff(l2p_pipe_t *pipe, const char *protocol, dissector_handle_t handle)
     l2p_pipe_t *n = l2p_pipe_new(pipe->conn, handle ? handle : l2p_handle_for(protocol), pipe->dir);
     n->role = pipe->role;
     n->depth = pipe->depth;
+    n->reencoded = pipe->reencoded;
     n->protocol = wmem_strdup(l2p_pipe_pool(pipe), protocol);
     n->muxer = pipe->muxer;
     n->stream_id = pipe->stream_id;
@@ -436,18 +451,96 @@ of_conn(gpointer buf, gpointer pipe, gpointer conn)
     return ((l2p_pipe_t *)pipe)->conn == conn;
 }
 
-/* A connection is freed: its pipes' buffers too. */
+/* A pipe's tail, if it holds bytes the wire carried (above a layer that re-encodes them, that
+ * layer's own tail counts them). */
+static gboolean
+tail_of(const l2p_pipe_t *pipe, const char *why, tail_t *t)
+{
+    if (!pipe->held_at || !pipe->buf || pipe->reencoded)
+        return FALSE;
+    t->pipe_id = pipe->id;
+    t->last = *pipe->held_at;
+    t->bytes = pipe->buf->len;
+    t->why = why;
+    return TRUE;
+}
+
+static void
+keep_tail(gpointer buf _U_, gpointer pipe, gpointer conn)
+{
+    tail_t t;
+    if (((l2p_pipe_t *)pipe)->conn != conn || !tail_of((const l2p_pipe_t *)pipe, NULL, &t))
+        return;
+    copy_address(&t.last.at.src, &((l2p_pipe_t *)pipe)->held_at->at.src);
+    copy_address(&t.last.at.dst, &((l2p_pipe_t *)pipe)->held_at->at.dst);
+    g_array_append_val(kept_tails, t);
+}
+
+/* A connection is freed: its pipes' buffers too; a retired one's tails are kept. */
 static void
 drop_conn_bufs(p2pc_conn_t *c)
 {
-    if (p2pc_conn_slot(c, P2PC_SLOT_ENGINE))
-        g_hash_table_foreach_remove(held_bufs, of_conn, c);
+    if (!p2pc_conn_slot(c, P2PC_SLOT_ENGINE))
+        return;
+    if (p2pc_conn_retired(c))
+        g_hash_table_foreach(held_bufs, keep_tail, c);
+    g_hash_table_foreach_remove(held_bufs, of_conn, c);
 }
 
 static gboolean
 in_file_scope(gpointer buf, gpointer pipe, gpointer unused)
 {
     return l2p_pipe_pool((l2p_pipe_t *)pipe) == wmem_file_scope() || !((l2p_pipe_t *)pipe)->conn;
+}
+
+static void
+free_tail_addresses(gpointer data)
+{
+    tail_t *t = (tail_t *)data;
+    free_address(&t->last.at.src);
+    free_address(&t->last.at.dst);
+}
+
+static gint
+by_pipe_id(gconstpointer a, gconstpointer b)
+{
+    guint32 x = ((const tail_t *)a)->pipe_id, y = ((const tail_t *)b)->pipe_id;
+    return x < y ? -1 : x > y;
+}
+
+/* At the end of the capture, or of a session whose reset drops the connection: the bytes each
+ * pipe holds, the start of a PDU the capture (or the reset) cut short, one undecoded record
+ * each (in the order the pipes were made), where they were last kept.  Every layer below
+ * reported its own framing of them.  A retired connection's are the capture's, at its end
+ * (kept_tails). */
+static void
+engine_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
+{
+    GArray *tails = g_array_new(FALSE, FALSE, sizeof(tail_t));
+    GHashTableIter it;
+    gpointer v;
+    tail_t t;
+
+    g_hash_table_iter_init(&it, held_bufs);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        const l2p_pipe_t *pipe = (const l2p_pipe_t *)v;
+        const char *why = at_reset ? "reset" : NULL;
+        if (at_reset && pipe->conn && (p2pc_conn_retired(pipe->conn) ||
+                                       (!(why = p2pc_conn_cut(pipe->conn)) && p2pc_conn_goes_on(pipe->conn))))
+            continue;
+        if (tail_of(pipe, why, &t))
+            g_array_append_val(tails, t);
+    }
+    if (!at_reset)
+        g_array_append_vals(tails, kept_tails->data, kept_tails->len);
+    g_array_sort(tails, by_pipe_id);
+    for (guint i = 0; i < tails->len; i++) {
+        const tail_t *x = &g_array_index(tails, tail_t, i);
+        p2pc_tail_undecoded(emit, ud, &x->last, "libp2p", "none", x->bytes, x->why);
+    }
+    g_array_free(tails, TRUE);
+    if (!at_reset)
+        g_array_remove_range(kept_tails, 0, kept_tails->len);
 }
 
 static void
@@ -935,10 +1028,14 @@ keep_rest(const cut_t *c)
     } else if (c->pos) {
         g_byte_array_remove_range(pipe->buf, 0, c->pos);
     }
-    if (pipe->closed || pipe->next || pipe->buf->len == 0)
+    if (pipe->closed || pipe->next || pipe->buf->len == 0) {
         buf_drop(pipe);
-    else
-        buf_charge(pipe);
+        return;
+    }
+    buf_charge(pipe);
+    if (!pipe->held_at)
+        pipe->held_at = wmem_new0(l2p_pipe_pool(pipe), p2pc_record_t);
+    p2pc_where_keep(l2p_pipe_pool(pipe), c->pinfo, pipe->held_at);
 }
 
 /* The first pass of a call: its items made and run, in order. */
@@ -1060,7 +1157,10 @@ l2p_register_engine(int proto)
     expert = expert_register_protocol(proto);
     expert_register_field_array(expert, ei, array_length(ei));
     held_bufs = g_hash_table_new_full(g_direct_hash, g_direct_equal, free_byte_array, NULL);
+    kept_tails = g_array_new(FALSE, FALSE, sizeof(tail_t));
+    g_array_set_clear_func(kept_tails, free_tail_addresses);
     register_init_routine(pool_init);
     register_cleanup_routine(bufs_cleanup);
     p2pc_conn_on_free(drop_conn_bufs);
+    p2pc_tail_register(engine_tails);
 }

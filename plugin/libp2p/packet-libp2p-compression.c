@@ -193,6 +193,7 @@ comp_dir(l2p_pipe_t *pipe)
     /* After the compression layer comes the muxer's multistream-select, on a pipe of its own
      * whose other direction is the peer pipe's decompressed stream. */
     cd->inner = l2p_pipe_inside(l2p_multistream_handle(), pipe->dir, pipe);
+    cd->inner->reencoded = TRUE;        /* comp_tails() counts what it holds, compressed */
     cd->inner->role = pipe->role;
     cd->inner->muxer = pipe->muxer;
     cd->inner->stream_id = pipe->stream_id;
