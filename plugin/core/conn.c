@@ -45,6 +45,7 @@ static GHashTable *carried;
  * end (frames of this session may still point at them). */
 static GSList *retired;
 static GSList *free_fns;
+static GSList *retire_fns;
 static p2pc_conn_carried_fn carried_fn;
 static guint32 carried_slots;     /* the slots some connection carried into this session fills */
 
@@ -131,11 +132,14 @@ p2pc_conn_start_seen(packet_info *pinfo)
     return tcpd && !nstime_is_zero(&tcpd->ts_mru_syn);
 }
 
-/* A new connection took c's endpoints: c is freed at the end of this session. */
+/* A new connection took c's endpoints: its parts keep what it holds for the capture's end, and
+ * it is freed at the end of this session. */
 static void
 retire(p2pc_conn_t *c)
 {
     c->retired = TRUE;
+    for (GSList *l = retire_fns; l; l = l->next)
+        ((p2pc_conn_free_fn)l->data)(c);
     retired = g_slist_prepend(retired, c);
 }
 
@@ -275,6 +279,12 @@ void
 p2pc_conn_on_free(p2pc_conn_free_fn fn)
 {
     free_fns = g_slist_append(free_fns, (gpointer)fn);
+}
+
+void
+p2pc_conn_on_retire(p2pc_conn_free_fn fn)
+{
+    retire_fns = g_slist_append(retire_fns, (gpointer)fn);
 }
 
 void

@@ -107,9 +107,8 @@ gboolean p2pc_conn_goes_on(const p2pc_conn_t *c);
 
 /* Carry mode: a new connection on its endpoints (its SYN) took the connection's place in this
  * session.  It does not go on, and no reset cuts it: its state is freed at the end of this
- * session, and what it holds then is a tail of the capture, as it is when read without a reset,
- * where the old connection's bytes wait for the capture's end: a part keeps that tail
- * (p2pc_conn_on_free(), which sees the connection still retired) and emits it then. */
+ * session, and what it holds is a tail of the capture, printed at the capture's end as when the
+ * capture is read without a reset (p2pc_conn_on_retire(), record.h: p2pc_tail_keep()). */
 gboolean p2pc_conn_retired(const p2pc_conn_t *c);
 
 /* Some connection carried into this session had `slot` filled at the reset: a part whose
@@ -127,6 +126,10 @@ void p2pc_conn_charge(p2pc_conn_t *c, gint64 bytes);
  * or its end), for what it keeps outside the pool. */
 typedef void (*p2pc_conn_free_fn)(p2pc_conn_t *c);
 void p2pc_conn_on_free(p2pc_conn_free_fn fn);
+
+/* A part's function called when a new connection retires one (p2pc_conn_retired()), its state
+ * as the connection left it: for the tails it keeps for the capture's end. */
+void p2pc_conn_on_retire(p2pc_conn_free_fn fn);
 
 /* A function called at a session reset with the endpoints of each connection whose state goes
  * on in the next session (the records tap tells its reader: #CARRIED). */

@@ -36,18 +36,7 @@ static wmem_allocator_t *file_pool;
  * when removed): those of a connection go with it (drop_conn_bufs()), the ones of file-scope
  * pipes when the session ends (bufs_cleanup()). */
 static GHashTable *held_bufs;
-/* A tail: the bytes a pipe holds, where it last kept them, and why they are cut (NULL: the
- * capture ends). */
-typedef struct {
-    guint32 pipe_id;
-    p2pc_record_t last;
-    guint64 bytes;
-    const char *why;
-} tail_t;
-/* Carry mode: the tails of connections a new one on their endpoints retired (core/conn.h),
- * each freed with its connection before the capture ends: kept until then (tail_t, their
- * `last` addresses copies of their own), and printed among the others, in pipe order, as the
- * capture read without a reset has them. */
+/* The tails of connections a new one on their endpoints retired (record.h, p2pc_tail_keep()). */
 static GArray *kept_tails;
 
 dissector_handle_t
@@ -451,40 +440,12 @@ of_conn(gpointer buf, gpointer pipe, gpointer conn)
     return ((l2p_pipe_t *)pipe)->conn == conn;
 }
 
-/* A pipe's tail, if it holds bytes the wire carried (above a layer that re-encodes them, that
- * layer's own tail counts them). */
-static gboolean
-tail_of(const l2p_pipe_t *pipe, const char *why, tail_t *t)
-{
-    if (!pipe->held_at || !pipe->buf || pipe->reencoded)
-        return FALSE;
-    t->pipe_id = pipe->id;
-    t->last = *pipe->held_at;
-    t->bytes = pipe->buf->len;
-    t->why = why;
-    return TRUE;
-}
-
-static void
-keep_tail(gpointer buf _U_, gpointer pipe, gpointer conn)
-{
-    tail_t t;
-    if (((l2p_pipe_t *)pipe)->conn != conn || !tail_of((const l2p_pipe_t *)pipe, NULL, &t))
-        return;
-    copy_address(&t.last.at.src, &((l2p_pipe_t *)pipe)->held_at->at.src);
-    copy_address(&t.last.at.dst, &((l2p_pipe_t *)pipe)->held_at->at.dst);
-    g_array_append_val(kept_tails, t);
-}
-
-/* A connection is freed: its pipes' buffers too; a retired one's tails are kept. */
+/* A connection is freed: its pipes' buffers too. */
 static void
 drop_conn_bufs(p2pc_conn_t *c)
 {
-    if (!p2pc_conn_slot(c, P2PC_SLOT_ENGINE))
-        return;
-    if (p2pc_conn_retired(c))
-        g_hash_table_foreach(held_bufs, keep_tail, c);
-    g_hash_table_foreach_remove(held_bufs, of_conn, c);
+    if (p2pc_conn_slot(c, P2PC_SLOT_ENGINE))
+        g_hash_table_foreach_remove(held_bufs, of_conn, c);
 }
 
 static gboolean
@@ -494,53 +455,75 @@ in_file_scope(gpointer buf, gpointer pipe, gpointer unused)
 }
 
 static void
-free_tail_addresses(gpointer data)
+add_pipe(gpointer buf _U_, gpointer pipe, gpointer pipes)
 {
-    tail_t *t = (tail_t *)data;
-    free_address(&t->last.at.src);
-    free_address(&t->last.at.dst);
+    g_ptr_array_add((GPtrArray *)pipes, pipe);
 }
 
 static gint
 by_pipe_id(gconstpointer a, gconstpointer b)
 {
-    guint32 x = ((const tail_t *)a)->pipe_id, y = ((const tail_t *)b)->pipe_id;
+    guint32 x = (*(const l2p_pipe_t * const *)a)->id, y = (*(const l2p_pipe_t * const *)b)->id;
     return x < y ? -1 : x > y;
 }
 
-/* At the end of the capture, or of a session whose reset drops the connection: the bytes each
- * pipe holds, the start of a PDU the capture (or the reset) cut short, one undecoded record
- * each (in the order the pipes were made), where they were last kept.  Every layer below
- * reported its own framing of them.  A retired connection's are the capture's, at its end
- * (kept_tails). */
+/* The pipes whose buffers hold bytes, in the order they were made. */
+static GPtrArray *
+held_pipes(void)
+{
+    GPtrArray *pipes = g_ptr_array_new();
+    g_hash_table_foreach(held_bufs, add_pipe, pipes);
+    g_ptr_array_sort(pipes, by_pipe_id);
+    return pipes;
+}
+
+/* The bytes a pipe holds, the start of a PDU the capture (or a reset) cut short: one undecoded
+ * record, where they were last kept.  Every layer below reported its own framing of them;
+ * above a layer that re-encodes them, that layer's own tail counts them. */
+static void
+pipe_tail(const l2p_pipe_t *pipe, p2pc_tail_emit_fn emit, void *ud, const char *why)
+{
+    if (pipe->held_at && pipe->buf && !pipe->reencoded)
+        p2pc_tail_undecoded(emit, ud, pipe->held_at, "libp2p", "none", pipe->buf->len, why);
+}
+
+/* A new connection retires c: what its pipes hold is the capture's tail, kept for its end. */
+static void
+keep_conn_tails(p2pc_conn_t *c)
+{
+    GPtrArray *pipes;
+
+    if (!p2pc_conn_slot(c, P2PC_SLOT_ENGINE))
+        return;
+    pipes = held_pipes();
+    for (guint i = 0; i < pipes->len; i++) {
+        const l2p_pipe_t *pipe = (const l2p_pipe_t *)g_ptr_array_index(pipes, i);
+        if (pipe->conn == c)
+            pipe_tail(pipe, p2pc_tail_keep, kept_tails, NULL);
+    }
+    g_ptr_array_free(pipes, TRUE);
+}
+
+/* At the end of the capture, or of a session whose reset drops the connection: each pipe's
+ * tail, in the order the pipes were made; at the end, first those of the connections retired
+ * (made before any on their endpoints still open). */
 static void
 engine_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
 {
-    GArray *tails = g_array_new(FALSE, FALSE, sizeof(tail_t));
-    GHashTableIter it;
-    gpointer v;
-    tail_t t;
+    GPtrArray *pipes = held_pipes();
 
-    g_hash_table_iter_init(&it, held_bufs);
-    while (g_hash_table_iter_next(&it, NULL, &v)) {
-        const l2p_pipe_t *pipe = (const l2p_pipe_t *)v;
+    if (!at_reset)
+        p2pc_tail_kept_emit(kept_tails, FALSE, emit, ud);
+    for (guint i = 0; i < pipes->len; i++) {
+        const l2p_pipe_t *pipe = (const l2p_pipe_t *)g_ptr_array_index(pipes, i);
         const char *why = at_reset ? "reset" : NULL;
-        if (at_reset && pipe->conn && (p2pc_conn_retired(pipe->conn) ||
-                                       (!(why = p2pc_conn_cut(pipe->conn)) && p2pc_conn_goes_on(pipe->conn))))
+        if (pipe->conn && p2pc_conn_retired(pipe->conn))
             continue;
-        if (tail_of(pipe, why, &t))
-            g_array_append_val(tails, t);
+        if (at_reset && pipe->conn && !(why = p2pc_conn_cut(pipe->conn)) && p2pc_conn_goes_on(pipe->conn))
+            continue;
+        pipe_tail(pipe, emit, ud, why);
     }
-    if (!at_reset)
-        g_array_append_vals(tails, kept_tails->data, kept_tails->len);
-    g_array_sort(tails, by_pipe_id);
-    for (guint i = 0; i < tails->len; i++) {
-        const tail_t *x = &g_array_index(tails, tail_t, i);
-        p2pc_tail_undecoded(emit, ud, &x->last, "libp2p", "none", x->bytes, x->why);
-    }
-    g_array_free(tails, TRUE);
-    if (!at_reset)
-        g_array_remove_range(kept_tails, 0, kept_tails->len);
+    g_ptr_array_free(pipes, TRUE);
 }
 
 static void
@@ -1157,10 +1140,10 @@ l2p_register_engine(int proto)
     expert = expert_register_protocol(proto);
     expert_register_field_array(expert, ei, array_length(ei));
     held_bufs = g_hash_table_new_full(g_direct_hash, g_direct_equal, free_byte_array, NULL);
-    kept_tails = g_array_new(FALSE, FALSE, sizeof(tail_t));
-    g_array_set_clear_func(kept_tails, free_tail_addresses);
+    kept_tails = p2pc_tail_kept_new();
     register_init_routine(pool_init);
     register_cleanup_routine(bufs_cleanup);
     p2pc_conn_on_free(drop_conn_bufs);
+    p2pc_conn_on_retire(keep_conn_tails);
     p2pc_tail_register(engine_tails);
 }
