@@ -24,6 +24,7 @@ struct p2pc_conn {
     address addr[2];            /* the endpoints, in the order of conn_key() */
     guint32 port[2];
     gboolean carry, stay, ended;
+    gboolean retired;           /* a new connection took its endpoints (on the retired list) */
     gboolean goes_on;           /* at a reset: the budget's choice (decide()) */
     const char *dropped;        /* why a reset dropped its state (conn.h) */
     guint had;                  /* the slots filled before that (1 << slot) */
@@ -44,6 +45,7 @@ static GHashTable *carried;
  * end (frames of this session may still point at them). */
 static GSList *retired;
 static GSList *free_fns;
+static GSList *retire_fns;
 static p2pc_conn_carried_fn carried_fn;
 static guint32 carried_slots;     /* the slots some connection carried into this session fills */
 
@@ -130,6 +132,17 @@ p2pc_conn_start_seen(packet_info *pinfo)
     return tcpd && !nstime_is_zero(&tcpd->ts_mru_syn);
 }
 
+/* A new connection took c's endpoints: its parts keep what it holds for the capture's end, and
+ * it is freed at the end of this session. */
+static void
+retire(p2pc_conn_t *c)
+{
+    c->retired = TRUE;
+    for (GSList *l = retire_fns; l; l = l->next)
+        ((p2pc_conn_free_fn)l->data)(c);
+    retired = g_slist_prepend(retired, c);
+}
+
 /* This session's connection of the frame's conversation, or one carried into this session
  * (attached to the conversation now). */
 static p2pc_conn_t *
@@ -142,7 +155,7 @@ conn_of(packet_info *pinfo, conversation_t *conv)
         c = (p2pc_conn_t *)g_hash_table_lookup(carried, &key);
         if (c && p2pc_conn_start_seen(pinfo)) {  /* a new connection: the endpoints' earlier one ends */
             g_hash_table_steal(carried, c);
-            retired = g_slist_prepend(retired, c);
+            retire(c);
             c = NULL;
         }
         if (c)
@@ -177,7 +190,7 @@ p2pc_conn_get(packet_info *pinfo)
                 c->port[i] = key.port[i];
             }
             if (g_hash_table_steal_extended(carried, c, &old, NULL))    /* an earlier one, in this session */
-                retired = g_slist_prepend(retired, old);
+                retire((p2pc_conn_t *)old);
             g_hash_table_add(carried, c);
         } else {
             c = wmem_new0(wmem_file_scope(), p2pc_conn_t);
@@ -269,6 +282,12 @@ p2pc_conn_on_free(p2pc_conn_free_fn fn)
 }
 
 void
+p2pc_conn_on_retire(p2pc_conn_free_fn fn)
+{
+    retire_fns = g_slist_append(retire_fns, (gpointer)fn);
+}
+
+void
 p2pc_conn_on_carried(p2pc_conn_carried_fn fn)
 {
     carried_fn = fn;
@@ -318,13 +337,19 @@ gboolean
 p2pc_conn_goes_on(const p2pc_conn_t *c)
 {
     decide();
-    return c->goes_on;
+    return c->goes_on && !c->retired;
+}
+
+gboolean
+p2pc_conn_retired(const p2pc_conn_t *c)
+{
+    return c->retired;
 }
 
 const char *
 p2pc_conn_cut(const p2pc_conn_t *c)
 {
-    if (c->ended || p2pc_conn_goes_on(c))
+    if (c->ended || c->retired || p2pc_conn_goes_on(c))
         return NULL;
     if (c->dropped)             /* at an earlier reset, and not carried since */
         return c->dropped;

@@ -106,6 +106,12 @@ const char *p2pc_conn_cut(const p2pc_conn_t *c);
  * session.  The budget's choice is made at the first call of a reset. */
 gboolean p2pc_conn_goes_on(const p2pc_conn_t *c);
 
+/* Carry mode: a new connection on its endpoints (its SYN) took the connection's place in this
+ * session.  It does not go on, and no reset cuts it: its state is freed at the end of this
+ * session, and what it holds is a tail of the capture, printed at the capture's end as when the
+ * capture is read without a reset (p2pc_conn_on_retire(), record.h: p2pc_tail_keep()). */
+gboolean p2pc_conn_retired(const p2pc_conn_t *c);
+
 /* Some connection carried into this session had `slot` filled at the reset: a part whose
  * connections would otherwise all enter it anew in this session cannot skip a frame unseen. */
 gboolean p2pc_conn_carried_any(p2pc_conn_slot_t slot);
@@ -121,6 +127,10 @@ void p2pc_conn_charge(p2pc_conn_t *c, gint64 bytes);
  * or its end), for what it keeps outside the pool. */
 typedef void (*p2pc_conn_free_fn)(p2pc_conn_t *c);
 void p2pc_conn_on_free(p2pc_conn_free_fn fn);
+
+/* A part's function called when a new connection retires one (p2pc_conn_retired()), its state
+ * as the connection left it: for the tails it keeps for the capture's end. */
+void p2pc_conn_on_retire(p2pc_conn_free_fn fn);
 
 /* A function called at a session reset with the endpoints of each connection whose state goes
  * on in the next session (the records tap tells its reader: #CARRIED). */

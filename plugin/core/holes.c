@@ -532,12 +532,41 @@ typedef struct {
     gboolean at_reset;
 } tail_ctx_t;
 
+/* The tails of connections a new one on their endpoints retired (record.h, p2pc_tail_keep()). */
+static GArray *kept_tails;
+
+/* Direction d's bytes after its last record, captured and never handed over, if any. */
+static gboolean
+has_tail(const conn_t *c, int d)
+{
+    const p2pc_tcp_dir_t *td = &c->tcp->dir[d];
+    return td->handing && P2PC_SEQ_GT(td->cap_end, td->handed);
+}
+
+static void
+dir_tail(const conn_t *c, int d, p2pc_tail_emit_fn emit, void *ud, const char *why)
+{
+    const p2pc_tcp_dir_t *td = &c->tcp->dir[d];
+    p2pc_tail_undecoded(emit, ud, &td->last, c->fr->proto, "none",
+                        p2pc_ledger_captured(td, td->handed, td->cap_end), why);
+}
+
+/* A new connection retires pc: what it holds is the capture's tail, kept for its end. */
+static void
+keep_conn_tails(p2pc_conn_t *pc)
+{
+    const conn_t *c = (const conn_t *)p2pc_conn_slot(pc, P2PC_SLOT_HOLES);
+    for (int d = 0; c && d < 2; d++)
+        if (has_tail(c, d))
+            dir_tail(c, d, p2pc_tail_keep, kept_tails, NULL);
+}
+
 /* At the end of the capture, or of a session (a reset drops what TCP holds): what each
  * direction sent after its last record, captured and never handed over (the message the capture
  * or the reset cut short, segments behind an unconfirmed hole).  A connection that goes on
  * after a reset with all of the message TCP was reassembling in its part has no tail: the next
  * session finishes the message (resume()).  One that goes on without it starts the next session
- * after the bytes counted here. */
+ * after the bytes counted here.  A retired connection's tails were kept when it was. */
 static void
 conn_tails(gpointer key _U_, gpointer value, gpointer ud)
 {
@@ -546,15 +575,16 @@ conn_tails(gpointer key _U_, gpointer value, gpointer ud)
     gboolean goes_on = t->at_reset && p2pc_conn_goes_on(c->tcp->conn);
     const char *why = goes_on ? "reset" : t->at_reset ? p2pc_conn_cut(c->tcp->conn) : NULL;
 
+    if (p2pc_conn_retired(c->tcp->conn))
+        return;
     for (int d = 0; d < 2; d++) {
         side_t *s = &c->side[d];
         p2pc_tcp_dir_t *td = &c->tcp->dir[d];
-        if (!td->handing || !P2PC_SEQ_GT(td->cap_end, td->handed))
+        if (!has_tail(c, d))
             continue;
         if (goes_on && !s->dead && td->handed + s->part_len == td->cap_end)
             continue;
-        p2pc_tail_undecoded(t->emit, t->ud, &td->last, c->fr->proto, "none",
-                            p2pc_ledger_captured(td, td->handed, td->cap_end), why);
+        dir_tail(c, d, t->emit, t->ud, why);
         if (goes_on) {
             td->handed = s->pdu_end = td->cap_end;
             s->dead = FALSE;
@@ -568,6 +598,8 @@ holes_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
 {
     tail_ctx_t t = { emit, ud, at_reset };
     wmem_map_foreach(conns, conn_tails, &t);
+    if (!at_reset)
+        p2pc_tail_kept_emit(kept_tails, FALSE, emit, ud);
 }
 
 void
@@ -576,5 +608,7 @@ p2pc_holes_register(int proto)
     proto_p2pc = proto;
     conns = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), g_direct_hash, g_direct_equal);
     p2pc_post_add(create_dissector_handle(dissect_holes, proto));
+    kept_tails = p2pc_tail_kept_new();
     p2pc_tail_register(holes_tails);
+    p2pc_conn_on_retire(keep_conn_tails);
 }

@@ -235,6 +235,39 @@ p2pc_tail_record(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *last,
     emit(&rec, ud);
 }
 
+static void
+kept_free(gpointer data)
+{
+    p2pc_record_t *rec = (p2pc_record_t *)data;
+    free_address(&rec->at.src);
+    free_address(&rec->at.dst);
+}
+
+GArray *
+p2pc_tail_kept_new(void)
+{
+    GArray *kept = g_array_new(FALSE, FALSE, sizeof(p2pc_record_t));
+    g_array_set_clear_func(kept, kept_free);
+    return kept;
+}
+
+void
+p2pc_tail_keep(const p2pc_record_t *rec, void *kept)
+{
+    p2pc_record_t copy = *rec;
+    copy_address(&copy.at.src, &rec->at.src);
+    copy_address(&copy.at.dst, &rec->at.dst);
+    g_array_append_val((GArray *)kept, copy);
+}
+
+void
+p2pc_tail_kept_emit(GArray *kept, gboolean last_first, p2pc_tail_emit_fn emit, void *ud)
+{
+    for (guint i = 0; i < kept->len; i++)
+        emit(&g_array_index(kept, p2pc_record_t, last_first ? kept->len - 1 - i : i), ud);
+    g_array_remove_range(kept, 0, kept->len);
+}
+
 /* A record the dissector gave no unit end takes the one being handed up. */
 static void
 unit_of(packet_info *pinfo, p2pc_record_t *rec)

@@ -127,6 +127,17 @@ void p2pc_tail_record(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *las
 void p2pc_tail_undecoded(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *last,
                          const char *proto, const char *codec, guint64 bytes, const char *reason);
 
+/* The tails of a connection a new one on its endpoints retired (core/conn.h, p2pc_conn_retired())
+ * are the capture's, printed at its end, where the capture read without a reset has them, though
+ * the connection's state goes at the end of its session.  The part emits them when the
+ * connection is retired (p2pc_conn_on_retire()) with p2pc_tail_keep as `emit` and, as `ud`, a
+ * list made by p2pc_tail_kept_new() (copies, addresses included); its tail function skips
+ * retired connections and emits the list at the capture's end with p2pc_tail_kept_emit() (in
+ * the order kept, or the last kept first), which empties it. */
+GArray *p2pc_tail_kept_new(void);
+void p2pc_tail_keep(const p2pc_record_t *rec, void *kept);
+void p2pc_tail_kept_emit(GArray *kept, gboolean last_first, p2pc_tail_emit_fn emit, void *ud);
+
 /* Keep the packet's frame and time in rec->at and rec->abs_ts; the first call also keeps its
  * TCP stream and endpoints (in `scope`, where rec is: a direction's endpoints do not change),
  * and the first after a session reset its stream's new number.

@@ -36,6 +36,8 @@ static wmem_allocator_t *file_pool;
  * when removed): those of a connection go with it (drop_conn_bufs()), the ones of file-scope
  * pipes when the session ends (bufs_cleanup()). */
 static GHashTable *held_bufs;
+/* The tails of connections a new one on their endpoints retired (record.h, p2pc_tail_keep()). */
+static GArray *kept_tails;
 
 dissector_handle_t
 l2p_multistream_handle(void)
@@ -122,6 +124,7 @@ l2p_pipe_inside(dissector_handle_t handle, int dir, const l2p_pipe_t *below)
 {
     l2p_pipe_t *p = l2p_pipe_new(below->conn, handle, dir);
     p->depth = below->depth + 1;
+    p->reencoded = below->reencoded;
     p->undecodable = p->depth > L2P_MAX_DEPTH;
     return p;
 }
@@ -245,6 +248,7 @@ l2p_handoff(l2p_pipe_t *pipe, const char *protocol, dissector_handle_t handle)
     l2p_pipe_t *n = l2p_pipe_new(pipe->conn, handle ? handle : l2p_handle_for(protocol), pipe->dir);
     n->role = pipe->role;
     n->depth = pipe->depth;
+    n->reencoded = pipe->reencoded;
     n->protocol = wmem_strdup(l2p_pipe_pool(pipe), protocol);
     n->muxer = pipe->muxer;
     n->stream_id = pipe->stream_id;
@@ -448,6 +452,78 @@ static gboolean
 in_file_scope(gpointer buf, gpointer pipe, gpointer unused)
 {
     return l2p_pipe_pool((l2p_pipe_t *)pipe) == wmem_file_scope() || !((l2p_pipe_t *)pipe)->conn;
+}
+
+static void
+add_pipe(gpointer buf _U_, gpointer pipe, gpointer pipes)
+{
+    g_ptr_array_add((GPtrArray *)pipes, pipe);
+}
+
+static gint
+by_pipe_id(gconstpointer a, gconstpointer b)
+{
+    guint32 x = (*(const l2p_pipe_t * const *)a)->id, y = (*(const l2p_pipe_t * const *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+/* The pipes whose buffers hold bytes, in the order they were made. */
+static GPtrArray *
+held_pipes(void)
+{
+    GPtrArray *pipes = g_ptr_array_new();
+    g_hash_table_foreach(held_bufs, add_pipe, pipes);
+    g_ptr_array_sort(pipes, by_pipe_id);
+    return pipes;
+}
+
+/* The bytes a pipe holds, the start of a PDU the capture (or a reset) cut short: one undecoded
+ * record, where they were last kept.  Every layer below reported its own framing of them;
+ * above a layer that re-encodes them, that layer's own tail counts them. */
+static void
+pipe_tail(const l2p_pipe_t *pipe, p2pc_tail_emit_fn emit, void *ud, const char *why)
+{
+    if (pipe->held_at && pipe->buf && !pipe->reencoded)
+        p2pc_tail_undecoded(emit, ud, pipe->held_at, "libp2p", "none", pipe->buf->len, why);
+}
+
+/* A new connection retires c: what its pipes hold is the capture's tail, kept for its end. */
+static void
+keep_conn_tails(p2pc_conn_t *c)
+{
+    GPtrArray *pipes;
+
+    if (!p2pc_conn_slot(c, P2PC_SLOT_ENGINE))
+        return;
+    pipes = held_pipes();
+    for (guint i = 0; i < pipes->len; i++) {
+        const l2p_pipe_t *pipe = (const l2p_pipe_t *)g_ptr_array_index(pipes, i);
+        if (pipe->conn == c)
+            pipe_tail(pipe, p2pc_tail_keep, kept_tails, NULL);
+    }
+    g_ptr_array_free(pipes, TRUE);
+}
+
+/* At the end of the capture, or of a session whose reset drops the connection: each pipe's
+ * tail, in the order the pipes were made; at the end, first those of the connections retired
+ * (made before any on their endpoints still open). */
+static void
+engine_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
+{
+    GPtrArray *pipes = held_pipes();
+
+    if (!at_reset)
+        p2pc_tail_kept_emit(kept_tails, FALSE, emit, ud);
+    for (guint i = 0; i < pipes->len; i++) {
+        const l2p_pipe_t *pipe = (const l2p_pipe_t *)g_ptr_array_index(pipes, i);
+        const char *why = at_reset ? "reset" : NULL;
+        if (pipe->conn && p2pc_conn_retired(pipe->conn))
+            continue;
+        if (at_reset && pipe->conn && !(why = p2pc_conn_cut(pipe->conn)) && p2pc_conn_goes_on(pipe->conn))
+            continue;
+        pipe_tail(pipe, emit, ud, why);
+    }
+    g_ptr_array_free(pipes, TRUE);
 }
 
 static void
@@ -935,10 +1011,14 @@ keep_rest(const cut_t *c)
     } else if (c->pos) {
         g_byte_array_remove_range(pipe->buf, 0, c->pos);
     }
-    if (pipe->closed || pipe->next || pipe->buf->len == 0)
+    if (pipe->closed || pipe->next || pipe->buf->len == 0) {
         buf_drop(pipe);
-    else
-        buf_charge(pipe);
+        return;
+    }
+    buf_charge(pipe);
+    if (!pipe->held_at)
+        pipe->held_at = wmem_new0(l2p_pipe_pool(pipe), p2pc_record_t);
+    p2pc_where_keep(l2p_pipe_pool(pipe), c->pinfo, pipe->held_at);
 }
 
 /* The first pass of a call: its items made and run, in order. */
@@ -1060,7 +1140,10 @@ l2p_register_engine(int proto)
     expert = expert_register_protocol(proto);
     expert_register_field_array(expert, ei, array_length(ei));
     held_bufs = g_hash_table_new_full(g_direct_hash, g_direct_equal, free_byte_array, NULL);
+    kept_tails = p2pc_tail_kept_new();
     register_init_routine(pool_init);
     register_cleanup_routine(bufs_cleanup);
     p2pc_conn_on_free(drop_conn_bufs);
+    p2pc_conn_on_retire(keep_conn_tails);
+    p2pc_tail_register(engine_tails);
 }

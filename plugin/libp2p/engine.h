@@ -88,6 +88,9 @@ struct l2p_pipe {
     int dir;                    /* 0: dialer -> listener (connection) or opener -> other (stream) */
     l2p_role_t role;            /* a connection pipe: how dir was learnt (l2p_learn_role()) */
     guint depth;                /* layers it is carried inside (l2p_pipe_inside()) */
+    gboolean reencoded;         /* carried inside a layer that re-encodes the bytes above it (the
+                                   compression transport): its bytes are not the wire's, that
+                                   layer accounts them (inherited by the pipes inside it) */
     l2p_pipe_t *peer;           /* the other direction at the same layer, if known */
     dissector_handle_t handle;  /* the dissector this pipe's bytes go to */
     const char *protocol;       /* the protocol ID these bytes carry ("" while negotiating) */
@@ -101,6 +104,8 @@ struct l2p_pipe {
                                    it grows and shrinks; freed when emptied, or with the
                                    connection) */
     guint buf_charged;          /* what of it is charged to the connection (p2pc_conn_charge) */
+    p2pc_record_t *held_at;     /* where buf last kept bytes (made the first time it does): a
+                                   tail record's place for what it holds at the end */
     guint32 pdus;               /* PDUs cut so far: the index of the next */
     guint32 overhead;           /* lower-layer framing bytes not yet attributed to a PDU */
     guint32 held_calls;         /* the calls (a muxer's frames) whose bytes buf holds */

@@ -128,6 +128,9 @@ typedef struct comp_dir {
 /* Every direction whose state is kept, newest first, for what they hold when it goes
  * (comp_tails): each leaves the list when its pool frees it (dir_freed_cb). */
 static comp_dir_t *dirs;
+/* The tails of the directions of connections a new one on their endpoints retired (record.h,
+ * p2pc_tail_keep()). */
+static GArray *kept_tails;
 
 /* What a decompressor's state costs its connection (core/conn.h: the budget of state carried
  * over session resets): zlib's inflate, 1 << 15 window bytes and about 7 KiB (zlib.h); brotli's
@@ -193,6 +196,7 @@ comp_dir(l2p_pipe_t *pipe)
     /* After the compression layer comes the muxer's multistream-select, on a pipe of its own
      * whose other direction is the peer pipe's decompressed stream. */
     cd->inner = l2p_pipe_inside(l2p_multistream_handle(), pipe->dir, pipe);
+    cd->inner->reencoded = TRUE;        /* comp_tails() counts what it holds, compressed */
     cd->inner->role = pipe->role;
     cd->inner->muxer = pipe->muxer;
     cd->inner->stream_id = pipe->stream_id;
@@ -209,19 +213,44 @@ comp_dir(l2p_pipe_t *pipe)
     return cd;
 }
 
-/* At the end of the capture, or of a session whose reset drops the direction: the compressed
- * bytes each direction received after the frame of its last message (closing window updates,
- * the gzip trailer, or all a hole left undecodable), in its last frame. */
+/* The compressed bytes a direction received after the frame of its last message (closing
+ * window updates, the gzip trailer, or all a hole left undecodable), in its last frame; the
+ * codec: bytes of that stream, which no message claimed. */
+static void
+dir_tail(const comp_dir_t *cd, p2pc_tail_emit_fn emit, void *ud, const char *why)
+{
+    p2pc_tail_undecoded(emit, ud, &cd->last, "libp2p", cd->codec_name, cd->unattributed, why);
+}
+
+/* A new connection retires c: its directions' tails are the capture's, kept for its end (the
+ * oldest direction first: they are emitted the last kept first). */
+static void
+keep_conn_tails(p2pc_conn_t *c)
+{
+    const comp_dir_t *cd = dirs;
+    while (cd && cd->next)
+        cd = cd->next;
+    for (; cd; cd = cd->prev)
+        if (cd->conn == c)
+            dir_tail(cd, p2pc_tail_keep, kept_tails, NULL);
+}
+
+/* At the end of the capture, or of a session whose reset drops the direction: each direction's
+ * tail, the newest first; at the end, then those of the connections retired (older than any on
+ * their endpoints still open). */
 static void
 comp_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
 {
-    /* The codec: bytes of that stream, which no message claimed. */
     for (const comp_dir_t *cd = dirs; cd; cd = cd->next) {
         const char *why = at_reset ? "reset" : NULL;
+        if (cd->conn && p2pc_conn_retired(cd->conn))
+            continue;
         if (at_reset && cd->conn && !(why = p2pc_conn_cut(cd->conn)) && p2pc_conn_goes_on(cd->conn))
             continue;
-        p2pc_tail_undecoded(emit, ud, &cd->last, "libp2p", cd->codec_name, cd->unattributed, why);
+        dir_tail(cd, emit, ud, why);
     }
+    if (!at_reset)
+        p2pc_tail_kept_emit(kept_tails, TRUE, emit, ud);
 }
 
 static int
@@ -788,7 +817,9 @@ proto_register_libp2p_compression(void)
     /* Its own budget for kept output became p2pc.max_replay_mib, over every layer. */
     prefs_register_obsolete_preference(module, "max_kept_mib");
     comp_handle = register_dissector("libp2p_compression", dissect_libp2p_compression, proto_comp);
+    kept_tails = p2pc_tail_kept_new();
     p2pc_tail_register(comp_tails);
+    p2pc_conn_on_retire(keep_conn_tails);
 }
 
 void
