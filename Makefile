@@ -145,7 +145,7 @@ bench-live: test-deps build
 
 # The fuzz gate (fuzz/README.md): editcap mutants of the captures through an ASan+UBSan
 # build (build-asan/). FUZZ_PROFILE=short (default, CI: the captures fuzz/short-skip.txt does not
-# list, 756 runs) or long (every capture).
+# list, 846 runs) or long (every capture).
 FUZZ_PROFILE ?= short
 fuzz-deps:
 	@PYTHON=$(PYTHON) tools/install-deps.sh --fuzz
