@@ -598,8 +598,7 @@ holes_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
 {
     tail_ctx_t t = { emit, ud, at_reset };
     wmem_map_foreach(conns, conn_tails, &t);
-    if (!at_reset)
-        p2pc_tail_kept_emit(kept_tails, FALSE, emit, ud);
+    p2pc_tail_kept_emit(kept_tails, FALSE, emit, ud, at_reset);
 }
 
 void

@@ -362,13 +362,18 @@ print_tail(const p2pc_record_t *r, void *ud)
     print_record((records_tap_t *)ud, r);
 }
 
+static void
+drop_tail(const p2pc_record_t *r _U_, void *ud _U_)
+{
+}
+
 /* What the dissectors still hold, in no record (record.h, p2pc_tail_register): printed once
- * the session's packets are read, unless a display filter chose the records. */
+ * the session's packets are read, unless a display filter chose the records (then called all
+ * the same, so that the tails the parts keep across resets do not pile up). */
 static void
 print_tails(records_tap_t *t, gboolean at_reset)
 {
-    if (!t->filtered)
-        p2pc_tail_foreach(print_tail, t, at_reset);
+    p2pc_tail_foreach(t->filtered ? drop_tail : print_tail, t, at_reset);
 }
 
 /* Stream mode, at a session reset: a connection whose state the next session goes on with

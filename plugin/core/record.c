@@ -261,8 +261,10 @@ p2pc_tail_keep(const p2pc_record_t *rec, void *kept)
 }
 
 void
-p2pc_tail_kept_emit(GArray *kept, gboolean last_first, p2pc_tail_emit_fn emit, void *ud)
+p2pc_tail_kept_emit(GArray *kept, gboolean last_first, p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
 {
+    if (at_reset && kept->len < P2PC_TAILS_KEPT_MAX)
+        return;
     for (guint i = 0; i < kept->len; i++)
         emit(&g_array_index(kept, p2pc_record_t, last_first ? kept->len - 1 - i : i), ud);
     g_array_remove_range(kept, 0, kept->len);

@@ -132,11 +132,14 @@ void p2pc_tail_undecoded(p2pc_tail_emit_fn emit, void *ud, const p2pc_record_t *
  * the connection's state goes at the end of its session.  The part emits them when the
  * connection is retired (p2pc_conn_on_retire()) with p2pc_tail_keep as `emit` and, as `ud`, a
  * list made by p2pc_tail_kept_new() (copies, addresses included); its tail function skips
- * retired connections and emits the list at the capture's end with p2pc_tail_kept_emit() (in
- * the order kept, or the last kept first), which empties it. */
+ * retired connections and hands the list to p2pc_tail_kept_emit() at every call, which emits
+ * it (in the order kept, or the last kept first) and empties it at the capture's end, and at a
+ * session reset once it holds P2PC_TAILS_KEPT_MAX: a live run of days keeps no more than that
+ * (those tails then come at that reset, before the later records of their endpoints). */
+#define P2PC_TAILS_KEPT_MAX 1024
 GArray *p2pc_tail_kept_new(void);
 void p2pc_tail_keep(const p2pc_record_t *rec, void *kept);
-void p2pc_tail_kept_emit(GArray *kept, gboolean last_first, p2pc_tail_emit_fn emit, void *ud);
+void p2pc_tail_kept_emit(GArray *kept, gboolean last_first, p2pc_tail_emit_fn emit, void *ud, gboolean at_reset);
 
 /* Keep the packet's frame and time in rec->at and rec->abs_ts; the first call also keeps its
  * TCP stream and endpoints (in `scope`, where rec is: a direction's endpoints do not change),

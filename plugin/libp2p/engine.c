@@ -512,8 +512,7 @@ engine_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
 {
     GPtrArray *pipes = held_pipes();
 
-    if (!at_reset)
-        p2pc_tail_kept_emit(kept_tails, FALSE, emit, ud);
+    p2pc_tail_kept_emit(kept_tails, FALSE, emit, ud, at_reset);
     for (guint i = 0; i < pipes->len; i++) {
         const l2p_pipe_t *pipe = (const l2p_pipe_t *)g_ptr_array_index(pipes, i);
         const char *why = at_reset ? "reset" : NULL;

@@ -249,8 +249,7 @@ comp_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
             continue;
         dir_tail(cd, emit, ud, why);
     }
-    if (!at_reset)
-        p2pc_tail_kept_emit(kept_tails, TRUE, emit, ud);
+    p2pc_tail_kept_emit(kept_tails, TRUE, emit, ud, at_reset);
 }
 
 static int
