@@ -117,7 +117,7 @@ EXIT_HELP = "exit codes:\n" + "\n".join(
 
 EXAMPLES = {
     "p2pc": """examples:
-  p2pc analyze captures/bitcoin/btc-compressed.pcapng
+  p2pc analyze btc-compressed.pcapng
   p2pc analyze --format html --output report.html a.pcapng b.pcapng
   p2pc compare btc-baseline.pcapng btc-compressed.pcapng
   p2pc diff eth2-yamux.pcapng eth2-mplex.pcapng
@@ -146,7 +146,7 @@ sections (--section): main, size_ranges, conformance, explain (with --explain)""
 
 sections (--section): main, connections""",
     "diff": """examples:
-  p2pc diff captures/eth2/eth2-yamux.pcapng captures/eth2/eth2-mplex.pcapng
+  p2pc diff eth2-yamux.pcapng eth2-mplex.pcapng
   p2pc diff --format html --output diff.html node-a.pcapng node-b.pcapng
   p2pc diff both.pcapng --a 'tcp.port==52396' --b 'tcp.port==36186'   # two connections of one capture
   p2pc diff -Y eth2 a.pcapng b.pcapng            # only the eth2 messages of each
