@@ -397,6 +397,15 @@ conns_session_end(void)
 }
 
 gboolean
+p2pc_conn_tail_now(const p2pc_conn_t *c, gboolean at_reset, const char **why)
+{
+    *why = at_reset ? "reset" : NULL;
+    if (c && c->retired)
+        return FALSE;
+    return !(at_reset && c && !(*why = p2pc_conn_cut(c)) && p2pc_conn_goes_on(c));
+}
+
+gboolean
 p2pc_conn_carried_any(p2pc_conn_slot_t slot)
 {
     return (carried_slots >> slot) & 1;

@@ -112,6 +112,12 @@ gboolean p2pc_conn_goes_on(const p2pc_conn_t *c);
  * capture is read without a reset (p2pc_conn_on_retire(), record.h: p2pc_tail_keep()). */
 gboolean p2pc_conn_retired(const p2pc_conn_t *c);
 
+/* For a tail function (record.h): whether the tail of what `c` (NULL: no connection's) holds is
+ * printed now, and *why, its undecoded reason.  Not a retired connection's (it was kept when it
+ * was retired), nor, at a reset, one whose state goes on; at a reset, why the reset cuts it
+ * (p2pc_conn_cut()), "reset" without a connection; at the end of the capture, NULL. */
+gboolean p2pc_conn_tail_now(const p2pc_conn_t *c, gboolean at_reset, const char **why);
+
 /* Some connection carried into this session had `slot` filled at the reset: a part whose
  * connections would otherwise all enter it anew in this session cannot skip a frame unseen. */
 gboolean p2pc_conn_carried_any(p2pc_conn_slot_t slot);

@@ -515,12 +515,9 @@ engine_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
     p2pc_tail_kept_emit(kept_tails, FALSE, emit, ud, at_reset);
     for (guint i = 0; i < pipes->len; i++) {
         const l2p_pipe_t *pipe = (const l2p_pipe_t *)g_ptr_array_index(pipes, i);
-        const char *why = at_reset ? "reset" : NULL;
-        if (pipe->conn && p2pc_conn_retired(pipe->conn))
-            continue;
-        if (at_reset && pipe->conn && !(why = p2pc_conn_cut(pipe->conn)) && p2pc_conn_goes_on(pipe->conn))
-            continue;
-        pipe_tail(pipe, emit, ud, why);
+        const char *why;
+        if (p2pc_conn_tail_now(pipe->conn, at_reset, &why))
+            pipe_tail(pipe, emit, ud, why);
     }
     g_ptr_array_free(pipes, TRUE);
 }

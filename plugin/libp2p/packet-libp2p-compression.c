@@ -242,12 +242,9 @@ static void
 comp_tails(p2pc_tail_emit_fn emit, void *ud, gboolean at_reset)
 {
     for (const comp_dir_t *cd = dirs; cd; cd = cd->next) {
-        const char *why = at_reset ? "reset" : NULL;
-        if (cd->conn && p2pc_conn_retired(cd->conn))
-            continue;
-        if (at_reset && cd->conn && !(why = p2pc_conn_cut(cd->conn)) && p2pc_conn_goes_on(cd->conn))
-            continue;
-        dir_tail(cd, emit, ud, why);
+        const char *why;
+        if (p2pc_conn_tail_now(cd->conn, at_reset, &why))
+            dir_tail(cd, emit, ud, why);
     }
     p2pc_tail_kept_emit(kept_tails, TRUE, emit, ud, at_reset);
 }
