@@ -45,6 +45,7 @@ def source_raw_len(m: dict) -> int:
     return (DATA / "bitcoin" / m["source"]).stat().st_size if "#" not in m["source"] else m["raw_len"]
 
 
+@pytest.mark.once
 def test_payload_saved_equals_the_source_sum():
     rep = report("analyze", str(BTC / "btc-compressed.pcapng"))
     rows = rows_by_type(rep)
@@ -68,6 +69,7 @@ def tcp_inputs(capture, ws_tshark, src: str):
     return mss, overhead, len(acks) / len(data), sum(acks) / len(acks)
 
 
+@pytest.mark.once
 def test_model_inputs_come_from_the_capture(tshark):
     """The link parameters the model uses (--explain) are the capture's own, computed here from
     tshark's TCP fields; the formula itself is held to hand-worked numbers in test_model.py."""
@@ -99,6 +101,7 @@ def test_bip_model_is_24_plus_52_per_batched_message():
     assert rows["cblock"]["header_saved"] == 0 and rows["cblock"]["ack_saved"] == 0
 
 
+@pytest.mark.once
 def test_compare_measures_against_the_baseline():
     rep = report("compare", str(BTC / "btc-baseline.pcapng"), str(BTC / "btc-compressed.pcapng"))
     fam = {r["family"]: r for r in rep["rows"]}
@@ -151,6 +154,7 @@ def _lzo1x_1(data: bytes) -> bytes:
     return out.raw[:n.value]
 
 
+@pytest.mark.once
 def test_whatif_ratios_equal_direct_library_calls():
     rep = report("whatif", "--codecs", "zlib-1,zlib-6,lzo1x-1", str(BTC / "btc-baseline.pcapng"))
     sizes = next(s for s in rep["sections"] if s["name"] == "whatif")
@@ -163,6 +167,7 @@ def test_whatif_ratios_equal_direct_library_calls():
     assert row["lzo1x-1 %"] == pct(_lzo1x_1(raw))
 
 
+@pytest.mark.once
 def test_parallel_results_merge_exactly():
     caps = [str(BTC / "btc-compressed.pcapng"), str(BTC / "btc-small.pcapng")]
     both = report("analyze", "-j", "2", *caps)["totals"]
@@ -492,6 +497,7 @@ def test_a_capture_after_r_or_on_standard_input_is_read_as_tshark_reads_it(tmp_p
     assert res.returncode == 0 and json.loads(res.stdout)["files"] == [str(small)], res.stderr
 
 
+@pytest.mark.once
 @pytest.mark.parametrize("args, words", [
     (["analyze"], "analyze reads captures: CAPTURE or -r CAPTURE"),
     (["records", "-r", "a.pcapng", "b.pcapng", "--output", "r.parquet"], "records reads one capture"),
@@ -505,6 +511,7 @@ def test_captures_missing_or_stdin_twice_are_one_line_exit_2(args, words):
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and words in res.stderr, res.stderr
 
 
+@pytest.mark.once
 def test_output_dash_is_standard_output_and_a_missing_folder_is_made(tmp_path):
     """`--output -` wrote a file named `-` (issue 43); `--output DIR/FILE` made nothing when DIR
     was missing (the audit guide's /var/log/p2pc/cl.json)."""
@@ -518,6 +525,7 @@ def test_output_dash_is_standard_output_and_a_missing_folder_is_made(tmp_path):
     assert res.returncode == 0 and json.loads(out.read_text())["totals"] == report("analyze", small)["totals"]
 
 
+@pytest.mark.once
 def test_the_same_report_or_capture_given_twice_is_refused_naming_it(tmp_path):
     """`merge a.json a.json` doubled every count (issue 43). The same report, by one path or
     two, or a copy (the same captures' sums), is one line naming it, exit 5; so is the same

@@ -327,6 +327,7 @@ def tcp_payload(tshark, capture: str, src: str | None = None) -> int:
     return sum(int(n) for s, n in rows if src in (None, s))
 
 
+@pytest.mark.once
 @pytest.mark.parametrize("transport", ["gzip", "cbrotli"])
 def test_compare_gives_the_seeds_bandwidth_table_with_the_model_within_half_a_percent(tshark, transport):
     """`p2pc compare` of the exchange without the transport and with it: the bytes without and
@@ -387,6 +388,7 @@ def in_wire_order(tshark, capture: str) -> Counter:
     return out
 
 
+@pytest.mark.once
 @pytest.mark.parametrize("transport", ["gzip", "cbrotli"])
 def test_diff_matches_the_messages_the_runs_without_and_with_the_transport_share(tshark, transport):
     """`p2pc diff` of the exchange without the transport and with it pairs each Bitswap message

@@ -92,6 +92,7 @@ def test_the_two_workloads_differ_only_in_muxer_and_gossip():
     assert ty["gossip"]["blocks"][:1] == tm["gossip"]["blocks"] and len(ty["gossip"]["blocks"]) == 2
 
 
+@pytest.mark.once
 def test_yamux_against_mplex_reports_what_the_truth_says(yamux_mplex):
     rc, rep = yamux_mplex
     assert rc == DIFFER and not rep["equivalent"] and rep["title"] == "p2pc diff: A and B differ"
@@ -154,6 +155,7 @@ def test_yamux_against_mplex_reports_what_the_truth_says(yamux_mplex):
                                             f"{ty['link']['addr_a']}:{dialer_port(MPLEX)}")
 
 
+@pytest.mark.once
 def test_the_unmatched_identify_carries_each_dialers_port(yamux_mplex):
     """The other unmatched messages: the listener's identify, whose observed address is the
     dialer's /ip4/ADDR/tcp/PORT (multiaddr codes 4 and 6), a different port in each capture."""
@@ -172,6 +174,7 @@ def test_the_unmatched_identify_carries_each_dialers_port(yamux_mplex):
     assert dialer_port(YAMUX) != dialer_port(MPLEX)
 
 
+@pytest.mark.once
 def test_two_sides_of_one_capture(tmp_path, yamux_mplex):
     """The two connections merged into one capture, told apart by --a and --b: the same diff."""
     both = tmp_path / "both.pcapng"
@@ -483,6 +486,7 @@ def test_the_js_snappy_encoder_frames_the_block_774_bytes_smaller():
     assert block == {"go-libp2p": {440381}, "rust-libp2p": {440381}, "js-libp2p": {439607}}
 
 
+@pytest.mark.once
 @pytest.mark.parametrize("a,b", INTEROP_PAIRS, ids=[f"{a}-vs-{b}" for a, b in INTEROP_PAIRS])
 def test_two_stacks_differ_where_their_truth_says(a, b):
     """Every difference diff reports of two stacks' cells is one the truth (what each peer
@@ -548,6 +552,7 @@ def test_an_interop_cell_against_itself_is_equivalent(tshark, name):
         Counter(sha for role in ("dialer", "listener") for *_, sha in sent(t["peers"][role]))
 
 
+@pytest.mark.once
 def test_two_stacks_in_one_capture(tmp_path):
     """Two cells merged into one capture, each side chosen by its dialer's port (--a, --b):
     the same diff as of the two files."""
@@ -561,6 +566,7 @@ def test_two_stacks_in_one_capture(tmp_path):
     assert rep["rows"] == rep2["rows"] and section(rep, "differences") == section(rep2, "differences")
 
 
+@pytest.mark.once
 def test_the_worked_example_is_what_diff_reports():
     """docs/interop.md's worked example: its table is the pairs that differ, with the figures
     the truth and the captures' yamux frames give (test_two_stacks_differ_where_their_truth_says
@@ -606,6 +612,7 @@ def test_the_worked_example_is_what_diff_reports():
     assert all(r["b_first_ms"] < rtt for r in timed if r["msg_type"] in ("status/1 request", "ping/1 request"))
 
 
+@pytest.mark.once
 def test_signing_differs(tmp_path):
     """Two crafted gossip connections (test_spec's): the same message with from, seqno and
     signature (A) and without them (B, eth2's StrictNoSign)."""
@@ -669,6 +676,7 @@ def hostile_sides(tmp_path_factory):
     return str(d / "a.pcap"), str(d / "b.pcap")
 
 
+@pytest.mark.once
 def test_peer_strings_are_neither_formulas_nor_terminal_controls(hostile_sides):
     for fmt in ("csv", "markdown", "table"):
         res = p2pc("diff", *hostile_sides, "--format", fmt, "--section", "negotiation")

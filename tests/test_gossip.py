@@ -236,6 +236,7 @@ def gossip_section(rep: dict) -> list[dict]:
     return next(s["rows"] for s in rep["sections"] if s["name"] == "gossip")
 
 
+@pytest.mark.once
 def test_merged_reports_give_the_gossip_rows_of_both_captures(tmp_path):
     """The section's sums merge exactly: p2pc merge of two captures' reports gives the rows of
     analyzing both together."""
@@ -251,6 +252,7 @@ def test_merged_reports_give_the_gossip_rows_of_both_captures(tmp_path):
     assert sum(r["bytes"] for r in both) > sum(one.values())
 
 
+@pytest.mark.once
 def test_the_terminal_shows_the_top_ten_rows_and_says_how_many_more():
     """The whole report's table shows the gossip rows with the most bytes; --section gossip all."""
     cap = str(CAPTURES / "lodestar/lodestar.pcapng")
@@ -280,7 +282,7 @@ def _truth_gossip_captures() -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("name", _truth_gossip_captures())
+@pytest.mark.parametrize("name", per_capture_kind(_truth_gossip_captures()))
 def test_publish_rows_are_what_each_peer_says_it_published(tshark, tmp_path, name):
     """Per sender and topic, the publish count is the gossip messages that peer's own truth says
     it sent, each with the message ID the peer gave it (two peers: each message crosses the one

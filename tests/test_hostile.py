@@ -642,6 +642,7 @@ MERGE_EDITS = {
 }
 
 
+@pytest.mark.once
 @pytest.mark.parametrize("edit", list(MERGE_EDITS))
 def test_merge_validates_every_field_of_a_report(tmp_path, edit):
     """A report p2pc did not write, in any field, is one line and exit 5: huge numbers, wrong

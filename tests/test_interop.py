@@ -162,8 +162,8 @@ MUXERS = {"/yamux/1.0.0": "yamux", "/mplex/6.7.0": "mplex"}
 
 
 # QUIC has no libp2p security or muxer of its own (test_quic_connections_say_so).
-@pytest.mark.parametrize("name", [n for n in NAMES if any("connections" in p for p in truth(n)["peers"].values())
-                                  and truth(n)["security"] != "/quic-v1"])
+@pytest.mark.parametrize("name", per_capture_kind([n for n in NAMES if any("connections" in p for p in truth(n)["peers"].values())
+                                                    and truth(n)["security"] != "/quic-v1"]))
 def test_the_muxer_is_the_one_the_peers_used(tshark, name):
     """Each peer that reports its connection (go-libp2p's ConnState, js-libp2p's connection) says
     which security and muxer it used, go-libp2p also whether the muxer was agreed inside the

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CAPTURES, REPO, p2pc_report, run_p2pc, same_figures
+from conftest import CAPTURES, REPO, p2pc_report, per_capture_kind, run_p2pc, same_figures
 from p2pc.wsenv import built_plugin
 
 needs_netns = pytest.mark.skipif(
@@ -921,7 +921,7 @@ def test_by_peer_names_each_peer_by_the_id_its_handshake_states(name):
         assert re.search(rf"{re.escape(addr)}\s+{pid}\s", res.stdout), (addr, pid)
 
 
-@pytest.mark.parametrize("name", ["comp-cbrotli", "comp-fallback", "comp-gzip", "comp-none"])
+@pytest.mark.parametrize("name", per_capture_kind(["comp-cbrotli", "comp-fallback", "comp-gzip", "comp-none"]))
 def test_by_peer_names_the_compression_listener_by_its_recorded_id(name):
     """The compression-transport captures' generator recorded the listener's peer ID itself
     (truth `peers.b_id`): --by-peer names the listener's address with it."""

@@ -44,6 +44,7 @@ def json_report(*args: str) -> dict:
 
 
 # ---- CSV ----
+@pytest.mark.once
 def test_csv_is_one_valid_table():
     res = p2pc("analyze", COMPRESSED, "--format", "csv")
     assert res.returncode == 0, res.stderr
@@ -56,6 +57,7 @@ def test_csv_is_one_valid_table():
     assert int(by_type["ALL"]["messages"]) == sum(int(r["messages"]) for r in table if r["proto"] != "ALL")
 
 
+@pytest.mark.once
 def test_csv_section_and_long_format():
     sizes = list(csv.DictReader(io.StringIO(
         p2pc("analyze", COMPRESSED, "--format", "csv", "--section", "size_ranges").stdout)))
@@ -74,6 +76,7 @@ def test_csv_section_and_long_format():
 
 
 # ---- JSON Schema ----
+@pytest.mark.once
 def test_json_reports_follow_the_schema():
     import jsonschema               # a test dependency (analyzer[test]): missing, the test fails
     schema = json.loads(SCHEMA.read_text())
@@ -106,6 +109,7 @@ def b58decode(text: str) -> bytes:
     return b"\0" * (len(text) - len(text.lstrip("1"))) + body
 
 
+@pytest.mark.once
 def test_compare_renders_the_connection_setup_row_in_every_format():
     """compare's bandwidth table has a `connection setup` row on a libp2p pair (attribution.py):
     valid against the schema, and the same figures in JSON, CSV, Markdown, HTML and the table.
@@ -152,6 +156,7 @@ def test_compare_renders_the_connection_setup_row_in_every_format():
 
 
 # ---- Parquet ----
+@pytest.mark.once
 def test_records_parquet_holds_every_message(tmp_path):
     import pyarrow.parquet as pq    # a dependency: missing, the test fails
     out = tmp_path / "records.parquet"
@@ -209,6 +214,7 @@ def run_on_pty(args: list[str], stdout_tty: bool, stderr_tty: bool, columns: int
     return proc.wait(), out, seen.decode(errors="replace")
 
 
+@pytest.mark.once
 @pytest.mark.parametrize("columns", [80, 100])
 def test_tables_fit_the_terminal(columns):
     rc, _, screen = run_on_pty(["compare", BASELINE, COMPRESSED], stdout_tty=True, stderr_tty=False,
@@ -224,12 +230,14 @@ def test_tables_fit_the_terminal(columns):
     assert f"{expected_payload_saved('cblock'):,}" in cblock.split()
 
 
+@pytest.mark.once
 def test_piped_table_keeps_every_column():
     res = p2pc("compare", BASELINE, COMPRESSED, env_extra={"COLUMNS": ""})
     assert res.returncode == 0 and "left out" not in res.stdout
     assert "baseline msgs" in res.stdout and "ACK saved (measured)" in res.stdout
 
 
+@pytest.mark.once
 def test_progress_bar_on_a_terminal_only():
     rc, out, screen = run_on_pty(["analyze", "--format", "json", COMPRESSED, BASELINE], stdout_tty=False,
                                  stderr_tty=True)
@@ -293,6 +301,7 @@ def all_parsers(monkeypatch) -> list:
     return parsers
 
 
+@pytest.mark.once
 def test_help_shows_examples_and_exit_codes(monkeypatch):
     parsers = all_parsers(monkeypatch)
     commands = [p.prog.split()[1:] for p in parsers]
@@ -304,6 +313,7 @@ def test_help_shows_examples_and_exit_codes(monkeypatch):
         assert "8  a capture is cut short" in res.stdout
 
 
+@pytest.mark.once
 def test_every_argument_has_help(monkeypatch):
     for p in all_parsers(monkeypatch):
         for action in p._actions:
@@ -312,6 +322,7 @@ def test_every_argument_has_help(monkeypatch):
             assert action.help, f"{p.prog}: {action.option_strings or action.dest} has no help"
 
 
+@pytest.mark.once
 @pytest.mark.parametrize("args", [
     ["analyze"],
     ["nonsense"],

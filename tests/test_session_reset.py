@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CAPTURES, p2pc_report, same_figures
+from conftest import CAPTURES, capture_kind, once_beyond_first, p2pc_report, per_capture_kind, same_figures
 from p2pc.records import ONE_PASS_PREFS, parse_record
 
 RESET = 61          # packets per session: resets inside handshakes, muxer frames and messages
@@ -77,7 +77,7 @@ def carry(mib: int) -> list[str]:
     return ["-M", str(RESET), "-o", f"p2pc.live_state_mib:{mib}"]
 
 
-@pytest.mark.parametrize("capture,key", CARRIED, ids=[Path(c).stem for c, _ in CARRIED])
+@pytest.mark.parametrize("capture,key", per_capture_kind(CARRIED, lambda v: v[0]), ids=[Path(c).stem for c, _ in CARRIED])
 def test_libp2p_goes_on_decoding_across_session_resets(tshark, capture, key):
     """A reset every 61 packets, with a budget: every direction's records equal the ones of the
     capture read without a reset, message for message, the bytes the capture ends with included
@@ -88,8 +88,9 @@ def test_libp2p_goes_on_decoding_across_session_resets(tshark, capture, key):
     assert messages(stream(tshark, cap, *keys(key), *carry(64))) == want
 
 
-@pytest.mark.parametrize("capture", FRAMED, ids=[Path(c).stem for c in FRAMED])
-@pytest.mark.parametrize("every", [RESET, 7])
+@pytest.mark.parametrize("capture,every", once_beyond_first([(c, e) for e in (RESET, 7) for c in FRAMED],
+                                                            lambda v: (capture_kind(v[0]), v[1])),
+                         ids=[f"{e}-{Path(c).stem}" for e in (RESET, 7) for c in FRAMED])
 def test_messages_a_reset_cuts_are_finished_in_the_next_session(tshark, capture, every):
     """A reset every 61 (or 7) packets cuts messages TCP was reassembling: each is finished in
     the next session from p2pc's copy of its first bytes, so every direction's records equal the
@@ -308,7 +309,7 @@ def live_read(lines: list[str]) -> tuple[dict, dict, dict, int]:
     return reports[0], reports[1], dict(served), totals_.epoch
 
 
-@pytest.mark.parametrize("capture,key,every", LIVE, ids=[Path(c).stem for c, _, _ in LIVE])
+@pytest.mark.parametrize("capture,key,every", per_capture_kind(LIVE, lambda v: v[0]), ids=[Path(c).stem for c, _, _ in LIVE])
 def test_live_equals_analyze_after_every_reset(request, tshark, capture, key, every):
     """`p2pc live` of a capture read with a session reset every few hundred packets reports what
     `p2pc analyze` of the capture reports, every column of every row, per connection direction

@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import CAPTURES
+from conftest import CAPTURES, once_beyond_first
 from conftest import p2pc_report as report
 from conftest import run_p2pc as p2pc
 
@@ -39,7 +39,8 @@ def connections(tshark, capture) -> Counter:
     return out
 
 
-@pytest.mark.parametrize("capture,shards", [(PARALLEL, 3), (TLS, 2), (BTC, 4)])
+# Shard and merge are the analyzer's own: the first capture holds the tshark part on every version.
+@pytest.mark.parametrize("capture,shards", once_beyond_first([(PARALLEL, 3), (TLS, 2), (BTC, 4)]))
 def test_sharded_totals_equal_unsharded(capture, shards):
     whole = report("analyze", str(capture))
     sharded = report("analyze", "--shards", str(shards), "-j", "2", str(capture))
@@ -48,6 +49,7 @@ def test_sharded_totals_equal_unsharded(capture, shards):
     assert sharded["files"] == whole["files"] == [str(capture)]
 
 
+@pytest.mark.once
 def test_sharded_by_direction_and_bip_model_equal_unsharded():
     for extra in (["--by-direction"], ["--model", "bip"]):
         assert figures(report("analyze", "--shards", "3", str(PARALLEL), *extra)) == \
@@ -85,6 +87,7 @@ def test_shards_carry_the_tls_secrets(tmp_path, tshark):
     assert total == len(tshark.records(TLS)) > 0
 
 
+@pytest.mark.once
 def test_merge_equals_a_joint_analyze(tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     for cap, out in ((BTC, a), (PARALLEL, b)):
@@ -100,6 +103,7 @@ def test_merge_equals_a_joint_analyze(tmp_path):
     assert figures(report("merge", str(ab))) == figures(joint)
 
 
+@pytest.mark.once
 def test_merge_of_two_captures_with_the_same_name_adds_up(tmp_path):
     """Two machines' `capture.pcapng` (different traffic, one name): their connections, which
     tshark numbers alike in each file, are kept apart, and the merge is the report of both
@@ -197,6 +201,7 @@ def split_peak(capture, out) -> tuple[int, list[int]]:
 USAGE, ERROR = 2, 1
 
 
+@pytest.mark.once
 @pytest.mark.parametrize("case", ["shard-out", "shard-dir", "not-an-address", "unreachable"])
 def test_scale_out_errors_are_one_line(tmp_path, case):
     blocker = tmp_path / "a-file"

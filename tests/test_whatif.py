@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import CAPTURES, p2pc_report
+from conftest import CAPTURES, once_beyond_first, p2pc_report
 from p2pc.whatif import MEASURES
 
 COMP = CAPTURES / "libp2p-compression"
@@ -26,7 +26,8 @@ def row(report: dict, strategy: str, codec: str) -> dict:
     return next(r for r in report["rows"] if (r["strategy"], r["codec"]) == (strategy, codec))
 
 
-@pytest.mark.parametrize("codec, transport, acks", [("gzip", "comp-gzip", True), ("brotli-9", "comp-cbrotli", False)])
+@pytest.mark.parametrize("codec, transport, acks",
+                         once_beyond_first([("gzip", "comp-gzip", True), ("brotli-9", "comp-cbrotli", False)]))
 def test_stream_whatif_of_the_uncompressed_exchange_predicts_the_compression_transport(tshark, codec, transport, acks):
     """comp-none, comp-gzip and comp-cbrotli are the same exchange (their truth files: the same
     four files, echo and peers) without the compression layer, over /compression/gzip (Go's
@@ -67,6 +68,7 @@ def uncompressed_lengths(tshark, capture) -> list[tuple[str, str, int]]:
     return [(c[7], c[8], len(c[10]) // 2) for c in cols if c[9] == "none"]
 
 
+@pytest.mark.once
 def test_threshold_sweep_touches_exactly_the_payloads_over_n(tshark):
     """At each N, the message strategy compresses the uncompressed payloads longer than N bytes
     (FISCO's rule at 1024), and the block strategy those of them that are blocks; bytes saved
