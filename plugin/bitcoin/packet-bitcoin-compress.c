@@ -863,9 +863,6 @@ get_btcc_pdu_len(packet_info *pinfo, tvbuff_t *tvb, int offset, void *data)
     return btc_header_len(pinfo, tvb, offset) + tvb_get_letohl(tvb, offset + 16);
 }
 
-/* The items a message draws besides its lists of transactions (which ask for their own). */
-#define MSG_ITEMS 64
-
 static int
 dissect_btcc_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
@@ -882,7 +879,7 @@ dissect_btcc_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "Bitcoin");
     /* A frame of thousands of messages draws as many as fit and counts them all. */
-    ti = proto_tree_add_item(p2pc_tree_room(tree, pinfo, tvb, MSG_ITEMS), proto_bitcoin, tvb, 0, -1, ENC_NA);
+    ti = proto_tree_add_item(p2pc_tree_room(tree, pinfo, tvb, P2PC_TREE_MESSAGE_ITEMS), proto_bitcoin, tvb, 0, -1, ENC_NA);
     btree = proto_item_add_subtree(ti, ett_btcc_bitcoin);
     proto_tree_add_item(btree, hf_bitcoin_magic, tvb, 0, 4, ENC_BIG_ENDIAN);
     proto_tree_add_item_ret_string(btree, hf_bitcoin_command, tvb, 4, 12, ENC_ASCII | ENC_NA,

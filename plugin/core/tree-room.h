@@ -18,6 +18,11 @@
  * the expert item itself, each message's record, the items TCP adds after its payload. */
 #define P2PC_TREE_RESERVE 1000
 
+/* The items one message draws besides its lists (which ask for their own): what a protocol whose
+ * frames can hold thousands of messages (Bitcoin's, FISCO's: tcp_dissect_pdus hands each) asks
+ * for before drawing each. */
+#define P2PC_TREE_MESSAGE_ITEMS 64
+
 /* Registers the expert item under `proto` (record.c's "p2pc"). */
 void p2pc_tree_room_register(int proto);
 

@@ -900,7 +900,8 @@ dissect_fisco_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *dat
     guint avail = tvb_captured_length(tvb);
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "FISCO");
-    ti = proto_tree_add_item(tree, proto_fisco, tvb, 0, -1, ENC_NA);
+    /* A frame of thousands of messages draws as many as fit and counts them all. */
+    ti = proto_tree_add_item(p2pc_tree_room(tree, pinfo, tvb, P2PC_TREE_MESSAGE_ITEMS), proto_fisco, tvb, 0, -1, ENC_NA);
     ft = proto_item_add_subtree(ti, ett_fisco);
     ht = proto_tree_add_subtree(ft, tvb, 0, hlen, ett_fisco_header, NULL, rc1 ? "Header (rc1)" : "Header");
 

@@ -46,6 +46,7 @@
 #include "core/protobuf.h"
 #include "core/record.h"
 #include "core/spec.h"
+#include "core/tree-room.h"
 #include "fisco/fisco3.h"
 
 #include <epan/conversation.h>
@@ -700,7 +701,8 @@ dissect_fisco3_pdu(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *da
     gint64 negotiated = negotiated_version(fc, pinfo);
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "FISCO3");
-    ti = proto_tree_add_item(tree, proto_fisco3, tvb, 0, -1, ENC_NA);
+    /* A frame of thousands of messages draws as many as fit and counts them all. */
+    ti = proto_tree_add_item(p2pc_tree_room(tree, pinfo, tvb, P2PC_TREE_MESSAGE_ITEMS), proto_fisco3, tvb, 0, -1, ENC_NA);
     ft = proto_item_add_subtree(ti, ett_fisco3);
     ht = proto_tree_add_subtree(ft, tvb, 0, FISCO3_HEADER_LEN, ett_header, NULL, "Header");
     li = proto_tree_add_item(ht, hf_length, tvb, 0, 4, ENC_BIG_ENDIAN);
