@@ -154,14 +154,21 @@ fuzz: fuzz-deps
 	FUZZ_PROFILE=$(FUZZ_PROFILE) $(VENV_PY) tools/fuzz.py
 
 # libFuzzer harnesses (fuzz/): the regressions, then each harness for LIBFUZZ_SECONDS
-# (CI: 12; long runs: the default 600, LIBFUZZ_JOBS=2 for both cores).
+# (CI: 12, two harnesses at a time; long runs: the default 600, LIBFUZZ_JOBS=2 for both cores).
 LIBFUZZ_SECONDS ?= 600
 LIBFUZZ_JOBS ?= 1
-.PHONY: libfuzz fuzz-deps
+LIBFUZZ_PAR ?= 1
+.PHONY: libfuzz fuzz-deps fuzz-build
 libfuzz: fuzz-deps
 	@rc=0; $(MAKE) --no-print-directory -C fuzz regress || rc=1; \
-	  $(MAKE) --no-print-directory -C fuzz run SECONDS=$(LIBFUZZ_SECONDS) JOBS=$(LIBFUZZ_JOBS) || rc=1; \
+	  $(MAKE) --no-print-directory -C fuzz run SECONDS=$(LIBFUZZ_SECONDS) JOBS=$(LIBFUZZ_JOBS) PAR=$(LIBFUZZ_PAR) || rc=1; \
 	  exit $$rc
+
+# Both sanitizer builds, the fuzz gate's (build-asan/) and the harnesses (build-fuzz/), and
+# nothing run: CI makes them early, while its cores wait on the chroots' downloads.
+fuzz-build: fuzz-deps
+	$(VENV_PY) tools/fuzz.py --build-only
+	$(MAKE) --no-print-directory -C fuzz all
 
 # Root: the whole suite against Wireshark 4.4 (Debian trixie) and 4.6 (Debian sid) in chroots.
 check-versions:

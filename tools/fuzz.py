@@ -239,19 +239,24 @@ def run(cmd: list[str], timeout: float, env: dict[str, str] | None = None,
                   rss_killed=rss_killed.is_set())
 
 
+def build_asan() -> None:
+    """The ASan+UBSan plugin in build-asan/ (incremental: a build made earlier costs a check)."""
+    log("fuzz: building the ASan+UBSan plugin in build-asan/")
+    subprocess.run(["cmake", "-S", str(REPO), "-B", str(BUILD), "-DP2PC_SANITIZE=ON",
+                    "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DP2PC_ONLY=", "-DP2PC_WERROR=OFF",
+                    "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g"],
+                   check=True, stdout=subprocess.DEVNULL, timeout=300)
+    subprocess.run(["cmake", "--build", str(BUILD), "-j", str(os.cpu_count() or 2)],
+                   check=True, stdout=subprocess.DEVNULL, timeout=900)
+
+
 class Env:
     """The sanitizer build, a tshark wrapper that preloads libasan, and a private HOME."""
 
     def __init__(self, tmp: Path, build: bool):
         self.tmp = tmp
         if build:
-            log("fuzz: building the ASan+UBSan plugin in build-asan/")
-            subprocess.run(["cmake", "-S", str(REPO), "-B", str(BUILD), "-DP2PC_SANITIZE=ON",
-                            "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DP2PC_ONLY=", "-DP2PC_WERROR=OFF",
-                            "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g"],
-                           check=True, stdout=subprocess.DEVNULL, timeout=300)
-            subprocess.run(["cmake", "--build", str(BUILD), "-j", str(os.cpu_count() or 2)],
-                           check=True, stdout=subprocess.DEVNULL, timeout=900)
+            build_asan()
         plugins = sorted(BUILD.glob("plugins/*/epan/p2pc.so"))
         if not plugins:
             sys.exit("fuzz: no build-asan/plugins/*/epan/p2pc.so (run without --no-build)")
@@ -645,6 +650,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, help="seconds per consumer run")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--no-build", action="store_true", help="use build-asan/ as it is")
+    ap.add_argument("--build-only", action="store_true", help="build build-asan/ and run nothing")
     ap.add_argument("--keep", type=Path, default=BUILD / "fuzz-failures")
     ap.add_argument("--no-hostile", action="store_true",
                     help="skip the hostile stage (tools/craft.py's captures under RSS/CPU limits)")
@@ -653,6 +659,9 @@ def main() -> int:
                     help="only these hostile cases (tools/craft.py names; repeatable)")
     args = ap.parse_args()
 
+    if args.build_only:
+        build_asan()
+        return 0
     prof = PROFILES[args.profile]
     rates = [float(r) for r in args.rates.split(",")] if args.rates else prof["rates"]
     seeds = parse_seeds(args.seeds) if args.seeds else list(prof["seeds"])
