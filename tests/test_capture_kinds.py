@@ -1,7 +1,7 @@
 """conftest's per_capture_kind(): on 4.4 and 4.6, per-capture tests run one capture of each kind
-(.ci/README.md, "Tests that run once"), so the kinds must cover every
-capture and part what Wireshark reads differently.  What tells kinds apart is the interop cells'
-own truth (the peers' security, muxer and where the link was captured), not their names."""
+(.ci/README.md, "Tests that run once"), so the kinds must cover every capture and part what
+Wireshark reads differently.  What tells kinds apart is the interop cells' own truth (the peers'
+security, muxer and where the link was captured), not their names."""
 from __future__ import annotations
 
 import json
