@@ -109,8 +109,6 @@ def test_no_tcp_data_models_no_segments():
 GUI_CAPTURES = {"bitcoin/btc-compressed.pcapng": None, "fisco/fisco-parallel-on.pcapng": None,
                 "eth2/eth2-yamux.pcapng": None, "eth2/eth2-quic.pcapng": "eth2/eth2-quic.keys"}
 GUI_COLUMNS = ["msgs", "wire", "payload", "header", "ack", "saved", "pct"]   # after proto, type
-# The window's Lua runs on every version with the first capture; the others change only the
-# records it sums, which each protocol's tests check on every version.
 
 
 def gui_window(tshark, capture: str, *script_args: str) -> list[list[str]]:
@@ -133,6 +131,8 @@ def analyze(capture: str) -> dict:
     return p2pc_report("analyze", *(["--keylog", str(CAPTURES / keys)] if keys else []), str(CAPTURES / capture))
 
 
+# The window's Lua runs on every version with the first capture; the others change only the
+# records it sums, which each protocol's tests check on every version.
 @pytest.mark.parametrize("capture", once_beyond_first(list(GUI_CAPTURES)))
 def test_gui_window_shows_what_analyze_reports(tshark, capture):
     """The Statistics window and `p2pc analyze` give the same rows, number for number (over QUIC
